@@ -1,0 +1,3 @@
+from io_tui.cli import main
+
+raise SystemExit(main())

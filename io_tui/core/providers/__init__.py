@@ -1,0 +1,1 @@
+"""Model providers: OpenAI-compatible, Anthropic, scripted and replay."""

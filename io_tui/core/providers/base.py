@@ -1,0 +1,192 @@
+"""The provider contract: role-tagged messages in, a streamed response out (DESIGN §3.6)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for. ``arguments_error`` is set when the arguments were not JSON."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    arguments_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_json() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+
+Purpose = Literal["work", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_output_tokens: int = 4_096
+    temperature: float | None = None
+    purpose: Purpose = "work"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+class ErrorKind(StrEnum):
+    TRANSPORT = "transport"
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    SERVER = "server"
+    AUTH = "auth"
+    REQUEST = "request"
+    MALFORMED = "malformed"
+    CONTEXT_OVERFLOW = "context_overflow"
+
+
+RETRYABLE = frozenset({ErrorKind.TRANSPORT, ErrorKind.TIMEOUT, ErrorKind.RATE_LIMIT, ErrorKind.SERVER})
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try at a request, as the trace records it."""
+
+    provider: str
+    model: str
+    usage: Usage | None = None
+    latency_s: float = 0.0
+    ttft_s: float | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "usage": self.usage.to_json() if self.usage else None,
+            "latency_s": round(self.latency_s, 4),
+            "ttft_s": None if self.ttft_s is None else round(self.ttft_s, 4),
+            "error": self.error,
+            "error_kind": self.error_kind.value if self.error_kind else None,
+        }
+
+
+class ProviderError(Exception):
+    """A classified provider failure. ``attempts`` holds every try made before giving up."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        attempts: list[Attempt] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.attempts: list[Attempt] = attempts or []
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE
+
+    def __str__(self) -> str:
+        status = f" (HTTP {self.status})" if self.status else ""
+        return f"{self.kind.value}{status}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str = ""
+    provider: str = ""
+    attempts: tuple[Attempt, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    response: Response
+
+
+StreamEvent = TextDelta | Completed
+
+
+class Provider(Protocol):
+    """Anything that answers a CompletionRequest.
+
+    ``stream`` yields text deltas in order and ends with exactly one ``Completed``; it raises
+    ``ProviderError`` on failure (after its own retries). ``describe`` says how to recreate the
+    provider in another process (never a key).
+    """
+
+    name: str
+    model: str
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+async def complete(provider: Provider, request: CompletionRequest) -> Response:
+    """Consume a provider's stream and return its final response."""
+    async for event in provider.stream(request):
+        if isinstance(event, Completed):
+            return event.response
+    raise ProviderError(ErrorKind.MALFORMED, f"{provider.name}: stream ended without a response")

@@ -1,0 +1,1 @@
+"""Built-in tools: one small module each, gathered by the registry."""

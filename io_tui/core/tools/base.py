@@ -1,0 +1,93 @@
+"""What every built-in tool is: validated arguments, a gate for the policy, an async body."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from io_tui.core.ledger import ObsKind
+from io_tui.core.policy import Act
+from io_tui.core.providers.base import ToolSpec
+
+if TYPE_CHECKING:
+    from io_tui.core.workspace import Workspace
+
+
+class ToolError(Exception):
+    """A failure the model should read and adapt to (bad arguments, missing file, no match)."""
+
+
+class ToolArgs(BaseModel):
+    """Base for argument models: unknown keys are refused, so typos surface to the model."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What the policy must check before a call runs.
+
+    ``content`` is exactly what would be performed, shown to a human and persisted with a pending
+    approval: the new file text for a write, the argv as JSON for exec.
+    """
+
+    act: Act
+    target: str
+    content: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A tool's result, before it is bounded into an Observation."""
+
+    text: str
+    kind: ObsKind
+    target: str
+    span: str = ""
+    is_error: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch while it runs. ``services`` carries optional harness hooks
+    (memory store, skills, sub-agent spawner, MCP hub) keyed by name."""
+
+    workspace: Workspace
+    run_id: int
+    step: int
+    cap_chars: int
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[ToolArgs]]
+
+    def spec(self) -> ToolSpec:
+        schema = self.Args.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return ToolSpec(self.name, self.description, schema)
+
+    def parse(self, raw: dict[str, Any]) -> ToolArgs:
+        try:
+            return self.Args.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+    def gate(self, args: Any, ctx: ToolContext) -> Gate | None:
+        """The act to check, or None for tools that need no policy check."""
+        return None
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutcome: ...
