@@ -85,7 +85,7 @@ class Tool(ABC):
             )
             raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
 
-    def gate(self, args: Any, ctx: ToolContext) -> Gate | None:
+    async def gate(self, args: Any, ctx: ToolContext) -> Gate | None:
         """The act to check, or None for tools that need no policy check."""
         return None
 
