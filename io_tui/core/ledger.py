@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from io_tui.core.providers.base import ToolCall
+
 
 class ObsKind(StrEnum):
     """What an observation is, for supersession and staleness.
@@ -79,3 +81,18 @@ def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
         f"\n[… {elided:,} of {len(text):,} chars elided here; {how_to_get_rest} …]\n"
     )
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step of a run as the context engine sees it.
+
+    ``operator_messages`` were delivered at this step's boundary (before the model's turn);
+    ``observations`` pair with ``tool_calls`` by ``call_id``, one each.
+    """
+
+    step: int
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    observations: tuple[Observation, ...] = ()
+    operator_messages: tuple[str, ...] = ()
