@@ -1,0 +1,44 @@
+"""Helpers every subcommand shares: opening the store, printing JSON, reporting usage errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import Namespace
+from pathlib import Path
+from typing import Any
+
+from io_tui.core.store import Store, StoreError
+from io_tui.paths import default_store_path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PAUSED = 3
+
+
+class UsageError(Exception):
+    """Bad usage or config: printed as one line, exit 2."""
+
+
+def store_path(args: Namespace) -> Path:
+    explicit = getattr(args, "store", None)
+    return Path(explicit).expanduser() if explicit else default_store_path()
+
+
+async def open_store(args: Namespace) -> Store:
+    try:
+        return await Store.open(store_path(args))
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def add_store_option(parser: Any) -> None:
+    parser.add_argument(
+        "--store", metavar="DB", help="SQLite store file (default: IO_TUI_STORE or the data dir)"
+    )

@@ -1,0 +1,235 @@
+"""Pending approvals and remembered rules: durable, so a decision can come from anywhere, later."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.policy import Act, Effect, Layer, Rule
+from io_tui.core.store.db import Database
+
+
+def _request(row: aiosqlite.Row) -> ApprovalRequest:
+    return ApprovalRequest(
+        id=row["id"],
+        run_id=row["run_id"],
+        step=row["step"],
+        call_id=row["call_id"],
+        tool=row["tool"],
+        arguments=json.loads(row["arguments"]),
+        act=Act(row["act"]),
+        target=row["target"],
+        content=row["content"],
+        rule=row["rule"],
+        layer=row["layer"],
+        workspace=row["workspace"],
+        created_at=row["created_at"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    request: ApprovalRequest
+    status: str  # pending | decided
+    decision: Decision | None
+    performed: dict[str, Any] | None
+    decided_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.request
+        return {
+            "id": r.id,
+            "run_id": r.run_id,
+            "step": r.step,
+            "tool": r.tool,
+            "act": r.act.value,
+            "target": r.target,
+            "content": r.content,
+            "rule": r.rule,
+            "layer": r.layer,
+            "status": self.status,
+            "decision": self.decision.to_json() if self.decision else None,
+            "performed": self.performed,
+            "created_at": r.created_at,
+            "decided_at": self.decided_at,
+        }
+
+
+def _record(row: aiosqlite.Row) -> ApprovalRecord:
+    return ApprovalRecord(
+        request=_request(row),
+        status=row["status"],
+        decision=Decision.from_json(json.loads(row["decision"])) if row["decision"] else None,
+        performed=json.loads(row["performed"]) if row["performed"] else None,
+        decided_at=row["decided_at"],
+    )
+
+
+class ApprovalRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Persist the exact proposed action before anyone is asked; returns it with its id."""
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO approvals (run_id, step, call_id, tool, arguments, act, target,"
+                " content, rule, layer, workspace, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    request.run_id,
+                    request.step,
+                    request.call_id,
+                    request.tool,
+                    json.dumps(request.arguments),
+                    request.act.value,
+                    request.target,
+                    request.content,
+                    request.rule,
+                    request.layer,
+                    request.workspace,
+                    now,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            approval_id = cursor.lastrowid
+        row = await self.db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        assert row is not None
+        return _request(row)
+
+    async def get(self, approval_id: int) -> ApprovalRecord | None:
+        row = await self.db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return _record(row) if row else None
+
+    async def pending(self) -> list[ApprovalRecord]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM approvals WHERE status = 'pending' ORDER BY id"
+        )
+        return [_record(r) for r in rows]
+
+    async def for_run(self, run_id: int) -> list[ApprovalRecord]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM approvals WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+        return [_record(r) for r in rows]
+
+    async def history(self) -> list[ApprovalRecord]:
+        rows = await self.db.fetchall("SELECT * FROM approvals ORDER BY id")
+        return [_record(r) for r in rows]
+
+    async def record_decision(self, approval_id: int, decision: Decision) -> bool:
+        """Store a decision on a pending request. False if it was already decided (first wins)."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE approvals SET decision = ?, status = 'decided', decided_at = ?"
+                " WHERE id = ? AND status = 'pending'",
+                (json.dumps(decision.to_json()), time.time(), approval_id),
+            )
+            return cursor.rowcount == 1
+
+    async def record_performed(self, approval_id: int, performed: dict[str, Any]) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE approvals SET performed = ? WHERE id = ?",
+                (json.dumps(performed), approval_id),
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RememberedRule:
+    id: int
+    act: Act
+    effect: Effect
+    pattern: str
+    scope: str
+    workspace: str | None
+    run_id: int | None
+    approval_id: int | None
+    created_at: float
+    revoked_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "act": self.act.value,
+            "effect": self.effect.value,
+            "pattern": self.pattern,
+            "scope": self.scope,
+            "workspace": self.workspace,
+            "run_id": self.run_id,
+            "approval_id": self.approval_id,
+            "created_at": self.created_at,
+            "revoked": self.revoked_at is not None,
+        }
+
+
+class RuleRepo:
+    """Rules a human chose to remember. They form the ``remembered`` layer, which can never beat
+    a deny because policy evaluation is deny-first across every layer."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add(
+        self,
+        *,
+        act: Act,
+        pattern: str,
+        scope: str,
+        workspace: str | None,
+        run_id: int | None,
+        approval_id: int | None = None,
+        effect: Effect = Effect.ALLOW,
+    ) -> int:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO rules (act, effect, pattern, scope, workspace, run_id, approval_id,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (act.value, effect.value, pattern, scope, workspace, run_id, approval_id, time.time()),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    async def list(self, *, include_revoked: bool = False) -> list[RememberedRule]:
+        where = "" if include_revoked else " WHERE revoked_at IS NULL"
+        rows = await self.db.fetchall(f"SELECT * FROM rules{where} ORDER BY id")
+        return [
+            RememberedRule(
+                id=r["id"],
+                act=Act(r["act"]),
+                effect=Effect(r["effect"]),
+                pattern=r["pattern"],
+                scope=r["scope"],
+                workspace=r["workspace"],
+                run_id=r["run_id"],
+                approval_id=r["approval_id"],
+                created_at=r["created_at"],
+                revoked_at=r["revoked_at"],
+            )
+            for r in rows
+        ]
+
+    async def revoke(self, rule_id: int) -> bool:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE rules SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (time.time(), rule_id),
+            )
+            return cursor.rowcount == 1
+
+    async def layer_for(self, *, workspace: str, run_id: int) -> Layer:
+        """The ``remembered`` layer that applies to one run in one workspace."""
+        rules = [
+            Rule(r.act, r.effect, r.pattern)
+            for r in await self.list()
+            if r.scope == "global"
+            or (r.scope == "workspace" and r.workspace == workspace)
+            or (r.scope == "run" and r.run_id == run_id)
+        ]
+        return Layer("remembered", tuple(rules))

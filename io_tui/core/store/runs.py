@@ -1,0 +1,397 @@
+"""Runs, steps, observations, requests and events: the authority every view rebuilds from."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.providers.base import ToolCall
+from io_tui.core.store.db import Database
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    id: int
+    goal: str
+    workspace: str
+    status: str
+    outcome: str | None
+    parent_run_id: int | None
+    seed_run_id: int | None
+    contract: dict[str, Any]
+    provider: dict[str, Any]
+    policy: dict[str, Any]
+    steps: int
+    tokens: int
+    error: str | None
+    created_at: float
+    updated_at: float
+    finished_at: float | None
+
+    @classmethod
+    def from_row(cls, row: aiosqlite.Row) -> RunRow:
+        return cls(
+            id=row["id"],
+            goal=row["goal"],
+            workspace=row["workspace"],
+            status=row["status"],
+            outcome=row["outcome"],
+            parent_run_id=row["parent_run_id"],
+            seed_run_id=row["seed_run_id"],
+            contract=json.loads(row["contract"]),
+            provider=json.loads(row["provider"]),
+            policy=json.loads(row["policy"]),
+            steps=row["steps"],
+            tokens=row["tokens"],
+            error=row["error"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            finished_at=row["finished_at"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as sent, with its manifest, ready to commit with its step."""
+
+    step: int
+    attempt: int
+    purpose: str
+    ceiling_tokens: int
+    est_tokens: int
+    frame_tokens: int
+    reported_tokens: int | None
+    usage: dict[str, Any] | None
+    messages: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    provider: str
+    model: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommit:
+    """Everything one step writes, committed in one transaction."""
+
+    step: int
+    text: str
+    tool_calls: Sequence[ToolCall]
+    decision: dict[str, Any]
+    observations: Sequence[tuple[Observation, str]]  # (bounded observation, full text)
+    requests: Sequence[RequestRecord]
+    events: Sequence[RunEvent]
+    tokens: int
+    operator_messages: Sequence[str] = ()
+
+
+class RunRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(
+        self,
+        *,
+        goal: str,
+        workspace: str,
+        contract: dict[str, Any],
+        provider: dict[str, Any],
+        policy: dict[str, Any],
+        parent_run_id: int | None = None,
+        seed_run_id: int | None = None,
+    ) -> int:
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO runs (goal, workspace, status, contract, provider, policy,"
+                " parent_run_id, seed_run_id, created_at, updated_at)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    goal,
+                    workspace,
+                    json.dumps(contract),
+                    json.dumps(provider),
+                    json.dumps(policy),
+                    parent_run_id,
+                    seed_run_id,
+                    now,
+                    now,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    async def get(self, run_id: int) -> RunRow | None:
+        row = await self.db.fetchone("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return RunRow.from_row(row) if row else None
+
+    async def list(self, *, limit: int = 10_000) -> list[RunRow]:
+        rows = await self.db.fetchall("SELECT * FROM runs ORDER BY id LIMIT ?", (limit,))
+        return [RunRow.from_row(r) for r in rows]
+
+    async def set_status(
+        self,
+        run_id: int,
+        status: str,
+        outcome: str | None = None,
+        *,
+        error: str | None = None,
+        provider: dict[str, Any] | None = None,
+    ) -> None:
+        now = time.time()
+        finished = now if status in {"finished", "failed", "cancelled"} else None
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
+                " provider = COALESCE(?, provider), updated_at = ?, finished_at = ? WHERE id = ?",
+                (
+                    status,
+                    outcome,
+                    error,
+                    json.dumps(provider) if provider is not None else None,
+                    now,
+                    finished,
+                    run_id,
+                ),
+            )
+
+    async def commit_step(
+        self, run_id: int, commit: StepCommit, *, provider: dict[str, Any] | None = None
+    ) -> None:
+        """Write the step row, its observations, requests and events in one transaction.
+
+        Committing a step number that already exists (a step resumed after a deferred approval)
+        adds the new observations and merges the decision.
+        """
+        now = time.time()
+        full_result = "\n".join(full for _, full in commit.observations)
+        async with self.db.transaction() as conn:
+            existing = await (
+                await conn.execute(
+                    "SELECT decision, result FROM steps WHERE run_id = ? AND step = ?",
+                    (run_id, commit.step),
+                )
+            ).fetchone()
+            if existing is None:
+                await conn.execute(
+                    "INSERT INTO steps (run_id, step, text, tool_calls, decision, result, tokens,"
+                    " operator_messages, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        commit.step,
+                        commit.text,
+                        json.dumps([c.to_json() for c in commit.tool_calls]),
+                        json.dumps(commit.decision),
+                        full_result,
+                        commit.tokens,
+                        json.dumps(list(commit.operator_messages)),
+                        now,
+                    ),
+                )
+            else:
+                decision = {**json.loads(existing["decision"]), **commit.decision}
+                result = "\n".join(p for p in (existing["result"], full_result) if p)
+                await conn.execute(
+                    "UPDATE steps SET decision = ?, result = ?, tokens = tokens + ?"
+                    " WHERE run_id = ? AND step = ?",
+                    (json.dumps(decision), result, commit.tokens, run_id, commit.step),
+                )
+            for obs, full in commit.observations:
+                await conn.execute(
+                    "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
+                    " text, full_text, is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        obs.step,
+                        obs.call_id,
+                        obs.tool,
+                        obs.kind.value,
+                        obs.target,
+                        obs.span,
+                        obs.text,
+                        full,
+                        int(obs.is_error),
+                    ),
+                )
+            for req in commit.requests:
+                await _insert_request(conn, run_id, req, now)
+            await _insert_events(conn, commit.events)
+            await conn.execute(
+                "UPDATE runs SET steps = MAX(steps, ?), tokens = tokens + ?,"
+                " provider = COALESCE(?, provider), updated_at = ? WHERE id = ?",
+                (
+                    commit.step,
+                    commit.tokens,
+                    json.dumps(provider) if provider is not None else None,
+                    now,
+                    run_id,
+                ),
+            )
+
+    async def add_events(self, events: Sequence[RunEvent]) -> None:
+        async with self.db.transaction() as conn:
+            await _insert_events(conn, events)
+
+    async def add_request(self, run_id: int, request: RequestRecord) -> None:
+        async with self.db.transaction() as conn:
+            await _insert_request(conn, run_id, request, time.time())
+
+    async def history(self, run_id: int) -> list[StepRecord]:
+        """The run's steps as the context engine sees them (bounded observations)."""
+        steps = await self.db.fetchall(
+            "SELECT step, text, tool_calls, operator_messages FROM steps"
+            " WHERE run_id = ? ORDER BY step",
+            (run_id,),
+        )
+        obs_rows = await self.db.fetchall(
+            "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+        by_step: dict[int, list[Observation]] = {}
+        for row in obs_rows:
+            by_step.setdefault(row["step"], []).append(_observation(row))
+        records = []
+        for row in steps:
+            calls = tuple(
+                ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(row["tool_calls"])
+            )
+            records.append(
+                StepRecord(
+                    step=row["step"],
+                    text=row["text"],
+                    tool_calls=calls,
+                    observations=tuple(by_step.get(row["step"], ())),
+                    operator_messages=tuple(json.loads(row["operator_messages"])),
+                )
+            )
+        return records
+
+    async def steps(self, run_id: int) -> list[aiosqlite.Row]:
+        return await self.db.fetchall(
+            "SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,)
+        )
+
+    async def observations(self, run_id: int) -> list[aiosqlite.Row]:
+        return await self.db.fetchall(
+            "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+
+    async def requests(self, run_id: int) -> list[aiosqlite.Row]:
+        return await self.db.fetchall(
+            "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
+        )
+
+    async def events(self, run_id: int) -> list[aiosqlite.Row]:
+        return await self.db.fetchall(
+            "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+
+    async def children(self, run_id: int) -> list[RunRow]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY id", (run_id,)
+        )
+        return [RunRow.from_row(r) for r in rows]
+
+    # -- summaries (compaction is bought once per run, reused across resume) --
+
+    async def summaries(self, run_id: int) -> list[tuple[int, str]]:
+        rows = await self.db.fetchall(
+            "SELECT through_step, text FROM summaries WHERE run_id = ? ORDER BY through_step",
+            (run_id,),
+        )
+        return [(r["through_step"], r["text"]) for r in rows]
+
+    async def add_summary(self, run_id: int, through_step: int, text: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT OR REPLACE INTO summaries (run_id, through_step, text, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (run_id, through_step, text, time.time()),
+            )
+
+    # -- operator messages: steering a live run --
+
+    async def add_operator_message(self, run_id: int, text: str) -> int:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO operator_messages (run_id, text, created_at) VALUES (?, ?, ?)",
+                (run_id, text, time.time()),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    async def take_operator_messages(self, run_id: int, step: int) -> list[str]:
+        async with self.db.transaction() as conn:
+            rows = await (
+                await conn.execute(
+                    "SELECT id, text FROM operator_messages"
+                    " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",
+                    (run_id,),
+                )
+            ).fetchall()
+            if rows:
+                await conn.execute(
+                    "UPDATE operator_messages SET delivered_step = ?"
+                    " WHERE run_id = ? AND delivered_step IS NULL",
+                    (step, run_id),
+                )
+            return [r["text"] for r in rows]
+
+
+def _observation(row: aiosqlite.Row) -> Observation:
+    return Observation(
+        step=row["step"],
+        call_id=row["call_id"],
+        tool=row["tool"],
+        kind=ObsKind(row["kind"]),
+        target=row["target"],
+        text=row["text"],
+        span=row["span"],
+        full_chars=len(row["full_text"]),
+        is_error=bool(row["is_error"]),
+    )
+
+
+async def _insert_request(
+    conn: aiosqlite.Connection, run_id: int, req: RequestRecord, now: float
+) -> None:
+    await conn.execute(
+        "INSERT INTO requests (run_id, step, attempt, purpose, ceiling_tokens, est_tokens,"
+        " frame_tokens, reported_tokens, usage, messages, manifest, attempts, provider, model,"
+        " error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            req.step,
+            req.attempt,
+            req.purpose,
+            req.ceiling_tokens,
+            req.est_tokens,
+            req.frame_tokens,
+            req.reported_tokens,
+            json.dumps(req.usage) if req.usage is not None else None,
+            json.dumps(req.messages),
+            json.dumps(req.manifest),
+            json.dumps(req.attempts),
+            req.provider,
+            req.model,
+            req.error,
+            now,
+        ),
+    )
+
+
+async def _insert_events(conn: aiosqlite.Connection, events: Sequence[RunEvent]) -> None:
+    await conn.executemany(
+        "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
+        [
+            (e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at)
+            for e in events
+            if e.kind is not EventKind.TEXT_DELTA
+        ],
+    )

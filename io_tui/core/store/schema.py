@@ -1,0 +1,159 @@
+"""The store's schema as forward-only migrations, versioned with ``PRAGMA user_version``.
+
+Append a migration to ``MIGRATIONS`` to change the schema; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs, steps, observations, requests, events, approvals, rules, memory, summaries
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        goal TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        status TEXT NOT NULL,
+        outcome TEXT,
+        parent_run_id INTEGER REFERENCES runs(id),
+        seed_run_id INTEGER REFERENCES runs(id),
+        contract TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        policy TEXT NOT NULL,
+        steps INTEGER NOT NULL DEFAULT 0,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        finished_at REAL
+    );
+    CREATE INDEX runs_parent ON runs(parent_run_id);
+    CREATE TABLE steps (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        text TEXT NOT NULL DEFAULT '',
+        tool_calls TEXT NOT NULL DEFAULT '[]',
+        decision TEXT NOT NULL DEFAULT '{}',
+        result TEXT NOT NULL DEFAULT '',
+        tokens INTEGER NOT NULL DEFAULT 0,
+        operator_messages TEXT NOT NULL DEFAULT '[]',
+        created_at REAL NOT NULL,
+        PRIMARY KEY (run_id, step)
+    );
+    CREATE TABLE observations (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        target TEXT NOT NULL,
+        span TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        full_text TEXT NOT NULL,
+        is_error INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (run_id, call_id)
+    );
+    CREATE INDEX observations_run ON observations(run_id, step);
+    CREATE TABLE requests (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        purpose TEXT NOT NULL DEFAULT 'work',
+        ceiling_tokens INTEGER NOT NULL,
+        est_tokens INTEGER NOT NULL,
+        frame_tokens INTEGER NOT NULL DEFAULT 0,
+        reported_tokens INTEGER,
+        usage TEXT,
+        messages TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        attempts TEXT NOT NULL DEFAULT '[]',
+        provider TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        error TEXT,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX requests_run ON requests(run_id, step, attempt);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX events_run ON events(run_id, id);
+    CREATE TABLE approvals (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        act TEXT NOT NULL,
+        target TEXT NOT NULL,
+        content TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        layer TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'pending',
+        decision TEXT,
+        performed TEXT,
+        created_at REAL NOT NULL,
+        decided_at REAL
+    );
+    CREATE INDEX approvals_pending ON approvals(status, id);
+    CREATE TABLE rules (
+        id INTEGER PRIMARY KEY,
+        act TEXT NOT NULL,
+        effect TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        workspace TEXT,
+        run_id INTEGER,
+        approval_id INTEGER,
+        created_at REAL NOT NULL,
+        revoked_at REAL
+    );
+    CREATE TABLE memory (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL,
+        workspace TEXT NOT NULL DEFAULT '',
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        run_id INTEGER,
+        step INTEGER,
+        written_at REAL NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        recalls INTEGER NOT NULL DEFAULT 0,
+        last_recalled REAL,
+        UNIQUE (scope, workspace, key)
+    );
+    CREATE TABLE memory_recalls (
+        id INTEGER PRIMARY KEY,
+        request_id INTEGER,
+        run_id INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        scope TEXT NOT NULL,
+        workspace TEXT NOT NULL DEFAULT '',
+        key TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE TABLE summaries (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        through_step INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (run_id, through_step)
+    );
+    CREATE TABLE operator_messages (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        text TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        delivered_step INTEGER
+    );
+    """,
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)

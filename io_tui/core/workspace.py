@@ -1,0 +1,283 @@
+"""The agent's workspace: path containment plus async file and subprocess primitives.
+
+Every path a tool touches goes through ``Workspace.resolve``, which follows symlinks (including
+symlinked directories in the middle of a path and dangling links) and refuses anything that ends up
+outside the root. The policy then matches the *resolved* relative path, so a link named
+``notes.txt`` that points at ``.env`` is checked as ``.env``.
+
+Blocking work (disk I/O, directory walks) runs in ``asyncio.to_thread`` so a run never stalls the
+event loop the TUI shares. Commands run as an argv (never a shell) in their own process group, so a
+timeout or a cancelled run kills the whole tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from io_tui.core.tools.base import ToolError
+
+BINARY_SNIFF_BYTES = 8_192
+MAX_READ_BYTES = 32 * 1024 * 1024
+# Command output is kept whole up to this many bytes at each end; beyond that the middle is dropped
+# with a marker. Far above any observation cap, it only stops a runaway command filling memory.
+EXEC_KEEP_HEAD_BYTES = 1024 * 1024
+EXEC_KEEP_TAIL_BYTES = 1024 * 1024
+STRAGGLER_GRACE_S = 1.0
+
+
+class WorkspaceError(ToolError):
+    """A path or file operation the workspace refuses; the message is written for the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """How a command ended. ``exit_code`` is negative when a signal ended it (e.g. the timeout)."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+
+
+def is_binary(head: bytes) -> bool:
+    """Treat a NUL byte near the start as binary, the heuristic git and grep use."""
+    return b"\0" in head[:BINARY_SNIFF_BYTES]
+
+
+@contextlib.contextmanager
+def fs_errors(display: str) -> Iterator[None]:
+    """Turn OS errors into messages the model can act on, naming the workspace-relative path."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise WorkspaceError(f"{display}: no such file or directory") from None
+    except IsADirectoryError:
+        raise WorkspaceError(f"{display} is a directory; use list_dir to see its entries") from None
+    except NotADirectoryError:
+        raise WorkspaceError(f"{display}: a parent of this path is a file, not a directory") from None
+    except PermissionError:
+        raise WorkspaceError(f"{display}: permission denied") from None
+    except UnicodeDecodeError as exc:
+        raise WorkspaceError(
+            f"{display} is not UTF-8 text (undecodable byte at offset {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise WorkspaceError(f"{display}: {exc.strerror or exc}") from None
+
+
+class Workspace:
+    """The directory a run may touch, and nothing outside it."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        given = Path(root).expanduser()
+        if not given.exists():
+            raise WorkspaceError(f"workspace root does not exist: {given}")
+        if not given.is_dir():
+            raise WorkspaceError(f"workspace root is not a directory: {given}")
+        self.root = given.resolve()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    # -- containment -------------------------------------------------------------------------
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """The real absolute path for ``path`` (relative to the root, or absolute inside it).
+
+        Symlinks are followed wherever they sit; a path that does not exist yet is resolved
+        through its nearest existing parent. Anything landing outside the root is refused.
+        """
+        raw = os.fspath(path)
+        if "\0" in raw:
+            raise WorkspaceError("path contains a NUL byte")
+        given = Path(raw or ".")
+        candidate = given if given.is_absolute() else self.root / given
+        resolved = self._real(candidate)
+        if resolved != self.root and not resolved.is_relative_to(self.root):
+            raise WorkspaceError(
+                f"{raw!r} is outside the workspace; paths must stay under the workspace root "
+                "(use a path relative to it)"
+            )
+        return resolved
+
+    def _real(self, candidate: Path) -> Path:
+        """Resolve symlinks in the existing part of ``candidate``; keep the rest lexically.
+
+        ``os.path.realpath`` (non-strict) does exactly this: each existing component is
+        resolved, dangling links are followed to their target, and ``..`` after a missing
+        component is applied to the already-resolved prefix, so it cannot hide an escape.
+        """
+        try:
+            return Path(os.path.realpath(candidate))
+        except (OSError, ValueError) as exc:  # pragma: no cover - exotic loops on some OSes
+            raise WorkspaceError(f"cannot resolve {candidate}: {exc}") from None
+
+    def relative(self, path: str | os.PathLike[str]) -> str:
+        """The POSIX path relative to the root ('.' for the root), for policy and display."""
+        resolved = self.resolve(path)
+        rel = resolved.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` resolves inside the root; never raises."""
+        try:
+            self.resolve(path)
+        except WorkspaceError:
+            return False
+        return True
+
+    # -- files -------------------------------------------------------------------------------
+
+    async def read_bytes(self, path: str, *, max_bytes: int = MAX_READ_BYTES) -> bytes:
+        target = self.resolve(path)
+        display = self.relative(target)
+
+        def read() -> bytes:
+            with fs_errors(display):
+                size = target.stat().st_size
+                if size > max_bytes:
+                    raise WorkspaceError(
+                        f"{display} is {size:,} bytes, more than the {max_bytes:,} this tool "
+                        "reads; use grep to find the part you need"
+                    )
+                return target.read_bytes()
+
+        return await asyncio.to_thread(read)
+
+    async def read_text(self, path: str) -> str:
+        """The file as text, refusing binary and non-UTF-8 files with a clear error."""
+        data = await self.read_bytes(path)
+        display = self.relative(path)
+        if is_binary(data):
+            raise WorkspaceError(f"{display} is a binary file ({len(data):,} bytes); not shown")
+        with fs_errors(display):
+            return data.decode("utf-8")
+
+    async def write_text(self, path: str, text: str) -> bool:
+        """Write ``text`` exactly (no newline translation), creating parents.
+
+        Returns whether the file existed before, so a tool can say "created" or "overwrote".
+        """
+        target = self.resolve(path)
+        display = self.relative(target)
+        if target == self.root:
+            raise WorkspaceError("cannot write to the workspace root itself; name a file")
+
+        def write() -> bool:
+            with fs_errors(display):
+                existed = target.exists()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(text.encode("utf-8"))
+                return existed
+
+        return await asyncio.to_thread(write)
+
+    async def list_dir(self, path: str = ".") -> list[tuple[str, bool]]:
+        """``(name, is_dir)`` for each entry, sorted by name."""
+        target = self.resolve(path)
+        display = self.relative(target)
+
+        def scan() -> list[tuple[str, bool]]:
+            with fs_errors(display):
+                if not target.is_dir():
+                    if target.exists():
+                        raise WorkspaceError(f"{display} is a file, not a directory; use read_file")
+                    raise FileNotFoundError(display)
+                entries = []
+                with os.scandir(target) as it:
+                    for entry in it:
+                        try:
+                            is_dir = entry.is_dir()
+                        except OSError:
+                            is_dir = False
+                        entries.append((entry.name, is_dir))
+                return sorted(entries)
+
+        return await asyncio.to_thread(scan)
+
+    # -- commands ----------------------------------------------------------------------------
+
+    async def exec(self, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        """Run ``argv`` in the root with stdout and stderr merged, killing its group on timeout.
+
+        The process gets no stdin (so a prompt cannot hang the run) and its own session, so the
+        timeout, a cancelled run, or stragglers it left behind are all ended together.
+        """
+        if not argv or not argv[0]:
+            raise WorkspaceError("argv must name a program as its first element")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=self.root,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise WorkspaceError(f"command not found: {argv[0]}") from None
+        except PermissionError:
+            raise WorkspaceError(f"not executable: {argv[0]}") from None
+        except OSError as exc:
+            raise WorkspaceError(f"could not start {argv[0]}: {exc.strerror or exc}") from None
+
+        sink = _OutputSink()
+        assert proc.stdout is not None
+        reader = asyncio.create_task(sink.drain(proc.stdout))
+        waiter = asyncio.create_task(proc.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=timeout_s)
+            timed_out = not waiter.done()
+            if not timed_out:
+                # The pipe closes at exit unless a straggler inherited it; give those a moment.
+                await asyncio.wait({reader}, timeout=STRAGGLER_GRACE_S)
+        finally:
+            # Also reached when the run is cancelled: never leave the tree running.
+            _kill_group(proc.pid)
+            await asyncio.wait({reader, waiter}, timeout=5)
+            reader.cancel()
+            waiter.cancel()
+        return ExecResult(proc.returncode, sink.text(), timed_out)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class _OutputSink:
+    """Collects a stream whole, unless it is enormous: then head and tail with a marker."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65_536):
+            self.add(chunk)
+
+    def add(self, chunk: bytes) -> None:
+        room = EXEC_KEEP_HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - EXEC_KEEP_TAIL_BYTES
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        if not self.dropped:
+            return bytes(self.head + self.tail).decode("utf-8", errors="replace")
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        return f"{head}\n[… {self.dropped:,} bytes of output dropped here …]\n{tail}"

@@ -1,0 +1,34 @@
+"""Where io-tui keeps its files (platformdirs), each overridable by an environment variable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "io-tui"
+
+
+def config_dir() -> Path:
+    return Path(os.environ.get("IO_TUI_CONFIG_DIR") or platformdirs.user_config_dir(APP))
+
+
+def config_file() -> Path:
+    return Path(os.environ.get("IO_TUI_CONFIG") or config_dir() / "config.toml")
+
+
+def default_store_path() -> Path:
+    """``IO_TUI_STORE`` wins; otherwise the user data dir."""
+    env = os.environ.get("IO_TUI_STORE")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir(APP)) / "io-tui.db"
+
+
+def bundled_dir(name: str) -> Path:
+    """A bundled data folder (``themes``, ``skills``): the source tree's, else the wheel's copy."""
+    source = Path(__file__).resolve().parent.parent / name
+    if source.is_dir():
+        return source
+    return Path(__file__).resolve().parent / "_bundled" / name
