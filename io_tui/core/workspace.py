@@ -59,7 +59,9 @@ def fs_errors(display: str) -> Iterator[None]:
     except IsADirectoryError:
         raise WorkspaceError(f"{display} is a directory; use list_dir to see its entries") from None
     except NotADirectoryError:
-        raise WorkspaceError(f"{display}: a parent of this path is a file, not a directory") from None
+        raise WorkspaceError(
+            f"{display}: a parent of this path is a file, not a directory"
+        ) from None
     except PermissionError:
         raise WorkspaceError(f"{display}: permission denied") from None
     except UnicodeDecodeError as exc:

@@ -133,7 +133,9 @@ class Find(Tool):
         ws = ctx.workspace
 
         def scan() -> list[str]:
-            return sorted(rel + "/" if d else rel for rel, d in walk(ws, ws.root) if glob.matches(rel))
+            return sorted(
+                rel + "/" if d else rel for rel, d in walk(ws, ws.root) if glob.matches(rel)
+            )
 
         hits = await asyncio.to_thread(scan)
         shown = hits[:MAX_FIND_HITS]
@@ -189,6 +191,10 @@ class Grep(Tool):
             verdict = policy.explain(Act.READ, scope)
             if verdict.effect is not Effect.ALLOW:
                 raise ToolError(f"grep cannot read {scope}: {verdict.explain()}")
+            if args.path and args.path != scope:
+                named = policy.explain(Act.READ, args.path.removeprefix("./"))
+                if named.effect is not Effect.ALLOW:
+                    raise ToolError(f"grep cannot read {args.path}: {named.explain()}")
         elif not start.exists():
             raise ToolError(f"{scope}: no such file or directory")
 
@@ -218,7 +224,7 @@ def _scan(
     for rel in files:
         if glob is not None and not glob.matches(rel):
             continue
-        if policy.explain(Act.READ, rel).effect is not Effect.ALLOW:
+        if not _readable(ws, rel, policy):
             result.policy_skipped += 1
             continue
         text = _read_for_grep(ws, rel, result)
@@ -235,6 +241,13 @@ def _scan(
                     result.hits.append(f"{rel}:{number}:{line}")
         result.files += found
     return result
+
+
+def _readable(ws: Workspace, rel: str, policy: Policy) -> bool:
+    """Whether the policy allows reading ``rel`` outright, checked on the name and, for a
+    symlink, on what it really is (a link called notes.txt may point at .env)."""
+    real = ws.relative(rel)
+    return all(policy.explain(Act.READ, p).effect is Effect.ALLOW for p in {rel, real})
 
 
 def _read_for_grep(ws: Workspace, rel: str, result: _GrepResult) -> str | None:
@@ -259,7 +272,9 @@ def _render(result: _GrepResult, pattern: str, scope: str) -> str:
     if more:
         lines.append(marker(more, "hits", "narrow the pattern or path"))
     if result.policy_skipped:
-        lines.append(f"({result.policy_skipped} file(s) skipped: the policy does not allow reading them)")
+        lines.append(
+            f"({result.policy_skipped} file(s) skipped: the policy does not allow reading them)"
+        )
     if result.large_skipped:
         lines.append(
             f"({result.large_skipped} file(s) over {MAX_GREP_FILE_BYTES // 1_048_576} MiB skipped)"
