@@ -6,6 +6,7 @@ from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
+from io_tui.core.store.memory import MemoryRepo
 from io_tui.core.store.runs import RequestRecord, RunRepo, RunRow, StepCommit
 
 __all__ = [
@@ -28,6 +29,7 @@ class Store:
         self.runs = RunRepo(self.db)
         self.approvals = ApprovalRepo(self.db)
         self.rules = RuleRepo(self.db)
+        self.memory = MemoryRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path) -> Store:

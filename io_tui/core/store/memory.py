@@ -1,0 +1,430 @@
+"""The memory tables: notes per scope, their caps, recalls, and the operator's audited edits.
+
+Agent writes (``write``/``forget``) come from the ``remember``/``forget`` tools, which report what
+happened as run events through their ``emit`` hook. Operator edits (``set``, ``delete``,
+``clear``, ``pin``, ``unpin``) have no run, so each one is recorded in the ``events`` table with
+``run_id = 0, step = 0, kind = 'memory'`` and ``detail.actor = 'operator'`` in the same
+transaction as the change (``store.runs.events(0)`` reads the audit trail back). Evictions caused
+by an operator write are recorded the same way.
+
+Notes are ordered by row id: a rewrite deletes the old row and inserts a new one, so "oldest" is
+"least recently written", exactly what eviction needs, without trusting clock resolution.
+Global notes are stored with ``workspace = ''``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.events import EventKind
+from io_tui.core.memory import (
+    MemoryNote,
+    Scope,
+    check_key,
+    find_restated,
+    plan_write,
+    truncate_value,
+)
+from io_tui.core.store.db import Database
+
+OPERATOR_RUN_ID = 0
+
+
+def workspace_key(scope: Scope, workspace: str | Path | None) -> str:
+    """The ``workspace`` column for a scope: the resolved absolute path, or '' for global."""
+    if scope == "global":
+        return ""
+    if workspace is None or str(workspace) == "":
+        raise ValueError("a workspace note needs a workspace path")
+    return str(workspace)
+
+
+def _note(row: aiosqlite.Row) -> MemoryNote:
+    return MemoryNote(
+        key=row["key"],
+        value=row["value"],
+        scope=row["scope"],
+        run_id=row["run_id"],
+        step=row["step"],
+        pinned=bool(row["pinned"]),
+        written_at=row["written_at"],
+        recalls=row["recalls"],
+        last_recalled=row["last_recalled"],
+        workspace=row["workspace"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did. ``status`` is ``written``, ``pinned`` (refused: the operator pinned the
+    key) or ``full`` (refused: pinned notes leave no room). Refusals change nothing."""
+
+    status: str
+    note: MemoryNote
+    original_chars: int
+    replaced: MemoryNote | None = None
+    evicted: tuple[MemoryNote, ...] = ()
+    restates: tuple[tuple[MemoryNote, float], ...] = ()
+    entries: int = 0
+    chars: int = 0
+
+    @property
+    def written(self) -> bool:
+        return self.status == "written"
+
+    @property
+    def truncated(self) -> bool:
+        return self.original_chars > len(self.note.value)
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """``status`` is ``forgotten``, ``missing`` or ``pinned`` (refused)."""
+
+    status: str
+    note: MemoryNote | None = None
+    elsewhere: list[Scope] = field(default_factory=list)
+
+
+class MemoryRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def list(
+        self, scope: Scope | None = None, workspace: str | Path | None = None
+    ) -> builtins.list[MemoryNote]:
+        """Notes oldest-first: one scope (of one workspace), or all notes when ``scope`` is None."""
+        if scope is None:
+            rows = await self.db.fetchall("SELECT * FROM memory ORDER BY scope, workspace, id")
+        else:
+            rows = await self.db.fetchall(
+                "SELECT * FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
+                (scope, workspace_key(scope, workspace)),
+            )
+        return [_note(r) for r in rows]
+
+    async def get(self, key: str, scope: Scope, workspace: str | Path | None) -> MemoryNote | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+            (scope, workspace_key(scope, workspace), key.strip()),
+        )
+        return _note(row) if row else None
+
+    async def notes_for(self, workspace: str | Path) -> builtins.list[MemoryNote]:
+        """What a request in ``workspace`` recalls: its notes, then the global notes whose key no
+        workspace note shadows; each group oldest-first (``render_notes`` picks under budget)."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
+            " OR scope = 'global' ORDER BY scope = 'global', id",
+            (str(workspace),),
+        )
+        notes = [_note(r) for r in rows]
+        local = {n.key for n in notes if n.scope == "workspace"}
+        return [n for n in notes if n.scope == "workspace" or n.key not in local]
+
+    async def usage(self, scope: Scope, workspace: str | Path | None) -> tuple[int, int]:
+        """(entries, chars) held by one scope, for gauges and messages."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(value)), 0) FROM memory"
+            " WHERE scope = ? AND workspace = ?",
+            (scope, workspace_key(scope, workspace)),
+        )
+        assert row is not None
+        return int(row[0]), int(row[1])
+
+    # -- recall ---------------------------------------------------------------------------------
+
+    async def record_recall(
+        self,
+        run_id: int,
+        step: int,
+        request_id: int | None,
+        keys: Sequence[str],
+        workspace: str | Path,
+    ) -> builtins.list[tuple[Scope, str]]:
+        """Count one recall of each key shown in a request and log it in ``memory_recalls``.
+
+        A key resolves as ``notes_for`` shadows it: the workspace note if there is one, else the
+        global one. Returns the (scope, key) pairs recorded, for the run's recall event.
+        """
+        if not keys:
+            return []
+        ws = str(workspace)
+        now = time.time()
+        recorded: builtins.list[tuple[Scope, str]] = []
+        candidates: tuple[tuple[Scope, str], ...] = (("workspace", ws), ("global", ""))
+        async with self.db.transaction() as conn:
+            for key in dict.fromkeys(keys):
+                for scope, where in candidates:
+                    cursor = await conn.execute(
+                        "UPDATE memory SET recalls = recalls + 1, last_recalled = ?"
+                        " WHERE scope = ? AND workspace = ? AND key = ?",
+                        (now, scope, where, key),
+                    )
+                    if cursor.rowcount:
+                        await conn.execute(
+                            "INSERT INTO memory_recalls (request_id, run_id, step, scope,"
+                            " workspace, key, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (request_id, run_id, step, scope, where, key, now),
+                        )
+                        recorded.append((scope, key))
+                        break
+        return recorded
+
+    async def recalls(self, run_id: int) -> builtins.list[aiosqlite.Row]:
+        return await self.db.fetchall(
+            "SELECT * FROM memory_recalls WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+
+    # -- writing --------------------------------------------------------------------------------
+
+    async def write(
+        self,
+        *,
+        key: str,
+        value: str,
+        scope: Scope,
+        workspace: str | Path | None,
+        run_id: int | None,
+        step: int | None,
+        limits: MemoryLimits,
+    ) -> WriteResult:
+        """Write (or replace and re-attribute) one note, truncating and evicting as the caps say.
+
+        ``run_id`` None marks an operator write: it may replace a pinned note (which stays
+        pinned) and is audited in ``events``. An agent write to a pinned key is refused.
+        """
+        key = check_key(key)
+        where = workspace_key(scope, workspace)
+        value = value.encode("utf-8", "replace").decode("utf-8")  # lone surrogates from JSON
+        operator = run_id is None
+        stored = truncate_value(value, limits.max_entry_chars)
+        now = time.time()
+        async with self.db.transaction() as conn:
+            rows = await _fetch(
+                conn,
+                "SELECT * FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
+                (scope, where),
+            )
+            existing = [_note(r) for r in rows]
+            old = next((n for n in existing if n.key == key), None)
+            new = MemoryNote(
+                key=key,
+                value=stored,
+                scope=scope,
+                run_id=run_id,
+                step=step,
+                pinned=bool(old and old.pinned),
+                written_at=now,
+                workspace=where,
+            )
+            if old is not None and old.pinned and not operator:
+                return WriteResult("pinned", old, len(value))
+            plan = plan_write(existing, new, limits)
+            if not plan.fits:
+                return WriteResult("full", new, len(value), entries=len(existing))
+            for gone in plan.evict:
+                await conn.execute(
+                    "DELETE FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                    (scope, where, gone.key),
+                )
+            await conn.execute(
+                "DELETE FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                (scope, where, key),
+            )
+            await conn.execute(
+                "INSERT INTO memory (scope, workspace, key, value, run_id, step, written_at,"
+                " pinned) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (scope, where, key, stored, run_id, step, now, int(new.pinned)),
+            )
+            visible = await _visible(conn, scope, where, existing)
+            restates = find_restated(new, [n for n in visible if n not in plan.evict])
+            if operator:
+                await _audit(conn, "set", new, truncated_from=len(value), replaced=old)
+                for gone in plan.evict:
+                    await _audit(conn, "evict", gone, evicted_by=key)
+        return WriteResult(
+            "written",
+            new,
+            len(value),
+            replaced=old,
+            evicted=plan.evict,
+            restates=tuple(restates),
+            entries=plan.entries,
+            chars=plan.chars,
+        )
+
+    async def forget(
+        self, *, key: str, scope: Scope, workspace: str | Path | None, operator: bool
+    ) -> ForgetResult:
+        """Remove one note. The agent may not forget a pinned note; the operator may."""
+        key = key.strip()
+        where = workspace_key(scope, workspace)
+        async with self.db.transaction() as conn:
+            rows = await _fetch(
+                conn,
+                "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                (scope, where, key),
+            )
+            if not rows:
+                return ForgetResult("missing", None, await _elsewhere(conn, key, scope, workspace))
+            note = _note(rows[0])
+            if note.pinned and not operator:
+                return ForgetResult("pinned", note)
+            await conn.execute(
+                "DELETE FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                (scope, where, key),
+            )
+            if operator:
+                await _audit(conn, "delete", note)
+        return ForgetResult("forgotten", note)
+
+    # -- the operator's API (each change audited as an event with run_id 0) --------------------
+
+    async def set(
+        self,
+        key: str,
+        value: str,
+        scope: Scope,
+        workspace: str | Path | None,
+        limits: MemoryLimits | None = None,
+    ) -> WriteResult:
+        return await self.write(
+            key=key,
+            value=value,
+            scope=scope,
+            workspace=workspace,
+            run_id=None,
+            step=None,
+            limits=limits or MemoryLimits(),
+        )
+
+    async def delete(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
+        result = await self.forget(key=key, scope=scope, workspace=workspace, operator=True)
+        return result.status == "forgotten"
+
+    async def clear(
+        self, scope: Scope, workspace: str | Path | None, *, include_pinned: bool = False
+    ) -> int:
+        """Delete a scope's notes (pinned ones only with ``include_pinned``); returns how many."""
+        where = workspace_key(scope, workspace)
+        pinned_clause = "" if include_pinned else " AND pinned = 0"
+        async with self.db.transaction() as conn:
+            selected = f"FROM memory WHERE scope = ? AND workspace = ?{pinned_clause}"
+            rows = await _fetch(conn, f"SELECT * {selected} ORDER BY id", (scope, where))
+            await conn.execute(f"DELETE {selected}", (scope, where))
+            if rows:
+                await _record(
+                    conn,
+                    {
+                        "op": "clear",
+                        "actor": "operator",
+                        "scope": scope,
+                        "workspace": where,
+                        "keys": [r["key"] for r in rows],
+                        "include_pinned": include_pinned,
+                    },
+                )
+        return len(rows)
+
+    async def pin(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
+        return await self._set_pinned(key, scope, workspace, True)
+
+    async def unpin(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
+        return await self._set_pinned(key, scope, workspace, False)
+
+    async def _set_pinned(
+        self, key: str, scope: Scope, workspace: str | Path | None, pinned: bool
+    ) -> bool:
+        where = workspace_key(scope, workspace)
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE memory SET pinned = ? WHERE scope = ? AND workspace = ? AND key = ?",
+                (int(pinned), scope, where, key.strip()),
+            )
+            if not cursor.rowcount:
+                return False
+            rows = await _fetch(
+                conn,
+                "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                (scope, where, key.strip()),
+            )
+            await _audit(conn, "pin" if pinned else "unpin", _note(rows[0]))
+        return True
+
+
+async def _fetch(
+    conn: aiosqlite.Connection, sql: str, params: Sequence[Any]
+) -> list[aiosqlite.Row]:
+    async with conn.execute(sql, tuple(params)) as cursor:
+        return list(await cursor.fetchall())
+
+
+async def _elsewhere(
+    conn: aiosqlite.Connection, key: str, scope: Scope, workspace: str | Path | None
+) -> list[Scope]:
+    """The other scope, when it holds ``key``: a hint for a forget aimed at the wrong scope."""
+    if scope == "workspace":
+        other: Scope = "global"
+        where = ""
+    elif workspace:
+        other, where = "workspace", str(workspace)
+    else:
+        return []
+    found = await _fetch(
+        conn,
+        "SELECT 1 FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+        (other, where, key),
+    )
+    return [other] if found else []
+
+
+async def _visible(
+    conn: aiosqlite.Connection, scope: Scope, where: str, same_scope: list[MemoryNote]
+) -> list[MemoryNote]:
+    """Notes a restatement is checked against: this scope's plus, for a workspace note, the global
+    ones (the agent sees both together); for a global note, only other global notes."""
+    if scope == "global":
+        return same_scope
+    rows = await _fetch(conn, "SELECT * FROM memory WHERE scope = 'global' ORDER BY id", ())
+    return same_scope + [_note(r) for r in rows]
+
+
+async def _audit(conn: aiosqlite.Connection, op: str, note: MemoryNote, **extra: Any) -> None:
+    detail: dict[str, Any] = {
+        "op": op,
+        "actor": "operator",
+        "scope": note.scope,
+        "workspace": note.workspace,
+        "key": note.key,
+        "value": note.value,
+        "pinned": note.pinned,
+    }
+    replaced = extra.pop("replaced", None)
+    if isinstance(replaced, MemoryNote):
+        detail["replaced"] = {"value": replaced.value, "origin": replaced.origin}
+    detail.update(extra)
+    await _record(conn, detail)
+
+
+async def _record(conn: aiosqlite.Connection, detail: dict[str, Any]) -> None:
+    await conn.execute(
+        "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, 0, ?, ?, ?)",
+        (
+            OPERATOR_RUN_ID,
+            EventKind.MEMORY.value,
+            json.dumps(detail, ensure_ascii=False),
+            time.time(),
+        ),
+    )

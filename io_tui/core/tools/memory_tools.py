@@ -1,0 +1,215 @@
+"""remember / forget: the agent's durable notes (DESIGN §3.3, §3.7).
+
+They write io-tui's own store, never the workspace, so they are not path acts and ``gate``
+returns None. The run loop provides, in ``ToolContext.services``:
+
+- ``"memory"``: a ``MemoryRepo``;
+- ``"memory_limits"``: the run's ``MemoryLimits`` (defaults apply when absent);
+- ``"emit"``: ``(kind: str, detail: dict) -> None``, which records a trace event. Every write,
+  eviction, refusal and forget is emitted as kind ``"memory"`` with ``detail["op"]`` one of
+  ``write``, ``evict``, ``refuse``, ``forget``.
+
+The model is told what happened in plain words: truncation, evictions, the run and step a replaced
+note came from, a refusal because the operator pinned the key, and a warning when the new note
+restates another, naming it, so two notes never disagree silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.events import EventKind
+from io_tui.core.ledger import ObsKind
+from io_tui.core.memory import MAX_KEY_CHARS, MemoryNote, Scope
+from io_tui.core.store.memory import ForgetResult, MemoryRepo, WriteResult
+from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+
+Emit = Callable[[str, dict[str, Any]], None]
+
+SCOPE_HELP = (
+    "'workspace' (default): only runs in this workspace recall it. 'global': every workspace "
+    "recalls it, unless a workspace note has the same key."
+)
+
+
+class RememberArgs(ToolArgs):
+    key: str = Field(
+        min_length=1,
+        max_length=MAX_KEY_CHARS,
+        description="A short name for the note, e.g. 'test-command'. Writing a key again "
+        "replaces its note.",
+    )
+    value: str = Field(description="What to remember, in a sentence or two.")
+    scope: Scope = Field(default="workspace", description=SCOPE_HELP)
+
+
+class ForgetArgs(ToolArgs):
+    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS, description="The note's key.")
+    scope: Scope = Field(default="workspace", description="The scope the note is in.")
+
+
+def _services(ctx: ToolContext) -> tuple[MemoryRepo, MemoryLimits, Emit]:
+    repo = ctx.services.get("memory")
+    if repo is None:
+        raise ToolError("memory is not available in this run")
+    limits = ctx.services.get("memory_limits") or MemoryLimits()
+    emit: Emit = ctx.services.get("emit") or (lambda kind, detail: None)
+    return repo, limits, emit
+
+
+def _workspace(ctx: ToolContext, scope: Scope) -> str | None:
+    return str(ctx.workspace.root) if scope == "workspace" else None
+
+
+def _brief(note: MemoryNote) -> dict[str, Any]:
+    return {"key": note.key, "scope": note.scope, "run_id": note.run_id, "step": note.step}
+
+
+class Remember(Tool):
+    name = "remember"
+    description = (
+        "Save a short note for future runs (facts about this project you had to discover: how to "
+        "run the tests, where things live, a decision and why). Notes are shown to you at the "
+        "start of later runs. Each scope holds a limited number of notes; the oldest are dropped "
+        "first, so keep notes short and update a key rather than adding near-duplicates."
+    )
+    Args = RememberArgs
+
+    async def run(self, args: RememberArgs, ctx: ToolContext) -> ToolOutcome:
+        repo, limits, emit = _services(ctx)
+        try:
+            result = await repo.write(
+                key=args.key,
+                value=args.value,
+                scope=args.scope,
+                workspace=_workspace(ctx, args.scope),
+                run_id=ctx.run_id,
+                step=ctx.step,
+                limits=limits,
+            )
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        note = result.note
+        if not result.written:
+            emit(EventKind.MEMORY.value, {"op": "refuse", "reason": result.status, **_brief(note)})
+            return ToolOutcome(
+                _refusal(result, limits),
+                ObsKind.MEMORY,
+                note.key,
+                is_error=True,
+                data={"op": "refuse", "reason": result.status},
+            )
+        emit(
+            EventKind.MEMORY.value,
+            {
+                "op": "write",
+                **_brief(note),
+                "chars": len(note.value),
+                "truncated_from": result.original_chars if result.truncated else None,
+                "replaced": _brief(result.replaced) if result.replaced else None,
+                "restates": [other.key for other, _ in result.restates],
+            },
+        )
+        for gone in result.evicted:
+            emit(EventKind.MEMORY.value, {"op": "evict", **_brief(gone), "evicted_by": note.key})
+        return ToolOutcome(
+            _written(result, limits),
+            ObsKind.MEMORY,
+            note.key,
+            data={
+                "op": "write",
+                "scope": note.scope,
+                "evicted": [g.key for g in result.evicted],
+                "restates": [other.key for other, _ in result.restates],
+            },
+        )
+
+
+def _written(result: WriteResult, limits: MemoryLimits) -> str:
+    note = result.note
+    lines = [
+        f"Remembered {note.key!r} ({note.scope} scope). The scope now holds {result.entries}/"
+        f"{limits.max_entries} notes, {result.chars:,}/{limits.max_chars:,} chars."
+    ]
+    if result.replaced is not None:
+        lines.append(f"It replaced the earlier note written by {result.replaced.origin}.")
+    if result.truncated:
+        lines.append(
+            f"The value was {result.original_chars:,} chars, over the {limits.max_entry_chars:,}-"
+            "char cap for one note, so it was stored cut short with a marker. Keep notes brief."
+        )
+    if result.evicted:
+        keys = ", ".join(repr(g.key) for g in result.evicted)
+        lines.append(f"To stay within the caps, the oldest notes were dropped: {keys}.")
+    for other, score in result.restates:
+        lines.append(
+            f"Warning: this note restates {other.key!r} ({other.scope}, written by "
+            f"{other.origin}; {score:.0%} of words shared). If they say the same thing, forget "
+            "one; if they disagree, correct or forget the stale one so your notes never "
+            "contradict each other."
+        )
+    return "\n".join(lines)
+
+
+def _refusal(result: WriteResult, limits: MemoryLimits) -> str:
+    key = result.note.key
+    if result.status == "pinned":
+        return (
+            f"Not remembered: the operator pinned {key!r}, so you cannot overwrite it. "
+            "Remember under a different key if you must record something else."
+        )
+    return (
+        f"Not remembered: {key!r} does not fit and the operator pinned the notes that would have "
+        f"to make room (caps: {limits.max_entries} notes, {limits.max_chars:,} chars). Shorten "
+        "the note or ask the operator to unpin some."
+    )
+
+
+class Forget(Tool):
+    name = "forget"
+    description = "Delete one of your remembered notes by key (for example, one that is wrong)."
+    Args = ForgetArgs
+
+    async def run(self, args: ForgetArgs, ctx: ToolContext) -> ToolOutcome:
+        repo, _, emit = _services(ctx)
+        key = args.key.strip()
+        result = await repo.forget(
+            key=key, scope=args.scope, workspace=_workspace(ctx, args.scope), operator=False
+        )
+        if result.status == "forgotten" and result.note is not None:
+            emit(EventKind.MEMORY.value, {"op": "forget", **_brief(result.note)})
+            return ToolOutcome(
+                f"Forgot {key!r} ({args.scope} scope; it was written by {result.note.origin}).",
+                ObsKind.MEMORY,
+                key,
+                data={"op": "forget", "scope": args.scope},
+            )
+        if result.status == "pinned":
+            emit(
+                EventKind.MEMORY.value,
+                {"op": "refuse", "reason": "pinned", "key": key, "scope": args.scope},
+            )
+        return ToolOutcome(
+            _not_forgotten(key, args.scope, result),
+            ObsKind.MEMORY,
+            key,
+            is_error=True,
+            data={"op": "refuse" if result.status == "pinned" else "missing"},
+        )
+
+
+def _not_forgotten(key: str, scope: Scope, result: ForgetResult) -> str:
+    if result.status == "pinned":
+        return f"Not forgotten: the operator pinned {key!r}, so you cannot remove it."
+    hint = ""
+    if result.elsewhere:
+        other = result.elsewhere[0]
+        hint = f" There is a {other} note with that key: pass scope={other!r}."
+    return f"No {scope} note named {key!r}; nothing to forget.{hint}"
+
+
+MEMORY_TOOLS: tuple[type[Tool], ...] = (Remember, Forget)
