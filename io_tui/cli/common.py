@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from argparse import Namespace
@@ -39,6 +40,10 @@ def print_json(data: Any) -> None:
 
 
 def add_store_option(parser: Any) -> None:
+    # SUPPRESS: an option given before the subcommand is not reset by the subparser's default.
     parser.add_argument(
-        "--store", metavar="DB", help="SQLite store file (default: IO_TUI_STORE or the data dir)"
+        "--store",
+        metavar="DB",
+        default=argparse.SUPPRESS,
+        help="SQLite store file (default: IO_TUI_STORE or the data dir)",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHARS_PER_TOKEN = 4
 MIN_CEILING_TOKENS = 2_000
@@ -82,3 +83,39 @@ class TaskContract:
         if self.verify:
             return f"`{' '.join(self.verify)}` exits 0 in the workspace"
         return "the goal is met and you stop calling tools"
+
+
+def contract_to_json(contract: TaskContract) -> dict[str, object]:
+    return {
+        "goal": contract.goal,
+        "workspace": str(contract.workspace),
+        "verify": list(contract.verify) if contract.verify else None,
+        "max_steps": contract.max_steps,
+        "token_budget": contract.token_budget,
+        "constraints": list(contract.constraints),
+        "context": {"max_tokens": contract.context.max_tokens, "share": contract.context.share},
+        "compaction": {
+            "enabled": contract.compaction.enabled,
+            "threshold": contract.compaction.threshold,
+            "keep_newest": contract.compaction.keep_newest,
+        },
+        "memory": {
+            "max_entries": contract.memory.max_entries,
+            "max_chars": contract.memory.max_chars,
+            "max_entry_chars": contract.memory.max_entry_chars,
+        },
+    }
+
+
+def contract_from_json(data: dict[str, Any]) -> TaskContract:
+    return TaskContract(
+        goal=data["goal"],
+        workspace=Path(data["workspace"]),
+        verify=tuple(data["verify"]) if data.get("verify") else None,
+        max_steps=data.get("max_steps", 12),
+        token_budget=data.get("token_budget"),
+        constraints=tuple(data.get("constraints", ())),
+        context=ContextBudget(**data.get("context", {})),
+        compaction=Compaction(**data.get("compaction", {})),
+        memory=MemoryLimits(**data.get("memory", {})),
+    )

@@ -191,7 +191,16 @@ class RuleRepo:
             cursor = await conn.execute(
                 "INSERT INTO rules (act, effect, pattern, scope, workspace, run_id, approval_id,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (act.value, effect.value, pattern, scope, workspace, run_id, approval_id, time.time()),
+                (
+                    act.value,
+                    effect.value,
+                    pattern,
+                    scope,
+                    workspace,
+                    run_id,
+                    approval_id,
+                    time.time(),
+                ),
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid

@@ -1,0 +1,190 @@
+"""``io-tui run`` and ``io-tui demo --headless``: one run to an outcome, exit code per DESIGN §4."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_PAUSED,
+    UsageError,
+    add_store_option,
+    open_store,
+    print_json,
+)
+from io_tui.cli.sinks import HumanSink, JsonLinesSink
+from io_tui.config import ConfigError, Settings, load_settings
+from io_tui.core.approvals import ApproveAll, Approver, DeferAll, DenyAll, TerminalApprover
+from io_tui.core.contract import ContextBudget, TaskContract
+from io_tui.core.events import EventSink
+from io_tui.core.policy import Policy, PolicyError
+from io_tui.core.providers.base import Provider
+from io_tui.core.providers.factory import ProviderConfigError, build_provider
+from io_tui.core.providers.scripted import ScriptError
+from io_tui.core.run import Harness, Outcome, RunResult, start_run
+from io_tui.core.workspace import Workspace, WorkspaceError
+
+APPROVERS: dict[str, type] = {
+    "ask": TerminalApprover,
+    "all": ApproveAll,
+    "deny": DenyAll,
+    "defer": DeferAll,
+}
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run one task headless")
+    run.add_argument("task", help="what the agent should do")
+    run.add_argument("--workspace", "-w", default=".", help="the directory the agent works in")
+    run.add_argument(
+        "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
+    )
+    run.add_argument("--model", help="model name for the provider")
+    run.add_argument("--base-url", help="override the preset's base URL")
+    run.add_argument(
+        "--approve", choices=sorted(APPROVERS), help="how asks are answered (default: ask)"
+    )
+    run.add_argument("--policy", type=Path, help="policy TOML file")
+    run.add_argument("--max-steps", type=int)
+    run.add_argument("--token-budget", type=int)
+    run.add_argument("--context-max-tokens", type=int)
+    run.add_argument("--context-share", type=float)
+    run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
+    run.add_argument("--json", action="store_true", help="print events as JSON lines")
+    add_store_option(run)
+    run.set_defaults(handler=run_command)
+
+    demo = sub.add_parser("demo", help="the bundled demo task (the TUI, or --headless)")
+    demo.add_argument(
+        "--headless", action="store_true", help="no TUI: auto-approve, print a summary"
+    )
+    demo.add_argument("--json", action="store_true")
+    add_store_option(demo)
+    demo.set_defaults(handler=demo_command)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    try:
+        return load_settings(
+            provider=getattr(args, "provider", None),
+            model=getattr(args, "model", None),
+            base_url=getattr(args, "base_url", None),
+            approve=getattr(args, "approve", None),
+            max_steps=getattr(args, "max_steps", None),
+            token_budget=getattr(args, "token_budget", None),
+            context_max_tokens=getattr(args, "context_max_tokens", None),
+            context_share=getattr(args, "context_share", None),
+            policy=getattr(args, "policy", None),
+        )
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def provider_from(settings: Settings) -> Provider:
+    try:
+        return build_provider(settings)
+    except (ProviderConfigError, ScriptError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def policy_from(settings: Settings) -> Policy:
+    if settings.policy is None:
+        return Policy()
+    try:
+        return Policy.load(settings.policy)
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    try:
+        workspace = Workspace(Path(args.workspace))
+    except WorkspaceError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        verify = tuple(shlex.split(args.verify)) if args.verify else None
+        contract = TaskContract(
+            goal=args.task,
+            workspace=workspace.root,
+            verify=verify,
+            max_steps=settings.max_steps,
+            token_budget=settings.token_budget,
+            context=ContextBudget(settings.context_max_tokens, settings.context_share),
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    provider = provider_from(settings)
+    policy = policy_from(settings)
+    return await execute(args, contract, provider, policy, APPROVERS[settings.approve]())
+
+
+async def demo_command(args: argparse.Namespace) -> int:
+    from io_tui import demo
+
+    if not args.headless:
+        from io_tui.cli.ui import open_demo
+
+        return await open_demo(args)
+    workspace = demo.make_workspace()
+    provider = build_demo_provider()
+    contract = demo.demo_contract(workspace)
+    if not args.json:
+        sys.stderr.write(f"demo workspace: {workspace}\n")
+    return await execute(args, contract, provider, demo.demo_policy(), ApproveAll())
+
+
+def build_demo_provider() -> Provider:
+    from io_tui import demo
+    from io_tui.core.providers.scripted import ScriptedProvider
+
+    return ScriptedProvider.from_file(demo.SCRIPT)
+
+
+async def execute(
+    args: argparse.Namespace,
+    contract: TaskContract,
+    provider: Provider,
+    policy: Policy,
+    approver: Approver,
+) -> int:
+    sink: EventSink = JsonLinesSink() if args.json else HumanSink()
+    store = await open_store(args)
+    try:
+        harness = Harness(
+            store=store, provider=provider, approver=approver, sink=sink, policy=policy
+        )
+        result = await start_run(harness, contract)
+    finally:
+        await store.close()
+    report(args, result)
+    return exit_code(result)
+
+
+def report(args: argparse.Namespace, result: RunResult) -> None:
+    if args.json:
+        print_json(result.to_json())
+        return
+    print(
+        f"run {result.run_id}: {result.status} ({result.outcome.value}) after {result.steps} steps,"
+        f" {result.tokens:,} tokens"
+    )
+    if result.error:
+        print(f"error: {result.error}")
+    if result.outcome is Outcome.AWAITING_APPROVAL:
+        print(
+            "waiting for a decision: see `io-tui approvals`, then `io-tui decide ID approve|deny`"
+        )
+    print(f"full trace: io-tui trace {result.run_id}")
+
+
+def exit_code(result: RunResult) -> int:
+    """0 finished, 3 paused awaiting approval, 1 failed or cancelled."""
+    if result.status == "paused":
+        return EXIT_PAUSED
+    return EXIT_OK if result.status == "finished" else EXIT_FAILED

@@ -1,0 +1,91 @@
+"""``io-tui trace RUN [--json] [--context STEP]``: the full, unelided trace of a run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
+from io_tui.core.trace import TraceNotFound, build_trace
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("trace", help="the full trace of a run")
+    parser.add_argument("run", type=int, help="run id")
+    parser.add_argument("--json", action="store_true", help="the documented JSON schema")
+    parser.add_argument("--context", type=int, metavar="STEP", help="what request STEP carried")
+    add_store_option(parser)
+    parser.set_defaults(handler=trace_command)
+
+
+async def trace_command(args: argparse.Namespace) -> int:
+    store = await open_store(args)
+    try:
+        trace = await build_trace(store, args.run)
+    except TraceNotFound as exc:
+        print(f"io-tui: {exc}")
+        return EXIT_FAILED
+    finally:
+        await store.close()
+    if args.json:
+        print_json(trace)
+    elif args.context is not None:
+        return print_context(trace, args.context)
+    else:
+        print_readable(trace)
+    return EXIT_OK
+
+
+def print_readable(trace: dict[str, Any]) -> None:
+    run = trace["run"]
+    print(
+        f"run {run['id']} · {run['status']} ({run['outcome']}) · {run['steps']} steps · {run['tokens']:,} tokens"
+    )
+    print(f"goal: {run['goal']}")
+    print(f"workspace: {run['workspace']}")
+    if run["error"]:
+        print(f"error: {run['error']}")
+    for step in trace["steps"]:
+        print(f"\n── step {step['step']} " + "─" * 60)
+        for message in step["operator_messages"]:
+            print(f"[operator] {message}")
+        if step["text"]:
+            print(step["text"])
+        for call, obs in _pairs(step):
+            print(f"→ {call['name']} {call['arguments']}")
+            if obs is not None:
+                print(obs["full_text"])
+        if step["decision"]:
+            print(f"decision: {step['decision']}")
+
+
+def _pairs(step: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    by_call = {o["call_id"]: o for o in step["observations"]}
+    return [(c, by_call.get(c["id"])) for c in step["tool_calls"]]
+
+
+def print_context(trace: dict[str, Any], step: int) -> int:
+    requests = [r for r in trace["requests"] if r["step"] == step and r["purpose"] == "work"]
+    if not requests:
+        print(f"io-tui: run {trace['run']['id']} has no request for step {step}")
+        return EXIT_FAILED
+    for req in requests:
+        reported = req["reported_tokens"]
+        print(
+            f"request for step {step}, attempt {req['attempt']}: ceiling {req['ceiling_tokens']:,} ·"
+            f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
+        )
+        print("\nfixed sections:")
+        for s in req["sections"]:
+            print(f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {s['source']}")
+        print("\nentries:")
+        print(f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  target · reason")
+        for e in req["entries"]:
+            by = f" (by step {e['superseded_by']})" if e.get("superseded_by") else ""
+            print(
+                f"  {e['step']:>4}  {e['state']:<15} {e['kind']:<7} {e['est_tokens']:>6}  "
+                f"{e['target']} · {e['reason']}{by}"
+            )
+        if req["memory_keys"]:
+            print(f"\nmemory carried: {', '.join(req['memory_keys'])}")
+    return EXIT_OK

@@ -1,0 +1,264 @@
+"""One tool call, from the model's arguments to a recorded observation.
+
+validate → gate → policy.explain → (ask: persist, then the approver) → perform → bound.
+The same ``apply_decision`` path serves a live decision and one made later, after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind
+from io_tui.core.events import EventKind
+from io_tui.core.ledger import Observation, ObsKind, bound_text
+from io_tui.core.policy import Effect, Policy, Verdict
+from io_tui.core.providers.base import ToolCall
+from io_tui.core.store import Store
+from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
+from io_tui.core.tools.registry import ToolRegistry
+
+Emit = Callable[[EventKind, dict[str, Any]], None]
+
+
+@dataclass
+class CallResult:
+    """What one call produced: an observation and its full text, or a deferral."""
+
+    observation: Observation | None
+    full_text: str = ""
+    deferred_approval: int | None = None
+    denied: bool = False
+    decision: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallRunner:
+    store: Store
+    registry: ToolRegistry
+    approver: Approver
+    policy: Policy
+    run_id: int
+    workspace: str
+    emit: Emit
+    make_context: Callable[[int], ToolContext]
+    on_asking: Callable[[bool], Awaitable[None]] | None = None
+
+    async def run(self, call: ToolCall, step: int) -> CallResult:
+        ctx = self.make_context(step)
+        self.emit(
+            EventKind.TOOL_CALLED,
+            {"call_id": call.id, "name": call.name, "arguments": call.arguments},
+        )
+        try:
+            tool, args, gate = await self._prepare(call, ctx)
+        except ToolError as exc:
+            return self._error(call, step, str(exc), ctx.cap_chars)
+        if gate is None:
+            return await self._perform(call, step, tool, args, ctx)
+        verdict = self.policy.explain(gate.act, gate.target)
+        if verdict.effect is Effect.DENY:
+            return self._refused(call, step, verdict, ctx.cap_chars)
+        if verdict.effect is Effect.ALLOW:
+            return await self._perform(call, step, tool, args, ctx)
+        request = await self.store.approvals.create(
+            ApprovalRequest(
+                id=0,
+                run_id=self.run_id,
+                step=step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                act=gate.act,
+                target=gate.target,
+                content=gate.content,
+                rule=verdict.rule_text,
+                layer=verdict.layer,
+                workspace=self.workspace,
+            )
+        )
+        self.emit(
+            EventKind.APPROVAL_REQUESTED,
+            {
+                "approval_id": request.id,
+                "act": gate.act.value,
+                "target": gate.target,
+                "rule": verdict.rule_text,
+                "layer": verdict.layer,
+            },
+        )
+        if self.on_asking:
+            await self.on_asking(True)
+        try:
+            decision = await self.approver.decide(request)
+        finally:
+            if self.on_asking:
+                await self.on_asking(False)
+        if decision.kind is DecisionKind.DEFER:
+            self.emit(EventKind.APPROVAL_DECIDED, {"approval_id": request.id, "decision": "defer"})
+            return CallResult(None, deferred_approval=request.id)
+        if not await self.store.approvals.record_decision(request.id, decision):
+            record = await self.store.approvals.get(request.id)
+            decision = record.decision if record and record.decision else decision
+        return await self.apply_decision(request, decision)
+
+    async def apply_decision(self, request: ApprovalRequest, decision: Decision) -> CallResult:
+        """Carry out a human decision on a persisted request, re-checking the policy first."""
+        step = request.step
+        ctx = self.make_context(step)
+        call = ToolCall(request.call_id, request.tool, request.arguments)
+        self.emit(
+            EventKind.APPROVAL_DECIDED,
+            {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
+        )
+        if decision.kind is DecisionKind.DENY:
+            reason = decision.reason or "no reason given"
+            text = f"The operator denied {request.act.value} {request.target}: {reason}. Adapt your approach."
+            await self.store.approvals.record_performed(request.id, {"performed": False})
+            result = self._error(call, step, text, ctx.cap_chars, kind=ObsKind.ERROR)
+            result.denied = True
+            return result
+        arguments = request.arguments
+        note = ""
+        if decision.kind is DecisionKind.REWRITE and decision.arguments is not None:
+            arguments = decision.arguments
+            note = (
+                f"The operator rewrote your {request.tool} call. Performed with arguments "
+                f"{json.dumps(arguments)} instead of {json.dumps(request.arguments)}.\n"
+            )
+        try:
+            tool = self.registry.get(request.tool)
+            args = tool.parse(arguments)
+            gate = await tool.gate(args, ctx)
+        except ToolError as exc:
+            await self.store.approvals.record_performed(
+                request.id, {"performed": False, "error": str(exc)}
+            )
+            return self._error(
+                call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars
+            )
+        if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
+            await self.store.rules.add(
+                act=decision.rule.act,
+                pattern=decision.rule.pattern,
+                scope=decision.rule.scope,
+                workspace=self.workspace,
+                run_id=self.run_id,
+                approval_id=request.id,
+            )
+            layer = await self.store.rules.layer_for(workspace=self.workspace, run_id=self.run_id)
+            self.policy = self.policy.with_layer(layer)
+        if gate is not None:
+            verdict = self.policy.explain(gate.act, gate.target)
+            if verdict.effect is Effect.DENY:
+                await self.store.approvals.record_performed(
+                    request.id, {"performed": False, "refused_by": verdict.explain()}
+                )
+                return self._refused(call, step, verdict, ctx.cap_chars, prefix=note)
+            if decision.kind is not DecisionKind.REWRITE and gate.content != request.content:
+                # The file changed under a paused write: perform exactly the persisted bytes.
+                tool, args = self._persisted_write(request)
+                note += (
+                    "The file changed after you proposed this; the approved bytes were written.\n"
+                )
+        result = await self._perform(call, step, tool, args, ctx, note=note)
+        await self.store.approvals.record_performed(
+            request.id,
+            {
+                "performed": True,
+                "arguments": arguments,
+                "error": bool(result.observation and result.observation.is_error),
+            },
+        )
+        result.decision = {"approval_id": request.id, "decision": decision.kind.value}
+        return result
+
+    def _persisted_write(self, request: ApprovalRequest) -> tuple[Tool, Any]:
+        tool = self.registry.get("write_file")
+        return tool, tool.parse({"path": request.target, "content": request.content})
+
+    async def _prepare(self, call: ToolCall, ctx: ToolContext) -> tuple[Tool, Any, Gate | None]:
+        if call.arguments_error:
+            raise ToolError(
+                f"arguments for {call.name} were not valid JSON: {call.arguments_error}"
+            )
+        tool = self.registry.get(call.name)
+        args = tool.parse(call.arguments)
+        return tool, args, await tool.gate(args, ctx)
+
+    async def _perform(
+        self, call: ToolCall, step: int, tool: Tool, args: Any, ctx: ToolContext, note: str = ""
+    ) -> CallResult:
+        try:
+            outcome = await tool.run(args, ctx)
+        except ToolError as exc:
+            return self._error(call, step, note + str(exc), ctx.cap_chars)
+        return self._observe(call, step, outcome, ctx.cap_chars, note)
+
+    def _observe(
+        self, call: ToolCall, step: int, outcome: ToolOutcome, cap: int, note: str = ""
+    ) -> CallResult:
+        full = note + outcome.text
+        hint = _rest_hint(outcome.kind, outcome.target)
+        obs = Observation(
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            kind=outcome.kind,
+            target=outcome.target,
+            text=bound_text(full, cap, hint),
+            span=outcome.span,
+            full_chars=len(full),
+            is_error=outcome.is_error,
+        )
+        self.emit(
+            EventKind.OBSERVATION,
+            {
+                "call_id": call.id,
+                "name": call.name,
+                "kind": obs.kind.value,
+                "target": obs.target,
+                "chars": obs.full_chars,
+                "is_error": obs.is_error,
+            },
+        )
+        return CallResult(obs, full)
+
+    def _error(
+        self, call: ToolCall, step: int, message: str, cap: int, kind: ObsKind = ObsKind.ERROR
+    ) -> CallResult:
+        outcome = ToolOutcome(text=message, kind=kind, target=call.name, is_error=True)
+        return self._observe(call, step, outcome, cap)
+
+    def _refused(
+        self, call: ToolCall, step: int, verdict: Verdict, cap: int, prefix: str = ""
+    ) -> CallResult:
+        self.emit(
+            EventKind.TOOL_REFUSED,
+            {
+                "call_id": call.id,
+                "act": verdict.act.value,
+                "target": verdict.target,
+                "rule": verdict.rule_text,
+                "layer": verdict.layer,
+            },
+        )
+        text = (
+            f"{prefix}Refused by policy: {verdict.act.value} {verdict.target} is denied by rule "
+            f"'{verdict.rule_text}' in layer '{verdict.layer}'. Do not retry it; choose another way."
+        )
+        result = self._error(call, step, text, cap)
+        result.denied = True
+        return result
+
+
+def _rest_hint(kind: ObsKind, target: str) -> str:
+    if kind is ObsKind.READ:
+        return f"read {target} with offset/limit for the rest"
+    if kind is ObsKind.GREP:
+        return "narrow the pattern, path or glob for the rest"
+    if kind is ObsKind.EXEC:
+        return "rerun with narrower output (e.g. -q, a single test) for the rest"
+    return "ask for a narrower slice for the rest"

@@ -1,0 +1,112 @@
+"""The full, unelided trace of a run, in the schema of DESIGN §4 (``io-tui trace RUN --json``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from io_tui.core.store import Store
+
+
+class TraceNotFound(LookupError):
+    pass
+
+
+async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
+    run = await store.runs.get(run_id)
+    if run is None:
+        raise TraceNotFound(f"no run {run_id} in {store.path}")
+    steps = await store.runs.steps(run_id)
+    requests = await store.runs.requests(run_id)
+    events = await store.runs.events(run_id)
+    approvals = await store.approvals.for_run(run_id)
+    observations = await store.runs.observations(run_id)
+    obs_by_step: dict[int, list[dict[str, Any]]] = {}
+    for o in observations:
+        obs_by_step.setdefault(o["step"], []).append(
+            {
+                "call_id": o["call_id"],
+                "tool": o["tool"],
+                "kind": o["kind"],
+                "target": o["target"],
+                "span": o["span"],
+                "is_error": bool(o["is_error"]),
+                "text": o["text"],
+                "full_text": o["full_text"],
+            }
+        )
+    return {
+        "run": {
+            "id": run.id,
+            "goal": run.goal,
+            "workspace": run.workspace,
+            "status": run.status,
+            "outcome": run.outcome,
+            "parent_run_id": run.parent_run_id,
+            "steps": run.steps,
+            "tokens": run.tokens,
+            "provider": run.provider,
+            "error": run.error,
+            "created_at": run.created_at,
+            "finished_at": run.finished_at,
+        },
+        "steps": [
+            {
+                "step": s["step"],
+                "text": s["text"],
+                "tool_calls": [
+                    {"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
+                    for c in json.loads(s["tool_calls"])
+                ],
+                "decision": json.loads(s["decision"]),
+                "result": s["result"],
+                "observations": obs_by_step.get(s["step"], []),
+                "operator_messages": json.loads(s["operator_messages"]),
+                "tokens": s["tokens"],
+            }
+            for s in steps
+        ],
+        "requests": [_request(r) for r in requests],
+        "events": [
+            {"step": e["step"], "kind": e["kind"], "detail": json.loads(e["detail"]), "at": e["at"]}
+            for e in events
+        ],
+        "approvals": [
+            {
+                "id": a.request.id,
+                "step": a.request.step,
+                "tool": a.request.tool,
+                "act": a.request.act.value,
+                "target": a.request.target,
+                "content": a.request.content,
+                "rule": a.request.rule,
+                "layer": a.request.layer,
+                "status": a.status,
+                "decision": a.decision.to_json() if a.decision else None,
+                "performed": a.performed,
+            }
+            for a in approvals
+        ],
+    }
+
+
+def _request(row: Any) -> dict[str, Any]:
+    manifest = json.loads(row["manifest"])
+    return {
+        "step": row["step"],
+        "attempt": row["attempt"],
+        "purpose": row["purpose"],
+        "ceiling_tokens": row["ceiling_tokens"],
+        "est_tokens": row["est_tokens"],
+        "frame_tokens": row["frame_tokens"],
+        "reported_tokens": row["reported_tokens"],
+        "usage": json.loads(row["usage"]) if row["usage"] else None,
+        "provider": row["provider"],
+        "model": row["model"],
+        "attempts": json.loads(row["attempts"]),
+        "error": row["error"],
+        "messages": json.loads(row["messages"]),
+        "sections": manifest.get("sections", []),
+        "entries": manifest.get("entries", []),
+        "memory_keys": manifest.get("memory_keys", []),
+    }
