@@ -29,6 +29,7 @@ MAX_READ_BYTES = 32 * 1024 * 1024
 EXEC_KEEP_HEAD_BYTES = 1024 * 1024
 EXEC_KEEP_TAIL_BYTES = 1024 * 1024
 STRAGGLER_GRACE_S = 1.0
+EXIT_POLL_S = 0.02
 
 
 class WorkspaceError(ToolError):
@@ -231,7 +232,7 @@ class Workspace:
         sink = _OutputSink()
         assert proc.stdout is not None
         reader = asyncio.create_task(sink.drain(proc.stdout))
-        waiter = asyncio.create_task(proc.wait())
+        waiter = asyncio.create_task(_exited(proc))
         try:
             await asyncio.wait({waiter}, timeout=timeout_s)
             timed_out = not waiter.done()
@@ -245,6 +246,16 @@ class Workspace:
             reader.cancel()
             waiter.cancel()
         return ExecResult(proc.returncode, sink.text(), timed_out)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Wait for the process itself to exit.
+
+    ``proc.wait()`` is no use here: on Python 3.11 it also waits for the pipes to close, which a
+    background grandchild holding stdout can postpone until the timeout.
+    """
+    while proc.returncode is None:  # noqa: ASYNC110 - nothing to wait on but the status
+        await asyncio.sleep(EXIT_POLL_S)
 
 
 def _kill_group(pid: int) -> None:

@@ -1,0 +1,325 @@
+"""Workspace containment, file helpers and exec: the floor every file and command tool stands on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from io_tui.core.tools.base import ToolError
+from io_tui.core.workspace import Workspace, WorkspaceError
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("outside secret\n")
+    return out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "ws"
+    (r / "src").mkdir(parents=True)
+    (r / "src" / "app.py").write_text("print('hi')\n")
+    return r
+
+
+@pytest.fixture
+def ws(root: Path) -> Workspace:
+    return Workspace(root)
+
+
+# -- the root ---------------------------------------------------------------------------------
+
+
+def test_root_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        Workspace(tmp_path / "nope")
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(WorkspaceError, match="not a directory"):
+        Workspace(f)
+
+
+def test_workspace_error_is_a_tool_error() -> None:
+    assert issubclass(WorkspaceError, ToolError)
+
+
+def test_root_given_through_a_symlink_is_resolved(tmp_path: Path, root: Path) -> None:
+    alias = tmp_path / "alias"
+    alias.symlink_to(root, target_is_directory=True)
+    ws = Workspace(alias)
+    assert ws.root == root.resolve()
+    assert ws.relative("src/app.py") == "src/app.py"
+
+
+# -- containment ------------------------------------------------------------------------------
+
+
+def test_relative_paths_resolve_inside(ws: Workspace, root: Path) -> None:
+    assert ws.resolve("src/app.py") == (root / "src" / "app.py").resolve()
+    assert ws.relative("src/app.py") == "src/app.py"
+    assert ws.relative("./src/../src/app.py") == "src/app.py"
+    assert ws.relative(".") == "."
+    assert ws.relative("") == "."
+
+
+def test_absolute_path_inside_root_is_accepted(ws: Workspace, root: Path) -> None:
+    assert ws.relative(str(root / "src" / "app.py")) == "src/app.py"
+
+
+@pytest.mark.parametrize(
+    "path", ["..", "../outside/secret.txt", "src/../../outside", "a/b/../../.."]
+)
+def test_dotdot_escapes_are_refused(ws: Workspace, path: str) -> None:
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        ws.resolve(path)
+
+
+def test_absolute_path_outside_is_refused(ws: Workspace, outside: Path) -> None:
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        ws.resolve(str(outside / "secret.txt"))
+    with pytest.raises(WorkspaceError):
+        ws.resolve("/etc/passwd")
+
+
+def test_sibling_with_common_prefix_is_outside(tmp_path: Path, ws: Workspace) -> None:
+    """/x/ws2 starts with the string /x/ws but is not inside it."""
+    (tmp_path / "ws2").mkdir()
+    with pytest.raises(WorkspaceError):
+        ws.resolve(str(tmp_path / "ws2"))
+
+
+def test_file_symlink_pointing_out_is_refused(ws: Workspace, root: Path, outside: Path) -> None:
+    (root / "link.txt").symlink_to(outside / "secret.txt")
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        ws.resolve("link.txt")
+
+
+def test_symlinked_directory_pointing_out_is_refused(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError):
+        ws.resolve("linkdir")
+    with pytest.raises(WorkspaceError):
+        ws.resolve("linkdir/secret.txt")
+
+
+def test_new_path_under_symlinked_dir_pointing_out_is_refused(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError):
+        ws.resolve("linkdir/new/deeper/file.txt")
+
+
+def test_dangling_symlink_pointing_out_is_refused(ws: Workspace, root: Path, outside: Path) -> None:
+    """A write through a dangling link would create a file outside the root."""
+    (root / "dangling").symlink_to(outside / "not-yet.txt")
+    with pytest.raises(WorkspaceError):
+        ws.resolve("dangling")
+
+
+def test_symlink_inside_is_resolved_to_its_target(ws: Workspace, root: Path) -> None:
+    (root / ".env").write_text("KEY=1\n")
+    (root / "notes.txt").symlink_to(root / ".env")
+    assert ws.relative("notes.txt") == ".env"
+
+
+def test_nonexistent_path_inside_resolves(ws: Workspace, root: Path) -> None:
+    assert ws.resolve("new/dir/file.txt") == root.resolve() / "new" / "dir" / "file.txt"
+
+
+def test_dotdot_after_missing_component_cannot_escape(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError):
+        ws.resolve("missing/../../outside")
+
+
+def test_nul_byte_is_refused(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError, match="NUL"):
+        ws.resolve("a\0b")
+
+
+def test_contains_never_raises(ws: Workspace) -> None:
+    assert ws.contains("src/app.py")
+    assert not ws.contains("../x")
+
+
+_segment = st.one_of(
+    st.sampled_from(["..", ".", "src", "app.py", "linkdir", "", "...", "a..b"]),
+    st.text(alphabet="abc./", min_size=1, max_size=6),
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(segments=st.lists(_segment, min_size=1, max_size=8), absolute=st.booleans())
+def test_property_nothing_resolves_outside_root(
+    root: Path, outside: Path, segments: list[str], absolute: bool
+) -> None:
+    """Whatever path is built from these segments, resolve either refuses it or stays inside."""
+    link = root / "linkdir"
+    if not link.is_symlink():
+        link.symlink_to(outside, target_is_directory=True)
+    ws = Workspace(root)
+    raw = "/".join(segments)
+    if absolute:
+        raw = "/" + raw
+    try:
+        resolved = ws.resolve(raw)
+    except WorkspaceError:
+        return
+    real_root = root.resolve()
+    assert resolved == real_root or real_root in resolved.parents
+    assert os.path.realpath(resolved) == str(resolved)
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+async def test_read_and_write_text_roundtrip_exact_bytes(ws: Workspace, root: Path) -> None:
+    existed = await ws.write_text("deep/new/file.txt", "a\r\nb\n")
+    assert existed is False
+    assert (root / "deep" / "new" / "file.txt").read_bytes() == b"a\r\nb\n"
+    assert await ws.read_text("deep/new/file.txt") == "a\r\nb\n"
+    assert await ws.write_text("deep/new/file.txt", "c") is True
+
+
+async def test_read_text_refuses_binary(ws: Workspace, root: Path) -> None:
+    (root / "img.bin").write_bytes(b"\x89PNG\0\0\x01")
+    with pytest.raises(WorkspaceError, match="binary"):
+        await ws.read_text("img.bin")
+
+
+async def test_read_text_refuses_non_utf8(ws: Workspace, root: Path) -> None:
+    (root / "latin.txt").write_bytes("café".encode("latin-1"))
+    with pytest.raises(WorkspaceError, match="not UTF-8"):
+        await ws.read_text("latin.txt")
+
+
+async def test_missing_file_and_directory_errors(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError, match="no such file"):
+        await ws.read_text("nope.txt")
+    with pytest.raises(WorkspaceError, match="is a directory"):
+        await ws.read_text("src")
+
+
+async def test_write_through_symlink_out_is_refused(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
+    (root / "linkdir").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError):
+        await ws.write_text("linkdir/pwned.txt", "x")
+    assert not (outside / "pwned.txt").exists()
+
+
+async def test_list_dir(ws: Workspace, root: Path) -> None:
+    (root / "b.txt").write_text("")
+    assert await ws.list_dir(".") == [("b.txt", False), ("src", True)]
+    with pytest.raises(WorkspaceError, match="not a directory"):
+        await ws.list_dir("b.txt")
+
+
+# -- exec -------------------------------------------------------------------------------------
+
+
+async def test_exec_merges_output_and_reports_exit_code(ws: Workspace) -> None:
+    code = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+    result = await ws.exec([sys.executable, "-c", code], timeout_s=30)
+    assert result.exit_code == 3
+    assert not result.timed_out
+    assert "out" in result.output and "err" in result.output
+
+
+async def test_exec_runs_in_root_without_a_shell(ws: Workspace, root: Path) -> None:
+    result = await ws.exec(
+        [sys.executable, "-c", "import os,sys; print(os.getcwd()); print(sys.argv[1])", "$HOME;x"],
+        timeout_s=30,
+    )
+    assert result.output.splitlines() == [str(ws.root), "$HOME;x"]
+
+
+async def test_exec_missing_program(ws: Workspace) -> None:
+    with pytest.raises(WorkspaceError, match="command not found"):
+        await ws.exec(["definitely-not-a-program-xyz"], timeout_s=5)
+
+
+def _alive(pid: int) -> bool:
+    """A process exists and is not a zombie (containers may leave zombies unreaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+async def _wait_dead(pid: int) -> bool:
+    for _ in range(100):
+        if not _alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+_SPAWN_GRANDCHILD = (
+    "import subprocess, sys, time\n"
+    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "print(p.pid, flush=True)\n"
+    "{tail}"
+)
+
+
+async def test_exec_timeout_kills_the_process_group(ws: Workspace) -> None:
+    code = _SPAWN_GRANDCHILD.format(tail="time.sleep(60)\n")
+    result = await ws.exec([sys.executable, "-c", code], timeout_s=1.5)
+    assert result.timed_out
+    assert result.exit_code is not None and result.exit_code < 0
+    grandchild = int(result.output.split()[0])  # output printed before the timeout is kept
+    assert await _wait_dead(grandchild)
+
+
+async def test_exec_does_not_wait_for_stragglers_holding_the_pipe(ws: Workspace) -> None:
+    """A child that exits while a background process keeps stdout open is not a timeout."""
+    code = _SPAWN_GRANDCHILD.format(tail="")
+    result = await ws.exec([sys.executable, "-c", code], timeout_s=20)
+    assert not result.timed_out
+    assert result.exit_code == 0
+    assert await _wait_dead(int(result.output.split()[0]))
+
+
+async def test_exec_cancelled_kills_the_process_group(ws: Workspace, root: Path) -> None:
+    code = "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    task = asyncio.create_task(ws.exec([sys.executable, "-c", code], timeout_s=60))
+    deadline = time.monotonic() + 20
+    while not (root / "pid").exists() or not (root / "pid").read_text():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _wait_dead(int((root / "pid").read_text()))
+
+
+async def test_exec_keeps_head_and_tail_of_runaway_output(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io_tui.core.workspace as workspace
+
+    monkeypatch.setattr(workspace, "EXEC_KEEP_HEAD_BYTES", 100)
+    monkeypatch.setattr(workspace, "EXEC_KEEP_TAIL_BYTES", 100)
+    code = "print('FIRST' + 'x' * 5000 + 'LAST')"
+    result = await ws.exec([sys.executable, "-c", code], timeout_s=30)
+    assert result.output.startswith("FIRST")
+    assert result.output.rstrip().endswith("LAST")
+    assert "bytes of output dropped" in result.output
