@@ -1,0 +1,255 @@
+"""MemoryRepo over a real SQLite file: caps, eviction, pinning, scopes, recall and the audit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.memory import render_notes
+from io_tui.core.store import Store
+from io_tui.core.store.memory import MemoryRepo, WriteResult
+
+WS = "/work/project-a"
+OTHER_WS = "/work/project-b"
+LIMITS = MemoryLimits()
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "store.db") as opened:
+        yield opened
+
+
+async def _fill(repo: MemoryRepo, n: int, *, size: int = 5, run_id: int = 1) -> None:
+    for i in range(n):
+        result = await repo.write(
+            key=f"k{i}",
+            value=f"{i:0{size}d}",
+            scope="workspace",
+            workspace=WS,
+            run_id=run_id,
+            step=i + 1,
+            limits=LIMITS,
+        )
+        assert result.written
+
+
+async def _remember(repo: MemoryRepo, key: str, value: str, **kw: Any) -> WriteResult:
+    """An agent write (run 7 step 1 unless given) into WS's workspace scope unless given."""
+    args: dict[str, Any] = {
+        "scope": "workspace",
+        "workspace": WS,
+        "run_id": 7,
+        "step": 1,
+        "limits": LIMITS,
+    }
+    args.update(kw)
+    return await repo.write(key=key, value=value, **args)
+
+
+async def test_count_cap_evicts_exactly_the_oldest(store: Store) -> None:
+    await _fill(store.memory, 64 + 3)
+    keys = [n.key for n in await store.memory.list("workspace", WS)]
+    assert len(keys) == 64
+    assert keys[0] == "k3" and keys[-1] == "k66"
+    assert not {"k0", "k1", "k2"} & set(keys)
+
+
+async def test_char_cap_eight_full_values_fit_and_the_ninth_evicts_the_oldest(
+    store: Store,
+) -> None:
+    for i in range(8):
+        assert (await _remember(store.memory, f"big{i}", str(i) * 2_000)).evicted == ()
+    assert await store.memory.usage("workspace", WS) == (8, 16_000)
+    result = await _remember(store.memory, "big8", "8" * 2_000)
+    assert [n.key for n in result.evicted] == ["big0"]
+    assert await store.memory.usage("workspace", WS) == (8, 16_000)
+
+
+@pytest.mark.parametrize("char", ["x", "é", "漢", "🦀"])
+async def test_long_values_are_stored_at_exactly_the_cap_with_a_marker(
+    store: Store, char: str
+) -> None:
+    result = await _remember(store.memory, "long", char * 3_000)
+    assert result.truncated and result.original_chars == 3_000
+    note = await store.memory.get("long", "workspace", WS)
+    assert note is not None and len(note.value) == 2_000
+    assert "note cut to 2,000 of 3,000 chars" in note.value
+    row = await store.db.fetchone("SELECT LENGTH(value) FROM memory WHERE key = 'long'")
+    assert row is not None and row[0] == 2_000
+
+
+async def test_configurable_caps(store: Store) -> None:
+    limits = MemoryLimits(max_entries=4, max_chars=100, max_entry_chars=30)
+    for i in range(4):
+        await _remember(store.memory, f"k{i}", "y" * 40, limits=limits)
+    notes = await store.memory.list("workspace", WS)
+    assert all(len(n.value) == 30 for n in notes)
+    assert [n.key for n in notes] == ["k1", "k2", "k3"]  # 4 x 30 > 100
+
+
+async def test_the_note_just_written_is_never_evicted(store: Store) -> None:
+    limits = MemoryLimits(max_entries=64, max_chars=2_000, max_entry_chars=2_000)
+    await _fill(store.memory, 10)
+    result = await _remember(store.memory, "huge", "z" * 5_000, limits=limits)
+    assert result.written
+    assert [n.key for n in await store.memory.list("workspace", WS)] == ["huge"]
+
+
+async def test_pinned_notes_survive_eviction_and_refuse_the_agent(store: Store) -> None:
+    repo = store.memory
+    await _fill(repo, 64)
+    assert await repo.pin("k0", "workspace", WS)
+    result = await _remember(repo, "new", "value")
+    assert [n.key for n in result.evicted] == ["k1"]
+    keys = {n.key for n in await repo.list("workspace", WS)}
+    assert "k0" in keys and "k1" not in keys
+
+    refused = await _remember(repo, "k0", "overwritten by the agent")
+    assert refused.status == "pinned"
+    forget = await repo.forget(key="k0", scope="workspace", workspace=WS, operator=False)
+    assert forget.status == "pinned"
+    kept = await repo.get("k0", "workspace", WS)
+    assert kept is not None and kept.value == "00000" and kept.pinned
+
+    # The operator may still edit and delete a pinned note; it stays pinned when edited.
+    assert (await repo.set("k0", "operator text", "workspace", WS)).written
+    edited = await repo.get("k0", "workspace", WS)
+    assert edited is not None and edited.pinned and edited.run_id is None
+    assert await repo.delete("k0", "workspace", WS)
+
+
+async def test_a_scope_full_of_pinned_notes_refuses_without_evicting(store: Store) -> None:
+    limits = MemoryLimits(max_entries=2)
+    for key in ("a", "b"):
+        await _remember(store.memory, key, key, limits=limits)
+        await store.memory.pin(key, "workspace", WS)
+    result = await _remember(store.memory, "c", "c", limits=limits)
+    assert result.status == "full"
+    assert [n.key for n in await store.memory.list("workspace", WS)] == ["a", "b"]
+
+
+async def test_rewriting_a_key_replaces_and_reattributes_it(store: Store) -> None:
+    await _remember(store.memory, "cmd", "make test", run_id=1, step=4)
+    await _remember(store.memory, "other", "x", run_id=1, step=5)
+    result = await _remember(store.memory, "cmd", "pytest -q", run_id=2, step=3)
+    assert result.replaced is not None and result.replaced.origin == "run 1 step 4"
+    notes = await store.memory.list("workspace", WS)
+    assert [(n.key, n.value, n.run_id, n.step) for n in notes] == [
+        ("other", "x", 1, 5),
+        ("cmd", "pytest -q", 2, 3),  # now the newest: last to be evicted
+    ]
+
+
+async def test_workspaces_are_isolated(store: Store) -> None:
+    await _remember(store.memory, "secret", "only in A")
+    await _remember(store.memory, "other", "only in B", workspace=OTHER_WS)
+    assert [n.key for n in await store.memory.notes_for(WS)] == ["secret"]
+    assert [n.key for n in await store.memory.notes_for(OTHER_WS)] == ["other"]
+    await _fill(store.memory, 70)  # evictions in A never touch B
+    assert [n.key for n in await store.memory.list("workspace", OTHER_WS)] == ["other"]
+
+
+async def test_workspace_notes_shadow_global_notes_of_the_same_key(store: Store) -> None:
+    await _remember(store.memory, "style", "global style", scope="global", workspace=None)
+    await _remember(store.memory, "tz", "UTC everywhere", scope="global", workspace=None)
+    await _remember(store.memory, "style", "this repo uses tabs")
+    notes = await store.memory.notes_for(WS)
+    assert [(n.key, n.scope, n.value) for n in notes] == [
+        ("style", "workspace", "this repo uses tabs"),
+        ("tz", "global", "UTC everywhere"),
+    ]
+    other = await store.memory.notes_for(OTHER_WS)
+    assert [(n.key, n.scope) for n in other] == [("style", "global"), ("tz", "global")]
+
+
+async def test_restating_another_note_is_reported(store: Store) -> None:
+    await _remember(store.memory, "tests", "run the tests with pytest -q from the repo root")
+    result = await _remember(store.memory, "test-cmd", "Run tests with pytest -q from repo root")
+    assert [n.key for n, _ in result.restates] == ["tests"]
+    plain = await _remember(store.memory, "db", "the database is postgres 16")
+    assert plain.restates == ()
+
+
+async def test_two_runs_over_one_workspace_recall_each_others_notes(store: Store) -> None:
+    repo = store.memory
+    # run 1 learns something at step 3 ...
+    await _remember(repo, "test-cmd", "pytest -q tests/", run_id=1, step=3)
+    # ... run 2 starts later in the same workspace and is shown it, attributed.
+    notes = await repo.notes_for(WS)
+    block = render_notes(notes, 6_000)
+    assert "- test-cmd [run 1 step 3]: pytest -q tests/" in block.text
+    recorded = await repo.record_recall(2, 1, None, block.keys, WS)
+    assert recorded == [("workspace", "test-cmd")]
+    note = await repo.get("test-cmd", "workspace", WS)
+    assert note is not None and note.recalls == 1 and note.last_recalled is not None
+    rows = await repo.recalls(2)
+    assert [(r["run_id"], r["step"], r["key"], r["scope"]) for r in rows] == [
+        (2, 1, "test-cmd", "workspace")
+    ]
+    # run 2 corrects it; a third run sees the correction attributed to run 2.
+    await _remember(repo, "test-cmd", "make test", run_id=2, step=4)
+    (latest,) = await repo.notes_for(WS)
+    assert (latest.value, latest.origin, latest.recalls) == ("make test", "run 2 step 4", 0)
+
+
+async def test_recall_resolves_shadowed_keys_to_the_workspace_note(store: Store) -> None:
+    await _remember(store.memory, "k", "global", scope="global", workspace=None)
+    await _remember(store.memory, "k", "local")
+    await _remember(store.memory, "g", "only global", scope="global", workspace=None)
+    recorded = await store.memory.record_recall(5, 2, 11, ["k", "g", "gone"], WS)
+    assert recorded == [("workspace", "k"), ("global", "g")]
+    global_k = await store.memory.get("k", "global", None)
+    assert global_k is not None and global_k.recalls == 0
+
+
+async def test_operator_changes_are_audited_as_run_zero_events(store: Store) -> None:
+    repo = store.memory
+    await repo.set("a", "first", "workspace", WS)
+    await repo.pin("a", "workspace", WS)
+    await repo.unpin("a", "workspace", WS)
+    await repo.set("b", "second", "global", None)
+    assert await repo.delete("b", "global", None)
+    assert not await repo.delete("missing", "global", None)
+    await repo.set("c", "third", "workspace", WS)
+    assert await repo.clear("workspace", WS) == 2
+    events = await store.runs.events(0)
+    details = [json.loads(e["detail"]) for e in events]
+    assert {e["kind"] for e in events} == {"memory"}
+    assert [(d["op"], d.get("key")) for d in details] == [
+        ("set", "a"),
+        ("pin", "a"),
+        ("unpin", "a"),
+        ("set", "b"),
+        ("delete", "b"),
+        ("set", "c"),
+        ("clear", None),
+    ]
+    assert all(d["actor"] == "operator" for d in details)
+    assert details[4]["value"] == "second"  # a deleted note can be recovered from the audit
+    assert details[-1]["keys"] == ["a", "c"]
+
+
+async def test_clear_keeps_pinned_notes_unless_asked(store: Store) -> None:
+    repo = store.memory
+    for key in ("a", "b", "c"):
+        await repo.set(key, key, "workspace", WS)
+    await repo.pin("b", "workspace", WS)
+    assert await repo.clear("workspace", WS) == 2
+    assert [n.key for n in await repo.list("workspace", WS)] == ["b"]
+    assert await repo.clear("workspace", WS, include_pinned=True) == 1
+    assert await repo.list("workspace", WS) == []
+
+
+async def test_notes_survive_reopening_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    async with await Store.open(path) as first:
+        await first.memory.set("k", "v", "workspace", WS)
+    async with await Store.open(path) as second:
+        note = await second.memory.get("k", "workspace", WS)
+        assert note is not None and note.value == "v"
