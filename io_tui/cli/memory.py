@@ -110,7 +110,8 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
             print_json({"cleared": count, "kept_pinned": kept})
         else:
             tail = f"; kept {kept} pinned (--include-pinned clears them)" if kept else ""
-            sys.stdout.write(f"cleared {count} notes from {_where(scope, workspace)}{tail}\n")
+            noun = "note" if count == 1 else "notes"
+            sys.stdout.write(f"cleared {count} {noun} from {_where(scope, workspace)}{tail}\n")
         return EXIT_OK
     done = {
         "delete": repo.delete,
@@ -214,7 +215,7 @@ def _clip(text: str, width: int) -> str:
 def _table(notes: list[MemoryNote], title: str) -> str:
     """A plain table (no rich): key, provenance, pin, recalls, the value's first line."""
     chars = sum(len(n.value) for n in notes)
-    head = f"{title}: {len(notes)} notes, {chars:,} chars"
+    head = f"{title}: {len(notes)} note{'' if len(notes) == 1 else 's'}, {chars:,} chars"
     if not notes:
         return head
     rows = [("KEY", "WRITTEN BY", "WRITTEN AT", "PIN", "RECALLS", "VALUE")]
