@@ -89,7 +89,9 @@ class ErrorKind(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"
 
 
-RETRYABLE = frozenset({ErrorKind.TRANSPORT, ErrorKind.TIMEOUT, ErrorKind.RATE_LIMIT, ErrorKind.SERVER})
+RETRYABLE = frozenset(
+    {ErrorKind.TRANSPORT, ErrorKind.TIMEOUT, ErrorKind.RATE_LIMIT, ErrorKind.SERVER}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +119,11 @@ class Attempt:
 
 
 class ProviderError(Exception):
-    """A classified provider failure. ``attempts`` holds every try made before giving up."""
+    """A classified provider failure. ``attempts`` holds every try made before giving up.
+
+    ``partial`` is true when text deltas of the failed request had already been yielded: the
+    caller has shown output that no ``Completed`` will follow, so nothing may retry it silently.
+    """
 
     def __init__(
         self,
@@ -127,6 +133,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         attempts: list[Attempt] | None = None,
+        partial: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -134,6 +141,7 @@ class ProviderError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.attempts: list[Attempt] = attempts or []
+        self.partial = partial
 
     @property
     def retryable(self) -> bool:

@@ -1,0 +1,75 @@
+"""Try providers in order, moving on when one fails in a way another might not.
+
+Only retryable failures (transport, timeout, rate limit, server) move to the next provider, and
+only while nothing has been shown: once a provider has yielded text, its failure is raised as
+is (``partial=True``), because the next provider would start its answer from scratch. Context
+overflow and request errors are raised at once: the same prompt fails the same way anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+from io_tui.core.providers.base import (
+    Attempt,
+    Completed,
+    CompletionRequest,
+    Provider,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+)
+
+
+class FallbackProvider:
+    """``primary`` first, then each of ``others`` in turn.
+
+    The ``Response`` says which provider served it (``provider``) and carries every attempt of
+    every provider tried, in order.
+    """
+
+    def __init__(self, primary: Provider, secondary: Provider, *others: Provider) -> None:
+        self.chain: tuple[Provider, ...] = (primary, secondary, *others)
+        self.name = ">".join(p.name for p in self.chain)
+        self.model = primary.model
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "fallback", "chain": [p.describe() for p in self.chain]}
+
+    def __repr__(self) -> str:
+        return f"FallbackProvider({', '.join(repr(p) for p in self.chain)})"
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        earlier: list[Attempt] = []
+        for position, provider in enumerate(self.chain):
+            emitted = False
+            try:
+                async for event in provider.stream(request):
+                    if isinstance(event, TextDelta):
+                        emitted = True
+                        yield event
+                    elif isinstance(event, Completed):
+                        attempts = (*earlier, *event.response.attempts)
+                        yield Completed(dataclasses.replace(event.response, attempts=attempts))
+                        return
+            except ProviderError as error:
+                earlier.extend(error.attempts)
+                last = position == len(self.chain) - 1
+                if emitted or error.partial or not error.retryable or last:
+                    raise ProviderError(
+                        error.kind,
+                        error.message,
+                        status=error.status,
+                        retry_after=error.retry_after,
+                        attempts=earlier,
+                        partial=emitted or error.partial,
+                    ) from error
+        raise AssertionError("unreachable: the chain is never empty")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        for provider in self.chain:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,296 @@
+"""The OpenAI Chat Completions wire, spoken by OpenAI and every compatible server.
+
+Ollama, llama.cpp, vLLM, LM Studio and OpenRouter all accept this format, each with small
+deviations this module tolerates: ids and names repeated in every tool-call fragment, fragments
+without an ``index``, arguments sent as an object instead of a string, a stream that ends after
+``finish_reason`` without usage or ``[DONE]``, an error object in the middle of a stream.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from io_tui.core.providers.base import (
+    CompletionRequest,
+    Message,
+    ProviderError,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from io_tui.core.providers.errors import classify, error_detail
+from io_tui.core.providers.http_provider import HttpProvider, extra_headers
+from io_tui.core.providers.sse import ServerSentEvent
+from io_tui.core.providers.wire import Draft, as_int, load_json, malformed, parse_arguments
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """One message in OpenAI's shape.
+
+    An assistant turn that only calls tools carries ``content: ""`` rather than null: OpenAI
+    accepts both, and some compatible servers reject null.
+    """
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return out
+
+
+def encode_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def decode_usage(raw: Any) -> Usage | None:
+    """Usage from a chunk or body; cached tokens are a subset of ``prompt_tokens``."""
+    if not isinstance(raw, dict):
+        return None
+    details = raw.get("prompt_tokens_details")
+    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Usage(
+        prompt_tokens=as_int(raw.get("prompt_tokens")),
+        completion_tokens=as_int(raw.get("completion_tokens")),
+        cache_read_tokens=cached,
+    )
+
+
+def _tool_call(call_id: str, name: str, raw_arguments: Any, position: int) -> ToolCall:
+    if isinstance(raw_arguments, dict):  # some servers send the object itself
+        arguments, error = raw_arguments, None
+    else:
+        arguments, error = parse_arguments(raw_arguments if isinstance(raw_arguments, str) else "")
+    return ToolCall(
+        id=call_id or f"call_{position}",
+        name=name,
+        arguments=arguments,
+        arguments_error=error,
+    )
+
+
+def _raise_error_object(payload: dict[str, Any]) -> None:
+    """A mid-stream ``{"error": ...}`` chunk (OpenRouter, vLLM) becomes a classified error."""
+    tag, message = error_detail(payload)
+    raise ProviderError(classify(None, tag, message), message or "error event in stream")
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    whole: dict[str, Any] | None = None
+
+
+class ChatStreamDecoder:
+    """Accumulates a Chat Completions stream: text in order, tool calls per ``index``."""
+
+    def __init__(self) -> None:
+        self.saw_output = False
+        self.finished = False
+        self._text: list[str] = []
+        self._calls: dict[int, _PendingCall] = {}
+        self._usage: Usage | None = None
+        self._finish: str | None = None
+        self._model = ""
+
+    def feed(self, event: ServerSentEvent) -> list[str]:
+        data = event.data.strip()
+        if self.finished or not data:
+            return []
+        if data == "[DONE]":
+            self.finished = True
+            return []
+        chunk = load_json(data, "stream chunk")
+        if not isinstance(chunk, dict):
+            raise malformed(f"stream chunk is not an object: {data[:120]!r}")
+        if chunk.get("error") is not None or event.event == "error":
+            _raise_error_object(chunk)
+        if isinstance(chunk.get("model"), str):
+            self._model = chunk["model"]
+        usage = decode_usage(chunk.get("usage"))
+        if usage is not None:
+            self._usage = usage
+        out: list[str] = []
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise malformed("stream chunk has a non-list 'choices'")
+        for choice in choices:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # we ask for one choice; ignore any others
+            out.extend(self._feed_delta(choice.get("delta") or {}))
+            if choice.get("finish_reason"):
+                self._finish = str(choice["finish_reason"])
+        self._text.extend(out)
+        return out
+
+    def _feed_delta(self, delta: Any) -> list[str]:
+        if not isinstance(delta, dict):
+            raise malformed("stream chunk has a non-object 'delta'")
+        out: list[str] = []
+        # A refusal is the model's answer in a separate field; it reads as text to the user.
+        for key in ("content", "refusal"):
+            piece = delta.get(key)
+            if isinstance(piece, str) and piece:
+                out.append(piece)
+        for position, raw in enumerate(delta.get("tool_calls") or []):
+            if isinstance(raw, dict):
+                self._feed_tool_fragment(raw, position)
+        if out or delta.get("tool_calls"):
+            self.saw_output = True
+        return out
+
+    def _feed_tool_fragment(self, raw: dict[str, Any], position: int) -> None:
+        call_id = raw.get("id") if isinstance(raw.get("id"), str) else ""
+        index = raw.get("index")
+        if not isinstance(index, int):
+            # No index: a fragment continues the call with its id, or the last one; else new.
+            index = next((i for i, c in self._calls.items() if call_id and c.id == call_id), -1)
+            if index < 0:
+                index = len(self._calls) if call_id or not self._calls else max(self._calls)
+        pending = self._calls.setdefault(index, _PendingCall())
+        # Ids and names are set, never concatenated: some servers repeat them in every fragment.
+        if call_id:
+            pending.id = call_id
+        function = raw.get("function") or {}
+        if isinstance(function, dict):
+            if isinstance(function.get("name"), str) and function["name"]:
+                pending.name = function["name"]
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                pending.arguments.append(arguments)
+            elif isinstance(arguments, dict):
+                pending.whole = arguments
+
+    def close(self) -> Draft:
+        if not self.finished and self._finish is None:
+            raise malformed("stream ended before the response was complete (no finish_reason)")
+        calls = [
+            _tool_call(p.id, p.name, p.whole if p.whole is not None else "".join(p.arguments), i)
+            for i, p in sorted(self._calls.items())
+        ]
+        return Draft(
+            text="".join(self._text),
+            tool_calls=calls,
+            usage=self._usage,
+            finish_reason=self._finish,
+            model=self._model,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIChatWire:
+    """Chat Completions at ``{base_url}/chat/completions``; ``base_url`` ends in ``/v1``."""
+
+    max_tokens_field: str = "max_tokens"
+    include_usage: bool = True
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    name: str = "openai"
+
+    def url(self, base_url: str) -> str:
+        return base_url.rstrip("/") + "/chat/completions"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        headers = dict(self.extra_headers)
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return headers
+
+    def body(self, request: CompletionRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [encode_message(m) for m in request.messages],
+            self.max_tokens_field: request.max_output_tokens,
+            "stream": stream,
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.tools:
+            body["tools"] = [encode_tool(t) for t in request.tools]
+        if stream and self.include_usage:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def decoder(self) -> ChatStreamDecoder:
+        return ChatStreamDecoder()
+
+    def decode_body(self, payload: Any) -> Draft:
+        if not isinstance(payload, dict):
+            raise malformed("response body is not a JSON object")
+        if payload.get("error") is not None:
+            _raise_error_object(payload)
+        choices = payload.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise malformed("response body has no choices")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise malformed("response choice has no message")
+        text = "".join(
+            part
+            for part in (message.get("content"), message.get("refusal"))
+            if isinstance(part, str)
+        )
+        calls = []
+        for position, raw in enumerate(message.get("tool_calls") or []):
+            function = raw.get("function") if isinstance(raw, dict) else None
+            if not isinstance(function, dict):
+                raise malformed("tool call without a function")
+            calls.append(
+                _tool_call(
+                    str(raw.get("id") or ""),
+                    str(function.get("name") or ""),
+                    function.get("arguments"),
+                    position,
+                )
+            )
+        finish = choices[0].get("finish_reason")
+        return Draft(
+            text=text,
+            tool_calls=calls,
+            usage=decode_usage(payload.get("usage")),
+            finish_reason=str(finish) if finish else None,
+            model=str(payload.get("model") or ""),
+        )
+
+
+class OpenAICompatProvider(HttpProvider):
+    """Chat Completions over HTTP. ``base_url`` ends in ``/v1``; options as ``HttpProvider``."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        name: str = "openai-compatible",
+        max_tokens_field: str = "max_tokens",
+        include_usage: bool = True,
+        headers: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        wire = OpenAIChatWire(
+            max_tokens_field=max_tokens_field,
+            include_usage=include_usage,
+            extra_headers=extra_headers(headers),
+        )
+        super().__init__(wire=wire, model=model, base_url=base_url, name=name, **options)

@@ -1,0 +1,234 @@
+"""The Messages wire: recorded Anthropic streams decoded, requests encoded as the API expects."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from provider_helpers import WEATHER, Script, recorded, run, sse, sse_response
+
+from io_tui.core.providers.anthropic import AnthropicProvider
+from io_tui.core.providers.base import (
+    CompletionRequest,
+    ErrorKind,
+    Message,
+    ProviderError,
+    ToolCall,
+    Usage,
+)
+from io_tui.core.providers.retry import RetryPolicy
+
+
+def provider(script: Script, **kw: object) -> AnthropicProvider:
+    options: dict[str, object] = {"retry": RetryPolicy(max_attempts=1)}
+    options.update(kw)
+    return AnthropicProvider(
+        model="claude-test",
+        base_url="https://api.example.test",
+        transport=script.transport,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+async def test_basic_text_even_without_a_final_blank_line() -> None:
+    body = recorded("anthropic_messages/basic_response.sse")
+    assert not body.endswith(b"\n")  # the recording stops right after message_stop's data
+    deltas, response = await run(provider(Script([sse_response(body)])))
+    assert deltas == ["Hello", " there", "!"]
+    assert response.text == "Hello there!"
+    assert response.finish_reason == "end_turn"
+    assert response.usage == Usage(prompt_tokens=11, completion_tokens=6)
+    assert response.model == "claude-3-opus-latest"
+    assert response.provider == "anthropic"
+
+
+async def test_tool_use_accumulates_input_json_delta() -> None:
+    body = recorded("anthropic_messages/tool_use_response.sse")
+    deltas, response = await run(provider(Script([sse_response(body)])))
+    assert "".join(deltas) == "I'll check the current weather in Paris for you."
+    assert response.tool_calls == (
+        ToolCall("toolu_01NRLabsLyVHZPKxbKvkfSMn", "get_weather", {"location": "Paris"}),
+    )
+    assert response.finish_reason == "tool_use"
+    assert response.usage == Usage(prompt_tokens=377, completion_tokens=65)
+
+
+async def test_refusal_is_a_clear_finish_reason() -> None:
+    body = recorded("anthropic_messages/refusal_response.sse")
+    deltas, response = await run(provider(Script([sse_response(body)])))
+    assert deltas == []
+    assert response.text == ""
+    assert response.finish_reason == "refusal"
+    assert response.tool_calls == ()
+
+
+async def test_incomplete_partial_json_becomes_an_arguments_error() -> None:
+    body = recorded("anthropic_messages/incomplete_partial_json_response.sse")
+    _deltas, response = await run(provider(Script([sse_response(body)])))
+    assert response.text.startswith("I'll create a comprehensive tax guide")
+    assert response.finish_reason == "max_tokens"
+    [call] = response.tool_calls
+    assert call.id == "toolu_01EKqbqmZrGRXy18eN7m9kvY"
+    assert call.name == "make_file"
+    assert call.arguments == {}
+    assert call.arguments_error is not None and "not valid JSON" in call.arguments_error
+    assert response.usage == Usage(prompt_tokens=450, completion_tokens=124)
+
+
+async def test_usage_halves_merge_and_cache_counts_join_the_prompt() -> None:
+    body = sse(
+        {
+            "type": "message_start",
+            "message": {
+                "model": "claude-x",
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 1,
+                    "cache_read_input_tokens": 900,
+                    "cache_creation_input_tokens": 40,
+                },
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 7},
+        },
+        {"type": "message_stop"},
+        named=True,
+    )
+    _, response = await run(provider(Script([sse_response(body)])))
+    assert response.usage == Usage(
+        prompt_tokens=950, completion_tokens=7, cache_read_tokens=900, cache_write_tokens=40
+    )
+
+
+async def test_tool_use_without_deltas_uses_the_start_input() -> None:
+    body = sse(
+        {"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 3}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "list_dir", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 5},
+        },
+        {"type": "message_stop"},
+        named=True,
+    )
+    _, response = await run(provider(Script([sse_response(body)])))
+    assert response.tool_calls == (ToolCall("t1", "list_dir", {}),)
+
+
+async def test_error_event_mid_stream_is_classified() -> None:
+    body = sse(
+        {"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 3}}},
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+        named=True,
+    )
+    with pytest.raises(ProviderError) as info:
+        await run(provider(Script([sse_response(body)])))
+    assert info.value.kind is ErrorKind.SERVER
+    assert "Overloaded" in info.value.message
+    assert info.value.partial is False
+
+
+async def test_stream_cut_without_stop_is_malformed() -> None:
+    body = recorded("anthropic_messages/tool_use_response.sse")
+    cut = body[: body.index(b"event: message_delta")]
+    with pytest.raises(ProviderError) as info:
+        await run(provider(Script([sse_response(cut)])))
+    assert info.value.kind is ErrorKind.MALFORMED
+    assert info.value.partial is True
+
+
+def test_request_encoding_pairs_tool_use_and_results() -> None:
+    wire = AnthropicProvider(model="m").wire
+    calls = (ToolCall("t1", "read_file", {"path": "a"}), ToolCall("t2", "read_file", {"path": "b"}))
+    request = CompletionRequest(
+        messages=(
+            Message("system", "Be careful."),
+            Message("user", "look"),
+            Message("assistant", "Reading both.", tool_calls=calls),
+            Message("tool", "A", tool_call_id="t1"),
+            Message("tool", "B", tool_call_id="t2"),
+            Message("user", "and?"),
+            Message("assistant", "", tool_calls=(ToolCall("t3", "list_dir", {}),)),
+            Message("tool", "[]", tool_call_id="t3"),
+        ),
+        tools=(WEATHER,),
+        max_output_tokens=123,
+    )
+    body = wire.body(request, "m", stream=True)
+    assert body["system"] == "Be careful."
+    assert body["max_tokens"] == 123 and body["stream"] is True and body["model"] == "m"
+    assert "temperature" not in body
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "input_schema": WEATHER.parameters,
+        }
+    ]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "look"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading both."},
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "b"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "A"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "B"},
+                {"type": "text", "text": "and?"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t3", "name": "list_dir", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t3", "content": "[]"}],
+        },
+    ]
+
+
+async def test_headers_and_url() -> None:
+    script = Script([sse_response(recorded("anthropic_messages/basic_response.sse"))])
+    await run(provider(script, api_key="sk-ant-xyz"))
+    [request] = script.requests
+    assert str(request.url) == "https://api.example.test/v1/messages"
+    assert request.headers["x-api-key"] == "sk-ant-xyz"
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in request.headers
+
+
+async def test_non_streaming_body() -> None:
+    payload = {
+        "type": "message",
+        "model": "claude-x",
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "t1", "name": "grep", "input": {"pattern": "TODO"}},
+        ],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 20, "output_tokens": 8, "cache_read_input_tokens": 100},
+    }
+    script = Script([httpx.Response(200, json=payload)])
+    deltas, response = await run(provider(script, streaming=False))
+    assert deltas == ["Let me look."]
+    assert response.tool_calls == (ToolCall("t1", "grep", {"pattern": "TODO"}),)
+    assert response.usage == Usage(prompt_tokens=120, completion_tokens=8, cache_read_tokens=100)
+    assert response.finish_reason == "tool_use"
