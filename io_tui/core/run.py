@@ -40,6 +40,7 @@ from io_tui.core.providers.base import (
 )
 from io_tui.core.store import RequestRecord, StepCommit, Store
 from io_tui.core.tools.base import ToolContext, ToolError
+from io_tui.core.tools.memory_tools import Forget, Remember
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 from io_tui.core.workspace import Workspace
 
@@ -105,9 +106,17 @@ class Harness:
     provider: Provider
     approver: Approver
     sink: EventSink = field(default_factory=NullSink)
-    registry: ToolRegistry = field(default_factory=default_registry)
+    registry: ToolRegistry = field(default_factory=lambda: harness_registry())
     policy: Policy = field(default_factory=Policy)
     system_prompt: str = SYSTEM_PROMPT
+
+
+def harness_registry() -> ToolRegistry:
+    """The built-in tools of DESIGN §3.7 that need no extra services."""
+    registry = default_registry()
+    registry.register(Remember())
+    registry.register(Forget())
+    return registry
 
 
 async def start_run(
@@ -262,7 +271,7 @@ class Run:
             if deferred is not None:
                 decision = {
                     "awaiting_approval": deferred,
-                    "pending_calls": [c.id for c in calls[len(results) :]],
+                    "pending_calls": [c.id for c in calls[len(results) + 1 :]],
                 }
             await self._commit(
                 self.step,
@@ -520,7 +529,7 @@ class Run:
         ceiling = self.contract.context.ceiling(self._remaining_tokens())
         services: dict[str, Any] = {
             "memory_limits": self.contract.memory,
-            "emit": lambda kind, detail: self.emit(EventKind.MEMORY, {"action": kind, **detail}),
+            "emit": lambda _kind, detail: self.emit(EventKind.MEMORY, detail),
             "policy": self.h.policy,
         }
         memory = getattr(self.store, "memory", None)

@@ -1,0 +1,241 @@
+"""The headless CLI as a user meets it: real processes, a real store file, documented exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EDIT = {
+    "name": "edit_file",
+    "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
+}
+
+
+def io_tui(
+    *args: str, cwd: Path | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    return subprocess.run(
+        [sys.executable, "-m", "io_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+        input=input,
+    )
+
+
+def test_defer_then_decide_in_a_new_process(tmp_path, workspace, write_script, store_path):
+    script = write_script([{"text": "fixing", "tool_calls": [EDIT]}, {"text": "done"}])
+    run = io_tui(
+        "run",
+        "fix it",
+        "--workspace",
+        str(workspace),
+        "--provider",
+        f"scripted:{script}",
+        "--approve",
+        "defer",
+        "--store",
+        str(store_path),
+        "--json",
+    )
+    assert run.returncode == 3, run.stderr
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    assert all("run_id" in line for line in lines)
+    assert lines[-1]["outcome"] == "awaiting_approval"
+    run_id = lines[-1]["run_id"]
+
+    listed = io_tui("approvals", "--json", "--store", str(store_path))
+    pending = json.loads(listed.stdout)
+    assert [(p["run_id"], p["act"], p["target"]) for p in pending] == [
+        (run_id, "write", "src/app.py")
+    ]
+    assert {"id", "run_id", "step", "act", "target", "content", "rule", "layer", "decision"} <= set(
+        pending[0]
+    )
+    assert pending[0]["content"].endswith("return x\n")
+
+    decided = io_tui(
+        "decide", str(pending[0]["id"]), "approve", "--store", str(store_path), "--json"
+    )
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    assert json.loads(decided.stdout.splitlines()[-1])["run_id"] == run_id
+    assert (workspace / "src/app.py").read_text().endswith("return x\n")
+
+    again = io_tui("decide", str(pending[0]["id"]), "deny", "--store", str(store_path))
+    assert again.returncode == 1 and "already decided" in again.stdout
+
+
+def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_script, store_path):
+    script = write_script(
+        [
+            {
+                "tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 20},
+            },
+            {"text": "done"},
+        ]
+    )
+    run = io_tui(
+        "run",
+        "look",
+        "-w",
+        str(workspace),
+        "--provider",
+        f"scripted:{script}",
+        "--store",
+        str(store_path),
+        "--json",
+    )
+    assert run.returncode == 0, run.stderr
+    trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
+    assert set(trace) == {"run", "steps", "requests", "events", "approvals"}
+    assert {
+        "id",
+        "goal",
+        "workspace",
+        "status",
+        "outcome",
+        "parent_run_id",
+        "steps",
+        "tokens",
+    } <= set(trace["run"])
+    step = trace["steps"][0]
+    assert {"step", "tool_calls", "decision", "result", "tokens"} <= set(step)
+    assert step["tool_calls"][0]["name"] == "read_file"
+    assert "return a" in step["result"]  # the full, unelided result
+    request = trace["requests"][0]
+    assert {
+        "step",
+        "attempt",
+        "ceiling_tokens",
+        "est_tokens",
+        "reported_tokens",
+        "messages",
+        "sections",
+        "entries",
+    } <= set(request)
+    assert request["step"] == 1 and request["attempt"] == 1 and request["reported_tokens"] == 900
+    assert {"role", "content"} <= set(request["messages"][0])
+    second = trace["requests"][1]
+    entry = second["entries"][0]
+    assert {
+        "step",
+        "kind",
+        "target",
+        "state",
+        "reason",
+        "superseded_by",
+        "chars",
+        "est_tokens",
+    } <= set(entry)
+    tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
+    assert tool_msgs and tool_msgs[0]["tool_call_id"]
+    assert all({"step", "kind", "detail"} <= set(e) for e in trace["events"])
+
+    readable = io_tui("trace", "1", "--store", str(store_path))
+    assert "step 1" in readable.stdout and "return a" in readable.stdout
+    context = io_tui("trace", "1", "--context", "2", "--store", str(store_path))
+    assert "ceiling" in context.stdout and "src/app.py" in context.stdout
+
+
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        ("bad_json", ["--provider", "scripted:{script}"], "not valid JSON"),
+        ("none", ["--provider", "scripted:{tmp}/missing.json"], "not found"),
+        ("none", ["--workspace", "{tmp}/nowhere"], "nowhere"),
+        ("policy_typo", ["--policy", "{tmp}/policy.toml"], "efect"),
+        ("none", ["--store", "/proc/forbidden/x.db"], "cannot open store"),
+        ("none", ["--approve", "maybe"], "invalid choice"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_2(
+    tmp_path, workspace, write_script, setup, args, message
+):
+    script = write_script([{"text": "ok"}])
+    if setup == "bad_json":
+        script.write_text("{not json")
+    if setup == "policy_typo":
+        (tmp_path / "policy.toml").write_text(
+            '[[layers]]\nname = "p"\n[[layers.rules]]\nact = "write"\nefect = "allow"\npattern = "*"\n'
+        )
+    base = [
+        "run",
+        "task",
+        "--workspace",
+        str(workspace),
+        "--provider",
+        f"scripted:{script}",
+        "--store",
+        str(tmp_path / "s.db"),
+    ]
+    extra = [a.format(script=script, tmp=tmp_path) for a in args]
+    result = io_tui(*base, *extra)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_corrupt_store_is_reported_not_crashed(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    result = io_tui("approvals", "--store", str(bad))
+    assert result.returncode == 2
+    assert "not an io-tui store" in result.stderr
+    assert bad.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_demo_headless_runs_to_success(store_path):
+    result = io_tui("demo", "--headless", "--store", str(store_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "finished (success)" in result.stdout
+    trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
+    tools = [c["name"] for s in trace["steps"] for c in s["tool_calls"]]
+    assert {"list_dir", "read_file", "grep", "edit_file", "run_command", "remember"} <= set(tools)
+    assert all(
+        not o["is_error"] or o["tool"] == "run_command"
+        for s in trace["steps"]
+        for o in s["observations"]
+    )
+    verify = [e for e in trace["events"] if e["kind"] == "verify"]
+    assert verify[-1]["detail"]["passed"] is True
+
+
+def test_core_never_imports_textual_or_rich():
+    code = (
+        "import sys, pkgutil, importlib, io_tui.core as core\n"
+        "for m in pkgutil.walk_packages(core.__path__, 'io_tui.core.'):\n"
+        "    importlib.import_module(m.name)\n"
+        "bad = sorted(n for n in sys.modules if n.split('.')[0] in {'textual'} or n.startswith('io_tui.ui'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_core_sources_never_mention_rich_or_textual():
+    """httpx may pull rich in at run time, so ban the import statically too (STYLE habit 1)."""
+    root = Path(__file__).resolve().parents[2] / "io_tui" / "core"
+    offenders = [
+        str(p)
+        for p in root.rglob("*.py")
+        if any(
+            line.lstrip().startswith(
+                ("import rich", "from rich", "import textual", "from textual", "from io_tui.ui")
+            )
+            for line in p.read_text().splitlines()
+        )
+    ]
+    assert offenders == []

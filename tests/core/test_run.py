@@ -1,0 +1,327 @@
+"""The run loop through its public API: start_run / resume_run / decide, on a real store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from io_tui.core.approvals import (
+    ApproveAll,
+    DeferAll,
+    Decision,
+    DecisionKind,
+    DenyAll,
+    RememberRule,
+)
+from io_tui.core.contract import TaskContract
+from io_tui.core.decide import decide
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.policy import Act, Effect, Policy
+from io_tui.core.providers.scripted import ScriptedProvider
+from io_tui.core.run import Harness, Outcome, resume_run, start_run
+from io_tui.core.store import Store
+from io_tui.core.trace import build_trace
+
+EDIT = {
+    "name": "edit_file",
+    "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
+}
+READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+
+    def emit(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[EventKind]:
+        return [e.kind for e in self.events]
+
+
+def harness(store: Store, script: Path, approver=None, sink=None, policy=None) -> Harness:
+    return Harness(
+        store=store,
+        provider=ScriptedProvider.from_file(script),
+        approver=approver or ApproveAll(),
+        sink=sink or Recorder(),
+        policy=policy or Policy(),
+    )
+
+
+async def test_a_run_reads_edits_and_finishes(store, workspace, write_script):
+    script = write_script([{"tool_calls": [READ]}, {"tool_calls": [EDIT]}, {"text": "done"}])
+    sink = Recorder()
+    result = await start_run(harness(store, script, sink=sink), TaskContract("fix", workspace))
+    assert result.outcome is Outcome.FINISHED
+    assert result.steps == 3
+    assert (workspace / "src/app.py").read_text() == "def parse(x):\n    return x\n"
+    kinds = sink.kinds()
+    assert kinds[0] is EventKind.RUN_STARTED and kinds[-1] is EventKind.RUN_FINISHED
+    # streamed text reaches the sink before its step is committed
+    assert kinds.index(EventKind.TEXT_DELTA) < len(kinds) - 1 - kinds[::-1].index(
+        EventKind.STEP_COMMITTED
+    )
+
+
+async def test_verification_decides_success(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}, {"text": "fixed"}])
+    contract = TaskContract(
+        "fix",
+        workspace,
+        verify=(
+            "python3",
+            "-c",
+            "import sys; sys.exit('return x' not in open('src/app.py').read())",
+        ),
+    )
+    result = await start_run(harness(store, script), contract)
+    assert result.outcome is Outcome.SUCCESS
+
+
+async def test_failed_verification_is_fed_back_then_fails(store, workspace, write_script):
+    script = write_script([{"text": "all good"}, {"text": "still good"}])
+    contract = TaskContract("fix", workspace, verify=("python3", "-c", "raise SystemExit(1)"))
+    result = await start_run(harness(store, script), contract)
+    assert result.outcome is Outcome.FAILED
+    trace = await build_trace(store, result.run_id)
+    assert "Verification" in trace["steps"][1]["operator_messages"][0]
+
+
+async def test_step_cap(store, workspace, write_script):
+    script = write_script([{"tool_calls": [READ]}] * 5)
+    result = await start_run(harness(store, script), TaskContract("loop", workspace, max_steps=3))
+    assert result.outcome is Outcome.STEP_CAP and result.steps == 3
+
+
+async def test_policy_deny_never_reaches_the_approver(store, workspace, write_script):
+    class Exploding:
+        async def decide(self, request):
+            raise AssertionError("a denied act must not reach a human")
+
+    script = write_script([{"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}])
+    result = await start_run(
+        harness(store, script, approver=Exploding()), TaskContract("x", workspace)
+    )
+    trace = await build_trace(store, result.run_id)
+    obs = trace["steps"][0]["observations"][0]
+    assert obs["is_error"] and "builtin-secrets" in obs["text"]
+    assert trace["approvals"] == []
+
+
+async def test_deny_reason_reaches_the_model_and_outcome_is_denied(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}, {"text": "giving up"}])
+    result = await start_run(
+        harness(store, script, approver=DenyAll("not today")), TaskContract("x", workspace)
+    )
+    assert result.outcome is Outcome.DENIED
+    assert (workspace / "src/app.py").read_text().endswith("return a\n")
+    trace = await build_trace(store, result.run_id)
+    assert "not today" in trace["steps"][0]["observations"][0]["text"]
+    sent = trace["requests"][1]["messages"]
+    assert any(m["role"] == "tool" and "not today" in m["content"] for m in sent)
+
+
+async def test_rewrite_is_rechecked_and_recorded(store, workspace, write_script):
+    class Rewriter:
+        async def decide(self, request):
+            args = {**request.arguments, "new": "return x  # reviewed"}
+            return Decision(DecisionKind.REWRITE, arguments=args)
+
+    script = write_script([{"tool_calls": [EDIT]}])
+    result = await start_run(
+        harness(store, script, approver=Rewriter()), TaskContract("x", workspace)
+    )
+    assert "return x  # reviewed" in (workspace / "src/app.py").read_text()
+    trace = await build_trace(store, result.run_id)
+    approval = trace["approvals"][0]
+    assert approval["decision"]["arguments"]["new"] == "return x  # reviewed"
+    assert approval["performed"]["arguments"]["new"] == "return x  # reviewed"
+    assert "rewrote" in trace["steps"][0]["observations"][0]["text"]
+
+
+async def test_rewrite_cannot_cross_a_deny(store, workspace, write_script):
+    class SneakyRewriter:
+        async def decide(self, request):
+            return Decision(DecisionKind.REWRITE, arguments={"path": ".env", "content": "X=1"})
+
+    write = {"name": "write_file", "arguments": {"path": "src/new.py", "content": "x = 1\n"}}
+    script = write_script([{"tool_calls": [write]}])
+    result = await start_run(
+        harness(store, script, approver=SneakyRewriter()), TaskContract("x", workspace)
+    )
+    assert (workspace / ".env").read_text() == "SECRET=1\n"
+    assert not (workspace / "src/new.py").exists()
+    trace = await build_trace(store, result.run_id)
+    assert "Refused by policy" in trace["steps"][0]["observations"][0]["text"]
+    assert trace["approvals"][0]["performed"]["performed"] is False
+
+
+async def test_remember_persists_a_rule_that_stops_later_asks(store, workspace, write_script):
+    class RememberOnce:
+        calls = 0
+
+        async def decide(self, request):
+            self.calls += 1
+            return Decision(
+                DecisionKind.REMEMBER, rule=RememberRule("src/*", Act.WRITE, "workspace")
+            )
+
+    approver = RememberOnce()
+    w1 = {"name": "write_file", "arguments": {"path": "src/a.py", "content": "a"}}
+    w2 = {"name": "write_file", "arguments": {"path": "src/b.py", "content": "b"}}
+    script = write_script([{"tool_calls": [w1]}, {"tool_calls": [w2]}])
+    await start_run(harness(store, script, approver=approver), TaskContract("x", workspace))
+    assert approver.calls == 1
+    assert (workspace / "src/b.py").read_text() == "b"
+    rules = await store.rules.list()
+    assert [(r.pattern, r.act, r.effect, r.scope) for r in rules] == [
+        ("src/*", Act.WRITE, Effect.ALLOW, "workspace")
+    ]
+
+
+async def test_remembered_allow_never_beats_a_deny(store, workspace, write_script):
+    await store.rules.add(act=Act.READ, pattern="*", scope="global", workspace=None, run_id=None)
+    script = write_script([{"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}])
+    result = await start_run(harness(store, script), TaskContract("x", workspace))
+    trace = await build_trace(store, result.run_id)
+    assert "Refused by policy" in trace["steps"][0]["observations"][0]["text"]
+
+
+async def test_defer_pauses_then_decide_resumes_the_same_run(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT, READ]}, {"text": "done"}])
+    first = await start_run(
+        harness(store, script, approver=DeferAll()), TaskContract("x", workspace)
+    )
+    assert first.outcome is Outcome.AWAITING_APPROVAL and first.status == "paused"
+    pending = await store.approvals.pending()
+    assert len(pending) == 1 and pending[0].request.content.endswith("return x\n")
+    assert (workspace / "src/app.py").read_text().endswith("return a\n")
+
+    decided = await decide(store, pending[0].request.id, Decision.approve())
+    assert decided.result is not None
+    assert decided.result.run_id == first.run_id
+    assert decided.result.outcome is Outcome.FINISHED
+    assert (workspace / "src/app.py").read_text().endswith("return x\n")
+    trace = await build_trace(store, first.run_id)
+    # the deferred step got both observations: the approved edit, then the read after it
+    assert [o["tool"] for o in trace["steps"][0]["observations"]] == ["edit_file", "read_file"]
+    assert "return x" in trace["steps"][0]["observations"][1]["text"]
+
+
+async def test_decided_write_performs_the_persisted_bytes(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}])
+    run = await start_run(harness(store, script, approver=DeferAll()), TaskContract("x", workspace))
+    (workspace / "src/app.py").write_text("def parse(x):\n    return a\n# changed meanwhile\n")
+    pending = await store.approvals.pending()
+    await decide(store, pending[0].request.id, Decision.approve())
+    assert (workspace / "src/app.py").read_text() == pending[0].request.content
+    assert run.run_id == pending[0].request.run_id
+
+
+async def test_deny_while_paused_leaves_the_file_untouched(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}, {"text": "ok"}])
+    await start_run(harness(store, script, approver=DeferAll()), TaskContract("x", workspace))
+    pending = await store.approvals.pending()
+    decided = await decide(store, pending[0].request.id, Decision.deny("no"))
+    assert (workspace / "src/app.py").read_text().endswith("return a\n")
+    assert decided.result is not None and decided.result.outcome is Outcome.DENIED
+
+
+async def test_a_deny_added_while_paused_still_wins(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}, {"text": "ok"}])
+    await start_run(harness(store, script, approver=DeferAll()), TaskContract("x", workspace))
+    await store.rules.add(
+        act=Act.WRITE,
+        pattern="src/*",
+        scope="global",
+        workspace=None,
+        run_id=None,
+        effect=Effect.DENY,
+    )
+    pending = await store.approvals.pending()
+    await decide(store, pending[0].request.id, Decision.approve())
+    assert (workspace / "src/app.py").read_text().endswith("return a\n")
+    record = await store.approvals.get(pending[0].request.id)
+    assert record is not None and record.performed == {
+        "performed": False,
+        "refused_by": record.performed["refused_by"],
+    }
+
+
+async def test_resume_of_an_undecided_run_stays_paused(store, workspace, write_script):
+    script = write_script([{"tool_calls": [EDIT]}])
+    run = await start_run(harness(store, script, approver=DeferAll()), TaskContract("x", workspace))
+    again = await resume_run(harness(store, script, approver=DeferAll()), run.run_id)
+    assert again.outcome is Outcome.AWAITING_APPROVAL
+    assert len(await store.approvals.pending()) == 1
+
+
+async def test_bad_tool_calls_become_observations_the_model_reads(store, workspace, write_script):
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "no_such_tool", "arguments": {}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"paht": "x"}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "../outside"}}]},
+        ]
+    )
+    result = await start_run(harness(store, script), TaskContract("x", workspace))
+    assert result.outcome is Outcome.FINISHED
+    trace = await build_trace(store, result.run_id)
+    texts = [s["observations"][0]["text"] for s in trace["steps"][:3]]
+    assert "no_such_tool" in texts[0] and "read_file" in texts[0]
+    assert "paht" in texts[1]
+    assert "outside" in texts[2] or "escape" in texts[2].lower()
+
+
+async def test_cancelling_a_run_leaves_the_store_consistent(store, workspace, write_script):
+    script = write_script(
+        [{"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", "30"]}}]}]
+    )
+    policy = Policy.from_json(
+        {
+            "layers": [
+                {"name": "t", "rules": [{"act": "exec", "effect": "allow", "pattern": "sleep"}]}
+            ]
+        }
+    )
+    task = asyncio.create_task(
+        start_run(harness(store, script, policy=policy), TaskContract("x", workspace))
+    )
+    for _ in range(200):
+        await asyncio.sleep(0.02)
+        runs = await store.runs.list()
+        if runs and runs[0].status == "running":
+            break
+    await asyncio.sleep(0.3)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    run = (await store.runs.list())[0]
+    assert (run.status, run.outcome) == ("cancelled", "cancelled")
+
+
+async def test_memory_written_in_one_run_is_recalled_in_the_next(
+    store, workspace, write_script, tmp_path
+):
+    remember = {"name": "remember", "arguments": {"key": "tests", "value": "run pytest -q"}}
+    first = await start_run(
+        harness(store, write_script([{"tool_calls": [remember]}])), TaskContract("a", workspace)
+    )
+    second = await start_run(
+        harness(store, write_script([{"text": "ok"}])), TaskContract("b", workspace)
+    )
+    trace = await build_trace(store, second.run_id)
+    assert trace["requests"][0]["memory_keys"] == ["tests"]
+    sent = json.dumps(trace["requests"][0]["messages"])
+    assert "run pytest -q" in sent and f"run {first.run_id}" in sent
+    other = tmp_path / "other"
+    other.mkdir()
+    third = await start_run(
+        harness(store, write_script([{"text": "ok"}])), TaskContract("c", other)
+    )
+    assert (await build_trace(store, third.run_id))["requests"][0]["memory_keys"] == []
