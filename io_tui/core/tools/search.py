@@ -14,16 +14,17 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from pydantic import Field
 
 from io_tui.core.ledger import ObsKind
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-from io_tui.core.workspace import Workspace, fs_errors, is_binary
+from io_tui.core.workspace import BINARY_SNIFF_BYTES, Workspace, is_binary
 
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 MAX_FIND_HITS = 200
@@ -31,6 +32,7 @@ MAX_GREP_HITS = 100
 MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
 POLICY_SERVICE = "policy"
+_REGEX_META = frozenset(".^$*+?{}[]\\|()")
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -93,20 +95,45 @@ class PathGlob:
         return self.regex.match(subject) is not None
 
 
-def walk(ws: Workspace, start: Path) -> Iterator[tuple[str, bool]]:
-    """``(relative path, is_dir)`` under ``start``, in sorted order, never leaving the workspace.
+class Entry(NamedTuple):
+    rel: str  # workspace-relative, POSIX
+    path: str  # absolute, as walked (not resolved)
+    is_dir: bool
+    is_link: bool
 
-    Symlinked directories are not descended (``followlinks=False``) and symlinks whose target
-    lies outside the workspace are not reported at all.
+
+def walk(ws: Workspace, start: Path) -> Iterator[Entry]:
+    """Every entry under ``start``, depth-first in sorted order, never leaving the workspace.
+
+    Symlinked directories are listed but not descended, and symlinks whose target lies outside
+    the workspace are not reported at all. ``os.scandir`` gives the link bit without a stat,
+    which keeps a walk of a large tree cheap.
     """
-    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        base = Path(dirpath)
-        for name, is_dir in sorted([(d, True) for d in dirnames] + [(f, False) for f in filenames]):
-            full = base / name
-            if full.is_symlink() and not ws.contains(full):
+    base = start.relative_to(ws.root).as_posix()
+    stack = [(str(start), "" if base == "." else base + "/")]
+    while stack:
+        dirpath, prefix = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            is_link = e.is_symlink()
+            if is_link and not ws.contains(e.path):
                 continue
-            yield full.relative_to(ws.root).as_posix(), is_dir
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir and e.name in SKIP_DIRS:
+                continue
+            rel = prefix + e.name
+            yield Entry(rel, e.path, is_dir, is_link)
+            if is_dir and not is_link:
+                subdirs.append((e.path, rel + "/"))
+        stack.extend(reversed(subdirs))
 
 
 def marker(more: int, noun: str, advice: str) -> str:
@@ -133,9 +160,8 @@ class Find(Tool):
         ws = ctx.workspace
 
         def scan() -> list[str]:
-            return sorted(
-                rel + "/" if d else rel for rel, d in walk(ws, ws.root) if glob.matches(rel)
-            )
+            matched = (e for e in walk(ws, ws.root) if glob.matches(e.rel))
+            return sorted(e.rel + "/" if e.is_dir else e.rel for e in matched)
 
         hits = await asyncio.to_thread(scan)
         shown = hits[:MAX_FIND_HITS]
@@ -217,51 +243,53 @@ def _scan(
     ws: Workspace, start: Path, regex: re.Pattern[str], glob: PathGlob | None, policy: Policy
 ) -> _GrepResult:
     result = _GrepResult()
-    if start.is_file():
-        files: Iterator[str] = iter([ws.relative(start)])
+    search = regex.search
+    # A pattern without metacharacters can only match a line of a file that contains it.
+    literal = None if any(c in _REGEX_META for c in regex.pattern) else regex.pattern
+    if start.is_file():  # already resolved, so never a link
+        files: Iterable[Entry] = [Entry(ws.relative(start), str(start), False, False)]
     else:
-        files = (rel for rel, is_dir in walk(ws, start) if not is_dir)
-    for rel in files:
-        if glob is not None and not glob.matches(rel):
+        files = (e for e in walk(ws, start) if not e.is_dir)
+    for entry in files:
+        if glob is not None and not glob.matches(entry.rel):
             continue
-        if not _readable(ws, rel, policy):
+        if not _readable(ws, entry, policy):
             result.policy_skipped += 1
             continue
-        text = _read_for_grep(ws, rel, result)
-        if text is None:
+        text = _read_for_grep(entry, result)
+        if text is None or (literal is not None and literal not in text):
             continue
-        found = False
-        for number, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
-                found = True
-                result.total += 1
-                if len(result.hits) < MAX_GREP_HITS:
-                    if len(line) > MAX_GREP_LINE_CHARS:
-                        line = line[:MAX_GREP_LINE_CHARS] + "…"
-                    result.hits.append(f"{rel}:{number}:{line}")
-        result.files += found
+        lines = text.splitlines()
+        matched = [i for i, line in enumerate(lines) if search(line)]
+        result.total += len(matched)
+        result.files += bool(matched)
+        for i in matched[: MAX_GREP_HITS - len(result.hits)]:
+            line = lines[i]
+            if len(line) > MAX_GREP_LINE_CHARS:
+                line = line[:MAX_GREP_LINE_CHARS] + "…"
+            result.hits.append(f"{entry.rel}:{i + 1}:{line}")
     return result
 
 
-def _readable(ws: Workspace, rel: str, policy: Policy) -> bool:
-    """Whether the policy allows reading ``rel`` outright, checked on the name and, for a
+def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
+    """Whether the policy allows reading the file outright: checked on its name and, for a
     symlink, on what it really is (a link called notes.txt may point at .env)."""
-    real = ws.relative(rel)
-    return all(policy.explain(Act.READ, p).effect is Effect.ALLOW for p in {rel, real})
+    names = {entry.rel, ws.relative(entry.path)} if entry.is_link else {entry.rel}
+    return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
 
 
-def _read_for_grep(ws: Workspace, rel: str, result: _GrepResult) -> str | None:
+def _read_for_grep(entry: Entry, result: _GrepResult) -> str | None:
     """The file's text, or None for files grep passes over (binary, huge, unreadable)."""
-    full = ws.resolve(rel)
     try:
-        with fs_errors(rel):
-            if full.stat().st_size > MAX_GREP_FILE_BYTES:
+        with open(entry.path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_GREP_FILE_BYTES:
                 result.large_skipped += 1
                 return None
-            data = full.read_bytes()
-    except ToolError:
-        return None
-    if is_binary(data):
+            head = f.read(BINARY_SNIFF_BYTES)
+            if is_binary(head):
+                return None
+            data = head + f.read()
+    except OSError:
         return None
     return data.decode("utf-8", errors="replace")
 
