@@ -162,6 +162,9 @@ class Policy:
             if not isinstance(raw_layer, dict) or not raw_layer.get("name"):
                 raise PolicyError(f"{where}: every layer needs a name")
             name = str(raw_layer["name"])
+            extra_keys = set(raw_layer) - {"name", "rules"}
+            if extra_keys:
+                raise PolicyError(f"{where}: unknown key(s) {', '.join(sorted(extra_keys))}")
             if name == BUILTIN_SECRETS_LAYER:
                 continue  # always present; a file cannot weaken it
             rules = []

@@ -32,6 +32,19 @@ STRAGGLER_GRACE_S = 1.0
 EXIT_POLL_S = 0.02
 
 
+SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def command_env() -> dict[str, str]:
+    """The harness's environment minus credentials: a command the model runs (``env``,
+    ``printenv``) must never read a provider key into the trace."""
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if not name.upper().endswith(SECRET_ENV_SUFFIXES)
+    }
+
+
 class WorkspaceError(ToolError):
     """A path or file operation the workspace refuses; the message is written for the model."""
 
@@ -221,6 +234,7 @@ class Workspace:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
+                env=command_env(),
             )
         except FileNotFoundError:
             raise WorkspaceError(f"command not found: {argv[0]}") from None

@@ -281,11 +281,6 @@ def test_typos_are_policy_errors_naming_the_place(tmp_path: Path, text: str, whe
     assert str(path) in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policy.from_json does not check unknown keys inside a layer table: a misspelt "
-    "[[layers.rule]] silently drops every rule of that layer",
-)
 def test_typo_in_a_layer_key_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, DESIGN_EXAMPLE.replace("[[layers.rules]]", "[[layers.rule]]"))
     with pytest.raises(PolicyError, match="rule"):

@@ -323,3 +323,13 @@ async def test_exec_keeps_head_and_tail_of_runaway_output(
     assert result.output.startswith("FIRST")
     assert result.output.rstrip().endswith("LAST")
     assert "bytes of output dropped" in result.output
+
+
+async def test_commands_never_see_provider_keys(tmp_path, monkeypatch):
+    from io_tui.core.workspace import Workspace
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-leak-1234")
+    monkeypatch.setenv("IO_TUI_HARMLESS", "visible")
+    result = await Workspace(tmp_path).exec(["env"], 10)
+    assert "sk-test-never-leak-1234" not in result.output
+    assert "IO_TUI_HARMLESS=visible" in result.output
