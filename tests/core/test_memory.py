@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory import (
@@ -115,3 +117,25 @@ def test_render_prefers_pinned_then_newest_and_skips_a_note_too_long() -> None:
 def test_multiline_values_stay_inside_their_note() -> None:
     out = render_notes([MemoryNote("steps", "one\ntwo")], 1_000)
     assert "- steps [operator]: one\n  two" in out.text
+
+
+def test_a_note_that_fits_exactly_is_kept() -> None:
+    note = MemoryNote("k", "v")
+    exact = len(MEMORY_HEADER) + 1 + len("- k [operator]: v")
+    assert render_notes([note], exact).keys == ("k",)
+    assert render_notes([note], exact - 1).keys == ()
+
+
+@given(
+    st.lists(
+        st.tuples(st.text(min_size=1, max_size=12), st.text(max_size=300), st.booleans()),
+        max_size=30,
+    ),
+    st.integers(min_value=0, max_value=3_000),
+)
+def test_render_never_exceeds_its_budget(raw: list[tuple[str, str, bool]], budget: int) -> None:
+    notes = [MemoryNote(k, v, pinned=p, run_id=1, step=i) for i, (k, v, p) in enumerate(raw)]
+    out = render_notes(notes, budget)
+    assert len(out.text) <= budget
+    assert len(out.keys) + out.omitted == len(notes)
+    assert all(f"- {key} [" in out.text for key in out.keys)

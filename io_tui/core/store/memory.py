@@ -48,18 +48,13 @@ def workspace_key(scope: Scope, workspace: str | Path | None) -> str:
     return str(workspace)
 
 
+COLUMNS = "key, value, scope, run_id, step, pinned, written_at, recalls, last_recalled, workspace"
+
+
 def _note(row: aiosqlite.Row) -> MemoryNote:
+    """A row selected as ``SELECT {COLUMNS}``; positional access keeps 4,096-note scans cheap."""
     return MemoryNote(
-        key=row["key"],
-        value=row["value"],
-        scope=row["scope"],
-        run_id=row["run_id"],
-        step=row["step"],
-        pinned=bool(row["pinned"]),
-        written_at=row["written_at"],
-        recalls=row["recalls"],
-        last_recalled=row["last_recalled"],
-        workspace=row["workspace"],
+        row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8], row[9]
     )
 
 
@@ -106,17 +101,19 @@ class MemoryRepo:
     ) -> builtins.list[MemoryNote]:
         """Notes oldest-first: one scope (of one workspace), or all notes when ``scope`` is None."""
         if scope is None:
-            rows = await self.db.fetchall("SELECT * FROM memory ORDER BY scope, workspace, id")
+            rows = await self.db.fetchall(
+                f"SELECT {COLUMNS} FROM memory ORDER BY scope, workspace, id"
+            )
         else:
             rows = await self.db.fetchall(
-                "SELECT * FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
+                f"SELECT {COLUMNS} FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
                 (scope, workspace_key(scope, workspace)),
             )
         return [_note(r) for r in rows]
 
     async def get(self, key: str, scope: Scope, workspace: str | Path | None) -> MemoryNote | None:
         row = await self.db.fetchone(
-            "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+            f"SELECT {COLUMNS} FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
             (scope, workspace_key(scope, workspace), key.strip()),
         )
         return _note(row) if row else None
@@ -125,7 +122,7 @@ class MemoryRepo:
         """What a request in ``workspace`` recalls: its notes, then the global notes whose key no
         workspace note shadows; each group oldest-first (``render_notes`` picks under budget)."""
         rows = await self.db.fetchall(
-            "SELECT * FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
+            f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
             " OR scope = 'global' ORDER BY scope = 'global', id",
             (str(workspace),),
         )
@@ -214,7 +211,7 @@ class MemoryRepo:
         async with self.db.transaction() as conn:
             rows = await _fetch(
                 conn,
-                "SELECT * FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
+                f"SELECT {COLUMNS} FROM memory WHERE scope = ? AND workspace = ? ORDER BY id",
                 (scope, where),
             )
             existing = [_note(r) for r in rows]
@@ -249,7 +246,8 @@ class MemoryRepo:
                 (scope, where, key, stored, run_id, step, now, int(new.pinned)),
             )
             visible = await _visible(conn, scope, where, existing)
-            restates = find_restated(new, [n for n in visible if n not in plan.evict])
+            gone_keys = {g.key for g in plan.evict}
+            restates = find_restated(new, [n for n in visible if n.key not in gone_keys])
             if operator:
                 await _audit(conn, "set", new, truncated_from=len(value), replaced=old)
                 for gone in plan.evict:
@@ -274,7 +272,7 @@ class MemoryRepo:
         async with self.db.transaction() as conn:
             rows = await _fetch(
                 conn,
-                "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                f"SELECT {COLUMNS} FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
                 (scope, where, key),
             )
             if not rows:
@@ -322,7 +320,7 @@ class MemoryRepo:
         pinned_clause = "" if include_pinned else " AND pinned = 0"
         async with self.db.transaction() as conn:
             selected = f"FROM memory WHERE scope = ? AND workspace = ?{pinned_clause}"
-            rows = await _fetch(conn, f"SELECT * {selected} ORDER BY id", (scope, where))
+            rows = await _fetch(conn, f"SELECT {COLUMNS} {selected} ORDER BY id", (scope, where))
             await conn.execute(f"DELETE {selected}", (scope, where))
             if rows:
                 await _record(
@@ -332,7 +330,7 @@ class MemoryRepo:
                         "actor": "operator",
                         "scope": scope,
                         "workspace": where,
-                        "keys": [r["key"] for r in rows],
+                        "keys": [r[0] for r in rows],
                         "include_pinned": include_pinned,
                     },
                 )
@@ -357,7 +355,7 @@ class MemoryRepo:
                 return False
             rows = await _fetch(
                 conn,
-                "SELECT * FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
+                f"SELECT {COLUMNS} FROM memory WHERE scope = ? AND workspace = ? AND key = ?",
                 (scope, where, key.strip()),
             )
             await _audit(conn, "pin" if pinned else "unpin", _note(rows[0]))
@@ -397,7 +395,9 @@ async def _visible(
     ones (the agent sees both together); for a global note, only other global notes."""
     if scope == "global":
         return same_scope
-    rows = await _fetch(conn, "SELECT * FROM memory WHERE scope = 'global' ORDER BY id", ())
+    rows = await _fetch(
+        conn, f"SELECT {COLUMNS} FROM memory WHERE scope = 'global' ORDER BY id", ()
+    )
     return same_scope + [_note(r) for r in rows]
 
 
