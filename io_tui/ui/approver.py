@@ -1,0 +1,206 @@
+"""Human decisions in the TUI: a Future inside a message, answered by a modal pushed from a worker.
+
+- ``UIApprover`` is the runs' Approver: it posts ``ApprovalRequested`` with a Future and awaits it.
+  An app that is closed (or closing) cannot ask anyone, so the answer is a defer: the run pauses
+  durably and the request waits in the inbox.
+- ``ApprovalDesk`` (one per app, ``ApprovalDesk.of(app)``) answers: it rings the bell and marks
+  the title when a run starts asking, queues modals so that several runs asking at once are shown
+  one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
+  decides inbox requests — resolving a live run's Future, or calling core ``decide()`` to resume a
+  paused run (also one paused in an earlier session) in a ``runs`` worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+from textual.app import App
+
+from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
+from io_tui.core.decide import DecideError, decide
+from io_tui.core.store import Store
+from io_tui.ui.messages import ApprovalRequested
+
+ASKING_MARK = "asking"
+
+
+def settle(future: asyncio.Future[Decision], decision: Decision) -> bool:
+    """Set a decision unless the future is already settled. True when this call settled it."""
+    if future.done():
+        return False
+    future.set_result(decision)
+    return True
+
+
+class UIApprover:
+    """The Approver runs in the TUI use."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        if not self.app.is_running:
+            return Decision.defer(decided_by="io-tui (app closed)")
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        if not self.app.post_message(ApprovalRequested(request, future)):
+            return Decision.defer(decided_by="io-tui (app closed)")
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The run itself is being cancelled: nobody will read an answer now.
+            settle(future, Decision.defer(decided_by="io-tui (run cancelled)"))
+            raise
+
+
+_DESKS: weakref.WeakKeyDictionary[App[Any], ApprovalDesk] = weakref.WeakKeyDictionary()
+
+
+class ApprovalDesk:
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+        self.live: dict[int, asyncio.Future[Decision]] = {}
+        self.queue: list[int] = []  # approval ids waiting for or showing a modal, oldest first
+        self._lock = asyncio.Lock()
+        self._base_title: str | None = None
+
+    @classmethod
+    def of(cls, app: App[Any]) -> ApprovalDesk:
+        desk = _DESKS.get(app)
+        if desk is None:
+            desk = _DESKS[app] = cls(app)
+        return desk
+
+    @property
+    def store(self) -> Store:
+        store = getattr(self.app, "store", None)
+        if not isinstance(store, Store):
+            raise RuntimeError("the app has no open store")
+        return store
+
+    # -- asks from live runs --
+
+    def ask(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
+        """Queue a modal for ``request``; call from the message handler (not a worker)."""
+        self.live[request.id] = future
+        self.queue.append(request.id)
+        self._announce(ring=True)
+        self.app.run_worker(
+            self._show(request, future),
+            name=f"approval-{request.id}",
+            group="approvals",
+            exit_on_error=False,
+        )
+
+    async def _show(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
+        from io_tui.ui.screens.approval import ApprovalScreen
+
+        try:
+            async with self._lock:
+                if future.done():
+                    return
+                goal, parent = await self._run_info(request.run_id)
+                position = f"{self.queue.index(request.id) + 1} of {len(self.queue)}"
+                screen = ApprovalScreen(
+                    request, store=self.store, position=position, goal=goal, parent_run_id=parent
+                )
+                decision = await self.app.push_screen_wait(screen)
+                settle(future, decision)
+        finally:
+            settle(future, Decision.defer(decided_by="io-tui (closed before a decision)"))
+            self.live.pop(request.id, None)
+            if request.id in self.queue:
+                self.queue.remove(request.id)
+            self._announce()
+
+    async def _run_info(self, run_id: int) -> tuple[str | None, int | None]:
+        try:
+            row = await self.store.runs.get(run_id)
+        except Exception:
+            return None, None
+        return (row.goal, row.parent_run_id) if row else (None, None)
+
+    def _announce(self, *, ring: bool = False) -> None:
+        """Bell when a run starts asking; mark the title while any run here asks (Settings.ui)."""
+        ui = getattr(getattr(self.app, "settings", None), "ui", None)
+        asking = len(self.queue)
+        if self._base_title is None:
+            self._base_title = self.app.title
+        if ring and getattr(ui, "bell_on_ask", True):
+            self.app.bell()
+        if getattr(ui, "title_on_ask", True):
+            self.app.title = (
+                f"{self._base_title} · {asking} {ASKING_MARK}" if asking else self._base_title
+            )
+
+    def shutdown(self) -> None:
+        """Answer every open ask with a defer (the runs pause durably)."""
+        for future in list(self.live.values()):
+            settle(future, Decision.defer(decided_by="io-tui (shutdown)"))
+
+    # -- decisions from the inbox --
+
+    async def decide_pending(self, approval_id: int, decision: Decision) -> str:
+        """Decide a pending request from the inbox; returns a line for a notification.
+
+        A request a live run in this process is waiting on is answered through its Future; any
+        other (a paused run, from this session or an earlier one) goes through core ``decide()``,
+        which records the decision and resumes the run under its id.
+        """
+        future = self.live.get(approval_id)
+        if future is not None and not future.done():
+            settle(future, decision)
+            return f"request {approval_id}: {decision.kind.value}"
+        if decision.kind is DecisionKind.DEFER:
+            return f"request {approval_id} stays pending"
+        try:
+            decided = await decide(
+                self.store,
+                approval_id,
+                decision,
+                approver=self._approver(),
+                sink=self._sink(),
+            )
+        except DecideError as exc:
+            return f"request {approval_id}: {exc}"
+        result = decided.result
+        if result is None:
+            return f"request {approval_id}: {decision.kind.value} recorded (run {decided.run_id})"
+        ended = _run_ended(result)
+        if ended is not None:
+            self.app.post_message(ended)
+        return (
+            f"request {approval_id}: {decision.kind.value}; run {result.run_id} "
+            f"{result.status} ({result.outcome.value})"
+        )
+
+    def _approver(self) -> Any:
+        build = getattr(self.app, "build_approver", None)
+        return build() if callable(build) else UIApprover(self.app)
+
+    def _sink(self) -> Any:
+        try:
+            from io_tui.ui.bridge import BridgeSink
+        except ImportError:  # pragma: no cover - the bridge ships with the app
+            return None
+        workers = getattr(self.app, "run_workers", None)
+        from textual.worker import get_current_worker
+
+        try:
+            worker = get_current_worker()
+        except RuntimeError:
+            worker = None
+        if isinstance(workers, dict) and worker is not None:
+            return BridgeSink(
+                self.app, on_run_id=lambda run_id: workers.__setitem__(run_id, worker)
+            )
+        return BridgeSink(self.app)
+
+
+def _run_ended(result: Any) -> Any:
+    try:
+        from io_tui.ui.messages import RunEnded
+    except ImportError:  # pragma: no cover
+        return None
+    return RunEnded(result)

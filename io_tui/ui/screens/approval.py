@@ -1,0 +1,519 @@
+"""The approval modal: one request, five decisions (DESIGN §3.4, §5).
+
+``ApprovalScreen`` is a ``ModalScreen[Decision]``: it shows the run (and its parent), the act, the
+target, the rule and layer that asked, and the action itself — a diff for a write, argv and cwd for
+exec, name and arguments for an MCP tool. Keys ``1``–``5`` (aliases ``y e a n d``) approve,
+rewrite, remember, deny and defer; escape defers, so a stray key never approves or denies.
+Rewrite, remember and deny open small typed modals of their own and dismiss with their result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, Label, RadioButton, RadioSet, Static, TextArea
+
+from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule, RuleScope
+from io_tui.core.policy import Act
+from io_tui.core.rule_preview import (
+    SCOPE_LABELS,
+    SCOPES,
+    check_rewrite,
+    command_hint,
+    preview_matches,
+    suggest_pattern,
+    validate_pattern,
+)
+from io_tui.core.store import ApprovalRecord, Store
+from io_tui.ui.widgets.diff_view import DiffView
+
+MAX_DIFF_FILE_BYTES = 2_000_000
+
+
+def is_mcp(request: ApprovalRequest) -> bool:
+    return request.tool.startswith("mcp__")
+
+
+def is_file_write(request: ApprovalRequest) -> bool:
+    return request.act is Act.WRITE and request.tool in ("write_file", "edit_file")
+
+
+def read_current(request: ApprovalRequest) -> str | None:
+    """The file as it is now (None when it does not exist or cannot be read as text)."""
+    path = Path(request.workspace) / request.target
+    try:
+        if path.stat().st_size > MAX_DIFF_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class ApprovalScreen(ModalScreen[Decision]):
+    """Decide one request. Dismisses with the Decision; escape is a defer."""
+
+    CSS_PATH = "approval.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "1,y", "approve", "Approve", id="approval.approve", tooltip="Perform it as proposed"
+        ),
+        Binding(
+            "2,e",
+            "rewrite",
+            "Rewrite",
+            id="approval.rewrite",
+            tooltip="Edit the action, then perform the edit",
+        ),
+        Binding(
+            "3,a",
+            "remember",
+            "Remember",
+            id="approval.remember",
+            tooltip="Approve and save a rule for next time",
+        ),
+        Binding(
+            "4,n",
+            "deny",
+            "Deny",
+            id="approval.deny",
+            tooltip="Refuse, with an optional reason the model reads",
+        ),
+        Binding(
+            "5,d,escape",
+            "defer",
+            "Defer",
+            id="approval.defer",
+            tooltip="Decide later: the run pauses, others keep going",
+        ),
+        Binding(
+            "v",
+            "toggle_diff",
+            "Split/unified",
+            id="approval.toggle_diff",
+            tooltip="Side-by-side or unified diff",
+        ),
+    ]
+
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        *,
+        store: Store | None = None,
+        position: str = "",
+        current: str | None = None,
+        current_known: bool = False,
+        goal: str | None = None,
+        parent_run_id: int | None = None,
+        initial_action: str | None = None,
+    ) -> None:
+        super().__init__(classes=f"-act-{request.act.value}")
+        self.request = request
+        self.store = store
+        self.position = position
+        self.current = current
+        self.current_known = current_known
+        self.goal = goal
+        self.parent_run_id = parent_run_id if parent_run_id is not None else request.parent_run_id
+        self.initial_action = initial_action
+
+    # -- layout --
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        with Vertical(id="approval"):
+            yield Static(self._title(), id="approval-title")
+            yield Static(self._run_line(), id="approval-run")
+            yield Static(self._why(), id="approval-why")
+            with Vertical(id="approval-body"):
+                yield from self._body()
+            with Horizontal(id="approval-buttons"):
+                yield Button("1 Approve", id="approve", variant="success")
+                yield Button("2 Rewrite", id="rewrite")
+                yield Button("3 Remember", id="remember", variant="primary")
+                yield Button("4 Deny", id="deny", variant="error")
+                yield Button("5 Defer", id="defer")
+            yield Static(
+                "escape defers · v toggles the diff" if is_file_write(req) else "escape defers",
+                id="approval-hint",
+            )
+
+    def _title(self) -> Content:
+        req = self.request
+        prefix = f"{self.position}  " if self.position else ""
+        what = "call MCP tool" if is_mcp(req) else req.act.value
+        return Content.assemble(
+            Content.styled(prefix, "$text-muted"),
+            Content.styled(f"Run {req.run_id} asks to {what} ", "bold"),
+            Content.styled(req.target, "bold $text-accent"),
+        )
+
+    def _run_line(self) -> Content:
+        req = self.request
+        parts = [f"run {req.run_id} · step {req.step} · tool {req.tool}"]
+        if self.parent_run_id is not None:
+            parts.append(f"child of run {self.parent_run_id}")
+        line = " · ".join(parts)
+        if self.goal:
+            line += f"\ngoal: {self.goal}"
+        return Content(line)
+
+    def _why(self) -> Content:
+        req = self.request
+        return Content.assemble(
+            "asked by rule ",
+            Content.styled(f"'{req.rule}'", "bold"),
+            " in layer ",
+            Content.styled(f"'{req.layer}'", "bold"),
+        )
+
+    def _body(self) -> ComposeResult:
+        req = self.request
+        if is_file_write(req):
+            old = self.current
+            state = "new file" if old is None else "against the current file"
+            view = DiffView(old, req.content, req.target, id="approval-diff")
+            yield Label(
+                f"{req.target} — {state} · {view.stats.describe()}", id="approval-diff-label"
+            )
+            yield view
+        elif is_mcp(req):
+            yield Label(f"MCP tool {req.tool}", classes="approval-field")
+            yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+        elif req.act is Act.EXEC:
+            argv = req.arguments.get("argv") or json.loads(req.content or "[]")
+            yield Label("argv", classes="approval-field")
+            yield _code(json.dumps(argv, ensure_ascii=False))
+            yield Label(f"working directory  {req.workspace}", classes="approval-field")
+            timeout = req.arguments.get("timeout_s")
+            if timeout is not None:
+                yield Label(f"timeout  {timeout:g}s", classes="approval-field")
+        else:
+            yield Label(f"{req.tool} arguments", classes="approval-field")
+            yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+
+    async def on_mount(self) -> None:
+        # Buttons are for the mouse: a focused button must never turn enter into an approve.
+        for button in self.query(Button):
+            button.can_focus = False
+        self.query_one("#approval").border_title = "Approval"
+        if is_file_write(self.request) and not self.current_known:
+            self._load_current()
+        if self.initial_action:
+            self.call_after_refresh(self.run_action, self.initial_action)
+
+    @work(group="approval-load", exclusive=True, exit_on_error=False)
+    async def _load_current(self) -> None:
+        current = await asyncio.to_thread(read_current, self.request)
+        if current is None:
+            return
+        self.current, self.current_known = current, True
+        body = self.query_one("#approval-body", Vertical)
+        split = self.query_one(DiffView).split
+        await body.remove_children()
+        await body.mount_all(list(self._body()))
+        self.query_one(DiffView).split = split
+
+    # -- actions --
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_diff":
+            return is_file_write(self.request)
+        if action in ("rewrite", "remember") and self.store is None:
+            return None
+        return True
+
+    @on(Button.Pressed)
+    async def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id:
+            await self.run_action(event.button.id)
+
+    def action_approve(self) -> None:
+        self.dismiss(Decision.approve())
+
+    def action_defer(self) -> None:
+        self.dismiss(Decision.defer())
+
+    def action_toggle_diff(self) -> None:
+        self.query_one(DiffView).toggle()
+
+    def action_deny(self) -> None:
+        def denied(reason: str | None) -> None:
+            if reason is not None:
+                self.dismiss(Decision.deny(reason or None))
+
+        self.app.push_screen(DenyScreen(self.request), denied)
+
+    def action_rewrite(self) -> None:
+        if self.store is None:
+            return
+
+        def rewritten(arguments: dict[str, Any] | None) -> None:
+            if arguments is not None:
+                self.dismiss(Decision(DecisionKind.REWRITE, arguments=arguments))
+
+        self.app.push_screen(RewriteScreen(self.request, self.store), rewritten)
+
+    def action_remember(self) -> None:
+        if self.store is None:
+            return
+
+        def remembered(rule: RememberRule | None) -> None:
+            if rule is not None:
+                self.dismiss(Decision(DecisionKind.REMEMBER, rule=rule))
+
+        self.app.push_screen(RememberScreen(self.request, self.store), remembered)
+
+
+def _code(text: str) -> Static:
+    return Static(text, classes="approval-code")
+
+
+class DenyScreen(ModalScreen[str | None]):
+    """An optional reason for a deny; dismisses with the reason ('' for none) or None to go back."""
+
+    CSS_PATH = "approval.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Back", id="deny.cancel", tooltip="Back to the request"),
+    ]
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="deny", classes="approval-dialog"):
+            yield Static(
+                f"Deny {self.request.act.value} {self.request.target}", classes="dialog-title"
+            )
+            yield Label("Reason (optional; the model reads it and adapts):")
+            yield Input(placeholder="e.g. don't touch generated files", id="deny-reason")
+            yield Static("enter denies · escape goes back", classes="dialog-hint")
+
+    @on(Input.Submitted, "#deny-reason")
+    def _submit(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RewriteScreen(ModalScreen[dict[str, Any] | None]):
+    """Edit the action. Submitting validates it with the tool's own arguments model and re-checks
+    it against the run's policy; a refusal is shown inline and the editor stays open."""
+
+    CSS_PATH = "approval.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+s",
+            "submit",
+            "Check & perform",
+            id="rewrite.submit",
+            tooltip="Validate, re-check the policy, and perform the edit",
+            priority=True,
+        ),
+        Binding("escape", "cancel", "Back", id="rewrite.cancel", tooltip="Back to the request"),
+    ]
+
+    def __init__(self, request: ApprovalRequest, store: Store) -> None:
+        super().__init__()
+        self.request = request
+        self.store = store
+
+    @property
+    def split_fields(self) -> bool:
+        """write_file is edited as a path and a content editor; everything else as JSON."""
+        return self.request.tool == "write_file"
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        with Vertical(id="rewrite", classes="approval-dialog"):
+            yield Static(
+                f"Rewrite {req.tool} (run {req.run_id} step {req.step})", classes="dialog-title"
+            )
+            if self.split_fields:
+                yield Label("path")
+                yield Input(str(req.arguments.get("path", req.target)), id="rewrite-path")
+                yield Label("content")
+                yield TextArea(
+                    str(req.arguments.get("content", req.content)),
+                    id="rewrite-content",
+                    soft_wrap=False,
+                )
+            else:
+                yield Label("arguments (JSON)")
+                yield TextArea(
+                    json.dumps(req.arguments, indent=2, ensure_ascii=False),
+                    id="rewrite-json",
+                    soft_wrap=False,
+                )
+            yield Static("", id="rewrite-error")
+            yield Static("ctrl+s checks and performs · escape goes back", classes="dialog-hint")
+
+    def edited(self) -> dict[str, Any] | str:
+        """The edited arguments, or a message saying why they are not an object."""
+        if self.split_fields:
+            args = dict(self.request.arguments)
+            args["path"] = self.query_one("#rewrite-path", Input).value
+            args["content"] = self.query_one("#rewrite-content", TextArea).text
+            return args
+        raw = self.query_one("#rewrite-json", TextArea).text
+        try:
+            parsed = json.loads(raw)
+        except ValueError as exc:
+            return f"not valid JSON: {exc}"
+        return parsed if isinstance(parsed, dict) else "the arguments must be a JSON object"
+
+    def action_submit(self) -> None:
+        edited = self.edited()
+        if isinstance(edited, str):
+            self._show_problem(edited)
+            return
+        self._check(edited)
+
+    @work(group="rewrite-check", exclusive=True, exit_on_error=False)
+    async def _check(self, arguments: dict[str, Any]) -> None:
+        result = await check_rewrite(self.store, self.request, arguments)
+        if result.ok:
+            self.dismiss(result.arguments)
+        else:
+            self._show_problem(result.problem or "refused")
+
+    def _show_problem(self, problem: str) -> None:
+        error = self.query_one("#rewrite-error", Static)
+        error.update(problem)
+        error.add_class("-shown")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RememberScreen(ModalScreen[RememberRule | None]):
+    """Approve and save a rule: pattern, scope, and a live preview of the earlier requests in the
+    store the rule would have matched."""
+
+    CSS_PATH = "approval.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+s",
+            "save",
+            "Save rule & approve",
+            id="remember.save",
+            tooltip="Save the rule and approve this request",
+            priority=True,
+        ),
+        Binding("escape", "cancel", "Back", id="remember.cancel", tooltip="Back to the request"),
+    ]
+
+    def __init__(self, request: ApprovalRequest, store: Store) -> None:
+        super().__init__()
+        self.request = request
+        self.store = store
+        self.history: list[ApprovalRecord] = []
+        self.matches: list[ApprovalRecord] = []
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        with Vertical(id="remember", classes="approval-dialog"):
+            yield Static(f"Remember: allow {req.act.value} matching…", classes="dialog-title")
+            yield Input(suggest_pattern(req), id="remember-pattern")
+            if req.act is Act.EXEC and not is_mcp(req):
+                hint = command_hint(req)
+                yield Static(
+                    f"exec rules match the program name: '{req.target}' also allows "
+                    f"'{hint}' and every other {req.target} command",
+                    id="remember-exec-hint",
+                    classes="dialog-hint",
+                )
+            with RadioSet(id="remember-scope"):
+                for scope in SCOPES:
+                    yield RadioButton(SCOPE_LABELS[scope], value=scope == "workspace", name=scope)
+            yield Static("", id="remember-status")
+            yield Label("Earlier requests this rule would have matched:")
+            yield DataTable(id="remember-preview", cursor_type="row", zebra_stripes=True)
+            yield Static("ctrl+s saves and approves · escape goes back", classes="dialog-hint")
+
+    async def on_mount(self) -> None:
+        table = self.query_one("#remember-preview", DataTable)
+        table.add_columns("#", "run", "step", "act", "target", "decision")
+        self.history = await self.store.approvals.history()
+        self._refresh_preview()
+
+    @property
+    def scope(self) -> RuleScope:
+        pressed = self.query_one("#remember-scope", RadioSet).pressed_button
+        name = pressed.name if pressed is not None else "workspace"
+        for scope in SCOPES:
+            if scope == name:
+                return scope
+        return "workspace"
+
+    def rule(self) -> RememberRule:
+        pattern = self.query_one("#remember-pattern", Input).value
+        return RememberRule(pattern, self.request.act, self.scope)
+
+    @on(Input.Changed, "#remember-pattern")
+    @on(RadioSet.Changed, "#remember-scope")
+    def _changed(self) -> None:
+        self._refresh_preview()
+
+    def _refresh_preview(self) -> None:
+        rule = self.rule()
+        req = self.request
+        status = self.query_one("#remember-status", Static)
+        problem = validate_pattern(rule.pattern)
+        table = self.query_one("#remember-preview", DataTable)
+        table.clear()
+        if problem:
+            self.matches = []
+            status.update(Content.styled(problem, "$text-error"))
+            return
+        self.matches = preview_matches(
+            self.history, rule, workspace=req.workspace, run_id=req.run_id, before_id=req.id
+        )
+        for record in self.matches:
+            r = record.request
+            decision = record.decision.kind.value if record.decision else record.status
+            table.add_row(
+                str(r.id),
+                str(r.run_id),
+                str(r.step),
+                r.act.value,
+                r.target,
+                decision,
+                key=str(r.id),
+            )
+        here = preview_matches(
+            [_self_record(req)], rule, workspace=req.workspace, run_id=req.run_id
+        )
+        mark = "matches this request" if here else "does NOT match this request"
+        status.update(
+            f"{rule.act.value} {rule.pattern!r} for {SCOPE_LABELS[rule.scope]} — {mark}; "
+            f"{len(self.matches)} earlier request(s) matched"
+        )
+
+    def action_save(self) -> None:
+        rule = self.rule()
+        if validate_pattern(rule.pattern):
+            self.query_one("#remember-pattern", Input).focus()
+            return
+        self.dismiss(rule)
+
+    @on(Input.Submitted, "#remember-pattern")
+    def _submitted(self) -> None:
+        self.action_save()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _self_record(request: ApprovalRequest) -> ApprovalRecord:
+    return ApprovalRecord(request, "pending", None, None, None)

@@ -1,0 +1,163 @@
+"""A diff of a proposed write against the current file: unified or side by side (difflib)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+ADDED = "$text-success on $success-muted"
+REMOVED = "$text-error on $error-muted"
+HUNK = "$text-accent"
+MUTED = "$text-muted"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffStats:
+    added: int
+    removed: int
+
+    def describe(self) -> str:
+        return f"+{self.added} −{self.removed}"
+
+
+def diff_stats(old: str, new: str) -> DiffStats:
+    added = removed = 0
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            removed += i2 - i1
+        if tag in ("replace", "insert"):
+            added += j2 - j1
+    return DiffStats(added, removed)
+
+
+def unified(old: str, new: str, path: str, context: int = 3) -> Content:
+    """A colored unified diff; a new file is all additions."""
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(),
+            new.splitlines(),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+            lineterm="",
+            n=context,
+        )
+    )
+    if not lines:
+        return Content.styled("(no change: the content is identical to the file)", MUTED)
+    parts: list[Content] = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = HUNK
+        elif line.startswith("+"):
+            style = ADDED
+        elif line.startswith("-"):
+            style = REMOVED
+        else:
+            style = ""
+        parts.append(Content.styled(line, style) if style else Content(line))
+    return Content("\n").join(parts)
+
+
+def side_by_side(old: str, new: str, context: int = 3) -> tuple[Content, Content]:
+    """Two aligned columns (old, new), one row per line, with line numbers and gaps for hunks."""
+    a, b = old.splitlines(), new.splitlines()
+    left: list[Content] = []
+    right: list[Content] = []
+    width = max(3, len(str(max(len(a), len(b), 1))))
+
+    def row(side: list[Content], number: int | None, text: str, style: str) -> None:
+        gutter = f"{number:>{width}} " if number is not None else " " * (width + 1)
+        body = Content.styled(text, style) if style else Content(text)
+        side.append(Content.assemble(Content.styled(gutter, MUTED), body))
+
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    groups = list(matcher.get_grouped_opcodes(context))
+    if not groups:
+        same = Content.styled("(no change)", MUTED)
+        return same, same
+    for index, group in enumerate(groups):
+        if index:
+            row(left, None, "⋯", HUNK)
+            row(right, None, "⋯", HUNK)
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                for offset in range(i2 - i1):
+                    row(left, i1 + offset + 1, a[i1 + offset], "")
+                    row(right, j1 + offset + 1, b[j1 + offset], "")
+                continue
+            span = max(i2 - i1, j2 - j1)
+            for offset in range(span):
+                i, j = i1 + offset, j1 + offset
+                if i < i2:
+                    row(left, i + 1, a[i], REMOVED)
+                else:
+                    row(left, None, "", "")
+                if j < j2:
+                    row(right, j + 1, b[j], ADDED)
+                else:
+                    row(right, None, "", "")
+    return Content("\n").join(left), Content("\n").join(right)
+
+
+class DiffView(VerticalScroll):
+    """Shows ``new`` against ``old`` (None: the file does not exist yet). ``split`` toggles the
+    side-by-side layout."""
+
+    DEFAULT_CSS = """
+    DiffView { height: auto; max-height: 100%; }
+    DiffView > .diff--unified { width: 1fr; height: auto; text-wrap: nowrap; }
+    DiffView > Horizontal { height: auto; }
+    DiffView > Horizontal > Static { width: 1fr; height: auto; text-wrap: nowrap;
+        text-overflow: ellipsis; }
+    DiffView > Horizontal > .diff--old { border-right: vkey $foreground 20%; }
+    DiffView.-split > .diff--unified { display: none; }
+    DiffView.-unified > Horizontal { display: none; }
+    """
+
+    split: reactive[bool] = reactive(False)
+
+    def __init__(
+        self,
+        old: str | None,
+        new: str,
+        path: str,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.old = old
+        self.new = new
+        self.path = path
+
+    @property
+    def stats(self) -> DiffStats:
+        return diff_stats(self.old or "", self.new)
+
+    def compose(self) -> ComposeResult:
+        old = self.old or ""
+        yield Static(unified(old, self.new, self.path), classes="diff--unified")
+        left, right = side_by_side(old, self.new)
+        with Horizontal():
+            yield Static(left, classes="diff--old")
+            yield Static(right, classes="diff--new")
+
+    def watch_split(self, split: bool) -> None:
+        self.set_class(split, "-split")
+        self.set_class(not split, "-unified")
+
+    def on_mount(self) -> None:
+        self.watch_split(self.split)
+
+    def toggle(self) -> None:
+        self.split = not self.split
