@@ -1,0 +1,282 @@
+"""Named providers a user can pick with ``--provider NAME``, and the factories that build them.
+
+A preset fixes the wire format, the default base URL and the environment variable that holds the
+API key. Keys come from the environment (or an explicit ``api_key``), never from settings or a
+run's recorded description, so ``describe()`` output can be stored and shown freely and a run
+resumed in another process picks the key up from that process's environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
+from io_tui.core.providers.base import Provider
+from io_tui.core.providers.errors import body_detail, describe_exception
+from io_tui.core.providers.factory import ProviderConfigError
+from io_tui.core.providers.fallback import FallbackProvider
+from io_tui.core.providers.http_provider import HttpProvider
+from io_tui.core.providers.openai_compat import OpenAICompatProvider
+from io_tui.core.providers.retry import RetryPolicy
+from io_tui.core.providers.secret import Secret
+
+WireName = Literal["openai", "anthropic"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    wire: WireName
+    base_url: str | None  # None: the user must give one (--base-url)
+    key_env: str | None = None  # where the key is read from; None: the server needs none
+    key_required: bool = False
+    max_tokens_field: str = "max_tokens"
+    headers: tuple[tuple[str, str], ...] = ()
+    summary: str = ""
+
+
+PRESETS: Mapping[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "openai",
+            "openai",
+            "https://api.openai.com/v1",
+            key_env="OPENAI_API_KEY",
+            key_required=True,
+            # OpenAI's reasoning models refuse ``max_tokens``; every OpenAI model takes this.
+            max_tokens_field="max_completion_tokens",
+            summary="OpenAI Chat Completions",
+        ),
+        Preset(
+            "anthropic",
+            "anthropic",
+            "https://api.anthropic.com",
+            key_env="ANTHROPIC_API_KEY",
+            key_required=True,
+            summary="Anthropic Messages",
+        ),
+        Preset(
+            "openrouter",
+            "openai",
+            "https://openrouter.ai/api/v1",
+            key_env="OPENROUTER_API_KEY",
+            key_required=True,
+            headers=(("X-Title", "io-tui"),),
+            summary="OpenRouter (OpenAI-compatible)",
+        ),
+        Preset("ollama", "openai", "http://localhost:11434/v1", summary="Ollama, local"),
+        Preset("llamacpp", "openai", "http://localhost:8080/v1", summary="llama.cpp server, local"),
+        Preset("vllm", "openai", "http://localhost:8000/v1", summary="vLLM server, local"),
+        Preset("lmstudio", "openai", "http://localhost:1234/v1", summary="LM Studio, local"),
+        Preset(
+            "openai-compatible",
+            "openai",
+            None,
+            # Its own variable: reusing OPENAI_API_KEY would send an OpenAI key to a third party.
+            key_env="OPENAI_COMPATIBLE_API_KEY",
+            summary="any OpenAI-compatible server; needs --base-url ending in /v1",
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise ProviderConfigError(
+            f"unknown provider {name!r}; known: {known}, or scripted:FILE"
+        ) from None
+
+
+def _key(preset: Preset, api_key: str | None, env: Mapping[str, str] | None) -> Secret | None:
+    if api_key:
+        return Secret(api_key)
+    environ = os.environ if env is None else env
+    value = environ.get(preset.key_env) if preset.key_env else None
+    if value:
+        return Secret(value)
+    if preset.key_required:
+        raise ProviderConfigError(
+            f"provider {preset.name!r} needs an API key: set {preset.key_env}"
+        )
+    return None
+
+
+def _base_url(preset: Preset, base_url: str | None) -> str:
+    url = base_url or preset.base_url
+    if not url:
+        raise ProviderConfigError(
+            f"provider {preset.name!r} needs --base-url (the server's URL ending in /v1)"
+        )
+    if not url.startswith(("http://", "https://")):
+        raise ProviderConfigError(f"base URL must start with http:// or https://, got {url!r}")
+    return url.rstrip("/")
+
+
+def make_provider(
+    preset: str,
+    *,
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    streaming: bool = True,
+    timeout: httpx.Timeout | float | None = None,
+    retry: RetryPolicy | None = None,
+) -> HttpProvider:
+    """The provider ``preset`` names, talking to ``base_url`` (or the preset's) about ``model``.
+
+    The key is ``api_key`` if given, else the preset's environment variable (read from ``env``,
+    default ``os.environ``). Raises ``ProviderConfigError`` with a message fit for the user when
+    the preset is unknown, a required key or base URL is missing, or the model is empty.
+    """
+    spec = get_preset(preset)
+    if not model:
+        raise ProviderConfigError(f"provider {preset!r} needs a model: --model NAME")
+    url = _base_url(spec, base_url)
+    key = _key(spec, api_key, env)
+    options: dict[str, Any] = {
+        "name": spec.name,
+        "api_key": key,
+        "transport": transport,
+        "streaming": streaming,
+        "timeout": timeout,
+        "retry": retry,
+    }
+    if spec.wire == "anthropic":
+        return AnthropicProvider(model=model, base_url=url, **options)
+    return OpenAICompatProvider(
+        model=model,
+        base_url=url,
+        max_tokens_field=spec.max_tokens_field,
+        headers=dict(spec.headers),
+        **options,
+    )
+
+
+def _timeout(seconds: float) -> httpx.Timeout:
+    """A per-read timeout of ``seconds`` (the gap between streamed chunks), quicker connects."""
+    return httpx.Timeout(seconds, connect=min(10.0, seconds))
+
+
+def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = None) -> Provider:
+    """The provider ``io_tui.config.Settings`` asks for, with its fallback if one is set.
+
+    Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
+    ``request_timeout_s`` and ``max_retries`` (attempts = retries + 1).
+    """
+    timeout = _timeout(float(getattr(settings, "request_timeout_s", 120.0)))
+    retry = RetryPolicy(max_attempts=int(getattr(settings, "max_retries", 3)) + 1)
+    primary = make_provider(
+        settings.provider,
+        model=settings.model or "",
+        base_url=settings.base_url,
+        env=env,
+        timeout=timeout,
+        retry=retry,
+    )
+    fallback = getattr(settings, "fallback_provider", None)
+    if not fallback:
+        return primary
+    secondary = make_provider(
+        fallback,
+        model=getattr(settings, "fallback_model", None) or settings.model or "",
+        env=env,
+        timeout=timeout,
+        retry=retry,
+    )
+    return FallbackProvider(primary, secondary)
+
+
+def provider_from_description(
+    desc: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Provider:
+    """Rebuild a provider from its ``describe()``; the key comes from this process's env."""
+    kind = desc.get("kind")
+    if kind == "fallback":
+        from io_tui.core.providers import factory  # chains may hold any kind of provider
+
+        chain = [
+            provider_from_description(d, env=env, transport=transport)
+            if d.get("kind") in ("http", "fallback")
+            else factory.provider_from_description(dict(d))
+            for d in desc.get("chain") or []
+        ]
+        if len(chain) < 2:
+            raise ProviderConfigError("a recorded fallback provider needs at least two entries")
+        return FallbackProvider(*chain)
+    if kind != "http":
+        raise ProviderConfigError(f"cannot recreate a provider of kind {kind!r}")
+    return make_provider(
+        str(desc.get("preset") or ""),
+        model=str(desc.get("model") or ""),
+        base_url=desc.get("base_url"),
+        env=env,
+        transport=transport,
+        streaming=bool(desc.get("streaming", True)),
+    )
+
+
+async def probe(
+    preset: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    timeout_s: float = 3.0,
+) -> tuple[bool, str]:
+    """Whether the preset's server answers a model listing, and a line saying what happened.
+
+    ``reachable`` is true only for a 2xx answer: a server that refuses the key is reported as
+    unreachable with the reason, since a run against it would fail the same way. Never raises
+    for network or configuration problems; the detail says what is wrong.
+    """
+    try:
+        spec = get_preset(preset)
+        url = _base_url(spec, base_url)
+        key = _key(spec, api_key, env)
+    except ProviderConfigError as exc:
+        return False, str(exc)
+    revealed = key.reveal() if key else None
+    if spec.wire == "anthropic":
+        models_url = url + "/v1/models"
+        headers = {"anthropic-version": API_VERSION}
+        if revealed:
+            headers["x-api-key"] = revealed
+    else:
+        models_url = url + "/models"
+        headers = dict(spec.headers)
+        if revealed:
+            headers["Authorization"] = f"Bearer {revealed}"
+
+    def redact(text: str) -> str:
+        return key.redact(text) if key else text
+
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s, transport=transport) as client:
+            response = await client.get(models_url, headers=headers)
+    except httpx.HTTPError as exc:
+        return False, redact(f"cannot reach {models_url}: {describe_exception(exc)}")
+    if response.status_code >= 400:
+        _, message = body_detail(response.text)
+        return False, redact(f"{models_url} answered HTTP {response.status_code}: {message}"[:300])
+    try:
+        data = response.json().get("data")
+        names = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    except (ValueError, AttributeError, TypeError):
+        return True, f"{models_url} answered HTTP {response.status_code}"
+    shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
+    return True, f"{len(names)} model(s) at {url}" + (f": {shown}" if names else "")

@@ -1,0 +1,216 @@
+"""Presets, the factory the CLI calls, recreating from describe(), probing, and key redaction."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from provider_helpers import Script, run, sse_response
+from replay_server import ReplayServer, json_reply
+
+from io_tui.core.providers.anthropic import AnthropicProvider
+from io_tui.core.providers.base import ErrorKind, ProviderError
+from io_tui.core.providers.factory import ProviderConfigError
+from io_tui.core.providers.fallback import FallbackProvider
+from io_tui.core.providers.openai_compat import OpenAICompatProvider
+from io_tui.core.providers.presets import (
+    PRESETS,
+    make_provider,
+    probe,
+    provider_from_description,
+    provider_from_settings,
+)
+from io_tui.core.providers.retry import RetryPolicy
+from io_tui.core.providers.secret import Secret
+
+KEY = "sk-proj-SECRETSECRET-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("preset", "wire", "url", "env"),
+    [
+        ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+        ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        ("ollama", "openai", "http://localhost:11434/v1", None),
+        ("llamacpp", "openai", "http://localhost:8080/v1", None),
+        ("vllm", "openai", "http://localhost:8000/v1", None),
+        ("lmstudio", "openai", "http://localhost:1234/v1", None),
+    ],
+)
+def test_presets(preset: str, wire: str, url: str, env: str | None) -> None:
+    spec = PRESETS[preset]
+    assert (spec.wire, spec.base_url, spec.key_env) == (wire, url, env)
+    provider = make_provider(preset, model="m", env={env: KEY} if env else {})
+    assert provider.describe() == {
+        "kind": "http",
+        "preset": preset,
+        "wire": wire,
+        "model": "m",
+        "base_url": url,
+        "streaming": True,
+    }
+
+
+def test_openai_compatible_needs_a_base_url() -> None:
+    with pytest.raises(ProviderConfigError, match="--base-url"):
+        make_provider("openai-compatible", model="m", env={})
+    provider = make_provider("openai-compatible", model="m", base_url="http://box:9000/v1/", env={})
+    assert provider.base_url == "http://box:9000/v1"
+
+
+@pytest.mark.parametrize(
+    ("preset", "kw", "match"),
+    [
+        ("openai", {}, "OPENAI_API_KEY"),
+        ("anthropic", {}, "ANTHROPIC_API_KEY"),
+        ("nope", {}, "unknown provider 'nope'"),
+        ("ollama", {"model": ""}, "--model"),
+        ("ollama", {"base_url": "localhost:11434"}, "http://"),
+    ],
+)
+def test_config_errors(preset: str, kw: dict[str, str], match: str) -> None:
+    with pytest.raises(ProviderConfigError, match=match):
+        make_provider(preset, **{"model": "m", **kw}, env={})  # type: ignore[arg-type]
+
+
+def test_openai_preset_uses_max_completion_tokens() -> None:
+    provider = make_provider("openai", model="gpt-4o", env={"OPENAI_API_KEY": KEY})
+    from provider_helpers import ask
+
+    body = provider.wire.body(ask(), "gpt-4o", stream=True)
+    assert "max_completion_tokens" in body and "max_tokens" not in body
+    ollama = make_provider("ollama", model="llama3", env={})
+    assert "max_tokens" in ollama.wire.body(ask(), "llama3", stream=True)
+
+
+async def test_key_from_env_is_sent_and_argument_wins() -> None:
+    script = Script(
+        [
+            sse_response(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'),
+            sse_response(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'),
+        ]
+    )
+    env = {"OPENROUTER_API_KEY": KEY}
+    await run(make_provider("openrouter", model="m", env=env, transport=script.transport))
+    await run(
+        make_provider(
+            "openrouter", model="m", env=env, api_key="sk-arg", transport=script.transport
+        )
+    )
+    assert script.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert script.requests[0].headers["x-title"] == "io-tui"
+    assert script.requests[1].headers["authorization"] == "Bearer sk-arg"
+
+
+def test_recreate_from_description() -> None:
+    env = {"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": KEY}
+    original = make_provider("anthropic", model="claude-x", base_url="http://proxy:1", env=env)
+    again = provider_from_description(original.describe(), env=env)
+    assert isinstance(again, AnthropicProvider)
+    assert again.describe() == original.describe()
+    chain = FallbackProvider(original, make_provider("ollama", model="llama3", env={}))
+    rebuilt = provider_from_description(chain.describe(), env=env)
+    assert isinstance(rebuilt, FallbackProvider) and rebuilt.describe() == chain.describe()
+    with pytest.raises(ProviderConfigError):
+        provider_from_description({"kind": "http", "preset": "anthropic", "model": "c"}, env={})
+
+
+def test_from_settings_builds_fallback_and_retries() -> None:
+    settings = SimpleNamespace(
+        provider="ollama",
+        model="qwen",
+        base_url="http://gpu:11434/v1",
+        fallback_provider="openai",
+        fallback_model="gpt-4o-mini",
+        request_timeout_s=30.0,
+        max_retries=2,
+    )
+    built = provider_from_settings(settings, env={"OPENAI_API_KEY": KEY})
+    assert isinstance(built, FallbackProvider)
+    first, second = built.chain
+    assert isinstance(first, OpenAICompatProvider) and isinstance(second, OpenAICompatProvider)
+    assert (first.base_url, first.model, first.retry.max_attempts) == (
+        "http://gpu:11434/v1",
+        "qwen",
+        3,
+    )
+    assert (second.name, second.model) == ("openai", "gpt-4o-mini")
+    settings.fallback_provider = None
+    assert isinstance(provider_from_settings(settings, env={}), OpenAICompatProvider)
+
+
+async def test_key_never_leaks(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    echoed = {
+        "error": {"message": f"Incorrect API key provided: {KEY}.", "code": "invalid_api_key"}
+    }
+    script = Script([httpx.Response(401, json=echoed)])
+    provider = make_provider(
+        "openai",
+        model="gpt-4o",
+        env={"OPENAI_API_KEY": KEY},
+        transport=script.transport,
+        retry=RetryPolicy(max_attempts=1),
+    )
+    with pytest.raises(ProviderError) as info:
+        await run(provider)
+    assert script.requests[0].headers["authorization"] == f"Bearer {KEY}"  # it was used
+    assert info.value.kind is ErrorKind.AUTH
+    assert "Incorrect API key provided: ***." in info.value.message
+    texts = [
+        repr(provider),
+        str(provider),
+        str(provider.describe()),
+        str(info.value),
+        repr(info.value),
+        info.value.message,
+        str([a.to_json() for a in info.value.attempts]),
+        repr(provider.__dict__),
+        caplog.text,
+    ]
+    for text in texts:
+        assert KEY not in text
+    assert "SECRETSECRET" not in "".join(texts)
+
+
+def test_secret_masks_itself() -> None:
+    secret = Secret(KEY)
+    assert KEY not in repr(secret) and KEY not in str(secret) and KEY not in f"{secret}"
+    assert secret.reveal() == KEY
+    assert secret.redact(f"key={KEY}!") == "key=***!"
+    with pytest.raises(TypeError):
+        pickle.dumps(secret)
+
+
+async def test_probe_reachable_and_not(server: ReplayServer) -> None:
+    server.add(json_reply(200, {"object": "list", "data": [{"id": "llama3"}, {"id": "qwen"}]}))
+    ok, detail = await probe("openai-compatible", base_url=server.base_url + "/v1", env={})
+    assert ok is True
+    assert detail == f"2 model(s) at {server.base_url}/v1: llama3, qwen"
+    assert server.requests[0].method == "GET" and server.requests[0].path == "/v1/models"
+
+    server.add(json_reply(401, {"error": {"message": f"bad key {KEY}"}}))
+    ok, detail = await probe(
+        "openai-compatible", base_url=server.base_url + "/v1", api_key=KEY, env={}
+    )
+    assert ok is False and "HTTP 401" in detail and KEY not in detail
+
+    ok, detail = await probe("openai", env={})
+    assert ok is False and "OPENAI_API_KEY" in detail
+
+    await server.stop()
+    ok, detail = await probe("llamacpp", base_url=server.base_url + "/v1", timeout_s=1.0)
+    assert ok is False and detail.startswith("cannot reach")
+
+
+async def test_probe_anthropic_uses_its_models_path() -> None:
+    script = Script([httpx.Response(200, json={"data": [{"id": "claude-x"}]})])
+    ok, _ = await probe("anthropic", env={"ANTHROPIC_API_KEY": KEY}, transport=script.transport)
+    [request] = script.requests
+    assert ok is True
+    assert str(request.url) == "https://api.anthropic.com/v1/models"
+    assert request.headers["x-api-key"] == KEY
