@@ -151,5 +151,7 @@ def _ask(prompt: str) -> str:
 
 
 def _preview(content: str, limit: int = 400) -> str:
-    text = content if len(content) <= limit else content[:limit] + f"… (+{len(content) - limit} chars)"
+    text = (
+        content if len(content) <= limit else content[:limit] + f"… (+{len(content) - limit} chars)"
+    )
     return json.dumps(text)[1:-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from io_tui.core.approvals import Approver, DeferAll, Decision, DecisionKind
+from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description

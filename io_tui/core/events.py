@@ -68,5 +68,5 @@ class FanoutSink:
         for sink in self.sinks:
             try:
                 sink.emit(event)
-            except Exception:  # noqa: BLE001 - a broken observer must never stop a run
+            except Exception:
                 continue

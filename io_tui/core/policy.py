@@ -13,7 +13,6 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-
 _E = TypeVar("_E", bound=StrEnum)
 
 
@@ -98,7 +97,9 @@ class Verdict:
 
 
 def builtin_secrets_layer() -> Layer:
-    rules = tuple(Rule(act, Effect.DENY, p) for p in SECRET_PATTERNS for act in (Act.READ, Act.WRITE))
+    rules = tuple(
+        Rule(act, Effect.DENY, p) for p in SECRET_PATTERNS for act in (Act.READ, Act.WRITE)
+    )
     return Layer(BUILTIN_SECRETS_LAYER, rules)
 
 

@@ -29,8 +29,8 @@ from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.base import (
-    CompletionRequest,
     Completed,
+    CompletionRequest,
     ErrorKind,
     Provider,
     ProviderError,
@@ -200,7 +200,7 @@ class Run:
         except asyncio.CancelledError:
             await asyncio.shield(self._end(Outcome.CANCELLED))
             raise
-        except Exception as exc:  # noqa: BLE001 - a run fails cleanly, the app stays up
+        except Exception as exc:
             return await self._end(Outcome.FAILED, error=_one_line(exc))
 
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
@@ -584,18 +584,19 @@ class Run:
         results = [await runner.apply_decision(record.request, record.decision)]
         pending = [c for c in last.tool_calls if c.id in set(decision.get("pending_calls", []))]
         deferred = None
-        for index, call in enumerate(pending):
+        still_pending: list[str] = []
+        for position, call in enumerate(pending):
             result = await runner.run(call, last.step)
             if result.deferred_approval is not None:
                 deferred = result.deferred_approval
+                still_pending = [c.id for c in pending[position + 1 :]]
                 break
             results.append(result)
         new_decision: dict[str, Any] = {
             "awaiting_approval": deferred,
             "resolved_approval": approval_id,
+            "pending_calls": still_pending,
         }
-        if deferred is not None:
-            new_decision["pending_calls"] = [c.id for c in pending[index + 1 :]]
         await self._commit(
             last.step, last.text, last.tool_calls, results, [], new_decision, (), 0, update=True
         )

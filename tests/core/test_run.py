@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
 from io_tui.core.approvals import (
     ApproveAll,
-    DeferAll,
     Decision,
     DecisionKind,
+    DeferAll,
     DenyAll,
     RememberRule,
 )
@@ -297,10 +298,8 @@ async def test_cancelling_a_run_leaves_the_store_consistent(store, workspace, wr
             break
     await asyncio.sleep(0.3)
     task.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     run = (await store.runs.list())[0]
     assert (run.status, run.outcome) == ("cancelled", "cancelled")
 

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from io_tui.core.providers.base import (
     Attempt,
-    CompletionRequest,
     Completed,
+    CompletionRequest,
     Response,
     StreamEvent,
     TextDelta,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 from collections.abc import Sequence
@@ -243,7 +244,7 @@ class RunRepo:
         async with self.db.transaction() as conn:
             await _insert_request(conn, run_id, request, time.time())
 
-    async def history(self, run_id: int) -> list[StepRecord]:
+    async def history(self, run_id: int) -> builtins.list[StepRecord]:
         """The run's steps as the context engine sees them (bounded observations)."""
         steps = await self.db.fetchall(
             "SELECT step, text, tool_calls, operator_messages FROM steps"
@@ -272,27 +273,27 @@ class RunRepo:
             )
         return records
 
-    async def steps(self, run_id: int) -> list[aiosqlite.Row]:
+    async def steps(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,)
         )
 
-    async def observations(self, run_id: int) -> list[aiosqlite.Row]:
+    async def observations(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
         )
 
-    async def requests(self, run_id: int) -> list[aiosqlite.Row]:
+    async def requests(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
         )
 
-    async def events(self, run_id: int) -> list[aiosqlite.Row]:
+    async def events(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,)
         )
 
-    async def children(self, run_id: int) -> list[RunRow]:
+    async def children(self, run_id: int) -> builtins.list[RunRow]:
         rows = await self.db.fetchall(
             "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY id", (run_id,)
         )
@@ -300,7 +301,7 @@ class RunRepo:
 
     # -- summaries (compaction is bought once per run, reused across resume) --
 
-    async def summaries(self, run_id: int) -> list[tuple[int, str]]:
+    async def summaries(self, run_id: int) -> builtins.list[tuple[int, str]]:
         rows = await self.db.fetchall(
             "SELECT through_step, text FROM summaries WHERE run_id = ? ORDER BY through_step",
             (run_id,),
@@ -326,7 +327,7 @@ class RunRepo:
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-    async def take_operator_messages(self, run_id: int, step: int) -> list[str]:
+    async def take_operator_messages(self, run_id: int, step: int) -> builtins.list[str]:
         async with self.db.transaction() as conn:
             rows = await (
                 await conn.execute(

@@ -1,0 +1,55 @@
+"""The TUI entry points: ``io-tui`` (the app), ``io-tui demo`` (the app with the demo running),
+and ``io-tui serve`` (the same app in a browser through textual-serve, bound to 127.0.0.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from io_tui.cli.common import EXIT_OK, UsageError, add_store_option, store_path
+from io_tui.config import ConfigError, load_settings
+
+SERVE_HOST = "127.0.0.1"
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="the TUI in a browser (textual-serve, 127.0.0.1 only)")
+    serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
+    serve.add_argument("--demo", action="store_true", help="serve the app with the demo running")
+    add_store_option(serve)
+    serve.set_defaults(handler=serve_command)
+
+
+async def open_app(args: argparse.Namespace) -> int:
+    return await _run(args, demo=False)
+
+
+async def open_demo(args: argparse.Namespace) -> int:
+    return await _run(args, demo=True)
+
+
+async def _run(args: argparse.Namespace, *, demo: bool) -> int:
+    from io_tui.ui.app import create_app
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    app = create_app(settings, store_path(args), demo=demo)
+    await app.run_async()
+    return app.return_code if app.return_code is not None else EXIT_OK
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Blocking: textual-serve runs its own aiohttp loop and spawns ``io-tui`` per browser tab."""
+    from textual_serve.server import Server
+
+    command = [sys.executable, "-m", "io_tui", "--store", str(store_path(args))]
+    if args.demo:
+        command.append("demo")
+    server = Server(shlex.join(command), host=SERVE_HOST, port=args.port, title="io-tui")
+    server.serve()
+    return EXIT_OK
