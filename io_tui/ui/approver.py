@@ -64,6 +64,7 @@ class ApprovalDesk:
         self.queue: list[int] = []  # approval ids waiting for or showing a modal, oldest first
         self._lock = asyncio.Lock()
         self._base_title: str | None = None
+        self.showing: Any = None  # the ApprovalScreen on display, if any
 
     @classmethod
     def of(cls, app: App[Any]) -> ApprovalDesk:
@@ -101,11 +102,18 @@ class ApprovalDesk:
                 if future.done():
                     return
                 goal, parent = await self._run_info(request.run_id)
-                position = f"{self.queue.index(request.id) + 1} of {len(self.queue)}"
                 screen = ApprovalScreen(
-                    request, store=self.store, position=position, goal=goal, parent_run_id=parent
+                    request,
+                    store=self.store,
+                    position=self._position(request.id),
+                    goal=goal,
+                    parent_run_id=parent,
                 )
-                decision = await self.app.push_screen_wait(screen)
+                self.showing = screen
+                try:
+                    decision = await self.app.push_screen_wait(screen)
+                finally:
+                    self.showing = None
                 settle(future, decision)
         finally:
             settle(future, Decision.defer(decided_by="io-tui (closed before a decision)"))
@@ -113,6 +121,11 @@ class ApprovalDesk:
             if request.id in self.queue:
                 self.queue.remove(request.id)
             self._announce()
+
+    def _position(self, approval_id: int) -> str:
+        if approval_id not in self.queue:
+            return ""
+        return f"{self.queue.index(approval_id) + 1} of {len(self.queue)}"
 
     async def _run_info(self, run_id: int) -> tuple[str | None, int | None]:
         try:
@@ -125,6 +138,8 @@ class ApprovalDesk:
         """Bell when a run starts asking; mark the title while any run here asks (Settings.ui)."""
         ui = getattr(getattr(self.app, "settings", None), "ui", None)
         asking = len(self.queue)
+        if self.showing is not None:
+            self.showing.set_position(self._position(self.showing.request.id))
         if self._base_title is None:
             self._base_title = self.app.title
         if ring and getattr(ui, "bell_on_ask", True):

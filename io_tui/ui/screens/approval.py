@@ -156,6 +156,12 @@ class ApprovalScreen(ModalScreen[Decision]):
             Content.styled(req.target, "bold $text-accent"),
         )
 
+    def set_position(self, position: str) -> None:
+        """ "1 of N": the desk updates it as more runs ask."""
+        self.position = position
+        if self.is_mounted:
+            self.query_one("#approval-title", Static).update(self._title())
+
     def _run_line(self) -> Content:
         req = self.request
         parts = [f"run {req.run_id} · step {req.step} · tool {req.tool}"]
