@@ -60,8 +60,8 @@ class RunsHost(App[None]):
         await self.store.close()
 
 
-async def _until(predicate, pilot, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(timeout / 0.05)):
+async def _until(predicate, pilot, limit: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(limit / 0.05)):
         if predicate():
             return
         await pilot.pause(0.05)

@@ -14,6 +14,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -135,7 +136,7 @@ class InboxScreen(Screen[None]):
         if not self.records or table.row_count == 0:
             return None
         row = min(max(table.cursor_row, 0), table.row_count - 1)
-        key = table.coordinate_to_cell_key((row, 0)).row_key.value
+        key = table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
         return next((r for r in self.records if str(r.request.id) == key), None)
 
     @on(DataTable.RowHighlighted)
