@@ -1,0 +1,414 @@
+"""``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
+
+Runs are Textual workers (``group="runs"``, ``exit_on_error=False``) around ``start_run``; their
+events arrive as ``RunEventReceived`` and are folded into ``self.runs`` and painted in batches at
+most ``1 / FLUSH_INTERVAL`` times a second. Human decisions arrive as ``ApprovalRequested`` with a
+Future, answered in ``ask_human``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from io_tui.config import Settings
+from io_tui.core.approvals import ApprovalRequest, Approver, Decision
+from io_tui.core.contract import TaskContract
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.policy import Policy
+from io_tui.core.providers.base import Provider
+from io_tui.core.run import Harness, start_run
+from io_tui.core.store import Store, StoreError
+from io_tui.ui.bridge import BridgeSink, PostingApprover, resolve
+from io_tui.ui.commands import MemoryCommands, RunCommands, ThemeCommands
+from io_tui.ui.messages import (
+    ApprovalRequested,
+    NewRunRequest,
+    RunEnded,
+    RunEventReceived,
+    StartRun,
+    StoreChanged,
+)
+from io_tui.ui.state import RunView, StepView
+from io_tui.ui.themes import DEFAULT_THEME, load_themes
+
+FLUSH_INTERVAL = 0.1  # seconds: repaint at most ~10×/s
+POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
+
+
+class IoApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "io-tui"
+    SUB_TITLE = "agent cockpit"
+    ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {
+        RunCommands,
+        ThemeCommands,
+        MemoryCommands,
+        # approvals: command providers for inbox / rules / memory editor / audit go here
+    }
+    BINDINGS = [
+        Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),
+        Binding("f1", "help", "Help", id="app.help", tooltip="Every key, with its binding id"),
+        Binding(
+            "ctrl+t", "next_theme", "Theme", id="app.theme", tooltip="Switch to the next theme"
+        ),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, tooltip="Quit io-tui"),
+        # approvals: bindings for app.inbox, app.rules, app.memory and app.audit go here
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        store_path: Path,
+        *,
+        demo: bool = False,
+        approver: Approver | None = None,
+        poll_interval: float | None = POLL_INTERVAL,
+        flush_interval: float = FLUSH_INTERVAL,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.store_path = store_path
+        self.demo = demo
+        self.fixed_approver = approver
+        self.poll_interval = poll_interval
+        self.flush_interval = flush_interval
+        self.store: Store = Store(store_path)
+        self.runs: dict[int, RunView] = {}
+        self.run_workers: dict[int, Worker[Any]] = {}
+        self.demo_workspace: Path | None = None
+        self.paint_delays: deque[float] = deque(maxlen=100_000)
+        self.events_applied = 0
+        self._pending: list[RunEvent] = []
+        self._flush_scheduled = False
+        self._last_flush = 0.0
+        self._store_open = False
+
+    # -- start and stop ------------------------------------------------------------------------
+
+    async def on_load(self) -> None:
+        try:
+            await self.store.db.open()
+            self._store_open = True
+        except StoreError as exc:
+            self.exit(2, message=str(exc))
+
+    def on_mount(self) -> None:
+        from io_tui.ui.screens.main import MainScreen
+
+        self.push_screen(MainScreen())
+        themes, errors = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        for error in errors:
+            self.notify(error, title="Theme file ignored", severity="error", timeout=10)
+        wanted = self.settings.ui.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            self.notify(f"unknown theme {wanted!r}; using {DEFAULT_THEME}", severity="warning")
+            self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        if self.settings.ui.keys:
+            self.set_keymap(self.settings.ui.keys)
+        if self.poll_interval:
+            self.set_interval(self.poll_interval, self.poll_store)
+        if self.demo:
+            self.start_demo()
+
+    async def action_quit(self) -> None:
+        """Cancel live runs (each ends ``cancelled``, its store rows consistent), then exit."""
+        workers = [w for w in self.workers if w.group == "runs" and w.is_running]
+        for worker in workers:
+            worker.cancel()
+        if workers:
+            await self.workers.wait_for_complete(workers)
+        self.exit(0)
+
+    async def on_unmount(self) -> None:
+        if self._store_open:
+            self._store_open = False
+            await self.store.close()
+
+    # -- starting runs -------------------------------------------------------------------------
+
+    def build_approver(self) -> Approver:
+        # approvals: the UI approver may replace this (it must post ApprovalRequested)
+        return self.fixed_approver or PostingApprover(self)
+
+    async def ask_human(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
+        """Answer an approval request. Placeholder until the approval modal lands: defer, so the
+        run pauses (``paused``) and the request stays pending for the inbox or ``io-tui decide``.
+        """
+        # approvals: push the approval modal here and resolve the future with its Decision
+        self.notify(
+            f"run {request.run_id} asks: {request.summary()} — deferred; "
+            f"decide later with `io-tui decide {request.id} approve`",
+            title="Approval deferred",
+            severity="warning",
+        )
+        resolve(future, Decision.defer(decided_by="io-tui (no approval screen)"))
+
+    @on(ApprovalRequested)
+    async def _on_approval_requested(self, message: ApprovalRequested) -> None:
+        await self.ask_human(message.request, message.future)
+
+    @work(group="runs", exit_on_error=False)
+    async def run_task(
+        self,
+        contract: TaskContract,
+        provider: Provider,
+        policy: Policy,
+        seed_run_id: int | None = None,
+    ) -> None:
+        worker = get_current_worker()
+        sink = BridgeSink(
+            self, on_run_id=lambda run_id: self.run_workers.__setitem__(run_id, worker)
+        )
+        harness = Harness(
+            store=self.store,
+            provider=provider,
+            approver=self.build_approver(),
+            sink=sink,
+            policy=policy,
+        )
+        result = await start_run(harness, contract, seed_run_id=seed_run_id)
+        self.post_message(RunEnded(result))
+
+    @work(group="runs", exit_on_error=False)
+    async def start_demo(self) -> None:
+        from io_tui import demo
+        from io_tui.core.providers.scripted import ScriptedProvider
+
+        workspace = await asyncio.to_thread(demo.make_workspace)
+        self.demo_workspace = workspace
+        provider = ScriptedProvider.from_file(demo.SCRIPT)
+        self.run_task(demo.demo_contract(workspace), provider, demo.demo_policy())
+
+    @on(StartRun)
+    def _on_start_run(self, message: StartRun) -> None:
+        self.start_request(message.request)
+
+    @work(group="runs", exit_on_error=False)
+    async def start_request(self, request: NewRunRequest) -> None:
+        """Build the contract and provider for a new run (or a follow-up), then start it."""
+        from io_tui.ui.runs import build_run
+
+        try:
+            contract, provider, policy = await build_run(self.store, self.settings, request)
+        except ValueError as exc:
+            self.post_message(RunEnded(None, error=str(exc)))
+            return
+        self.run_task(contract, provider, policy, request.seed_run_id)
+
+    def interrupt(self, run_id: int) -> bool:
+        worker = self.run_workers.get(run_id)
+        if worker is None or not worker.is_running:
+            return False
+        worker.cancel()
+        return True
+
+    async def send_operator_message(self, run_id: int, text: str) -> None:
+        await self.store.runs.add_operator_message(run_id, text)
+
+    @on(RunEnded)
+    def _on_run_ended(self, message: RunEnded) -> None:
+        if message.error:
+            self.notify(message.error, title="Run not started", severity="error")
+        elif message.result is not None:
+            result = message.result
+            self.notify(
+                f"run {result.run_id}: {result.status} ({result.outcome.value}), "
+                f"{result.steps} steps, {result.tokens:,} tok",
+                severity="information" if result.status == "finished" else "warning",
+            )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker failures are reported."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            self.notify(
+                f"{type(error).__name__}: {error}",
+                title=f"{event.worker.group} worker failed",
+                severity="error",
+                timeout=10,
+            )
+
+    # -- events → views, coalesced ---------------------------------------------------------------
+
+    @on(RunEventReceived)
+    def _on_run_event(self, message: RunEventReceived) -> None:
+        self._pending.append(message.event)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            wait = max(0.0, self._last_flush + self.flush_interval - time.monotonic())
+            if wait > 0:
+                self.set_timer(wait, self._paint_pending)
+            else:
+                self.call_later(self._paint_pending)
+
+    def _paint_pending(self) -> None:
+        self._flush_scheduled = False
+        self._last_flush = time.monotonic()
+        events, self._pending = self._pending, []
+        if not events:
+            return
+        changed_runs: set[int] = set()
+        changed_steps: set[tuple[int, int]] = set()
+        committed: set[tuple[int, int]] = set()
+        new_runs: list[int] = []
+        for event in events:
+            run = self.runs.get(event.run_id)
+            if run is None:
+                detail = event.detail
+                run = RunView(
+                    event.run_id,
+                    str(detail.get("goal", "")),
+                    str(detail.get("workspace", "")),
+                )
+                self.runs[event.run_id] = run
+                new_runs.append(event.run_id)
+            if run.apply(event):
+                changed_runs.add(run.id)
+                if event.step:
+                    changed_steps.add((run.id, event.step))
+            if event.kind is EventKind.STEP_COMMITTED:
+                committed.add((run.id, event.step))
+        self.events_applied += len(events)
+        from io_tui.ui.screens.main import MainScreen
+
+        main = self._main_screen()
+        if isinstance(main, MainScreen):
+            with self.batch_update():
+                main.apply_changes(changed_runs, changed_steps, committed)
+        now = time.time()
+        self.paint_delays.extend(now - e.at for e in events)
+        for run_id in new_runs:
+            self.refresh_runs([run_id])
+
+    def _main_screen(self) -> Any:
+        from io_tui.ui.screens.main import MainScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    # -- the store: initial load, polling, refresh ---------------------------------------------
+
+    def poll_store(self) -> None:
+        self.refresh_runs(None)
+
+    @work(group="db", exit_on_error=False)
+    async def refresh_runs(self, run_ids: list[int] | None) -> None:
+        if run_ids is None:
+            rows = await self.store.runs.list()
+        else:
+            rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
+        self.post_message(StoreChanged(rows))
+
+    @on(StoreChanged)
+    def _on_store_changed(self, message: StoreChanged) -> None:
+        main = self._main_screen()
+        stale: list[int] = []
+        for row in message.runs:
+            run = self.runs.get(row.id)
+            local = row.id in self.run_workers and self.run_workers[row.id].is_running
+            if run is None:
+                run = self.runs[row.id] = RunView.from_row(row)
+                stale.append(row.id)
+            elif not local:
+                if (row.status, row.tokens) != (run.status, run.tokens) or row.steps > len(
+                    run.steps
+                ):
+                    stale.append(row.id)
+                run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
+            run.parent_run_id = row.parent_run_id
+            run.token_budget = (row.contract or {}).get("token_budget")
+            if main is not None:
+                main.upsert_run(run)
+        if stale:
+            self.load_steps_of(stale)
+
+    @work(group="db", exit_on_error=False)
+    async def load_steps_of(self, run_ids: list[int]) -> None:
+        rows = await self.store.db.fetchall(
+            f"SELECT run_id, step, tokens, tool_calls FROM steps WHERE run_id IN "
+            f"({','.join('?' * len(run_ids))}) ORDER BY run_id, step",
+            tuple(run_ids),
+        )
+        self.call_later(self._apply_step_rows, rows)
+
+    def _apply_step_rows(self, rows: list[Any]) -> None:
+        import json
+
+        main = self._main_screen()
+        with self.batch_update():
+            for row in rows:
+                run = self.runs.get(row["run_id"])
+                if run is None:
+                    continue
+                view = run.steps.get(row["step"])
+                names = [c["name"] for c in json.loads(row["tool_calls"])]
+                fresh = StepView(row["step"], row["tokens"], names, committed=True)
+                if view != fresh:
+                    run.steps[row["step"]] = replace(fresh, asking=view.asking if view else False)
+                    if main is not None:
+                        main.upsert_step(run, run.steps[row["step"]])
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action_new_run(self, task: str = "") -> None:
+        from io_tui.ui.screens.new_run import NewRunScreen
+
+        def started(request: NewRunRequest | None) -> None:
+            if request is not None:
+                self.start_request(request)
+
+        default = self.demo_workspace or Path.cwd()
+        self.push_screen(NewRunScreen(self.settings, default, task=task), started)
+
+    def action_help(self) -> None:
+        from io_tui.ui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_next_theme(self) -> None:
+        names = sorted(n for n in self.available_themes if n.startswith("io-"))
+        if not names:
+            return
+        index = names.index(self.theme) + 1 if self.theme in names else 0
+        self.theme = names[index % len(names)]
+        self.notify(f"theme: {self.theme}")
+
+
+def create_app(
+    settings: Settings,
+    store_path: Path,
+    *,
+    demo: bool = False,
+    approver: Approver | None = None,
+    poll_interval: float | None = POLL_INTERVAL,
+    flush_interval: float = FLUSH_INTERVAL,
+) -> IoApp:
+    """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it."""
+    return IoApp(
+        settings,
+        store_path,
+        demo=demo,
+        approver=approver,
+        poll_interval=poll_interval,
+        flush_interval=flush_interval,
+    )
+
+
+__all__ = ["IoApp", "create_app"]

@@ -1,0 +1,121 @@
+"""Read-only queries the views rebuild from. Every function here is async (aiosqlite).
+
+The store's public repos cover most needs; the few per-step reads below use its connection
+directly so that following a live run costs one small query per committed step.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from io_tui.core.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBlock:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepData:
+    """One step as the transcript shows it."""
+
+    run_id: int
+    step: int
+    text: str
+    tokens: int
+    tools: list[ToolBlock] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (style class, line)
+    operator_messages: list[str] = field(default_factory=list)
+
+
+async def load_steps(
+    store: Store, run_id: int, *, since: int = 0, limit: int | None = None
+) -> list[StepData]:
+    """Steps of ``run_id`` numbered above ``since`` (the newest ``limit`` of them)."""
+    db = store.db
+    rows = await db.fetchall(
+        "SELECT * FROM steps WHERE run_id = ? AND step > ? ORDER BY step", (run_id, since)
+    )
+    if limit is not None and len(rows) > limit:
+        rows = rows[-limit:]
+    if not rows:
+        return []
+    first = rows[0]["step"]
+    obs = await db.fetchall(
+        "SELECT call_id, tool, step, full_text, is_error FROM observations"
+        " WHERE run_id = ? AND step >= ? ORDER BY id",
+        (run_id, first),
+    )
+    events = await db.fetchall(
+        "SELECT step, kind, detail FROM events WHERE run_id = ? AND step >= ?"
+        " AND kind IN ('tool_refused', 'approval_requested', 'approval_decided', 'verify',"
+        " 'memory', 'compacted') ORDER BY id",
+        (run_id, first),
+    )
+    results = {o["call_id"]: (o["full_text"], bool(o["is_error"])) for o in obs}
+    notes: dict[int, list[tuple[str, str]]] = {}
+    for e in events:
+        notes.setdefault(e["step"], []).append(describe_event(e["kind"], json.loads(e["detail"])))
+    out = []
+    for row in rows:
+        tools = []
+        for call in json.loads(row["tool_calls"]):
+            result, is_error = results.get(call["id"], (None, False))
+            tools.append(ToolBlock(call["id"], call["name"], call["arguments"], result, is_error))
+        out.append(
+            StepData(
+                run_id=run_id,
+                step=row["step"],
+                text=row["text"],
+                tokens=row["tokens"],
+                tools=tools,
+                notes=notes.get(row["step"], []),
+                operator_messages=json.loads(row["operator_messages"]),
+            )
+        )
+    return out
+
+
+def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
+    """A one-line, human description of an event worth showing inline in the transcript."""
+    if kind == "tool_refused":
+        return (
+            "refused",
+            f"✗ refused: {detail.get('act')} {detail.get('target')} — rule "
+            f"'{detail.get('rule')}' in layer '{detail.get('layer')}'",
+        )
+    if kind == "approval_requested":
+        return (
+            "asking",
+            f"? asked: {detail.get('act')} {detail.get('target')} (request "
+            f"{detail.get('approval_id')}, rule '{detail.get('rule')}', layer "
+            f"'{detail.get('layer')}')",
+        )
+    if kind == "approval_decided":
+        reason = f" — {detail['reason']}" if detail.get("reason") else ""
+        return (
+            "decided",
+            f"! decision on request {detail.get('approval_id')}: {detail.get('decision')}{reason}",
+        )
+    if kind == "verify":
+        verdict = "passed" if detail.get("passed") else "failed"
+        return ("verify", f"✓ verify {verdict} (exit {detail.get('exit_code')})")
+    if kind == "memory":
+        keys = detail.get("keys") or detail.get("key") or ""
+        action = detail.get("action") or detail.get("op") or "write"
+        return ("memory", f"◆ memory {action}: {keys}")
+    return ("note", f"· {kind}: {json.dumps(detail)[:120]}")
+
+
+def tool_title(name: str, arguments: dict[str, Any]) -> str:
+    args = json.dumps(arguments, ensure_ascii=False)
+    if len(args) > 90:
+        args = args[:89] + "…"
+    return f"→ {name} {args}"

@@ -1,0 +1,150 @@
+"""Pure helpers over a trace's requests: manifest rows, entry text, and request-to-request diffs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+STUB_STATES = frozenset({"superseded", "refresh_failed", "elided", "collapsed"})
+CARRIED_STATES = frozenset({"full", "refreshed", "summary"})
+FILTERS = ("all", "carried", "stubs", "full", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
+_LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryRow:
+    key: str
+    step: int
+    kind: str
+    target: str
+    state: str
+    reason: str
+    superseded_by: int | None
+    chars: int
+    est_tokens: int
+
+    @property
+    def is_stub(self) -> bool:
+        return self.state in STUB_STATES
+
+
+def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
+    """The last attempt of the working request that opened ``step``."""
+    found = None
+    for request in trace["requests"]:
+        if request["step"] == step and request.get("purpose", "work") == "work":
+            found = request
+    return found
+
+
+def entry_rows(request: dict[str, Any] | None) -> list[EntryRow]:
+    if request is None:
+        return []
+    rows = []
+    seen: dict[str, int] = {}
+    for entry in request.get("entries", []):
+        base = f"{entry.get('step')}:{entry.get('kind')}:{entry.get('target')}"
+        seen[base] = seen.get(base, 0) + 1
+        rows.append(
+            EntryRow(
+                key=f"{base}#{seen[base]}",
+                step=int(entry.get("step") or 0),
+                kind=str(entry.get("kind", "")),
+                target=str(entry.get("target", "")),
+                state=str(entry.get("state", "")),
+                reason=str(entry.get("reason") or ""),
+                superseded_by=entry.get("superseded_by"),
+                chars=int(entry.get("chars") or 0),
+                est_tokens=int(entry.get("est_tokens") or 0),
+            )
+        )
+    return rows
+
+
+def matches(row: EntryRow, state_filter: str) -> bool:
+    if state_filter == "all":
+        return True
+    if state_filter == "stubs":
+        return row.is_stub
+    if state_filter == "carried":
+        return row.state in CARRIED_STATES
+    return row.state == state_filter
+
+
+def entry_text(trace: dict[str, Any], row: EntryRow) -> str | None:
+    """The entry's full, unelided text: the observation of that step, kind and target."""
+    for step in trace["steps"]:
+        if step["step"] != row.step:
+            continue
+        for obs in step.get("observations", []):
+            if obs.get("kind") == row.kind and obs.get("target") == row.target:
+                return str(obs.get("full_text") or obs.get("text") or "")
+        return str(step.get("result") or "") or None
+    return None
+
+
+def section_text(request: dict[str, Any], section: dict[str, Any]) -> str:
+    """The text a fixed section contributed, found among the messages as sent."""
+    messages = request.get("messages", [])
+    name = str(section.get("name", ""))
+    if name == "system":
+        for message in messages:
+            if message.get("role") == "system":
+                return str(message.get("content", ""))
+    source = str(section.get("source", ""))
+    for message in messages:
+        content = str(message.get("content", ""))
+        if message.get("role") != "system" and (name in content or source in content):
+            return content
+    return f"({name} from {source}: sent as part of the request, not a separate message)"
+
+
+def strip_line_numbers(text: str) -> tuple[str, int]:
+    """read_file results carry ``   12│`` prefixes; return bare code and the first line number."""
+    lines = text.splitlines()
+    numbered = [_LINE_NO.match(line) for line in lines]
+    if not lines or not all(numbered[: min(len(lines), 5)]):
+        return text, 1
+    first = int(numbered[0].group(1)) if numbered[0] else 1
+    bare = [line[m.end() :] if m else line for line, m in zip(lines, numbered, strict=True)]
+    return "\n".join(bare), first
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDiff:
+    added: list[EntryRow]
+    stubbed: list[EntryRow]
+    refreshed: list[EntryRow]
+    dropped: list[EntryRow]
+    recalled: list[str]
+    newly_recalled: list[str]
+    tokens_before: int | None
+    tokens_after: int | None
+
+
+def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -> RequestDiff:
+    """What changed from the previous request: entries added, stubbed, refreshed, dropped,
+    and the memory notes recalled."""
+    old = {_ident(r): r for r in entry_rows(before)}
+    new = {_ident(r): r for r in entry_rows(after)}
+    added = [r for k, r in new.items() if k not in old]
+    stubbed = [r for k, r in new.items() if r.is_stub and k in old and not old[k].is_stub]
+    refreshed = [r for r in new.values() if r.state == "refreshed"]
+    dropped = [r for k, r in old.items() if k not in new]
+    recalled = list((after or {}).get("memory_keys", []))
+    earlier = set((before or {}).get("memory_keys", []))
+    return RequestDiff(
+        added=added,
+        stubbed=stubbed,
+        refreshed=refreshed,
+        dropped=dropped,
+        recalled=recalled,
+        newly_recalled=[k for k in recalled if k not in earlier],
+        tokens_before=before.get("est_tokens") if before else None,
+        tokens_after=after.get("est_tokens") if after else None,
+    )
+
+
+def _ident(row: EntryRow) -> str:
+    return row.key

@@ -1,0 +1,83 @@
+"""Messages between the harness bridge, workers and the app.
+
+Facts are past tense (``RunEventReceived``, ``RunEnded``); requests are imperative
+(``StartRun``). Workers post these; ``@on`` handlers own all UI state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from textual.message import Message
+
+from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.events import RunEvent
+from io_tui.core.run import RunResult
+
+
+class ApprovalRequested(Message):
+    """A run asks a human. Resolve ``future`` with a Decision (guard: it may be done/cancelled)."""
+
+    def __init__(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
+        super().__init__()
+        self.request = request
+        self.future = future
+
+
+class RunEventReceived(Message):
+    """One event from a run in this process (posted by the bridge sink, never blocks the run)."""
+
+    def __init__(self, event: RunEvent) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RunEnded(Message):
+    """A run worker returned (or failed before the run could start)."""
+
+    def __init__(self, result: RunResult | None, error: str | None = None) -> None:
+        super().__init__()
+        self.result = result
+        self.error = error
+
+
+class StoreChanged(Message):
+    """Something outside this process's runs changed the store (a poll noticed it)."""
+
+    def __init__(self, runs: list[Any]) -> None:
+        super().__init__()
+        self.runs = runs
+
+
+@dataclass(frozen=True, slots=True)
+class NewRunRequest:
+    """What the new-run dialog (or a follow-up prompt) asks for."""
+
+    task: str
+    workspace: Path
+    provider: str | None = None
+    model: str | None = None
+    max_steps: int | None = None
+    token_budget: int | None = None
+    context_max_tokens: int | None = None
+    seed_run_id: int | None = None
+
+
+class StartRun(Message):
+    """Start a run as a worker (from the new-run dialog, a follow-up prompt or a command)."""
+
+    def __init__(self, request: NewRunRequest) -> None:
+        super().__init__()
+        self.request = request
+
+
+class StepSelected(Message):
+    """The operator selected a step (run_id, step) — or a run (step None)."""
+
+    def __init__(self, run_id: int, step: int | None) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.step = step

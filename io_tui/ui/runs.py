@@ -1,0 +1,117 @@
+"""Turning a ``NewRunRequest`` into a contract, provider and policy (new runs and follow-ups).
+
+A follow-up continues a conversation as a new run seeded with the earlier one (``seed_run_id``):
+the earlier run's goal and final answer go into the new contract's constraints, the workspace,
+provider (a fresh copy from its description) and policy are the earlier run's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from io_tui.config import ConfigError, Settings, load_settings
+from io_tui.core.contract import ContextBudget, TaskContract, contract_from_json
+from io_tui.core.policy import Policy, PolicyError
+from io_tui.core.providers.base import Provider
+from io_tui.core.providers.factory import ProviderConfigError, build_provider
+from io_tui.core.providers.scripted import ScriptError
+from io_tui.core.store import Store
+from io_tui.core.workspace import Workspace, WorkspaceError
+from io_tui.ui.messages import NewRunRequest
+
+FINAL_ANSWER_CHARS = 2_000
+
+
+async def build_run(
+    store: Store, settings: Settings, request: NewRunRequest
+) -> tuple[TaskContract, Provider, Policy]:
+    """Raises ValueError with a readable message when the request cannot start."""
+    if not request.task.strip():
+        raise ValueError("the task is empty")
+    if request.seed_run_id is not None:
+        return await _follow_up(store, settings, request)
+    try:
+        workspace = Workspace(request.workspace)
+    except WorkspaceError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        run_settings = load_settings(
+            provider=request.provider or settings.provider,
+            model=request.model or settings.model,
+            base_url=settings.base_url,
+            max_steps=request.max_steps,
+            token_budget=request.token_budget,
+            context_max_tokens=request.context_max_tokens,
+        )
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    provider = _provider(run_settings)
+    policy = _policy(run_settings)
+    contract = TaskContract(
+        goal=request.task.strip(),
+        workspace=workspace.root,
+        max_steps=run_settings.max_steps,
+        token_budget=run_settings.token_budget,
+        context=ContextBudget(run_settings.context_max_tokens, run_settings.context_share),
+    )
+    return contract, provider, policy
+
+
+async def _follow_up(
+    store: Store, settings: Settings, request: NewRunRequest
+) -> tuple[TaskContract, Provider, Policy]:
+    from io_tui.core.providers.factory import provider_from_description
+
+    assert request.seed_run_id is not None
+    row = await store.runs.get(request.seed_run_id)
+    if row is None:
+        raise ValueError(f"no run {request.seed_run_id} to follow up")
+    final = await _final_answer(store, row.id)
+    earlier = contract_from_json(row.contract)
+    constraints = (
+        *earlier.constraints,
+        f"This continues run {row.id}. Its goal was: {row.goal}",
+        f"Run {row.id} ended {row.status} ({row.outcome}); its final answer was: "
+        f"{final or '(none)'}",
+    )
+    contract = TaskContract(
+        goal=request.task.strip(),
+        workspace=Path(row.workspace),
+        verify=earlier.verify,
+        max_steps=request.max_steps or earlier.max_steps,
+        token_budget=request.token_budget or earlier.token_budget,
+        constraints=constraints,
+        context=earlier.context,
+        compaction=earlier.compaction,
+        memory=earlier.memory,
+    )
+    try:
+        provider = provider_from_description(row.provider)
+    except Exception:
+        provider = _provider(settings)
+    return contract, provider, Policy.from_json(row.policy, source=f"run {row.id} policy")
+
+
+async def _final_answer(store: Store, run_id: int) -> str:
+    steps = await store.runs.steps(run_id)
+    for row in reversed(steps):
+        if row["text"] and json.loads(row["decision"]).get("final"):
+            return str(row["text"])[:FINAL_ANSWER_CHARS]
+    return str(steps[-1]["text"])[:FINAL_ANSWER_CHARS] if steps else ""
+
+
+def _provider(settings: Settings) -> Provider:
+    try:
+        return build_provider(settings)
+    except (ProviderConfigError, ScriptError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _policy(settings: Settings) -> Policy:
+    if settings.policy is None:
+        return Policy()
+    try:
+        return Policy.load(settings.policy)
+    except PolicyError as exc:
+        raise ValueError(str(exc)) from None

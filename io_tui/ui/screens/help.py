@@ -1,0 +1,83 @@
+"""Help: every key of every screen, with its binding id (remap any in the config file:
+``[ui.keys]`` ``"main.inspect" = "ctrl+i"``)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+# Screens whose keys the help lists: (module, class, where). Missing modules are skipped.
+SCREENS = (
+    ("io_tui.ui.screens.main", "MainScreen", "main"),
+    ("io_tui.ui.screens.inspector", "InspectorScreen", "inspector"),
+    ("io_tui.ui.screens.trace", "TraceScreen", "trace"),
+    ("io_tui.ui.screens.new_run", "NewRunScreen", "new run"),
+    ("io_tui.ui.screens.approval", "ApprovalScreen", "approval"),
+    ("io_tui.ui.screens.inbox", "InboxScreen", "inbox"),
+    ("io_tui.ui.screens.rules", "RulesScreen", "rules"),
+    ("io_tui.ui.screens.memory_editor", "MemoryEditorScreen", "memory"),
+    ("io_tui.ui.screens.audit", "AuditScreen", "audit"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS = [
+        Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Close the help"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="panel"):
+            yield Static(
+                "Keys — remap any binding id in the config file under [ui.keys]", id="title"
+            )
+            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#keys", DataTable)
+        table.add_columns("where", "key", "does", "binding id")
+        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        seen: set[tuple[str, str]] = set()
+        for where, bindings in self.all_bindings():
+            for binding in bindings:
+                key = keymap.get(binding.id or "", binding.key) if binding.id else binding.key
+                row_key = (where, binding.id or binding.action)
+                if row_key in seen:
+                    continue
+                seen.add(row_key)
+                shown = ", ".join(self.app.get_key_display(Binding(k, "")) for k in key.split(","))
+                table.add_row(
+                    where,
+                    shown,
+                    binding.tooltip or binding.description or binding.action,
+                    binding.id or "",
+                    key=f"{where}:{binding.id or binding.action}",
+                )
+        table.add_row("app", "ctrl+p", "Command palette (runs, memory, themes)", "", key="palette")
+        table.focus()
+
+    def all_bindings(self) -> Iterable[tuple[str, list[Binding]]]:
+        yield "app", _bindings(type(self.app).BINDINGS)
+        for module, name, where in SCREENS:
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                continue
+            yield where, _bindings(cls.BINDINGS)
+        yield "help", _bindings(self.BINDINGS)
+
+
+def _bindings(items: Iterable[BindingType]) -> list[Binding]:
+    out = []
+    for item in items:
+        if isinstance(item, Binding):
+            out.append(item)
+        elif isinstance(item, tuple):
+            out.append(Binding(*item))
+    return out

@@ -1,0 +1,375 @@
+"""The context inspector: what the model was shown on one request, and why.
+
+Left: the request's manifest as a keyed table (filter by state with ``f``) and the fixed sections.
+Right: the selected entry's full text (Pygments-highlighted by file type) or a stub's reason
+(``j`` jumps to the step that superseded or invalidated it), and a diff against the previous
+request. Everything is rebuilt from the store (``build_trace``) in a worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.getters import query_one
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets.data_table import RowKey
+
+from io_tui.core.trace import TraceNotFound, build_trace
+from io_tui.ui.manifest import (
+    FILTERS,
+    EntryRow,
+    diff_requests,
+    entry_rows,
+    entry_text,
+    matches,
+    section_text,
+    strip_line_numbers,
+    work_request,
+)
+
+ENTRY_COLUMNS = ("state", "kind", "target", "step", "tokens", "reason")
+
+
+class InspectorScreen(Screen[None]):
+    CSS_PATH = "inspector.tcss"
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="inspector.close", tooltip="Back to the main screen"),
+        Binding("f", "cycle_filter", "Filter", id="inspector.filter", tooltip="Cycle the state filter"),
+        Binding("j", "jump", "Jump", id="inspector.jump", tooltip="Go to the step that superseded or invalidated this stub"),
+        Binding("left_square_bracket", "step(-1)", "Prev step", id="inspector.prev", tooltip="Previous request"),
+        Binding("right_square_bracket", "step(1)", "Next step", id="inspector.next", tooltip="Next request"),
+        Binding("d", "toggle_diff", "Diff", id="inspector.diff", tooltip="What changed from the previous request"),
+        Binding("r", "reload", "Reload", id="inspector.reload", tooltip="Rebuild from the store"),
+    ]  # fmt: skip
+
+    class TraceLoaded(Message):
+        def __init__(self, trace: dict[str, Any] | None, error: str | None = None) -> None:
+            super().__init__()
+            self.trace = trace
+            self.error = error
+
+    entries = query_one("#entries", DataTable)
+    sections = query_one("#sections", DataTable)
+    summary = query_one("#summary", Static)
+    detail = query_one("#detail", Static)
+    diff = query_one("#diff", Static)
+
+    def __init__(self, run_id: int, step: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.step = step
+        self.state_filter = "all"
+        self.trace: dict[str, Any] | None = None
+        self.rows: dict[str, EntryRow] = {}
+        self.selected: EntryRow | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield Static("loading…", id="summary")
+                yield DataTable(id="entries", cursor_type="row", zebra_stripes=True)
+                yield DataTable(id="sections", cursor_type="row")
+            with TabbedContent(id="tabs", initial="tab-entry"):
+                with TabPane("Entry", id="tab-entry"), VerticalScroll(id="detail-scroll"):
+                    yield Static("Select an entry or a section.", id="detail")
+                with TabPane("Diff vs previous", id="tab-diff"), VerticalScroll():
+                    yield Static("", id="diff")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for column in ENTRY_COLUMNS:
+            self.entries.add_column(column, key=column)
+        self.entries.border_title = "Manifest"
+        for column in ("section", "source", "tokens"):
+            self.sections.add_column(column, key=column)
+        self.sections.border_title = "Fixed sections"
+        self.entries.focus()
+        self.load()
+
+    @work(group="inspector", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        store = self.app.store  # type: ignore[attr-defined]
+        try:
+            trace = await build_trace(store, self.run_id)
+        except TraceNotFound as exc:
+            self.post_message(self.TraceLoaded(None, str(exc)))
+            return
+        self.post_message(self.TraceLoaded(trace))
+
+    @on(TraceLoaded)
+    def _on_loaded(self, message: TraceLoaded) -> None:
+        if message.trace is None:
+            self.summary.update(Text(message.error or "no trace", style="bold"))
+            return
+        self.trace = message.trace
+        steps = self._request_steps()
+        if steps and self.step not in steps:
+            self.step = min(steps, key=lambda s: abs(s - self.step))
+        self.show_step()
+
+    def _request_steps(self) -> list[int]:
+        if self.trace is None:
+            return []
+        return sorted(
+            {r["step"] for r in self.trace["requests"] if r.get("purpose", "work") == "work"}
+        )
+
+    # -- painting ------------------------------------------------------------------------------
+
+    def show_step(self) -> None:
+        trace = self.trace
+        if trace is None:
+            return
+        request = work_request(trace, self.step)
+        self.sub_title = f"run {self.run_id} · step {self.step}"
+        self.rows = {r.key: r for r in entry_rows(request)}
+        if request is None:
+            self.summary.update(Text(f"run {self.run_id} step {self.step}: no request recorded"))
+        else:
+            self.summary.update(_summary(self.run_id, request, self.state_filter, self.rows))
+        self._sync_entries()
+        self._sync_sections(request)
+        previous = self._previous_request()
+        self.diff.update(_render_diff(self.step, previous, request))
+        if self.selected is not None and self.selected.key in self.rows:
+            self.show_entry(self.rows[self.selected.key])
+        elif self.entries.row_count:
+            self.entries.move_cursor(row=0)
+        else:
+            self.detail.update("This request carried no observations yet.")
+
+    def _previous_request(self) -> dict[str, Any] | None:
+        steps = [s for s in self._request_steps() if s < self.step]
+        return work_request(self.trace, steps[-1]) if steps and self.trace else None
+
+    def _sync_entries(self) -> None:
+        """Keyed update: remove rows that left, update rows that stayed, add new ones."""
+        table = self.entries
+        wanted = {k: r for k, r in self.rows.items() if matches(r, self.state_filter)}
+        present = {key.value for key in table.rows}
+        for key in present - wanted.keys():
+            table.remove_row(str(key))
+        for key, row in wanted.items():
+            cells = _cells(row)
+            if key in present:
+                for column, value in zip(table.columns, cells, strict=True):
+                    table.update_cell(key, column, value)
+            else:
+                table.add_row(*cells, key=key)
+        table.sort("step", key=_sort_key)
+
+    def _sync_sections(self, request: dict[str, Any] | None) -> None:
+        table = self.sections
+        sections = (request or {}).get("sections", [])
+        wanted = {str(s.get("name")): s for s in sections}
+        present = {key.value for key in table.rows}
+        for key in present - wanted.keys():
+            table.remove_row(str(key))
+        for name, section in wanted.items():
+            cells = (name, str(section.get("source", "")), f"{section.get('est_tokens', 0):,}")
+            if name in present:
+                for column, value in zip(table.columns, cells, strict=True):
+                    table.update_cell(name, column, value)
+            else:
+                table.add_row(*cells, key=name)
+
+    def show_entry(self, row: EntryRow) -> None:
+        self.selected = row
+        self.detail.update(_render_entry(self.trace or {}, row))
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted, "#entries")
+    def _on_entry(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        if key in self.rows:
+            self.show_entry(self.rows[key])
+
+    @on(DataTable.RowHighlighted, "#sections")
+    def _on_section(self, event: DataTable.RowHighlighted) -> None:
+        if self.trace is None or not self.sections.has_focus:
+            return
+        request = work_request(self.trace, self.step) or {}
+        for section in request.get("sections", []):
+            if section.get("name") == event.row_key.value:
+                text = section_text(request, section)
+                self.detail.update(
+                    Group(
+                        Text(
+                            f"{section['name']} · {section.get('source')} · "
+                            f"{section.get('est_tokens', 0):,} tok (fixed, never elided)",
+                            style="bold",
+                        ),
+                        Syntax(text, "markdown", word_wrap=True, theme="ansi_dark"),
+                    )
+                )
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "jump":
+            return self.selected is not None and self.selected.superseded_by is not None
+        return True
+
+    def action_cycle_filter(self) -> None:
+        index = FILTERS.index(self.state_filter)
+        self.state_filter = FILTERS[(index + 1) % len(FILTERS)]
+        self.show_step()
+        self.notify(f"filter: {self.state_filter}", timeout=1.5)
+
+    def set_filter(self, state_filter: str) -> None:
+        self.state_filter = state_filter
+        self.show_step()
+
+    def action_step(self, delta: int) -> None:
+        steps = self._request_steps()
+        if not steps:
+            return
+        index = steps.index(self.step) if self.step in steps else 0
+        self.step = steps[max(0, min(len(steps) - 1, index + delta))]
+        self.selected = None
+        self.show_step()
+
+    def action_jump(self) -> None:
+        row = self.selected
+        if row is None or row.superseded_by is None:
+            return
+        target = row.superseded_by
+        steps = self._request_steps()
+        later = [s for s in steps if s > target]
+        self.step = later[0] if later else target
+        self.selected = None
+        self.show_step()
+        for key, other in self.rows.items():
+            if other.step == target and other.kind == row.kind:
+                self._move_to(key)
+                break
+        self.notify(f"step {target} replaced the entry of step {row.step}", timeout=3)
+
+    def _move_to(self, key: str) -> None:
+        try:
+            index = self.entries.get_row_index(RowKey(key))
+        except Exception:
+            return
+        self.entries.move_cursor(row=index)
+
+    def action_toggle_diff(self) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        tabs.active = "tab-entry" if tabs.active == "tab-diff" else "tab-diff"
+
+    def action_reload(self) -> None:
+        self.load()
+
+
+def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
+    style = {"full": "", "refreshed": "bold", "summary": "italic"}.get(row.state, "dim")
+    reason = row.reason
+    if row.superseded_by is not None:
+        reason = f"{reason} → step {row.superseded_by}" if reason else f"→ step {row.superseded_by}"
+    return (
+        Text(row.state, style=style),
+        row.kind,
+        row.target,
+        str(row.step),
+        f"{row.est_tokens:,}",
+        reason,
+    )
+
+
+def _sort_key(step: Any) -> int:
+    return int(step) if str(step).isdigit() else 0
+
+
+def _summary(
+    run_id: int, request: dict[str, Any], state_filter: str, rows: dict[str, EntryRow]
+) -> Text:
+    est, ceiling, reported = (
+        request.get("est_tokens"),
+        request.get("ceiling_tokens"),
+        request.get("reported_tokens"),
+    )
+    stubs = sum(1 for r in rows.values() if r.is_stub)
+    drift = "" if reported is None or not est else f" · drift {reported - est:+,}"
+    return Text.assemble(
+        (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
+        f"\n{est:,} est / {ceiling:,} ceiling · frame {request.get('frame_tokens', 0):,}"
+        f" · reported {reported if reported is not None else '—'}{drift}",
+        f"\n{len(rows)} entries, {stubs} stubs · filter: ",
+        (state_filter, "bold"),
+        " (f)",
+    )
+
+
+def _render_entry(trace: dict[str, Any], row: EntryRow) -> RenderableType:
+    head = Text.assemble(
+        (f"{row.kind} {row.target}", "bold"),
+        f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
+    )
+    if row.is_stub:
+        lines: list[RenderableType] = [
+            head,
+            Text(f"\nreason: {row.reason or row.state}", style="bold"),
+        ]
+        if row.superseded_by is not None:
+            lines.append(Text(f"replaced / invalidated by step {row.superseded_by} — press j"))
+        text = entry_text(trace, row)
+        if text:
+            lines.append(Text("\nthe original result (as recorded):", style="dim"))
+            lines.append(_highlight(row, text))
+        return Group(*lines)
+    text = entry_text(trace, row)
+    reason = Text(f"why: {row.reason}", style="dim") if row.reason else Text("")
+    if text is None:
+        return Group(head, reason, Text("(no recorded text for this entry)"))
+    return Group(head, reason, _highlight(row, text))
+
+
+def _highlight(row: EntryRow, text: str) -> RenderableType:
+    if row.kind == "read":
+        code, first = strip_line_numbers(text)
+        lexer = Syntax.guess_lexer(PurePosixPath(row.target).name, code)
+        return Syntax(
+            code, lexer, line_numbers=True, start_line=first, word_wrap=True, theme="ansi_dark"
+        )
+    lexer = {"exec": "console", "grep": "text", "list": "text"}.get(row.kind, "text")
+    if row.kind == "write":
+        lexer = Syntax.guess_lexer(PurePosixPath(row.target).name, text)
+    return Syntax(text, lexer, word_wrap=True, theme="ansi_dark")
+
+
+def _render_diff(
+    step: int, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> RenderableType:
+    if after is None:
+        return Text("no request for this step")
+    if before is None:
+        return Text(f"step {step} is the first request of the run: everything is new.")
+    d = diff_requests(before, after)
+    out = Text()
+    out.append(f"step {before['step']} → step {step}", style="bold")
+    out.append(f"   est {d.tokens_before:,} → {d.tokens_after:,} tok\n\n")
+
+    def section(title: str, rows: list[EntryRow], mark: str, style: str) -> None:
+        out.append(f"{title} ({len(rows)})\n", style="bold")
+        for r in rows:
+            why = f" — {r.reason}" if r.reason else ""
+            out.append(f"  {mark} step {r.step} {r.kind} {r.target}{why}\n", style=style)
+
+    section("added", d.added, "+", "green")
+    section("stubbed", d.stubbed, "~", "yellow")
+    section("refreshed", d.refreshed, "↻", "cyan")
+    section("dropped", d.dropped, "-", "red")
+    out.append(f"memory recalled ({len(d.recalled)})\n", style="bold")
+    for key in d.recalled:
+        out.append(f"  ◆ {key}{' (new)' if key in d.newly_recalled else ''}\n")
+    return out

@@ -1,0 +1,337 @@
+"""The main screen: run tree, transcript of the selected run, gauges, and the prompt box.
+
+The screen owns selection. Views are rebuilt from the store on selection (workers post typed
+messages back); live changes arrive from the app already coalesced (``apply_changes``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.getters import query_one
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Collapsible, Footer, Header, Input, Tree
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.ui.data import StepData, load_steps
+from io_tui.ui.messages import NewRunRequest
+from io_tui.ui.state import RunView, StepView
+from io_tui.ui.widgets.gauges import Gauge
+from io_tui.ui.widgets.run_tree import NodeRef, RunTree
+from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
+
+if TYPE_CHECKING:
+    from io_tui.ui.app import IoApp
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeFigures:
+    run_id: int
+    step: int | None
+    ceiling: int | None
+    est: int | None
+    reported: int | None
+    memory_entries: int
+    memory_chars: int
+
+
+class MainScreen(Screen[None]):
+    CSS_PATH = "main.tcss"
+    AUTO_FOCUS = "#runs"
+    BINDINGS = [
+        Binding("i", "inspect", "Inspect", id="main.inspect", tooltip="Context inspector for the selected step"),
+        Binding("t", "trace", "Trace", id="main.trace", tooltip="Full, searchable trace of the selected run"),
+        Binding("m", "prompt", "Message", id="main.prompt", tooltip="Steer the selected run, or follow up on a finished one"),
+        Binding("x", "interrupt", "Interrupt", id="main.interrupt", tooltip="Cancel the selected live run"),
+        Binding("e", "expand", "Expand tools", id="main.expand", tooltip="Expand or collapse every tool block"),
+        Binding("escape", "focus_tree", "Tree", id="main.focus_tree", show=False, tooltip="Back to the run tree"),
+    ]  # fmt: skip
+
+    class TranscriptLoaded(Message):
+        def __init__(self, run_id: int, steps: list[StepData], replace: bool) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.steps = steps
+            self.replace = replace
+
+    class GaugesLoaded(Message):
+        def __init__(self, figures: GaugeFigures) -> None:
+            super().__init__()
+            self.figures = figures
+
+    run_tree = query_one("#runs", RunTree)
+    transcript = query_one("#transcript", Transcript)
+    prompt = query_one("#prompt", Input)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.selected_run: int | None = None
+        self.selected_step: int | None = None
+        self._auto_select = True
+        self._figures: GaugeFigures | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal(id="body"):
+            yield RunTree(id="runs")
+            with Vertical(id="side"):
+                with Vertical(id="gauges"):
+                    yield Gauge("run", id="gauge-run")
+                    yield Gauge("request", id="gauge-request")
+                    yield Gauge("estimate", id="gauge-drift")
+                    yield Gauge("memory", unit="notes", id="gauge-memory")
+                    yield Gauge("mem chars", unit="chars", id="gauge-memory-chars")
+                yield Transcript(id="transcript")
+        yield Input(
+            placeholder="Message the selected run, or follow up on a finished one (m)", id="prompt"
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.run_tree.border_title = "Runs"
+        self.query_one("#gauges").border_title = "Budgets"
+        self.transcript.border_title = "Transcript"
+        app = self.io_app
+        for run in app.runs.values():
+            self.upsert_run(run)
+        app.refresh_runs(None)
+
+    @property
+    def io_app(self) -> IoApp:
+        return self.app  # type: ignore[return-value]
+
+    # -- keyed updates from the app ------------------------------------------------------------
+
+    def upsert_run(self, run: RunView) -> None:
+        self.run_tree.upsert_run(run)
+        if self._auto_select and self.selected_run is None:
+            self.select_run(run.id)
+        if run.id == self.selected_run:
+            self._refresh_gauges()
+
+    def upsert_step(self, run: RunView, step: StepView) -> None:
+        self.run_tree.upsert_step(run, step)
+
+    def apply_changes(
+        self,
+        changed_runs: set[int],
+        changed_steps: set[tuple[int, int]],
+        committed: set[tuple[int, int]],
+    ) -> None:
+        runs = self.io_app.runs
+        for run_id in changed_runs:
+            self.run_tree.upsert_run(runs[run_id])
+        for run_id, step in sorted(changed_steps):
+            run = runs[run_id]
+            if step in run.steps:
+                self.run_tree.upsert_step(run, run.steps[step])
+        if self._auto_select and self.selected_run is None and changed_runs:
+            self.select_run(max(changed_runs))
+        selected = self.selected_run
+        if selected is None or selected not in runs:
+            return
+        run = runs[selected]
+        self.transcript.set_streaming(run.streaming)
+        if selected in changed_runs:
+            self._refresh_gauges()
+        if any(run_id == selected for run_id, _ in committed) or (
+            selected in changed_runs and not run.live
+        ):
+            self.load_tail(selected, self.transcript.last_step)
+            self.load_gauges(selected, self.selected_step)
+
+    # -- selection -----------------------------------------------------------------------------
+
+    def select_run(self, run_id: int, step: int | None = None) -> None:
+        self.run_tree.select_ref(NodeRef(run_id, step))
+        self._select(run_id, step)
+
+    @on(Tree.NodeHighlighted, "#runs")
+    def _on_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        ref = event.node.data
+        if ref is not None:
+            self._auto_select = False
+            self._select(ref.run_id, ref.step)
+
+    def _select(self, run_id: int, step: int | None) -> None:
+        changed_run = run_id != self.selected_run
+        self.selected_run, self.selected_step = run_id, step
+        run = self.io_app.runs.get(run_id)
+        if changed_run:
+            self.transcript.run_id = run_id
+            self.load_transcript(run_id)
+            if run is not None:
+                self.transcript.set_streaming(run.streaming)
+        elif step is not None:
+            block = self.transcript.blocks.get(step)
+            if block is not None:
+                self.transcript.scroll_to_widget(block, animate=False, top=True)
+        self.load_gauges(run_id, step)
+        self.refresh_bindings()
+
+    @work(group="view", exclusive=True, exit_on_error=False)
+    async def load_transcript(self, run_id: int) -> None:
+        steps = await load_steps(self.io_app.store, run_id, limit=MAX_BLOCKS)
+        self.post_message(self.TranscriptLoaded(run_id, steps, replace=True))
+
+    @work(group="tail", exit_on_error=False)
+    async def load_tail(self, run_id: int, since: int) -> None:
+        steps = await load_steps(self.io_app.store, run_id, since=since)
+        self.post_message(self.TranscriptLoaded(run_id, steps, replace=False))
+
+    @on(TranscriptLoaded)
+    def _on_transcript_loaded(self, message: TranscriptLoaded) -> None:
+        if message.run_id != self.selected_run:
+            return
+        run = self.io_app.runs.get(message.run_id)
+        if message.replace:
+            self.transcript.show_run(message.run_id, message.steps, run.goal if run else "")
+            if run is not None:
+                self.transcript.set_streaming(run.streaming)
+        else:
+            self.transcript.add_steps(message.steps)
+
+    @work(group="gauges", exclusive=True, exit_on_error=False)
+    async def load_gauges(self, run_id: int, step: int | None) -> None:
+        store = self.io_app.store
+        if step is None:
+            row = await store.db.fetchone(
+                "SELECT step, ceiling_tokens, est_tokens, reported_tokens FROM requests"
+                " WHERE run_id = ? AND purpose = 'work' ORDER BY step DESC, attempt DESC LIMIT 1",
+                (run_id,),
+            )
+        else:
+            row = await store.db.fetchone(
+                "SELECT step, ceiling_tokens, est_tokens, reported_tokens FROM requests"
+                " WHERE run_id = ? AND step = ? AND purpose = 'work' ORDER BY attempt DESC LIMIT 1",
+                (run_id, step),
+            )
+        run = await store.runs.get(run_id)
+        entries = chars = 0
+        if run is not None:
+            entries, chars = await store.memory.usage("workspace", run.workspace)
+        self.post_message(
+            self.GaugesLoaded(
+                GaugeFigures(
+                    run_id,
+                    row["step"] if row else step,
+                    row["ceiling_tokens"] if row else None,
+                    row["est_tokens"] if row else None,
+                    row["reported_tokens"] if row else None,
+                    entries,
+                    chars,
+                )
+            )
+        )
+
+    @on(GaugesLoaded)
+    def _on_gauges_loaded(self, message: GaugesLoaded) -> None:
+        if message.figures.run_id == self.selected_run:
+            self._figures = message.figures
+            self._refresh_gauges()
+
+    def _refresh_gauges(self) -> None:
+        run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
+        if run is None:
+            return
+        self.query_one("#gauge-run", Gauge).update(
+            run.tokens, run.token_budget, run.status if run.token_budget else f"{run.status}"
+        )
+        figures = self._figures if self._figures and self._figures.run_id == run.id else None
+        live = run.live and self.selected_step is None
+        ceiling = run.ceiling_tokens if live or figures is None else figures.ceiling
+        est = run.est_tokens if live or figures is None else figures.est
+        reported = run.reported_tokens if live or figures is None else figures.reported
+        step = figures.step if figures else None
+        self.query_one("#gauge-request", Gauge).update(est, ceiling, f"step {step}" if step else "")
+        drift = "no provider usage" if reported is None or est is None else _drift(est, reported)
+        self.query_one("#gauge-drift", Gauge).update(est, reported, drift)
+        limits = MemoryLimits()
+        entries = figures.memory_entries if figures else 0
+        chars = figures.memory_chars if figures else 0
+        self.query_one("#gauge-memory", Gauge).update(entries, limits.max_entries, "workspace")
+        self.query_one("#gauge-memory-chars", Gauge).update(chars, limits.max_chars)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in {"inspect", "trace"}:
+            return self.selected_run is not None
+        if action == "interrupt":
+            run_id = self.selected_run
+            worker = self.io_app.run_workers.get(run_id) if run_id is not None else None
+            return worker is not None and worker.is_running
+        return True
+
+    def action_inspect(self) -> None:
+        from io_tui.ui.screens.inspector import InspectorScreen
+
+        if self.selected_run is None:
+            return
+        run = self.io_app.runs.get(self.selected_run)
+        step = self.selected_step or (max(run.steps) if run and run.steps else 1)
+        self.app.push_screen(InspectorScreen(self.selected_run, step))
+
+    def action_trace(self) -> None:
+        from io_tui.ui.screens.trace import TraceScreen
+
+        if self.selected_run is not None:
+            self.app.push_screen(TraceScreen(self.selected_run))
+
+    def action_prompt(self) -> None:
+        self.prompt.focus()
+
+    def action_focus_tree(self) -> None:
+        self.run_tree.focus()
+
+    def action_interrupt(self) -> None:
+        if self.selected_run is not None and self.io_app.interrupt(self.selected_run):
+            self.notify(f"interrupting run {self.selected_run}…")
+
+    def action_expand(self) -> None:
+        blocks = list(self.transcript.query(Collapsible))
+        expand = any(b.collapsed for b in blocks)
+        for block in blocks:
+            block.collapsed = not expand
+
+    @on(Input.Submitted, "#prompt")
+    def _on_prompt(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        self.prompt.clear()
+        app = self.io_app
+        run = app.runs.get(self.selected_run) if self.selected_run is not None else None
+        if run is None:
+            app.action_new_run(task=text)
+            return
+        if run.status in {"running", "asking", "paused"}:
+            self.steer(run.id, text)
+            self.notify(f"message queued for run {run.id}: delivered at its next step")
+        else:
+            app.start_request(
+                NewRunRequest(task=text, workspace=_path(run.workspace), seed_run_id=run.id)
+            )
+            self.notify(f"follow-up on run {run.id} started as a new run")
+        self.run_tree.focus()
+
+    @work(group="db", exit_on_error=False)
+    async def steer(self, run_id: int, text: str) -> None:
+        await self.io_app.send_operator_message(run_id, text)
+
+
+def _drift(est: int, reported: int) -> str:
+    diff = reported - est
+    pct = f" ({diff / est:+.0%})" if est else ""
+    return f"drift {diff:+,} tok{pct}"
+
+
+def _path(text: str) -> Path:
+    return Path(text)

@@ -1,0 +1,156 @@
+"""The trace viewer: every step's full, unelided result, searchable (``/``, then ``n``/``N``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.getters import query_one
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Static, TextArea
+from textual.widgets.text_area import Selection
+
+from io_tui.core.trace import TraceNotFound, build_trace
+
+
+class TraceScreen(Screen[None]):
+    CSS_PATH = "trace.tcss"
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="trace.close", tooltip="Back to the main screen"),
+        Binding("slash", "search", "Search", id="trace.search", tooltip="Search the trace"),
+        Binding("n", "next_match(1)", "Next", id="trace.next", tooltip="Next match"),
+        Binding("N", "next_match(-1)", "Prev", id="trace.prev", tooltip="Previous match"),
+        Binding("r", "reload", "Reload", id="trace.reload", tooltip="Rebuild from the store"),
+    ]  # fmt: skip
+
+    class TraceLoaded(Message):
+        def __init__(self, text: str, error: str | None = None) -> None:
+            super().__init__()
+            self.text = text
+            self.error = error
+
+    body = query_one("#trace-text", TextArea)
+    search = query_one("#search", Input)
+    status = query_one("#status", Static)
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.matches: list[tuple[int, int, int]] = []  # (line, start col, end col)
+        self.current = -1
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield Input(placeholder="search the trace (regex or text), Enter to find", id="search")
+        yield Static("loading…", id="status")
+        yield TextArea("", read_only=True, soft_wrap=False, show_line_numbers=True, id="trace-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"trace of run {self.run_id}"
+        self.body.focus()
+        self.load()
+
+    @work(group="trace", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        try:
+            trace = await build_trace(self.app.store, self.run_id)  # type: ignore[attr-defined]
+        except TraceNotFound as exc:
+            self.post_message(self.TraceLoaded("", str(exc)))
+            return
+        self.post_message(self.TraceLoaded(render_trace(trace)))
+
+    @on(TraceLoaded)
+    def _on_loaded(self, message: TraceLoaded) -> None:
+        if message.error:
+            self.status.update(message.error)
+            return
+        self.body.load_text(message.text)
+        self.status.update(f"{self.body.document.line_count:,} lines · / to search")
+        if self.search.value:
+            self.find(self.search.value)
+
+    def action_search(self) -> None:
+        self.search.focus()
+
+    def action_reload(self) -> None:
+        self.load()
+
+    @on(Input.Submitted, "#search")
+    def _on_search(self, event: Input.Submitted) -> None:
+        self.find(event.value)
+        self.body.focus()
+
+    def find(self, query: str) -> None:
+        self.matches = []
+        self.current = -1
+        if not query:
+            self.status.update("")
+            return
+        try:
+            pattern = re.compile(query, re.IGNORECASE)
+        except re.error:
+            pattern = re.compile(re.escape(query), re.IGNORECASE)
+        for number, line in enumerate(self.body.text.splitlines()):
+            for match in pattern.finditer(line):
+                if match.end() > match.start():
+                    self.matches.append((number, match.start(), match.end()))
+        if not self.matches:
+            self.status.update(f"no match for {query!r}")
+            return
+        self.action_next_match(1)
+
+    def action_next_match(self, delta: int) -> None:
+        if not self.matches:
+            return
+        self.current = (self.current + delta) % len(self.matches)
+        line, start, end = self.matches[self.current]
+        self.body.selection = Selection((line, start), (line, end))
+        self.body.scroll_cursor_visible(center=True, animate=False)
+        self.status.update(
+            f"match {self.current + 1} of {len(self.matches)} · line {line + 1} · n / N"
+        )
+
+
+def render_trace(trace: dict[str, Any]) -> str:
+    """The trace as plain text: the run, then every step with its full results."""
+    run = trace["run"]
+    out = [
+        f"run {run['id']} · {run['status']} ({run['outcome']}) · {run['steps']} steps"
+        f" · {run['tokens']:,} tokens",
+        f"goal: {run['goal']}",
+        f"workspace: {run['workspace']}",
+        "",
+    ]
+    approvals = {a["step"]: a for a in trace.get("approvals", [])}
+    for step in trace["steps"]:
+        out.append(f"━━ step {step['step']} · {step['tokens']:,} tok " + "━" * 40)
+        for message in step.get("operator_messages", []):
+            out.append(f"operator ▸ {message}")
+        if step["text"]:
+            out.append(step["text"])
+        by_call = {o["call_id"]: o for o in step.get("observations", [])}
+        for call in step["tool_calls"]:
+            out.append(f"→ {call['name']} {json.dumps(call['arguments'], ensure_ascii=False)}")
+            obs = by_call.get(call.get("id"))
+            if obs is not None:
+                mark = "✗ error" if obs.get("is_error") else "result"
+                out.append(f"  {mark} ({obs['kind']} {obs['target']}):")
+                out.extend("  │ " + line for line in (obs.get("full_text") or "").splitlines())
+        approval = approvals.get(step["step"])
+        if approval is not None:
+            decision = approval.get("decision") or {}
+            out.append(
+                f"? approval {approval['id']}: {approval['act']} {approval['target']} "
+                f"(rule '{approval['rule']}', layer '{approval['layer']}') → "
+                f"{decision.get('kind', approval.get('status'))}"
+            )
+        if step.get("decision"):
+            out.append(f"decision: {json.dumps(step['decision'])}")
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,160 @@
+"""The run tree: runs → steps → child runs, with live status badges and per-node tokens.
+
+Nodes are keyed (``run_nodes``, ``step_nodes``) and relabelled in place; the tree is never
+cleared and rebuilt. ``Tree`` renders only visible lines, so 10,000 steps stay responsive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from io_tui.ui.state import RunView, StepView
+
+BADGES = {
+    "running": ("●", "running"),
+    "asking": ("?", "asking"),
+    "paused": ("‖", "paused"),
+    "finished": ("✓", "finished"),
+    "failed": ("✗", "failed"),
+    "cancelled": ("■", "cancelled"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    run_id: int
+    step: int | None = None
+
+
+class RunTree(Tree[NodeRef]):
+    DEFAULT_CSS = """
+    RunTree { scrollbar-size-vertical: 1; }
+    RunTree > .tree--guides { color: $foreground-darken-3; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("runs", id=id)
+        self.show_root = False
+        self.guide_depth = 2
+        self.run_nodes: dict[int, TreeNode[NodeRef]] = {}
+        self.step_nodes: dict[tuple[int, int], TreeNode[NodeRef]] = {}
+        self.styles_by_status: dict[str, str] = dict(_FALLBACK_STYLE)
+        self.views: dict[int, RunView] = {}
+
+    def on_mount(self) -> None:
+        self._restyle()
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
+
+    def _restyle(self) -> None:
+        """Badge colours come from the theme's variables; relabel every run on a theme change."""
+        variables = self.app.theme_variables
+        self.styles_by_status = {
+            status: _plain_colour(variables.get(var), _FALLBACK_STYLE[status])
+            for status, var in _STATUS_VARIABLE.items()
+        }
+        for run in self.views.values():
+            self.upsert_run(run)
+
+    def upsert_run(self, run: RunView) -> TreeNode[NodeRef]:
+        self.views[run.id] = run
+        node = self.run_nodes.get(run.id)
+        if node is None:
+            parent = self.root
+            if run.parent_run_id is not None and run.parent_run_id in self.run_nodes:
+                parent = self.run_nodes[run.parent_run_id]
+            node = parent.add(
+                run_label(run, self.styles_by_status), data=NodeRef(run.id), expand=run.live
+            )
+            self.run_nodes[run.id] = node
+        else:
+            node.set_label(run_label(run, self.styles_by_status))
+        return node
+
+    def upsert_step(self, run: RunView, step: StepView) -> TreeNode[NodeRef]:
+        key = (run.id, step.step)
+        node = self.step_nodes.get(key)
+        if node is None:
+            parent = self.upsert_run(run)
+            node = parent.add_leaf(step_label(step), data=NodeRef(run.id, step.step))
+            self.step_nodes[key] = node
+        else:
+            node.set_label(step_label(step))
+        return node
+
+    def select_ref(self, ref: NodeRef) -> None:
+        node = (
+            self.step_nodes.get((ref.run_id, ref.step))
+            if ref.step is not None
+            else self.run_nodes.get(ref.run_id)
+        )
+        if node is None:
+            return
+        if node.parent is not None and not node.parent.is_expanded:
+            node.parent.expand()
+        self.move_cursor(node)
+        self.scroll_to_node(node, animate=False)
+
+
+def run_label(run: RunView, styles: dict[str, str]) -> Text:
+    glyph, status = BADGES.get(run.status, ("·", run.status))
+    style = styles.get(status, "")
+    goal = run.goal if len(run.goal) <= 48 else run.goal[:47] + "…"
+    label = Text.assemble(
+        (f"{glyph} ", f"bold {style}"),
+        (f"#{run.id} ", "bold"),
+        (f"{status} ", style),
+        goal,
+        " ",
+        (_tok(run.tokens), "dim"),
+    )
+    return label
+
+
+def step_label(step: StepView) -> Text:
+    tools = ", ".join(step.tools) if step.tools else ("final" if step.committed else "thinking…")
+    if len(tools) > 40:
+        tools = tools[:39] + "…"
+    return Text.assemble(
+        (f"step {step.step:>3} ", "bold" if step.asking else ""),
+        ("? asking " if step.asking else "", "bold"),
+        tools,
+        " ",
+        (_tok(step.tokens) if step.tokens else "", "dim"),
+    )
+
+
+def _plain_colour(value: str | None, fallback: str) -> str:
+    """Rich styles take #rrggbb; theme variables may carry alpha or 'auto'."""
+    if value and value.startswith("#") and len(value) == 7:
+        return value
+    return fallback
+
+
+def _tok(tokens: int) -> str:
+    if tokens >= 10_000:
+        return f"{tokens / 1000:.0f}k tok"
+    if tokens >= 1_000:
+        return f"{tokens / 1000:.1f}k tok"
+    return f"{tokens} tok"
+
+
+_STATUS_VARIABLE = {
+    "running": "accent",
+    "asking": "warning",
+    "paused": "secondary",
+    "finished": "success",
+    "failed": "error",
+    "cancelled": "foreground-darken-3",
+}
+_FALLBACK_STYLE = {
+    "running": "cyan",
+    "asking": "yellow",
+    "paused": "magenta",
+    "finished": "green",
+    "failed": "red",
+    "cancelled": "grey50",
+}
