@@ -113,8 +113,11 @@ def _tool_call(block: _Block) -> ToolCall:
         arguments, error = parse_arguments(raw)
     elif isinstance(block.initial_input, dict):
         arguments, error = block.initial_input, None
-    else:
+    elif block.initial_input is None:
         arguments, error = {}, None
+    else:
+        kind = type(block.initial_input).__name__
+        arguments, error = {}, f"arguments must be a JSON object, not {kind}"
     return ToolCall(id=block.id, name=block.name, arguments=arguments, arguments_error=error)
 
 
@@ -220,7 +223,8 @@ class AnthropicWire:
     name: str = "anthropic"
 
     def url(self, base_url: str) -> str:
-        return base_url.rstrip("/") + "/v1/messages"
+        # The base URL is the host root; forgive one that already ends in /v1.
+        return base_url.rstrip("/").removesuffix("/v1") + "/v1/messages"
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = dict(self.extra_headers)

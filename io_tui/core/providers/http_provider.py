@@ -281,9 +281,12 @@ class HttpProvider:
     def _http_error(self, response: httpx.Response) -> ProviderError:
         tag, message = body_detail(response.text)
         kind = classify(response.status_code, tag, message)
+        message = message or response.reason_phrase or "request failed"
+        if response.status_code == 404:  # a wrong base URL or an unknown model, most often
+            message += f" (POST {response.request.url}: check the base URL and the model name)"
         return ProviderError(
             kind,
-            self._redact(message or response.reason_phrase or "request failed"),
+            self._redact(message),
             status=response.status_code,
             retry_after=parse_retry_after(response.headers),
         )

@@ -232,3 +232,23 @@ async def test_non_streaming_body() -> None:
     assert response.tool_calls == (ToolCall("t1", "grep", {"pattern": "TODO"}),)
     assert response.usage == Usage(prompt_tokens=120, completion_tokens=8, cache_read_tokens=100)
     assert response.finish_reason == "tool_use"
+
+
+def test_base_url_with_v1_is_forgiven() -> None:
+    wire = AnthropicProvider(model="m").wire
+    assert wire.url("https://proxy.test/v1/") == "https://proxy.test/v1/messages"
+    assert wire.url("https://api.anthropic.com") == "https://api.anthropic.com/v1/messages"
+
+
+def test_non_object_tool_input_is_an_arguments_error() -> None:
+    wire = AnthropicProvider(model="m").wire
+    draft = wire.decode_body(
+        {
+            "content": [{"type": "tool_use", "id": "t", "name": "x", "input": [1]}],
+            "stop_reason": "tool_use",
+        }
+    )
+    [call] = draft.tool_calls
+    assert (
+        call.arguments == {} and call.arguments_error == "arguments must be a JSON object, not list"
+    )

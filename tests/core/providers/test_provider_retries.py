@@ -178,3 +178,15 @@ async def test_anthropic_overloaded_event_is_retried(retry: RetryPolicy, sleeps:
     assert response.text == "Hello there!"
     assert [a.error_kind for a in response.attempts] == [ErrorKind.SERVER, ErrorKind.SERVER, None]
     assert len(sleeps.waits) == 2
+
+
+async def test_404_names_the_url_to_check(retry: RetryPolicy, sleeps: Sleeps) -> None:
+    script = Script([error(404, 'model "llama9" not found, try pulling it first')])
+    with pytest.raises(ProviderError) as info:
+        await run(openai(script, retry))
+    assert info.value.kind is ErrorKind.REQUEST
+    assert info.value.message == (
+        'openai-compatible: model "llama9" not found, try pulling it first '
+        "(POST http://llm.test/v1/chat/completions: check the base URL and the model name)"
+    )
+    assert sleeps.waits == []
