@@ -93,6 +93,7 @@ async def test_eviction_is_told_and_emitted(h: Harness) -> None:
     assert "the oldest notes were dropped: 'k0'" in out.text
     assert h.ops()[-2:] == [("write", "k3"), ("evict", "k0")]
     assert h.events[-1][1]["evicted_by"] == "k3"
+    assert h.events[-1][1]["value"] == "note 0"  # the trace keeps what eviction lost
 
 
 async def test_truncation_is_told(h: Harness) -> None:
@@ -112,6 +113,7 @@ async def test_pinned_notes_refuse_overwrite_and_forget_and_say_so(h: Harness) -
     assert out.is_error and "the operator pinned 'k'" in out.text
     assert h.ops() == [("write", "k"), ("refuse", "k"), ("refuse", "k")]
     assert all(d["reason"] == "pinned" for _, d in h.events[1:])
+    assert h.events[1][1]["value"] == "changed"  # what the agent tried to write
     (note,) = await h.store.memory.notes_for(str(h.workspace.root))
     assert note.value == "original"
 

@@ -66,7 +66,14 @@ def _workspace(ctx: ToolContext, scope: Scope) -> str | None:
 
 
 def _brief(note: MemoryNote) -> dict[str, Any]:
-    return {"key": note.key, "scope": note.scope, "run_id": note.run_id, "step": note.step}
+    """A note as an event records it; the value is kept so the trace shows what was lost."""
+    return {
+        "key": note.key,
+        "scope": note.scope,
+        "run_id": note.run_id,
+        "step": note.step,
+        "value": note.value,
+    }
 
 
 class Remember(Tool):
@@ -95,7 +102,16 @@ class Remember(Tool):
             raise ToolError(str(exc)) from None
         note = result.note
         if not result.written:
-            emit(EventKind.MEMORY.value, {"op": "refuse", "reason": result.status, **_brief(note)})
+            emit(
+                EventKind.MEMORY.value,
+                {
+                    "op": "refuse",
+                    "reason": result.status,
+                    "key": note.key,
+                    "scope": args.scope,
+                    "value": args.value,
+                },
+            )
             return ToolOutcome(
                 _refusal(result, limits),
                 ObsKind.MEMORY,
