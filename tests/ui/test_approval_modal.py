@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _steering import EDIT_TURN, EXEC_TURN, StoreHost, make_workspace, paused_run
 from textual.widgets import DataTable, Input, TextArea
 
 from io_tui.core.approvals import Decision, DecisionKind, RememberRule
@@ -20,6 +19,7 @@ from io_tui.ui.screens.approval import (
     RewriteScreen,
 )
 from io_tui.ui.widgets.diff_view import DiffView
+from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, make_workspace, paused_run
 
 
 @pytest.fixture

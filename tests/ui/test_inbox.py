@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from _steering import EDIT_TURN, StoreHost, make_workspace, paused_run, script
 from textual import on
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static
@@ -21,6 +20,7 @@ from io_tui.ui.approver import ApprovalDesk, UIApprover
 from io_tui.ui.messages import ApprovalRequested
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
+from ui._steering import EDIT_TURN, StoreHost, make_workspace, paused_run, script
 
 FIXED = "def parse(x):\n    return x\n"
 

@@ -1,0 +1,336 @@
+"""The memory editor: a workspace's notes and the global notes, with provenance and recalls.
+
+Every change goes through ``MemoryRepo``'s operator API, which records it in the trace
+(``events`` with run 0). Caps are shown as gauges; clearing asks for confirmation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, Static, TextArea
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.memory import MemoryNote, Scope
+from io_tui.core.rule_preview import recall_history
+from io_tui.core.store import Store
+from io_tui.ui.screens.inbox import format_time
+
+
+def note_key(note: MemoryNote) -> str:
+    return f"{note.scope}\x1f{note.workspace}\x1f{note.key}"
+
+
+class EditValueScreen(ModalScreen[str | None]):
+    """Edit one note's value; dismisses with the new value, or None."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+s", "save", "Save", id="memory.edit.save", tooltip="Save the value", priority=True
+        ),
+        Binding(
+            "escape", "cancel", "Cancel", id="memory.edit.cancel", tooltip="Keep the old value"
+        ),
+    ]
+
+    def __init__(self, note: MemoryNote) -> None:
+        super().__init__()
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog"):
+            yield Static(
+                f"Edit {self.note.scope} note '{self.note.key}'", classes="memory-dialog-title"
+            )
+            yield TextArea(self.note.value, id="memory-value")
+            yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one("#memory-value", TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Yes/no; escape and n are no."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Yes, do it"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="No, keep everything"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="confirm"):
+            yield Static(self.question, classes="memory-dialog-title")
+            with Horizontal(id="confirm-buttons"):
+                yield Button("y  Yes", id="yes", variant="error")
+                yield Button("n  No", id="no")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class MemoryEditorScreen(Screen[None]):
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "enter,e",
+            "edit",
+            "Edit value",
+            id="memory.edit",
+            tooltip="Edit the highlighted note's value",
+        ),
+        Binding(
+            "p",
+            "toggle_pin",
+            "Pin/unpin",
+            id="memory.pin",
+            tooltip="Pinned notes are never evicted",
+        ),
+        Binding(
+            "x,delete",
+            "delete",
+            "Delete",
+            id="memory.delete",
+            tooltip="Delete the highlighted note",
+        ),
+        Binding(
+            "c",
+            "clear",
+            "Clear scope",
+            id="memory.clear",
+            tooltip="Delete every unpinned note of this scope",
+        ),
+        Binding("r", "reload", "Refresh", id="memory.refresh", tooltip="Reload notes"),
+        Binding("escape,q", "close", "Back", id="memory.close", tooltip="Back to the runs"),
+    ]
+
+    def __init__(
+        self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.workspace = workspace
+        self.limits = limits or MemoryLimits()
+        self.notes: list[MemoryNote] = []
+
+    def compose(self) -> ComposeResult:
+        title = f"Memory — {self.workspace}" if self.workspace else "Memory — global notes"
+        yield Static(title, id="memory-title")
+        with Horizontal(id="memory-gauges"):
+            for scope in self.scopes():
+                with Vertical(classes="memory-gauge"):
+                    yield Label(f"{scope} notes", id=f"gauge-label-{scope}-entries")
+                    yield ProgressBar(
+                        total=self.limits.max_entries, show_eta=False, id=f"gauge-{scope}-entries"
+                    )
+                with Vertical(classes="memory-gauge"):
+                    yield Label(f"{scope} chars", id=f"gauge-label-{scope}-chars")
+                    yield ProgressBar(
+                        total=self.limits.max_chars, show_eta=False, id=f"gauge-{scope}-chars"
+                    )
+        yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="memory-value-view")
+        yield Label("Recalled by:", id="memory-recalls-label")
+        yield DataTable(id="memory-recalls", cursor_type="row")
+        yield Footer()
+
+    def scopes(self) -> list[Scope]:
+        return ["workspace", "global"] if self.workspace else ["global"]
+
+    def on_mount(self) -> None:
+        table = self.query_one("#memory-table", DataTable)
+        for label in (
+            "scope",
+            "key",
+            "value",
+            "written by",
+            "written at",
+            "pinned",
+            "recalls",
+            "last recalled",
+        ):
+            table.add_column(label, key=label)
+        recalls = self.query_one("#memory-recalls", DataTable)
+        for label in ("request", "run", "step", "at"):
+            recalls.add_column(label, key=label)
+        self.load()
+
+    @work(group="memory", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        notes: list[MemoryNote] = []
+        for scope in self.scopes():
+            notes += await self.store.memory.list(scope, self.workspace)
+            entries, chars = await self.store.memory.usage(scope, self.workspace)
+            self.query_one(f"#gauge-{scope}-entries", ProgressBar).update(progress=entries)
+            self.query_one(f"#gauge-{scope}-chars", ProgressBar).update(progress=chars)
+            self.query_one(f"#gauge-label-{scope}-entries", Label).update(
+                f"{scope} notes {entries}/{self.limits.max_entries}"
+            )
+            self.query_one(f"#gauge-label-{scope}-chars", Label).update(
+                f"{scope} chars {chars:,}/{self.limits.max_chars:,}"
+            )
+        self.notes = notes
+        self._apply()
+
+    def _apply(self) -> None:
+        table = self.query_one("#memory-table", DataTable)
+        wanted = {note_key(n): n for n in self.notes}
+        for gone in [k for k in table.rows if k.value not in wanted]:
+            table.remove_row(gone)
+        have = {k.value for k in table.rows}
+        for key, note in wanted.items():
+            cells = {
+                "scope": note.scope,
+                "key": note.key,
+                "value": _one_line(note.value),
+                "written by": note.origin,
+                "written at": format_time(note.written_at),
+                "pinned": "📌" if note.pinned else "",
+                "recalls": str(note.recalls),
+                "last recalled": format_time(note.last_recalled),
+            }
+            if key in have:
+                for column, value in cells.items():
+                    table.update_cell(key, column, value)
+            else:
+                table.add_row(*cells.values(), key=key)
+        self._show_selected()
+
+    def selected(self) -> MemoryNote | None:
+        table = self.query_one("#memory-table", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.ordered_rows[min(table.cursor_row, table.row_count - 1)].key.value
+        return next((n for n in self.notes if note_key(n) == key), None)
+
+    @on(DataTable.RowHighlighted, "#memory-table")
+    def _highlighted(self) -> None:
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        note = self.selected()
+        self.query_one("#memory-value-view", Static).update(note.value if note else "")
+        self.load_recalls(note)
+
+    @work(group="memory-recalls", exclusive=True, exit_on_error=False)
+    async def load_recalls(self, note: MemoryNote | None) -> None:
+        table = self.query_one("#memory-recalls", DataTable)
+        table.clear()
+        if note is None:
+            return
+        for recall in await recall_history(self.store, note.scope, note.workspace, note.key):
+            table.add_row(
+                f"#{recall.request_id}" if recall.request_id else "",
+                str(recall.run_id),
+                str(recall.step),
+                format_time(recall.at),
+            )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if (
+            action in ("edit", "toggle_pin", "delete")
+            and self.is_mounted
+            and self.selected() is None
+        ):
+            return None
+        return True
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_edit(self) -> None:
+        note = self.selected()
+        if note is None:
+            return
+
+        def edited(value: str | None) -> None:
+            if value is not None and value != note.value:
+                self._change(self._set(note, value))
+
+        self.app.push_screen(EditValueScreen(note), edited)
+
+    async def _set(self, note: MemoryNote, value: str) -> str:
+        result = await self.store.memory.set(
+            note.key, value, note.scope, self._where(note), self.limits
+        )
+        return f"saved '{note.key}'" if result.written else f"not saved: {result.status}"
+
+    def action_toggle_pin(self) -> None:
+        note = self.selected()
+        if note is not None:
+            self._change(self._pin(note))
+
+    async def _pin(self, note: MemoryNote) -> str:
+        if note.pinned:
+            await self.store.memory.unpin(note.key, note.scope, self._where(note))
+            return f"unpinned '{note.key}'"
+        await self.store.memory.pin(note.key, note.scope, self._where(note))
+        return f"pinned '{note.key}'"
+
+    def action_delete(self) -> None:
+        note = self.selected()
+        if note is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._change(self._delete(note))
+
+        self.app.push_screen(ConfirmScreen(f"Delete {note.scope} note '{note.key}'?"), answered)
+
+    async def _delete(self, note: MemoryNote) -> str:
+        await self.store.memory.delete(note.key, note.scope, self._where(note))
+        return f"deleted '{note.key}'"
+
+    def action_clear(self) -> None:
+        note = self.selected()
+        scope: Scope = note.scope if note else self.scopes()[0]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._change(self._clear(scope))
+
+        where = "global" if scope == "global" else "this workspace's"
+        self.app.push_screen(
+            ConfirmScreen(f"Clear every unpinned {where} note? Pinned notes stay."), answered
+        )
+
+    async def _clear(self, scope: Scope) -> str:
+        count = await self.store.memory.clear(
+            scope, self.workspace if scope == "workspace" else None
+        )
+        return f"cleared {count} {scope} note(s)"
+
+    def _where(self, note: MemoryNote) -> str | None:
+        return note.workspace or None
+
+    @work(group="memory", exit_on_error=False)
+    async def _change(self, change: Awaitable[str]) -> None:
+        self.notify(await change, title="Memory")
+        self.load()
+
+
+def _one_line(value: str, limit: int = 60) -> str:
+    line = value.replace("\n", " ⏎ ")
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,130 @@
+"""Remembered rules: listed and revocable (the same rows ``io-tui rules list|revoke`` shows)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from io_tui.core.rule_preview import SCOPE_LABELS
+from io_tui.core.store import RememberedRule, Store
+from io_tui.ui.screens.inbox import format_time
+
+
+def applies_to(rule: RememberedRule) -> str:
+    if rule.scope == "run":
+        return f"run {rule.run_id}"
+    if rule.scope == "workspace":
+        return rule.workspace or ""
+    return SCOPE_LABELS["global"]
+
+
+class RulesScreen(Screen[None]):
+    CSS_PATH = "rules.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "x,delete", "revoke", "Revoke", id="rules.revoke", tooltip="Revoke the highlighted rule"
+        ),
+        Binding(
+            "h",
+            "toggle_revoked",
+            "Show revoked",
+            id="rules.revoked",
+            tooltip="Also list revoked rules",
+        ),
+        Binding("escape,q", "close", "Back", id="rules.close", tooltip="Back to the runs"),
+    ]
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+        self.rules: list[RememberedRule] = []
+        self.show_revoked = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("Remembered rules", id="rules-title")
+        yield DataTable(id="rules-table", cursor_type="row", zebra_stripes=True)
+        yield Static(
+            "A remembered allow never beats a deny: policy is deny-first across every layer.",
+            id="rules-hint",
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#rules-table", DataTable)
+        for label in (
+            "#",
+            "act",
+            "effect",
+            "pattern",
+            "scope",
+            "applies to",
+            "from request",
+            "saved",
+            "state",
+        ):
+            table.add_column(label, key=label)
+        self.load()
+
+    @work(group="rules", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        self.rules = await self.store.rules.list(include_revoked=self.show_revoked)
+        table = self.query_one("#rules-table", DataTable)
+        wanted = {str(r.id) for r in self.rules}
+        for key in [k for k in table.rows if k.value not in wanted]:
+            table.remove_row(key)
+        have = {k.value for k in table.rows}
+        for rule in self.rules:
+            state = "revoked" if rule.revoked_at else "active"
+            if str(rule.id) in have:
+                table.update_cell(str(rule.id), "state", state)
+                continue
+            table.add_row(
+                str(rule.id),
+                rule.act.value,
+                rule.effect.value,
+                rule.pattern,
+                SCOPE_LABELS.get(rule.scope, rule.scope),
+                applies_to(rule),
+                f"#{rule.approval_id}" if rule.approval_id else "",
+                format_time(rule.created_at),
+                state,
+                key=str(rule.id),
+            )
+        active = sum(1 for r in self.rules if r.revoked_at is None)
+        self.query_one("#rules-title", Static).update(f"Remembered rules — {active} active")
+
+    def selected(self) -> RememberedRule | None:
+        table = self.query_one("#rules-table", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.ordered_rows[table.cursor_row].key.value
+        return next((r for r in self.rules if str(r.id) == key), None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "revoke":
+            rule = self.selected() if self.is_mounted else None
+            return None if rule is None or rule.revoked_at else True
+        return True
+
+    @work(group="rules", exit_on_error=False)
+    async def action_revoke(self) -> None:
+        rule = self.selected()
+        if rule is None:
+            return
+        if await self.store.rules.revoke(rule.id):
+            self.notify(
+                f"revoked rule {rule.id}: {rule.effect.value} {rule.act.value} {rule.pattern}"
+            )
+        self.load()
+
+    def action_toggle_revoked(self) -> None:
+        self.show_revoked = not self.show_revoked
+        self.load()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

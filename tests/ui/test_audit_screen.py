@@ -1,0 +1,36 @@
+"""The audit screen: every decision with the approval rate and median time to decide."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from io_tui.core.approvals import Decision
+from io_tui.core.decide import decide
+from io_tui.core.store import Store
+from io_tui.ui.screens.audit import AuditScreen
+from ui._steering import EDIT_TURN, StoreHost, freeze_times, make_workspace, paused_run
+
+
+async def test_audit_lists_decisions_with_stats(tmp_path: Path, store_path: Path) -> None:
+    async with await Store.open(store_path) as store:
+        for i in range(3):
+            ws = make_workspace(tmp_path / f"ws{i}")
+            await paused_run(store, ws, [EDIT_TURN], tmp_path / f"s{i}.json")
+        pending = await store.approvals.pending()
+        await decide(store, pending[0].request.id, Decision.approve())
+        await decide(store, pending[1].request.id, Decision.deny("not now"))
+        await freeze_times(store)
+    app = StoreHost(store_path, lambda store: AuditScreen(store))
+    async with app.run_test(size=(160, 24)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        stats = str(app.screen.query_one("#audit-stats").render())
+        assert "3 requests: 2 decided, 1 pending" in stats
+        assert "approval rate 50%" in stats and "median time to decide 45.0s" in stats
+        table = app.screen.query_one("#audit-table", DataTable)
+        assert table.row_count == 3
+        decisions = [table.get_row(k)[8] for k in table.rows]
+        assert decisions == ["approve", "deny: not now", "pending"]
+        assert table.get_row(next(iter(table.rows)))[10] == "as proposed"
