@@ -1,0 +1,175 @@
+"""Properties of every assembled request, over generated histories (DESIGN §3.2).
+
+Whatever the history, ceiling, memory, refresh outcomes and summarizer: the request stays within
+5% of its ceiling (the fixed frame counted apart), carries the contract, names only steps that
+exist, never sends stale content, never lets one entry pass the cap, and never separates a tool
+call from its result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed
+from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.memory import MemoryNote
+from io_tui.core.providers.base import CompletionRequest, ToolCall
+
+KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
+TOOL = {
+    ObsKind.READ: "read_file",
+    ObsKind.WRITE: "edit_file",
+    ObsKind.GREP: "grep",
+    ObsKind.EXEC: "run_command",
+    ObsKind.LIST: "list_dir",
+}
+PATHS = ["a.py", "b.py", "src/c.py"]
+STUB_STATES = {EntryState.SUPERSEDED, EntryState.REFRESH_FAILED, EntryState.ELIDED}
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[StepRecord]:
+    records = []
+    for number in range(1, draw(st.integers(1, 30)) + 1):
+        observations = []
+        calls = []
+        for n in range(draw(st.integers(0, 3))):
+            kind = draw(st.sampled_from(KINDS))
+            target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
+            span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
+            size = draw(st.sampled_from([0, 40, 40, 300, 900, 4_000, 30_000]))
+            call_id = f"c{number}_{n}"
+            text = f"<{call_id}>" + "x" * size
+            calls.append(ToolCall(call_id, TOOL[kind], {"path": target, "blob": "q" * (size // 3)}))
+            if draw(st.integers(0, 19)):  # now and then a call has no recorded result
+                observations.append(
+                    Observation(
+                        number, call_id, TOOL[kind], kind, target, text, span=span,
+                        is_error=draw(st.integers(0, 9)) == 0,
+                    )
+                )  # fmt: skip
+        ops = ("please hurry " * draw(st.integers(0, 30)),) if draw(st.integers(0, 6)) == 0 else ()
+        said = "thinking " * draw(st.sampled_from([0, 3, 400]))
+        records.append(StepRecord(number, said, tuple(calls), tuple(observations), ops))
+    return records
+
+
+def run(coro):  # hypothesis drives plain functions; each example gets its own loop
+    return asyncio.run(coro)
+
+
+def frame(compaction: Compaction) -> Frame:
+    contract = TaskContract("GOAL-MARKER fix the bug", Path("/ws"), compaction=compaction)
+    return Frame("SYSTEM-MARKER", (), contract)
+
+
+def body(assembly: Assembly) -> list:
+    return list(assembly.messages[2:])  # frame here: system prompt and contract
+
+
+def tokens(message) -> int:
+    calls = sum(
+        math.ceil(len(c.name) / 4) + math.ceil(len(json.dumps(c.arguments, ensure_ascii=False)) / 4)
+        for c in message.tool_calls
+    )
+    return math.ceil(len(message.content) / 4) + calls
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)  # fmt: skip
+@given(
+    history=histories(),
+    ceiling=st.sampled_from([500, 2_000, 3_000, 8_000, 24_000]),
+    note_count=st.integers(0, 30),
+    refresh_mode=st.sampled_from(["ok", "ok", "fail", "huge", "none"]),
+    summarizer=st.sampled_from(["none", "short", "huge"]),
+    enabled=st.booleans(),
+    force=st.booleans(),
+)
+def test_every_request_keeps_the_invariants(
+    history, ceiling, note_count, refresh_mode, summarizer, enabled, force
+) -> None:
+    async def refresh(observation: Observation) -> str:
+        if refresh_mode == "fail":
+            raise RefreshFailed("policy says ask")
+        return "FRESH " * (5_000 if refresh_mode == "huge" else 20)
+
+    async def summarize(request: CompletionRequest) -> str:
+        assert request.purpose == "summary"
+        return "summary " * (10 if summarizer == "short" else 50_000)
+
+    engine = ContextEngine(
+        frame(Compaction(enabled=enabled)),
+        refresh=None if refresh_mode == "none" else refresh,
+        summarize=None if summarizer == "none" else summarize,
+    )
+    notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
+    assembly = run(engine.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force))
+    # A second build reuses what the first bought: same invariants, nothing new folded.
+    again = run(engine.build(history, ceiling_tokens=ceiling, notes=notes))
+    assert not again.folded
+    for a in (assembly, again):
+        check(a, history, ceiling)
+    for state in {e.state.value for e in assembly.entries}:
+        event(state)  # `pytest --hypothesis-show-statistics` shows every state is reached
+
+
+def check(assembly: Assembly, history: list[StepRecord], ceiling: int) -> None:
+    steps = {r.step for r in history}
+    messages = body(assembly)
+    # The ceiling, frame apart, independently re-counted.
+    assert assembly.messages[0].content == "SYSTEM-MARKER"
+    assert "GOAL-MARKER" in assembly.messages[1].content
+    assert sum(tokens(m) for m in messages) == assembly.est_tokens
+    assert assembly.est_tokens <= ceiling * 1.05, assembly.manifest_json()
+    # One entry never passes the cap.
+    cap = entry_cap_chars(ceiling)
+    assert all(len(m.content) <= cap for m in messages if m.role == "tool")
+    # Stubs and manifest name only steps that exist.
+    for e in assembly.entries:
+        assert e.superseded_by is None or e.superseded_by in steps
+        assert e.step in steps
+    stub_ids = {e.call_id for e in assembly.entries if e.state in STUB_STATES}
+    for m in messages:
+        if m.tool_call_id in stub_ids or m.content.startswith(("[Steps", "[Summary")):
+            for number in re.findall(r"steps? (\d+)", m.content):
+                assert int(number) in steps, m.content
+    # Stale content is never sent: a read with a later write is only ever sent refreshed.
+    stale = stale_reads(history)
+    sent = "\n".join(m.content for m in messages)
+    assert not any(f"<{call_id}>" in sent for call_id in stale)
+    # Calls and results travel together, in order.
+    check_pairing(messages)
+
+
+def stale_reads(history: list[StepRecord]) -> set[str]:
+    stale: set[str] = set()
+    written: set[str] = set()
+    for record in reversed(history):
+        for o in reversed(record.observations):
+            if o.kind is ObsKind.WRITE and not o.is_error:
+                written.add(o.target)
+            elif o.kind is ObsKind.READ and o.target in written:
+                stale.add(o.call_id)
+    return stale
+
+
+def check_pairing(messages: list) -> None:
+    pending: list[str] = []
+    for m in messages:
+        if m.role == "tool":
+            assert pending and m.tool_call_id == pending.pop(0), "a result without its call"
+            continue
+        assert not pending, f"calls without results: {pending}"
+        if m.role == "assistant":
+            pending = [c.id for c in m.tool_calls]
+    assert not pending, f"calls without results: {pending}"
