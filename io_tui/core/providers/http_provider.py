@@ -245,7 +245,7 @@ class HttpProvider:
                 if response.status_code >= 400:
                     await response.aread()
                     raise self._http_error(response)
-                if self.streaming and is_event_stream(response):
+                if is_event_stream(response):  # whatever we asked for, read what came
                     decoder = self.wire.decoder()
                     try:
                         async for event in aiter_events(response):

@@ -364,3 +364,11 @@ async def test_complete_helper_returns_the_response() -> None:
     script = Script([sse_response(recorded("openai_chat/tool_call_nonstrict.sse"))])
     response = await complete(provider(script), ask())
     assert response.tool_calls[0].arguments == {"city": "New York City"}
+
+
+async def test_stream_answer_to_a_non_streaming_request_is_decoded() -> None:
+    script = Script([sse_response(recorded("openai_chat/tool_call_nonstrict.sse"))])
+    _, response = await run(provider(script, streaming=False))
+    assert response.tool_calls == (
+        ToolCall("call_4XzlGBLtUe9dy3GVNV4jhq7h", "get_weather", {"city": "New York City"}),
+    )
