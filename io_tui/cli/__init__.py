@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = (
     "io_tui.cli.run",
     "io_tui.cli.trace",
     "io_tui.cli.approvals",
+    "io_tui.cli.rules",
     "io_tui.cli.memory",
     "io_tui.cli.config",
     "io_tui.cli.ui",

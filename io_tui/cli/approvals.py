@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from io_tui.cli.common import (
@@ -16,6 +17,8 @@ from io_tui.cli.run import APPROVERS, exit_code, report
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core.approvals import Decision
 from io_tui.core.decide import DecideError, decide
+from io_tui.core.rule_preview import audit_row, audit_stats
+from io_tui.core.store import ApprovalRecord
 
 
 def register(sub: Any) -> None:
@@ -46,6 +49,8 @@ async def approvals_command(args: argparse.Namespace) -> int:
         records = await (store.approvals.history() if args.history else store.approvals.pending())
     finally:
         await store.close()
+    if args.history:
+        return _print_history(records, as_json=args.json)
     if args.json:
         print_json([r.to_json() for r in records])
         return EXIT_OK
@@ -60,6 +65,35 @@ async def approvals_command(args: argparse.Namespace) -> int:
         )
         print(f"      asked by '{req.rule}' in layer '{req.layer}'")
     return EXIT_OK
+
+
+def _print_history(records: list[ApprovalRecord], *, as_json: bool) -> int:
+    """Every request: when, which rule asked, proposed and performed; rate and median wait."""
+    stats = audit_stats(records)
+    rows = [audit_row(r) for r in records]
+    if as_json:
+        print_json({"stats": stats.to_json(), "approvals": [row.to_json() for row in rows]})
+        return EXIT_OK
+    if not rows:
+        print("no approvals yet")
+        return EXIT_OK
+    for row in rows:
+        decided = _when(row.decided_at) if row.decided_at else "—"
+        reason = f": {row.reason}" if row.reason else ""
+        print(
+            f"#{row.id}  run {row.run_id} step {row.step}  {row.act} {row.target}"
+            f"  [{row.decision}{reason}]"
+        )
+        print(f"      asked {_when(row.asked_at)} by '{row.rule}' in layer '{row.layer}'")
+        print(f"      decided {decided}{' by ' + row.decided_by if row.decided_by else ''}")
+        print(f"      proposed:  {row.proposed}")
+        print(f"      performed: {row.performed}")
+    print(stats.summary())
+    return EXIT_OK
+
+
+def _when(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
 async def decide_command(args: argparse.Namespace) -> int:
