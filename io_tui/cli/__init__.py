@@ -59,9 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         handler = open_app
     try:
-        return int(
-            asyncio.run(handler(args)) if asyncio.iscoroutinefunction(handler) else handler(args)
-        )
+        outcome = handler(args)  # async handlers, or sync ones that run their own loop (serve)
+        return int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
     except UsageError as exc:
         sys.stderr.write(f"io-tui: {exc}\n")
         return EXIT_USAGE

@@ -161,6 +161,7 @@ async def execute(
         )
         result = await start_run(harness, contract)
     finally:
+        await provider.aclose()
         await store.close()
     report(args, result)
     return exit_code(result)

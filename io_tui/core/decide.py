@@ -67,4 +67,7 @@ async def decide(
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)
     harness = await harness_for_run(store, run_id, approver, sink)
-    return Decided(approval_id, run_id, await resume_run(harness, run_id))
+    try:
+        return Decided(approval_id, run_id, await resume_run(harness, run_id))
+    finally:
+        await harness.provider.aclose()

@@ -26,6 +26,7 @@ class EventKind(StrEnum):
     OPERATOR_MESSAGE = "operator_message"
     VERIFY = "verify"
     CHILD_STARTED = "child_started"
+    WARNING = "warning"
     RUN_FINISHED = "run_finished"
 
 

@@ -12,12 +12,18 @@ import json
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from io_tui.core.approvals import Approver
 from io_tui.core.calls import CallResult, CallRunner
-from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed, Summary
+from io_tui.core.context import (
+    Assembly,
+    ContextEngine,
+    Frame,
+    InstructionFile,
+    RefreshFailed,
+    Summary,
+)
 from io_tui.core.contract import (
     TaskContract,
     contract_from_json,
@@ -26,7 +32,9 @@ from io_tui.core.contract import (
     estimate_tokens,
 )
 from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
+from io_tui.core.instructions import load_instructions, oversized
 from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.base import (
     Completed,
@@ -322,12 +330,20 @@ class Run:
 
     # -- the model --
 
+    async def _instructions(self) -> tuple[InstructionFile, ...]:
+        """AGENTS.md / CLAUDE.md, carried whole; a warning event when one is oversized."""
+        found = await load_instructions(self.workspace.root)
+        ceiling = self.contract.context.ceiling(self._remaining_tokens())
+        for warning in oversized(found, ceiling):
+            self.emit(EventKind.WARNING, {"message": warning})
+        return found
+
     async def _engine(self) -> ContextEngine:
         frame = Frame(
             system_prompt=self.h.system_prompt,
             tools=self.h.registry.specs(),
             contract=self.contract,
-            instructions=await _load_instructions(self.workspace.root),
+            instructions=await self._instructions(),
         )
         summaries = [Summary(s, t) for s, t in await self.store.runs.summaries(self.run_id)]
 
@@ -497,22 +513,21 @@ class Run:
             raise RefreshFailed(outcome.text)
         return outcome.text
 
-    # -- memory (the memory store is optional until wired) --
+    # -- memory --
 
-    async def _memory_notes(self) -> list[Any]:
-        memory = getattr(self.store, "memory", None)
-        if memory is None:
-            return []
-        return list(await memory.notes_for(str(self.workspace.root)))
+    async def _memory_notes(self) -> list[MemoryNote]:
+        return await self.store.memory.notes_for(str(self.workspace.root))
 
     async def _record_recall(self, assembly: Assembly) -> None:
-        memory = getattr(self.store, "memory", None)
-        if memory is None or not assembly.memory_keys:
+        if not assembly.memory_keys:
             return
-        await memory.record_recall(
+        resolved = await self.store.memory.record_recall(
             self.run_id, self.step, None, list(assembly.memory_keys), str(self.workspace.root)
         )
-        self.emit(EventKind.MEMORY, {"action": "recall", "keys": list(assembly.memory_keys)})
+        self.emit(
+            EventKind.MEMORY,
+            {"op": "recall", "keys": list(assembly.memory_keys), "resolved": resolved},
+        )
 
     # -- tools --
 
@@ -531,10 +546,8 @@ class Run:
             "memory_limits": self.contract.memory,
             "emit": lambda _kind, detail: self.emit(EventKind.MEMORY, detail),
             "policy": self.h.policy,
+            "memory": self.store.memory,
         }
-        memory = getattr(self.store, "memory", None)
-        if memory is not None:
-            services["memory"] = memory
         return ToolContext(self.workspace, self.run_id, step, entry_cap_chars(ceiling), services)
 
     async def _call_runner(self) -> CallRunner:
@@ -661,11 +674,3 @@ def _request_tokens(request: RequestRecord) -> int:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
-async def _load_instructions(root: Path) -> tuple[Any, ...]:
-    try:
-        from io_tui.core.instructions import load_instructions
-    except ImportError:
-        return ()
-    return tuple(await load_instructions(root))

@@ -181,7 +181,7 @@ class Provider(Protocol):
 
     ``stream`` yields text deltas in order and ends with exactly one ``Completed``; it raises
     ``ProviderError`` on failure (after its own retries). ``describe`` says how to recreate the
-    provider in another process (never a key).
+    provider in another process (never a key). ``aclose`` releases its connections.
     """
 
     name: str
@@ -190,6 +190,8 @@ class Provider(Protocol):
     def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
 
 
 async def complete(provider: Provider, request: CompletionRequest) -> Response:

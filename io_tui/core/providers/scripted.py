@@ -110,6 +110,9 @@ class ScriptedProvider:
             "summaries_used": self.summaries_used,
         }
 
+    async def aclose(self) -> None:
+        return None
+
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
         if request.purpose == "summary":
             text = self._summary(request)

@@ -41,6 +41,9 @@ class Database:
             await self._conn.execute("PRAGMA journal_mode = WAL")
             await self._conn.execute("PRAGMA foreign_keys = ON")
             await self._migrate()
+        except StoreError:
+            await self.close()
+            raise
         except (sqlite3.Error, OSError) as exc:
             await self.close()
             raise StoreError(f"cannot open store {self.path}: {_describe(exc)}") from None
