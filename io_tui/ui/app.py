@@ -28,7 +28,9 @@ from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.run import Harness, start_run
 from io_tui.core.store import Store, StoreError
-from io_tui.ui.bridge import BridgeSink, PostingApprover, resolve
+from io_tui.ui import steering
+from io_tui.ui.approver import ApprovalDesk, UIApprover
+from io_tui.ui.bridge import BridgeSink
 from io_tui.ui.commands import MemoryCommands, RunCommands, ThemeCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
@@ -39,6 +41,7 @@ from io_tui.ui.messages import (
     StoreChanged,
 )
 from io_tui.ui.state import RunView, StepView
+from io_tui.ui.steering import SteeringCommands
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 
 FLUSH_INTERVAL = 0.1  # seconds: repaint at most ~10×/s
@@ -54,7 +57,7 @@ class IoApp(App[int]):
         RunCommands,
         ThemeCommands,
         MemoryCommands,
-        # approvals: command providers for inbox / rules / memory editor / audit go here
+        SteeringCommands,  # approvals: inbox / rules / memory editor / audit
     }
     BINDINGS = [
         Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),
@@ -63,7 +66,11 @@ class IoApp(App[int]):
             "ctrl+t", "next_theme", "Theme", id="app.theme", tooltip="Switch to the next theme"
         ),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True, tooltip="Quit io-tui"),
-        # approvals: bindings for app.inbox, app.rules, app.memory and app.audit go here
+        # approvals: the steering screens
+        Binding("f2", "inbox", "Inbox", id="app.inbox", tooltip="Pending approvals across runs"),
+        Binding("f3", "rules", "Rules", id="app.rules", tooltip="Remembered rules: list, revoke"),
+        Binding("f4", "memory", "Memory", id="app.memory", tooltip="Edit what the agent remembers"),
+        Binding("f5", "audit", "Audit", id="app.audit", tooltip="Every approval decision"),
     ]
 
     def __init__(
@@ -75,6 +82,7 @@ class IoApp(App[int]):
         approver: Approver | None = None,
         poll_interval: float | None = POLL_INTERVAL,
         flush_interval: float = FLUSH_INTERVAL,
+        demo_workspace: Path | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -86,7 +94,7 @@ class IoApp(App[int]):
         self.store: Store = Store(store_path)
         self.runs: dict[int, RunView] = {}
         self.run_workers: dict[int, Worker[Any]] = {}
-        self.demo_workspace: Path | None = None
+        self.demo_workspace: Path | None = demo_workspace
         self.paint_delays: deque[float] = deque(maxlen=100_000)
         self.events_applied = 0
         self._pending: list[RunEvent] = []
@@ -122,6 +130,7 @@ class IoApp(App[int]):
             self.set_keymap(self.settings.ui.keys)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.poll_store)
+        ApprovalDesk.of(self).attach(self.poll_interval)  # approvals: inbox badge in the title
         if self.demo:
             self.start_demo()
 
@@ -142,21 +151,25 @@ class IoApp(App[int]):
     # -- starting runs -------------------------------------------------------------------------
 
     def build_approver(self) -> Approver:
-        # approvals: the UI approver may replace this (it must post ApprovalRequested)
-        return self.fixed_approver or PostingApprover(self)
+        return self.fixed_approver or UIApprover(self)  # approvals: asks → the approval desk
 
     async def ask_human(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
-        """Answer an approval request. Placeholder until the approval modal lands: defer, so the
-        run pauses (``paused``) and the request stays pending for the inbox or ``io-tui decide``.
-        """
-        # approvals: push the approval modal here and resolve the future with its Decision
-        self.notify(
-            f"run {request.run_id} asks: {request.summary()} — deferred; "
-            f"decide later with `io-tui decide {request.id} approve`",
-            title="Approval deferred",
-            severity="warning",
-        )
-        resolve(future, Decision.defer(decided_by="io-tui (no approval screen)"))
+        """Queue the approval modal for ``request`` (shown one at a time from a worker); the
+        desk resolves ``future`` with the Decision, or a defer if the app closes first."""
+        ApprovalDesk.of(self).ask(request, future)
+
+    # approvals: the steering screens (bindings app.inbox / app.rules / app.memory / app.audit)
+    def action_inbox(self) -> None:
+        steering.open_inbox(self)
+
+    def action_rules(self) -> None:
+        steering.open_rules(self)
+
+    def action_memory(self) -> None:
+        steering.open_memory(self)
+
+    def action_audit(self) -> None:
+        steering.open_audit(self)
 
     @on(ApprovalRequested)
     async def _on_approval_requested(self, message: ApprovalRequested) -> None:
@@ -189,7 +202,7 @@ class IoApp(App[int]):
         from io_tui import demo
         from io_tui.core.providers.scripted import ScriptedProvider
 
-        workspace = await asyncio.to_thread(demo.make_workspace)
+        workspace = self.demo_workspace or await asyncio.to_thread(demo.make_workspace)
         self.demo_workspace = workspace
         provider = ScriptedProvider.from_file(demo.SCRIPT)
         self.run_task(demo.demo_contract(workspace), provider, demo.demo_policy())
@@ -399,8 +412,14 @@ def create_app(
     approver: Approver | None = None,
     poll_interval: float | None = POLL_INTERVAL,
     flush_interval: float = FLUSH_INTERVAL,
+    demo_workspace: Path | None = None,
 ) -> IoApp:
-    """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it."""
+    """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it.
+
+    ``demo_workspace``: a prepared copy of the demo project (fixed path for snapshots); by
+    default the demo copies it into a fresh temp dir. ``approver``: replaces the UI approver
+    (screenshots and benchmarks approve everything).
+    """
     return IoApp(
         settings,
         store_path,
@@ -408,6 +427,7 @@ def create_app(
         approver=approver,
         poll_interval=poll_interval,
         flush_interval=flush_interval,
+        demo_workspace=demo_workspace,
     )
 
 

@@ -1,0 +1,147 @@
+"""The main screen driven by Pilot against the real demo: run tree, transcript, gauges, prompt."""
+
+from __future__ import annotations
+
+from textual.message import Message
+from textual.widgets import Collapsible, Input
+
+from io_tui.core.events import EventKind
+from io_tui.ui.messages import RunEventReceived
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.testing import wait_until_idle
+from io_tui.ui.widgets.gauges import Gauge
+from io_tui.ui.widgets.run_tree import RunTree
+from io_tui.ui.widgets.transcript import StepBlock, Transcript
+
+from .conftest import SIZE
+
+
+async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
+    messages: list[Message] = []
+    app = make_app()
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
+        await wait_until_idle(pilot)
+        run = app.runs[1]
+        assert run.status == "finished" and run.outcome == "success"
+        tree = app.screen.query_one(RunTree)
+        assert set(tree.run_nodes) == {1}
+        assert {step for (_, step) in tree.step_nodes} == set(range(1, 11))
+        assert "✓" in str(tree.run_nodes[1].label) and "finished" in str(tree.run_nodes[1].label)
+        kinds = {m.event.kind for m in messages if isinstance(m, RunEventReceived)}
+        assert {EventKind.RUN_STARTED, EventKind.TEXT_DELTA, EventKind.RUN_FINISHED} <= kinds
+        transcript = app.screen.query_one(Transcript)
+        assert sorted(transcript.blocks) == list(range(1, 11))
+        assert transcript.blocks[6].query(Collapsible)  # edit_file tool block
+        assert "decision on request 1: approve" in _text(transcript.blocks[6])
+        run_gauge = app.screen.query_one("#gauge-run", Gauge)
+        assert run_gauge.value == run.tokens
+        request_gauge = app.screen.query_one("#gauge-request", Gauge)
+        assert request_gauge.maximum == 2_600  # DEMO_CONTEXT ceiling
+        drift = app.screen.query_one("#gauge-drift", Gauge)
+        assert "drift" in drift.note
+        assert app.events_applied > 50
+
+
+async def test_selecting_a_step_scrolls_transcript_and_updates_request_gauge(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen.select_run(1, 3)
+        await wait_until_idle(pilot)
+        assert (screen.selected_run, screen.selected_step) == (1, 3)
+        assert "step 3" in screen.query_one("#gauge-request", Gauge).note
+
+
+async def test_keys_move_through_the_tree(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await pilot.press("down", "down")
+        await pilot.pause(0.2)
+        assert screen.selected_step == 2
+
+
+async def test_expand_key_opens_every_tool_block(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        await pilot.press("e")
+        blocks = list(app.screen.query(Collapsible))
+        assert blocks and not any(b.collapsed for b in blocks)
+        await pilot.press("e")
+        assert all(b.collapsed for b in app.screen.query(Collapsible))
+
+
+async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        await pilot.press("m")
+        prompt = app.screen.query_one("#prompt", Input)
+        assert prompt.has_focus
+        await pilot.press(*"now add a docstring")
+        await pilot.press("enter")
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(2)
+        assert row is not None and row.seed_run_id == 1
+        assert row.goal == "now add a docstring"
+        constraints = " ".join(row.contract.get("constraints", []))
+        assert "continues run 1" in constraints and "Fixed word_count" in constraints
+        assert 2 in app.screen.query_one(RunTree).run_nodes
+
+
+async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app, tmp_path) -> None:
+    """Steering: an operator message reaches the run at its next step; x cancels the run."""
+    app = make_app(approve=False)  # the placeholder approver defers → the demo pauses
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        run = app.runs[1]
+        assert run.status == "paused"
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen.select_run(1)
+        await pilot.press("m", *"keep the API", "enter")
+        await wait_until_idle(pilot)
+        pending = await app.store.db.fetchall(
+            "SELECT text, delivered_step FROM operator_messages WHERE run_id = 1"
+        )
+        assert [(r["text"], r["delivered_step"]) for r in pending] == [("keep the API", None)]
+
+
+async def test_interrupt_cancels_a_live_run(make_app) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        import asyncio
+
+        from io_tui.core.contract import TaskContract
+        from io_tui.core.policy import Policy
+        from io_tui.ui.testing import prepare_demo_workspace
+
+        from .slow_provider import SlowProvider
+
+        workspace = prepare_demo_workspace(app.store_path.parent / "ws")
+        app.run_task(TaskContract(goal="slow", workspace=workspace), SlowProvider(), Policy())
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if 1 in app.runs and app.runs[1].status == "running" and 1 in app.run_workers:
+                break
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen.select_run(1)
+        await pilot.pause(0.1)
+        await pilot.press("x")
+        await wait_until_idle(pilot)
+        await asyncio.sleep(0)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.status == "cancelled" and row.outcome == "cancelled"
+        assert app.runs[1].status == "cancelled"
+
+
+def _text(block: StepBlock) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(s.render()) for s in block.query(Static))

