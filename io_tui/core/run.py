@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -33,9 +33,9 @@ from io_tui.core.contract import (
 )
 from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
 from io_tui.core.instructions import load_instructions, oversized
-from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
-from io_tui.core.policy import Act, Effect, Policy
+from io_tui.core.policy import Act, Effect, Layer, Policy
 from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
@@ -46,11 +46,14 @@ from io_tui.core.providers.base import (
     TextDelta,
     ToolCall,
 )
+from io_tui.core.skills import ReadSkill, catalogue, discover_async
 from io_tui.core.store import RequestRecord, StepCommit, Store
-from io_tui.core.tools.base import ToolContext, ToolError
+from io_tui.core.tools.agent import SpawnAgent, SpawnAgentArgs
+from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.memory_tools import Forget, Remember
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 from io_tui.core.workspace import Workspace
+from io_tui.paths import bundled_dir, config_dir
 
 SYSTEM_PROMPT = """You are a careful coding agent working inside one workspace directory.
 Use the tools to inspect and change files and to run commands; paths are relative to the
@@ -117,13 +120,19 @@ class Harness:
     registry: ToolRegistry = field(default_factory=lambda: harness_registry())
     policy: Policy = field(default_factory=Policy)
     system_prompt: str = SYSTEM_PROMPT
+    depth: int = 0  # 0 for a top-level run; a sub-agent's harness is one deeper
+
+
+MAX_AGENT_DEPTH = 2
+CHILD_DEFAULT_STEPS = 8
+NARROWING_LAYER = "spawn-narrowing"
 
 
 def harness_registry() -> ToolRegistry:
-    """The built-in tools of DESIGN §3.7 that need no extra services."""
+    """The built-in tools of DESIGN §3.7; ``read_skill`` is added per run (skills vary)."""
     registry = default_registry()
-    registry.register(Remember())
-    registry.register(Forget())
+    for tool in (Remember(), Forget(), SpawnAgent()):
+        registry.register(tool)
     return registry
 
 
@@ -145,7 +154,7 @@ async def start_run(
         parent_run_id=parent_run_id,
         seed_run_id=seed_run_id,
     )
-    run = Run(harness, contract, run_id, workspace)
+    run = Run(harness, contract, run_id, workspace, parent_run_id=parent_run_id)
     return await run.drive(resumed=False)
 
 
@@ -155,15 +164,24 @@ async def resume_run(harness: Harness, run_id: int) -> RunResult:
     if row is None:
         raise ValueError(f"no run {run_id} in the store")
     contract = contract_from_json(row.contract)
-    run = Run(harness, contract, run_id, Workspace(contract.workspace))
+    run = Run(
+        harness, contract, run_id, Workspace(contract.workspace), parent_run_id=row.parent_run_id
+    )
     run.tokens = row.tokens
     return await run.drive(resumed=True)
 
 
 class Run:
     def __init__(
-        self, harness: Harness, contract: TaskContract, run_id: int, workspace: Workspace
+        self,
+        harness: Harness,
+        contract: TaskContract,
+        run_id: int,
+        workspace: Workspace,
+        *,
+        parent_run_id: int | None = None,
     ) -> None:
+        self.parent_run_id = parent_run_id
         self.h = harness
         self.store = harness.store
         self.contract = contract
@@ -175,6 +193,9 @@ class Run:
         self.step = 0
         self.last_step_denied = False
         self.verify_feedback_given = False
+        self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
+        self.registry = ToolRegistry(self.h.registry)  # plus read_skill, once skills are found
+        self.system_prompt = self.h.system_prompt
 
     # -- events --
 
@@ -197,7 +218,11 @@ class Run:
             self.step = self.history[-1].step if self.history else 0
             self.emit(
                 EventKind.RUN_RESUMED if resumed else EventKind.RUN_STARTED,
-                {"goal": self.contract.goal, "workspace": str(self.workspace.root)},
+                {
+                    "goal": self.contract.goal,
+                    "workspace": str(self.workspace.root),
+                    "parent_run_id": self.parent_run_id,
+                },
             )
             if resumed:
                 paused = await self._finish_paused_step()
@@ -338,10 +363,19 @@ class Run:
             self.emit(EventKind.WARNING, {"message": warning})
         return found
 
+    async def _load_skills(self) -> None:
+        skills = await discover_async(
+            self.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
+        )
+        if skills:
+            self.registry.register(ReadSkill(skills), replace=True)
+            self.system_prompt = f"{self.h.system_prompt}\n\n{catalogue(skills)}"
+
     async def _engine(self) -> ContextEngine:
+        await self._load_skills()
         frame = Frame(
-            system_prompt=self.h.system_prompt,
-            tools=self.h.registry.specs(),
+            system_prompt=self.system_prompt,
+            tools=self.registry.specs(),
             contract=self.contract,
             instructions=await self._instructions(),
         )
@@ -416,7 +450,7 @@ class Run:
         raise AssertionError("unreachable")
 
     async def _stream(self, assembly: Assembly) -> Response:
-        request = CompletionRequest(messages=assembly.messages, tools=self.h.registry.specs())
+        request = CompletionRequest(messages=assembly.messages, tools=self.registry.specs())
         async for event in self.h.provider.stream(request):
             if isinstance(event, TextDelta):
                 self.emit(EventKind.TEXT_DELTA, {"text": event.text})
@@ -465,6 +499,7 @@ class Run:
         usage = response.usage
         tokens = usage.total if usage else sum(estimate_tokens(m.content) for m in request.messages)
         self.tokens += tokens
+        self.extra_tokens += tokens
         await self.store.runs.add_request(
             self.run_id,
             RequestRecord(
@@ -497,7 +532,7 @@ class Run:
             raise RefreshFailed(
                 f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
             )
-        tool = self.h.registry.get("read_file")
+        tool = self.registry.get("read_file")
         arguments: dict[str, Any] = {"path": obs.target}
         if obs.span.startswith("lines "):
             first, _, last = obs.span[6:].partition("-")
@@ -548,7 +583,43 @@ class Run:
             "policy": self.h.policy,
             "memory": self.store.memory,
         }
+        if self.h.depth < MAX_AGENT_DEPTH:
+            services["spawn"] = self._spawn
         return ToolContext(self.workspace, self.run_id, step, entry_cap_chars(ceiling), services)
+
+    async def _spawn(self, args: SpawnAgentArgs) -> ToolOutcome:
+        """Run a child to an outcome under a narrowed policy; its tokens count against ours."""
+        narrowing = Layer(NARROWING_LAYER, tuple(r.rule() for r in args.rules))
+        child = Harness(
+            store=self.store,
+            provider=self.h.provider,
+            approver=self.h.approver,
+            sink=self.h.sink,
+            registry=self.h.registry,
+            policy=self.h.policy.with_layer(narrowing),
+            system_prompt=self.h.system_prompt,
+            depth=self.h.depth + 1,
+        )
+        contract = replace(
+            self.contract,
+            goal=args.goal,
+            verify=None,
+            max_steps=args.max_steps or CHILD_DEFAULT_STEPS,
+            token_budget=self._remaining_tokens(),
+        )
+        result = await start_run(child, contract, parent_run_id=self.run_id)
+        self.tokens += result.tokens
+        self.extra_tokens += result.tokens
+        history = await self.store.runs.history(result.run_id)
+        answer = next((r.text for r in reversed(history) if r.text), "(no answer)")
+        text = (
+            f"Sub-agent run {result.run_id} ended {result.outcome.value} after {result.steps} "
+            f"steps ({result.tokens:,} tokens). Its final answer:\n{answer}"
+        )
+        failed = result.status != "finished"
+        return ToolOutcome(
+            text, ObsKind.AGENT, args.goal[:80], is_error=failed, data=result.to_json()
+        )
 
     async def _call_runner(self) -> CallRunner:
         async def on_asking(asking: bool) -> None:
@@ -558,7 +629,7 @@ class Run:
         self.h.policy = await self._current_policy()
         return CallRunner(
             store=self.store,
-            registry=self.h.registry,
+            registry=self.registry,
             approver=self.h.approver,
             policy=self.h.policy,
             run_id=self.run_id,
@@ -632,6 +703,7 @@ class Run:
         update: bool = False,
     ) -> None:
         observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
+        tokens, self.extra_tokens = tokens + self.extra_tokens, 0
         self.emit(EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens})
         events, self.pending_events = self.pending_events, []
         await self.store.runs.commit_step(

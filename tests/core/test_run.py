@@ -324,3 +324,56 @@ async def test_memory_written_in_one_run_is_recalled_in_the_next(
         harness(store, write_script([{"text": "ok"}])), TaskContract("c", other)
     )
     assert (await build_trace(store, third.run_id))["requests"][0]["memory_keys"] == []
+
+
+async def test_a_sub_agent_runs_as_a_child_sharing_the_token_ledger(store, workspace, write_script):
+    spawn = {
+        "name": "spawn_agent",
+        "arguments": {
+            "goal": "report what parse returns",
+            "max_steps": 3,
+            "rules": [{"act": "write", "effect": "deny", "pattern": "*"}],
+        },
+    }
+    script = write_script(
+        [
+            {"tool_calls": [spawn], "usage": {"prompt_tokens": 100, "completion_tokens": 10}},
+            # the child consumes the next turns of the same provider
+            {"tool_calls": [EDIT], "usage": {"prompt_tokens": 50, "completion_tokens": 5}},
+            {"text": "parse returns a", "usage": {"prompt_tokens": 60, "completion_tokens": 6}},
+            {
+                "text": "the child says: parse returns a",
+                "usage": {"prompt_tokens": 200, "completion_tokens": 20},
+            },
+        ]
+    )
+    sink = Recorder()
+    parent = await start_run(
+        harness(store, script, sink=sink), TaskContract("x", workspace, token_budget=5_000)
+    )
+    runs = await store.runs.list()
+    child = next(r for r in runs if r.parent_run_id == parent.run_id)
+    assert (child.goal, child.status, child.tokens) == (
+        "report what parse returns",
+        "finished",
+        121,
+    )
+    # the narrowing deny held inside the child, though the parent's approver approves everything
+    assert (workspace / "src/app.py").read_text().endswith("return a\n")
+    assert parent.tokens == 110 + 121 + 220
+    trace = await build_trace(store, parent.run_id)
+    assert "parse returns a" in trace["steps"][0]["observations"][0]["text"]
+    started = [e for e in sink.events if e.kind is EventKind.RUN_STARTED]
+    assert [e.detail["parent_run_id"] for e in started] == [None, parent.run_id]
+
+
+async def test_sub_agents_cannot_nest_without_limit(store, workspace, write_script):
+    spawn = {"name": "spawn_agent", "arguments": {"goal": "go deeper"}}
+    script = write_script([{"tool_calls": [spawn]}] * 4)
+    await start_run(harness(store, script), TaskContract("x", workspace, max_steps=2))
+    runs = await store.runs.list()
+    depth = {r.id: 0 for r in runs}
+    for r in runs:
+        if r.parent_run_id:
+            depth[r.id] = depth[r.parent_run_id] + 1
+    assert max(depth.values()) == 2
