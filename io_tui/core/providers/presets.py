@@ -17,6 +17,7 @@ import httpx
 
 from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
 from io_tui.core.providers.base import Provider
+from io_tui.core.providers.credentials import credentials_path, read_credential
 from io_tui.core.providers.errors import body_detail, describe_exception
 from io_tui.core.providers.factory import ProviderConfigError
 from io_tui.core.providers.fallback import FallbackProvider
@@ -101,11 +102,14 @@ def _key(preset: Preset, api_key: str | None, env: Mapping[str, str] | None) -> 
         return Secret(api_key)
     environ = os.environ if env is None else env
     value = environ.get(preset.key_env) if preset.key_env else None
+    if not value and preset.key_env:
+        value = read_credential(preset.key_env)
     if value:
         return Secret(value)
     if preset.key_required:
         raise ProviderConfigError(
             f"provider {preset.name!r} needs an API key: set {preset.key_env}"
+            f" (or put it in {credentials_path()}, mode 0600)"
         )
     return None
 
