@@ -1,0 +1,325 @@
+"""One MCP server's connection: start it, call its tools, notice a crash or a hang, restart it.
+
+The SDK's ``Client`` holds anyio task groups, which must be entered and left by one task. So each
+connection has an owner task that opens the client, hands it over, and closes it when told to (or
+when the transport dies under it); calls are made from any task through the handed-over client.
+
+A crash (the connection closed under a call) fails that call with a ToolError naming the server
+and its last stderr lines; the next call restarts the server once. A call that outlives
+``call_timeout_s`` is cancelled and reported; the server stays up, unless it timed out twice in a
+row, in which case it is restarted before the next call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import tempfile
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TextIO
+
+from io_tui.core.mcp.config import HttpServer, McpConfigError, StdioServer
+from io_tui.core.tools.base import ToolError
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp_types import CallToolResult
+    from mcp_types import Tool as RemoteTool
+
+MAX_RESTARTS = 3
+STOP_TIMEOUT_S = 10.0
+STDERR_TAIL_CHARS = 600
+LIST_PAGES_CAP = 100
+HTTP_CONNECT_TIMEOUT_S = 30.0
+
+
+class State(StrEnum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    READY = "ready"
+    CRASHED = "crashed"
+    FAILED = "failed"
+
+
+class StartError(Exception):
+    """The server could not be started; the message is one line for the operator."""
+
+
+@dataclass(frozen=True)
+class InProcessServer:
+    """A ``mcp.server.mcpserver.MCPServer`` (or low-level ``Server``) served in this process.
+
+    For tests and for embedding harness-owned tools; not loadable from TOML.
+    """
+
+    server: Any
+    enabled: bool = True
+    startup_timeout_s: float = 30.0
+    call_timeout_s: float = 120.0
+
+
+ServerSource = StdioServer | HttpServer | InProcessServer
+
+
+@dataclass
+class Connection:
+    """The live link to one server. ``name`` is the config name (unsanitized)."""
+
+    name: str
+    source: ServerSource
+    state: State = State.STOPPED
+    error: str | None = None
+    restarts: int = 0
+    tools: list[RemoteTool] = field(default_factory=list)
+    _client: Client | None = None
+    _owner: asyncio.Task[None] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _stderr: TextIO | None = None  # the server's stderr, never the terminal the TUI draws on
+    _opened: bool = False  # the owner task has handed over a connected client
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _timeouts_in_a_row: int = 0
+
+    # -- lifecycle --
+
+    async def start(self) -> None:
+        """Open the server and list its tools within ``startup_timeout_s``; StartError if not."""
+        await self._close_owner()
+        self.state, self.error = State.STARTING, None
+        self._stop = asyncio.Event()
+        if isinstance(self.source, StdioServer):
+            # Closed by _close_owner, after the server has exited.
+            self._stderr = tempfile.TemporaryFile(  # noqa: SIM115
+                "w+", encoding="utf-8", errors="replace"
+            )
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._opened = False
+        self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.name}")
+        timeout = self.source.startup_timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                client = await ready
+                tools = await _list_tools(client)
+        except TimeoutError:
+            await self._fail(f"did not start within {timeout:g}s (startup_timeout_s)")
+        except McpConfigError as exc:
+            await self._fail(str(exc))
+        except Exception as exc:
+            await self._fail(_describe(exc, self._stderr_tail(), command=self._command()))
+        else:
+            self._client, self.tools = client, tools
+            self.state = State.READY
+            self._timeouts_in_a_row = 0
+
+    async def stop(self) -> None:
+        """Close the client and end the server process; never raises."""
+        await self._close_owner()
+        if self.state is not State.FAILED:
+            self.state = State.STOPPED
+
+    async def _fail(self, reason: str) -> None:
+        await self._close_owner()
+        self.state, self.error = State.FAILED, reason
+        raise StartError(f"MCP server '{self.name}' failed to start: {reason}")
+
+    async def _own(self, ready: asyncio.Future[Client]) -> None:
+        """The owner task: open the client, hand it over, keep it open until told to stop."""
+        try:
+            async with AsyncExitStack() as stack:
+                client = await self._open(stack)
+                if ready.done():
+                    return  # start() gave up waiting
+                ready.set_result(client)
+                self._opened = True
+                await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else StartError("cancelled"))
+            elif not self._stop.is_set():
+                # The transport died under a ready client (an HTTP server went away).
+                self.state = State.CRASHED
+                self.error = _describe(exc, self._stderr_tail())
+            if not isinstance(exc, Exception):
+                raise
+
+    async def _open(self, stack: AsyncExitStack) -> Client:
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        source = self.source
+        if isinstance(source, InProcessServer):
+            client = Client(source.server)
+        elif isinstance(source, StdioServer):
+            params = StdioServerParameters(
+                command=source.command,
+                args=list(source.args),
+                env=source.resolved_env() or None,
+                cwd=source.cwd,
+            )
+            errlog = self._stderr if self._stderr is not None else sys.stderr
+            client = Client(stdio_client(params, errlog=errlog))
+        else:
+            import httpx2
+
+            http = httpx2.AsyncClient(
+                headers=source.resolved_headers(),
+                timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT_S, read=source.call_timeout_s + 30),
+            )
+            await stack.enter_async_context(http)
+            client = Client(streamable_http_client(source.url, http_client=http))
+        return await stack.enter_async_context(client)
+
+    async def _close_owner(self) -> None:
+        owner, self._owner, self._client = self._owner, None, None
+        if owner is not None:
+            self._stop.set()
+            if not self._opened:
+                owner.cancel()  # still connecting: nothing to close politely
+            done, _ = await asyncio.wait({owner}, timeout=STOP_TIMEOUT_S)
+            if not done:
+                owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    # -- calls --
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call ``tool``; every failure is a ToolError the model can read."""
+        client = await self._ready_client()
+        timeout = self.source.call_timeout_s
+        stderr_mark = self._stderr_size()
+        try:
+            async with asyncio.timeout(timeout):
+                result = await client.call_tool(tool, arguments)
+        except TimeoutError:
+            self._timeouts_in_a_row += 1
+            again = self._timeouts_in_a_row >= 2
+            if again:
+                self.state, self.error = State.CRASHED, "timed out twice in a row"
+            raise ToolError(
+                f"MCP server '{self.name}' timed out: {tool} did not answer within {timeout:g}s "
+                "(call_timeout_s); the call was cancelled. "
+                + (
+                    "It will be restarted before the next call."
+                    if again
+                    else "The server is still running."
+                )
+            ) from None
+        except Exception as exc:
+            raise self._call_failed(tool, exc, stderr_mark) from None
+        self._timeouts_in_a_row = 0
+        return result
+
+    def _call_failed(self, tool: str, exc: Exception, stderr_mark: int) -> ToolError:
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+        from pydantic import ValidationError
+
+        if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
+            return ToolError(f"MCP server '{self.name}' timed out on {tool}: {exc.message}")
+        if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+            return ToolError(f"MCP server '{self.name}' refused {tool}: {exc.message}")
+        if isinstance(exc, ValidationError):
+            return ToolError(f"MCP server '{self.name}' sent a malformed result for {tool}")
+        self.state = State.CRASHED
+        self.error = _describe(exc, self._stderr_tail(since=stderr_mark))
+        return ToolError(
+            f"MCP server '{self.name}' crashed during the {tool!r} call: {self.error}. The call "
+            "may or may not have taken effect; the server will be restarted on the next call."
+        )
+
+    async def _ready_client(self) -> Client:
+        async with self._lock:
+            if self.state is State.READY and self._owner is not None and self._owner.done():
+                self.state = State.CRASHED  # the owner ended on its own: the transport died
+                self.error = self.error or "the connection closed"
+            if self.state is State.CRASHED:
+                await self._restart()
+            if self.state is State.FAILED:
+                raise ToolError(f"MCP server '{self.name}' is unavailable: {self.error}")
+            if self.state is not State.READY or self._client is None:
+                raise ToolError(f"MCP server '{self.name}' is not running ({self.state.value})")
+            return self._client
+
+    async def _restart(self) -> None:
+        crash = self.error
+        if self.restarts >= MAX_RESTARTS:
+            await self._close_owner()
+            self.state = State.FAILED
+            self.error = f"crashed again ({crash}) after {MAX_RESTARTS} restarts; not restarting"
+            return
+        self.restarts += 1
+        try:
+            await self.start()
+        except StartError:
+            self.error = f"crashed ({crash}) and could not be restarted: {self.error}"
+            raise ToolError(f"MCP server '{self.name}' {self.error}") from None
+
+    # -- diagnostics --
+
+    def _command(self) -> str | None:
+        return self.source.command if isinstance(self.source, StdioServer) else None
+
+    def _stderr_size(self) -> int:
+        stream = self._stderr
+        if stream is None or stream.closed:
+            return 0
+        try:
+            return os.fstat(stream.fileno()).st_size
+        except (OSError, ValueError):
+            return 0
+
+    def _stderr_tail(self, since: int = 0) -> str:
+        """The server's last few stderr lines (written after byte ``since``), on one line."""
+        stream = self._stderr
+        if stream is None or stream.closed:
+            return ""
+        try:
+            stream.seek(max(since, self._stderr_size() - STDERR_TAIL_CHARS * 4))
+            text = stream.read()
+        except (OSError, ValueError):
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return " | ".join(lines[-3:])[-STDERR_TAIL_CHARS:]
+
+
+async def _list_tools(client: Client) -> list[RemoteTool]:
+    tools: list[RemoteTool] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES_CAP):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException, stderr: str, *, command: str | None = None) -> str:
+    """One line: what went wrong, and the server's last stderr lines when there are any."""
+    leaf = _leaf(exc)
+    if isinstance(leaf, FileNotFoundError) and command is not None:
+        text = f"command not found: {command!r} (is it installed and on PATH?)"
+    elif isinstance(leaf, PermissionError) and command is not None:
+        text = f"command not executable: {command!r}"
+    else:
+        message = str(leaf).strip().splitlines()
+        text = message[0] if message else type(leaf).__name__
+        if text in ("Connection closed", "") or isinstance(leaf, asyncio.CancelledError):
+            text = "the server process exited or closed the connection"
+        elif type(leaf).__name__ not in ("MCPError", "ToolError"):
+            text = f"{type(leaf).__name__}: {text}"
+    return f"{text}; stderr: {stderr}" if stderr else text

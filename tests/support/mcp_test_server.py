@@ -1,0 +1,75 @@
+"""A tiny MCP server for tests, built on the SDK's MCPServer.
+
+In process: ``build_server()``. As a stdio subprocess: ``python mcp_test_server.py [MODE]``, where
+MODE is ``serve`` (default), ``exit-at-start`` (prints to stderr and exits 3 before speaking MCP)
+or ``hang-at-start`` (never answers the handshake).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("io-tui-test")
+
+    @server.tool(description="Echo the message back.")
+    def echo(message: str) -> str:
+        return f"echo: {message}"
+
+    @server.tool(description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Weather as structured content.")
+    def weather(city: str) -> dict[str, object]:
+        return {"city": city, "temperature": 21, "sky": "clear"}
+
+    @server.tool(name="tiny.image", description="A one-pixel PNG and a caption.")
+    def tiny_image():  # type: ignore[no-untyped-def]  # unannotated: content blocks as returned
+        return ["a pixel:", Image(data=PNG_1PX, format="png")]
+
+    @server.tool(description="Always fails with the given reason.")
+    def fail(reason: str = "it broke") -> str:
+        raise ToolError(reason)
+
+    @server.tool(description="The server's process id and an environment variable.")
+    def info(var: str = "IO_TUI_TEST_VAR") -> str:
+        return f"pid={os.getpid()} {var}={os.environ.get(var, '')}"
+
+    @server.tool(description="Exit the server process abruptly, mid-call.")
+    def crash() -> str:
+        sys.stderr.write("about to crash: simulated fault\n")
+        sys.stderr.flush()
+        os._exit(7)
+
+    @server.tool(description="Never answer.")
+    async def hang(seconds: float = 3600) -> str:
+        await asyncio.sleep(seconds)
+        return "woke up"
+
+    return server
+
+
+def main(mode: str) -> None:
+    if mode == "exit-at-start":
+        sys.stderr.write("fatal: missing API token for the test service\n")
+        sys.exit(3)
+    if mode == "hang-at-start":
+        time.sleep(3600)
+    build_server().run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "serve")
