@@ -19,6 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from io_tui.core.mcp.config import McpSettings
 from io_tui.paths import config_file
 
 ApproveMode = Literal["ask", "all", "deny", "defer"]
@@ -58,6 +59,7 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     ui: UISettings = Field(default_factory=UISettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @classmethod
     def settings_customise_sources(
