@@ -20,11 +20,11 @@ def prepare_demo_workspace(path: Path) -> Path:
     return path
 
 
-async def wait_until_idle(pilot: Pilot[object], *, timeout: float = 30.0) -> None:
+async def wait_until_idle(pilot: Pilot[object], *, within_s: float = 30.0) -> None:
     """Wait for every run worker to finish and the views to settle (workers awaited)."""
     app = pilot.app
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + within_s
     while loop.time() < deadline:
         await pilot.pause(0.05)
         busy = [w for w in app.workers if w.is_running]

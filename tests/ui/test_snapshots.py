@@ -1,0 +1,57 @@
+"""SVG snapshots of the real app driven by the demo: fixed size, theme, no blink, workers awaited."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.testing import freeze, wait_until_idle
+
+from .conftest import SIZE
+
+
+async def _settle(pilot: Pilot[object], *keys: str, step: int | None = None) -> None:
+    await wait_until_idle(pilot)
+    screen = pilot.app.screen
+    if isinstance(screen, MainScreen) and screen.selected_run is not None:
+        screen.select_run(1, step)
+        await wait_until_idle(pilot)
+        screen.transcript.scroll_end(animate=False)
+        screen.run_tree.scroll_home(animate=False)
+        await pilot.pause(0.2)
+    if keys:
+        await pilot.press(*keys)
+        await wait_until_idle(pilot)
+    freeze(pilot.app)
+    await pilot.pause(0.1)
+
+
+def test_main_screen_after_demo(snap_compare, make_app) -> None:
+    """The finished demo run: ten steps in the tree, transcript, gauges with drift."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=_settle)
+
+
+def test_main_screen_light_theme(snap_compare, make_app) -> None:
+    """The same screen in io-light."""
+    assert snap_compare(make_app(theme="io-light"), terminal_size=SIZE, run_before=_settle)
+
+
+def test_inspector_step_10(snap_compare, make_app) -> None:
+    """The manifest of step 10's request with superseded/refreshed entries and fixed sections."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", step=10)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
+def test_trace_viewer(snap_compare, make_app) -> None:
+    """The trace viewer: the run header and the first steps with their full results."""
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=lambda p: _settle(p, "t"))
+
+
+def test_help_screen(snap_compare, make_app) -> None:
+    """Help lists keys with their binding ids."""
+    assert snap_compare(
+        make_app(demo=False), terminal_size=SIZE, run_before=lambda p: _settle(p, "f1")
+    )
