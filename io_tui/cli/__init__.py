@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "io_tui.cli.rules",
     "io_tui.cli.memory",
     "io_tui.cli.config",
+    "io_tui.cli.mcp",
     "io_tui.cli.ui",
 )
 

@@ -1,0 +1,109 @@
+"""``io-tui mcp list``: start the configured MCP servers, show their tools, report problems.
+
+Servers come from the config file's ``[mcp.servers.NAME]`` tables, plus ``--mcp-config FILE``
+(same tables; a name given in both takes the file's entry). ``io-tui run`` uses the same helpers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
+from io_tui.config import ConfigError, Settings, load_settings
+from io_tui.core.mcp.config import McpConfigError, load_mcp_file
+
+if TYPE_CHECKING:
+    from io_tui.core.mcp import McpHub, ServerSource
+
+
+def register(sub: Any) -> None:
+    mcp = sub.add_parser("mcp", help="MCP servers: start them and list their tools")
+    actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION", required=True)
+    listing = actions.add_parser(
+        "list", help="start every configured server, list its tools (exit 1 if one failed)"
+    )
+    add_mcp_config_option(listing)
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=list_command)
+
+
+def add_mcp_config_option(parser: Any) -> None:
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help="TOML file with [mcp.servers.NAME] tables, added to the config file's",
+    )
+
+
+def mcp_servers(settings: Settings, path: Path | None) -> dict[str, ServerSource]:
+    """The servers to start: the config file's, then ``path``'s over them. UsageError if bad."""
+    servers: dict[str, ServerSource] = dict(settings.mcp.servers)
+    if path is not None:
+        try:
+            servers.update(load_mcp_file(path).servers)
+        except McpConfigError as exc:
+            raise UsageError(str(exc)) from None
+    return servers
+
+
+@asynccontextmanager
+async def opened_hub(servers: dict[str, ServerSource]) -> AsyncIterator[McpHub | None]:
+    """A started hub for a headless command, its problems warned on stderr; None if no servers."""
+    if not servers:
+        yield None
+        return
+    from io_tui.core.mcp import McpHub
+
+    async with McpHub(servers) as hub:
+        for problem in hub.problems:
+            sys.stderr.write(f"io-tui: warning: {problem}\n")
+        yield hub
+
+
+async def list_command(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    servers = mcp_servers(settings, args.mcp_config)
+    if not servers:
+        if args.json:
+            print_json({"servers": [], "problems": [], "disabled": []})
+        else:
+            print("no MCP servers configured: add [mcp.servers.NAME] tables (see docs/MCP.md)")
+        return EXIT_OK
+    from io_tui.core.mcp import McpHub
+
+    async with McpHub(servers) as hub:
+        statuses = hub.statuses()
+        problems, disabled = hub.problems, hub.disabled
+    if args.json:
+        print_json(
+            {
+                "servers": [status.to_json() for status in statuses],
+                "problems": list(problems),
+                "disabled": list(disabled),
+            }
+        )
+    else:
+        for status in statuses:
+            data = status.to_json()
+            if status.error:
+                print(f"{status.name} ({status.transport}): {status.state}: {status.error}")
+                continue
+            print(f"{status.name} ({status.transport}): {status.state}, {len(status.tools)} tools")
+            for tool in data["tools"]:
+                print(f"  {tool['name']}({', '.join(tool['arguments'])})")
+                if tool["description"]:
+                    print(f"      {tool['description']}")
+        for name in disabled:
+            print(f"{name}: disabled")
+        if problems:
+            print(f"{len(problems)} of {len(statuses)} servers failed to start")
+    return EXIT_FAILED if problems else EXIT_OK
