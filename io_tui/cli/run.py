@@ -17,16 +17,18 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.approvals import ApproveAll, Approver, DeferAll, DenyAll, TerminalApprover
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.events import EventSink
+from io_tui.core.mcp import McpHub
 from io_tui.core.policy import Policy, PolicyError
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import ProviderConfigError, build_provider
 from io_tui.core.providers.scripted import ScriptError
-from io_tui.core.run import Harness, Outcome, RunResult, start_run
+from io_tui.core.run import Harness, Outcome, RunResult, harness_registry, start_run
 from io_tui.core.workspace import Workspace, WorkspaceError
 
 APPROVERS: dict[str, type] = {
@@ -56,6 +58,7 @@ def register(sub: Any) -> None:
     run.add_argument("--context-share", type=float)
     run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
+    add_mcp_config_option(run)
     add_store_option(run)
     run.set_defaults(handler=run_command)
 
@@ -119,9 +122,12 @@ async def run_command(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    servers = mcp_servers(settings, args.mcp_config)
     provider = provider_from(settings)
     policy = policy_from(settings)
-    return await execute(args, contract, provider, policy, APPROVERS[settings.approve]())
+    async with opened_hub(servers) as hub:
+        approver = APPROVERS[settings.approve]()
+        return await execute(args, contract, provider, policy, approver, hub=hub)
 
 
 async def demo_command(args: argparse.Namespace) -> int:
@@ -152,12 +158,22 @@ async def execute(
     provider: Provider,
     policy: Policy,
     approver: Approver,
+    *,
+    hub: McpHub | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
     store = await open_store(args)
+    registry = harness_registry()
+    if hub is not None:
+        hub.register_into(registry)
     try:
         harness = Harness(
-            store=store, provider=provider, approver=approver, sink=sink, policy=policy
+            store=store,
+            provider=provider,
+            approver=approver,
+            sink=sink,
+            policy=policy,
+            registry=registry,
         )
         result = await start_run(harness, contract)
     finally:
