@@ -1,0 +1,79 @@
+"""End to end: the real ``io-tui demo`` in tmux, driven with send-keys and read with capture-pane."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+def _tmux(socket: str, *args: str) -> str:
+    out = subprocess.run(
+        ["tmux", "-L", socket, *args], check=True, capture_output=True, text=True, timeout=10
+    )
+    return out.stdout
+
+
+def _wait_for(socket: str, needle: str, within_s: float = 30.0) -> str:
+    deadline = time.monotonic() + within_s
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = _tmux(socket, "capture-pane", "-p", "-t", "io")
+        if needle in screen:
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} never appeared; the screen was:\n{screen}")
+
+
+def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
+    socket = f"io-tui-e2e-{os.getpid()}"
+    store = tmp_path / "store.db"
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    command = f"{sys.executable} -m io_tui --store {store} demo"
+    subprocess.run(
+        ["tmux", "-L", socket, "new-session", "-d", "-s", "io", "-x", "160", "-y", "48", command],
+        check=True,
+        env={**env, "TERM": "xterm-256color", "IO_TUI_CONFIG_DIR": str(tmp_path / "cfg")},
+        timeout=10,
+    )
+    try:
+        _wait_for(socket, "step   1")  # the run tree shows the demo's steps
+        screen = _wait_for(socket, "Approve", within_s=30)  # the edit asks a human
+        _tmux(socket, "send-keys", "-t", "io", "1")  # 1 = approve
+        screen = _wait_for(socket, "#1 finished", within_s=30)
+        assert "#1" in screen and "step  10" in screen
+        # select the last step: down from the run node onto step 10
+        for _ in range(10):
+            _tmux(socket, "send-keys", "-t", "io", "Down")
+        time.sleep(0.5)
+        _tmux(socket, "send-keys", "-t", "io", "i")
+        screen = _wait_for(socket, "Manifest")
+        screen = _wait_for(socket, "entries")
+        assert "state" in screen and "reason" in screen
+        # every manifest row shows its state and reason on screen
+        assert any(word in screen for word in ("carried whole", "superseded", "elided", "step"))
+        _tmux(socket, "send-keys", "-t", "io", "f")  # filter: carried → stubs
+        _tmux(socket, "send-keys", "-t", "io", "f")
+        screen = _wait_for(socket, "filter: stubs")
+        stub_lines = [
+            line
+            for line in screen.splitlines()
+            if any(state in line for state in ("superseded", "elided", "refresh_failed"))
+        ]
+        assert stub_lines, screen  # step 10's request carries stubs, each with its reason
+        assert any("step" in line for line in stub_lines)  # e.g. "step 9 made the same call"
+        _tmux(socket, "send-keys", "-t", "io", "Escape")
+        _wait_for(socket, "Runs")
+        _tmux(socket, "send-keys", "-t", "io", "C-q")
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)
