@@ -65,6 +65,7 @@ class ApprovalDesk:
         self._lock = asyncio.Lock()
         self._base_title: str | None = None
         self.showing: Any = None  # the ApprovalScreen on display, if any
+        self.inbox_count = 0  # pending requests in the store, across all runs
 
     @classmethod
     def of(cls, app: App[Any]) -> ApprovalDesk:
@@ -137,7 +138,6 @@ class ApprovalDesk:
     def _announce(self, *, ring: bool = False) -> None:
         """Bell when a run starts asking; mark the title while any run here asks (Settings.ui)."""
         ui = getattr(getattr(self.app, "settings", None), "ui", None)
-        asking = len(self.queue)
         if self.showing is not None:
             self.showing.set_position(self._position(self.showing.request.id))
         if self._base_title is None:
@@ -145,9 +145,36 @@ class ApprovalDesk:
         if ring and getattr(ui, "bell_on_ask", True):
             self.app.bell()
         if getattr(ui, "title_on_ask", True):
-            self.app.title = (
-                f"{self._base_title} · {asking} {ASKING_MARK}" if asking else self._base_title
-            )
+            self.app.title = self.title_text()
+
+    def title_text(self) -> str:
+        """The title with the inbox badge and the asking mark: ``io-tui · inbox 2 · 1 asking``."""
+        parts = [self._base_title or self.app.title]
+        if self.inbox_count:
+            parts.append(f"inbox {self.inbox_count}")
+        if self.queue:
+            parts.append(f"{len(self.queue)} {ASKING_MARK}")
+        return " · ".join(parts)
+
+    def attach(self, poll_interval: float | None = 2.0) -> None:
+        """Keep the inbox badge (in the title) current: now, and every ``poll_interval``."""
+        if self._base_title is None:
+            self._base_title = self.app.title
+        self.refresh_count()
+        if poll_interval:
+            self.app.set_interval(poll_interval, self.refresh_count)
+
+    def refresh_count(self) -> None:
+        self.app.run_worker(self._count(), group="inbox-count", exclusive=True, exit_on_error=False)
+
+    async def _count(self) -> None:
+        try:
+            count = len(await self.store.approvals.pending())
+        except Exception:
+            return
+        if count != self.inbox_count:
+            self.inbox_count = count
+            self._announce()
 
     def shutdown(self) -> None:
         """Answer every open ask with a defer (the runs pause durably)."""
@@ -179,6 +206,7 @@ class ApprovalDesk:
             )
         except DecideError as exc:
             return f"request {approval_id}: {exc}"
+        self.refresh_count()
         result = decided.result
         if result is None:
             return f"request {approval_id}: {decision.kind.value} recorded (run {decided.run_id})"
