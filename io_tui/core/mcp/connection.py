@@ -5,7 +5,8 @@ connection has an owner task that opens the client, hands it over, and closes it
 when the transport dies under it); calls are made from any task through the handed-over client.
 
 A crash (the connection closed under a call) fails that call with a ToolError naming the server
-and its last stderr lines; the next call restarts the server once. A call that outlives
+and its last stderr lines; the next call restarts the server once (a failed restart is retried by
+later calls, at most MAX_RESTARTS times in a row). A call that outlives
 ``call_timeout_s`` is cancelled and reported; the server stays up, unless it timed out twice in a
 row, in which case it is restarted before the next call.
 """
@@ -109,6 +110,10 @@ class Connection:
             await self._fail(str(exc))
         except Exception as exc:
             await self._fail(_describe(exc, self._stderr_tail(), command=self._command()))
+        except asyncio.CancelledError:
+            await asyncio.shield(self._close_owner())  # never leave a half-started process
+            self.state = State.STOPPED
+            raise
         else:
             self._client, self.tools = client, tools
             self.state = State.READY
@@ -215,6 +220,7 @@ class Connection:
         except Exception as exc:
             raise self._call_failed(tool, exc, stderr_mark) from None
         self._timeouts_in_a_row = 0
+        self.restarts = 0
         return result
 
     def _call_failed(self, tool: str, exc: Exception, stderr_mark: int) -> ToolError:
@@ -249,18 +255,24 @@ class Connection:
             return self._client
 
     async def _restart(self) -> None:
+        """One restart attempt after a crash. A failed attempt leaves the server crashed, so the
+        next call tries again, up to MAX_RESTARTS attempts without a successful call between."""
         crash = self.error
         if self.restarts >= MAX_RESTARTS:
             await self._close_owner()
             self.state = State.FAILED
-            self.error = f"crashed again ({crash}) after {MAX_RESTARTS} restarts; not restarting"
+            self.error = f"{crash}; gave up after {MAX_RESTARTS} restarts"
             return
         self.restarts += 1
         try:
             await self.start()
         except StartError:
-            self.error = f"crashed ({crash}) and could not be restarted: {self.error}"
-            raise ToolError(f"MCP server '{self.name}' {self.error}") from None
+            reason = self.error
+            self.state, self.error = State.CRASHED, crash
+            raise ToolError(
+                f"MCP server '{self.name}' crashed earlier ({crash}) and could not be restarted: "
+                f"{reason}"
+            ) from None
 
     # -- diagnostics --
 

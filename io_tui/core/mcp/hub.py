@@ -56,7 +56,11 @@ class McpHub:
         self._started = False
 
     async def __aenter__(self) -> McpHub:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await asyncio.shield(self.aclose())
+            raise
         return self
 
     async def __aexit__(
@@ -143,12 +147,7 @@ class McpHub:
 async def open_hub(servers: Mapping[str, ServerSource]) -> McpHub:
     """A started hub. Close it with ``await hub.aclose()`` (or use it as ``async with``)."""
     hub = McpHub(servers)
-    try:
-        await hub.start()
-    except BaseException:
-        await hub.aclose()
-        raise
-    return hub
+    return await hub.__aenter__()
 
 
 def tool_summary(tool: McpTool) -> dict[str, Any]:

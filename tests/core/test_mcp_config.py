@@ -1,0 +1,148 @@
+"""MCP server config: the [mcp.servers.NAME] tables, one-line errors, masking, ${VAR} references."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from io_tui.config import ConfigError, load_settings, masked
+from io_tui.core.mcp import (
+    HttpServer,
+    McpConfigError,
+    StdioServer,
+    load_mcp_file,
+    parse_mcp_settings,
+)
+from io_tui.core.mcp.config import expand_env
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "mcp.toml"
+    path.write_text(text)
+    return path
+
+
+def test_stdio_and_http_tables_load_with_defaults(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+[mcp.servers.time]
+command = "uvx"
+args = ["mcp-server-time", "--local-timezone", "UTC"]
+env = { TZ = "UTC" }
+cwd = "/tmp"
+call_timeout_s = 10
+
+[mcp.servers.docs]
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
+enabled = false
+""",
+    )
+    servers = load_mcp_file(path).servers
+    time_server, docs = servers["time"], servers["docs"]
+    assert isinstance(time_server, StdioServer) and isinstance(docs, HttpServer)
+    assert time_server.args == ["mcp-server-time", "--local-timezone", "UTC"]
+    assert (time_server.call_timeout_s, time_server.startup_timeout_s) == (10, 30.0)
+    assert time_server.enabled and not docs.enabled
+    assert docs.headers == {"Authorization": "Bearer ${DOCS_TOKEN}"}
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('args = ["x"]', "mcp.servers.s: an MCP server needs `command` (stdio) or `url`"),
+        ('command = "x"\nbogus = 1', "mcp.servers.s.bogus: unknown key"),
+        ('url = "ftp://host/mcp"', "mcp.servers.s.url: url must be an http:// or https:// URL"),
+        ('type = "sse"\nurl = "http://h/sse"', "type may be 'stdio' or 'http'"),
+        ('command = "x"\ncall_timeout_s = 0', "mcp.servers.s.call_timeout_s: Input should be"),
+        ('command = ""', "mcp.servers.s.command: String should have at least 1 character"),
+    ],
+)
+def test_invalid_tables_are_one_clear_line(tmp_path: Path, table: str, expected: str) -> None:
+    path = write(tmp_path, f"[mcp.servers.s]\n{table}\n")
+    with pytest.raises(McpConfigError) as caught:
+        load_mcp_file(path)
+    message = str(caught.value)
+    assert expected in message, message
+    assert message.startswith(str(path)) and "\n" not in message
+
+
+def test_file_problems_are_named(tmp_path: Path) -> None:
+    with pytest.raises(McpConfigError, match="not found"):
+        load_mcp_file(tmp_path / "nope.toml")
+    with pytest.raises(McpConfigError, match="not valid TOML"):
+        load_mcp_file(write(tmp_path, "[mcp.servers.s\n"))
+    with pytest.raises(McpConfigError, match=r"no \[mcp.servers.NAME\] table"):
+        load_mcp_file(write(tmp_path, 'provider = "ollama"\n'))
+
+
+def test_settings_read_the_mcp_table_and_mask_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        '[mcp.servers.gh]\ncommand = "gh-mcp"\nenv = { GITHUB_TOKEN = "ghp_secret" }\n'
+        '[mcp.servers.web]\nurl = "http://127.0.0.1:9/mcp"\nheaders = { "X-Key" = "k123" }\n'
+    )
+    monkeypatch.setenv("IO_TUI_CONFIG", str(cfg))
+    settings = load_settings()
+    gh = settings.mcp.servers["gh"]
+    assert isinstance(gh, StdioServer) and gh.env == {"GITHUB_TOKEN": "ghp_secret"}
+    shown = json.dumps(masked(settings))
+    assert "ghp_secret" not in shown and "k123" not in shown
+    assert masked(settings)["mcp"]["servers"]["gh"]["env"] == {"GITHUB_TOKEN": "***"}
+
+
+def test_bad_mcp_table_in_the_config_file_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[mcp.servers.x]\ncommand = "a"\ntimeout = 3\n')
+    monkeypatch.setenv("IO_TUI_CONFIG", str(cfg))
+    with pytest.raises(ConfigError, match=r"mcp\.servers\.x\..*timeout"):
+        load_settings()
+
+
+def test_env_references_expand_and_a_missing_one_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("IO_TUI_TEST_TOKEN", "t0k")
+    server = HttpServer(
+        url="http://h/mcp", headers={"Authorization": "Bearer ${IO_TUI_TEST_TOKEN}"}
+    )
+    assert server.resolved_headers() == {"Authorization": "Bearer t0k"}
+    monkeypatch.delenv("IO_TUI_TEST_TOKEN")
+    with pytest.raises(
+        McpConfigError, match=r"headers.Authorization refers to \$\{IO_TUI_TEST_TOKEN\}"
+    ):
+        server.resolved_headers()
+    assert expand_env("plain $HOME text", "x") == "plain $HOME text"
+
+
+def test_parse_accepts_explicit_type() -> None:
+    servers = parse_mcp_settings(
+        {
+            "servers": {
+                "a": {"type": "stdio", "command": "x"},
+                "b": {"type": "http", "url": "http://h"},
+            }
+        },
+        source="test",
+    ).servers
+    assert isinstance(servers["a"], StdioServer) and isinstance(servers["b"], HttpServer)
+
+
+def test_loading_settings_does_not_import_the_mcp_sdk() -> None:
+    code = (
+        "import sys, io_tui.config, io_tui.core.mcp, io_tui.cli.mcp\n"
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'httpx2', 'jsonschema') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,123 @@
+"""Helpers for MCP tests: the npm server-everything (installed once, cached), the test server's
+command line, a free port, and finding processes by an environment marker (leak checks)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
+EVERYTHING = "@modelcontextprotocol/server-everything"
+MARK_VAR = "IO_TUI_MCP_TEST_MARK"
+
+
+def server_script_args(mode: str = "serve") -> list[str]:
+    return [str(TEST_SERVER), mode]
+
+
+def npm_cache_dir() -> Path:
+    """Under the repo's .venv when there is one (kept between sessions), else a temp dir."""
+    venv = REPO / ".venv"
+    base = venv / ".cache" if venv.is_dir() else Path(tempfile.gettempdir()) / "io-tui-test-cache"
+    return base / "npm-mcp"
+
+
+@cache
+def server_everything_entry() -> Path:
+    """The installed ``dist/index.js`` of server-everything; skips only when npm is missing."""
+    npm = shutil.which("npm")
+    node = shutil.which("node")
+    if npm is None or node is None:
+        pytest.skip(
+            "npm/node not found on PATH: cannot install @modelcontextprotocol/server-everything"
+        )
+    final = npm_cache_dir()
+    entry = (
+        final / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    )
+    if entry.is_file():
+        return entry
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="npm-mcp-", dir=final.parent))
+    command = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", EVERYTHING]
+    output = ""
+    for _attempt in range(2):  # one retry for a flaky registry connection
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        output = done.stdout + done.stderr
+        if done.returncode == 0:
+            break
+    else:
+        shutil.rmtree(staging, ignore_errors=True)
+        pytest.fail(f"npm install {EVERYTHING} failed:\n{output[-3000:]}")
+    with contextlib.suppress(OSError):
+        os.replace(staging, final)  # another session may have won the race: use theirs
+    shutil.rmtree(staging, ignore_errors=True)
+    assert entry.is_file(), f"npm installed {EVERYTHING} but {entry} is missing"
+    return entry
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout_s}s")
+
+
+def new_mark() -> str:
+    return uuid.uuid4().hex
+
+
+def processes_with_mark(mark: str) -> list[int]:
+    """Live processes whose environment carries ``IO_TUI_MCP_TEST_MARK=mark`` (Linux /proc)."""
+    needle = f"{MARK_VAR}={mark}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().split(") ", 1)[1][:1]
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_gone(mark: str, timeout_s: float = 3.0) -> list[int]:
+    """The marked processes still alive after ``timeout_s`` (empty when none leaked)."""
+    deadline = time.monotonic() + timeout_s
+    alive = processes_with_mark(mark)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = processes_with_mark(mark)
+    return alive
+
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="leak checks read /proc (Linux)"
+)
+
+PYTHON = sys.executable
