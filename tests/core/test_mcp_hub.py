@@ -26,7 +26,7 @@ from mcp_test_server import PNG_1PX, build_server
 from io_tui.core.approvals import ApproveAll, DenyAll
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import ObsKind
-from io_tui.core.mcp import InProcessServer, McpHub, StdioServer, open_hub
+from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer, open_hub
 from io_tui.core.mcp.connection import MAX_RESTARTS
 from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.providers.scripted import ScriptedProvider
@@ -306,3 +306,24 @@ async def test_cancelling_a_hub_while_it_starts_leaves_no_process() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert wait_until_gone(mark) == []
+
+
+async def test_a_missing_env_reference_stops_only_that_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("IO_TUI_NO_SUCH_TOKEN", raising=False)
+    servers = {
+        "ok": InProcessServer(build_server()),
+        "web": HttpServer(
+            url="http://127.0.0.1:9/mcp", headers={"X-Key": "${IO_TUI_NO_SUCH_TOKEN}"}
+        ),
+        "cli": StdioServer(command=sys.executable, env={"TOKEN": "${IO_TUI_NO_SUCH_TOKEN}"}),
+    }
+    async with McpHub(servers) as hub:
+        assert sorted(hub.problems) == [
+            "MCP server 'cli' failed to start: env.TOKEN refers to ${IO_TUI_NO_SUCH_TOKEN}, "
+            "which is not set",
+            "MCP server 'web' failed to start: headers.X-Key refers to ${IO_TUI_NO_SUCH_TOKEN}, "
+            "which is not set",
+        ]
+        assert {t.server.name for t in hub.tools} == {"ok"}
