@@ -172,7 +172,10 @@ class Connection:
 
             http = httpx2.AsyncClient(
                 headers=source.resolved_headers(),
-                timeout=httpx2.Timeout(HTTP_CONNECT_TIMEOUT_S, read=source.call_timeout_s + 30),
+                # read: the SDK's default for an idle server-to-client SSE stream, or longer
+                timeout=httpx2.Timeout(
+                    HTTP_CONNECT_TIMEOUT_S, read=max(300.0, source.call_timeout_s + 30)
+                ),
             )
             await stack.enter_async_context(http)
             client = Client(streamable_http_client(source.url, http_client=http))
