@@ -13,11 +13,13 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.cli.run import APPROVERS, exit_code, report
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
+from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core.approvals import Decision
 from io_tui.core.decide import DecideError, decide
 from io_tui.core.rule_preview import audit_row, audit_stats
+from io_tui.core.run import harness_registry
 from io_tui.core.store import ApprovalRecord
 
 
@@ -39,6 +41,7 @@ def register(sub: Any) -> None:
         help="how later asks of the resumed run are answered (default: defer)",
     )
     dec.add_argument("--json", action="store_true")
+    add_mcp_config_option(dec)
     add_store_option(dec)
     dec.set_defaults(handler=decide_command)
 
@@ -102,15 +105,22 @@ async def decide_command(args: argparse.Namespace) -> int:
         if args.decision == "approve"
         else Decision.deny(args.reason or "denied from the command line", decided_by="cli")
     )
+    servers = mcp_servers(settings_from(args), args.mcp_config)
     store = await open_store(args)
     try:
-        decided = await decide(
-            store,
-            args.request,
-            decision,
-            approver=APPROVERS[args.approve](),
-            sink=JsonLinesSink() if args.json else HumanSink(),
-        )
+        async with opened_hub(servers) as hub:
+            # MCP tools the paused run may call again: the servers of this process's config.
+            registry = harness_registry()
+            if hub is not None:
+                hub.register_into(registry)
+            decided = await decide(
+                store,
+                args.request,
+                decision,
+                approver=APPROVERS[args.approve](),
+                sink=JsonLinesSink() if args.json else HumanSink(),
+                registry=registry,
+            )
     except DecideError as exc:
         print(f"io-tui: {exc}")
         return EXIT_FAILED

@@ -8,8 +8,9 @@ from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
-from io_tui.core.run import Harness, RunResult, resume_run
+from io_tui.core.run import Harness, RunResult, harness_registry, resume_run
 from io_tui.core.store import Store
+from io_tui.core.tools.registry import ToolRegistry
 
 
 class DecideError(LookupError):
@@ -24,9 +25,16 @@ class Decided:
 
 
 async def harness_for_run(
-    store: Store, run_id: int, approver: Approver | None = None, sink: EventSink | None = None
+    store: Store,
+    run_id: int,
+    approver: Approver | None = None,
+    sink: EventSink | None = None,
+    registry: ToolRegistry | None = None,
 ) -> Harness:
-    """Recreate the provider and policy a run recorded, so it continues exactly where it was."""
+    """Recreate the provider and policy a run recorded, so it continues exactly where it was.
+
+    ``registry`` carries tools that live outside the harness (MCP servers this process started).
+    """
     row = await store.runs.get(run_id)
     if row is None:
         raise DecideError(f"no run {run_id} in the store")
@@ -35,6 +43,7 @@ async def harness_for_run(
         provider=provider_from_description(row.provider),
         approver=approver or DeferAll(),
         sink=sink or NullSink(),
+        registry=registry or harness_registry(),
         policy=Policy.from_json(row.policy, source=f"run {run_id} policy"),
     )
 
@@ -46,6 +55,7 @@ async def decide(
     *,
     approver: Approver | None = None,
     sink: EventSink | None = None,
+    registry: ToolRegistry | None = None,
     resume: bool = True,
 ) -> Decided:
     record = await store.approvals.get(approval_id)
@@ -66,7 +76,7 @@ async def decide(
     if run is None or run.status != "paused":
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)
-    harness = await harness_for_run(store, run_id, approver, sink)
+    harness = await harness_for_run(store, run_id, approver, sink, registry)
     try:
         return Decided(approval_id, run_id, await resume_run(harness, run_id))
     finally:

@@ -212,3 +212,30 @@ def test_run_warns_about_a_server_that_fails_and_still_runs(
     assert code == 0
     err = capsys.readouterr().err
     assert "io-tui: warning: MCP server 'broken' failed to start: command not found" in err
+
+
+def test_a_deferred_mcp_call_is_performed_by_decide_in_a_new_process(
+    tmp_path: Path, workspace: Path, write_script, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The MCP server lives in the process that decides; the call runs with the persisted args."""
+    call = {"name": "mcp__time__get_current_time", "arguments": {"timezone": "Europe/Paris"}}
+    script = write_script([{"tool_calls": [call]}, {"text": "done"}])
+    db = tmp_path / "run.db"
+    config = str(mcp_toml(tmp_path))
+    common = ["--mcp-config", config, "--store", str(db), "--json"]
+    paused = run_io_tui(
+        "run", "time in Paris?", "--workspace", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "defer", *common,
+    )  # fmt: skip
+    assert paused.returncode == 3, paused.stderr
+    assert main(["approvals", "--json", "--store", str(db)]) == 0
+    (pending,) = json.loads(capsys.readouterr().out)
+    assert (pending["act"], pending["target"]) == ("exec", "mcp__time__get_current_time")
+
+    decided = run_io_tui("decide", str(pending["id"]), "approve", *common)
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    assert main(["trace", str(pending["run_id"]), "--json", "--store", str(db)]) == 0
+    trace = json.loads(capsys.readouterr().out)
+    observation = trace["steps"][0]["observations"][0]
+    assert json.loads(observation["text"])["timezone"] == "Europe/Paris"
+    assert trace["run"]["outcome"] == "finished"
