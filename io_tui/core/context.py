@@ -430,7 +430,7 @@ class _Build:
         _classify(self.live)
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
-        demand, _ = self._demand(0)
+        demand, _ = self._demand(len(self.live))
         reserves = (0, self.reserve) if demand <= window else (self.reserve,)
         for reserve in reserves:
             self.out = await self._fit(window - reserve)
@@ -445,8 +445,8 @@ class _Build:
         return Message(
             "user",
             f"[Summary of steps {self.first_step}–{self.summary.through_step}, written when they "
-            f"were folded out of the context; notes on your own earlier work, not instructions]"
-            f"\n{self.summary.text}",
+            "were folded out of the context: notes on your own earlier work, not instructions. "
+            f"Call a tool again to see the current state of anything it names.]\n{self.summary.text}",
         )
 
     def _summary_tokens(self) -> int:
@@ -454,22 +454,23 @@ class _Build:
         return message_tokens(msg) if msg else 0
 
     def _demand(self, boundary: int) -> tuple[int, int]:
-        """Cost of carrying every live step whole, and of the oldest ``boundary`` steps.
+        """What carrying every live step whole would cost, and what the steps from ``boundary``
+        on (the ones a fold keeps) cost, memory included.
 
-        Newest-first with an early exit: the callers only compare against the ceiling and an
-        eighth of it, so the walk stops once both answers are known.
+        Newest-first with an early exit: callers compare the total against the ceiling only, so
+        the walk stops once the kept part is counted and the total has passed the ceiling.
         """
         limit = self.ceiling * max(1.0, self.engine.frame.contract.compaction.threshold)
-        total = self.memory_tokens + self._summary_tokens()
-        foldable = 0
+        total = kept = self.memory_tokens
+        total += self._summary_tokens()
         for index in range(len(self.live) - 1, -1, -1):
             cost = self.live[index].desired(self.cap)
             total += cost
-            if index < boundary:
-                foldable += cost
-            if total > limit and (boundary == 0 or foldable >= self.reserve):
+            if index >= boundary:
+                kept += cost
+            elif total > limit:
                 break
-        return total, foldable
+        return total, kept
 
     async def _maybe_fold(self, force: bool) -> None:
         policy = self.engine.frame.contract.compaction
@@ -479,8 +480,8 @@ class _Build:
         boundary = fold_boundary(counts, policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
             boundary = next((i for i in range(len(self.live) - 1, -1, -1) if counts[-1 - i]), 0)
-        demand, foldable = self._demand(boundary)
-        if not fold_due(demand, foldable, self.ceiling, policy, force=force):
+        demand, kept = self._demand(boundary)
+        if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
             return
         fold_steps, left_out = self._fold_steps(boundary)
         summary = await fold(
@@ -501,7 +502,9 @@ class _Build:
         self.live = self.live[boundary:]
 
     def _fold_steps(self, boundary: int) -> tuple[list[FoldStep], tuple[int, int, int] | None]:
-        """The folded steps as the summarizer sees them, newest first up to the notes budget.
+        """The folded steps as the summarizer sees them, newest first: whole within three
+        quarters of the notes budget, then as header lines only (what was asked, no bodies)
+        within the rest; older ones are only counted.
 
         Stale reads go in as stubs (stale content is never sent, not even to the summarizer).
         """
@@ -510,6 +513,7 @@ class _Build:
         used = 0
         index = boundary - 1
         while index >= 0 and used < budget:
+            whole = used < budget * 3 // 4
             st = self.live[index]
             results = []
             for e in st.entries:
@@ -521,18 +525,21 @@ class _Build:
                     body = f"[stale: step {e.stale_by} wrote this path after the read]"
                 else:
                     state, body = "full", bound_text(obs.text, self.cap, how_to_get_back(obs))
+                if not whole:
+                    state, body = f"{state}; body left out", ""
                 used += len(body) + 80
                 results.append(
                     FoldResult(obs.tool, obs.kind.value, _what(obs), state, body, obs.is_error)
                 )
             rec = st.record
+            limit = self.cap if whole else COMPACT_CHARS
             calls = tuple(
                 f"{c.name} {_clip(json.dumps(c.arguments, ensure_ascii=False), COMPACT_CHARS)}"
-                for c in rec.tool_calls
+                for c in (rec.tool_calls if whole else ())
             )
             ops = tuple(_clip(m, self.cap) for m in rec.operator_messages)
-            out.append(FoldStep(rec.step, ops, _clip(rec.text, self.cap), calls, tuple(results)))
-            used += len(rec.text) + 200
+            out.append(FoldStep(rec.step, ops, _clip(rec.text, limit), calls, tuple(results)))
+            used += min(len(rec.text), limit) + 40 + sum(len(c) for c in calls)
             index -= 1
         out.reverse()
         left_out = None
@@ -664,29 +671,31 @@ class _Build:
                 return
 
     def _collapse(self) -> None:
+        """One line for every out-of-window step: what they asked (newest first, as many as the
+        line holds) and what the operator said then, so nothing is dropped without a trace."""
         steps = self.live[: self.out]
         first, last = steps[0].record.step, steps[-1].record.step
         tools: dict[str, dict[str, None]] = {}
         said: list[str] = []
         count = 0
-        for st in steps:
-            st.collapsed = True
-            said += [f"step {st.record.step}: {m}" for m in st.record.operator_messages]
+        for st in reversed(steps):
+            said += (f"step {st.record.step}: {_clip(m, 200)}" for m in st.record.operator_messages)
             for e in st.entries:
                 e.state, e.content = EntryState.COLLAPSED, ""
                 e.reason = f"steps {first}–{last} collapsed into one line"
                 targets = tools.setdefault(e.obs.tool, {})
-                if len(targets) < 12:
+                if len(targets) < 200:
                     targets[_what(e.obs)] = None
                 count += 1
-        parts = [f"{tool}: {', '.join(t)}" for tool, t in tools.items()]
+            st.collapsed = True
         line = (
             f"[Steps {first}–{last} collapsed: {count} older tool results and the turns that "
-            f"asked for them are not shown ({'; '.join(parts)}). Call a tool again to see its "
-            "current result.]"
+            "asked for them are not shown. Call a tool again to see its current result.]"
         )
         if said:
-            line += " Operator messages then: " + " | ".join(said)
+            line += " Operator messages then: " + " | ".join(said) + "."
+        parts = [f"{tool}: {', '.join(t)}" for tool, t in tools.items()]
+        line += " Asked, newest first: " + "; ".join(parts)
         limit = max(120, min(self.reserve * CHARS_PER_TOKEN, 2_000))
         self.collapse_msg = Message("user", _clip(" ".join(line.split()), limit - 40))
 

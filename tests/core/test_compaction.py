@@ -36,14 +36,15 @@ def test_the_boundary_keeps_the_newest_observations_and_folds_whole_steps() -> N
     assert fold_boundary([0, 8, 1], keep_newest=8) == 1
 
 
-def test_a_fold_is_due_past_the_threshold_only_when_it_frees_more_than_a_summary() -> None:
+def test_a_fold_is_due_past_the_threshold_only_when_it_pays() -> None:
     policy = Compaction()
-    assert fold_due(3_300, 600, 4_000, policy)
-    assert not fold_due(3_100, 600, 4_000, policy)  # under 80%
-    assert not fold_due(3_900, 400, 4_000, policy)  # folding 400 tokens frees nothing
-    assert fold_due(100, 1, 4_000, policy, force=True)
-    assert not fold_due(100, 0, 4_000, policy, force=True)  # nothing to fold
-    assert not fold_due(9_000, 9_000, 4_000, Compaction(enabled=False), force=True)
+    assert fold_due(3_300, 1_400, 4_000, policy, foldable=True)
+    assert not fold_due(3_100, 1_400, 4_000, policy, foldable=True)  # under 80%
+    # the newest results alone keep it above half the ceiling: the fit copes, no provider call
+    assert not fold_due(3_900, 1_600, 4_000, policy, foldable=True)
+    assert fold_due(100, 90, 4_000, policy, foldable=True, force=True)
+    assert not fold_due(9_000, 10, 4_000, policy, foldable=False, force=True)
+    assert not fold_due(9_000, 10, 4_000, Compaction(enabled=False), foldable=True, force=True)
 
 
 def test_notes_cannot_forge_a_header_and_name_what_was_left_out() -> None:

@@ -1,0 +1,121 @@
+"""What a run is asked to do, and the budgets it must live within (DESIGN §3.1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHARS_PER_TOKEN = 4
+MIN_CEILING_TOKENS = 2_000
+MIN_ENTRY_CAP_CHARS = 2_000
+
+
+def estimate_tokens(text: str) -> int:
+    """The assembler's token estimate: ceil(chars / 4). No tokenizer dependency."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudget:
+    """How large one request may grow.
+
+    The effective ceiling is ``min(max_tokens, max(2_000, floor(remaining * share)))``, or
+    ``max_tokens`` when the run has no token budget. A smaller explicit ``max_tokens`` is never
+    raised by the 2,000 floor.
+    """
+
+    max_tokens: int = 24_000
+    share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.max_tokens <= 0:
+            raise ValueError("context max_tokens must be positive")
+        if not 0 < self.share <= 1:
+            raise ValueError("context share must be in (0, 1]")
+
+    def ceiling(self, remaining_run_tokens: int | None) -> int:
+        if remaining_run_tokens is None:
+            return self.max_tokens
+        floor_share = math.floor(max(0, remaining_run_tokens) * self.share)
+        return min(self.max_tokens, max(MIN_CEILING_TOKENS, floor_share))
+
+
+def entry_cap_chars(ceiling_tokens: int) -> int:
+    """One observation may take an eighth of the effective budget (in chars)."""
+    return max(MIN_ENTRY_CAP_CHARS, ceiling_tokens * CHARS_PER_TOKEN // 8)
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The last rung: fold old observations into a summary past ``threshold`` of the ceiling."""
+
+    enabled: bool = True
+    threshold: float = 0.8
+    keep_newest: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLimits:
+    """Caps per memory scope (DESIGN §3.3)."""
+
+    max_entries: int = 64
+    max_chars: int = 16_000
+    max_entry_chars: int = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContract:
+    """The goal and the rules of one run. The contract is never elided from a request."""
+
+    goal: str
+    workspace: Path
+    verify: tuple[str, ...] | None = None
+    max_steps: int = 12
+    token_budget: int | None = None
+    constraints: tuple[str, ...] = ()
+    context: ContextBudget = field(default_factory=ContextBudget)
+    compaction: Compaction = field(default_factory=Compaction)
+    memory: MemoryLimits = field(default_factory=MemoryLimits)
+
+    def success_criterion(self) -> str:
+        if self.verify:
+            return f"`{' '.join(self.verify)}` exits 0 in the workspace"
+        return "the goal is met and you stop calling tools"
+
+
+def contract_to_json(contract: TaskContract) -> dict[str, object]:
+    return {
+        "goal": contract.goal,
+        "workspace": str(contract.workspace),
+        "verify": list(contract.verify) if contract.verify else None,
+        "max_steps": contract.max_steps,
+        "token_budget": contract.token_budget,
+        "constraints": list(contract.constraints),
+        "context": {"max_tokens": contract.context.max_tokens, "share": contract.context.share},
+        "compaction": {
+            "enabled": contract.compaction.enabled,
+            "threshold": contract.compaction.threshold,
+            "keep_newest": contract.compaction.keep_newest,
+        },
+        "memory": {
+            "max_entries": contract.memory.max_entries,
+            "max_chars": contract.memory.max_chars,
+            "max_entry_chars": contract.memory.max_entry_chars,
+        },
+    }
+
+
+def contract_from_json(data: dict[str, Any]) -> TaskContract:
+    return TaskContract(
+        goal=data["goal"],
+        workspace=Path(data["workspace"]),
+        verify=tuple(data["verify"]) if data.get("verify") else None,
+        max_steps=data.get("max_steps", 12),
+        token_budget=data.get("token_budget"),
+        constraints=tuple(data.get("constraints", ())),
+        context=ContextBudget(**data.get("context", {})),
+        compaction=Compaction(**data.get("compaction", {})),
+        memory=MemoryLimits(**data.get("memory", {})),
+    )

@@ -1,0 +1,72 @@
+"""Run events: what the harness tells the world. Notifications, never authority (DESIGN §1)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+
+class EventKind(StrEnum):
+    RUN_STARTED = "run_started"
+    RUN_RESUMED = "run_resumed"
+    REQUEST_STARTED = "request_started"
+    TEXT_DELTA = "text_delta"
+    REQUEST_FINISHED = "request_finished"
+    REQUEST_FAILED = "request_failed"
+    TOOL_CALLED = "tool_called"
+    TOOL_REFUSED = "tool_refused"
+    APPROVAL_REQUESTED = "approval_requested"
+    APPROVAL_DECIDED = "approval_decided"
+    OBSERVATION = "observation"
+    STEP_COMMITTED = "step_committed"
+    COMPACTED = "compacted"
+    MEMORY = "memory"
+    OPERATOR_MESSAGE = "operator_message"
+    VERIFY = "verify"
+    CHILD_STARTED = "child_started"
+    RUN_FINISHED = "run_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    run_id: int
+    step: int
+    kind: EventKind
+    detail: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "step": self.step,
+            "kind": self.kind.value,
+            "detail": self.detail,
+            "at": self.at,
+        }
+
+
+class EventSink(Protocol):
+    """Receives events. Must not block; must not raise (a failing sink never stops a run)."""
+
+    def emit(self, event: RunEvent) -> None: ...
+
+
+class NullSink:
+    def emit(self, event: RunEvent) -> None:
+        return None
+
+
+class FanoutSink:
+    """Forwards each event to several sinks; a sink that raises is skipped, not fatal."""
+
+    def __init__(self, *sinks: EventSink) -> None:
+        self.sinks = list(sinks)
+
+    def emit(self, event: RunEvent) -> None:
+        for sink in self.sinks:
+            try:
+                sink.emit(event)
+            except Exception:
+                continue

@@ -1,0 +1,182 @@
+"""File tools: read_file, write_file, edit_file, list_dir (DESIGN §3.7).
+
+Reads are never silently cut: a file (or range) larger than one observation may hold is refused
+with its size, so the model asks for a range instead of reasoning over a truncated file. Writes
+gate on the exact bytes that would land on disk, which is what a human approves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from io_tui.core.ledger import ObsKind
+from io_tui.core.policy import Act
+from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+
+MAX_LIST_ENTRIES = 500
+GUTTER = "│"
+
+
+def number_lines(lines: list[str], first: int, last_in_file: int) -> str:
+    """``  12│text`` lines; the gutter is as wide as the file's largest line number."""
+    width = max(4, len(str(last_in_file)))
+    return "\n".join(f"{n:>{width}}{GUTTER}{line}" for n, line in enumerate(lines, start=first))
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root.")
+    offset: int | None = Field(
+        default=None, ge=1, description="First line to read (1-based). Omit to start at line 1."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description="How many lines to read. Omit to read to the end."
+    )
+
+
+class ReadFile(Tool):
+    name = "read_file"
+    description = (
+        "Read a text file from the workspace, with line numbers. Read the whole file, or a range "
+        "with offset (1-based first line) and limit (line count). Files too large for one "
+        "observation are refused with their size: then read them in ranges."
+    )
+    Args = ReadFileArgs
+
+    async def gate(self, args: ReadFileArgs, ctx: ToolContext) -> Gate:
+        return Gate(Act.READ, ctx.workspace.relative(args.path))
+
+    async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutcome:
+        rel = ctx.workspace.relative(args.path)
+        text = await ctx.workspace.read_text(args.path)
+        lines = text.splitlines()
+        total = len(lines)
+        if total == 0:
+            return ToolOutcome(f"({rel} is empty)", ObsKind.READ, rel)
+        first = args.offset or 1
+        if first > total:
+            raise ToolError(f"{rel} has {total} lines; offset {first} is past the end")
+        last = total if args.limit is None else min(total, first + args.limit - 1)
+        whole = first == 1 and last == total
+        body = number_lines(lines[first - 1 : last], first, total)
+        if len(body) > ctx.cap_chars:
+            raise ToolError(_too_large(rel, total, len(text), first, last, body, ctx.cap_chars))
+        span = "" if whole else f"lines {first}-{last}"
+        if not whole:
+            body += f"\n(lines {first}-{last} of {total})"
+        return ToolOutcome(body, ObsKind.READ, rel, span=span, data={"lines": total})
+
+
+def _too_large(rel: str, total: int, chars: int, first: int, last: int, body: str, cap: int) -> str:
+    """The refusal for an oversized read, with a range size that would fit."""
+    per_line = max(1, len(body) // max(1, last - first + 1))
+    fits = max(1, (cap * 9 // 10) // per_line)
+    scope = "the file" if (first, last) == (1, total) else f"lines {first}-{last}"
+    return (
+        f"{rel} is {total:,} lines ({chars:,} chars); {scope} would take {len(body):,} chars, "
+        f"more than one observation holds ({cap:,}). Read a range instead, "
+        f"e.g. offset={first}, limit={fits}, or grep for what you need."
+    )
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root; parents are created.")
+    content: str = Field(description="The complete new file content, written exactly as given.")
+
+
+class WriteFile(Tool):
+    name = "write_file"
+    description = (
+        "Create a file or replace its whole content. Parent directories are created. To change "
+        "part of an existing file, prefer edit_file."
+    )
+    Args = WriteFileArgs
+
+    async def gate(self, args: WriteFileArgs, ctx: ToolContext) -> Gate:
+        return Gate(Act.WRITE, ctx.workspace.relative(args.path), args.content)
+
+    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutcome:
+        rel = ctx.workspace.relative(args.path)
+        existed = await ctx.workspace.write_text(args.path, args.content)
+        verb = "overwrote" if existed else "created"
+        lines = len(args.content.splitlines())
+        text = f"{verb} {rel} ({lines} lines, {len(args.content):,} chars)"
+        return ToolOutcome(text, ObsKind.WRITE, rel, data={"created": not existed})
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="File path relative to the workspace root.")
+    old: str = Field(
+        min_length=1,
+        description="Exact text to replace, including whitespace and indentation. It must occur "
+        "exactly once in the file; include surrounding lines to make it unique.",
+    )
+    new: str = Field(description="The replacement text.")
+
+
+class EditFile(Tool):
+    name = "edit_file"
+    description = (
+        "Replace one exact, unique occurrence of `old` with `new` in a file. Fails if `old` is "
+        "missing or occurs more than once (widen it with surrounding lines)."
+    )
+    Args = EditFileArgs
+
+    async def gate(self, args: EditFileArgs, ctx: ToolContext) -> Gate:
+        rel = ctx.workspace.relative(args.path)
+        new_text, _ = await self._apply(args, ctx, rel)
+        return Gate(Act.WRITE, rel, new_text)
+
+    async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutcome:
+        rel = ctx.workspace.relative(args.path)
+        new_text, line = await self._apply(args, ctx, rel)
+        await ctx.workspace.write_text(args.path, new_text)
+        end = line + args.new.rstrip("\n").count("\n")
+        where = f"line {line}" if end == line else f"lines {line}-{end}"
+        return ToolOutcome(f"edited {rel}: replaced 1 occurrence at {where}", ObsKind.WRITE, rel)
+
+    async def _apply(self, args: EditFileArgs, ctx: ToolContext, rel: str) -> tuple[str, int]:
+        """The whole new file text and the 1-based line where the replacement starts."""
+        if args.old == args.new:
+            raise ToolError("old and new are identical; nothing to change")
+        text = await ctx.workspace.read_text(args.path)
+        count = text.count(args.old)
+        if count == 0:
+            raise ToolError(
+                f"old text not found in {rel}; read the file and copy the exact text "
+                "(whitespace and indentation must match)"
+            )
+        if count > 1:
+            raise ToolError(
+                f"old text occurs {count} times in {rel}; include surrounding lines so it "
+                "matches exactly once"
+            )
+        at = text.index(args.old)
+        return text.replace(args.old, args.new, 1), text.count("\n", 0, at) + 1
+
+
+class ListDirArgs(ToolArgs):
+    path: str = Field(
+        default=".", description="Directory relative to the workspace root; the root if omitted."
+    )
+
+
+class ListDir(Tool):
+    name = "list_dir"
+    description = "List a directory's entries, sorted; directories end with '/'."
+    Args = ListDirArgs
+
+    async def gate(self, args: ListDirArgs, ctx: ToolContext) -> Gate:
+        return Gate(Act.READ, ctx.workspace.relative(args.path))
+
+    async def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolOutcome:
+        rel = ctx.workspace.relative(args.path)
+        entries = await ctx.workspace.list_dir(args.path)
+        shown = [name + "/" if is_dir else name for name, is_dir in entries[:MAX_LIST_ENTRIES]]
+        more = len(entries) - len(shown)
+        if more:
+            shown.append(f"… {more:,} more entries not shown; use find with a pattern to narrow")
+        text = "\n".join(shown) if shown else f"({rel} is empty)"
+        data: dict[str, Any] = {"entries": len(entries)}
+        return ToolOutcome(text, ObsKind.LIST, rel, data=data)

@@ -1,0 +1,310 @@
+"""Search tools: find (glob over paths) and grep (regex over file contents) (DESIGN §3.7).
+
+Neither is gated by the policy, so both stay inside the workspace on their own: symlinks that lead
+out are skipped, and grep only opens files the policy lets the run read without asking (it looks
+for the run's policy in ``ctx.services["policy"]`` and falls back to the defaults, whose
+``builtin-secrets`` layer keeps ``.env`` and keys out of grep results).
+
+Both cap their hits with a visible marker saying how many more there were, so a broad pattern is
+answered with "narrow it" rather than a flood that crowds out the rest of the context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+
+from pydantic import Field
+
+from io_tui.core.ledger import ObsKind
+from io_tui.core.policy import Act, Effect, Policy
+from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+from io_tui.core.workspace import BINARY_SNIFF_BYTES, Workspace, is_binary
+
+SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
+MAX_FIND_HITS = 200
+MAX_GREP_HITS = 100
+MAX_GREP_LINE_CHARS = 300
+MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
+POLICY_SERVICE = "policy"
+_REGEX_META = frozenset(".^$*+?{}[]\\|()")
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a path glob: ``*`` and ``?`` stay within one segment, ``**`` spans segments.
+
+    ``**/`` also matches zero directories, so ``src/**/*.py`` finds ``src/a.py``.
+    """
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[" and (close := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : close]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = close + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    try:
+        return re.compile("".join(out) + r"\Z")
+    except re.error as exc:
+        raise ToolError(f"invalid glob {pattern!r}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class PathGlob:
+    """A glob over workspace-relative paths; a pattern without '/' matches basenames anywhere."""
+
+    pattern: str
+    regex: re.Pattern[str] = field(init=False)
+    basename_only: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        cleaned = self.pattern.removeprefix("./")
+        if not cleaned:
+            raise ToolError("empty glob pattern")
+        if cleaned.startswith("/") or ".." in PurePosixPath(cleaned).parts:
+            raise ToolError(
+                f"glob {self.pattern!r} must be relative to the workspace, without '..'"
+            )
+        object.__setattr__(self, "regex", glob_regex(cleaned))
+        object.__setattr__(self, "basename_only", "/" not in cleaned)
+
+    def matches(self, rel: str) -> bool:
+        subject = rel.rsplit("/", 1)[-1] if self.basename_only else rel
+        return self.regex.match(subject) is not None
+
+
+class Entry(NamedTuple):
+    rel: str  # workspace-relative, POSIX
+    path: str  # absolute, as walked (not resolved)
+    is_dir: bool
+    is_link: bool
+
+
+def walk(ws: Workspace, start: Path) -> Iterator[Entry]:
+    """Every entry under ``start``, depth-first in sorted order, never leaving the workspace.
+
+    Symlinked directories are listed but not descended, and symlinks whose target lies outside
+    the workspace are not reported at all. ``os.scandir`` gives the link bit without a stat,
+    which keeps a walk of a large tree cheap.
+    """
+    base = start.relative_to(ws.root).as_posix()
+    stack = [(str(start), "" if base == "." else base + "/")]
+    while stack:
+        dirpath, prefix = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            is_link = e.is_symlink()
+            if is_link and not ws.contains(e.path):
+                continue
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir and e.name in SKIP_DIRS:
+                continue
+            rel = prefix + e.name
+            yield Entry(rel, e.path, is_dir, is_link)
+            if is_dir and not is_link:
+                subdirs.append((e.path, rel + "/"))
+        stack.extend(reversed(subdirs))
+
+
+def marker(more: int, noun: str, advice: str) -> str:
+    return f"… {more:,} more {noun}; {advice}"
+
+
+class FindArgs(ToolArgs):
+    pattern: str = Field(
+        description="Glob over workspace-relative paths, e.g. '**/*.py', 'src/*.ts', 'README*'. "
+        "A pattern without '/' matches file names at any depth. '**' spans directories."
+    )
+
+
+class Find(Tool):
+    name = "find"
+    description = (
+        "Find files and directories whose path matches a glob (skips .git, .venv, node_modules, "
+        "__pycache__). Directories end with '/'."
+    )
+    Args = FindArgs
+
+    async def run(self, args: FindArgs, ctx: ToolContext) -> ToolOutcome:
+        glob = PathGlob(args.pattern)
+        ws = ctx.workspace
+
+        def scan() -> list[str]:
+            matched = (e for e in walk(ws, ws.root) if glob.matches(e.rel))
+            return sorted(e.rel + "/" if e.is_dir else e.rel for e in matched)
+
+        hits = await asyncio.to_thread(scan)
+        shown = hits[:MAX_FIND_HITS]
+        lines = list(shown) or [f"no paths match {args.pattern!r}"]
+        if len(hits) > len(shown):
+            lines.append(marker(len(hits) - len(shown), "matches", "narrow the pattern"))
+        return ToolOutcome("\n".join(lines), ObsKind.FIND, args.pattern, data={"hits": len(hits)})
+
+
+class GrepArgs(ToolArgs):
+    pattern: str = Field(
+        min_length=1,
+        description="Python regular expression searched line by line, e.g. 'def parse\\(' or "
+        "'(?i)todo'.",
+    )
+    path: str | None = Field(
+        default=None, description="File or directory to search, relative to the workspace root."
+    )
+    glob: str | None = Field(
+        default=None, description="Only search files whose path matches this glob, e.g. '*.py'."
+    )
+
+
+@dataclass
+class _GrepResult:
+    hits: list[str] = field(default_factory=list)
+    total: int = 0
+    files: int = 0
+    policy_skipped: int = 0
+    large_skipped: int = 0
+
+
+class Grep(Tool):
+    name = "grep"
+    description = (
+        "Search file contents with a Python regex; answers 'path:line:text'. Narrow with path "
+        "(a file or directory) and glob. Skips binary files and .git, .venv, node_modules, "
+        "__pycache__."
+    )
+    Args = GrepArgs
+
+    async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
+        try:
+            regex = re.compile(args.pattern)
+        except re.error as exc:
+            raise ToolError(f"invalid regex {args.pattern!r}: {exc}") from None
+        glob = PathGlob(args.glob) if args.glob else None
+        ws = ctx.workspace
+        start = ws.resolve(args.path or ".")
+        scope = ws.relative(start)
+        policy = ctx.services.get(POLICY_SERVICE) or Policy()
+        if start.is_file():
+            verdict = policy.explain(Act.READ, scope)
+            if verdict.effect is not Effect.ALLOW:
+                raise ToolError(f"grep cannot read {scope}: {verdict.explain()}")
+            if args.path and args.path != scope:
+                named = policy.explain(Act.READ, args.path.removeprefix("./"))
+                if named.effect is not Effect.ALLOW:
+                    raise ToolError(f"grep cannot read {args.path}: {named.explain()}")
+        elif not start.exists():
+            raise ToolError(f"{scope}: no such file or directory")
+
+        result = await asyncio.to_thread(_scan, ws, start, regex, glob, policy)
+        span = " ".join(
+            part
+            for part in (f"in {scope}" if scope != "." else "", f"glob {args.glob}" if glob else "")
+            if part
+        )
+        return ToolOutcome(
+            _render(result, args.pattern, scope),
+            ObsKind.GREP,
+            args.pattern,
+            span=span,
+            data={"hits": result.total, "files": result.files},
+        )
+
+
+def _scan(
+    ws: Workspace, start: Path, regex: re.Pattern[str], glob: PathGlob | None, policy: Policy
+) -> _GrepResult:
+    result = _GrepResult()
+    search = regex.search
+    # A pattern without metacharacters can only match a line of a file that contains it.
+    literal = None if any(c in _REGEX_META for c in regex.pattern) else regex.pattern
+    if start.is_file():  # already resolved, so never a link
+        files: Iterable[Entry] = [Entry(ws.relative(start), str(start), False, False)]
+    else:
+        files = (e for e in walk(ws, start) if not e.is_dir)
+    for entry in files:
+        if glob is not None and not glob.matches(entry.rel):
+            continue
+        if not _readable(ws, entry, policy):
+            result.policy_skipped += 1
+            continue
+        text = _read_for_grep(entry, result)
+        if text is None or (literal is not None and literal not in text):
+            continue
+        lines = text.splitlines()
+        matched = [i for i, line in enumerate(lines) if search(line)]
+        result.total += len(matched)
+        result.files += bool(matched)
+        for i in matched[: MAX_GREP_HITS - len(result.hits)]:
+            line = lines[i]
+            if len(line) > MAX_GREP_LINE_CHARS:
+                line = line[:MAX_GREP_LINE_CHARS] + "…"
+            result.hits.append(f"{entry.rel}:{i + 1}:{line}")
+    return result
+
+
+def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
+    """Whether the policy allows reading the file outright: checked on its name and, for a
+    symlink, on what it really is (a link called notes.txt may point at .env)."""
+    names = {entry.rel, ws.relative(entry.path)} if entry.is_link else {entry.rel}
+    return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
+
+
+def _read_for_grep(entry: Entry, result: _GrepResult) -> str | None:
+    """The file's text, or None for files grep passes over (binary, huge, unreadable)."""
+    try:
+        with open(entry.path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_GREP_FILE_BYTES:
+                result.large_skipped += 1
+                return None
+            head = f.read(BINARY_SNIFF_BYTES)
+            if is_binary(head):
+                return None
+            data = head + f.read()
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _render(result: _GrepResult, pattern: str, scope: str) -> str:
+    lines = result.hits or [f"no matches for /{pattern}/ in {scope}"]
+    more = result.total - len(result.hits)
+    if more:
+        lines.append(marker(more, "hits", "narrow the pattern or path"))
+    if result.policy_skipped:
+        lines.append(
+            f"({result.policy_skipped} file(s) skipped: the policy does not allow reading them)"
+        )
+    if result.large_skipped:
+        lines.append(
+            f"({result.large_skipped} file(s) over {MAX_GREP_FILE_BYTES // 1_048_576} MiB skipped)"
+        )
+    return "\n".join(lines)
