@@ -96,7 +96,10 @@ async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
 
 async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app, tmp_path) -> None:
     """Steering: an operator message reaches the run at its next step; x cancels the run."""
-    app = make_app(approve=False)  # the placeholder approver defers → the demo pauses
+    app = make_app(approve=False)
+    from io_tui.core.approvals import DeferAll
+
+    app.fixed_approver = DeferAll()  # the ask is deferred → the demo pauses
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
         run = app.runs[1]
