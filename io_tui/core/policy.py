@@ -56,6 +56,8 @@ class Rule:
     def matches(self, act: Act, target: str) -> bool:
         if act is not self.act:
             return False
+        if act is Act.EXEC:
+            return _command_match(self.pattern, target)
         return _glob_match(self.pattern, target)
 
     def describe(self) -> str:
@@ -70,6 +72,18 @@ def _glob_match(pattern: str, target: str) -> bool:
     if "/" not in pattern:
         return fnmatch.fnmatchcase(PurePosixPath(normalized).name, pattern)
     return False
+
+
+def _command_match(pattern: str, command: str) -> bool:
+    """An exec target is a command line (``git status --short``) or a tool name (MCP).
+
+    A pattern with a space matches the whole line (``git status*``); one without matches the
+    program alone (``pytest``, ``python3``), as well as the whole line.
+    """
+    if fnmatch.fnmatchcase(command, pattern):
+        return True
+    program = command.split(" ", 1)[0]
+    return " " not in pattern and fnmatch.fnmatchcase(program, pattern)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Steering helpers behind the approval UI and the audit commands (DESIGN §3.4). No Textual.
 
 - ``suggest_pattern``: a sensible pattern to remember for a request (a write's folder glob, an
-  exec's program — exec targets are the program name, so that is what a rule can match).
+  exec's program and subcommand, e.g. ``git status*``).
 - ``preview_matches``: every earlier request in the store a candidate rule would have matched,
   under exactly the matching the policy uses (``Rule.matches``) and the rule's scope.
 - ``check_rewrite``: validate an operator's edited arguments and re-check them against the run's
@@ -42,13 +42,17 @@ def suggest_pattern(request: ApprovalRequest) -> str:
     """The pattern a remember rule starts from.
 
     A path act gets its folder's glob (``src/app.py`` → ``src/*``; a file at the root keeps its
-    name, which as a slash-free pattern matches that basename anywhere). An exec is matched by the
-    policy on the program name alone (``git`` for ``git status --short``), so the program is the
-    pattern; an MCP tool (``mcp__server__tool``) is remembered exactly.
+    name, which as a slash-free pattern matches that basename anywhere). An exec gets its program
+    and subcommand (``git status*`` for ``git status --short``), or the program alone when there is
+    no subcommand (``pytest`` for ``pytest -q``); an MCP tool (``mcp__server__tool``) is
+    remembered exactly.
     """
     target = request.target.replace("\\", "/")
     if request.act is Act.EXEC:
-        return target
+        if request.tool != "run_command":
+            return target
+        hint = command_hint(request)
+        return f"{hint}*" if " " in hint else hint
     parent = PurePosixPath(target).parent
     if str(parent) in ("", "."):
         return target

@@ -207,7 +207,7 @@ async def test_a_run_over_each_wire_executes_the_call_and_keeps_the_key_out(
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     finally:
         await server.stop()
-    assert proc.returncode == 0, err.decode()
+    assert proc.returncode == 0, err.decode() + out.decode()[-2000:]
     assert len(server.requests) == 2
     second = json.dumps(server.requests[1].body)
     assert "return a" in second  # the tool ran and its result went back to the model

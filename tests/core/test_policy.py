@@ -298,3 +298,25 @@ def test_a_rule_without_a_pattern_is_refused(tmp_path: Path) -> None:
     text = DESIGN_EXAMPLE.replace('pattern = "src/*"', "")
     with pytest.raises(PolicyError, match=r"layers\[0\]\.rules\[0\]: missing pattern"):
         Policy.load(write(tmp_path, text))
+
+
+def test_exec_rules_name_a_program_or_a_subcommand() -> None:
+    policy = Policy.from_json(
+        {
+            "layers": [
+                {
+                    "name": "p",
+                    "rules": [
+                        {"act": "exec", "effect": "allow", "pattern": "git status*"},
+                        {"act": "exec", "effect": "allow", "pattern": "pytest"},
+                        {"act": "exec", "effect": "deny", "pattern": "git push*"},
+                    ],
+                }
+            ]
+        }
+    )
+    assert policy.explain(Act.EXEC, "git status --short").effect is Effect.ALLOW
+    assert policy.explain(Act.EXEC, "git push origin main").effect is Effect.DENY
+    assert policy.explain(Act.EXEC, "git commit -m x").effect is Effect.ASK
+    assert policy.explain(Act.EXEC, "pytest -q tests/test_a.py").effect is Effect.ALLOW
+    assert policy.explain(Act.EXEC, "pytest-watch").effect is Effect.ASK

@@ -56,13 +56,15 @@ def test_suggested_patterns() -> None:
     assert suggest_pattern(_req(Act.WRITE, "README.md")) == "README.md"
     git = _req(
         Act.EXEC,
-        "git",
+        "git status --short",
         tool="run_command",
         arguments={"argv": ["git", "status", "--short"]},
         content=json.dumps(["git", "status", "--short"]),
     )
-    assert suggest_pattern(git) == "git"
+    assert suggest_pattern(git) == "git status*"
     assert command_hint(git) == "git status"
+    pytest_q = _req(Act.EXEC, "pytest -q", tool="run_command", arguments={"argv": ["pytest", "-q"]})
+    assert suggest_pattern(pytest_q) == "pytest"
     assert validate_pattern("") and validate_pattern(" a") and validate_pattern("src/*") is None
 
 

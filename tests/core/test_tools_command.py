@@ -57,11 +57,12 @@ def test_timeout_defaults_to_120_and_allows_600() -> None:
     assert RunCommand().parse({"argv": ["ls"], "timeout_s": 600}).timeout_s == 600
 
 
-async def test_gate_checks_the_program_name_and_carries_the_argv(ctx: ToolContext) -> None:
+async def test_gate_checks_the_command_line_and_carries_the_argv(ctx: ToolContext) -> None:
     tool = RunCommand()
     argv = ["/usr/bin/python3", "-m", "pytest", "-k", "a b"]
     g = await tool.gate(tool.parse({"argv": argv}), ctx)
-    assert g == Gate(Act.EXEC, "python3", json.dumps(argv))
+    # the program's basename, then its arguments quoted: rules match "python3" or "python3 -m*"
+    assert g == Gate(Act.EXEC, "python3 -m pytest -k 'a b'", json.dumps(argv))
     assert json.loads(g.content) == argv
 
 

@@ -22,6 +22,15 @@ DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
 
 
+def command_line(argv: list[str]) -> str:
+    """What the exec policy matches: the program's basename, then its arguments, shell-quoted.
+
+    A slash-free pattern without spaces (``pytest``) matches the program alone; a pattern with a
+    space (``git status*``) matches the whole line, so rules can name a subcommand.
+    """
+    return shlex.join([program_name(argv), *argv[1:]])
+
+
 class RunCommandArgs(ToolArgs):
     argv: list[str] = Field(
         min_length=1,
@@ -77,7 +86,7 @@ class RunCommand(Tool):
     Args = RunCommandArgs
 
     async def gate(self, args: RunCommandArgs, ctx: ToolContext) -> Gate:
-        return Gate(Act.EXEC, program_name(args.argv), json.dumps(args.argv))
+        return Gate(Act.EXEC, command_line(args.argv), json.dumps(args.argv))
 
     async def run(self, args: RunCommandArgs, ctx: ToolContext) -> ToolOutcome:
         result = await ctx.workspace.exec(args.argv, args.timeout_s)
