@@ -344,7 +344,7 @@ class CompactionOnly(Strategy):
         head = self._summary_message()
         demand = sum(self.cost(r) for r in live) + (message_tokens(head) if head else 0)
         counts = [len(r.observations) for r in reversed(live)]
-        boundary = compaction_boundary(counts, Compaction().keep_newest)
+        boundary = compaction_boundary(counts, len(live), Compaction().keep_newest)
         if demand > 0.8 * self.ceiling and boundary:
             folded = [_fold_step(r) for r in live[:boundary]]
             self.summary = await fold(

@@ -18,7 +18,7 @@ This module is pure: no I/O besides the injected summarizer.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -121,17 +121,18 @@ def fold_due(
     )
 
 
-def fold_boundary(obs_counts_newest_first: Sequence[int], keep_newest: int) -> int:
-    """How many of the oldest steps fold, given each live step's observation count newest-first.
+def fold_boundary(counts_newest_first: Iterable[int], steps: int, keep_newest: int) -> int:
+    """How many of the oldest of ``steps`` steps fold, given their result counts newest-first.
 
     Steps fold whole (a call never loses its result), so the step holding the
-    ``keep_newest``-th newest observation and everything after it stay.
+    ``keep_newest``-th newest observation and everything after it stay. Stops reading
+    ``counts_newest_first`` as soon as it knows.
     """
     seen = 0
-    for index, count in enumerate(obs_counts_newest_first):
+    for index, count in enumerate(counts_newest_first):
         seen += count
         if seen >= keep_newest:
-            return len(obs_counts_newest_first) - index - 1
+            return steps - index - 1
     return 0
 
 

@@ -203,24 +203,54 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _clip_value(value: Any, limit: int) -> Any:
+    """``value`` with every string held to ``limit``; the same object when nothing was long."""
     if isinstance(value, str):
         return _clip(value, limit)
     if isinstance(value, dict):
-        return {k: _clip_value(v, limit) for k, v in value.items()}
+        clipped = {k: _clip_value(v, limit) for k, v in value.items()}
+        same = all(clipped[k] is v for k, v in value.items())
+        return value if same else clipped
     if isinstance(value, list):
-        return [_clip_value(v, limit) for v in value]
+        items = [_clip_value(v, limit) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
+
+
+def _clip_call(call: ToolCall, limit: int) -> ToolCall:
+    arguments = _clip_value(call.arguments, limit)
+    if arguments is call.arguments:
+        return call
+    return ToolCall(call.id, call.name, arguments, call.arguments_error)
 
 
 def _turn(record: StepRecord, limit: int) -> Message | None:
     """The model's turn with its text and arguments held to ``limit`` chars each."""
     if not record.text and not record.tool_calls:
         return None
-    calls = tuple(
-        ToolCall(c.id, c.name, _clip_value(c.arguments, limit), c.arguments_error)
-        for c in record.tool_calls
-    )
+    calls = tuple(_clip_call(c, limit) for c in record.tool_calls)
     return Message("assistant", _clip(record.text, limit), calls)
+
+
+# A step's turn, operator lines and their cost at one limit, kept by the engine between builds
+# (history is append-only, so a step renders the same until the ceiling changes). One full and
+# one compact rendering per step: a changing ceiling replaces them, it never piles them up.
+RenderedTurn = tuple[StepRecord, int, Message | None, tuple[Message, ...], int]
+TurnCache = dict[tuple[int, bool], RenderedTurn]
+
+
+def _render_turn(record: StepRecord, limit: int, cache: TurnCache) -> RenderedTurn:
+    key = (record.step, limit == COMPACT_CHARS)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is record and hit[1] == limit:
+        return hit
+    turn = _turn(record, limit)
+    ops = tuple(Message("user", _clip(f"[operator] {m}", limit)) for m in record.operator_messages)
+    answered = {o.call_id for o in record.observations}
+    missing = sum(1 for c in record.tool_calls if c.id not in answered)
+    cost = sum(message_tokens(m) for m in ops) + missing * _NO_RESULT_TOKENS
+    rendered = (record, limit, turn, ops, cost + (message_tokens(turn) if turn else 0))
+    cache[key] = rendered
+    return rendered
 
 
 def _what(obs: Observation) -> str:
@@ -265,8 +295,8 @@ class _Step:
 
     record: StepRecord
     entries: list[_Entry]
+    cache: TurnCache
     in_window: bool = False
-    collapsed: bool = False
     _turn: Message | None = None
     _ops: tuple[Message, ...] = ()
     _base: int = -1
@@ -275,18 +305,13 @@ class _Step:
     def prepare(self, cap: int) -> int:
         """Render the full turn; return its cost with the operator lines and missing results."""
         if self._base < 0:
-            rec = self.record
-            self._turn = _turn(rec, cap)
-            self._ops = tuple(
-                Message("user", _clip(f"[operator] {m}", cap)) for m in rec.operator_messages
-            )
-            answered = {o.call_id for o in rec.observations}
-            missing = sum(1 for c in rec.tool_calls if c.id not in answered)
-            self._base = (
-                sum(message_tokens(m) for m in self._ops)
-                + (message_tokens(self._turn) if self._turn else 0)
-                + missing * _NO_RESULT_TOKENS
-            )
+            _, _, self._turn, self._ops, self._base = _render_turn(self.record, cap, self.cache)
+        return self._base
+
+    def compact(self) -> int:
+        """Render the turn as an out-of-window step shows it; return the same cost."""
+        rendered = _render_turn(self.record, COMPACT_CHARS, self.cache)
+        _, _, self._turn, self._ops, self._base = rendered
         return self._base
 
     def desired(self, cap: int) -> int:
@@ -323,29 +348,69 @@ def _stub(e: _Entry) -> str:
     return _superseded_stub(e.obs, e.by) if e.by is not None else _elided_stub(e)
 
 
-def _classify(steps: Sequence[_Step]) -> None:
-    """Supersession and staleness in one backward pass (linear, dictionary lookups only).
+_READ, _WRITE = ObsKind.READ, ObsKind.WRITE  # enum member lookups are slow in hot loops
+_SUPERSEDING = frozenset({ObsKind.READ, ObsKind.GREP})  # ledger.SUPERSEDING_KINDS, by identity
+COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
+FOLDED_REASON = "folded into the compaction summary"
 
-    The newest call of a key supersedes every earlier one. A read is stale when a (successful)
-    write to the same path follows it; the first such write is the one that invalidated it.
+
+def _classify(st: _Step, newest: dict[tuple[Any, str, str], int], writes: dict[str, int]) -> None:
+    """Supersession and staleness of one step, given what the newer steps left in the maps.
+
+    The newest call of a key (``Observation.key``) supersedes every earlier one. A read is stale
+    when a successful write to the same path follows it; the first such write invalidated it.
     """
-    newest: dict[tuple[str, str, str], int] = {}
-    next_write: dict[str, int] = {}
-    for st in reversed(steps):
-        for e in reversed(st.entries):
-            obs = e.obs
-            if obs.kind is ObsKind.WRITE:
-                if not obs.is_error:
-                    next_write[_norm(obs.target)] = obs.step
+    for e in reversed(st.entries):
+        obs = e.obs
+        kind = obs.kind
+        if kind is _WRITE:
+            if not obs.is_error:
+                writes[_norm(obs.target)] = obs.step
+            continue
+        if kind in _SUPERSEDING and not obs.is_error:
+            key = (kind, obs.target, obs.span)
+            if key in newest:
+                e.by = newest[key]
                 continue
-            if obs.supersedes_same_key:
-                key = obs.key
-                if key in newest:
-                    e.by = newest[key]
-                    continue
-                newest[key] = obs.step
-            if obs.kind is ObsKind.READ and next_write:
-                e.stale_by = next_write.get(_norm(obs.target))
+            newest[key] = obs.step
+        if kind is _READ and writes:
+            e.stale_by = writes.get(_norm(obs.target))
+
+
+class _Live:
+    """The steps after the latest summary, made into working steps lazily, newest first.
+
+    Supersession and staleness are decided newest-first, the order every pass walks in, so each
+    pass classifies only as far back as it looks: the oldest steps of a long run (collapsed or
+    folded anyway) are never turned into objects at all.
+    """
+
+    def __init__(self, records: Sequence[StepRecord], cache: TurnCache) -> None:
+        self.records = records
+        self.steps: list[_Step | None] = [None] * len(records)
+        self.done = len(records)  # steps[done:] are classified
+        self.newest: dict[tuple[Any, str, str], int] = {}
+        self.writes: dict[str, int] = {}
+        self.cache = cache
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> _Step:
+        for j in range(self.done - 1, index - 1, -1):
+            rec = self.records[j]
+            made = _Step(rec, [_Entry(o) for o in rec.observations], self.cache)
+            _classify(made, self.newest, self.writes)
+            self.steps[j] = made
+        self.done = min(self.done, index)
+        step = self.steps[index]
+        assert step is not None
+        return step
+
+    def drop_oldest(self, count: int) -> None:
+        self.records = self.records[count:]
+        self.steps = self.steps[count:]
+        self.done = max(0, self.done - count)
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -363,6 +428,10 @@ class ContextEngine:
     _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
         default=None, init=False, repr=False
     )
+    _stable: dict[tuple[int, EntryState], tuple[StepRecord, list[ManifestEntry]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _turns: TurnCache = field(default_factory=dict, init=False, repr=False)
 
     async def build(
         self,
@@ -385,6 +454,21 @@ class ContextEngine:
         if self._frame_cache is None:
             self._frame_cache = _frame_messages(self.frame)
         return self._frame_cache
+
+    def stable_entries(self, record: StepRecord, state: EntryState) -> list[ManifestEntry]:
+        """The manifest entries of a collapsed or folded step: nothing of them is sent, so they
+        do not change from one request to the next and are built once per step and state."""
+        key = (record.step, state)
+        cached = self._stable.get(key)
+        if cached is not None and cached[0] is record:
+            return cached[1]
+        reason = COLLAPSED_REASON if state is EntryState.COLLAPSED else FOLDED_REASON
+        made = [
+            ManifestEntry(o.step, o.call_id, o.kind.value, o.target, state, reason, None, 0, 0)
+            for o in record.observations
+        ]
+        self._stable[key] = (record, made)
+        return made
 
     def latest_summary(self, last_step: int) -> Summary | None:
         usable = [s for s in self.summaries if s.through_step <= last_step]
@@ -415,8 +499,9 @@ class _Build:
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
         start = self._live_start()
         self.folded_records: Sequence[StepRecord] = history[:start]
-        self.live = [_Step(r, [_Entry(o) for o in r.observations]) for r in history[start:]]
+        self.live = _Live(history[start:], engine._turns)
         self.out = 0  # how many of the oldest live steps are out of the window
+        self.collapsed = 0  # how many of them are collapsed into one line
         self.collapse_msg: Message | None = None
 
     def _live_start(self) -> int:
@@ -427,7 +512,6 @@ class _Build:
     # -- rungs --
 
     async def run(self, force_fold: bool) -> Assembly:
-        _classify(self.live)
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
         demand, _ = self._demand(len(self.live))
@@ -474,12 +558,15 @@ class _Build:
 
     async def _maybe_fold(self, force: bool) -> None:
         policy = self.engine.frame.contract.compaction
-        if not policy.enabled or not self.live:
+        records = self.live.records
+        if not policy.enabled or not records:
             return
-        counts = [len(st.entries) for st in reversed(self.live)]
-        boundary = fold_boundary(counts, policy.keep_newest)
+        counts = (len(r.observations) for r in reversed(records))
+        boundary = fold_boundary(counts, len(records), policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
-            boundary = next((i for i in range(len(self.live) - 1, -1, -1) if counts[-1 - i]), 0)
+            boundary = next(
+                (i for i in range(len(records) - 1, -1, -1) if records[i].observations), 0
+            )
         demand, kept = self._demand(boundary)
         if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
             return
@@ -489,7 +576,7 @@ class _Build:
             previous=self.summary,
             steps=fold_steps,
             first_step=self.first_step,
-            through_step=self.live[boundary - 1].record.step,
+            through_step=records[boundary - 1].step,
             ceiling_tokens=self.ceiling,
             summarize=self.engine.summarize,
             left_out=left_out,
@@ -499,7 +586,7 @@ class _Build:
             await self.engine.on_summary(summary)
         self.summary, self.folded = summary, True
         self.folded_records = self.history[: len(self.folded_records) + boundary]
-        self.live = self.live[boundary:]
+        self.live.drop_oldest(boundary)
 
     def _fold_steps(self, boundary: int) -> tuple[list[FoldStep], tuple[int, int, int] | None]:
         """The folded steps as the summarizer sees them, newest first: whole within three
@@ -544,7 +631,8 @@ class _Build:
         out.reverse()
         left_out = None
         if index >= 0:
-            left_out = (self.live[0].record.step, self.live[index].record.step, index + 1)
+            records = self.live.records
+            left_out = (records[0].step, records[index].step, index + 1)
         return out, left_out
 
     async def _resolve(self, e: _Entry) -> None:
@@ -655,14 +743,7 @@ class _Build:
         used = 0
         for index in range(self.out - 1, -1, -1):
             st = self.live[index]
-            rec = st.record
-            turn = _turn(rec, COMPACT_CHARS)
-            ops = [_clip(f"[operator] {m}", COMPACT_CHARS * 2) for m in rec.operator_messages]
-            st._turn, st._ops = turn, tuple(Message("user", m) for m in ops)
-            st._base = 0  # rendered (compact): emission must not re-render the full turn
-            answered = {o.call_id for o in rec.observations}
-            used += sum(estimate_tokens(m) for m in ops) + (message_tokens(turn) if turn else 0)
-            used += _NO_RESULT_TOKENS * sum(1 for c in rec.tool_calls if c.id not in answered)
+            used += st.compact()
             for e in st.entries:
                 self._to_stub(e)
                 used += estimate_tokens(e.content)
@@ -672,22 +753,26 @@ class _Build:
 
     def _collapse(self) -> None:
         """One line for every out-of-window step: what they asked (newest first, as many as the
-        line holds) and what the operator said then, so nothing is dropped without a trace."""
-        steps = self.live[: self.out]
-        first, last = steps[0].record.step, steps[-1].record.step
+        line holds) and what the operator said then, so nothing is dropped without a trace.
+
+        Works on the records alone: a collapsed step needs no classification, and its manifest
+        entries are the engine's stable ones."""
+        records = self.live.records[: self.out]
+        first, last = records[0].step, records[-1].step
         tools: dict[str, dict[str, None]] = {}
         said: list[str] = []
         count = 0
-        for st in reversed(steps):
-            said += (f"step {st.record.step}: {_clip(m, 200)}" for m in st.record.operator_messages)
-            for e in st.entries:
-                e.state, e.content = EntryState.COLLAPSED, ""
-                e.reason = f"steps {first}–{last} collapsed into one line"
-                targets = tools.setdefault(e.obs.tool, {})
+        for rec in reversed(records):
+            if rec.operator_messages:
+                said += (f"step {rec.step}: {_clip(m, 200)}" for m in rec.operator_messages)
+            for obs in rec.observations:
+                targets = tools.get(obs.tool)
+                if targets is None:
+                    targets = tools[obs.tool] = {}
                 if len(targets) < 200:
-                    targets[_what(e.obs)] = None
-                count += 1
-            st.collapsed = True
+                    targets[_what(obs)] = None
+            count += len(rec.observations)
+        self.collapsed = self.out
         line = (
             f"[Steps {first}–{last} collapsed: {count} older tool results and the turns that "
             "asked for them are not shown. Call a tool again to see its current result.]"
@@ -729,14 +814,13 @@ class _Build:
                     None, len(summary_msg.content), tokens,
                 )
             )  # fmt: skip
-        for st in self.live:
-            if st.collapsed:
-                entries += (self._entry(e, 0) for e in st.entries)
+        records = self.live.records
+        for rec in records[: self.collapsed]:
+            entries += self.engine.stable_entries(rec, EntryState.COLLAPSED)
         if self.collapse_msg is not None:
             tokens = add(self.collapse_msg)
             est += tokens
-            steps = [st for st in self.live if st.collapsed]
-            first, last = steps[0].record.step, steps[-1].record.step
+            first, last = records[0].step, records[self.collapsed - 1].step
             entries.append(
                 ManifestEntry(
                     last, "collapse", "collapse", f"steps {first}–{last}", EntryState.COLLAPSED,
@@ -744,10 +828,8 @@ class _Build:
                     None, len(self.collapse_msg.content), tokens,
                 )
             )  # fmt: skip
-        for st in self.live:
-            if st.collapsed:
-                continue
-            step_turns, step_entries = self._emit_step(st, add, entries)
+        for index in range(self.collapsed, len(records)):
+            step_turns, step_entries = self._emit_step(self.live[index], add, entries)
             turns_tokens += step_turns
             est += step_turns + step_entries
         sections = [
@@ -816,16 +898,9 @@ class _Build:
         )  # fmt: skip
 
     def _folded_entries(self, entries: list[ManifestEntry]) -> None:
-        assert self.summary is not None
-        reason = f"folded into the summary of steps {self.first_step}–{self.summary.through_step}"
+        stable = self.engine.stable_entries
         for rec in self.folded_records:
-            for obs in rec.observations:
-                entries.append(
-                    ManifestEntry(
-                        obs.step, obs.call_id, obs.kind.value, obs.target, EntryState.SUMMARY,
-                        reason, None, 0, 0,
-                    )
-                )  # fmt: skip
+            entries += stable(rec, EntryState.SUMMARY)
 
 
 def _frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ...]]:

@@ -31,9 +31,9 @@ def result(kind: str, target: str, body: str = "", *, error: bool = False) -> Fo
 
 def test_the_boundary_keeps_the_newest_observations_and_folds_whole_steps() -> None:
     # newest-first counts: the newest step has 3, then 4 (7 seen), then 2 (9 >= 8): keep three
-    assert fold_boundary([3, 4, 2, 1, 1], keep_newest=8) == 2
-    assert fold_boundary([1] * 5, keep_newest=8) == 0  # not enough to keep: nothing folds
-    assert fold_boundary([0, 8, 1], keep_newest=8) == 1
+    assert fold_boundary([3, 4, 2, 1, 1], 5, keep_newest=8) == 2
+    assert fold_boundary([1] * 5, 5, keep_newest=8) == 0  # not enough to keep: nothing folds
+    assert fold_boundary(iter([0, 8, 1]), 3, keep_newest=8) == 1
 
 
 def test_a_fold_is_due_past_the_threshold_only_when_it_pays() -> None:
