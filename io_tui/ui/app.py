@@ -202,7 +202,7 @@ class IoApp(App[int]):
         from io_tui import demo
         from io_tui.core.providers.scripted import ScriptedProvider
 
-        workspace = self.demo_workspace or await asyncio.to_thread(demo.make_workspace)
+        workspace: Path = self.demo_workspace or await asyncio.to_thread(demo.make_workspace)
         self.demo_workspace = workspace
         provider = ScriptedProvider.from_file(demo.SCRIPT)
         self.run_task(demo.demo_contract(workspace), provider, demo.demo_policy())
