@@ -202,8 +202,9 @@ class IoApp(App[int]):
         from io_tui import demo
         from io_tui.core.providers.scripted import ScriptedProvider
 
-        workspace: Path = self.demo_workspace or await asyncio.to_thread(demo.make_workspace)
-        self.demo_workspace = workspace
+        workspace = self.demo_workspace
+        if workspace is None:
+            workspace = self.demo_workspace = await asyncio.to_thread(demo.make_workspace)
         provider = ScriptedProvider.from_file(demo.SCRIPT)
         self.run_task(demo.demo_contract(workspace), provider, demo.demo_policy())
 
