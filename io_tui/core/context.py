@@ -58,6 +58,8 @@ __all__ = [
     "Section",
     "Summarizer",
     "Summary",
+    "how_to_get_back",
+    "message_tokens",
 ]
 
 
