@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,11 @@ from typing import Any
 import pytest
 
 from io_tui.core.store import Store
+
+
+# Times on screen (inbox, audit, memory editor) are local: pin the zone so snapshots agree anywhere.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 
 @pytest.fixture(autouse=True)

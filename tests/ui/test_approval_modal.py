@@ -274,5 +274,5 @@ async def test_exec_shows_argv_and_cwd(tmp_path: Path, store_path: Path) -> None
         await pilot.press("v")  # disabled for exec: nothing happens
         await pilot.press("3")
         await pilot.pause()
-        assert app.screen.query_one("#remember-pattern", Input).value == "git"
-        assert "git status" in str(app.screen.query_one("#remember-exec-hint").render())
+        assert app.screen.query_one("#remember-pattern", Input).value == "git status*"
+        assert "every git command" in str(app.screen.query_one("#remember-exec-hint").render())

@@ -136,11 +136,11 @@ class ApprovalScreen(ModalScreen[Decision]):
             with Vertical(id="approval-body"):
                 yield from self._body()
             with Horizontal(id="approval-buttons"):
-                yield Button("1 Approve", id="approve", variant="success")
-                yield Button("2 Rewrite", id="rewrite")
-                yield Button("3 Remember", id="remember", variant="primary")
-                yield Button("4 Deny", id="deny", variant="error")
-                yield Button("5 Defer", id="defer")
+                yield Button("1 Approve", id="act-approve", variant="success")
+                yield Button("2 Rewrite", id="act-rewrite")
+                yield Button("3 Remember", id="act-remember", variant="primary")
+                yield Button("4 Deny", id="act-deny", variant="error")
+                yield Button("5 Defer", id="act-defer")
             yield Static(
                 "escape defers · v toggles the diff" if is_file_write(req) else "escape defers",
                 id="approval-hint",
@@ -239,8 +239,8 @@ class ApprovalScreen(ModalScreen[Decision]):
 
     @on(Button.Pressed)
     async def _pressed(self, event: Button.Pressed) -> None:
-        if event.button.id:
-            await self.run_action(event.button.id)
+        if event.button.id:  # act-approve → approve: the dialogs own the bare ids
+            await self.run_action(event.button.id.removeprefix("act-"))
 
     def action_approve(self) -> None:
         self.dismiss(Decision.approve())
@@ -432,10 +432,10 @@ class RememberScreen(ModalScreen[RememberRule | None]):
             yield Static(f"Remember: allow {req.act.value} matching…", classes="dialog-title")
             yield Input(suggest_pattern(req), id="remember-pattern")
             if req.act is Act.EXEC and not is_mcp(req):
-                hint = command_hint(req)
+                program = command_hint(req).split(" ", 1)[0]
                 yield Static(
-                    f"exec rules match the program name: '{req.target}' also allows "
-                    f"'{hint}' and every other {req.target} command",
+                    f"a pattern with a space names a subcommand ('{suggest_pattern(req)}');"
+                    f" '{program}' alone allows every {program} command",
                     id="remember-exec-hint",
                     classes="dialog-hint",
                 )
