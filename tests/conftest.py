@@ -13,7 +13,6 @@ import pytest
 
 from io_tui.core.store import Store
 
-
 # Times on screen (inbox, audit, memory editor) are local: pin the zone so snapshots agree anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()

@@ -205,6 +205,16 @@ class Run:
             self.pending_events.append(event)
         self.h.sink.emit(event)
 
+    def record(self, kind: EventKind, detail: dict[str, Any], step: int | None = None) -> RunEvent:
+        """An event to persist now and announce only once it is stored (``announce``), so a
+        view that reloads from the store on hearing it finds everything it announces."""
+        event = RunEvent(self.run_id, self.step if step is None else step, kind, detail)
+        self.pending_events.append(event)
+        return event
+
+    def announce(self, event: RunEvent) -> None:
+        self.h.sink.emit(event)
+
     async def flush_events(self) -> None:
         events, self.pending_events = self.pending_events, []
         if events:
@@ -238,13 +248,14 @@ class Run:
 
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
         status = status_for(outcome)
-        self.emit(
+        finished = self.record(
             EventKind.RUN_FINISHED, {"status": status, "outcome": outcome.value, "error": error}
         )
         await self.flush_events()
         await self.store.runs.set_status(
             self.run_id, status, outcome.value, error=error, provider=self.h.provider.describe()
         )
+        self.announce(finished)
         row = await self.store.runs.get(self.run_id)
         return RunResult(
             self.run_id,
@@ -418,7 +429,7 @@ class Run:
                 {
                     "attempt": attempt,
                     "ceiling_tokens": ceiling,
-                    "est_tokens": assembly.est_tokens,
+                    "est_tokens": assembly.total_est_tokens,
                     "frame_tokens": assembly.frame_tokens,
                 },
             )
@@ -704,7 +715,9 @@ class Run:
     ) -> None:
         observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
         tokens, self.extra_tokens = tokens + self.extra_tokens, 0
-        self.emit(EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens})
+        committed = self.record(
+            EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens}, step
+        )
         events, self.pending_events = self.pending_events, []
         await self.store.runs.commit_step(
             self.run_id,
@@ -721,6 +734,7 @@ class Run:
             ),
             provider=self.h.provider.describe(),
         )
+        self.announce(committed)
         new_obs = tuple(o for o, _ in observations)
         if update and self.history and self.history[-1].step == step:
             last = self.history[-1]

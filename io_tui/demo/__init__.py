@@ -14,7 +14,8 @@ HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "script.json"
 POLICY = HERE / "policy.toml"
 GOAL = "The test suite fails. Find the bug in textstats and fix it; keep the public API."
-DEMO_CONTEXT = ContextBudget(max_tokens=2_600)
+# Small on purpose: the inspector shows full, refreshed, superseded and elided entries.
+DEMO_CONTEXT = ContextBudget(max_tokens=1_200)
 
 
 def make_workspace(parent: Path | None = None) -> Path:

@@ -39,6 +39,7 @@ class RunView:
     streaming: str = ""
     ceiling_tokens: int | None = None
     est_tokens: int | None = None
+    frame_tokens: int | None = None
     reported_tokens: int | None = None
 
     @classmethod
@@ -82,6 +83,7 @@ class RunView:
             self.streaming = ""
             self.ceiling_tokens = detail.get("ceiling_tokens")
             self.est_tokens = detail.get("est_tokens")
+            self.frame_tokens = detail.get("frame_tokens")
             self.step_view(event.step)
             return True
         if kind is EventKind.REQUEST_FINISHED:

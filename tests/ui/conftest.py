@@ -3,16 +3,24 @@ at a fixed path (so snapshots are deterministic), an approver that approves ever
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_textual_snapshot
+from svg_canonical import canonical_svg
 
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.testing import prepare_demo_workspace
+
+# Compare pictures, not Rich's style numbering (see svg_canonical).
+pytest_textual_snapshot.normalize_svg = canonical_svg
 
 SNAPSHOT_WORKSPACE = Path("/tmp/io-tui-snapshots/textstats")
 SIZE = (140, 44)
@@ -21,6 +29,22 @@ SIZE = (140, 44)
 @pytest.fixture(autouse=True)
 def _colour(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _steady_test_timings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo really runs its tests; unittest's "Ran 5 tests in 0.003s" is the one clock on
+    screen that the frozen clock cannot reach, so it is frozen here."""
+    from io_tui.core.workspace import ExecResult, Workspace
+
+    real_exec = Workspace.exec
+
+    async def exec_with_steady_timing(self: Workspace, argv: Any, timeout_s: float) -> ExecResult:
+        result = await real_exec(self, argv, timeout_s)
+        steady = re.sub(r"(Ran \d+ tests?) in \d+\.\d+s", r"\1 in 0.001s", result.output)
+        return dataclasses.replace(result, output=steady)
+
+    monkeypatch.setattr(Workspace, "exec", exec_with_steady_timing)
 
 
 @pytest.fixture

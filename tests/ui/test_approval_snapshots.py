@@ -30,8 +30,11 @@ async def _modal(store: Store) -> ApprovalScreen:
 
 
 async def _settle(pilot: Any) -> None:
+    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows."""
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    for _ in range(3):
+        await pilot.pause(0.05)
+    await pilot.wait_for_scheduled_animations()
 
 
 def test_modal_write_with_diff(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:

@@ -16,13 +16,28 @@ async def _settle(pilot: Pilot[object], *keys: str, step: int | None = None) -> 
     if isinstance(screen, MainScreen) and screen.selected_run is not None:
         screen.select_run(1, step)
         await wait_until_idle(pilot)
-        screen.transcript.scroll_end(animate=False)
+        await _scroll_end_once_laid_out(pilot, screen)
         screen.run_tree.scroll_home(animate=False)
         await pilot.pause(0.2)
     if keys:
         await pilot.press(*keys)
         await wait_until_idle(pilot)
     freeze(pilot.app)
+    await pilot.pause(0.1)
+
+
+async def _scroll_end_once_laid_out(pilot: Pilot[object], screen: MainScreen) -> None:
+    """Transcript blocks keep mounting after the workers finish; wait until the transcript's
+    height is stable, then show its end, as a user watching the run would see it."""
+    transcript = screen.transcript
+    last, stable = -1.0, 0
+    for _ in range(100):
+        await pilot.pause(0.05)
+        stable = stable + 1 if transcript.virtual_size.height == last else 0
+        last = transcript.virtual_size.height
+        if stable >= 4:
+            break
+    transcript.scroll_end(animate=False)
     await pilot.pause(0.1)
 
 

@@ -288,6 +288,16 @@ class RunRepo:
             "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
         )
 
+    async def latest_request(self, run_id: int, step: int | None = None) -> aiosqlite.Row | None:
+        """The last working request of a run (or of one step): what the budget gauges show."""
+        where, params = ("AND step = ?", (run_id, step)) if step is not None else ("", (run_id,))
+        return await self.db.fetchone(
+            "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens FROM requests"
+            f" WHERE run_id = ? {where} AND purpose = 'work'"
+            " ORDER BY step DESC, attempt DESC LIMIT 1",
+            params,
+        )
+
     async def events(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,)

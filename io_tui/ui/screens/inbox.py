@@ -32,6 +32,17 @@ def format_time(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
 
+COLUMNS = (
+    ("#", "id", 4),
+    ("run", "run", 4),
+    ("step", "step", 4),
+    ("act", "act", 5),
+    ("target", "target", 32),
+    ("asked by", "rule", 28),
+    ("asked at", "at", 16),
+)
+
+
 class InboxScreen(Screen[None]):
     CSS_PATH = "inbox.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -86,13 +97,10 @@ class InboxScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", DataTable)
-        table.add_column("#", key="id")
-        table.add_column("run", key="run")
-        table.add_column("step", key="step")
-        table.add_column("act", key="act")
-        table.add_column("target", key="target")
-        table.add_column("asked by", key="rule")
-        table.add_column("asked at", key="at")
+        # Fixed widths: columns that never jump as requests come and go (and render the same
+        # however the rows arrive).
+        for label, key, width in COLUMNS:
+            table.add_column(label, key=key, width=width)
         self.load()
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.load)

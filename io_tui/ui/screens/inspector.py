@@ -293,16 +293,17 @@ def _sort_key(step: Any) -> int:
 def _summary(
     run_id: int, request: dict[str, Any], state_filter: str, rows: dict[str, EntryRow]
 ) -> Text:
-    est, ceiling, reported = (
+    est, ceiling, reported, frame = (
         request.get("est_tokens"),
         request.get("ceiling_tokens"),
         request.get("reported_tokens"),
+        request.get("frame_tokens", 0),
     )
     stubs = sum(1 for r in rows.values() if r.is_stub)
     drift = "" if reported is None or not est else f" · drift {reported - est:+,}"
     return Text.assemble(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
-        f"\n{est:,} est / {ceiling:,} ceiling · frame {request.get('frame_tokens', 0):,}"
+        f"\n{est - frame:,} / {ceiling:,} ceiling · frame {frame:,} beside it · {est:,} est in all"
         f" · reported {reported if reported is not None else '—'}{drift}",
         f"\n{len(rows)} entries, {stubs} stubs · filter: ",
         (state_filter, "bold"),

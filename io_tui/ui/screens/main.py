@@ -36,7 +36,8 @@ class GaugeFigures:
     run_id: int
     step: int | None
     ceiling: int | None
-    est: int | None
+    est: int | None  # the whole request's estimate, comparable with what the provider reports
+    frame: int | None  # the fixed frame, counted beside the ceiling, not inside it
     reported: int | None
     memory_entries: int
     memory_chars: int
@@ -144,7 +145,11 @@ class MainScreen(Screen[None]):
         if any(run_id == selected for run_id, _ in committed) or (
             selected in changed_runs and not run.live
         ):
-            self.load_tail(selected, self.transcript.last_step)
+            since = self.transcript.last_step
+            if not run.live:
+                # Facts recorded after the last commit (the verification) belong to that step.
+                since = max(0, since - 1)
+            self.load_tail(selected, since)
             self.load_gauges(selected, self.selected_step)
 
     # -- selection -----------------------------------------------------------------------------
@@ -181,7 +186,7 @@ class MainScreen(Screen[None]):
         steps = await load_steps(self.io_app.store, run_id, limit=MAX_BLOCKS)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=True))
 
-    @work(group="tail", exit_on_error=False)
+    @work(group="tail", exclusive=True, exit_on_error=False)
     async def load_tail(self, run_id: int, since: int) -> None:
         steps = await load_steps(self.io_app.store, run_id, since=since)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=False))
@@ -201,18 +206,7 @@ class MainScreen(Screen[None]):
     @work(group="gauges", exclusive=True, exit_on_error=False)
     async def load_gauges(self, run_id: int, step: int | None) -> None:
         store = self.io_app.store
-        if step is None:
-            row = await store.db.fetchone(
-                "SELECT step, ceiling_tokens, est_tokens, reported_tokens FROM requests"
-                " WHERE run_id = ? AND purpose = 'work' ORDER BY step DESC, attempt DESC LIMIT 1",
-                (run_id,),
-            )
-        else:
-            row = await store.db.fetchone(
-                "SELECT step, ceiling_tokens, est_tokens, reported_tokens FROM requests"
-                " WHERE run_id = ? AND step = ? AND purpose = 'work' ORDER BY attempt DESC LIMIT 1",
-                (run_id, step),
-            )
+        row = await store.runs.latest_request(run_id, step)
         run = await store.runs.get(run_id)
         entries = chars = 0
         if run is not None:
@@ -224,6 +218,7 @@ class MainScreen(Screen[None]):
                     row["step"] if row else step,
                     row["ceiling_tokens"] if row else None,
                     row["est_tokens"] if row else None,
+                    row["frame_tokens"] if row else None,
                     row["reported_tokens"] if row else None,
                     entries,
                     chars,
@@ -248,9 +243,12 @@ class MainScreen(Screen[None]):
         live = run.live and self.selected_step is None
         ceiling = run.ceiling_tokens if live or figures is None else figures.ceiling
         est = run.est_tokens if live or figures is None else figures.est
+        frame = run.frame_tokens if live or figures is None else figures.frame
         reported = run.reported_tokens if live or figures is None else figures.reported
         step = figures.step if figures else None
-        self.query_one("#gauge-request", Gauge).update(est, ceiling, f"step {step}" if step else "")
+        observed = None if est is None else est - (frame or 0)
+        label = f"step {step} · frame {frame:,} beside it" if step and frame else ""
+        self.query_one("#gauge-request", Gauge).update(observed, ceiling, label)
         drift = "no provider usage" if reported is None or est is None else _drift(est, reported)
         self.query_one("#gauge-drift", Gauge).update(est, reported, drift)
         limits = MemoryLimits()
