@@ -77,9 +77,7 @@ def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
     head = keep * 2 // 3
     tail = keep - head
     elided = len(text) - head - tail
-    marker = (
-        f"\n[… {elided:,} of {len(text):,} chars elided here; {how_to_get_rest} …]\n"
-    )
+    marker = f"\n[… {elided:,} of {len(text):,} chars elided here; {how_to_get_rest} …]\n"
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
