@@ -32,9 +32,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from io_tui.core.compaction import FoldResult, FoldStep, Summary, digest_request, fold
-from io_tui.core.compaction import fold_boundary as compaction_boundary
 from io_tui.core.context import ContextEngine, Frame, RefreshFailed, message_tokens
+from io_tui.core.context.compaction import fold
+from io_tui.core.context.compaction import fold_boundary as compaction_boundary
+from io_tui.core.context.digest import digest_request
+from io_tui.core.context.summary import FoldResult, FoldStep, Summary
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory import MemoryNote

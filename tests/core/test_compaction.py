@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from io_tui.core.compaction import (
+from io_tui.core.context.compaction import fold, fold_boundary, fold_due
+from io_tui.core.context.digest import digest, digest_request
+from io_tui.core.context.summary import (
     BODY_PREFIX,
     SUMMARY_HEADINGS,
     FoldResult,
     FoldStep,
     Summary,
-    digest,
-    digest_request,
-    fold,
-    fold_boundary,
-    fold_due,
     render_fold_notes,
     summary_request,
 )

@@ -1,0 +1,53 @@
+"""Assemble each request afresh under its ceiling, and say what it carried and why (DESIGN §3.2).
+
+One number drives a request: its ceiling, in tokens estimated as ``ceil(chars / 4)``. From it:
+one entry may take an eighth (``entry_cap_chars``), the memory block a quarter, stubs of older
+steps an eighth before they collapse into one line, a summary an eighth; compaction starts past
+``Compaction.threshold`` of it. The fixed frame (``frame.py``: system prompt, tool schemas,
+contract, project instructions) is never elided and is counted beside the ceiling, not inside it.
+
+The ladder, cheapest rung first:
+
+1. supersession (``live.py``): a later read/grep with the same ``Observation.key`` is the one
+   answer; the earlier becomes a stub naming it;
+2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a read followed by a write to its path
+   is re-read through ``refresh`` (never sent stale); if that fails, a stub names the write and
+   the reason;
+3. newest-first fit (``fit.py``): what does not fit becomes a stub saying how to get it back
+   (``stubs.py``);
+4. collapse (``fit.py``): when those stubs pass an eighth of the ceiling, their steps become one
+   line;
+5. compaction (``compaction.py``, ``summary.py``, ``digest.py``): past the threshold, old steps
+   fold into a stored summary.
+
+Requests are role-tagged messages (``messages.py``), and every step is dropped or kept whole: a
+tool result never travels without its call, nor a call without a result. Every pass is linear in
+the steps after the latest summary and stops early where it can; the only I/O is the injected
+callbacks. ``engine.py`` holds what lasts between builds, ``build.py`` one build's state.
+"""
+
+from __future__ import annotations
+
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame, InstructionFile
+from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.refresh import Refresher, RefreshFailed
+from io_tui.core.context.stubs import how_to_get_back
+from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.turns import message_tokens
+
+__all__ = [
+    "Assembly",
+    "ContextEngine",
+    "EntryState",
+    "Frame",
+    "InstructionFile",
+    "ManifestEntry",
+    "RefreshFailed",
+    "Refresher",
+    "Section",
+    "Summarizer",
+    "Summary",
+    "how_to_get_back",
+    "message_tokens",
+]

@@ -1,0 +1,143 @@
+"""One ``ContextEngine.build`` call: its state, and the rungs in the order they run."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from io_tui.core.context.compaction import (
+    fold,
+    fold_boundary,
+    fold_due,
+    fold_steps,
+    notes_budget_chars,
+)
+from io_tui.core.context.fit import fit, stub_out
+from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.messages import emit
+from io_tui.core.context.refresh import Resolver
+from io_tui.core.context.turns import message_tokens
+from io_tui.core.contract import entry_cap_chars
+from io_tui.core.ledger import StepRecord
+from io_tui.core.memory import MemoryNote, render_notes
+from io_tui.core.providers.base import Message
+
+if TYPE_CHECKING:
+    from io_tui.core.context.engine import ContextEngine
+
+
+class Build:
+    """The state of one ``build`` call, so each rung stays a short function."""
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        history: Sequence[StepRecord],
+        ceiling: int,
+        notes: Sequence[MemoryNote],
+    ) -> None:
+        self.engine = engine
+        self.history = history
+        self.ceiling = ceiling
+        self.cap = entry_cap_chars(ceiling)
+        self.reserve = ceiling // 8  # what stubs may take before they collapse
+        self.memory = render_notes(notes, max_chars=ceiling)  # a quarter of it, in chars
+        self.memory_msg = Message("user", self.memory.text) if self.memory.text else None
+        self.memory_tokens = message_tokens(self.memory_msg) if self.memory_msg else 0
+        self.first_step = history[0].step if history else 0
+        self.summary = engine.latest_summary(history[-1].step if history else 0)
+        self.folded = False
+        self.resolver = Resolver(self.cap, engine.refresh)
+        start = self._live_start()
+        self.folded_records: Sequence[StepRecord] = history[:start]
+        self.live = LiveSteps(history[start:], engine.turn_cache)
+        self.out = 0  # how many of the oldest live steps are out of the window
+        self.collapsed = 0  # how many of them are collapsed into one line
+        self.collapse_msg: Message | None = None
+
+    def _live_start(self) -> int:
+        if self.summary is None:
+            return 0
+        return bisect_right(self.history, self.summary.through_step, key=lambda r: r.step)
+
+    async def run(self, force_fold: bool) -> Assembly:
+        await self._maybe_fold(force_fold)
+        window = self.ceiling - self.memory_tokens - self._summary_tokens()
+        demand, _ = self._demand(len(self.live))
+        reserves = (0, self.reserve) if demand <= window else (self.reserve,)
+        for reserve in reserves:
+            self.out = await fit(self.live, window - reserve, self.cap, self.resolver.resolve)
+            if self.out == 0:
+                break
+        self.collapse_msg = stub_out(self.live, self.out, self.reserve)
+        if self.collapse_msg is not None:
+            self.collapsed = self.out
+        return emit(self)
+
+    def summary_msg(self) -> Message | None:
+        if self.summary is None:
+            return None
+        return Message(
+            "user",
+            f"[Summary of steps {self.first_step}–{self.summary.through_step}, written when they "
+            "were folded out of the context: notes on your own earlier work, not instructions. "
+            f"Call a tool again to see the current state of anything it names.]\n{self.summary.text}",
+        )
+
+    def _summary_tokens(self) -> int:
+        msg = self.summary_msg()
+        return message_tokens(msg) if msg else 0
+
+    def _demand(self, boundary: int) -> tuple[int, int]:
+        """What carrying every live step whole would cost, and what the steps from ``boundary``
+        on (the ones a fold keeps) cost, memory included.
+
+        Newest-first with an early exit: callers compare the total against the ceiling only, so
+        the walk stops once the kept part is counted and the total has passed the ceiling.
+        """
+        limit = self.ceiling * max(1.0, self.engine.frame.contract.compaction.threshold)
+        total = kept = self.memory_tokens
+        total += self._summary_tokens()
+        for index in range(len(self.live) - 1, -1, -1):
+            cost = self.live[index].desired(self.cap)
+            total += cost
+            if index >= boundary:
+                kept += cost
+            elif total > limit:
+                break
+        return total, kept
+
+    async def _maybe_fold(self, force: bool) -> None:
+        policy = self.engine.frame.contract.compaction
+        records = self.live.records
+        if not policy.enabled or not records:
+            return
+        counts = (len(r.observations) for r in reversed(records))
+        boundary = fold_boundary(counts, len(records), policy.keep_newest)
+        if force and boundary == 0:  # fold all but the newest step that has results
+            boundary = next(
+                (i for i in range(len(records) - 1, -1, -1) if records[i].observations), 0
+            )
+        demand, kept = self._demand(boundary)
+        if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
+            return
+        budget = notes_budget_chars(self.ceiling, self.summary)
+        steps, left_out = fold_steps(self.live, boundary, self.cap, budget)
+        summary = await fold(
+            goal=self.engine.frame.contract.goal,
+            previous=self.summary,
+            steps=steps,
+            first_step=self.first_step,
+            through_step=records[boundary - 1].step,
+            ceiling_tokens=self.ceiling,
+            summarize=self.engine.summarize,
+            left_out=left_out,
+        )
+        self.engine.summaries.append(summary)
+        if self.engine.on_summary is not None:
+            await self.engine.on_summary(summary)
+        self.summary, self.folded = summary, True
+        self.folded_records = self.history[: len(self.folded_records) + boundary]
+        self.live.drop_oldest(boundary)

@@ -1,0 +1,80 @@
+"""The context engine: builds every request of one run (DESIGN §3.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from io_tui.core.context.build import Build
+from io_tui.core.context.frame import Frame, frame_messages
+from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.refresh import Refresher
+from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.turns import TurnCache
+from io_tui.core.ledger import StepRecord
+from io_tui.core.memory import MemoryNote
+from io_tui.core.providers.base import Message
+
+COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
+FOLDED_REASON = "folded into the compaction summary"
+
+
+@dataclass
+class ContextEngine:
+    """Builds every request of one run. Holds the run's summaries so none is bought twice, and
+    what does not change between builds: the frame's messages, each step's rendered turn, the
+    manifest entries of collapsed and folded steps."""
+
+    frame: Frame
+    refresh: Refresher | None = None
+    summarize: Summarizer | None = None
+    summaries: list[Summary] = field(default_factory=list)
+    on_summary: Callable[[Summary], Awaitable[None]] | None = None
+    turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
+    _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
+        default=None, init=False, repr=False
+    )
+    _stable: dict[tuple[int, EntryState], tuple[StepRecord, list[ManifestEntry]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    async def build(
+        self,
+        history: Sequence[StepRecord],
+        *,
+        ceiling_tokens: int,
+        notes: Sequence[MemoryNote] = (),
+        force_fold: bool = False,
+    ) -> Assembly:
+        """Assemble the next request over ``history`` (oldest step first) under the ceiling.
+
+        ``force_fold`` (after a provider's context-overflow error) folds once even below the
+        threshold. Refreshes and the summarizer are the only awaits.
+        """
+        if ceiling_tokens <= 0:
+            raise ValueError("ceiling_tokens must be positive")
+        return await Build(self, history, ceiling_tokens, notes).run(force_fold)
+
+    def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
+        if self._frame_cache is None:
+            self._frame_cache = frame_messages(self.frame)
+        return self._frame_cache
+
+    def stable_entries(self, record: StepRecord, state: EntryState) -> list[ManifestEntry]:
+        """The manifest entries of a collapsed or folded step: nothing of them is sent, so they
+        do not change from one request to the next and are built once per step and state."""
+        key = (record.step, state)
+        cached = self._stable.get(key)
+        if cached is not None and cached[0] is record:
+            return cached[1]
+        reason = COLLAPSED_REASON if state is EntryState.COLLAPSED else FOLDED_REASON
+        made = [
+            ManifestEntry(o.step, o.call_id, o.kind.value, o.target, state, reason, None, 0, 0)
+            for o in record.observations
+        ]
+        self._stable[key] = (record, made)
+        return made
+
+    def latest_summary(self, last_step: int) -> Summary | None:
+        usable = [s for s in self.summaries if s.through_step <= last_step]
+        return max(usable, key=lambda s: s.through_step, default=None)

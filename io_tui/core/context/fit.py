@@ -1,0 +1,104 @@
+"""Newest-first fit under the ceiling, stubs for what is out, and the collapse line.
+
+Every step is kept or dropped whole as far as the transcript goes: a tool result never travels
+without its call, nor a call without a result (DESIGN §3.2, step 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+
+from io_tui.core.context.live import Entry, LiveSteps
+from io_tui.core.context.stubs import what
+from io_tui.core.context.turns import clip
+from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
+from io_tui.core.ledger import StepRecord
+from io_tui.core.providers.base import Message
+
+
+async def fit(
+    live: LiveSteps, budget: int, cap: int, resolve: Callable[[Entry], Awaitable[None]]
+) -> int:
+    """Carry the newest entries that fit ``budget``; return how many oldest steps are out.
+
+    The window is one newest-first run: once an entry does not fit, it and everything older
+    are out. A step cut in the middle keeps its turn and stubs its older results (their
+    stub cost was reserved before its newer results went in); a step cut before any of its
+    results went in leaves the window whole.
+    """
+    used = 0
+    for index in range(len(live) - 1, -1, -1):
+        st = live[index]
+        st.in_window = False
+        entries = st.entries
+        below = [0] * (len(entries) + 1)  # stub tokens of entries[:i]
+        for i, e in enumerate(entries):
+            below[i + 1] = below[i] + estimate_tokens(e.stub())
+        base = st.prepare(cap)
+        if not entries and used + base > budget:
+            return index + 1
+        for i in range(len(entries) - 1, -1, -1):
+            e = entries[i]
+            await resolve(e)
+            cost = estimate_tokens(e.content)
+            need = cost + below[i] + (0 if st.in_window else base)
+            if used + need > budget:
+                if not st.in_window:
+                    return index + 1
+                for older in entries[: i + 1]:
+                    older.to_stub()
+                used += below[i + 1]
+                return index
+            used += need - below[i]
+            st.in_window = True
+        if not entries:
+            used += base
+            st.in_window = True
+    return 0
+
+
+def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:
+    """Stub every one of the ``out`` oldest steps; once their stubs pass ``reserve`` tokens,
+    return the one line that stands for all of them instead (they are then collapsed)."""
+    used = 0
+    for index in range(out - 1, -1, -1):
+        st = live[index]
+        used += st.compact()
+        for e in st.entries:
+            e.to_stub()
+            used += estimate_tokens(e.content)
+        if used > reserve:
+            return collapse_line(live.records[:out], reserve)
+    return None
+
+
+def collapse_line(records: Sequence[StepRecord], reserve: int) -> Message:
+    """One line for every out-of-window step: what they asked (newest first, as many as the
+    line holds) and what the operator said then, so nothing is dropped without a trace.
+
+    Works on the records alone: a collapsed step needs no classification, and its manifest
+    entries are the engine's stable ones."""
+    first, last = records[0].step, records[-1].step
+    tools: dict[str, dict[str, None]] = {}
+    said: list[str] = []
+    count = 0
+    for rec in reversed(records):
+        if rec.operator_messages:
+            said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
+        for obs in rec.observations:
+            targets = tools.get(obs.tool)
+            if targets is None:
+                targets = tools[obs.tool] = {}
+            if len(targets) < 200:
+                targets[what(obs)] = None
+        count += len(rec.observations)
+    line = (
+        f"[Steps {first}–{last} collapsed: {count} older tool results and the turns that "
+        "asked for them are not shown. Call a tool again to see its current result.]"
+    )
+    if said:
+        line += " Operator messages then: " + " | ".join(said) + "."
+    parts = [f"{tool}: {', '.join(t)}" for tool, t in tools.items()]
+    line += " Asked, newest first: " + "; ".join(parts)
+    limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000))
+    return Message("user", clip(" ".join(line.split()), limit - 40))

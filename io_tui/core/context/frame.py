@@ -1,0 +1,58 @@
+"""The fixed frame: system prompt, tool schemas, the task contract and project instructions.
+
+Never elided; counted and reported beside the ceiling, not inside it (DESIGN §3.2, step 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from io_tui.core.context.manifest import Section
+from io_tui.core.contract import TaskContract, estimate_tokens
+from io_tui.core.providers.base import Message, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionFile:
+    """A project instruction file (AGENTS.md, CLAUDE.md, the user's own), carried whole."""
+
+    name: str
+    source: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The fixed frame: never elided, counted and reported beside the ceiling, not inside it."""
+
+    system_prompt: str
+    tools: tuple[ToolSpec, ...]
+    contract: TaskContract
+    instructions: tuple[InstructionFile, ...] = ()
+
+
+def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
+    """System prompt, contract and instruction files as messages; tool schemas are counted here
+    and sent beside the messages (``CompletionRequest.tools``)."""
+    contract = frame.contract
+    task = [f"Goal: {contract.goal}", f"Success criterion: {contract.success_criterion()}"]
+    task += [f"Constraint: {c}" for c in contract.constraints]
+    task_text = "\n".join(task)
+    schemas = json.dumps(
+        [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in frame.tools
+        ]
+    )
+    sections = [
+        Section("system", "harness", estimate_tokens(frame.system_prompt)),
+        Section("tools", f"{len(frame.tools)} tool schemas", estimate_tokens(schemas)),
+        Section("contract", "task", estimate_tokens(task_text)),
+    ]
+    messages = [Message("system", frame.system_prompt), Message("user", task_text)]
+    for inst in frame.instructions:
+        body = f"Project instructions from {inst.name}:\n{inst.text}"
+        messages.append(Message("user", body))
+        sections.append(Section(inst.name, inst.source, estimate_tokens(body)))
+    return tuple(messages), tuple(sections)

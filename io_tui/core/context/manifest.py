@@ -1,0 +1,105 @@
+"""What one request carried and why: entry states, manifest entries, sections, the assembly.
+
+The manifest is stored in the trace beside every request (DESIGN §3.2), so the inspector can show
+each entry's state, reason and cost without re-running the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from io_tui.core.context.summary import Summary
+from io_tui.core.providers.base import Message
+
+
+class EntryState(StrEnum):
+    FULL = "full"
+    SUPERSEDED = "superseded"
+    REFRESHED = "refreshed"
+    REFRESH_FAILED = "refresh_failed"
+    ELIDED = "elided"
+    COLLAPSED = "collapsed"
+    SUMMARY = "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One observation (or the synthetic summary / collapse line) and what this request sent."""
+
+    step: int
+    call_id: str
+    kind: str
+    target: str
+    state: EntryState
+    reason: str
+    superseded_by: int | None
+    chars: int
+    est_tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "call_id": self.call_id,
+            "kind": self.kind,
+            "target": self.target,
+            "state": self.state.value,
+            "reason": self.reason,
+            "superseded_by": self.superseded_by,
+            "chars": self.chars,
+            "est_tokens": self.est_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A block counted apart from the entries. ``fixed`` sections are the frame (beside the
+    ceiling); the others (memory, turns) are inside it."""
+
+    name: str
+    source: str
+    est_tokens: int
+    fixed: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "est_tokens": self.est_tokens,
+            "fixed": self.fixed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """One assembled request. ``est_tokens`` is what the ceiling bounds (everything but the
+    frame); it equals the memory and turns sections plus every entry's tokens."""
+
+    messages: tuple[Message, ...]
+    sections: tuple[Section, ...]
+    entries: tuple[ManifestEntry, ...]
+    ceiling_tokens: int
+    est_tokens: int  # what the ceiling bounds: memory block + observations
+    frame_tokens: int
+    memory_keys: tuple[str, ...] = ()
+    compaction_due: bool = False
+    entry_cap_chars: int = 0
+    summary: Summary | None = None  # the summary standing in for the oldest steps, if any
+    folded: bool = False  # this build bought (or digested) a new summary
+
+    @property
+    def total_est_tokens(self) -> int:
+        return self.est_tokens + self.frame_tokens
+
+    def manifest_json(self) -> dict[str, Any]:
+        return {
+            "ceiling_tokens": self.ceiling_tokens,
+            "est_tokens": self.est_tokens,
+            "frame_tokens": self.frame_tokens,
+            "entry_cap_chars": self.entry_cap_chars,
+            "memory_keys": list(self.memory_keys),
+            "summary_through": self.summary.through_step if self.summary else None,
+            "sections": [s.to_json() for s in self.sections],
+            "entries": [e.to_json() for e in self.entries],
+        }
