@@ -14,7 +14,7 @@ from typing import Any
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import elided_stub, superseded_stub
-from io_tui.core.context.turns import COMPACT_CHARS, TurnCache, render_turn
+from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import Message
@@ -69,14 +69,16 @@ class Step:
     def prepare(self, cap: int) -> int:
         """Render the full turn; return its cost with the operator lines and missing results."""
         if self._base < 0:
-            _, _, self.turn, self.ops, self._base = render_turn(self.record, cap, self.cache)
+            self._take(render_turn(self.record, cap, self.cache))
         return self._base
 
     def compact(self) -> int:
         """Render the turn as an out-of-window step shows it; return the same cost."""
-        rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
-        _, _, self.turn, self.ops, self._base = rendered
+        self._take(render_turn(self.record, COMPACT_CHARS, self.cache))
         return self._base
+
+    def _take(self, rendered: RenderedTurn) -> None:
+        self.turn, self.ops, self._base = rendered.turn, rendered.ops, rendered.cost
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size)."""

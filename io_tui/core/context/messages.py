@@ -7,13 +7,13 @@ placeholder result; a result without a call in the transcript never becomes a to
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from io_tui.core.context.live import Entry, Step
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT, message_tokens
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.providers.base import Message
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def emit(b: Build) -> Assembly:
             )
         )  # fmt: skip
     for index in range(b.collapsed, len(records)):
-        step_turns, step_entries = _emit_step(b.live[index], b.cap, add, entries)
+        step_turns, step_entries = _emit_step(b.live[index], b.cap, messages, entries)
         turns_tokens += step_turns
         est += step_turns + step_entries
     sections = [*frame_sections]
@@ -91,14 +91,17 @@ def emit(b: Build) -> Assembly:
 
 
 def _emit_step(
-    st: Step, cap: int, add: Callable[[Message], int], entries: list[ManifestEntry]
+    st: Step, cap: int, messages: list[Message], entries: list[ManifestEntry]
 ) -> tuple[int, int]:
     """One kept step: operator lines, the turn, then one tool message per call, in order.
-    Returns the tokens of its turn and operator lines, and of its results."""
-    st.prepare(cap)
-    turns = sum(add(m) for m in st.ops)
+
+    Returns the tokens of its turn, operator lines and placeholder results (the step's rendered
+    cost, priced when it was rendered), and of its results.
+    """
+    turns = st.prepare(cap)
+    messages += st.ops
     if st.turn is not None:
-        turns += add(st.turn)
+        messages.append(st.turn)
     by_call: dict[str, Entry] = {}
     orphans: list[Entry] = []
     call_ids = {c.id for c in st.record.tool_calls}
@@ -110,16 +113,18 @@ def _emit_step(
     spent = 0
     for call in st.record.tool_calls:
         answer = by_call.get(call.id)
-        if answer is None:
-            turns += add(Message("tool", NO_RESULT, tool_call_id=call.id))
+        if answer is None:  # priced in ``turns``
+            messages.append(Message("tool", NO_RESULT, tool_call_id=call.id))
             continue
-        tokens = add(Message("tool", answer.content, tool_call_id=call.id))
+        messages.append(Message("tool", answer.content, tool_call_id=call.id))
+        tokens = estimate_tokens(answer.content)
         entries.append(_manifest_entry(answer, tokens))
         spent += tokens
     for e in orphans:  # a result whose call is not in the transcript: never a tool message
         obs = e.obs
         body = f"[result of step {obs.step} {obs.tool} {what(obs)}]\n{e.content}"
-        tokens = add(Message("user", body))
+        messages.append(Message("user", body))
+        tokens = estimate_tokens(body)
         entries.append(_manifest_entry(e, tokens, len(body)))
         spent += tokens
     return turns, spent
