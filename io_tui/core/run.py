@@ -45,6 +45,7 @@ from io_tui.core.providers.base import (
     Response,
     TextDelta,
     ToolCall,
+    ToolSpec,
 )
 from io_tui.core.skills import ReadSkill, catalogue, discover_async
 from io_tui.core.store import RequestRecord, StepCommit, Store
@@ -196,6 +197,7 @@ class Run:
         self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
         self.registry = ToolRegistry(self.h.registry)  # plus read_skill, once skills are found
         self.system_prompt = self.h.system_prompt
+        self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
 
     # -- events --
 
@@ -382,11 +384,18 @@ class Run:
             self.registry.register(ReadSkill(skills), replace=True)
             self.system_prompt = f"{self.h.system_prompt}\n\n{catalogue(skills)}"
 
+    def _specs(self) -> tuple[ToolSpec, ...]:
+        """The tools' schemas, generated once: the registry is fixed after skills load."""
+        if self._tool_specs is None:
+            self._tool_specs = self.registry.specs()
+        return self._tool_specs
+
     async def _engine(self) -> ContextEngine:
         await self._load_skills()
+        self._tool_specs = None
         frame = Frame(
             system_prompt=self.system_prompt,
-            tools=self.registry.specs(),
+            tools=self._specs(),
             contract=self.contract,
             instructions=await self._instructions(),
         )
@@ -461,7 +470,7 @@ class Run:
         raise AssertionError("unreachable")
 
     async def _stream(self, assembly: Assembly) -> Response:
-        request = CompletionRequest(messages=assembly.messages, tools=self.registry.specs())
+        request = CompletionRequest(messages=assembly.messages, tools=self._specs())
         async for event in self.h.provider.stream(request):
             if isinstance(event, TextDelta):
                 self.emit(EventKind.TEXT_DELTA, {"text": event.text})

@@ -1,19 +1,21 @@
 """``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
 
 Runs are Textual workers (``group="runs"``, ``exit_on_error=False``) around ``start_run``; their
-events arrive as ``RunEventReceived`` and are folded into ``self.runs`` and painted in batches at
-most ``1 / FLUSH_INTERVAL`` times a second. Human decisions arrive as ``ApprovalRequested`` with a
-Future, answered in ``ask_human``.
+events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (at most
+``1 / FLUSH_INTERVAL`` a second), are folded into ``self.runs`` and applied to the screen under
+``batch_update()``. Human decisions arrive as ``ApprovalRequested`` with a Future, answered in
+``ask_human``. The store is opened and read after the first frame.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App
@@ -23,26 +25,30 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
 from io_tui.core.contract import TaskContract
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import EventKind
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.run import Harness, start_run
 from io_tui.core.store import Store, StoreError
 from io_tui.ui import steering
 from io_tui.ui.approver import ApprovalDesk, UIApprover
-from io_tui.ui.bridge import BridgeSink
+from io_tui.ui.bridge import BridgeSink, EventPump
 from io_tui.ui.commands import MemoryCommands, RunCommands, ThemeCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
     NewRunRequest,
     RunEnded,
-    RunEventReceived,
+    RunEventsReceived,
     StartRun,
+    StepsLoaded,
     StoreChanged,
 )
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.steering import SteeringCommands
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
+
+if TYPE_CHECKING:
+    from io_tui.ui.screens.main import MainScreen
 
 FLUSH_INTERVAL = 0.1  # seconds: repaint at most ~10×/s
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
@@ -95,11 +101,10 @@ class IoApp(App[int]):
         self.runs: dict[int, RunView] = {}
         self.run_workers: dict[int, Worker[Any]] = {}
         self.demo_workspace: Path | None = demo_workspace
-        self.paint_delays: deque[float] = deque(maxlen=100_000)
+        self.event_pump = EventPump(self, flush_interval)
+        self._theme_problems = self._choose_theme()
+        self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
-        self._pending: list[RunEvent] = []
-        self._flush_scheduled = False
-        self._last_flush = 0.0
         self._store_open = False
 
     # -- start and stop ------------------------------------------------------------------------
@@ -111,21 +116,31 @@ class IoApp(App[int]):
         except StoreError as exc:
             self.exit(2, message=str(exc))
 
-    def on_mount(self) -> None:
-        from io_tui.ui.screens.main import MainScreen
-
-        self.push_screen(MainScreen())
+    def _choose_theme(self) -> list[tuple[str, str]]:
+        """Register the theme files and pick the configured theme before the stylesheet is first
+        built (a theme set after mount parses and applies all CSS a second time). Returns the
+        problems to notify once mounted."""
         themes, errors = load_themes()
         for theme in themes:
             self.register_theme(theme)
-        for error in errors:
-            self.notify(error, title="Theme file ignored", severity="error", timeout=10)
+        problems = [(error, "error") for error in errors]
         wanted = self.settings.ui.theme
         if wanted in self.available_themes:
             self.theme = wanted
         else:
-            self.notify(f"unknown theme {wanted!r}; using {DEFAULT_THEME}", severity="warning")
+            problems.append((f"unknown theme {wanted!r}; using {DEFAULT_THEME}", "warning"))
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        return problems
+
+    def on_mount(self) -> None:
+        from io_tui.ui.screens.main import MainScreen
+
+        self.push_screen(MainScreen())
+        for problem, severity in self._theme_problems:
+            if severity == "error":
+                self.notify(problem, title="Theme file ignored", severity="error", timeout=10)
+            else:
+                self.notify(problem, severity="warning")
         if self.settings.ui.keys:
             self.set_keymap(self.settings.ui.keys)
         if self.poll_interval:
@@ -247,7 +262,11 @@ class IoApp(App[int]):
             )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place worker failures are reported."""
+        """The one place worker failures are reported (and run workers' ends reach the keys)."""
+        if event.worker.group == "runs":
+            main = self._main_screen()
+            if main is not None:
+                main.refresh_bindings()  # "interrupt" applies while a run's worker runs
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             self.notify(
@@ -259,29 +278,17 @@ class IoApp(App[int]):
 
     # -- events → views, coalesced ---------------------------------------------------------------
 
-    @on(RunEventReceived)
-    def _on_run_event(self, message: RunEventReceived) -> None:
-        self._pending.append(message.event)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            wait = max(0.0, self._last_flush + self.flush_interval - time.monotonic())
-            if wait > 0:
-                self.set_timer(wait, self._paint_pending)
-            else:
-                self.call_later(self._paint_pending)
-
-    def _paint_pending(self) -> None:
-        self._flush_scheduled = False
-        self._last_flush = time.monotonic()
-        events, self._pending = self._pending, []
-        if not events:
-            return
+    @on(RunEventsReceived)
+    def _on_run_events(self, message: RunEventsReceived) -> None:
+        """Fold a batch into the run views, then apply the net changes to the screen at once."""
+        events = message.events
         changed_runs: set[int] = set()
         changed_steps: set[tuple[int, int]] = set()
         committed: set[tuple[int, int]] = set()
         new_runs: list[int] = []
+        runs = self.runs
         for event in events:
-            run = self.runs.get(event.run_id)
+            run = runs.get(event.run_id)
             if run is None:
                 detail = event.detail
                 run = RunView(
@@ -289,7 +296,7 @@ class IoApp(App[int]):
                     str(detail.get("goal", "")),
                     str(detail.get("workspace", "")),
                 )
-                self.runs[event.run_id] = run
+                runs[event.run_id] = run
                 new_runs.append(event.run_id)
             if run.apply(event):
                 changed_runs.add(run.id)
@@ -298,18 +305,19 @@ class IoApp(App[int]):
             if event.kind is EventKind.STEP_COMMITTED:
                 committed.add((run.id, event.step))
         self.events_applied += len(events)
-        from io_tui.ui.screens.main import MainScreen
-
         main = self._main_screen()
-        if isinstance(main, MainScreen):
+        if main is not None:
             with self.batch_update():
                 main.apply_changes(changed_runs, changed_steps, committed)
-        now = time.time()
-        self.paint_delays.extend(now - e.at for e in events)
-        for run_id in new_runs:
-            self.refresh_runs([run_id])
+        self.call_after_refresh(self._painted, [e.at for e in events])
+        if new_runs:
+            self.refresh_runs(new_runs)
 
-    def _main_screen(self) -> Any:
+    def _painted(self, stamps: list[float]) -> None:
+        now = time.time()
+        self.paint_delays.extend(now - at for at in stamps)
+
+    def _main_screen(self) -> MainScreen | None:
         from io_tui.ui.screens.main import MainScreen
 
         for screen in self.screen_stack:
@@ -355,29 +363,22 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
-        rows = await self.store.db.fetchall(
-            f"SELECT run_id, step, tokens, tool_calls FROM steps WHERE run_id IN "
-            f"({','.join('?' * len(run_ids))}) ORDER BY run_id, step",
-            tuple(run_ids),
-        )
-        self.call_later(self._apply_step_rows, rows)
+        rows = await self.store.runs.step_summaries(run_ids)
+        self.post_message(StepsLoaded(tuple(_step_view(row) for row in rows)))
 
-    def _apply_step_rows(self, rows: list[Any]) -> None:
-        import json
-
+    @on(StepsLoaded)
+    def _on_steps_loaded(self, message: StepsLoaded) -> None:
         main = self._main_screen()
         with self.batch_update():
-            for row in rows:
-                run = self.runs.get(row["run_id"])
+            for run_id, fresh in message.steps:
+                run = self.runs.get(run_id)
                 if run is None:
                     continue
-                view = run.steps.get(row["step"])
-                names = [c["name"] for c in json.loads(row["tool_calls"])]
-                fresh = StepView(row["step"], row["tokens"], names, committed=True)
+                view = run.steps.get(fresh.step)
                 if view != fresh:
-                    run.steps[row["step"]] = replace(fresh, asking=view.asking if view else False)
+                    run.steps[fresh.step] = replace(fresh, asking=view.asking if view else False)
                     if main is not None:
-                        main.upsert_step(run, run.steps[row["step"]])
+                        main.upsert_step(run, run.steps[fresh.step])
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -430,6 +431,11 @@ def create_app(
         flush_interval=flush_interval,
         demo_workspace=demo_workspace,
     )
+
+
+def _step_view(row: Any) -> tuple[int, StepView]:
+    names = [c["name"] for c in json.loads(row["tool_calls"])]
+    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
 
 
 __all__ = ["IoApp", "create_app"]

@@ -1,7 +1,7 @@
-"""Read-only queries the views rebuild from. Every function here is async (aiosqlite).
+"""Read-only views the screens rebuild from. Every function here is async (aiosqlite).
 
-The store's public repos cover most needs; the few per-step reads below use its connection
-directly so that following a live run costs one small query per committed step.
+The SQL lives in the store's repos (``RunRepo.steps_after`` and friends); this module shapes
+the rows for the transcript. Following a live run costs three small queries per repaint.
 """
 
 from __future__ import annotations
@@ -35,30 +35,27 @@ class StepData:
     operator_messages: list[str] = field(default_factory=list)
 
 
+NOTE_KINDS = (
+    "tool_refused",
+    "approval_requested",
+    "approval_decided",
+    "verify",
+    "memory",
+    "compacted",
+)
+
+
 async def load_steps(
     store: Store, run_id: int, *, since: int = 0, limit: int | None = None
 ) -> list[StepData]:
     """Steps of ``run_id`` numbered above ``since`` (the newest ``limit`` of them)."""
-    db = store.db
-    rows = await db.fetchall(
-        "SELECT * FROM steps WHERE run_id = ? AND step > ? ORDER BY step", (run_id, since)
-    )
-    if limit is not None and len(rows) > limit:
-        rows = rows[-limit:]
+    runs = store.runs
+    rows = await runs.steps_after(run_id, since, limit=limit)
     if not rows:
         return []
     first = rows[0]["step"]
-    obs = await db.fetchall(
-        "SELECT call_id, tool, step, full_text, is_error FROM observations"
-        " WHERE run_id = ? AND step >= ? ORDER BY id",
-        (run_id, first),
-    )
-    events = await db.fetchall(
-        "SELECT step, kind, detail FROM events WHERE run_id = ? AND step >= ?"
-        " AND kind IN ('tool_refused', 'approval_requested', 'approval_decided', 'verify',"
-        " 'memory', 'compacted') ORDER BY id",
-        (run_id, first),
-    )
+    obs = await runs.results_from(run_id, first)
+    events = await runs.events_of_kinds(run_id, first, NOTE_KINDS)
     results = {o["call_id"]: (o["full_text"], bool(o["is_error"])) for o in obs}
     notes: dict[int, list[tuple[str, str]]] = {}
     for e in events:

@@ -1,6 +1,6 @@
 """Messages between the harness bridge, workers and the app.
 
-Facts are past tense (``RunEventReceived``, ``RunEnded``); requests are imperative
+Facts are past tense (``RunEventsReceived``, ``RunEnded``); requests are imperative
 (``StartRun``). Workers post these; ``@on`` handlers own all UI state.
 """
 
@@ -27,12 +27,13 @@ class ApprovalRequested(Message):
         self.future = future
 
 
-class RunEventReceived(Message):
-    """One event from a run in this process (posted by the bridge sink, never blocks the run)."""
+class RunEventsReceived(Message):
+    """Events from the runs in this process, in order, gathered over one tick (~0.1 s) by the
+    bridge's ``EventPump``: one message per batch, never one per event. Immutable (a tuple)."""
 
-    def __init__(self, event: RunEvent) -> None:
+    def __init__(self, events: tuple[RunEvent, ...]) -> None:
         super().__init__()
-        self.event = event
+        self.events = events
 
 
 class RunEnded(Message):
@@ -50,6 +51,14 @@ class StoreChanged(Message):
     def __init__(self, runs: list[Any]) -> None:
         super().__init__()
         self.runs = runs
+
+
+class StepsLoaded(Message):
+    """Step rows read from the store for the run tree: ``(run_id, StepView)`` pairs."""
+
+    def __init__(self, steps: tuple[tuple[int, Any], ...]) -> None:
+        super().__init__()
+        self.steps = steps
 
 
 @dataclass(frozen=True, slots=True)

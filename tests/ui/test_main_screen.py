@@ -7,7 +7,7 @@ from textual.widgets import Collapsible, Input
 
 from io_tui.core.events import EventKind
 from io_tui.demo import DEMO_CONTEXT
-from io_tui.ui.messages import RunEventReceived
+from io_tui.ui.messages import RunEventsReceived
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.widgets.gauges import Gauge
@@ -28,7 +28,7 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         assert set(tree.run_nodes) == {1}
         assert {step for (_, step) in tree.step_nodes} == set(range(1, 11))
         assert "✓" in str(tree.run_nodes[1].label) and "finished" in str(tree.run_nodes[1].label)
-        kinds = {m.event.kind for m in messages if isinstance(m, RunEventReceived)}
+        kinds = {e.kind for m in messages if isinstance(m, RunEventsReceived) for e in m.events}
         assert {EventKind.RUN_STARTED, EventKind.TEXT_DELTA, EventKind.RUN_FINISHED} <= kinds
         transcript = app.screen.query_one(Transcript)
         assert sorted(transcript.blocks) == list(range(1, 11))

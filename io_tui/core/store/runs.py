@@ -298,6 +298,54 @@ class RunRepo:
             params,
         )
 
+    # -- views: the narrow reads the TUI rebuilds from --
+
+    async def step_summaries(self, run_ids: Sequence[int]) -> builtins.list[aiosqlite.Row]:
+        """``run_id, step, tokens, tool_calls`` of every step of ``run_ids`` (the run tree)."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        return await self.db.fetchall(
+            "SELECT run_id, step, tokens, tool_calls FROM steps"
+            f" WHERE run_id IN ({marks}) ORDER BY run_id, step",
+            tuple(run_ids),
+        )
+
+    async def steps_after(
+        self, run_id: int, since: int = 0, *, limit: int | None = None
+    ) -> builtins.list[aiosqlite.Row]:
+        """Steps numbered above ``since``, oldest first; with ``limit``, only the newest ones."""
+        if limit is None:
+            return await self.db.fetchall(
+                "SELECT * FROM steps WHERE run_id = ? AND step > ? ORDER BY step", (run_id, since)
+            )
+        return await self.db.fetchall(
+            "SELECT * FROM (SELECT * FROM steps WHERE run_id = ? AND step > ?"
+            " ORDER BY step DESC LIMIT ?) ORDER BY step",
+            (run_id, since, limit),
+        )
+
+    async def results_from(self, run_id: int, first_step: int) -> builtins.list[aiosqlite.Row]:
+        """``call_id, tool, step, full_text, is_error`` of observations from ``first_step`` on."""
+        return await self.db.fetchall(
+            "SELECT call_id, tool, step, full_text, is_error FROM observations"
+            " WHERE run_id = ? AND step >= ? ORDER BY id",
+            (run_id, first_step),
+        )
+
+    async def events_of_kinds(
+        self, run_id: int, first_step: int, kinds: Sequence[str]
+    ) -> builtins.list[aiosqlite.Row]:
+        """``step, kind, detail`` of the run's events of ``kinds`` from ``first_step`` on."""
+        if not kinds:
+            return []
+        marks = ",".join("?" * len(kinds))
+        return await self.db.fetchall(
+            "SELECT step, kind, detail FROM events WHERE run_id = ? AND step >= ?"
+            f" AND kind IN ({marks}) ORDER BY id",
+            (run_id, first_step, *kinds),
+        )
+
     async def events(self, run_id: int) -> builtins.list[aiosqlite.Row]:
         return await self.db.fetchall(
             "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,)

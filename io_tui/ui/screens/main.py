@@ -1,13 +1,16 @@
 """The main screen: run tree, transcript of the selected run, gauges, and the prompt box.
 
-The screen owns selection. Views are rebuilt from the store on selection (workers post typed
-messages back); live changes arrive from the app already coalesced (``apply_changes``).
+The screen owns selection. Moving the cursor updates the selection at once; the store reads it
+implies (transcript, gauges) go out at most ~10 times a second, for the latest selection only,
+and a transcript already showing the selected run is kept (a step in it is scrolled to). Workers
+post typed messages back; live changes arrive from the app already coalesced (``apply_changes``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -26,6 +29,8 @@ from io_tui.ui.state import RunView, StepView
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
+
+VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 
 if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
@@ -77,6 +82,9 @@ class MainScreen(Screen[None]):
         self.selected_step: int | None = None
         self._auto_select = True
         self._figures: GaugeFigures | None = None
+        self._loaded_run: int | None = None  # the run whose transcript is shown or loading
+        self._view_armed = False  # a debounced transcript/gauge load is scheduled
+        self._last_view_load = float("-inf")
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -127,7 +135,7 @@ class MainScreen(Screen[None]):
         committed: set[tuple[int, int]],
     ) -> None:
         runs = self.io_app.runs
-        for run_id in changed_runs:
+        for run_id in sorted(changed_runs):
             self.run_tree.upsert_run(runs[run_id])
         for run_id, step in sorted(changed_steps):
             run = runs[run_id]
@@ -142,6 +150,8 @@ class MainScreen(Screen[None]):
         self.transcript.set_streaming(run.streaming)
         if selected in changed_runs:
             self._refresh_gauges()
+        if selected != self._loaded_run:
+            return  # its transcript and gauges load at the next view tick
         if any(run_id == selected for run_id, _ in committed) or (
             selected in changed_runs and not run.live
         ):
@@ -168,18 +178,40 @@ class MainScreen(Screen[None]):
     def _select(self, run_id: int, step: int | None) -> None:
         changed_run = run_id != self.selected_run
         self.selected_run, self.selected_step = run_id, step
-        run = self.io_app.runs.get(run_id)
         if changed_run:
-            self.transcript.run_id = run_id
-            self.load_transcript(run_id)
-            if run is not None:
-                self.transcript.set_streaming(run.streaming)
-        elif step is not None:
+            self.refresh_bindings()  # interrupt / inspect depend on the run only
+        if run_id == self._loaded_run and step is not None:
             block = self.transcript.blocks.get(step)
             if block is not None:
                 self.transcript.scroll_to_widget(block, animate=False, top=True)
+        self._schedule_view()
+
+    def _schedule_view(self) -> None:
+        """Load what the selection shows on the next loop turn, or at the next ~10 Hz tick if a
+        load went out less than ``VIEW_INTERVAL`` ago: a held arrow key costs ≤10 reads/s."""
+        if self._view_armed:
+            return
+        self._view_armed = True
+        wait = self._last_view_load + VIEW_INTERVAL - monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._load_view)
+        else:
+            self.call_later(self._load_view)
+
+    def _load_view(self) -> None:
+        self._view_armed = False
+        self._last_view_load = monotonic()
+        run_id, step = self.selected_run, self.selected_step
+        if run_id is None:
+            return
+        if run_id != self._loaded_run:
+            self._loaded_run = run_id
+            self.transcript.run_id = run_id
+            self.load_transcript(run_id)
+            run = self.io_app.runs.get(run_id)
+            if run is not None:
+                self.transcript.set_streaming(run.streaming)
         self.load_gauges(run_id, step)
-        self.refresh_bindings()
 
     @work(group="view", exclusive=True, exit_on_error=False)
     async def load_transcript(self, run_id: int) -> None:
@@ -196,21 +228,26 @@ class MainScreen(Screen[None]):
         if message.run_id != self.selected_run:
             return
         run = self.io_app.runs.get(message.run_id)
-        if message.replace:
-            self.transcript.show_run(message.run_id, message.steps, run.goal if run else "")
-            if run is not None:
-                self.transcript.set_streaming(run.streaming)
-        else:
-            self.transcript.add_steps(message.steps)
+        with self.app.batch_update():
+            if message.replace:
+                self.transcript.show_run(message.run_id, message.steps, run.goal if run else "")
+                if run is not None:
+                    self.transcript.set_streaming(run.streaming)
+            else:
+                self.transcript.add_steps(message.steps)
 
     @work(group="gauges", exclusive=True, exit_on_error=False)
     async def load_gauges(self, run_id: int, step: int | None) -> None:
         store = self.io_app.store
         row = await store.runs.latest_request(run_id, step)
-        run = await store.runs.get(run_id)
+        view = self.io_app.runs.get(run_id)
+        workspace = view.workspace if view is not None else None
+        if workspace is None:
+            run = await store.runs.get(run_id)
+            workspace = run.workspace if run is not None else None
         entries = chars = 0
-        if run is not None:
-            entries, chars = await store.memory.usage("workspace", run.workspace)
+        if workspace is not None:
+            entries, chars = await store.memory.usage("workspace", workspace)
         self.post_message(
             self.GaugesLoaded(
                 GaugeFigures(

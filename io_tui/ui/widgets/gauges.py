@@ -29,6 +29,8 @@ class Gauge(Widget):
         self.unit = unit
 
     def update(self, value: int | None, maximum: int | None, note: str = "") -> None:
+        if (value, maximum, note) == (self.value, self.maximum, self.note):
+            return
         self.value, self.maximum, self.note = value, maximum, note
         ratio = (value or 0) / maximum if maximum else 0.0
         self.set_class(0.8 <= ratio <= 1.0, "-warn")

@@ -1,7 +1,9 @@
 """The run tree: runs → steps → child runs, with live status badges and per-node tokens.
 
-Nodes are keyed (``run_nodes``, ``step_nodes``) and relabelled in place; the tree is never
-cleared and rebuilt. ``Tree`` renders only visible lines, so 10,000 steps stay responsive.
+Nodes are keyed (``run_nodes``, ``step_nodes``) and relabelled in place, and only when what the
+label shows changed (``_shown``); the tree is never cleared and rebuilt. ``Tree`` renders only
+visible lines, and ``get_label_width`` is the label's cell length (no render per node when the
+tree's lines are rebuilt), so 10,000 steps stay responsive.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class RunTree(Tree[NodeRef]):
         self.step_nodes: dict[tuple[int, int], TreeNode[NodeRef]] = {}
         self.styles_by_status: dict[str, str] = dict(_FALLBACK_STYLE)
         self.views: dict[int, RunView] = {}
+        self._shown: dict[NodeRef, tuple[object, ...]] = {}  # what each label shows now
 
     def on_mount(self) -> None:
         self._restyle()
@@ -57,32 +60,43 @@ class RunTree(Tree[NodeRef]):
             for status, var in _STATUS_VARIABLE.items()
         }
         for run in self.views.values():
+            self._shown.pop(NodeRef(run.id), None)
             self.upsert_run(run)
+
+    def get_label_width(self, node: TreeNode[NodeRef]) -> int:
+        """The label's width without rendering it (Tree renders every label to measure it)."""
+        label = node.label
+        width = label.cell_len if isinstance(label, Text) else len(str(label))
+        return width + (len(self.ICON_NODE) if node.allow_expand else 0)
 
     def upsert_run(self, run: RunView) -> TreeNode[NodeRef]:
         self.views[run.id] = run
+        ref = NodeRef(run.id)
+        shown = (run.status, run.goal, run.tokens)
         node = self.run_nodes.get(run.id)
         if node is None:
             parent = self.root
             if run.parent_run_id is not None and run.parent_run_id in self.run_nodes:
                 parent = self.run_nodes[run.parent_run_id]
-            node = parent.add(
-                run_label(run, self.styles_by_status), data=NodeRef(run.id), expand=run.live
-            )
+            node = parent.add(run_label(run, self.styles_by_status), data=ref, expand=run.live)
             self.run_nodes[run.id] = node
-        else:
+        elif self._shown.get(ref) != shown:
             node.set_label(run_label(run, self.styles_by_status))
+        self._shown[ref] = shown
         return node
 
     def upsert_step(self, run: RunView, step: StepView) -> TreeNode[NodeRef]:
         key = (run.id, step.step)
+        ref = NodeRef(run.id, step.step)
+        shown = (tuple(step.tools), step.committed, step.asking, step.tokens)
         node = self.step_nodes.get(key)
         if node is None:
-            parent = self.upsert_run(run)
-            node = parent.add_leaf(step_label(step), data=NodeRef(run.id, step.step))
+            parent = self.run_nodes.get(run.id) or self.upsert_run(run)
+            node = parent.add_leaf(step_label(step), data=ref)
             self.step_nodes[key] = node
-        else:
+        elif self._shown.get(ref) != shown:
             node.set_label(step_label(step))
+        self._shown[ref] = shown
         return node
 
     def select_ref(self, ref: NodeRef) -> None:

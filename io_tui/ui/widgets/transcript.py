@@ -75,6 +75,7 @@ class Transcript(VerticalScroll):
         super().__init__(id=id)
         self.run_id: int | None = None
         self.blocks: dict[int, StepBlock] = {}
+        self._streaming = ""
 
     def compose(self) -> ComposeResult:
         yield Static("Select a run, or press ctrl+n for a new one.", id="transcript-empty")
@@ -114,6 +115,9 @@ class Transcript(VerticalScroll):
             self.call_after_refresh(self.scroll_end, animate=False)
 
     def set_streaming(self, text: str) -> None:
+        if text == self._streaming:
+            return
+        self._streaming = text
         streaming = self.query_one("#streaming", Static)
         streaming.update(Text(text))
         streaming.set_class(not text, "-idle")
