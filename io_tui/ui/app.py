@@ -263,10 +263,11 @@ class IoApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker failures are reported (and run workers' ends reach the keys)."""
-        if event.worker.group == "runs":
+        if event.worker.group == "runs" and not event.worker.is_running:
             main = self._main_screen()
-            if main is not None:
-                main.refresh_bindings()  # "interrupt" applies while a run's worker runs
+            selected = main.selected_run if main is not None else None
+            if main is not None and self.run_workers.get(selected or -1) is event.worker:
+                main.refresh_bindings()  # "interrupt" applies while the run's worker runs
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             self.notify(

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, Label, RadioButton, RadioSet, Static, TextArea
 
@@ -27,6 +28,7 @@ from io_tui.core.policy import Act
 from io_tui.core.rule_preview import (
     SCOPE_LABELS,
     SCOPES,
+    RewriteCheck,
     check_rewrite,
     command_hint,
     preview_matches,
@@ -60,6 +62,13 @@ def read_current(request: ApprovalRequest) -> str | None:
 
 class ApprovalScreen(ModalScreen[Decision]):
     """Decide one request. Dismisses with the Decision; escape is a defer."""
+
+    class CurrentLoaded(Message):
+        """The target file as it is now (read in a worker)."""
+
+        def __init__(self, current: str) -> None:
+            super().__init__()
+            self.current = current
 
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -219,9 +228,13 @@ class ApprovalScreen(ModalScreen[Decision]):
     @work(group="approval-load", exclusive=True, exit_on_error=False)
     async def _load_current(self) -> None:
         current = await asyncio.to_thread(read_current, self.request)
-        if current is None:
-            return
-        self.current, self.current_known = current, True
+        if current is not None:
+            self.post_message(self.CurrentLoaded(current))
+
+    @on(CurrentLoaded)
+    async def _on_current_loaded(self, message: CurrentLoaded) -> None:
+        """The file as it is now: the diff is rebuilt against it (the split view kept)."""
+        self.current, self.current_known = message.current, True
         body = self.query_one("#approval-body", Vertical)
         split = self.query_one(DiffView).split
         await body.remove_children()
@@ -316,6 +329,13 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
     """Edit the action. Submitting validates it with the tool's own arguments model and re-checks
     it against the run's policy; a refusal is shown inline and the editor stays open."""
 
+    class Checked(Message):
+        """The edited action, checked against the tool's model and the run's policy."""
+
+        def __init__(self, result: RewriteCheck) -> None:
+            super().__init__()
+            self.result = result
+
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -387,7 +407,11 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
 
     @work(group="rewrite-check", exclusive=True, exit_on_error=False)
     async def _check(self, arguments: dict[str, Any]) -> None:
-        result = await check_rewrite(self.store, self.request, arguments)
+        self.post_message(self.Checked(await check_rewrite(self.store, self.request, arguments)))
+
+    @on(Checked)
+    def _on_checked(self, message: Checked) -> None:
+        result = message.result
         if result.ok:
             self.dismiss(result.arguments)
         else:

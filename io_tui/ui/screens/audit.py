@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from io_tui.core.rule_preview import audit_row, audit_stats
-from io_tui.core.store import Store
+from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.screens.inbox import format_time
 
 
@@ -22,6 +23,13 @@ class AuditScreen(Screen[None]):
         Binding("r", "reload", "Refresh", id="audit.refresh", tooltip="Reload the history"),
         Binding("escape,q", "close", "Back", id="audit.close", tooltip="Back to the runs"),
     ]
+
+    class Loaded(Message):
+        """Every decided request, as read from the store (posted by the load worker)."""
+
+        def __init__(self, records: list[ApprovalRecord]) -> None:
+            super().__init__()
+            self.records = records
 
     def __init__(self, store: Store) -> None:
         super().__init__()
@@ -56,7 +64,11 @@ class AuditScreen(Screen[None]):
 
     @work(group="audit", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        records = await self.store.approvals.history()
+        self.post_message(self.Loaded(await self.store.approvals.history()))
+
+    @on(Loaded)
+    def _on_loaded(self, message: Loaded) -> None:
+        records = message.records
         self.query_one("#audit-stats", Static).update(audit_stats(records).summary())
         table = self.query_one("#audit-table", DataTable)
         have = {k.value for k in table.rows}

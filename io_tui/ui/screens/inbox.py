@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -82,6 +83,13 @@ class InboxScreen(Screen[None]):
         Binding("escape,q", "close", "Back", id="inbox.close", tooltip="Back to the runs"),
     ]
 
+    class Loaded(Message):
+        """The pending requests as read from the store (posted by the load worker)."""
+
+        def __init__(self, records: list[ApprovalRecord]) -> None:
+            super().__init__()
+            self.records = records
+
     def __init__(self, store: Store, *, poll_interval: float | None = 2.0) -> None:
         super().__init__()
         self.store = store
@@ -107,10 +115,12 @@ class InboxScreen(Screen[None]):
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        records = [
-            r for r in await self.store.approvals.pending() if r.request.id not in self.deciding
-        ]
-        self._apply(records)
+        self.post_message(self.Loaded(await self.store.approvals.pending()))
+
+    @on(Loaded)
+    def _on_loaded(self, message: Loaded) -> None:
+        self._apply([r for r in message.records if r.request.id not in self.deciding])
+        self.refresh_bindings()  # the decision keys apply once a request is highlighted
 
     def action_reload(self) -> None:
         self.load()

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, Vertical
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Collapsible, Footer, Header, Input, Tree
 
 from io_tui.core.contract import MemoryLimits
@@ -31,6 +32,7 @@ from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
+TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript blocks are mounted at most 2×/s
 
 if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
@@ -85,6 +87,9 @@ class MainScreen(Screen[None]):
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
         self._view_armed = False  # a debounced transcript/gauge load is scheduled
         self._last_view_load = float("-inf")
+        self._tail_armed = False  # a transcript tail load is scheduled
+        self._tail_timer: Timer | None = None
+        self._last_tail = float("-inf")
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -155,12 +160,38 @@ class MainScreen(Screen[None]):
         if any(run_id == selected for run_id, _ in committed) or (
             selected in changed_runs and not run.live
         ):
-            since = self.transcript.last_step
-            if not run.live:
-                # Facts recorded after the last commit (the verification) belong to that step.
-                since = max(0, since - 1)
-            self.load_tail(selected, since)
-            self.load_gauges(selected, self.selected_step)
+            self._schedule_tail(immediate=not run.live)
+
+    def _schedule_tail(self, *, immediate: bool) -> None:
+        """Follow the selected run's transcript: new blocks at most every ``TAIL_INTERVAL``
+        while it runs (mounting blocks is the costliest repaint), at once when it has ended."""
+        if self._tail_armed:
+            if not immediate:
+                return
+            if self._tail_timer is not None:
+                self._tail_timer.stop()
+        self._tail_armed = True
+        wait = 0.0 if immediate else self._last_tail + TAIL_INTERVAL - monotonic()
+        if wait > 0:
+            self._tail_timer = self.set_timer(wait, self._follow_tail)
+        else:
+            self._tail_timer = None
+            self.call_later(self._follow_tail)
+
+    def _follow_tail(self) -> None:
+        self._tail_armed = False
+        self._tail_timer = None
+        self._last_tail = monotonic()
+        run_id = self._loaded_run
+        run = self.io_app.runs.get(run_id) if run_id is not None else None
+        if run_id is None or run is None or run_id != self.selected_run:
+            return
+        since = self.transcript.last_step
+        if not run.live:
+            # Facts recorded after the last commit (the verification) belong to that step.
+            since = max(0, since - 1)
+        self.load_tail(run_id, since)
+        self.load_gauges(run_id, self.selected_step)
 
     # -- selection -----------------------------------------------------------------------------
 

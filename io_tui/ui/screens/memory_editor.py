@@ -13,12 +13,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, Static, TextArea
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory import MemoryNote, Scope
-from io_tui.core.rule_preview import recall_history
+from io_tui.core.rule_preview import Recall, recall_history
 from io_tui.core.store import Store
 from io_tui.ui.screens.inbox import format_time
 
@@ -122,6 +123,22 @@ class MemoryEditorScreen(Screen[None]):
         Binding("escape,q", "close", "Back", id="memory.close", tooltip="Back to the runs"),
     ]
 
+    class Loaded(Message):
+        """Notes and per-scope usage ``(entries, chars)`` as read from the store."""
+
+        def __init__(self, notes: list[MemoryNote], usage: dict[str, tuple[int, int]]) -> None:
+            super().__init__()
+            self.notes = notes
+            self.usage = usage
+
+    class RecallsLoaded(Message):
+        """Which requests carried ``note`` (None: no note highlighted)."""
+
+        def __init__(self, note: MemoryNote | None, recalls: list[Recall]) -> None:
+            super().__init__()
+            self.note = note
+            self.recalls = recalls
+
     def __init__(
         self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
     ) -> None:
@@ -176,9 +193,15 @@ class MemoryEditorScreen(Screen[None]):
     @work(group="memory", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
         notes: list[MemoryNote] = []
+        usage: dict[str, tuple[int, int]] = {}
         for scope in self.scopes():
             notes += await self.store.memory.list(scope, self.workspace)
-            entries, chars = await self.store.memory.usage(scope, self.workspace)
+            usage[scope] = await self.store.memory.usage(scope, self.workspace)
+        self.post_message(self.Loaded(notes, usage))
+
+    @on(Loaded)
+    def _on_loaded(self, message: Loaded) -> None:
+        for scope, (entries, chars) in message.usage.items():
             self.query_one(f"#gauge-{scope}-entries", ProgressBar).update(progress=entries)
             self.query_one(f"#gauge-{scope}-chars", ProgressBar).update(progress=chars)
             self.query_one(f"#gauge-label-{scope}-entries", Label).update(
@@ -187,8 +210,9 @@ class MemoryEditorScreen(Screen[None]):
             self.query_one(f"#gauge-label-{scope}-chars", Label).update(
                 f"{scope} chars {chars:,}/{self.limits.max_chars:,}"
             )
-        self.notes = notes
+        self.notes = message.notes
         self._apply()
+        self.refresh_bindings()  # edit / pin / delete apply to a highlighted note
 
     def _apply(self) -> None:
         table = self.query_one("#memory-table", DataTable)
@@ -232,11 +256,18 @@ class MemoryEditorScreen(Screen[None]):
 
     @work(group="memory-recalls", exclusive=True, exit_on_error=False)
     async def load_recalls(self, note: MemoryNote | None) -> None:
+        recalls = (
+            []
+            if note is None
+            else await recall_history(self.store, note.scope, note.workspace, note.key)
+        )
+        self.post_message(self.RecallsLoaded(note, recalls))
+
+    @on(RecallsLoaded)
+    def _on_recalls_loaded(self, message: RecallsLoaded) -> None:
         table = self.query_one("#memory-recalls", DataTable)
         table.clear()
-        if note is None:
-            return
-        for recall in await recall_history(self.store, note.scope, note.workspace, note.key):
+        for recall in message.recalls:
             table.add_row(
                 f"#{recall.request_id}" if recall.request_id else "",
                 str(recall.run_id),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -38,6 +39,13 @@ class RulesScreen(Screen[None]):
         ),
         Binding("escape,q", "close", "Back", id="rules.close", tooltip="Back to the runs"),
     ]
+
+    class Loaded(Message):
+        """The rules as read from the store (posted by the load worker)."""
+
+        def __init__(self, rules: list[RememberedRule]) -> None:
+            super().__init__()
+            self.rules = rules
 
     def __init__(self, store: Store) -> None:
         super().__init__()
@@ -72,7 +80,14 @@ class RulesScreen(Screen[None]):
 
     @work(group="rules", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        self.rules = await self.store.rules.list(include_revoked=self.show_revoked)
+        self.post_message(
+            self.Loaded(await self.store.rules.list(include_revoked=self.show_revoked))
+        )
+
+    @on(Loaded)
+    def _on_loaded(self, message: Loaded) -> None:
+        """Update the table by key (no clear): the cursor stays on its rule."""
+        self.rules = message.rules
         table = self.query_one("#rules-table", DataTable)
         wanted = {str(r.id) for r in self.rules}
         for key in [k for k in table.rows if k.value not in wanted]:
@@ -97,6 +112,7 @@ class RulesScreen(Screen[None]):
             )
         active = sum(1 for r in self.rules if r.revoked_at is None)
         self.query_one("#rules-title", Static).update(f"Remembered rules — {active} active")
+        self.refresh_bindings()  # revoke applies to an active highlighted rule
 
     def selected(self) -> RememberedRule | None:
         table = self.query_one("#rules-table", DataTable)

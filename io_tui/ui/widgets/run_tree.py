@@ -9,8 +9,10 @@ tree's lines are rebuilt), so 10,000 steps stay responsive.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
 from rich.text import Text
+from textual.geometry import Region
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -47,6 +49,7 @@ class RunTree(Tree[NodeRef]):
         self.styles_by_status: dict[str, str] = dict(_FALLBACK_STYLE)
         self.views: dict[int, RunView] = {}
         self._shown: dict[NodeRef, tuple[object, ...]] = {}  # what each label shows now
+        self._scrollbars_pending = False
 
     def on_mount(self) -> None:
         self._restyle()
@@ -62,6 +65,33 @@ class RunTree(Tree[NodeRef]):
         for run in self.views.values():
             self._shown.pop(NodeRef(run.id), None)
             self.upsert_run(run)
+
+    def refresh(
+        self,
+        *regions: Region,
+        repaint: bool = True,
+        layout: bool = False,
+        recompose: bool = False,
+    ) -> Self:
+        """Adding a node asks for a layout of the whole screen (every widget re-arranged and
+        repainted, ~20-40 ms with a full transcript). This tree's box comes from the screen's
+        CSS, never from its content, so a repaint of the tree and its scrollbars is enough."""
+        if layout and not recompose and self.is_mounted and self._box_is_fixed():
+            layout = False
+            if not self._scrollbars_pending:
+                self._scrollbars_pending = True
+                self.call_later(self._update_scrollbars)
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def _box_is_fixed(self) -> bool:
+        width, height = self.styles.width, self.styles.height
+        return width is not None and height is not None and not (width.is_auto or height.is_auto)
+
+    def _update_scrollbars(self) -> None:
+        """What a layout would do for this scroll view: thumbs follow the new line count."""
+        self._scrollbars_pending = False
+        self._tree_lines  # noqa: B018 - rebuilds the lines, which sets virtual_size
+        self._scroll_update(self.virtual_size)
 
     def get_label_width(self, node: TreeNode[NodeRef]) -> int:
         """The label's width without rendering it (Tree renders every label to measure it)."""

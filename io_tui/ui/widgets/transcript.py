@@ -13,7 +13,7 @@ from textual.widgets import Collapsible, Static
 
 from io_tui.ui.data import StepData, tool_title
 
-MAX_BLOCKS = 120
+MAX_BLOCKS = 40
 RESULT_PREVIEW_LINES = 40
 
 
