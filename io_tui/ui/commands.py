@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
 
 
-class _Commands(Provider):
+class ListedCommands(Provider):
+    """A provider over a fixed list of (name, callback, help): subclasses say what is listed."""
+
     @property
     def io_app(self) -> IoApp:
         return self.app  # type: ignore[return-value]
@@ -36,7 +38,7 @@ class _Commands(Provider):
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
-class RunCommands(_Commands):
+class RunCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.io_app
         out: list[tuple[str, Callable[[], Any], str]] = [
@@ -62,7 +64,7 @@ class RunCommands(_Commands):
         return out
 
 
-class ThemeCommands(_Commands):
+class ThemeCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.io_app
         return [
@@ -72,7 +74,7 @@ class ThemeCommands(_Commands):
         ]
 
 
-class MemoryCommands(_Commands):
+class MemoryCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.io_app
         workspace = _selected_workspace(app)

@@ -11,7 +11,8 @@ from functools import partial
 from typing import Any
 
 from textual.app import App
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from io_tui.ui.commands import ListedCommands
 
 
 def _store(app: App[Any]) -> Any:
@@ -52,7 +53,7 @@ def open_audit(app: App[Any]) -> None:
     app.push_screen(AuditScreen(_store(app)))
 
 
-class SteeringCommands(Provider):
+class SteeringCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.app
         return [
@@ -61,14 +62,3 @@ class SteeringCommands(Provider):
             ("Approvals: audit", partial(open_audit, app), "every decision, rate, median wait"),
             ("Memory: open editor", partial(open_memory, app), "notes, pins, recalls, caps"),
         ]
-
-    async def discover(self) -> Hits:
-        for name, callback, help_text in self.commands():
-            yield DiscoveryHit(name, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for name, callback, help_text in self.commands():
-            score = matcher.match(name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
