@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
@@ -63,7 +63,6 @@ class Decision:
     arguments: dict[str, Any] | None = None  # the edited tool arguments, for REWRITE
     rule: RememberRule | None = None  # for REMEMBER
     decided_by: str = "human"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def approve(cls, decided_by: str = "human") -> Decision:

@@ -25,7 +25,6 @@ class EventKind(StrEnum):
     MEMORY = "memory"
     OPERATOR_MESSAGE = "operator_message"
     VERIFY = "verify"
-    CHILD_STARTED = "child_started"
     WARNING = "warning"
     RUN_FINISHED = "run_finished"
 
@@ -57,17 +56,3 @@ class EventSink(Protocol):
 class NullSink:
     def emit(self, event: RunEvent) -> None:
         return None
-
-
-class FanoutSink:
-    """Forwards each event to several sinks; a sink that raises is skipped, not fatal."""
-
-    def __init__(self, *sinks: EventSink) -> None:
-        self.sinks = list(sinks)
-
-    def emit(self, event: RunEvent) -> None:
-        for sink in self.sinks:
-            try:
-                sink.emit(event)
-            except Exception:
-                continue

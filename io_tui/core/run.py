@@ -547,7 +547,7 @@ class Run:
 
     async def _refresh(self, obs: Observation) -> str:
         """Re-read a stale read through the same policy and containment as any read."""
-        verdict = self._policy().explain(Act.READ, obs.target)
+        verdict = self.h.policy.explain(Act.READ, obs.target)
         if verdict.effect is not Effect.ALLOW:
             raise RefreshFailed(
                 f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
@@ -585,9 +585,6 @@ class Run:
         )
 
     # -- tools --
-
-    def _policy(self) -> Policy:
-        return self.h.policy
 
     async def _current_policy(self) -> Policy:
         layer = await self.store.rules.layer_for(

@@ -5,7 +5,6 @@
 ``RunEventsReceived`` batch, at most once per ``interval`` (leading edge: the first event after a
 quiet spell goes out on the next loop turn). One message per tick, not one per event: the message
 pump's per-message cost was the first bottleneck at thousands of events a second.
-``PostingApprover`` posts ``ApprovalRequested`` carrying a Future and awaits it.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from typing import Any
 
 from textual.app import App
 
-from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.events import RunEvent
-from io_tui.ui.messages import ApprovalRequested, RunEventsReceived
+from io_tui.ui.messages import RunEventsReceived
 
 DEFAULT_INTERVAL = 0.1  # seconds: at most ~10 batches (and repaints) a second
 
@@ -90,26 +88,3 @@ class BridgeSink:
             if self._on_run_id is not None:
                 self._on_run_id(event.run_id)
         self.pump.put(event)
-
-
-class PostingApprover:
-    """An Approver that asks the app: posts ``ApprovalRequested`` and awaits its Future."""
-
-    def __init__(self, app: App[Any]) -> None:
-        self.app = app
-
-    async def decide(self, request: ApprovalRequest) -> Decision:
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        self.app.post_message(ApprovalRequested(request, future))
-        try:
-            return await future
-        except asyncio.CancelledError:
-            if not future.done():
-                future.cancel()
-            raise
-
-
-def resolve(future: asyncio.Future[Decision], decision: Decision) -> None:
-    """Set a decision unless the future is already settled (the run was cancelled, or shutdown)."""
-    if not future.done():
-        future.set_result(decision)
