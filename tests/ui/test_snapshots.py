@@ -27,15 +27,15 @@ async def _settle(pilot: Pilot[object], *keys: str, step: int | None = None) -> 
 
 
 async def _scroll_end_once_laid_out(pilot: Pilot[object], screen: MainScreen) -> None:
-    """Transcript blocks keep mounting after the workers finish; wait until the transcript's
-    height is stable, then show its end, as a user watching the run would see it."""
+    """Transcript blocks keep mounting after the workers finish (a followed transcript mounts at
+    most twice a second); wait until its height has held for 0.8 s, then show its end."""
     transcript = screen.transcript
     last, stable = -1.0, 0
     for _ in range(100):
-        await pilot.pause(0.05)
+        await pilot.pause(0.1)
         stable = stable + 1 if transcript.virtual_size.height == last else 0
         last = transcript.virtual_size.height
-        if stable >= 4:
+        if stable >= 8:
             break
     transcript.scroll_end(animate=False)
     await pilot.pause(0.1)
