@@ -47,6 +47,21 @@ def _steady_test_timings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Workspace, "exec", exec_with_steady_timing)
 
 
+@pytest.fixture(autouse=True)
+def _steady_verify_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo verifies with ``sys.executable``, whose path (and so the contract's token count)
+    depends on where the checkout lives; the snapshots name ``python3`` from PATH instead."""
+    from io_tui import demo
+
+    real_contract = demo.demo_contract
+
+    def contract_with_steady_python(workspace: Path) -> Any:
+        contract = real_contract(workspace)
+        return dataclasses.replace(contract, verify=("python3", "-m", "unittest", "-q"))
+
+    monkeypatch.setattr(demo, "demo_contract", contract_with_steady_python)
+
+
 @pytest.fixture
 def make_app(tmp_path: Path) -> Callable[..., IoApp]:
     def make(
