@@ -220,7 +220,7 @@ async def ui_replay(
         started = time.perf_counter()
         begin = loop.time()
         for n, event in enumerate(events):
-            sink = sinks.get(event.run_id) or sinks.setdefault(event.run_id, BridgeSink(app))
+            sink = sinks.get(event.run_id) or sinks.setdefault(event.run_id, BridgeSink(app.event_pump))
             sink.emit(dataclasses.replace(event, at=time.time()))
             if rate is not None:
                 if n % 20 == 19:  # 20 events per slot, then wait for the next slot

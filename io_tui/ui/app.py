@@ -1,8 +1,8 @@
 """``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
 
 Runs are Textual workers (``group="runs"``, ``exit_on_error=False``) around ``start_run``; their
-events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (at most
-``1 / FLUSH_INTERVAL`` a second), are folded into ``self.runs`` and applied to the screen under
+events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (one in flight at a time, the
+next posted once the last is painted), are folded into ``self.runs`` and applied to the screen under
 ``batch_update()``. Human decisions arrive as ``ApprovalRequested`` with a Future, answered in
 ``ask_human``. The store is opened and read after the first frame.
 """
@@ -50,7 +50,7 @@ from io_tui.ui.themes import DEFAULT_THEME, load_themes
 if TYPE_CHECKING:
     from io_tui.ui.screens.main import MainScreen
 
-FLUSH_INTERVAL = 0.1  # seconds: repaint at most ~10×/s
+BATCH_MIN_GAP = 0.0  # seconds between two event batches, at the least
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 
 
@@ -87,7 +87,7 @@ class IoApp(App[int]):
         demo: bool = False,
         approver: Approver | None = None,
         poll_interval: float | None = POLL_INTERVAL,
-        flush_interval: float = FLUSH_INTERVAL,
+        batch_min_gap: float = BATCH_MIN_GAP,
         demo_workspace: Path | None = None,
     ) -> None:
         super().__init__()
@@ -96,12 +96,11 @@ class IoApp(App[int]):
         self.demo = demo
         self.fixed_approver = approver
         self.poll_interval = poll_interval
-        self.flush_interval = flush_interval
         self.store: Store = Store(store_path)
         self.runs: dict[int, RunView] = {}
         self.run_workers: dict[int, Worker[Any]] = {}
         self.demo_workspace: Path | None = demo_workspace
-        self.event_pump = EventPump(self, flush_interval)
+        self.event_pump = EventPump(self, batch_min_gap)
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
@@ -200,7 +199,7 @@ class IoApp(App[int]):
     ) -> None:
         worker = get_current_worker()
         sink = BridgeSink(
-            self, on_run_id=lambda run_id: self.run_workers.__setitem__(run_id, worker)
+            self.event_pump, on_run_id=lambda run_id: self.run_workers.__setitem__(run_id, worker)
         )
         harness = Harness(
             store=self.store,
@@ -317,6 +316,7 @@ class IoApp(App[int]):
     def _painted(self, stamps: list[float]) -> None:
         now = time.time()
         self.paint_delays.extend(now - at for at in stamps)
+        self.event_pump.delivered()
 
     def _main_screen(self) -> MainScreen | None:
         from io_tui.ui.screens.main import MainScreen
@@ -414,7 +414,7 @@ def create_app(
     demo: bool = False,
     approver: Approver | None = None,
     poll_interval: float | None = POLL_INTERVAL,
-    flush_interval: float = FLUSH_INTERVAL,
+    batch_min_gap: float = BATCH_MIN_GAP,
     demo_workspace: Path | None = None,
 ) -> IoApp:
     """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it.
@@ -429,7 +429,7 @@ def create_app(
         demo=demo,
         approver=approver,
         poll_interval=poll_interval,
-        flush_interval=flush_interval,
+        batch_min_gap=batch_min_gap,
         demo_workspace=demo_workspace,
     )
 

@@ -223,22 +223,23 @@ class ApprovalDesk:
         return build() if callable(build) else UIApprover(self.app)
 
     def _sink(self) -> Any:
-        try:
-            from io_tui.ui.bridge import BridgeSink
-        except ImportError:  # pragma: no cover - the bridge ships with the app
-            return None
-        workers = getattr(self.app, "run_workers", None)
+        """A sink into the app's event pump, if it has one (a resumed run is then the current
+        worker's); an app without one gets no events."""
         from textual.worker import get_current_worker
 
+        from io_tui.ui.bridge import BridgeSink
+
+        pump = getattr(self.app, "event_pump", None)
+        if pump is None:
+            return None
+        workers = getattr(self.app, "run_workers", None)
         try:
             worker = get_current_worker()
         except RuntimeError:
-            worker = None
-        if isinstance(workers, dict) and worker is not None:
-            return BridgeSink(
-                self.app, on_run_id=lambda run_id: workers.__setitem__(run_id, worker)
-            )
-        return BridgeSink(self.app)
+            return BridgeSink(pump)
+        if isinstance(workers, dict):
+            return BridgeSink(pump, on_run_id=lambda run_id: workers.__setitem__(run_id, worker))
+        return BridgeSink(pump)
 
 
 def _run_ended(result: Any) -> Any:

@@ -1,16 +1,17 @@
 """The seam between the harness and the app: events become batched messages, asks become Futures.
 
 ``BridgeSink.emit`` is synchronous and never blocks: it appends the event to the app's
-``EventPump``, which posts everything gathered since its last post as one immutable
-``RunEventsReceived`` batch, at most once per ``interval`` (leading edge: the first event after a
-quiet spell goes out on the next loop turn). One message per tick, not one per event: the message
-pump's per-message cost was the first bottleneck at thousands of events a second.
+``EventPump``, which posts everything gathered so far as one immutable ``RunEventsReceived``
+batch. One batch is in flight at a time: the next goes out when the app reports the previous one
+applied and painted (``delivered``), and no sooner than ``min_gap`` after it was posted. A quiet
+app shows an event on the next loop turn; a busy one gets bigger batches, not a longer queue —
+the batch size follows what the app can paint, so an event waits at most for the frame in
+progress and its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -19,21 +20,23 @@ from textual.app import App
 from io_tui.core.events import RunEvent
 from io_tui.ui.messages import RunEventsReceived
 
-DEFAULT_INTERVAL = 0.1  # seconds: at most ~10 batches (and repaints) a second
+DEFAULT_MIN_GAP = 0.0  # seconds between two batches' posts, at the least
 
 
 class EventPump:
     """Gathers the events of every run in the app; posts them in batches (``RunEventsReceived``).
 
-    Producers only append to a list and maybe arm one timer; the app's handler receives a tuple
-    it owns. A producer in another thread hands its event to the app's loop.
+    Producers only append to a list and maybe schedule one post; the app's handler receives a
+    tuple it owns and calls ``delivered`` once the batch is on screen. A producer in another
+    thread hands its event to the app's loop.
     """
 
-    def __init__(self, app: App[Any], interval: float = DEFAULT_INTERVAL) -> None:
+    def __init__(self, app: App[Any], min_gap: float = DEFAULT_MIN_GAP) -> None:
         self.app = app
-        self.interval = interval
+        self.min_gap = min_gap
         self._buffer: list[RunEvent] = []
-        self._armed = False
+        self._scheduled = False
+        self._in_flight = False
         self._last_post = float("-inf")
 
     def put(self, event: RunEvent) -> None:
@@ -43,42 +46,38 @@ class EventPump:
             self.app.call_from_thread(self.put, event)
             return
         self._buffer.append(event)
-        if self._armed:
+        self._schedule(loop)
+
+    def delivered(self) -> None:
+        """The app has applied and painted the batch in flight: the next one may go."""
+        self._in_flight = False
+        if self._buffer:
+            self._schedule(asyncio.get_running_loop())
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._scheduled or self._in_flight:
             return
-        self._armed = True
-        wait = self._last_post + self.interval - loop.time()
+        self._scheduled = True
+        wait = self._last_post + self.min_gap - loop.time()
         if wait > 0:
             loop.call_later(wait, self._post, loop)
         else:
             loop.call_soon(self._post, loop)
 
     def _post(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._armed = False
+        self._scheduled = False
         events, self._buffer = tuple(self._buffer), []
         if events:
+            self._in_flight = True
             self._last_post = loop.time()
             self.app.post_message(RunEventsReceived(events))
-
-
-_PUMPS: weakref.WeakKeyDictionary[App[Any], EventPump] = weakref.WeakKeyDictionary()
-
-
-def pump_of(app: App[Any]) -> EventPump:
-    """The app's one pump (``IoApp.event_pump``; any other app gets one on first use)."""
-    pump = getattr(app, "event_pump", None)
-    if isinstance(pump, EventPump):
-        return pump
-    if app not in _PUMPS:
-        _PUMPS[app] = EventPump(app)
-    return _PUMPS[app]
 
 
 class BridgeSink:
     """An EventSink that hands every event to the app's ``EventPump`` (batched messages)."""
 
-    def __init__(self, app: App[Any], on_run_id: Callable[[int], None] | None = None) -> None:
-        self.app = app
-        self.pump = pump_of(app)
+    def __init__(self, pump: EventPump, on_run_id: Callable[[int], None] | None = None) -> None:
+        self.pump = pump
         self.run_id: int | None = None
         self._on_run_id = on_run_id
 

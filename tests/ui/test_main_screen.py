@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
 from textual.message import Message
-from textual.widgets import Collapsible, Input
+from textual.widgets import Input
 
 from io_tui.core.events import EventKind
 from io_tui.demo import DEMO_CONTEXT
@@ -32,7 +35,7 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         assert {EventKind.RUN_STARTED, EventKind.TEXT_DELTA, EventKind.RUN_FINISHED} <= kinds
         transcript = app.screen.query_one(Transcript)
         assert sorted(transcript.blocks) == list(range(1, 11))
-        assert transcript.blocks[6].query(Collapsible)  # edit_file tool block
+        assert transcript.blocks[6].data.tools[0].name == "edit_file"
         assert "decision on request 1: approve" in _text(transcript.blocks[6])
         run_gauge = app.screen.query_one("#gauge-run", Gauge)
         assert run_gauge.value == run.tokens
@@ -73,10 +76,11 @@ async def test_expand_key_opens_every_tool_block(make_app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
         await pilot.press("e")
-        blocks = list(app.screen.query(Collapsible))
-        assert blocks and not any(b.collapsed for b in blocks)
+        blocks = list(app.screen.query(StepBlock))
+        assert blocks and not any(b.collapsed for b in blocks if b.data.tools)
+        assert "▼ " in _text(blocks[-2]) and "▶ " not in _text(blocks[-2])
         await pilot.press("e")
-        assert all(b.collapsed for b in app.screen.query(Collapsible))
+        assert all(b.collapsed for b in app.screen.query(StepBlock))
 
 
 async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
@@ -148,6 +152,6 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
 
 
 def _text(block: StepBlock) -> str:
-    from textual.widgets import Static
-
-    return "\n".join(str(s.render()) for s in block.query(Static))
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(block.render())
+    return console.export_text()

@@ -21,7 +21,7 @@ from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Collapsible, Footer, Header, Input, Tree
+from textual.widgets import Footer, Header, Input, Tree
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.ui.data import StepData, load_steps
@@ -362,10 +362,10 @@ class MainScreen(Screen[None]):
             self.notify(f"interrupting run {self.selected_run}…")
 
     def action_expand(self) -> None:
-        blocks = list(self.transcript.query(Collapsible))
+        blocks = [b for b in self.transcript.blocks.values() if b.data.tools]
         expand = any(b.collapsed for b in blocks)
         for block in blocks:
-            block.collapsed = not expand
+            block.set_expanded(expand)
 
     @on(Input.Submitted, "#prompt")
     def _on_prompt(self, event: Input.Submitted) -> None:

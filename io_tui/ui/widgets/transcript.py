@@ -1,66 +1,111 @@
-"""The transcript of one run: model text, collapsible tool blocks with results, refusals,
-approval decisions and operator messages inline; the streamed text of the step in flight.
+"""The transcript of one run: model text, tool calls whose results unfold, refusals, approval
+decisions and operator messages inline; the streamed text of the step in flight.
 
 Blocks are keyed by step and pruned from the top past ``MAX_BLOCKS`` (the trace viewer has all).
 """
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
+from rich.padding import Padding
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Collapsible, Static
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
 
 from io_tui.ui.data import StepData, tool_title
 
 MAX_BLOCKS = 40
 RESULT_PREVIEW_LINES = 40
+NOTE_STYLES = ("operator", "refused", "asking", "decided", "verify", "memory", "note")
 
 
-class ToolBlock(Collapsible):
-    """One tool call, collapsed to its title; expanded it shows the (previewed) result."""
+class StepBlock(Widget, can_focus=True):
+    """One step, drawn as a single widget: its head, operator messages, the model's text, one
+    line per tool call and the inline notes (refusals, decisions, verification, memory).
 
-    DEFAULT_CSS = """
-    ToolBlock { padding: 0; margin: 0; border: none; background: transparent; }
-    ToolBlock > Contents { padding: 0 0 0 2; }
-    ToolBlock.-error CollapsibleTitle { color: $error; }
-    ToolBlock .result { color: $foreground-muted; }
+    A tool line shows its result when clicked, or all of them with enter on the focused block.
+    One widget per step, not one per line: every mount re-lays-out the screen, and its cost
+    grows with the number of widgets on it.
     """
 
-
-class StepBlock(Vertical):
+    BINDINGS = [
+        Binding("enter", "toggle_all", "Results", id="transcript.toggle", tooltip="Show or hide this step's tool results"),
+    ]  # fmt: skip
+    COMPONENT_CLASSES = {
+        "step-block--head",
+        "step-block--tool",
+        "step-block--tool-error",
+        "step-block--result",
+        *(f"step-block--{style}" for style in NOTE_STYLES),
+    }
     DEFAULT_CSS = """
     StepBlock { height: auto; margin: 0 0 1 0; }
-    StepBlock .step-head { color: $accent; text-style: bold; }
-    StepBlock .model-text { padding: 0 0 0 2; }
-    StepBlock .operator { color: $secondary; padding: 0 0 0 2; }
-    StepBlock .refused { color: $error; padding: 0 0 0 2; }
-    StepBlock .asking { color: $warning; padding: 0 0 0 2; }
-    StepBlock .decided { color: $success; padding: 0 0 0 2; }
-    StepBlock .verify, StepBlock .memory, StepBlock .note { color: $foreground-muted; padding: 0 0 0 2; }
+    StepBlock:focus { background: $boost; }
+    StepBlock > .step-block--head { color: $accent; text-style: bold; }
+    StepBlock > .step-block--tool { color: $primary; }
+    StepBlock > .step-block--tool-error { color: $error; }
+    StepBlock > .step-block--result { color: $foreground-muted; }
+    StepBlock > .step-block--operator { color: $secondary; }
+    StepBlock > .step-block--refused { color: $error; }
+    StepBlock > .step-block--asking { color: $warning; }
+    StepBlock > .step-block--decided { color: $success; }
+    StepBlock > .step-block--verify, StepBlock > .step-block--memory,
+    StepBlock > .step-block--note { color: $foreground-muted; }
     """
+
+    expanded: reactive[frozenset[int]] = reactive(frozenset(), layout=True)
 
     def __init__(self, data: StepData) -> None:
         super().__init__()
         self.data = data
 
-    def compose(self) -> ComposeResult:
+    @property
+    def collapsed(self) -> bool:
+        return not self.expanded
+
+    def set_expanded(self, expand: bool) -> None:
+        self.expanded = frozenset(range(len(self.data.tools))) if expand else frozenset()
+
+    def action_toggle_tool(self, index: int) -> None:
+        self.expanded = self.expanded ^ {index}
+
+    def action_toggle_all(self) -> None:
+        self.set_expanded(self.collapsed)
+
+    def render(self) -> RenderableType:
         data = self.data
-        yield Static(f"step {data.step} · {data.tokens:,} tok", classes="step-head")
-        for message in data.operator_messages:
-            yield Static(Text(f"operator ▸ {message}"), classes="operator")
+        rows: list[RenderableType] = [
+            Text(f"step {data.step} · {data.tokens:,} tok", self._style("head"))
+        ]
+        rows += [self._indented(f"operator ▸ {m}", "operator") for m in data.operator_messages]
         if data.text:
-            yield Static(Text(data.text), classes="model-text")
-        for tool in data.tools:
-            block = ToolBlock(
-                Static(Text(_preview(tool.result)), classes="result"),
-                title=tool_title(tool.name, tool.arguments),
-                collapsed=True,
+            rows.append(self._indented(data.text))
+        for index, tool in enumerate(data.tools):
+            open_ = index in self.expanded
+            title = Text(
+                f"{'▼' if open_ else '▶'} {tool_title(tool.name, tool.arguments)}",
+                self._style("tool-error" if tool.is_error else "tool")
+                + RichStyle(meta={"@click": f"toggle_tool({index})"}),
+                no_wrap=True,
+                overflow="ellipsis",
             )
-            block.set_class(tool.is_error, "-error")
-            yield block
-        for style, line in data.notes:
-            yield Static(Text(line), classes=style)
+            rows.append(Padding(title, (0, 0, 0, 2)))
+            if open_:
+                rows.append(self._indented(_preview(tool.result), "result", 4))
+        rows += [self._indented(line, style) for style, line in data.notes]
+        return Group(*rows)
+
+    def _style(self, component: str) -> RichStyle:
+        return self.get_component_rich_style(f"step-block--{component}", partial=True)
+
+    def _indented(self, text: str, component: str | None = None, by: int = 2) -> Padding:
+        style = self._style(component) if component else ""
+        return Padding(Text(text, style), (0, 0, 0, by))
 
 
 class Transcript(VerticalScroll):
@@ -101,9 +146,10 @@ class Transcript(VerticalScroll):
         new = []
         for data in steps:
             old = self.blocks.pop(data.step, None)
-            if old is not None:
-                old.remove()
             block = StepBlock(data)
+            if old is not None:
+                block.set_reactive(StepBlock.expanded, old.expanded)
+                old.remove()
             self.blocks[data.step] = block
             new.append(block)
         if new:
