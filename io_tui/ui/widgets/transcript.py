@@ -112,7 +112,6 @@ class Transcript(VerticalScroll):
     DEFAULT_CSS = """
     Transcript { padding: 0 1; }
     Transcript #streaming { color: $foreground; padding: 0 0 0 2; }
-    Transcript #streaming.-idle { display: none; }
     Transcript #transcript-empty { color: $foreground-muted; }
     """
 
@@ -124,7 +123,7 @@ class Transcript(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static("Select a run, or press ctrl+n for a new one.", id="transcript-empty")
-        yield Static("", id="streaming", classes="-idle")
+        yield Static("", id="streaming")
 
     @property
     def last_step(self) -> int:
@@ -161,14 +160,21 @@ class Transcript(VerticalScroll):
             self.call_after_refresh(self.scroll_end, animate=False)
 
     def set_streaming(self, text: str) -> None:
+        """Show the text streaming in for the step in flight. The line stays on screen while
+        idle (blank), and is re-laid-out only when the text needs another number of rows:
+        a live run streams every step, and a layout pass costs the whole screen."""
         if text == self._streaming:
             return
-        self._streaming = text
         streaming = self.query_one("#streaming", Static)
-        streaming.update(Text(text))
-        streaming.set_class(not text, "-idle")
+        width = streaming.content_size.width
+        same_rows = width > 0 and self._rows(self._streaming, width) == self._rows(text, width)
+        self._streaming = text
+        streaming.update(Text(text), layout=not same_rows)
         if text and (self.is_vertical_scroll_end or self.max_scroll_y == 0):
             self.call_after_refresh(self.scroll_end, animate=False)
+
+    def _rows(self, text: str, width: int) -> int:
+        return len(Text(text).wrap(self.app.console, width)) if text else 1
 
 
 def _preview(result: str | None) -> str:
