@@ -14,7 +14,6 @@ from io_tui.core.context.compaction import (
     notes_budget_chars,
 )
 from io_tui.core.context.fit import fit, stub_out
-from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.messages import emit
 from io_tui.core.context.refresh import Resolver
@@ -52,7 +51,8 @@ class Build:
         self.resolver = Resolver(self.cap, engine.refresh)
         start = self._live_start()
         self.folded_records: Sequence[StepRecord] = history[:start]
-        self.live = LiveSteps(history[start:], engine.turn_cache)
+        self.live = engine.live
+        self.live.sync(history[start:])
         self.out = 0  # how many of the oldest live steps are out of the window
         self.collapsed = 0  # how many of them are collapsed into one line
         self.collapse_msg: Message | None = None
@@ -68,7 +68,7 @@ class Build:
         demand, _ = self._demand(len(self.live))
         reserves = (0, self.reserve) if demand <= window else (self.reserve,)
         for reserve in reserves:
-            self.out = await fit(self.live, window - reserve, self.cap, self.resolver.resolve)
+            self.out = await fit(self.live, window - reserve, self.cap, self.resolver)
             if self.out == 0:
                 break
         self.collapse_msg = stub_out(self.live, self.out, self.reserve)

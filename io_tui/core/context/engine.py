@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
+from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.refresh import Refresher
 from io_tui.core.context.summary import Summarizer, Summary
@@ -23,6 +24,7 @@ FOLDED_REASON = "folded into the compaction summary"
 class ContextEngine:
     """Builds every request of one run. Holds the run's summaries so none is bought twice, and
     what does not change between builds: the frame's messages, each step's rendered turn, the
+    live steps already classified with their costs and emitted messages (``live.py``), the
     manifest entries of collapsed and folded steps."""
 
     frame: Frame
@@ -31,12 +33,16 @@ class ContextEngine:
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
     turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
+    live: LiveSteps = field(init=False, repr=False)
     _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
         default=None, init=False, repr=False
     )
     _stable: dict[tuple[int, EntryState], tuple[StepRecord, list[ManifestEntry]]] = field(
         default_factory=dict, init=False, repr=False
     )
+
+    def __post_init__(self) -> None:
+        self.live = LiveSteps(self.turn_cache)
 
     async def build(
         self,

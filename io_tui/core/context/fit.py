@@ -6,19 +6,18 @@ without its call, nor a call without a result (DESIGN §3.2, step 5).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
-from io_tui.core.context.live import Entry, LiveSteps
+from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.refresh import Resolver
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import clip
-from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
+from io_tui.core.contract import CHARS_PER_TOKEN
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
 
 
-async def fit(
-    live: LiveSteps, budget: int, cap: int, resolve: Callable[[Entry], Awaitable[None]]
-) -> int:
+async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int:
     """Carry the newest entries that fit ``budget``; return how many oldest steps are out.
 
     The window is one newest-first run: once an entry does not fit, it and everything older
@@ -27,21 +26,20 @@ async def fit(
     results went in leaves the window whole.
     """
     used = 0
+    settle, resolve = resolver.settle, resolver.resolve
     for index in range(len(live) - 1, -1, -1):
         st = live[index]
         st.in_window = False
         entries = st.entries
-        below = [0] * (len(entries) + 1)  # stub tokens of entries[:i]
-        for i, e in enumerate(entries):
-            below[i + 1] = below[i] + estimate_tokens(e.stub())
+        below = st.below()  # stub tokens of entries[:i]
         base = st.prepare(cap)
         if not entries and used + base > budget:
             return index + 1
         for i in range(len(entries) - 1, -1, -1):
             e = entries[i]
-            await resolve(e)
-            cost = estimate_tokens(e.content)
-            need = cost + below[i] + (0 if st.in_window else base)
+            if not settle(e):
+                await resolve(e)
+            need = e.tokens + below[i] + (0 if st.in_window else base)
             if used + need > budget:
                 if not st.in_window:
                     return index + 1
@@ -66,7 +64,7 @@ def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:
         used += st.compact()
         for e in st.entries:
             e.to_stub()
-            used += estimate_tokens(e.content)
+            used += e.tokens
         if used > reserve:
             return collapse_line(live.records[:out], reserve)
     return None

@@ -1,16 +1,22 @@
-"""The live steps (those after the latest summary) as one build works on them.
+"""The live steps (those after the latest summary), kept by the engine from one build to the next.
 
-Supersession and staleness are decided newest-first, the order every pass walks in, so each pass
-classifies only as far back as it looks: the oldest steps of a long run (collapsed or folded
-anyway) are never turned into objects at all.
+History is append-only, so the engine does not re-decide every step on every request. It keeps
+one ``Step`` per live step with its supersession and staleness already decided (``LiveSteps``),
+and on each build only appends the new steps: a new read or grep re-points the earlier ones of
+the same key at itself, a new write marks the open reads of its path stale. A step whose
+entries changed that way gets a new ``version``, and everything cached on it (its costs, its
+stubs, what it emitted) is recomputed; everything else is reused as is.
+
+What a step sends in one build (full or compact turn, each entry's state and content) is decided
+by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import elided_stub, superseded_stub
@@ -20,12 +26,18 @@ from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import Message
 
 _READ, _WRITE = ObsKind.READ, ObsKind.WRITE  # enum member lookups are slow in hot loops
+_K = TypeVar("_K")
 _SUPERSEDING = frozenset({ObsKind.READ, ObsKind.GREP})  # ledger.SUPERSEDING_KINDS, by identity
 
 
 @dataclass(slots=True, eq=False)
 class Entry:
-    """One observation and what this build decided to send for it."""
+    """One observation: how it is classified (``by``, ``stale_by``) and what the current build
+    decided to send for it (``state``, ``content``, ``reason``, ``tokens``).
+
+    ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
+    decide; ``reclassified`` drops them.
+    """
 
     obs: Observation
     by: int | None = None  # the newest step that made the same call (supersession)
@@ -33,6 +45,9 @@ class Entry:
     state: EntryState = EntryState.FULL
     reason: str = ""
     content: str = ""
+    tokens: int = 0  # estimate_tokens(content)
+    stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
+    carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
 
     def stub(self) -> str:
         """What this entry becomes when it leaves the window."""
@@ -40,112 +55,200 @@ class Entry:
             return superseded_stub(self.obs, self.by)
         return elided_stub(self.obs, self.stale_by)
 
+    def stub_cost(self) -> int:
+        if self.stub_tokens < 0:
+            self.stub_tokens = estimate_tokens(self.stub())
+        return self.stub_tokens
+
     def to_stub(self) -> None:
         """Send the stub instead of the result, and say why."""
         if self.by is not None:
-            self.state, self.content = EntryState.SUPERSEDED, superseded_stub(self.obs, self.by)
+            self.state = EntryState.SUPERSEDED
             self.reason = f"step {self.by} made the same call"
-            return
-        self.state, self.content = EntryState.ELIDED, elided_stub(self.obs, self.stale_by)
-        self.reason = "older than this request's window"
-        if self.stale_by is not None:
-            self.reason += f"; stale since step {self.stale_by}"
+        else:
+            self.state = EntryState.ELIDED
+            self.reason = "older than this request's window"
+            if self.stale_by is not None:
+                self.reason += f"; stale since step {self.stale_by}"
+        self.content = self.stub()
+        self.tokens = self.stub_cost()
+
+    def decide(self, state: EntryState, content: str, reason: str) -> None:
+        self.state, self.content, self.reason = state, content, reason
+        self.tokens = estimate_tokens(content)
+
+    def reclassified(self) -> None:
+        self.stub_tokens, self.carried = -1, None
 
 
 @dataclass(slots=True, eq=False)
 class Step:
-    """One live step. Turns and costs are rendered lazily: most steps of a long run are only
-    ever counted, and the early-exiting passes never render them."""
+    """One live step. Its turn is rendered lazily (from the engine's ``TurnCache``): most steps
+    of a long run are only ever counted. ``version`` changes whenever one of its entries is
+    reclassified; the caches below are valid for one version (and one entry cap)."""
 
     record: StepRecord
     entries: list[Entry]
     cache: TurnCache
+    version: int = 0
     in_window: bool = False
-    turn: Message | None = None
-    ops: tuple[Message, ...] = ()
-    _base: int = -1
-    _desired: int = -1
+    rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
+    _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
+    _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
+    chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
+
+    @property
+    def turn(self) -> Message | None:
+        return self.rendered.turn if self.rendered else None
+
+    @property
+    def ops(self) -> tuple[Message, ...]:
+        return self.rendered.ops if self.rendered else ()
+
+    @property
+    def cost(self) -> int:
+        """What the rendering this build sends costs (turn, operator lines, placeholders)."""
+        return self.rendered.cost if self.rendered else 0
 
     def prepare(self, cap: int) -> int:
-        """Render the full turn; return its cost with the operator lines and missing results."""
-        if self._base < 0:
-            self._take(render_turn(self.record, cap, self.cache))
-        return self._base
+        """Send the full turn; return its cost with the operator lines and missing results."""
+        self.rendered = render_turn(self.record, cap, self.cache)
+        return self.rendered.cost
 
     def compact(self) -> int:
-        """Render the turn as an out-of-window step shows it; return the same cost."""
-        self._take(render_turn(self.record, COMPACT_CHARS, self.cache))
-        return self._base
-
-    def _take(self, rendered: RenderedTurn) -> None:
-        self.turn, self.ops, self._base = rendered.turn, rendered.ops, rendered.cost
+        """Send the turn as an out-of-window step shows it; return the same cost."""
+        self.rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
+        return self.rendered.cost
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size)."""
-        if self._desired < 0:
-            cost = self.prepare(cap)
-            for e in self.entries:
-                if e.by is not None:
-                    cost += estimate_tokens(superseded_stub(e.obs, e.by))
-                else:
-                    cost += -(-min(len(e.obs.text), cap) // CHARS_PER_TOKEN)
-            self._desired = cost
-        return self._desired
+        version, at, cost = self._desired
+        if version == self.version and at == cap:
+            return cost
+        cost = render_turn(self.record, cap, self.cache).cost
+        for e in self.entries:
+            if e.by is not None:
+                cost += e.stub_cost()
+            else:
+                cost += -(-min(len(e.obs.text), cap) // CHARS_PER_TOKEN)
+        self._desired = (self.version, cap, cost)
+        return cost
+
+    def below(self) -> list[int]:
+        """``below()[i]``: the stub tokens of ``entries[:i]`` (what a cut there must reserve)."""
+        version, sums = self._below
+        if version != self.version:
+            sums = [0] * (len(self.entries) + 1)
+            for i, e in enumerate(self.entries):
+                sums[i + 1] = sums[i] + e.stub_cost()
+            self._below = (self.version, sums)
+        return sums
+
+    def changed(self, entry: Entry) -> None:
+        entry.reclassified()
+        self.version += 1
 
 
 def _norm(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
-def classify(st: Step, newest: dict[tuple[Any, str, str], int], writes: dict[str, int]) -> None:
-    """Supersession and staleness of one step, given what the newer steps left in the maps.
-
-    The newest call of a key (``Observation.key``) supersedes every earlier one. A read is stale
-    when a successful write to the same path follows it; the first such write invalidated it.
-    """
-    for e in reversed(st.entries):
-        obs = e.obs
-        kind = obs.kind
-        if kind is _WRITE:
-            if not obs.is_error:
-                writes[_norm(obs.target)] = obs.step
-            continue
-        if kind in _SUPERSEDING and not obs.is_error:
-            key = (kind, obs.target, obs.span)
-            if key in newest:
-                e.by = newest[key]
-                continue
-            newest[key] = obs.step
-        if kind is _READ and writes:
-            e.stale_by = writes.get(_norm(obs.target))
-
-
 class LiveSteps:
-    """The steps after the latest summary, made into ``Step`` objects lazily, newest first."""
+    """The live steps, classified as they are appended, reused by every build of a run.
 
-    def __init__(self, records: Sequence[StepRecord], cache: TurnCache) -> None:
-        self.records = records
-        self.steps: list[Step | None] = [None] * len(records)
-        self.done = len(records)  # steps[done:] are classified
-        self.newest: dict[tuple[Any, str, str], int] = {}
-        self.writes: dict[str, int] = {}
+    Supersession: the newest call of a key (``Observation.key``) supersedes every earlier one,
+    so a new read or grep re-points all earlier ones of its key (``_groups``). Staleness: a read
+    is stale when a successful write to the same path follows it, and the first such write
+    invalidated it; a superseded read is never stale, its successor is (``_open_reads`` holds
+    the reads a write would invalidate). Appending oldest-first gives exactly what deciding
+    newest-first from scratch gives; the property tests check it.
+    """
+
+    def __init__(self, cache: TurnCache) -> None:
         self.cache = cache
+        self.records: list[StepRecord] = []
+        self.steps: list[Step] = []
+        self._groups: dict[tuple[Any, str, str], list[tuple[Step, Entry]]] = {}
+        self._open_reads: dict[str, list[tuple[Step, Entry]]] = {}
 
     def __len__(self) -> int:
         return len(self.records)
 
     def __getitem__(self, index: int) -> Step:
-        for j in range(self.done - 1, index - 1, -1):
-            rec = self.records[j]
-            made = Step(rec, [Entry(o) for o in rec.observations], self.cache)
-            classify(made, self.newest, self.writes)
-            self.steps[j] = made
-        self.done = min(self.done, index)
-        step = self.steps[index]
-        assert step is not None
-        return step
+        return self.steps[index]
+
+    def sync(self, records: Sequence[StepRecord]) -> None:
+        """Make the live steps ``records``, keeping every step of the common prefix.
+
+        The usual build passes the previous build's records with the last one (the step being
+        asked for, no results yet) replaced and new ones appended: only those are classified.
+        A dropped step that had results (a resumed step that gained some) may have changed
+        older ones, so then everything is classified afresh.
+        """
+        records = records if isinstance(records, list) else list(records)
+        keep = _common_prefix(self.records, records)
+        if any(r.observations for r in self.records[keep:]):
+            self._reset()
+            keep = 0
+        del self.records[keep:], self.steps[keep:]
+        for record in records[keep:]:
+            self._append(record)
 
     def drop_oldest(self, count: int) -> None:
-        self.records = self.records[count:]
-        self.steps = self.steps[count:]
-        self.done = max(0, self.done - count)
+        """Forget the ``count`` oldest steps (folded): the rest keep their classification,
+        which only ever depends on newer steps."""
+        gone = {id(st) for st in self.steps[:count]}
+        del self.records[:count], self.steps[:count]
+        self._groups = _without(self._groups, gone)
+        self._open_reads = _without(self._open_reads, gone)
+
+    def _reset(self) -> None:
+        self.records, self.steps = [], []
+        self._groups, self._open_reads = {}, {}
+
+    def _append(self, record: StepRecord) -> None:
+        st = Step(record, [Entry(o) for o in record.observations], self.cache)
+        for e in st.entries:  # in order: a later result of the same step is the newer one
+            obs = e.obs
+            kind = obs.kind
+            if kind is _WRITE:
+                if not obs.is_error:
+                    for owner, read in self._open_reads.pop(_norm(obs.target), ()):
+                        if read.by is None:
+                            read.stale_by = obs.step
+                            owner.changed(read)
+                continue
+            if kind in _SUPERSEDING and not obs.is_error:
+                group = self._groups.setdefault((kind, obs.target, obs.span), [])
+                for owner, older in group:
+                    older.by, older.stale_by = obs.step, None
+                    owner.changed(older)
+                group.append((st, e))
+            if kind is _READ:
+                self._open_reads.setdefault(_norm(obs.target), []).append((st, e))
+        self.records.append(record)
+        self.steps.append(st)
+
+
+def _without(
+    table: dict[_K, list[tuple[Step, Entry]]], gone: set[int]
+) -> dict[_K, list[tuple[Step, Entry]]]:
+    kept = {k: [h for h in v if id(h[0]) not in gone] for k, v in table.items()}
+    return {k: v for k, v in kept.items() if v}
+
+
+def _common_prefix(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int:
+    """How many leading records ``a`` and ``b`` share (compared in C, identity first)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    if n and a[: n - 1] == b[: n - 1]:  # the usual case: the last one was replaced
+        return n - 1
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -7,7 +7,7 @@ placeholder result; a result without a call in the transcript never becomes a to
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from io_tui.core.context.live import Entry, Step
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
@@ -65,7 +65,7 @@ def emit(b: Build) -> Assembly:
             )
         )  # fmt: skip
     for index in range(b.collapsed, len(records)):
-        step_turns, step_entries = _emit_step(b.live[index], b.cap, messages, entries)
+        step_turns, step_entries = _emit_step(b.live[index], messages, entries)
         turns_tokens += step_turns
         est += step_turns + step_entries
     sections = [*frame_sections]
@@ -90,16 +90,36 @@ def emit(b: Build) -> Assembly:
     )
 
 
-def _emit_step(
-    st: Step, cap: int, messages: list[Message], entries: list[ManifestEntry]
-) -> tuple[int, int]:
+class Chunk(NamedTuple):
+    """What one kept step emitted, and for what: reused while its key holds."""
+
+    key: tuple[Any, ...]
+    messages: tuple[Message, ...]
+    entries: tuple[ManifestEntry, ...]
+    turns: int
+    spent: int
+
+
+def _emit_step(st: Step, messages: list[Message], entries: list[ManifestEntry]) -> tuple[int, int]:
     """One kept step: operator lines, the turn, then one tool message per call, in order.
 
     Returns the tokens of its turn, operator lines and placeholder results (the step's rendered
-    cost, priced when it was rendered), and of its results.
+    cost, priced when it was rendered), and of its results. What a step emits depends only on
+    its classification (``version``), the rendering this build chose and each entry's decision,
+    so the previous build's chunk is reused when those are the same objects.
     """
-    turns = st.prepare(cap)
-    messages += st.ops
+    key = (st.version, st.rendered, *[(e.state, e.content, e.reason) for e in st.entries])
+    chunk: Chunk | None = st.chunk
+    if chunk is None or chunk.key != key:
+        chunk = st.chunk = _chunk(st, key)
+    messages += chunk.messages
+    entries += chunk.entries
+    return chunk.turns, chunk.spent
+
+
+def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
+    messages: list[Message] = [*st.ops]
+    entries: list[ManifestEntry] = []
     if st.turn is not None:
         messages.append(st.turn)
     by_call: dict[str, Entry] = {}
@@ -113,13 +133,12 @@ def _emit_step(
     spent = 0
     for call in st.record.tool_calls:
         answer = by_call.get(call.id)
-        if answer is None:  # priced in ``turns``
+        if answer is None:  # priced in the rendered turn's cost
             messages.append(Message("tool", NO_RESULT, tool_call_id=call.id))
             continue
         messages.append(Message("tool", answer.content, tool_call_id=call.id))
-        tokens = estimate_tokens(answer.content)
-        entries.append(_manifest_entry(answer, tokens))
-        spent += tokens
+        entries.append(_manifest_entry(answer, answer.tokens))
+        spent += answer.tokens
     for e in orphans:  # a result whose call is not in the transcript: never a tool message
         obs = e.obs
         body = f"[result of step {obs.step} {obs.tool} {what(obs)}]\n{e.content}"
@@ -127,7 +146,7 @@ def _emit_step(
         tokens = estimate_tokens(body)
         entries.append(_manifest_entry(e, tokens, len(body)))
         spent += tokens
-    return turns, spent
+    return Chunk(key, tuple(messages), tuple(entries), st.cost, spent)
 
 
 def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> ManifestEntry:

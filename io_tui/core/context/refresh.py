@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, bound_text
 
 
@@ -31,27 +32,43 @@ class Resolver:
         self.refresh = refresh
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
 
-    async def resolve(self, e: Entry) -> None:
-        """Decide an in-window entry: superseded stub, fresh re-read, failure stub, or whole."""
-        obs = e.obs
+    def settle(self, e: Entry) -> bool:
+        """Decide an in-window entry that needs no re-read: superseded stub, or carried whole
+        (or bounded to the cap). False for a stale read: ``resolve`` it."""
         if e.by is not None:
             e.to_stub()
-            return
-        if e.stale_by is None:
-            e.state = EntryState.FULL
+            return True
+        if e.stale_by is not None:
+            return False
+        carried = e.carried
+        if carried is None or carried[0] != self.cap:  # decided once per classification
+            obs = e.obs
             if len(obs.text) <= self.cap:
-                e.content, e.reason = obs.text, "carried whole"
+                content, reason = obs.text, "carried whole"
             else:
-                e.content = bound_text(obs.text, self.cap, how_to_get_back(obs))
-                e.reason = f"carried, bounded to the entry cap ({self.cap:,} chars)"
+                content = bound_text(obs.text, self.cap, how_to_get_back(obs))
+                reason = f"carried, bounded to the entry cap ({self.cap:,} chars)"
+            carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
+        e.state = EntryState.FULL
+        _, e.content, e.reason, e.tokens = carried
+        return True
+
+    async def resolve(self, e: Entry) -> None:
+        """Decide an in-window entry: superseded stub, fresh re-read, failure stub, or whole."""
+        if self.settle(e):
             return
+        obs = e.obs
+        assert e.stale_by is not None
         fresh, failure = await self._reread(obs, e.stale_by)
         wrote = f"step {e.stale_by} wrote {obs.target} after this read"
         if failure is None:
-            e.state, e.content, e.reason = EntryState.REFRESHED, fresh, f"{wrote}; re-read now"
+            e.decide(EntryState.REFRESHED, fresh, f"{wrote}; re-read now")
             return
-        e.state, e.reason = EntryState.REFRESH_FAILED, f"{wrote}; re-read failed: {failure}"
-        e.content = refresh_failed_stub(obs, e.stale_by, failure)
+        e.decide(
+            EntryState.REFRESH_FAILED,
+            refresh_failed_stub(obs, e.stale_by, failure),
+            f"{wrote}; re-read failed: {failure}",
+        )
 
     async def _reread(self, obs: Observation, stale_by: int) -> tuple[str, str | None]:
         """Returns (content, failure)."""

@@ -1,0 +1,199 @@
+"""The engine's caches are invisible: a run's engine, reused from build to build, sends exactly
+what a fresh engine would send for the same history and summaries (DESIGN §3.2).
+
+The engine keeps each live step classified, priced and emitted between builds (``live.py``,
+``messages.py``); a new read, grep or write re-decides the older steps it touches. These tests
+grow random histories the way the run loop does (each build asks for the next step, which has
+no results yet; now and then a resumed step gains results, the ceiling moves, a fold is
+forced) and compare every request with one built from scratch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
+from io_tui.core.context.live import LiveSteps
+from io_tui.core.contract import Compaction, TaskContract
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.memory import MemoryNote
+from io_tui.core.providers.base import CompletionRequest, ToolCall
+
+KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
+TOOL = {
+    ObsKind.READ: "read_file",
+    ObsKind.WRITE: "edit_file",
+    ObsKind.GREP: "grep",
+    ObsKind.EXEC: "run_command",
+    ObsKind.LIST: "list_dir",
+}
+PATHS = ["a.py", "b.py", "./a.py", "src/c.py"]
+
+
+@st.composite
+def step_record(draw: st.DrawFn, number: int, tag: str = "") -> StepRecord:
+    observations = []
+    calls = []
+    for n in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(KINDS))
+        target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
+        span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
+        size = draw(st.sampled_from([0, 5, 40, 300, 900, 4_000, 30_000]))
+        call_id = f"c{number}_{n}{tag}"
+        calls.append(ToolCall(call_id, TOOL[kind], {"path": target, "blob": "q" * (size // 3)}))
+        if draw(st.integers(0, 9)):  # now and then a call has no recorded result
+            observations.append(
+                Observation(
+                    number, call_id, TOOL[kind], kind, target, f"<{call_id}>" + "x" * size,
+                    span=span, is_error=draw(st.integers(0, 9)) == 0,
+                )
+            )  # fmt: skip
+    if draw(st.integers(0, 7)) == 0:  # a result whose call is not in the transcript
+        observations.append(
+            Observation(number, f"stray{number}{tag}", "grep", ObsKind.GREP, "p", "stray")
+        )
+    said = "thinking " * draw(st.sampled_from([0, 3, 400]))
+    return StepRecord(number, said, tuple(calls), tuple(observations))
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[tuple[list[StepRecord], int, bool]]:
+    """The builds of one run: (history, ceiling, force_fold), as the run loop makes them."""
+    ceiling = draw(st.sampled_from([500, 2_000, 4_000, 24_000]))
+    history: list[StepRecord] = []
+    builds = []
+    for number in range(1, draw(st.integers(1, 40)) + 1):
+        ops = ("please hurry " * draw(st.integers(1, 30)),) if draw(st.integers(0, 6)) == 0 else ()
+        if draw(st.integers(0, 5)) == 0:
+            ceiling = draw(st.sampled_from([500, 2_000, 3_000, 8_000]))
+        asking = StepRecord(number, "", operator_messages=ops)
+        builds.append(([*history, asking], ceiling, draw(st.integers(0, 30)) == 0))
+        record = draw(step_record(number))
+        history.append(StepRecord(number, record.text, record.tool_calls, record.observations, ops))
+        if draw(st.integers(0, 12)) == 0:  # a resumed step gains results
+            more = draw(step_record(number, "r"))
+            last = history[-1]
+            history[-1] = StepRecord(
+                number,
+                last.text,
+                last.tool_calls,
+                last.observations + more.observations,
+                last.operator_messages,
+            )
+        if draw(st.integers(0, 12)) == 0:  # the same history asked for twice
+            builds.append((list(history), ceiling, False))
+    return builds
+
+
+def same(a: Assembly, b: Assembly) -> None:
+    assert a.messages == b.messages
+    assert a.entries == b.entries
+    assert a.manifest_json() == b.manifest_json()
+    assert (a.est_tokens, a.compaction_due, a.folded, a.summary) == (
+        b.est_tokens,
+        b.compaction_due,
+        b.folded,
+        b.summary,
+    )
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    builds=runs(),
+    refresh_mode=st.sampled_from(["ok", "fail", "none"]),
+    summarizer=st.sampled_from(["none", "short"]),
+    enabled=st.booleans(),
+    note_count=st.sampled_from([0, 3]),
+)
+def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
+    builds, refresh_mode, summarizer, enabled, note_count
+) -> None:
+    async def refresh(observation: Observation) -> str:
+        if refresh_mode == "fail" or observation.target == "b.py":
+            raise RefreshFailed("policy says ask")
+        return f"FRESH {observation.target} {observation.span}"
+
+    async def summarize(request: CompletionRequest) -> str:
+        return "summary " * 10
+
+    contract = TaskContract("fix the bug", Path("/ws"), compaction=Compaction(enabled=enabled))
+
+    def engine(summaries: list | None = None) -> ContextEngine:
+        return ContextEngine(
+            Frame("SYSTEM", (), contract),
+            refresh=None if refresh_mode == "none" else refresh,
+            summarize=None if summarizer == "none" else summarize,
+            summaries=list(summaries or []),
+        )
+
+    notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
+    reused = engine()
+
+    async def drive() -> None:
+        for history, ceiling, force in builds:
+            fresh = engine(reused.summaries)
+            expected = await fresh.build(
+                history, ceiling_tokens=ceiling, notes=notes, force_fold=force
+            )
+            got = await reused.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force)
+            same(got, expected)
+            assert reused.summaries == fresh.summaries
+
+    asyncio.run(drive())
+
+
+def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None]]:
+    return [(e.obs.call_id, e.by, e.stale_by) for s in live.steps for e in s.entries]
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=st.lists(st.integers(0, 10_000), min_size=1, max_size=40).flatmap(
+    lambda seeds: st.tuples(*[step_record(n + 1) for n in range(len(seeds))])
+))  # fmt: skip
+def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
+    """Supersession and staleness decided step by step equal what the whole history decides."""
+    history = list(history)
+    grown = LiveSteps({})
+    for n in range(1, len(history) + 1):
+        grown.sync(history[:n])
+    whole = LiveSteps({})
+    whole.sync(history)
+    assert classification(grown) == classification(whole)
+    # and both agree with the rule, decided newest-first
+    newest: dict[tuple[str, str, str], int] = {}
+    writes: dict[str, int] = {}
+    expected = {}
+    for record in reversed(history):
+        for o in reversed(record.observations):
+            by = stale = None
+            if o.kind is ObsKind.WRITE and not o.is_error:
+                writes[posixpath.normpath(o.target)] = o.step
+            if o.kind in (ObsKind.READ, ObsKind.GREP) and not o.is_error:
+                by = newest.get(o.key)
+                newest.setdefault(o.key, o.step)
+            if o.kind is ObsKind.READ and by is None:
+                stale = writes.get(posixpath.normpath(o.target))
+            expected[o.call_id] = (by, stale)
+    assert {c: (b, s) for c, b, s in classification(whole)} == expected
+
+
+def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
+    read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old")
+    write = Observation(2, "w2", "edit_file", ObsKind.WRITE, "a.py", "ok")
+    live = LiveSteps({})
+    live.sync([StepRecord(1, "", observations=(read,)), StepRecord(2, "")])
+    assert live[0].entries[0].stale_by is None
+    live.sync([StepRecord(1, "", observations=(read,)), StepRecord(2, "", observations=(write,))])
+    assert live[0].entries[0].stale_by == 2
+    gained = StepRecord(
+        2,
+        "",
+        observations=(write, Observation(2, "r2", "read_file", ObsKind.READ, "a.py", "new")),
+    )
+    live.sync([StepRecord(1, "", observations=(read,)), gained])
+    assert (live[0].entries[0].by, live[0].entries[0].stale_by) == (2, None)
