@@ -21,6 +21,7 @@ from io_tui.core.context import (
     ContextEngine,
     Frame,
     InstructionFile,
+    ManifestEntry,
     RefreshFailed,
     Summary,
 )
@@ -40,6 +41,7 @@ from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
     ErrorKind,
+    Message,
     Provider,
     ProviderError,
     Response,
@@ -49,6 +51,7 @@ from io_tui.core.providers.base import (
 )
 from io_tui.core.skills import ReadSkill, catalogue, discover_async
 from io_tui.core.store import RequestRecord, StepCommit, Store
+from io_tui.core.store.encoded import ListEncoder, with_list
 from io_tui.core.tools.agent import SpawnAgent, SpawnAgentArgs
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.memory_tools import Forget, Remember
@@ -198,6 +201,9 @@ class Run:
         self.registry = ToolRegistry(self.h.registry)  # plus read_skill, once skills are found
         self.system_prompt = self.h.system_prompt
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        # consecutive requests share most messages and manifest entries: each is encoded once
+        self._messages_json = ListEncoder(Message.to_json)
+        self._entries_json = ListEncoder(ManifestEntry.to_json)
 
     # -- events --
 
@@ -496,8 +502,10 @@ class Run:
             frame_tokens=assembly.frame_tokens,
             reported_tokens=usage.prompt_tokens if usage else None,
             usage=usage.to_json() if usage else None,
-            messages=[m.to_json() for m in assembly.messages],
-            manifest=assembly.manifest_json(),
+            messages=self._messages_json.encode(assembly.messages),
+            manifest=with_list(
+                assembly.manifest_head(), "entries", self._entries_json.encode(assembly.entries)
+            ),
             attempts=[a.to_json() for a in attempts],
             provider=response.provider if response else self.h.provider.name,
             model=response.model if response else self.h.provider.model,

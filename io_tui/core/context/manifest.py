@@ -93,6 +93,10 @@ class Assembly:
         return self.est_tokens + self.frame_tokens
 
     def manifest_json(self) -> dict[str, Any]:
+        return {**self.manifest_head(), "entries": [e.to_json() for e in self.entries]}
+
+    def manifest_head(self) -> dict[str, Any]:
+        """The manifest without its entries (which come last in ``manifest_json``)."""
         return {
             "ceiling_tokens": self.ceiling_tokens,
             "est_tokens": self.est_tokens,
@@ -101,5 +105,4 @@ class Assembly:
             "memory_keys": list(self.memory_keys),
             "summary_through": self.summary.through_step if self.summary else None,
             "sections": [s.to_json() for s in self.sections],
-            "entries": [e.to_json() for e in self.entries],
         }

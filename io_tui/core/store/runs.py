@@ -15,6 +15,7 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database
+from io_tui.core.store.encoded import JSONText, dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +71,8 @@ class RequestRecord:
     frame_tokens: int
     reported_tokens: int | None
     usage: dict[str, Any] | None
-    messages: list[dict[str, Any]]
-    manifest: dict[str, Any]
+    messages: list[dict[str, Any]] | JSONText  # JSONText: already encoded (``encoded.py``)
+    manifest: dict[str, Any] | JSONText
     attempts: list[dict[str, Any]]
     provider: str
     model: str
@@ -434,8 +435,8 @@ async def _insert_request(
             req.frame_tokens,
             req.reported_tokens,
             json.dumps(req.usage) if req.usage is not None else None,
-            json.dumps(req.messages),
-            json.dumps(req.manifest),
+            dumps(req.messages),
+            dumps(req.manifest),
             json.dumps(req.attempts),
             req.provider,
             req.model,

@@ -1,0 +1,47 @@
+"""Requests are stored from cached JSON pieces: the text is exactly what ``json.dumps`` writes."""
+
+from __future__ import annotations
+
+import json
+
+from io_tui.core.context import EntryState, ManifestEntry
+from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.store.encoded import JSONText, ListEncoder, dumps, with_list
+
+
+def entry(step: int, target: str = "a.py") -> ManifestEntry:
+    return ManifestEntry(step, f"c{step}", "read", target, EntryState.FULL, "why", None, 3, 1)
+
+
+def test_a_list_encodes_as_json_dumps_would_and_reuses_pieces() -> None:
+    encoder = ListEncoder(Message.to_json)
+    call = ToolCall("c1", "read_file", {"path": "é.py", "n": [1, None]})
+    first = [Message("system", "hi"), Message("assistant", "ok ✓", (call,))]
+    assert encoder.encode(first) == json.dumps([m.to_json() for m in first])
+    second = [*first, Message("tool", 'x\n"y"', tool_call_id="c1")]
+    assert encoder.encode(second) == json.dumps([m.to_json() for m in second])
+    assert encoder.encode([]) == "[]"
+
+
+def test_an_object_is_encoded_once_while_calls_keep_it() -> None:
+    calls = []
+
+    def to_json(e: ManifestEntry) -> dict:
+        calls.append(e.step)
+        return e.to_json()
+
+    encoder = ListEncoder(to_json)
+    kept = [entry(1), entry(2)]
+    encoder.encode(kept)
+    encoder.encode([*kept, entry(3)])
+    assert calls == [1, 2, 3]
+
+
+def test_a_manifest_with_its_entries_last_is_the_dumped_dict() -> None:
+    head = {"ceiling_tokens": 4000, "memory_keys": ["k"], "summary_through": None}
+    entries = [entry(1), entry(2, "b ü.py")]
+    text = with_list(head, "entries", ListEncoder(ManifestEntry.to_json).encode(entries))
+    assert text == json.dumps({**head, "entries": [e.to_json() for e in entries]})
+    assert with_list({}, "entries", "[]") == json.dumps({"entries": []})
+    assert dumps(text) is text and dumps({"a": 1}) == '{"a": 1}'
+    assert isinstance(text, JSONText)
