@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 5_000
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -23,8 +25,10 @@ class StoreError(Exception):
 class Database:
     """A single connection shared by every run in the process.
 
-    Writes go through ``transaction()``, which holds an asyncio lock so concurrent runs never
-    interleave statements inside each other's transactions.
+    Writes go through ``transaction()`` or ``write()``, which hold one asyncio lock so concurrent
+    runs never interleave statements inside each other's transactions. ``write()`` and the
+    fetches run on the connection's thread in a single hand-off; the hot paths (a step's
+    commit) use them.
     """
 
     def __init__(self, path: Path) -> None:
@@ -78,6 +82,18 @@ class Database:
             conn, self._conn = self._conn, None
             await conn.close()
 
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` run on the connection's thread: any number of statements for one
+        hand-off between threads (each ``aiosqlite`` await is one). Uses aiosqlite's
+        ``_execute``, the queue every one of its own calls goes through."""
+        conn = self.conn
+        return await conn._execute(lambda: fn(conn._conn))
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing."""
+        async with self._lock:
+            return await self.call(partial(_in_transaction, fn))
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
@@ -91,12 +107,29 @@ class Database:
             await conn.execute("COMMIT")
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        async with self.conn.execute(sql, tuple(params)) as cursor:
-            return list(await cursor.fetchall())
+        return await self.call(partial(_fetch, sql, tuple(params), many=True))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        async with self.conn.execute(sql, tuple(params)) as cursor:
-            return await cursor.fetchone()
+        return await self.call(partial(_fetch, sql, tuple(params), many=False))
+
+
+def _in_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection, *, many: bool) -> Any:
+    cursor = conn.execute(sql, params)
+    try:
+        return cursor.fetchall() if many else cursor.fetchone()
+    finally:
+        cursor.close()
 
 
 def _statements(script: str) -> list[str]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import builtins
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiosqlite
@@ -172,78 +174,13 @@ class RunRepo:
         Committing a step number that already exists (a step resumed after a deferred approval)
         adds the new observations and merges the decision.
         """
-        now = time.time()
-        full_result = "\n".join(full for _, full in commit.observations)
-        async with self.db.transaction() as conn:
-            existing = await (
-                await conn.execute(
-                    "SELECT decision, result FROM steps WHERE run_id = ? AND step = ?",
-                    (run_id, commit.step),
-                )
-            ).fetchone()
-            if existing is None:
-                await conn.execute(
-                    "INSERT INTO steps (run_id, step, text, tool_calls, decision, result, tokens,"
-                    " operator_messages, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        commit.step,
-                        commit.text,
-                        json.dumps([c.to_json() for c in commit.tool_calls]),
-                        json.dumps(commit.decision),
-                        full_result,
-                        commit.tokens,
-                        json.dumps(list(commit.operator_messages)),
-                        now,
-                    ),
-                )
-            else:
-                decision = {**json.loads(existing["decision"]), **commit.decision}
-                result = "\n".join(p for p in (existing["result"], full_result) if p)
-                await conn.execute(
-                    "UPDATE steps SET decision = ?, result = ?, tokens = tokens + ?"
-                    " WHERE run_id = ? AND step = ?",
-                    (json.dumps(decision), result, commit.tokens, run_id, commit.step),
-                )
-            for obs, full in commit.observations:
-                await conn.execute(
-                    "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
-                    " text, full_text, is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run_id,
-                        obs.step,
-                        obs.call_id,
-                        obs.tool,
-                        obs.kind.value,
-                        obs.target,
-                        obs.span,
-                        obs.text,
-                        full,
-                        int(obs.is_error),
-                    ),
-                )
-            for req in commit.requests:
-                await _insert_request(conn, run_id, req, now)
-            await _insert_events(conn, commit.events)
-            await conn.execute(
-                "UPDATE runs SET steps = MAX(steps, ?), tokens = tokens + ?,"
-                " provider = COALESCE(?, provider), updated_at = ? WHERE id = ?",
-                (
-                    commit.step,
-                    commit.tokens,
-                    json.dumps(provider) if provider is not None else None,
-                    now,
-                    run_id,
-                ),
-            )
+        await self.db.write(partial(_commit_step, run_id, commit, provider, time.time()))
 
     async def add_events(self, events: Sequence[RunEvent]) -> None:
-        async with self.db.transaction() as conn:
-            await _insert_events(conn, events)
+        await self.db.write(partial(_insert_events, events))
 
     async def add_request(self, run_id: int, request: RequestRecord) -> None:
-        async with self.db.transaction() as conn:
-            await _insert_request(conn, run_id, request, time.time())
+        await self.db.write(partial(_insert_request, run_id, request, time.time()))
 
     async def history(self, run_id: int) -> builtins.list[StepRecord]:
         """The run's steps as the context engine sees them (bounded observations)."""
@@ -387,21 +324,21 @@ class RunRepo:
             return cursor.lastrowid
 
     async def take_operator_messages(self, run_id: int, step: int) -> builtins.list[str]:
-        async with self.db.transaction() as conn:
-            rows = await (
-                await conn.execute(
-                    "SELECT id, text FROM operator_messages"
-                    " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",
-                    (run_id,),
-                )
+        def take(conn: sqlite3.Connection) -> builtins.list[str]:
+            rows = conn.execute(
+                "SELECT id, text FROM operator_messages"
+                " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",
+                (run_id,),
             ).fetchall()
             if rows:
-                await conn.execute(
+                conn.execute(
                     "UPDATE operator_messages SET delivered_step = ?"
                     " WHERE run_id = ? AND delivered_step IS NULL",
                     (step, run_id),
                 )
             return [r["text"] for r in rows]
+
+        return await self.db.write(take)
 
 
 def _observation(row: aiosqlite.Row) -> Observation:
@@ -418,10 +355,80 @@ def _observation(row: aiosqlite.Row) -> Observation:
     )
 
 
-async def _insert_request(
-    conn: aiosqlite.Connection, run_id: int, req: RequestRecord, now: float
+def _commit_step(
+    run_id: int,
+    commit: StepCommit,
+    provider: dict[str, Any] | None,
+    now: float,
+    conn: sqlite3.Connection,
 ) -> None:
-    await conn.execute(
+    """Everything one step writes (``RunRepo.commit_step``), run inside its transaction."""
+    full_result = "\n".join(full for _, full in commit.observations)
+    existing = conn.execute(
+        "SELECT decision, result FROM steps WHERE run_id = ? AND step = ?",
+        (run_id, commit.step),
+    ).fetchone()
+    if existing is None:
+        conn.execute(
+            "INSERT INTO steps (run_id, step, text, tool_calls, decision, result, tokens,"
+            " operator_messages, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                commit.step,
+                commit.text,
+                json.dumps([c.to_json() for c in commit.tool_calls]),
+                json.dumps(commit.decision),
+                full_result,
+                commit.tokens,
+                json.dumps(list(commit.operator_messages)),
+                now,
+            ),
+        )
+    else:
+        decision = {**json.loads(existing["decision"]), **commit.decision}
+        result = "\n".join(p for p in (existing["result"], full_result) if p)
+        conn.execute(
+            "UPDATE steps SET decision = ?, result = ?, tokens = tokens + ?"
+            " WHERE run_id = ? AND step = ?",
+            (json.dumps(decision), result, commit.tokens, run_id, commit.step),
+        )
+    conn.executemany(
+        "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
+        " text, full_text, is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                obs.step,
+                obs.call_id,
+                obs.tool,
+                obs.kind.value,
+                obs.target,
+                obs.span,
+                obs.text,
+                full,
+                int(obs.is_error),
+            )
+            for obs, full in commit.observations
+        ],
+    )
+    for req in commit.requests:
+        _insert_request(run_id, req, now, conn)
+    _insert_events(commit.events, conn)
+    conn.execute(
+        "UPDATE runs SET steps = MAX(steps, ?), tokens = tokens + ?,"
+        " provider = COALESCE(?, provider), updated_at = ? WHERE id = ?",
+        (
+            commit.step,
+            commit.tokens,
+            json.dumps(provider) if provider is not None else None,
+            now,
+            run_id,
+        ),
+    )
+
+
+def _insert_request(run_id: int, req: RequestRecord, now: float, conn: sqlite3.Connection) -> None:
+    conn.execute(
         "INSERT INTO requests (run_id, step, attempt, purpose, ceiling_tokens, est_tokens,"
         " frame_tokens, reported_tokens, usage, messages, manifest, attempts, provider, model,"
         " error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -446,8 +453,8 @@ async def _insert_request(
     )
 
 
-async def _insert_events(conn: aiosqlite.Connection, events: Sequence[RunEvent]) -> None:
-    await conn.executemany(
+def _insert_events(events: Sequence[RunEvent], conn: sqlite3.Connection) -> None:
+    conn.executemany(
         "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
         [
             (e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at)
