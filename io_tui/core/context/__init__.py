@@ -21,9 +21,16 @@ The ladder, cheapest rung first:
    fold into a stored summary.
 
 Requests are role-tagged messages (``messages.py``), and every step is dropped or kept whole: a
-tool result never travels without its call, nor a call without a result. Every pass is linear in
-the steps after the latest summary and stops early where it can; the only I/O is the injected
-callbacks. ``engine.py`` holds what lasts between builds, ``build.py`` one build's state.
+tool result never travels without its call, nor a call without a result. The only I/O is the
+injected callbacks. ``engine.py`` holds what lasts between builds, ``build.py`` one build's state.
+
+A run's engine builds every request of the run, and history only grows, so the work per request
+follows what changed, not how long the history is: ``live.py`` keeps the live steps classified
+as they are appended, with each step's costs, stubs and emitted messages cached for its
+classification; ``settled.py`` keeps the oldest steps the last fit carried whole as prefix sums
+(whether they all fit again is one comparison) and their messages flat (reused with one slice).
+The walks stop early where they can (newest-first, once the window is decided). A fresh engine
+sends exactly what a reused one sends (``tests/core/test_context_incremental.py``).
 """
 
 from __future__ import annotations

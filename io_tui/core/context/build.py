@@ -92,22 +92,9 @@ class Build:
 
     def _demand(self, boundary: int) -> tuple[int, int]:
         """What carrying every live step whole would cost, and what the steps from ``boundary``
-        on (the ones a fold keeps) cost, memory included.
-
-        Newest-first with an early exit: callers compare the total against the ceiling only, so
-        the walk stops once the kept part is counted and the total has passed the ceiling.
-        """
-        limit = self.ceiling * max(1.0, self.engine.frame.contract.compaction.threshold)
-        total = kept = self.memory_tokens
-        total += self._summary_tokens()
-        for index in range(len(self.live) - 1, -1, -1):
-            cost = self.live[index].desired(self.cap)
-            total += cost
-            if index >= boundary:
-                kept += cost
-            elif total > limit:
-                break
-        return total, kept
+        on (the ones a fold keeps) cost, memory included (prefix sums kept by ``LiveSteps``)."""
+        steps, kept = self.live.demand(self.cap, boundary)
+        return self.memory_tokens + self._summary_tokens() + steps, self.memory_tokens + kept
 
     async def _maybe_fold(self, force: bool) -> None:
         policy = self.engine.frame.contract.compaction

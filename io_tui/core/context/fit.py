@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.refresh import Resolver
+from io_tui.core.context.settled import decisions, measure
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN
@@ -24,11 +25,23 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
     are out. A step cut in the middle keeps its turn and stubs its older results (their
     stub cost was reserved before its newer results went in); a step cut before any of its
     results went in leaves the window whole.
+
+    Reaching the settled prefix (``settled.py``: the oldest steps the last fits carried whole,
+    unchanged since), one check says whether all of it fits again; if so the walk stops there.
+    A step carried whole is recorded for the next builds' prefix.
     """
     used = 0
     settle, resolve = resolver.settle, resolver.resolve
+    settled = live.settle(cap)
     for index in range(len(live) - 1, -1, -1):
+        if index + 1 == settled.length and await settled.all_fit(
+            used, budget, resolver, live.steps
+        ):
+            return 0
         st = live[index]
+        volatile = st.volatile
+        if volatile and index < settled.length:
+            st.unsettle()  # its re-read below may send something else
         st.in_window = False
         entries = st.entries
         below = st.below()  # stub tokens of entries[:i]
@@ -43,6 +56,7 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
             if used + need > budget:
                 if not st.in_window:
                     return index + 1
+                st.unsettle()
                 for older in entries[: i + 1]:
                     older.to_stub()
                 used += below[i + 1]
@@ -52,6 +66,9 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
         if not entries:
             used += base
             st.in_window = True
+        if volatile or st.settled is None or st.settled[:2] != (st.version, cap):
+            full, peak = measure(st)
+            st.settled = (st.version, cap, full, peak, decisions(st) if volatile else None)
     return 0
 
 

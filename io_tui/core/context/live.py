@@ -8,7 +8,10 @@ entries changed that way gets a new ``version``, and everything cached on it (it
 stubs, what it emitted) is recomputed; everything else is reused as is.
 
 What a step sends in one build (full or compact turn, each entry's state and content) is decided
-by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit.
+by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit, except
+the settled prefix (``settled.py``): steps whose decisions from an earlier build still stand.
+Anything that would change those (a new classification, a compact turn, a cut) takes the step,
+and every newer one, out of the prefix first (``Step.unsettle``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.settled import Settled
 from io_tui.core.context.stubs import elided_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
@@ -90,8 +94,12 @@ class Step:
     record: StepRecord
     entries: list[Entry]
     cache: TurnCache
+    owner: LiveSteps
+    index: int  # in ``owner.steps``
     version: int = 0
     in_window: bool = False
+    # when the last fit carried it whole: version, cap, full, peak, decisions if volatile
+    settled: tuple[int, int, int, int, Any] | None = None
     rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
     _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
@@ -117,8 +125,19 @@ class Step:
 
     def compact(self) -> int:
         """Send the turn as an out-of-window step shows it; return the same cost."""
+        self.unsettle()
         self.rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
         return self.rendered.cost
+
+    def unsettle(self) -> None:
+        """Its window decisions are about to change: it leaves the settled prefix."""
+        self.settled = None
+        self.owner.settled.truncate(self.index)
+
+    @property
+    def volatile(self) -> bool:
+        """Holds a stale read, re-read on every build while in the window."""
+        return any(e.by is None and e.stale_by is not None for e in self.entries)
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size)."""
@@ -147,6 +166,8 @@ class Step:
     def changed(self, entry: Entry) -> None:
         entry.reclassified()
         self.version += 1
+        self.unsettle()
+        self.owner.desire_changed(self.index)
 
 
 def _norm(path: str) -> str:
@@ -170,6 +191,9 @@ class LiveSteps:
         self.steps: list[Step] = []
         self._groups: dict[tuple[Any, str, str], list[tuple[Step, Entry]]] = {}
         self._open_reads: dict[str, list[tuple[Step, Entry]]] = {}
+        self.settled = Settled()
+        self._desired = [0]  # _desired[k]: what carrying steps[:k] whole costs, at _desired_cap
+        self._desired_cap = -1
 
     def __len__(self) -> int:
         return len(self.records)
@@ -191,23 +215,50 @@ class LiveSteps:
             self._reset()
             keep = 0
         del self.records[keep:], self.steps[keep:]
+        self.settled.truncate(keep)
+        self.desire_changed(keep)
         for record in records[keep:]:
             self._append(record)
+
+    def demand(self, cap: int, boundary: int) -> tuple[int, int]:
+        """What carrying every live step whole costs, and what the steps from ``boundary`` on
+        cost (``Step.desired``), from prefix sums extended over the steps added or changed."""
+        if cap != self._desired_cap:
+            self._desired, self._desired_cap = [0], cap
+        sums = self._desired
+        for st in self.steps[len(sums) - 1 :]:
+            sums.append(sums[-1] + st.desired(cap))
+        return sums[-1], sums[-1] - sums[boundary]
+
+    def desire_changed(self, index: int) -> None:
+        del self._desired[index + 1 :]
+
+    def settle(self, cap: int) -> Settled:
+        """The settled prefix for a fit at ``cap``, taking in what the last fits settled."""
+        self.settled.extend(self.steps, cap)
+        return self.settled
 
     def drop_oldest(self, count: int) -> None:
         """Forget the ``count`` oldest steps (folded): the rest keep their classification,
         which only ever depends on newer steps."""
         gone = {id(st) for st in self.steps[:count]}
         del self.records[:count], self.steps[:count]
+        for index, st in enumerate(self.steps):
+            st.index = index
+        self.settled.reset(-1)
+        self.desire_changed(0)
         self._groups = _without(self._groups, gone)
         self._open_reads = _without(self._open_reads, gone)
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._groups, self._open_reads = {}, {}
+        self.settled.reset(-1)
+        self.desire_changed(0)
 
     def _append(self, record: StepRecord) -> None:
-        st = Step(record, [Entry(o) for o in record.observations], self.cache)
+        entries = [Entry(o) for o in record.observations]
+        st = Step(record, entries, self.cache, self, len(self.steps))
         for e in st.entries:  # in order: a later result of the same step is the newer one
             obs = e.obs
             kind = obs.kind

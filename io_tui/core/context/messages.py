@@ -64,10 +64,21 @@ def emit(b: Build) -> Assembly:
                 None, len(b.collapse_msg.content), tokens,
             )
         )  # fmt: skip
-    for index in range(b.collapsed, len(records)):
-        step_turns, step_entries = _emit_step(b.live[index], messages, entries)
+    start, settled = b.collapsed, b.live.settled
+    if start == 0 and settled.emitted:  # the settled steps, as the last request sent them
+        messages += settled.msgs
+        entries += settled.entries
+        _, _, turns_tokens, spent = settled.ends[-1]
+        est += turns_tokens + spent
+        start = settled.emitted
+    for index in range(start, len(records)):
+        st = b.live[index]
+        step_turns, step_entries = _emit_step(st, messages, entries)
         turns_tokens += step_turns
         est += step_turns + step_entries
+        if b.collapsed == 0 and index == settled.emitted < settled.length:
+            chunk = st.chunk
+            settled.add_emitted(chunk.messages, chunk.entries, chunk.turns, chunk.spent)
     sections = [*frame_sections]
     if b.memory_msg:
         sections.append(Section("memory", "store", b.memory_tokens, fixed=False))

@@ -1,0 +1,130 @@
+"""The settled prefix: the oldest live steps whose window decisions still stand.
+
+When a run's whole history fits its ceiling, every build carries every step, and all but the
+newest step or two are carried exactly as in the previous build. Walking them again, step by
+step, would make each request cost as much as the history is long. Instead the engine remembers
+the longest run of oldest steps that the last fit carried whole, untouched since (same
+classification, same entry cap, never stubbed or compacted since): their entries still hold
+their decisions, and the prefix sums below say in O(1) whether they all fit again.
+
+For ``fit`` (``fit.py``), with a step's *full* cost (turn plus every entry as carried) and its
+*peak* (the largest amount any of fit's checks inside the step asks for, relative to what was
+used before it): every step ``j < k`` passes its checks when ``used + F(k) + H(k) <= budget``,
+where ``F(k)`` is the full cost of steps ``[0, k)`` and ``H(k) = max over j < k of
+(peak_j - F(j + 1))``. Both are prefix arrays, extended as steps settle and cut back from the
+first step that changes.
+
+A *volatile* step holds a stale read that is re-read on every build; it may settle, but each
+fast check re-reads it and compares what it would send with what it sent.
+
+For ``emit`` (``messages.py``), the messages and manifest entries of the settled steps are kept
+flat, in order, so a request reuses them with one slice instead of one lookup per step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from io_tui.core.context.live import Step
+    from io_tui.core.context.manifest import ManifestEntry
+    from io_tui.core.context.refresh import Resolver
+    from io_tui.core.providers.base import Message
+
+NEVER = -(1 << 62)  # H(0): the maximum over no steps
+
+
+class Settled:
+    """The settled prefix of one ``LiveSteps``: steps ``[0, length)``."""
+
+    def __init__(self) -> None:
+        self.reset(-1)
+
+    def reset(self, cap: int) -> None:
+        self.cap = cap
+        self.full = [0]  # F(k)
+        self.high = [NEVER]  # H(k)
+        self.volatile: list[tuple[int, Any]] = []  # (index, the decisions it last sent)
+        self.msgs: list[Message] = []  # what emit sent for steps [0, emitted), flat
+        self.entries: list[ManifestEntry] = []
+        self.ends: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]  # msgs, entries, turns, spent
+
+    @property
+    def length(self) -> int:
+        return len(self.full) - 1
+
+    @property
+    def emitted(self) -> int:
+        return len(self.ends) - 1
+
+    def truncate(self, index: int) -> None:
+        """Step ``index`` changed: it and every newer step leave the prefix."""
+        if index >= self.length:
+            return
+        del self.full[index + 1 :], self.high[index + 1 :]
+        self.volatile = [v for v in self.volatile if v[0] < index]
+        if index < self.emitted:
+            del self.ends[index + 1 :]
+            msgs, entries, _, _ = self.ends[index]
+            del self.msgs[msgs:], self.entries[entries:]
+
+    def extend(self, steps: list[Step], cap: int) -> None:
+        """Take in the steps the last fits settled, oldest first, up to the first that is not."""
+        if cap != self.cap:
+            self.reset(cap)
+        while self.length < len(steps):
+            st = steps[self.length]
+            settled = st.settled
+            if settled is None or settled[0] != st.version or settled[1] != cap:
+                return
+            _, _, full, peak, decisions = settled
+            if decisions is not None:
+                self.volatile.append((self.length, decisions))
+            self.high.append(max(self.high[-1], peak - self.full[-1] - full))
+            self.full.append(self.full[-1] + full)
+
+    async def all_fit(self, used: int, budget: int, resolver: Resolver, steps: list[Step]) -> bool:
+        """Whether every settled step fits after ``used`` tokens, as fit would find walking
+        them. Then volatile steps are re-read, newest first (the ones fit would reach); one
+        that would send something else leaves the prefix (with every newer one), and the
+        answer is False: fit walks on from there, as it would have."""
+        k = self.length
+        if used + self.full[k] + self.high[k] > budget:
+            return False
+        for index, sent in reversed(self.volatile):
+            st = steps[index]
+            for e in st.entries:
+                if not resolver.settle(e):
+                    await resolver.resolve(e)
+            if decisions(st) != sent:
+                self.truncate(index)
+                return False
+        return True
+
+    def add_emitted(self, messages: tuple[Message, ...], entries: tuple[ManifestEntry, ...],
+                    turns: int, spent: int) -> None:  # fmt: skip
+        """What emit sent for step ``emitted`` (the next one), while it is settled."""
+        self.msgs += messages
+        self.entries += entries
+        _, _, t, s = self.ends[-1]
+        self.ends.append((len(self.msgs), len(self.entries), t + turns, s + spent))
+
+
+def decisions(st: Step) -> tuple[Any, ...]:
+    """What a step's entries send: enough to tell whether its messages changed."""
+    return tuple((e.state, e.content, e.reason) for e in st.entries)
+
+
+def measure(st: Step) -> tuple[int, int]:
+    """(full, peak) of a step carried whole, from its current rendering and decisions: the
+    amounts fit adds and checks inside it (``fit.py``)."""
+    base = st.cost
+    if not st.entries:
+        return base, base
+    below = st.below()
+    acc, peak = base, 0
+    for i in range(len(st.entries) - 1, -1, -1):
+        tokens = st.entries[i].tokens
+        peak = max(peak, acc + tokens + below[i])
+        acc += tokens
+    return acc, peak
