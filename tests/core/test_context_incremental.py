@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
-from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.live import LiveSteps, Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
@@ -35,15 +35,21 @@ TOOL = {
 PATHS = ["a.py", "b.py", "./a.py", "src/c.py"]
 
 
+SIZES = [0, 5, 40, 300, 900, 4_000, 30_000]
+SMALL = [0, 5, 40]  # histories that fit: every build walks only the newest steps
+
+
 @st.composite
-def step_record(draw: st.DrawFn, number: int, tag: str = "") -> StepRecord:
+def step_record(
+    draw: st.DrawFn, number: int, tag: str = "", sizes: list[int] = SIZES
+) -> StepRecord:
     observations = []
     calls = []
     for n in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(KINDS))
         target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
         span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
-        size = draw(st.sampled_from([0, 5, 40, 300, 900, 4_000, 30_000]))
+        size = draw(st.sampled_from(sizes))
         call_id = f"c{number}_{n}{tag}"
         calls.append(ToolCall(call_id, TOOL[kind], {"path": target, "blob": "q" * (size // 3)}))
         if draw(st.integers(0, 9)):  # now and then a call has no recorded result
@@ -62,7 +68,7 @@ def step_record(draw: st.DrawFn, number: int, tag: str = "") -> StepRecord:
 
 
 @st.composite
-def runs(draw: st.DrawFn) -> list[tuple[list[StepRecord], int, bool]]:
+def runs(draw: st.DrawFn, sizes: list[int] = SIZES) -> list[tuple[list[StepRecord], int, bool]]:
     """The builds of one run: (history, ceiling, force_fold), as the run loop makes them."""
     ceiling = draw(st.sampled_from([500, 2_000, 4_000, 24_000]))
     history: list[StepRecord] = []
@@ -73,10 +79,10 @@ def runs(draw: st.DrawFn) -> list[tuple[list[StepRecord], int, bool]]:
             ceiling = draw(st.sampled_from([500, 2_000, 3_000, 8_000]))
         asking = StepRecord(number, "", operator_messages=ops)
         builds.append(([*history, asking], ceiling, draw(st.integers(0, 30)) == 0))
-        record = draw(step_record(number))
+        record = draw(step_record(number, sizes=sizes))
         history.append(StepRecord(number, record.text, record.tool_calls, record.observations, ops))
         if draw(st.integers(0, 12)) == 0:  # a resumed step gains results
-            more = draw(step_record(number, "r"))
+            more = draw(step_record(number, "r", sizes))
             last = history[-1]
             history[-1] = StepRecord(
                 number,
@@ -104,7 +110,7 @@ def same(a: Assembly, b: Assembly) -> None:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    builds=runs(),
+    builds=st.one_of(runs(), runs(SMALL)),
     refresh_mode=st.sampled_from(["ok", "fail", "none"]),
     summarizer=st.sampled_from(["none", "short"]),
     enabled=st.booleans(),
@@ -113,9 +119,13 @@ def same(a: Assembly, b: Assembly) -> None:
 def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     builds, refresh_mode, summarizer, enabled, note_count
 ) -> None:
+    built = [0]
+
     async def refresh(observation: Observation) -> str:
         if refresh_mode == "fail" or observation.target == "b.py":
             raise RefreshFailed("policy says ask")
+        if observation.target == "src/c.py":  # the file changes between some requests
+            return f"FRESH {observation.target} v{built[0]} " * (1 + built[0] % 4)
         return f"FRESH {observation.target} {observation.span}"
 
     async def summarize(request: CompletionRequest) -> str:
@@ -136,6 +146,7 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
 
     async def drive() -> None:
         for history, ceiling, force in builds:
+            built[0] += 1
             fresh = engine(reused.summaries)
             expected = await fresh.build(
                 history, ceiling_tokens=ceiling, notes=notes, force_fold=force
@@ -197,3 +208,29 @@ def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
     )
     live.sync([StepRecord(1, "", observations=(read,)), gained])
     assert (live[0].entries[0].by, live[0].entries[0].stale_by) == (2, None)
+
+
+async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:
+    """When everything fits, a build visits the newest steps only: the settled prefix answers
+    for the rest in one comparison and its messages are reused as they were."""
+    contract = TaskContract("list", Path("/ws"))
+    engine = ContextEngine(Frame("SYSTEM", (), contract))
+    history: list[StepRecord] = []
+    for number in range(1, 61):
+        call = ToolCall(f"c{number}", "list_dir", {})
+        obs = Observation(number, f"c{number}", "list_dir", ObsKind.LIST, ".", "a.txt")
+        await engine.build([*history, StepRecord(number, "")], ceiling_tokens=24_000)
+        history.append(StepRecord(number, "Looking.", (call,), (obs,)))
+    visited: list[int] = []
+    real = Step.prepare
+
+    def counting(self: Step, cap: int) -> int:
+        visited.append(self.record.step)
+        return real(self, cap)
+
+    monkeypatch.setattr(Step, "prepare", counting)
+    got = await engine.build([*history, StepRecord(61, "")], ceiling_tokens=24_000)
+    assert visited == [61, 60]  # the step asked for, and the one that just got its results
+    assert engine.live.settled.length == engine.live.settled.emitted == 59
+    fresh = ContextEngine(Frame("SYSTEM", (), contract))
+    same(got, await fresh.build([*history, StepRecord(61, "")], ceiling_tokens=24_000))
