@@ -23,6 +23,23 @@ def test_a_list_encodes_as_json_dumps_would_and_reuses_pieces() -> None:
     assert encoder.encode([]) == "[]"
 
 
+def test_lists_that_extend_shrink_or_change_the_last_one_encode_exactly() -> None:
+    encoder = ListEncoder(ManifestEntry.to_json)
+    kept = [entry(n) for n in range(1, 40)]
+    lists = [
+        kept[:10],
+        kept[:30],  # extends
+        kept[:30],  # the same again
+        [*kept[:12], entry(99), *kept[13:35]],  # one changed in the middle
+        kept[:5],  # shrinks
+        [entry(7), *kept],  # changes at the start
+        [],
+        kept,
+    ]
+    for items in lists:
+        assert encoder.encode(items) == json.dumps([e.to_json() for e in items])
+
+
 def test_an_object_is_encoded_once_while_calls_keep_it() -> None:
     calls = []
 

@@ -32,22 +32,55 @@ def with_list(head: dict[str, Any], key: str, encoded: str) -> JSONText:
 
 
 class ListEncoder:
-    """Encodes lists of immutable objects, each object once for as long as consecutive calls
-    keep passing it (one list's worth is remembered: the objects of the last call)."""
+    """Encodes lists of immutable objects, each object once for as long as calls keep passing it.
+
+    Consecutive lists mostly extend the last one (a request carries the previous request's
+    messages and a few more), so the text of the longest common prefix with the last list is
+    reused as one slice and only the rest is looked up, one object at a time, in the pieces
+    encoded before.
+    """
 
     def __init__(self, to_json: Callable[[Any], Any]) -> None:
         self.to_json = to_json
         self._texts: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; its JSON)
+        self._items: list[Any] = []  # the last list
+        self._ends: list[int] = [1]  # _ends[k]: where the text of _items[:k] ends in _text
+        self._text = "[]"
 
     def encode(self, items: Iterable[Any]) -> JSONText:
         """``json.dumps([to_json(i) for i in items])``."""
-        old, new = self._texts, {}
-        parts = []
-        for item in items:
-            hit = old.get(id(item))
+        items = list(items)
+        keep = common_prefix(self._items, items)
+        ends = self._ends[: keep + 1]
+        parts = [self._text[: ends[-1]]]
+        texts = self._texts
+        length = ends[-1]
+        for index in range(keep, len(items)):
+            item = items[index]
+            hit = texts.get(id(item))
             if hit is None or hit[0] is not item:
-                hit = (item, json.dumps(self.to_json(item)))
-            new[id(item)] = hit
-            parts.append(hit[1])
-        self._texts = new
-        return JSONText(f"[{', '.join(parts)}]")
+                hit = texts[id(item)] = (item, json.dumps(self.to_json(item)))
+            piece = hit[1] if index == 0 else ", " + hit[1]
+            parts.append(piece)
+            length += len(piece)
+            ends.append(length)
+        parts.append("]")
+        if len(texts) > 2 * len(items) + 64:  # forget objects no longer carried
+            texts = self._texts = {id(i): texts[id(i)] for i in items}
+        self._items, self._ends, self._text = items, ends, "".join(parts)
+        return JSONText(self._text)
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share, compared in C (identity first)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
