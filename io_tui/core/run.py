@@ -51,7 +51,7 @@ from io_tui.core.providers.base import (
 )
 from io_tui.core.skills import ReadSkill, catalogue, discover_async
 from io_tui.core.store import RequestRecord, StepCommit, Store
-from io_tui.core.store.encoded import ListEncoder, with_list
+from io_tui.core.store.encoded import ListEncoder, manifest_text
 from io_tui.core.tools.agent import SpawnAgent, SpawnAgentArgs
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.memory_tools import Forget, Remember
@@ -503,8 +503,8 @@ class Run:
             reported_tokens=usage.prompt_tokens if usage else None,
             usage=usage.to_json() if usage else None,
             messages=self._messages_json.encode(assembly.messages),
-            manifest=with_list(
-                assembly.manifest_head(), "entries", self._entries_json.encode(assembly.entries)
+            manifest=manifest_text(
+                assembly.manifest_head(), self._entries_json.encode(assembly.entries)
             ),
             attempts=[a.to_json() for a in attempts],
             provider=response.provider if response else self.h.provider.name,

@@ -14,7 +14,24 @@ from typing import Any
 
 
 class JSONText(str):
-    """Text that is already JSON: the store writes it unchanged instead of encoding it."""
+    """Text that is already JSON: the store writes it unchanged instead of encoding it.
+
+    A list from ``ListEncoder`` also says how it extends the previous list it encoded: the
+    first ``keep`` items of ``base``, then the items in ``tail`` (JSON list text). The store
+    writes only that delta when it wrote ``base`` itself (``runs.py``).
+    """
+
+    base: JSONText | None = None
+    keep: int = 0
+    tail: str = ""
+
+
+class ManifestText(JSONText):
+    """A manifest whose ``entries`` (last) came from a ``ListEncoder``; ``delta`` is the same
+    manifest with only the entries' tail."""
+
+    entries: JSONText
+    delta: str
 
 
 def dumps(value: Any) -> str:
@@ -31,6 +48,15 @@ def with_list(head: dict[str, Any], key: str, encoded: str) -> JSONText:
     return JSONText(f"{text[:-1]}{sep}{json.dumps(key)}: {encoded}}}")
 
 
+def manifest_text(head: dict[str, Any], entries: JSONText) -> ManifestText:
+    """The manifest ``{**head, "entries": ...}`` as JSON, with its delta against the manifest
+    whose entries were ``entries.base``."""
+    text = ManifestText(with_list(head, "entries", entries))
+    text.entries = entries
+    text.delta = with_list(head, "entries", entries.tail)
+    return text
+
+
 class ListEncoder:
     """Encodes lists of immutable objects, each object once for as long as calls keep passing it.
 
@@ -45,7 +71,8 @@ class ListEncoder:
         self._texts: dict[int, tuple[Any, str]] = {}  # id -> (the object, kept alive; its JSON)
         self._items: list[Any] = []  # the last list
         self._ends: list[int] = [1]  # _ends[k]: where the text of _items[:k] ends in _text
-        self._text = "[]"
+        self._text = JSONText("[]")
+        self._first = True
 
     def encode(self, items: Iterable[Any]) -> JSONText:
         """``json.dumps([to_json(i) for i in items])``."""
@@ -67,8 +94,12 @@ class ListEncoder:
         parts.append("]")
         if len(texts) > 2 * len(items) + 64:  # forget objects no longer carried
             texts = self._texts = {id(i): texts[id(i)] for i in items}
-        self._items, self._ends, self._text = items, ends, "".join(parts)
-        return JSONText(self._text)
+        text = JSONText("".join(parts))
+        if not self._first:
+            text.base, text.keep = self._text, keep
+            text.tail = f"[{text[ends[keep] + (2 if keep else 0) : -1]}]"
+        self._items, self._ends, self._text, self._first = items, ends, text, False
+        return text
 
 
 def common_prefix(a: list[Any], b: list[Any]) -> int:

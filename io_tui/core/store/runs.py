@@ -17,7 +17,8 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database
-from io_tui.core.store.encoded import JSONText, dumps
+from io_tui.core.store.encoded import JSONText
+from io_tui.core.store.requests import Written, insert_request, whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,7 @@ class StepCommit:
 class RunRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._written: dict[int, Written] = {}  # run id -> its last request stored here
 
     async def create(
         self,
@@ -151,6 +153,8 @@ class RunRepo:
     ) -> None:
         now = time.time()
         finished = now if status in {"finished", "failed", "cancelled"} else None
+        if finished or status == "paused":  # a resumed run starts new chains
+            self._written.pop(run_id, None)
         async with self.db.transaction() as conn:
             await conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
@@ -174,13 +178,24 @@ class RunRepo:
         Committing a step number that already exists (a step resumed after a deferred approval)
         adds the new observations and merges the decision.
         """
-        await self.db.write(partial(_commit_step, run_id, commit, provider, time.time()))
+        last = self._written.get(run_id)
+        written = await self.db.write(
+            partial(_commit_step, run_id, commit, provider, time.time(), last)
+        )
+        self._remember(run_id, written)
+
+    def _remember(self, run_id: int, written: Written | None) -> None:
+        """After a commit (never before: a rolled-back row cannot be a base)."""
+        if written is not None:
+            self._written[run_id] = written
 
     async def add_events(self, events: Sequence[RunEvent]) -> None:
         await self.db.write(partial(_insert_events, events))
 
     async def add_request(self, run_id: int, request: RequestRecord) -> None:
-        await self.db.write(partial(_insert_request, run_id, request, time.time()))
+        last = self._written.get(run_id)
+        written = await self.db.write(partial(insert_request, run_id, request, time.time(), last))
+        self._remember(run_id, written)
 
     async def history(self, run_id: int) -> builtins.list[StepRecord]:
         """The run's steps as the context engine sees them (bounded observations)."""
@@ -221,10 +236,12 @@ class RunRepo:
             "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
         )
 
-    async def requests(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
+    async def requests(self, run_id: int) -> builtins.list[dict[str, Any]]:
+        """Every request of the run, whole (a request stored as a delta is rebuilt)."""
+        rows = await self.db.fetchall(
             "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
         )
+        return whole(rows)
 
     async def latest_request(self, run_id: int, step: int | None = None) -> aiosqlite.Row | None:
         """The last working request of a run (or of one step): what the budget gauges show."""
@@ -360,9 +377,11 @@ def _commit_step(
     commit: StepCommit,
     provider: dict[str, Any] | None,
     now: float,
+    last: Written | None,
     conn: sqlite3.Connection,
-) -> None:
-    """Everything one step writes (``RunRepo.commit_step``), run inside its transaction."""
+) -> Written | None:
+    """Everything one step writes (``RunRepo.commit_step``), run inside its transaction;
+    returns what the run's next request may extend (``requests.py``)."""
     full_result = "\n".join(full for _, full in commit.observations)
     existing = conn.execute(
         "SELECT decision, result FROM steps WHERE run_id = ? AND step = ?",
@@ -412,7 +431,7 @@ def _commit_step(
         ],
     )
     for req in commit.requests:
-        _insert_request(run_id, req, now, conn)
+        last = insert_request(run_id, req, now, last, conn)
     _insert_events(commit.events, conn)
     conn.execute(
         "UPDATE runs SET steps = MAX(steps, ?), tokens = tokens + ?,"
@@ -425,32 +444,7 @@ def _commit_step(
             run_id,
         ),
     )
-
-
-def _insert_request(run_id: int, req: RequestRecord, now: float, conn: sqlite3.Connection) -> None:
-    conn.execute(
-        "INSERT INTO requests (run_id, step, attempt, purpose, ceiling_tokens, est_tokens,"
-        " frame_tokens, reported_tokens, usage, messages, manifest, attempts, provider, model,"
-        " error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            req.step,
-            req.attempt,
-            req.purpose,
-            req.ceiling_tokens,
-            req.est_tokens,
-            req.frame_tokens,
-            req.reported_tokens,
-            json.dumps(req.usage) if req.usage is not None else None,
-            dumps(req.messages),
-            dumps(req.manifest),
-            json.dumps(req.attempts),
-            req.provider,
-            req.model,
-            req.error,
-            now,
-        ),
-    )
+    return last
 
 
 def _insert_events(events: Sequence[RunEvent], conn: sqlite3.Connection) -> None:

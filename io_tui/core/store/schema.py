@@ -154,6 +154,14 @@ MIGRATIONS: tuple[str, ...] = (
         delivered_step INTEGER
     );
     """,
+    # 2: a request may be stored as a delta against an earlier request of its run: the first
+    # messages_keep messages and entries_keep manifest entries of request base_id, then the ones
+    # its own columns hold (RunRepo.requests reads every request whole)
+    """
+    ALTER TABLE requests ADD COLUMN base_id INTEGER REFERENCES requests(id);
+    ALTER TABLE requests ADD COLUMN messages_keep INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE requests ADD COLUMN entries_keep INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

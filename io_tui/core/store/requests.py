@@ -1,0 +1,114 @@
+"""Requests stored as deltas, read back whole.
+
+Consecutive requests of a run mostly repeat each other: the next one carries the previous
+one's messages and manifest entries and a few more. A request encoded by the run's
+``ListEncoder``\\s (``encoded.py``) knows the request it extends; when this process stored that
+one, the row holds only what is new: ``base_id``, how many of the base's messages and entries
+it keeps (``messages_keep``, ``entries_keep``), and the rest in the usual columns. Anything
+else (the first request of a process, a summary request, a base that was never stored) is
+stored whole. ``whole`` rebuilds every row of a run as if it had been stored whole, so readers
+(the trace, the inspector) never see a delta.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from io_tui.core.store.encoded import JSONText, ManifestText, dumps
+
+if TYPE_CHECKING:
+    from io_tui.core.store.runs import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The last request of a run this process stored from its encoders: what a delta extends."""
+
+    messages: JSONText
+    entries: JSONText
+    row_id: int
+
+
+class MissingBase(LookupError):
+    """A delta row whose base request is not in the store."""
+
+
+def insert_request(
+    run_id: int, req: RequestRecord, now: float, last: Written | None, conn: sqlite3.Connection
+) -> Written | None:
+    """Insert ``req``, as a delta against ``last`` when it extends it; return what the next
+    request of the run may extend."""
+    messages, manifest = req.messages, req.manifest
+    encoded = isinstance(messages, JSONText) and isinstance(manifest, ManifestText)
+    base_id, messages_keep, entries_keep = None, 0, 0
+    messages_text, manifest_text = dumps(messages), dumps(manifest)
+    if (
+        last is not None
+        and isinstance(messages, JSONText)
+        and isinstance(manifest, ManifestText)
+        and messages.base is last.messages
+        and manifest.entries.base is last.entries
+    ):
+        base_id, messages_keep, entries_keep = last.row_id, messages.keep, manifest.entries.keep
+        messages_text, manifest_text = messages.tail, manifest.delta
+    cursor = conn.execute(
+        "INSERT INTO requests (run_id, step, attempt, purpose, ceiling_tokens, est_tokens,"
+        " frame_tokens, reported_tokens, usage, messages, manifest, attempts, provider, model,"
+        " error, created_at, base_id, messages_keep, entries_keep)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            req.step,
+            req.attempt,
+            req.purpose,
+            req.ceiling_tokens,
+            req.est_tokens,
+            req.frame_tokens,
+            req.reported_tokens,
+            json.dumps(req.usage) if req.usage is not None else None,
+            messages_text,
+            manifest_text,
+            json.dumps(req.attempts),
+            req.provider,
+            req.model,
+            req.error,
+            now,
+            base_id,
+            messages_keep,
+            entries_keep,
+        ),
+    )
+    if not encoded:
+        return last
+    assert isinstance(messages, JSONText) and isinstance(manifest, ManifestText)
+    assert cursor.lastrowid is not None
+    return Written(messages, manifest.entries, cursor.lastrowid)
+
+
+def whole(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
+    """``rows`` of one run's requests (in any order, all of them) with every delta rebuilt:
+    ``messages`` and ``manifest`` hold the JSON the request would have been stored as whole."""
+    parsed: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # bases, as lists and dicts
+    wanted = {r["base_id"] for r in rows if r["base_id"] is not None}
+    rebuilt: dict[int, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: r["id"]):  # a base is always older than its delta
+        out = dict(row)
+        base_id = row["base_id"]
+        if base_id is not None or row["id"] in wanted:
+            messages, manifest = json.loads(row["messages"]), json.loads(row["manifest"])
+            if base_id is not None:
+                if base_id not in parsed:
+                    raise MissingBase(f"request {row['id']} extends request {base_id}, not found")
+                base_messages, base_manifest = parsed[base_id]
+                messages = base_messages[: row["messages_keep"]] + messages
+                entries = base_manifest["entries"][: row["entries_keep"]] + manifest["entries"]
+                manifest = {**manifest, "entries": entries}
+                out["messages"], out["manifest"] = json.dumps(messages), json.dumps(manifest)
+            if row["id"] in wanted:
+                parsed[row["id"]] = (messages, manifest)
+        rebuilt[row["id"]] = out
+    return [rebuilt[r["id"]] for r in rows]

@@ -1,0 +1,117 @@
+"""Requests stored as deltas against the previous request of their run read back whole."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from io_tui.core.context import EntryState, ManifestEntry
+from io_tui.core.ledger import Observation, ObsKind
+from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.store import RequestRecord, StepCommit, Store
+from io_tui.core.store.encoded import ListEncoder, manifest_text
+
+
+class Encoders:
+    """What a run does: one encoder for messages, one for manifest entries."""
+
+    def __init__(self) -> None:
+        self.messages = ListEncoder(Message.to_json)
+        self.entries = ListEncoder(ManifestEntry.to_json)
+
+    def request(self, step: int, messages: list[Message], entries: list[ManifestEntry]):
+        head = {"ceiling_tokens": 4000, "est_tokens": step, "sections": [{"name": "s"}]}
+        record = RequestRecord(
+            step, 1, "work", 4000, step, 10, None, None,
+            self.messages.encode(messages), manifest_text(head, self.entries.encode(entries)),
+            [], "scripted", "m",
+        )  # fmt: skip
+        expected = (
+            json.dumps([m.to_json() for m in messages]),
+            json.dumps({**head, "entries": [e.to_json() for e in entries]}),
+        )
+        return record, expected
+
+
+def entry(step: int) -> ManifestEntry:
+    return ManifestEntry(step, f"c{step}", "list", ".", EntryState.FULL, "whole", None, 5, 2)
+
+
+def turn(step: int) -> list[Message]:
+    call = ToolCall(f"c{step}", "list_dir", {"path": "ü"})
+    return [
+        Message("assistant", f"step {step}", (call,)),
+        Message("tool", "a", tool_call_id=call.id),
+    ]
+
+
+async def new_run(store: Store) -> int:
+    return await store.runs.create(goal="g", workspace="/w", contract={}, provider={}, policy={})
+
+
+def commit(step: int, record: RequestRecord, call_ids: tuple[str, ...] = ()) -> StepCommit:
+    observations = [
+        (Observation(step, c, "read_file", ObsKind.READ, "a.py", "t"), "t") for c in call_ids
+    ]
+    return StepCommit(step, "", (), {}, observations, [record], [], 1)
+
+
+def raw(path: Path) -> list[tuple]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(
+            "SELECT base_id, messages_keep, entries_keep, length(messages) FROM requests ORDER BY id"
+        ).fetchall()
+
+
+async def test_each_request_reads_back_whole_though_most_are_stored_as_deltas(store, store_path):
+    run_id = await new_run(store)
+    enc = Encoders()
+    frame = [Message("system", "sys"), Message("user", "goal")]
+    messages, entries, expected = list(frame), [], []
+    for step in range(1, 13):
+        if step == 7:  # the window moves: the older half is dropped, a collapse line comes in
+            messages = [*frame, Message("user", "[collapsed]"), *messages[8:]]
+            entries = [entry(0), *entries[3:]]
+        record, whole = enc.request(step, [*messages, Message("user", "asking")], entries)
+        await store.runs.commit_step(run_id, commit(step, record))
+        expected.append(whole)
+        messages += turn(step)
+        entries.append(entry(step))
+    rows = await store.runs.requests(run_id)
+    assert [(r["messages"], r["manifest"]) for r in rows] == expected
+    stored = raw(store_path)
+    assert stored[0][0] is None and all(base is not None for base, *_ in stored[1:])
+    assert stored[6][1:3] == (2, 0)  # where the window moved: only the frame is kept
+    # another process (another store on the file) reads them whole too
+    async with await Store.open(store_path) as other:
+        assert [(r["messages"], r["manifest"]) for r in await other.runs.requests(run_id)] == (
+            expected
+        )
+
+
+async def test_a_request_whose_base_was_rolled_back_is_stored_whole(store, store_path):
+    run_id = await new_run(store)
+    enc = Encoders()
+    first, first_whole = enc.request(1, [Message("system", "s")], [entry(1)])
+    await store.runs.commit_step(run_id, commit(1, first, ("c1",)))
+    failed, _ = enc.request(2, [Message("system", "s"), *turn(1)], [entry(1), entry(2)])
+    with pytest.raises(sqlite3.IntegrityError):  # the same call id twice: rolled back
+        await store.runs.commit_step(run_id, commit(2, failed, ("c1",)))
+    third, third_whole = enc.request(2, [Message("system", "s"), *turn(1), *turn(2)], [entry(1)])
+    await store.runs.commit_step(run_id, commit(2, third))
+    assert [base for base, *_ in raw(store_path)] == [None, None]
+    rows = await store.runs.requests(run_id)
+    assert [(r["messages"], r["manifest"]) for r in rows] == [first_whole, third_whole]
+
+
+async def test_requests_without_encoders_are_stored_and_read_as_before(store):
+    run_id = await new_run(store)
+    plain = RequestRecord(
+        1, 0, "summary", 0, 5, 0, None, None, [{"role": "user"}], {}, [], "p", "m"
+    )
+    await store.runs.add_request(run_id, plain)
+    (row,) = await store.runs.requests(run_id)
+    assert (json.loads(row["messages"]), json.loads(row["manifest"])) == ([{"role": "user"}], {})
