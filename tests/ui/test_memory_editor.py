@@ -13,6 +13,7 @@ from textual.widgets import DataTable, ProgressBar, TextArea
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
 from io_tui.ui.screens.memory_editor import ConfirmScreen, EditValueScreen, MemoryEditorScreen
+from io_tui.ui.testing import wait_until_idle
 from ui._steering import StoreHost, freeze_times
 
 WS = "/work/project-a"
@@ -50,10 +51,9 @@ def _editor(store: Store) -> MemoryEditorScreen:
 
 
 async def _settle(pilot: Any) -> None:
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    """Workers done and the tables laid out at their final column widths (a table sizes its
+    columns as rows arrive, so a picture taken a frame early shows them squeezed)."""
+    await wait_until_idle(pilot)
 
 
 async def test_notes_with_provenance_gauges_and_recalls(store_path: Path) -> None:

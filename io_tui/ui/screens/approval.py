@@ -37,6 +37,7 @@ from io_tui.core.rule_preview import (
 )
 from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.widgets.diff_view import DiffView
+from io_tui.ui.widgets.table import Table
 
 MAX_DIFF_FILE_BYTES = 2_000_000
 
@@ -468,7 +469,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
                     yield RadioButton(SCOPE_LABELS[scope], value=scope == "workspace", name=scope)
             yield Static("", id="remember-status")
             yield Label("Earlier requests this rule would have matched:")
-            yield DataTable(id="remember-preview", cursor_type="row", zebra_stripes=True)
+            yield Table(id="remember-preview", cursor_type="row", zebra_stripes=True)
             yield Static("ctrl+s saves and approves · escape goes back", classes="dialog-hint")
 
     async def on_mount(self) -> None:

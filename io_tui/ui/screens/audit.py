@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Static
 from io_tui.core.rule_preview import audit_row, audit_stats
 from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.widgets.table import Table
 
 
 class AuditScreen(Screen[None]):
@@ -37,7 +38,7 @@ class AuditScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("Audit", id="audit-stats")
-        yield DataTable(id="audit-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="audit-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="audit-detail")
         yield Footer()
 

@@ -12,6 +12,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from io_tui.ui.widgets.table import Table
+
 # Screens whose keys the help lists: (module, class, where). Missing modules are skipped.
 SCREENS = (
     ("io_tui.ui.screens.main", "MainScreen", "main"),
@@ -37,7 +39,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 "Keys — remap any binding id in the config file under [ui.keys]", id="title"
             )
-            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield Table(id="keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#keys", DataTable)

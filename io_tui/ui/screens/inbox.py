@@ -23,6 +23,7 @@ from io_tui.core.approvals import Decision, DecisionKind
 from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.widgets.table import Table
 
 ACTIONS = {"approve", "rewrite", "remember", "deny", "defer"}
 
@@ -99,7 +100,7 @@ class InboxScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("Inbox", id="inbox-title")
-        yield DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-detail")
         yield Footer()
 

@@ -36,6 +36,7 @@ from io_tui.ui.manifest import (
     strip_line_numbers,
     work_request,
 )
+from io_tui.ui.widgets.table import Table
 
 ENTRY_COLUMNS = ("state", "kind", "target", "step", "tokens", "reason")
 
@@ -78,8 +79,8 @@ class InspectorScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield Static("loading…", id="summary")
-                yield DataTable(id="entries", cursor_type="row", zebra_stripes=True)
-                yield DataTable(id="sections", cursor_type="row")
+                yield Table(id="entries", cursor_type="row", zebra_stripes=True)
+                yield Table(id="sections", cursor_type="row")
             with TabbedContent(id="tabs", initial="tab-entry"):
                 with TabPane("Entry", id="tab-entry"), VerticalScroll(id="detail-scroll"):
                     yield Static("Select an entry or a section.", id="detail")

@@ -106,9 +106,9 @@ class MainScreen(Screen[None]):
         yield Input(
             placeholder="Message the selected run, or follow up on a finished one (m)", id="prompt"
         )
-        yield Footer()
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self.mount, Footer())
         self.run_tree.border_title = "Runs"
         self.query_one("#gauges").border_title = "Budgets"
         self.transcript.border_title = "Transcript"

@@ -22,6 +22,7 @@ from io_tui.core.memory import MemoryNote, Scope
 from io_tui.core.rule_preview import Recall, recall_history
 from io_tui.core.store import Store
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.widgets.table import Table
 
 
 def note_key(note: MemoryNote) -> str:
@@ -163,10 +164,10 @@ class MemoryEditorScreen(Screen[None]):
                     yield ProgressBar(
                         total=self.limits.max_chars, show_eta=False, id=f"gauge-{scope}-chars"
                     )
-        yield DataTable(id="memory-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="memory-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="memory-value-view")
         yield Label("Recalled by:", id="memory-recalls-label")
-        yield DataTable(id="memory-recalls", cursor_type="row")
+        yield Table(id="memory-recalls", cursor_type="row")
         yield Footer()
 
     def scopes(self) -> list[Scope]:

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from io_tui.core.rule_preview import SCOPE_LABELS
 from io_tui.core.store import RememberedRule, Store
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.widgets.table import Table
 
 
 def applies_to(rule: RememberedRule) -> str:
@@ -55,7 +56,7 @@ class RulesScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("Remembered rules", id="rules-title")
-        yield DataTable(id="rules-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="rules-table", cursor_type="row", zebra_stripes=True)
         yield Static(
             "A remembered allow never beats a deny: policy is deny-first across every layer.",
             id="rules-hint",
