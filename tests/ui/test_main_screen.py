@@ -155,3 +155,22 @@ def _text(block: StepBlock) -> str:
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(block.render())
     return console.export_text()
+
+
+async def test_a_tool_line_unfolds_on_click_and_a_step_on_enter(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        block = app.screen.query_one(Transcript).blocks[9]  # grep, one tool call
+        app.screen.query_one(Transcript).scroll_to_widget(block, animate=False, top=True)
+        await pilot.pause()
+        rows = [strip.text for strip in block.render_lines(block.region.reset_offset)]
+        tool_row = next(i for i, row in enumerate(rows) if "▶ → grep" in row)
+        await pilot.click(block, offset=(4, tool_row))
+        assert block.expanded == {0}
+        assert "word_count" in _text(block).split("▼ → grep", 1)[1]  # the grep hits shown
+        await pilot.click(block, offset=(4, tool_row))
+        assert block.collapsed
+        block.focus()
+        await pilot.press("enter")
+        assert block.expanded == {0}
