@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
+from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps, Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
@@ -234,3 +235,29 @@ async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:
     assert engine.live.settled.length == engine.live.settled.emitted == 59
     fresh = ContextEngine(Frame("SYSTEM", (), contract))
     same(got, await fresh.build([*history, StepRecord(61, "")], ceiling_tokens=24_000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.lists(
+        st.tuples(st.integers(0, 400), st.integers(0, 3), st.booleans()), min_size=1, max_size=30
+    ),
+    cuts=st.lists(st.integers(1, 30), min_size=1, max_size=6),
+)
+def test_the_collapse_line_extended_step_by_step_equals_one_built_at_once(shape, cuts) -> None:
+    """Past 200 targets a tool shows only its newest 200; extending keeps exactly that."""
+    records = []
+    for number, (targets, tools, said) in enumerate(shape, 1):
+        observations = tuple(
+            Observation(number, f"c{number}_{t}", f"tool{t % (tools + 1)}", ObsKind.READ,
+                        f"f{(number * 7 + t) % 450}.py", "x")
+            for t in range(targets % 25 if number % 3 else targets)
+        )  # fmt: skip
+        ops = (f"hurry {number}",) if said else ()
+        records.append(StepRecord(number, "", observations=observations, operator_messages=ops))
+    cache = Asked()
+    for cut in sorted(cuts):
+        part = records[: min(cut, len(records))]
+        assert collapse_line(part, 400, cache) == collapse_line(part, 400, Asked())
+        made, once = asked(part, Asked()), asked(part, cache)
+        assert (made.tools, made.said, made.count) == (once.tools, once.said, once.count)

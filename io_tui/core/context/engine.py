@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
-from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.live import LiveSteps, common_prefix
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.refresh import Refresher
 from io_tui.core.context.summary import Summarizer, Summary
@@ -18,6 +18,15 @@ from io_tui.core.providers.base import Message
 
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
 FOLDED_REASON = "folded into the compaction summary"
+
+
+@dataclass
+class StableRun:
+    """Flat stable entries of a run of records: ``entries[ends[k - 1]:ends[k]]`` is record k's."""
+
+    records: list[StepRecord] = field(default_factory=list)
+    entries: list[ManifestEntry] = field(default_factory=list)
+    ends: list[int] = field(default_factory=lambda: [0])
 
 
 @dataclass
@@ -40,6 +49,7 @@ class ContextEngine:
     _stable: dict[tuple[int, EntryState], tuple[StepRecord, list[ManifestEntry]]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _runs: dict[EntryState, StableRun] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.live = LiveSteps(self.turn_cache)
@@ -80,6 +90,20 @@ class ContextEngine:
         ]
         self._stable[key] = (record, made)
         return made
+
+    def stable_run(self, records: Sequence[StepRecord], state: EntryState) -> list[ManifestEntry]:
+        """The stable entries of ``records`` (the oldest live steps, collapsed; or the folded
+        ones), in order. Kept flat between builds: a run of them mostly grows at its newest
+        end, so only the steps new to it are looked up."""
+        run = self._runs.setdefault(state, StableRun())
+        keep = common_prefix(run.records, records)
+        del run.records[keep:], run.ends[keep + 1 :]
+        del run.entries[run.ends[-1] :]
+        for record in records[keep:]:
+            run.records.append(record)
+            run.entries += self.stable_entries(record, state)
+            run.ends.append(len(run.entries))
+        return run.entries
 
     def latest_summary(self, last_step: int) -> Summary | None:
         usable = [s for s in self.summaries if s.through_step <= last_step]

@@ -1,4 +1,4 @@
-"""Newest-first fit under the ceiling, stubs for what is out, and the collapse line.
+"""Newest-first fit under the ceiling, and stubs for what is out (or the collapse line).
 
 Every step is kept or dropped whole as far as the transcript goes: a tool result never travels
 without its call, nor a call without a result (DESIGN §3.2, step 5).
@@ -6,15 +6,10 @@ without its call, nor a call without a result (DESIGN §3.2, step 5).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
+from io_tui.core.context.collapse import collapse_line
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.refresh import Resolver
 from io_tui.core.context.settled import decisions, measure
-from io_tui.core.context.stubs import what
-from io_tui.core.context.turns import clip
-from io_tui.core.contract import CHARS_PER_TOKEN
-from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
 
 
@@ -83,37 +78,5 @@ def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:
             e.to_stub()
             used += e.tokens
         if used > reserve:
-            return collapse_line(live.records[:out], reserve)
+            return collapse_line(live.records[:out], reserve, live.asked)
     return None
-
-
-def collapse_line(records: Sequence[StepRecord], reserve: int) -> Message:
-    """One line for every out-of-window step: what they asked (newest first, as many as the
-    line holds) and what the operator said then, so nothing is dropped without a trace.
-
-    Works on the records alone: a collapsed step needs no classification, and its manifest
-    entries are the engine's stable ones."""
-    first, last = records[0].step, records[-1].step
-    tools: dict[str, dict[str, None]] = {}
-    said: list[str] = []
-    count = 0
-    for rec in reversed(records):
-        if rec.operator_messages:
-            said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
-        for obs in rec.observations:
-            targets = tools.get(obs.tool)
-            if targets is None:
-                targets = tools[obs.tool] = {}
-            if len(targets) < 200:
-                targets[what(obs)] = None
-        count += len(rec.observations)
-    line = (
-        f"[Steps {first}–{last} collapsed: {count} older tool results and the turns that "
-        "asked for them are not shown. Call a tool again to see its current result.]"
-    )
-    if said:
-        line += " Operator messages then: " + " | ".join(said) + "."
-    parts = [f"{tool}: {', '.join(t)}" for tool, t in tools.items()]
-    line += " Asked, newest first: " + "; ".join(parts)
-    limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000))
-    return Message("user", clip(" ".join(line.split()), limit - 40))

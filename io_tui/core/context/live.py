@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.stubs import elided_stub, superseded_stub
@@ -192,6 +193,7 @@ class LiveSteps:
         self._groups: dict[tuple[Any, str, str], list[tuple[Step, Entry]]] = {}
         self._open_reads: dict[str, list[tuple[Step, Entry]]] = {}
         self.settled = Settled()
+        self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
         self._desired = [0]  # _desired[k]: what carrying steps[:k] whole costs, at _desired_cap
         self._desired_cap = -1
 
@@ -210,7 +212,7 @@ class LiveSteps:
         older ones, so then everything is classified afresh.
         """
         records = records if isinstance(records, list) else list(records)
-        keep = _common_prefix(self.records, records)
+        keep = common_prefix(self.records, records)
         if any(r.observations for r in self.records[keep:]):
             self._reset()
             keep = 0
@@ -288,8 +290,10 @@ def _without(
     return {k: v for k, v in kept.items() if v}
 
 
-def _common_prefix(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int:
+def common_prefix(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int:
     """How many leading records ``a`` and ``b`` share (compared in C, identity first)."""
+    a = a if isinstance(a, list) else list(a)
+    b = b if isinstance(b, list) else list(b)
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n

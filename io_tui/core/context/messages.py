@@ -36,8 +36,7 @@ def emit(b: Build) -> Assembly:
         est += add(b.memory_msg)
     summary_msg = b.summary_msg()
     if summary_msg is not None and b.summary is not None:
-        for rec in b.folded_records:
-            entries += b.engine.stable_entries(rec, EntryState.SUMMARY)
+        entries += b.engine.stable_run(b.folded_records, EntryState.SUMMARY)
         tokens = add(summary_msg)
         est += tokens
         through = b.summary.through_step
@@ -51,8 +50,7 @@ def emit(b: Build) -> Assembly:
             )
         )  # fmt: skip
     records = b.live.records
-    for rec in records[: b.collapsed]:
-        entries += b.engine.stable_entries(rec, EntryState.COLLAPSED)
+    entries += b.engine.stable_run(records[: b.collapsed], EntryState.COLLAPSED)
     if b.collapse_msg is not None:
         tokens = add(b.collapse_msg)
         est += tokens

@@ -1,0 +1,92 @@
+"""The one line that stands for every collapsed step (DESIGN §3.2, step 5).
+
+It says what those steps asked, newest first, and what the operator said then. In a long run
+the collapsed steps grow by a few each request, so the aggregate behind the line (``Asked``) is
+kept and extended with the newly collapsed steps rather than rebuilt from all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from io_tui.core.context.stubs import what
+from io_tui.core.context.turns import clip
+from io_tui.core.contract import CHARS_PER_TOKEN
+from io_tui.core.ledger import StepRecord
+from io_tui.core.providers.base import Message
+
+
+@dataclass(slots=True)
+class Asked:
+    """What a run of steps asked, newest first: for each tool (newest first) its newest 200
+    distinct targets, the operator's messages, and how many results there were. ``last``
+    keeps the aggregate of the steps collapsed last time, which the next collapse (the same
+    steps and a few newer) extends instead of walking them all again."""
+
+    tools: dict[str, dict[str, None]] = field(default_factory=dict)
+    said: list[str] = field(default_factory=list)
+    count: int = 0
+    last: tuple[list[StepRecord], Asked] | None = None
+
+
+def asked(records: Sequence[StepRecord], cache: Asked) -> Asked:
+    """The aggregate of ``records``, extending the one ``cache`` remembers when it can."""
+    if cache.last is not None:
+        before, older = cache.last
+        n = len(before)
+        if len(records) >= n and records[:n] == before:
+            made = _merge(_walk(records[n:]), older)
+            cache.last = (list(records), made)
+            return made
+    made = _walk(records)
+    cache.last = (list(records), made)
+    return made
+
+
+def _walk(records: Sequence[StepRecord]) -> Asked:
+    made = Asked()
+    for rec in reversed(records):
+        if rec.operator_messages:
+            made.said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
+        for obs in rec.observations:
+            targets = made.tools.get(obs.tool)
+            if targets is None:
+                targets = made.tools[obs.tool] = {}
+            if len(targets) < 200:
+                targets[what(obs)] = None
+        made.count += len(rec.observations)
+    return made
+
+
+def _merge(newer: Asked, older: Asked) -> Asked:
+    """The aggregate of ``newer``'s steps, then ``older``'s (older ones), as one walk."""
+    tools = dict(newer.tools)
+    for tool, targets in older.tools.items():
+        merged = dict(tools.get(tool, {}))
+        for target in targets:
+            if len(merged) >= 200:
+                break
+            merged[target] = None
+        tools[tool] = merged
+    return Asked(tools, newer.said + older.said, newer.count + older.count)
+
+
+def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> Message:
+    """One line for every out-of-window step: what they asked (newest first, as many as the
+    line holds) and what the operator said then, so nothing is dropped without a trace.
+
+    Works on the records alone: a collapsed step needs no classification, and its manifest
+    entries are the engine's stable ones."""
+    first, last = records[0].step, records[-1].step
+    made = asked(records, cache)
+    line = (
+        f"[Steps {first}–{last} collapsed: {made.count} older tool results and the turns that "
+        "asked for them are not shown. Call a tool again to see its current result.]"
+    )
+    if made.said:
+        line += " Operator messages then: " + " | ".join(made.said) + "."
+    parts = [f"{tool}: {', '.join(t)}" for tool, t in made.tools.items()]
+    line += " Asked, newest first: " + "; ".join(parts)
+    limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000))
+    return Message("user", clip(" ".join(line.split()), limit - 40))
