@@ -41,6 +41,7 @@ class RunTree(Tree[NodeRef]):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
+        self._widths: dict[int, int] = {}  # node id → label width, set with the label
         super().__init__("runs", id=id)
         self.show_root = False
         self.guide_depth = 2
@@ -94,24 +95,34 @@ class RunTree(Tree[NodeRef]):
         self._scroll_update(self.virtual_size)
 
     def get_label_width(self, node: TreeNode[NodeRef]) -> int:
-        """The label's width without rendering it (Tree renders every label to measure it)."""
-        label = node.label
-        width = label.cell_len if isinstance(label, Text) else len(str(label))
+        """The label's width, measured when the label was set (Tree asks for every node's
+        width each time it rebuilds its lines, and would render each label to measure it)."""
+        width = self._widths.get(node.id)
+        if width is None:
+            label = node.label
+            width = label.cell_len if isinstance(label, Text) else len(str(label))
+            self._widths[node.id] = width
         return width + (len(self.ICON_NODE) if node.allow_expand else 0)
+
+    def _set_label(self, node: TreeNode[NodeRef], label: Text) -> None:
+        self._widths[node.id] = label.cell_len
+        node.set_label(label)
 
     def upsert_run(self, run: RunView) -> TreeNode[NodeRef]:
         self.views[run.id] = run
         ref = NodeRef(run.id)
-        shown = (run.status, run.goal, run.tokens)
+        shown = (run.status, run.goal, run.tokens, len(run.steps))
         node = self.run_nodes.get(run.id)
         if node is None:
             parent = self.root
             if run.parent_run_id is not None and run.parent_run_id in self.run_nodes:
                 parent = self.run_nodes[run.parent_run_id]
-            node = parent.add(run_label(run, self.styles_by_status), data=ref, expand=run.live)
+            node = parent.add(
+                run_label(run, self.styles_by_status), data=ref, expand=self._expand_new(run)
+            )
             self.run_nodes[run.id] = node
         elif self._shown.get(ref) != shown:
-            node.set_label(run_label(run, self.styles_by_status))
+            self._set_label(node, run_label(run, self.styles_by_status))
         self._shown[ref] = shown
         return node
 
@@ -125,9 +136,21 @@ class RunTree(Tree[NodeRef]):
             node = parent.add_leaf(step_label(step), data=ref)
             self.step_nodes[key] = node
         elif self._shown.get(ref) != shown:
-            node.set_label(step_label(step))
+            self._set_label(node, step_label(step))
         self._shown[ref] = shown
         return node
+
+    def _expand_new(self, run: RunView) -> bool:
+        """A new live run opens unless another live run is open already: with several runs
+        at once, one shows its steps and the others a line each (enter opens one). Every
+        open step is a line the tree re-walks whenever it changes."""
+        if not run.live:
+            return False
+        return not any(
+            self.views[other].live and node.is_expanded
+            for other, node in self.run_nodes.items()
+            if other in self.views
+        )
 
     def select_ref(self, ref: NodeRef) -> None:
         node = (
@@ -153,7 +176,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"{status} ", style),
         goal,
         " ",
-        (_tok(run.tokens), "dim"),
+        (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)}", "dim"),
     )
     return label
 
@@ -176,6 +199,10 @@ def _plain_colour(value: str | None, fallback: str) -> str:
     if value and value.startswith("#") and len(value) == 7:
         return value
     return fallback
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _tok(tokens: int) -> str:

@@ -132,30 +132,33 @@ class Transcript(VerticalScroll):
     def show_run(self, run_id: int, steps: list[StepData], goal: str) -> None:
         """Replace the content with ``run_id``'s steps (rebuilt from the store)."""
         self.run_id = run_id
-        for block in self.blocks.values():
-            block.remove()
+        gone = list(self.blocks.values())
         self.blocks.clear()
         self.query_one("#transcript-empty", Static).update(Text(f"run {run_id}: {goal}"))
         self.set_streaming("")
-        self.add_steps(steps)
+        self.add_steps(steps, gone)
 
-    def add_steps(self, steps: list[StepData]) -> None:
+    def add_steps(self, steps: list[StepData], gone: list[StepBlock] | None = None) -> None:
+        """Mount a block per step (replacing a block of the same step), then drop the oldest
+        past ``MAX_BLOCKS``. Everything leaving goes in one removal: each removal on its own
+        would lay out the whole screen again."""
         at_end = self.is_vertical_scroll_end or self.max_scroll_y == 0
-        streaming = self.query_one("#streaming", Static)
-        new = []
+        gone = gone or []
         for data in steps:
-            old = self.blocks.pop(data.step, None)
             block = StepBlock(data)
+            old = self.blocks.pop(data.step, None)
             if old is not None:
                 block.set_reactive(StepBlock.expanded, old.expanded)
-                old.remove()
+                gone.append(old)
             self.blocks[data.step] = block
-            new.append(block)
-        if new:
-            self.mount_all(new, before=streaming)
         while len(self.blocks) > MAX_BLOCKS:
-            oldest = min(self.blocks)
-            self.blocks.pop(oldest).remove()
+            gone.append(self.blocks.pop(min(self.blocks)))
+        mounted = set(self.children)
+        new = [self.blocks[d.step] for d in steps if d.step in self.blocks]
+        if new:
+            self.mount_all(new, before=self.query_one("#streaming", Static))
+        if leaving := [block for block in gone if block in mounted]:
+            self.remove_children(leaving)
         if at_end:
             self.call_after_refresh(self.scroll_end, animate=False)
 
