@@ -1,10 +1,10 @@
 """``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
 
 Runs are Textual workers (``group="runs"``, ``exit_on_error=False``) around ``start_run``; their
-events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (one in flight at a time, the
-next posted once the last is painted), are folded into ``self.runs`` and applied to the screen under
-``batch_update()``. Human decisions arrive as ``ApprovalRequested`` with a Future, answered in
-``ask_human``. The store is opened and read after the first frame.
+events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (one in flight
+at a time, the next posted once the last is painted), are folded into ``self.runs`` and applied
+to the screen under ``batch_update()``. Human decisions arrive as ``ApprovalRequested`` with a
+Future, answered in ``ask_human``. The store is opened and read after the first frame.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from io_tui.ui.themes import DEFAULT_THEME, load_themes
 if TYPE_CHECKING:
     from io_tui.ui.screens.main import MainScreen
 
-BATCH_MIN_GAP = 0.0  # seconds between two event batches, at the least
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 
 
@@ -87,7 +86,6 @@ class IoApp(App[int]):
         demo: bool = False,
         approver: Approver | None = None,
         poll_interval: float | None = POLL_INTERVAL,
-        batch_min_gap: float = BATCH_MIN_GAP,
         demo_workspace: Path | None = None,
     ) -> None:
         super().__init__()
@@ -100,7 +98,7 @@ class IoApp(App[int]):
         self.runs: dict[int, RunView] = {}
         self.run_workers: dict[int, Worker[Any]] = {}
         self.demo_workspace: Path | None = demo_workspace
-        self.event_pump = EventPump(self, batch_min_gap)
+        self.event_pump = EventPump(self)
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
@@ -414,7 +412,6 @@ def create_app(
     demo: bool = False,
     approver: Approver | None = None,
     poll_interval: float | None = POLL_INTERVAL,
-    batch_min_gap: float = BATCH_MIN_GAP,
     demo_workspace: Path | None = None,
 ) -> IoApp:
     """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it.
@@ -429,7 +426,6 @@ def create_app(
         demo=demo,
         approver=approver,
         poll_interval=poll_interval,
-        batch_min_gap=batch_min_gap,
         demo_workspace=demo_workspace,
     )
 

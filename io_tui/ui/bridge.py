@@ -3,10 +3,9 @@
 ``BridgeSink.emit`` is synchronous and never blocks: it appends the event to the app's
 ``EventPump``, which posts everything gathered so far as one immutable ``RunEventsReceived``
 batch. One batch is in flight at a time: the next goes out when the app reports the previous one
-applied and painted (``delivered``), and no sooner than ``min_gap`` after it was posted. A quiet
-app shows an event on the next loop turn; a busy one gets bigger batches, not a longer queue —
-the batch size follows what the app can paint, so an event waits at most for the frame in
-progress and its own.
+applied and painted (``delivered``). A quiet app shows an event on the next loop turn; a busy one
+gets bigger batches, not a longer queue — the batch size follows what the app can paint, so an
+event waits at most for the frame in progress and its own.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from textual.app import App
 from io_tui.core.events import RunEvent
 from io_tui.ui.messages import RunEventsReceived
 
-DEFAULT_MIN_GAP = 0.0  # seconds between two batches' posts, at the least
-
 
 class EventPump:
     """Gathers the events of every run in the app; posts them in batches (``RunEventsReceived``).
@@ -31,13 +28,11 @@ class EventPump:
     thread hands its event to the app's loop.
     """
 
-    def __init__(self, app: App[Any], min_gap: float = DEFAULT_MIN_GAP) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self.app = app
-        self.min_gap = min_gap
         self._buffer: list[RunEvent] = []
         self._scheduled = False
         self._in_flight = False
-        self._last_post = float("-inf")
 
     def put(self, event: RunEvent) -> None:
         try:
@@ -58,18 +53,13 @@ class EventPump:
         if self._scheduled or self._in_flight:
             return
         self._scheduled = True
-        wait = self._last_post + self.min_gap - loop.time()
-        if wait > 0:
-            loop.call_later(wait, self._post, loop)
-        else:
-            loop.call_soon(self._post, loop)
+        loop.call_soon(self._post)
 
-    def _post(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _post(self) -> None:
         self._scheduled = False
         events, self._buffer = tuple(self._buffer), []
         if events:
             self._in_flight = True
-            self._last_post = loop.time()
             self.app.post_message(RunEventsReceived(events))
 
 
