@@ -36,7 +36,7 @@ class NodeRef:
 
 class RunTree(Tree[NodeRef]):
     DEFAULT_CSS = """
-    RunTree { scrollbar-size-vertical: 1; }
+    RunTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
     RunTree > .tree--guides { color: $foreground-darken-3; }
     """
 
@@ -167,18 +167,17 @@ class RunTree(Tree[NodeRef]):
 
 
 def run_label(run: RunView, styles: dict[str, str]) -> Text:
+    """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures."""
     glyph, status = BADGES.get(run.status, ("·", run.status))
     style = styles.get(status, "")
     goal = run.goal if len(run.goal) <= 48 else run.goal[:47] + "…"
-    label = Text.assemble(
+    return Text.assemble(
         (f"{glyph} ", f"bold {style}"),
         (f"#{run.id} ", "bold"),
         (f"{status} ", style),
+        (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
-        " ",
-        (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)}", "dim"),
     )
-    return label
 
 
 def step_label(step: StepView) -> Text:
