@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from pathlib import Path
+from typing import Any
 
 from io_tui.core.approvals import (
     ApproveAll,
@@ -22,6 +24,7 @@ from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Harness, Outcome, resume_run, start_run
 from io_tui.core.store import Store
+from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.trace import build_trace
 
 EDIT = {
@@ -377,3 +380,26 @@ async def test_sub_agents_cannot_nest_without_limit(store, workspace, write_scri
         if r.parent_run_id:
             depth[r.id] = depth[r.parent_run_id] + 1
     assert max(depth.values()) == 2
+
+
+async def test_a_long_run_keeps_only_its_latest_request_texts(
+    store, workspace, write_script, monkeypatch
+):
+    """Memory grows with the steps, not with steps × request size: the request texts a run
+    encoded earlier are freed once later ones are stored."""
+    made: list[weakref.ref[str]] = []
+    alive: list[int] = []  # request texts alive as each new one is encoded
+    encode = ListEncoder.encode
+
+    def tracked(self: ListEncoder, items: Any) -> Any:
+        text = encode(self, items)
+        made.append(weakref.ref(text))
+        alive.append(sum(t() is not None for t in made))
+        return text
+
+    monkeypatch.setattr(ListEncoder, "encode", tracked)
+    listing = {"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}
+    script = write_script([listing] * 40 + [{"text": "done"}])
+    result = await start_run(harness(store, script), TaskContract("look", workspace, max_steps=50))
+    assert result.outcome is Outcome.FINISHED and len(made) >= 80
+    assert max(alive) <= 6  # this request's two lists, the last stored (and encoded) ones

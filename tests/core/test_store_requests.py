@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import weakref
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from io_tui.core.context import EntryState, ManifestEntry
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.store import RequestRecord, StepCommit, Store
-from io_tui.core.store.encoded import ListEncoder, manifest_text
+from io_tui.core.store.encoded import ListEncoder, ManifestText, manifest_text
 
 
 class Encoders:
@@ -115,3 +116,24 @@ async def test_requests_without_encoders_are_stored_and_read_as_before(store):
     await store.runs.add_request(run_id, plain)
     (row,) = await store.runs.requests(run_id)
     assert (json.loads(row["messages"]), json.loads(row["manifest"])) == ([{"role": "user"}], {})
+
+
+async def test_a_request_text_does_not_keep_the_ones_it_extends_alive(store, store_path):
+    """Each text names the one it extends (``base``) only weakly: a strong reference would chain
+    every request text of the run together, memory growing with steps × request size."""
+    run_id = await new_run(store)
+    enc = Encoders()
+    messages: list[Message] = [Message("system", "sys")]
+    entries: list[ManifestEntry] = []
+    texts: list[weakref.ref[str]] = []
+    for step in range(1, 31):
+        record, _ = enc.request(step, messages, entries)
+        assert isinstance(record.manifest, ManifestText)
+        texts += [weakref.ref(record.messages), weakref.ref(record.manifest.entries)]
+        await store.runs.commit_step(run_id, commit(step, record))
+        del record
+        # alive: what the encoders last encoded and what the store last wrote (the same texts)
+        assert sum(t() is not None for t in texts) <= 4
+        messages += turn(step)
+        entries.append(entry(step))
+    assert all(base is not None for base, *_ in raw(store_path)[1:])  # still stored as deltas

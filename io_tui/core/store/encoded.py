@@ -9,6 +9,7 @@ those pieces: the same text ``json.dumps`` writes for the whole list.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,11 +20,23 @@ class JSONText(str):
     A list from ``ListEncoder`` also says how it extends the previous list it encoded: the
     first ``keep`` items of ``base``, then the items in ``tail`` (JSON list text). The store
     writes only that delta when it wrote ``base`` itself (``runs.py``).
+
+    ``base`` is held weakly: each text extends the one before it, so a strong reference would
+    keep every request text of the run alive (memory growing with steps × request size). The
+    store only asks whether ``base`` is the text it last wrote, which it holds itself.
     """
 
-    base: JSONText | None = None
     keep: int = 0
     tail: str = ""
+    _base: weakref.ref[JSONText] | None = None
+
+    @property
+    def base(self) -> JSONText | None:
+        return None if self._base is None else self._base()
+
+    @base.setter
+    def base(self, value: JSONText | None) -> None:
+        self._base = None if value is None else weakref.ref(value)
 
 
 class ManifestText(JSONText):
