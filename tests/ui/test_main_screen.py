@@ -174,3 +174,18 @@ async def test_a_tool_line_unfolds_on_click_and_a_step_on_enter(make_app) -> Non
         block.focus()
         await pilot.press("enter")
         assert block.expanded == {0}
+
+
+async def test_expanding_every_tool_keeps_the_step_at_the_top_in_view(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        transcript.scroll_to_widget(transcript.blocks[5], animate=False, top=True)
+        await pilot.pause()
+        app.screen.query_one(RunTree).focus()
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        top = transcript.blocks[5].virtual_region
+        assert top.y <= transcript.scroll_y < top.bottom
+        assert not transcript.blocks[5].collapsed

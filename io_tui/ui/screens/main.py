@@ -362,10 +362,8 @@ class MainScreen(Screen[None]):
             self.notify(f"interrupting run {self.selected_run}…")
 
     def action_expand(self) -> None:
-        blocks = [b for b in self.transcript.blocks.values() if b.data.tools]
-        expand = any(b.collapsed for b in blocks)
-        for block in blocks:
-            block.set_expanded(expand)
+        blocks = self.transcript.blocks.values()
+        self.transcript.set_all_expanded(any(b.collapsed for b in blocks if b.data.tools))
 
     @on(Input.Submitted, "#prompt")
     def _on_prompt(self, event: Input.Submitted) -> None:

@@ -162,6 +162,21 @@ class Transcript(VerticalScroll):
         if at_end:
             self.call_after_refresh(self.scroll_end, animate=False)
 
+    def set_all_expanded(self, expand: bool) -> None:
+        """Show or hide every tool result, keeping the step at the top of the view where it is
+        (or the end in view, when following)."""
+        at_end = self.is_vertical_scroll_end
+        anchor = next(
+            (b for b in self.blocks.values() if b.virtual_region.bottom > self.scroll_y), None
+        )
+        for block in self.blocks.values():
+            if block.data.tools:
+                block.set_expanded(expand)
+        if at_end:
+            self.call_after_refresh(self.scroll_end, animate=False)
+        elif anchor is not None:
+            self.call_after_refresh(self.scroll_to_widget, anchor, animate=False, top=True)
+
     def set_streaming(self, text: str) -> None:
         """Show the text streaming in for the step in flight. The line stays on screen while
         idle (blank), and is re-laid-out only when the text needs another number of rows:
