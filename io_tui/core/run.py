@@ -3,61 +3,50 @@
 A run is one asyncio task. It talks outward only through its EventSink and its Approver; the
 store is the authority, so a run paused on a deferred approval resumes in any process from the
 store alone (``resume_run``).
+
+The model request path (context engine, working completions, request records) lives in
+``model_turn``; committing a step in ``step_commit``; spawning sub-agents in ``subagents``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from io_tui.core.approvals import Approver
 from io_tui.core.calls import CallResult, CallRunner
-from io_tui.core.context import (
-    Assembly,
-    ContextEngine,
-    Frame,
-    InstructionFile,
-    ManifestEntry,
-    RefreshFailed,
-    Summary,
-)
+from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import (
     TaskContract,
     contract_from_json,
     contract_to_json,
     entry_cap_chars,
-    estimate_tokens,
 )
 from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
-from io_tui.core.instructions import load_instructions, oversized
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.memory import MemoryNote
-from io_tui.core.policy import Act, Effect, Layer, Policy
+from io_tui.core.ledger import StepRecord
+from io_tui.core.model_turn import ask_model, build_engine, remaining_tokens, request_tokens
+from io_tui.core.policy import Policy
 from io_tui.core.providers.base import (
-    Completed,
-    CompletionRequest,
     ErrorKind,
     Message,
     Provider,
     ProviderError,
-    Response,
-    TextDelta,
     ToolCall,
     ToolSpec,
 )
-from io_tui.core.skills import ReadSkill, catalogue, discover_async
-from io_tui.core.store import RequestRecord, StepCommit, Store
-from io_tui.core.store.encoded import ListEncoder, manifest_text
-from io_tui.core.tools.agent import SpawnAgent, SpawnAgentArgs
-from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
+from io_tui.core.step_commit import commit_step
+from io_tui.core.store import RequestRecord, Store
+from io_tui.core.store.encoded import ListEncoder
+from io_tui.core.subagents import MAX_AGENT_DEPTH, spawn
+from io_tui.core.tools.agent import SpawnAgent
+from io_tui.core.tools.base import ToolContext
 from io_tui.core.tools.memory_tools import Forget, Remember
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 from io_tui.core.workspace import Workspace
-from io_tui.paths import bundled_dir, config_dir
 
 SYSTEM_PROMPT = """You are a careful coding agent working inside one workspace directory.
 Use the tools to inspect and change files and to run commands; paths are relative to the
@@ -125,11 +114,6 @@ class Harness:
     policy: Policy = field(default_factory=Policy)
     system_prompt: str = SYSTEM_PROMPT
     depth: int = 0  # 0 for a top-level run; a sub-agent's harness is one deeper
-
-
-MAX_AGENT_DEPTH = 2
-CHILD_DEFAULT_STEPS = 8
-NARROWING_LAYER = "spawn-narrowing"
 
 
 def harness_registry() -> ToolRegistry:
@@ -200,10 +184,10 @@ class Run:
         self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
         self.registry = ToolRegistry(self.h.registry)  # plus read_skill, once skills are found
         self.system_prompt = self.h.system_prompt
-        self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self.tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
         # consecutive requests share most messages and manifest entries: each is encoded once
-        self._messages_json = ListEncoder(Message.to_json)
-        self._entries_json = ListEncoder(ManifestEntry.to_json)
+        self.messages_json = ListEncoder(Message.to_json)
+        self.entries_json = ListEncoder(ManifestEntry.to_json)
 
     # -- events --
 
@@ -275,7 +259,7 @@ class Run:
         )
 
     async def _loop(self) -> Outcome:
-        engine = await self._engine()
+        engine = await build_engine(self)
         while True:
             if self.step >= self.contract.max_steps:
                 return Outcome.STEP_CAP
@@ -290,21 +274,22 @@ class Run:
                 self.emit(EventKind.OPERATOR_MESSAGE, {"text": text})
             requests: list[RequestRecord] = []
             try:
-                response = await self._ask_model(engine, operator_messages, requests)
+                response = await ask_model(self, engine, operator_messages, requests)
             except ProviderError as exc:
-                await self._commit(
-                    self.step, "", (), [], requests, {"error": str(exc)}, operator_messages
+                await commit_step(
+                    self, self.step, "", (), [], requests, {"error": str(exc)}, operator_messages
                 )
                 return (
                     Outcome.CONTEXT_OVERFLOW
                     if exc.kind is ErrorKind.CONTEXT_OVERFLOW
                     else Outcome.FAILED
                 )
-            tokens = sum(_request_tokens(r) for r in requests)
+            tokens = sum(request_tokens(r) for r in requests)
             self.tokens += tokens
             calls = response.tool_calls
             if not calls:
-                await self._commit(
+                await commit_step(
+                    self,
                     self.step,
                     response.text,
                     (),
@@ -325,7 +310,8 @@ class Run:
                     "awaiting_approval": deferred,
                     "pending_calls": [c.id for c in calls[len(results) + 1 :]],
                 }
-            await self._commit(
+            await commit_step(
+                self,
                 self.step,
                 response.text,
                 calls,
@@ -372,226 +358,6 @@ class Run:
         await self.flush_events()
         return passed, result.output
 
-    # -- the model --
-
-    async def _instructions(self) -> tuple[InstructionFile, ...]:
-        """AGENTS.md / CLAUDE.md, carried whole; a warning event when one is oversized."""
-        found = await load_instructions(self.workspace.root)
-        ceiling = self.contract.context.ceiling(self._remaining_tokens())
-        for warning in oversized(found, ceiling):
-            self.emit(EventKind.WARNING, {"message": warning})
-        return found
-
-    async def _load_skills(self) -> None:
-        skills = await discover_async(
-            self.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
-        )
-        if skills:
-            self.registry.register(ReadSkill(skills), replace=True)
-            self.system_prompt = f"{self.h.system_prompt}\n\n{catalogue(skills)}"
-
-    def _specs(self) -> tuple[ToolSpec, ...]:
-        """The tools' schemas, generated once: the registry is fixed after skills load."""
-        if self._tool_specs is None:
-            self._tool_specs = self.registry.specs()
-        return self._tool_specs
-
-    async def _engine(self) -> ContextEngine:
-        await self._load_skills()
-        self._tool_specs = None
-        frame = Frame(
-            system_prompt=self.system_prompt,
-            tools=self._specs(),
-            contract=self.contract,
-            instructions=await self._instructions(),
-        )
-        summaries = [Summary(s, t) for s, t in await self.store.runs.summaries(self.run_id)]
-
-        async def on_summary(summary: Summary) -> None:
-            await self.store.runs.add_summary(self.run_id, summary.through_step, summary.text)
-            self.emit(
-                EventKind.COMPACTED,
-                {"through_step": summary.through_step, "chars": len(summary.text)},
-            )
-
-        return ContextEngine(
-            frame,
-            refresh=self._refresh,
-            summarize=self._summarize,
-            summaries=summaries,
-            on_summary=on_summary,
-        )
-
-    async def _ask_model(
-        self,
-        engine: ContextEngine,
-        operator_messages: tuple[str, ...],
-        requests: list[RequestRecord],
-    ) -> Response:
-        """One working completion, with one forced fold and retry on context overflow.
-
-        Every attempt, failed or not, is appended to ``requests`` for the step's commit.
-        """
-        ceiling = self.contract.context.ceiling(self._remaining_tokens())
-        history = [*self.history, StepRecord(self.step, "", operator_messages=operator_messages)]
-        notes = await self._memory_notes()
-        for attempt in (1, 2):
-            assembly = await engine.build(
-                history, ceiling_tokens=ceiling, notes=notes, force_fold=attempt == 2
-            )
-            self.emit(
-                EventKind.REQUEST_STARTED,
-                {
-                    "attempt": attempt,
-                    "ceiling_tokens": ceiling,
-                    "est_tokens": assembly.total_est_tokens,
-                    "frame_tokens": assembly.frame_tokens,
-                },
-            )
-            started = time.monotonic()
-            try:
-                response = await self._stream(assembly)
-            except ProviderError as exc:
-                requests.append(self._request_record(assembly, attempt, None, exc))
-                self.emit(
-                    EventKind.REQUEST_FAILED,
-                    {"attempt": attempt, "error": str(exc), "kind": exc.kind.value},
-                )
-                if exc.kind is ErrorKind.CONTEXT_OVERFLOW and attempt == 1:
-                    continue
-                raise
-            requests.append(self._request_record(assembly, attempt, response, None))
-            await self._record_recall(assembly)
-            self.emit(
-                EventKind.REQUEST_FINISHED,
-                {
-                    "attempt": attempt,
-                    "reported_tokens": response.usage.prompt_tokens if response.usage else None,
-                    "est_tokens": assembly.total_est_tokens,
-                    "latency_s": round(time.monotonic() - started, 3),
-                    "tool_calls": len(response.tool_calls),
-                },
-            )
-            return response
-        raise AssertionError("unreachable")
-
-    async def _stream(self, assembly: Assembly) -> Response:
-        request = CompletionRequest(messages=assembly.messages, tools=self._specs())
-        async for event in self.h.provider.stream(request):
-            if isinstance(event, TextDelta):
-                self.emit(EventKind.TEXT_DELTA, {"text": event.text})
-            elif isinstance(event, Completed):
-                return event.response
-        raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")
-
-    def _request_record(
-        self,
-        assembly: Assembly,
-        attempt: int,
-        response: Response | None,
-        error: ProviderError | None,
-    ) -> RequestRecord:
-        usage = response.usage if response else None
-        attempts = response.attempts if response else tuple(error.attempts if error else ())
-        return RequestRecord(
-            step=self.step,
-            attempt=attempt,
-            purpose="work",
-            ceiling_tokens=assembly.ceiling_tokens,
-            est_tokens=assembly.total_est_tokens,
-            frame_tokens=assembly.frame_tokens,
-            reported_tokens=usage.prompt_tokens if usage else None,
-            usage=usage.to_json() if usage else None,
-            messages=self._messages_json.encode(assembly.messages),
-            manifest=manifest_text(
-                assembly.manifest_head(), self._entries_json.encode(assembly.entries)
-            ),
-            attempts=[a.to_json() for a in attempts],
-            provider=response.provider if response else self.h.provider.name,
-            model=response.model if response else self.h.provider.model,
-            error=str(error) if error else None,
-        )
-
-    def _remaining_tokens(self) -> int | None:
-        budget = self.contract.token_budget
-        return None if budget is None else max(0, budget - self.tokens)
-
-    async def _summarize(self, request: CompletionRequest) -> str:
-        started = time.monotonic()
-        response: Response | None = None
-        async for event in self.h.provider.stream(request):
-            if isinstance(event, Completed):
-                response = event.response
-        if response is None:
-            raise ProviderError(ErrorKind.MALFORMED, "summary stream ended without a response")
-        usage = response.usage
-        tokens = usage.total if usage else sum(estimate_tokens(m.content) for m in request.messages)
-        self.tokens += tokens
-        self.extra_tokens += tokens
-        await self.store.runs.add_request(
-            self.run_id,
-            RequestRecord(
-                step=self.step,
-                attempt=0,
-                purpose="summary",
-                ceiling_tokens=0,
-                est_tokens=sum(estimate_tokens(m.content) for m in request.messages),
-                frame_tokens=0,
-                reported_tokens=usage.prompt_tokens if usage else None,
-                usage=usage.to_json() if usage else None,
-                messages=[m.to_json() for m in request.messages],
-                manifest={},
-                attempts=[a.to_json() for a in response.attempts],
-                provider=response.provider,
-                model=response.model,
-                error=None,
-            ),
-        )
-        self.emit(
-            EventKind.COMPACTED,
-            {"summary_tokens": tokens, "latency_s": round(time.monotonic() - started, 3)},
-        )
-        return response.text
-
-    async def _refresh(self, obs: Observation) -> str:
-        """Re-read a stale read through the same policy and containment as any read."""
-        verdict = self.h.policy.explain(Act.READ, obs.target)
-        if verdict.effect is not Effect.ALLOW:
-            raise RefreshFailed(
-                f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
-            )
-        tool = self.registry.get("read_file")
-        arguments: dict[str, Any] = {"path": obs.target}
-        if obs.span.startswith("lines "):
-            first, _, last = obs.span[6:].partition("-")
-            arguments["offset"] = int(first)
-            if last:
-                arguments["limit"] = int(last) - int(first) + 1
-        ctx = self._tool_context(self.step)
-        try:
-            outcome = await tool.run(tool.parse(arguments), ctx)
-        except ToolError as exc:
-            raise RefreshFailed(str(exc)) from None
-        if outcome.is_error:
-            raise RefreshFailed(outcome.text)
-        return outcome.text
-
-    # -- memory --
-
-    async def _memory_notes(self) -> list[MemoryNote]:
-        return await self.store.memory.notes_for(str(self.workspace.root))
-
-    async def _record_recall(self, assembly: Assembly) -> None:
-        if not assembly.memory_keys:
-            return
-        resolved = await self.store.memory.record_recall(
-            self.run_id, self.step, None, list(assembly.memory_keys), str(self.workspace.root)
-        )
-        self.emit(
-            EventKind.MEMORY,
-            {"op": "recall", "keys": list(assembly.memory_keys), "resolved": resolved},
-        )
-
     # -- tools --
 
     async def _current_policy(self) -> Policy:
@@ -600,8 +366,8 @@ class Run:
         )
         return self.h.policy.with_layer(layer)
 
-    def _tool_context(self, step: int) -> ToolContext:
-        ceiling = self.contract.context.ceiling(self._remaining_tokens())
+    def tool_context(self, step: int) -> ToolContext:
+        ceiling = self.contract.context.ceiling(remaining_tokens(self))
         services: dict[str, Any] = {
             "memory_limits": self.contract.memory,
             "emit": lambda _kind, detail: self.emit(EventKind.MEMORY, detail),
@@ -609,42 +375,8 @@ class Run:
             "memory": self.store.memory,
         }
         if self.h.depth < MAX_AGENT_DEPTH:
-            services["spawn"] = self._spawn
+            services["spawn"] = partial(spawn, self)
         return ToolContext(self.workspace, self.run_id, step, entry_cap_chars(ceiling), services)
-
-    async def _spawn(self, args: SpawnAgentArgs) -> ToolOutcome:
-        """Run a child to an outcome under a narrowed policy; its tokens count against ours."""
-        narrowing = Layer(NARROWING_LAYER, tuple(r.rule() for r in args.rules))
-        child = Harness(
-            store=self.store,
-            provider=self.h.provider,
-            approver=self.h.approver,
-            sink=self.h.sink,
-            registry=self.h.registry,
-            policy=self.h.policy.with_layer(narrowing),
-            system_prompt=self.h.system_prompt,
-            depth=self.h.depth + 1,
-        )
-        contract = replace(
-            self.contract,
-            goal=args.goal,
-            verify=None,
-            max_steps=args.max_steps or CHILD_DEFAULT_STEPS,
-            token_budget=self._remaining_tokens(),
-        )
-        result = await start_run(child, contract, parent_run_id=self.run_id)
-        self.tokens += result.tokens
-        self.extra_tokens += result.tokens
-        history = await self.store.runs.history(result.run_id)
-        answer = next((r.text for r in reversed(history) if r.text), "(no answer)")
-        text = (
-            f"Sub-agent run {result.run_id} ended {result.outcome.value} after {result.steps} "
-            f"steps ({result.tokens:,} tokens). Its final answer:\n{answer}"
-        )
-        failed = result.status != "finished"
-        return ToolOutcome(
-            text, ObsKind.AGENT, args.goal[:80], is_error=failed, data=result.to_json()
-        )
 
     async def _call_runner(self) -> CallRunner:
         async def on_asking(asking: bool) -> None:
@@ -660,7 +392,7 @@ class Run:
             run_id=self.run_id,
             workspace=str(self.workspace.root),
             emit=self.emit,
-            make_context=self._tool_context,
+            make_context=self.tool_context,
             on_asking=on_asking,
         )
 
@@ -706,69 +438,22 @@ class Run:
             "resolved_approval": approval_id,
             "pending_calls": still_pending,
         }
-        await self._commit(
-            last.step, last.text, last.tool_calls, results, [], new_decision, (), 0, update=True
+        await commit_step(
+            self,
+            last.step,
+            last.text,
+            last.tool_calls,
+            results,
+            [],
+            new_decision,
+            (),
+            0,
+            update=True,
         )
         if deferred is not None:
             return Outcome.AWAITING_APPROVAL
         self.last_step_denied = any(r.denied for r in results)
         return None
-
-    async def _commit(
-        self,
-        step: int,
-        text: str,
-        calls: tuple[ToolCall, ...],
-        results: list[CallResult],
-        requests: list[RequestRecord],
-        decision: dict[str, Any],
-        operator_messages: tuple[str, ...] = (),
-        tokens: int = 0,
-        *,
-        update: bool = False,
-    ) -> None:
-        observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
-        tokens, self.extra_tokens = tokens + self.extra_tokens, 0
-        committed = self.record(
-            EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens}, step
-        )
-        events, self.pending_events = self.pending_events, []
-        await self.store.runs.commit_step(
-            self.run_id,
-            StepCommit(
-                step,
-                text,
-                calls,
-                decision,
-                observations,
-                requests,
-                events,
-                tokens,
-                operator_messages,
-            ),
-            provider=self.h.provider.describe(),
-        )
-        self.announce(committed)
-        new_obs = tuple(o for o, _ in observations)
-        if update and self.history and self.history[-1].step == step:
-            last = self.history[-1]
-            self.history[-1] = StepRecord(
-                step,
-                last.text,
-                last.tool_calls,
-                last.observations + new_obs,
-                last.operator_messages,
-            )
-        else:
-            self.history.append(StepRecord(step, text, calls, new_obs, operator_messages))
-
-
-def _request_tokens(request: RequestRecord) -> int:
-    if request.usage:
-        return int(request.usage.get("prompt_tokens", 0)) + int(
-            request.usage.get("completion_tokens", 0)
-        )
-    return request.est_tokens
 
 
 def _one_line(exc: BaseException) -> str:
