@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
-from io_tui.core.context.live import LiveSteps, common_prefix
+from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.refresh import Refresher
 from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote
+from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message
 
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"

@@ -28,6 +28,7 @@ from io_tui.core.context.stubs import elided_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message
 
 _READ, _WRITE = ObsKind.READ, ObsKind.WRITE  # enum member lookups are slow in hot loops
@@ -288,22 +289,3 @@ def _without(
 ) -> dict[_K, list[tuple[Step, Entry]]]:
     kept = {k: [h for h in v if id(h[0]) not in gone] for k, v in table.items()}
     return {k: v for k, v in kept.items() if v}
-
-
-def common_prefix(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int:
-    """How many leading records ``a`` and ``b`` share (compared in C, identity first)."""
-    a = a if isinstance(a, list) else list(a)
-    b = b if isinstance(b, list) else list(b)
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    if n and a[: n - 1] == b[: n - 1]:  # the usual case: the last one was replaced
-        return n - 1
-    lo, hi = 0, n - 1  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo

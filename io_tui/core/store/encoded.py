@@ -13,6 +13,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from io_tui.core.prefix import common_prefix
+
 
 class JSONText(str):
     """Text that is already JSON: the store writes it unchanged instead of encoding it.
@@ -113,18 +115,3 @@ class ListEncoder:
             text.tail = f"[{text[ends[keep] + (2 if keep else 0) : -1]}]"
         self._items, self._ends, self._text, self._first = items, ends, text, False
         return text
-
-
-def common_prefix(a: list[Any], b: list[Any]) -> int:
-    """How many leading items ``a`` and ``b`` share, compared in C (identity first)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
