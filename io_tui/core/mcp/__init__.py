@@ -5,21 +5,53 @@
 - ``tools``: a remote tool as ``mcp__<server>__<tool>``, schema-checked, gated as exec.
 - ``hub``: ``McpHub`` / ``open_hub``: all servers together, problems, ``register_into``.
 
-The MCP SDK is imported only when a server is opened, so loading settings stays fast.
+The MCP SDK is imported only when a server is opened, and the package imports its modules on
+first use, so loading settings (which reads ``config``) stays fast.
 """
 
-from io_tui.core.mcp.config import (
-    HttpServer,
-    McpConfigError,
-    McpServerConfig,
-    McpSettings,
-    StdioServer,
-    load_mcp_file,
-    parse_mcp_settings,
-)
-from io_tui.core.mcp.connection import InProcessServer, ServerSource
-from io_tui.core.mcp.hub import McpHub, ServerStatus, open_hub, tool_summary
-from io_tui.core.mcp.tools import McpTool, exposed_name
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from io_tui.core.mcp.config import (
+        HttpServer,
+        McpConfigError,
+        McpServerConfig,
+        McpSettings,
+        StdioServer,
+        load_mcp_file,
+        parse_mcp_settings,
+    )
+    from io_tui.core.mcp.connection import InProcessServer, ServerSource
+    from io_tui.core.mcp.hub import McpHub, ServerStatus, open_hub, tool_summary
+    from io_tui.core.mcp.tools import McpTool, exposed_name
+
+_HOME = {  # name → the module that defines it, imported on first use
+    **dict.fromkeys(
+        (
+            "HttpServer",
+            "McpConfigError",
+            "McpServerConfig",
+            "McpSettings",
+            "StdioServer",
+            "load_mcp_file",
+            "parse_mcp_settings",
+        ),
+        "config",
+    ),
+    **dict.fromkeys(("InProcessServer", "ServerSource"), "connection"),
+    **dict.fromkeys(("McpHub", "ServerStatus", "open_hub", "tool_summary"), "hub"),
+    **dict.fromkeys(("McpTool", "exposed_name"), "tools"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the submodule behind ``name`` when it is first asked for: importing the settings
+    (``io_tui.config`` → ``mcp.config``) then loads neither the hub nor the tools."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+
 
 __all__ = [
     "HttpServer",
