@@ -120,6 +120,7 @@ class Transcript(VerticalScroll):
         self.run_id: int | None = None
         self.blocks: dict[int, StepBlock] = {}
         self._streaming = ""
+        self._streaming_rows: tuple[int, int] | None = None  # (width, rows) of what is shown
 
     def compose(self) -> ComposeResult:
         yield Static("Select a run, or press ctrl+n for a new one.", id="transcript-empty")
@@ -185,8 +186,9 @@ class Transcript(VerticalScroll):
             return
         streaming = self.query_one("#streaming", Static)
         width = streaming.content_size.width
-        same_rows = width > 0 and self._rows(self._streaming, width) == self._rows(text, width)
-        self._streaming = text
+        rows = (width, self._rows(text, width)) if width > 0 else None
+        same_rows = rows is not None and rows == self._streaming_rows
+        self._streaming, self._streaming_rows = text, rows
         streaming.update(Text(text), layout=not same_rows)
         if text and (self.is_vertical_scroll_end or self.max_scroll_y == 0):
             self.call_after_refresh(self.scroll_end, animate=False)
