@@ -47,11 +47,12 @@ from io_tui.config import Settings  # noqa: E402
 from io_tui.core.approvals import ApproveAll  # noqa: E402
 from io_tui.core.contract import ContextBudget, TaskContract  # noqa: E402
 from io_tui.core.events import RunEvent  # noqa: E402
+from io_tui.core.launch import NewRunRequest  # noqa: E402
 from io_tui.core.policy import Policy  # noqa: E402
 from io_tui.core.providers.scripted import Script, ScriptedProvider  # noqa: E402
 from io_tui.core.run import Harness, start_run  # noqa: E402
 from io_tui.core.store import Store  # noqa: E402
-from io_tui.ui.app import IoApp, create_app  # noqa: E402
+from io_tui.ui.app import HarnessMode, IoApp, create_app  # noqa: E402
 from io_tui.ui.bridge import BridgeSink  # noqa: E402
 from io_tui.ui.screens.main import MainScreen  # noqa: E402
 from io_tui.ui.state import StepView  # noqa: E402
@@ -260,15 +261,35 @@ async def ui_replay(
         }
 
 
-async def end_to_end(tmp: Path) -> dict[str, float]:
-    app = create_app(Settings(), tmp / "store.db", approver=ApproveAll(), poll_interval=None)
+async def end_to_end(tmp: Path, harness: HarnessMode) -> dict[str, float]:
+    """The app running the runs itself, started as the new-run dialog starts them: in a harness
+    worker process (the default) or in the app's own loop. The worker is up before the clock
+    starts, as it is once the app has painted its first frame."""
+    app = create_app(
+        Settings(),
+        tmp / f"store-{harness}.db",
+        approver=ApproveAll(),
+        poll_interval=None,
+        harness=harness,
+    )
+    script_path = tmp / "load-script.json"
+    script_path.write_text(script().model_dump_json())
     out: dict[str, float] = {}
     async with app.run_test(size=SIZE) as pilot:
+        await app.host.prepare()
         workspace = make_workspace(tmp)
         started = time.perf_counter()
         for n in range(RUNS):
-            app.run_task(contract(n, workspace), ScriptedProvider(script()), Policy())
-        while [w for w in app.workers if w.group == "runs" and w.is_running]:  # noqa: ASYNC110
+            app.start_request(
+                NewRunRequest(
+                    f"load {n}",
+                    workspace,
+                    provider=f"scripted:{script_path}",
+                    max_steps=STEPS + 1,
+                    context_max_tokens=4_000,
+                )
+            )
+        while sum(run.status == "finished" for run in app.runs.values()) < RUNS:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await _until_painted(app, app.events_applied)
         elapsed = time.perf_counter() - started
@@ -276,6 +297,8 @@ async def end_to_end(tmp: Path) -> dict[str, float]:
         out["events_per_s"] = app.events_applied / elapsed
         out["seconds"] = elapsed
         out["p95_ms"] = _p95(list(app.paint_delays)) * 1000
+        if harness == "inline":
+            return out
         # a 10,000-step tree: add synthetic steps to run 1 (keyed nodes), then time key presses
         screen = app.screen
         assert isinstance(screen, MainScreen)
@@ -305,7 +328,8 @@ async def main() -> None:
         harness, events, recorded = await harness_alone(tmp)
         replay = await ui_replay(tmp, events, recorded)
         paced = await ui_replay(tmp, events, recorded, rate=PACED_RATE)
-        live = await end_to_end(tmp)
+        inline = await end_to_end(tmp, "inline")
+        live = await end_to_end(tmp, "process")
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rows = [
         ("workload", f"{RUNS} runs × {STEPS} steps", ""),
@@ -322,11 +346,17 @@ async def main() -> None:
             "< 100 ms",
         ),
         (
-            "end to end: events/s",
+            "end to end (worker process): events/s",
             f"{live['events_per_s']:,.0f} ({live['events']:,.0f} in {live['seconds']:.1f} s)",
             "≥ 2,000",
         ),
-        ("end to end: p95 event→screen", f"{live['p95_ms']:.0f} ms", "< 100 ms"),
+        ("end to end (worker process): p95 e→s", f"{live['p95_ms']:.0f} ms", "< 100 ms"),
+        (
+            "  runs in the app's loop: events/s",
+            f"{inline['events_per_s']:,.0f} ({inline['events']:,.0f} in {inline['seconds']:.1f} s)",
+            "",
+        ),
+        ("  runs in the app's loop: p95 e→s", f"{inline['p95_ms']:.0f} ms", ""),
         (
             f"keypress → painted, {live['tree_nodes']:,.0f}-step tree (median)",
             f"{live['key_ms_median']:.1f} ms (stock Tree: {key_floor * 1000:.1f} ms)",

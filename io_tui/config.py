@@ -32,6 +32,10 @@ class ConfigError(ValueError):
 class UISettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     theme: str = "io-dark"
+    harness: Literal["process", "inline"] = Field(
+        default="process",
+        description="where the app's runs execute: a worker process, or the app's own loop",
+    )
     bell_on_ask: bool = True
     title_on_ask: bool = True
     keys: dict[str, str] = Field(

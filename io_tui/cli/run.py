@@ -20,7 +20,7 @@ from io_tui.cli.common import (
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core.approvals import ApproveAll, Approver, DeferAll, DenyAll, TerminalApprover
+from io_tui.core.approvals import FIXED_APPROVERS, ApproveAll, Approver, TerminalApprover
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.events import EventSink
 from io_tui.core.mcp import McpHub
@@ -31,12 +31,7 @@ from io_tui.core.providers.scripted import ScriptError
 from io_tui.core.run import Harness, Outcome, RunResult, harness_registry, start_run
 from io_tui.core.workspace import Workspace, WorkspaceError
 
-APPROVERS: dict[str, type] = {
-    "ask": TerminalApprover,
-    "all": ApproveAll,
-    "deny": DenyAll,
-    "defer": DeferAll,
-}
+APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
 
 
 def register(sub: Any) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
@@ -47,6 +47,13 @@ class ApprovalRequest:
 
     def summary(self) -> str:
         return f"{self.act.value} {self.target} (asked by '{self.rule}' in layer '{self.layer}')"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "act": self.act.value}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ApprovalRequest:
+        return cls(**{**data, "act": Act(data["act"])})
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,14 @@ class TerminalApprover:
         if word.lower() in {"n", "no", "4"}:
             return Decision.deny(rest.strip() or "denied at the terminal", decided_by="terminal")
         return Decision.defer(decided_by="terminal")
+
+
+FIXED_APPROVERS: dict[str, type[ApproveAll | DenyAll | DeferAll]] = {
+    "all": ApproveAll,
+    "deny": DenyAll,
+    "defer": DeferAll,
+}
+"""The approvers that answer without a human, by the name ``--approve`` and the app use."""
 
 
 def _ask(prompt: str) -> str:

@@ -1,10 +1,11 @@
 """``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
 
-Runs are Textual workers (``group="runs"``, ``exit_on_error=False``) around ``start_run``; their
-events reach the app through one ``EventPump`` as ``RunEventsReceived`` batches (one in flight
-at a time, the next posted once the last is painted), are folded into ``self.runs`` and applied
-to the screen under ``batch_update()``. Human decisions arrive as ``ApprovalRequested`` with a
-Future, answered in ``ask_human``. The store is opened and read after the first frame.
+Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
+own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
+``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
+painted), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
+Human decisions arrive as ``ApprovalRequested`` with a Future, answered in ``ask_human``. The
+store is opened and read after the first frame.
 """
 
 from __future__ import annotations
@@ -15,25 +16,22 @@ import time
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, WorkerState
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.contract import TaskContract
+from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventKind
-from io_tui.core.policy import Policy
-from io_tui.core.providers.base import Provider
-from io_tui.core.run import Harness, start_run
 from io_tui.core.store import Store, StoreError
 from io_tui.ui import steering
-from io_tui.ui.approver import ApprovalDesk, UIApprover
-from io_tui.ui.bridge import BridgeSink, EventPump
+from io_tui.ui.approver import ApprovalDesk
+from io_tui.ui.bridge import EventPump
 from io_tui.ui.commands import MemoryCommands, RunCommands, ThemeCommands
+from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.messages import (
     ApprovalRequested,
     NewRunRequest,
@@ -51,6 +49,7 @@ if TYPE_CHECKING:
     from io_tui.ui.screens.main import MainScreen
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
+HarnessMode = Literal["process", "inline"]
 
 
 class IoApp(App[int]):
@@ -87,18 +86,18 @@ class IoApp(App[int]):
         approver: Approver | None = None,
         poll_interval: float | None = POLL_INTERVAL,
         demo_workspace: Path | None = None,
+        harness: HarnessMode | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
         self.store_path = store_path
         self.demo = demo
-        self.fixed_approver = approver
         self.poll_interval = poll_interval
         self.store: Store = Store(store_path)
         self.runs: dict[int, RunView] = {}
-        self.run_workers: dict[int, Worker[Any]] = {}
         self.demo_workspace: Path | None = demo_workspace
         self.event_pump = EventPump(self)
+        self.host: RunHost = _host(self, harness or settings.ui.harness, approver)
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
@@ -145,25 +144,25 @@ class IoApp(App[int]):
         ApprovalDesk.of(self).attach(self.poll_interval)  # approvals: inbox badge in the title
         if self.demo:
             self.start_demo()
+        else:  # the harness worker starts while the user reads the first screen
+            self.call_after_refresh(self._prepare_host)
+
+    def _prepare_host(self) -> None:
+        self.run_worker(self.host.prepare(), group="harness-io", exit_on_error=False)
 
     async def action_quit(self) -> None:
-        """Cancel live runs (each ends ``cancelled``, its store rows consistent), then exit."""
-        workers = [w for w in self.workers if w.group == "runs" and w.is_running]
-        for worker in workers:
-            worker.cancel()
-        if workers:
-            await self.workers.wait_for_complete(workers)
+        """Stop the runs (asking ones pause durably, the others end ``cancelled``), then exit."""
+        ApprovalDesk.of(self).shutdown()
+        await self.host.close()
         self.exit(0)
 
     async def on_unmount(self) -> None:
+        await self.host.close()
         if self._store_open:
             self._store_open = False
             await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
-
-    def build_approver(self) -> Approver:
-        return self.fixed_approver or UIApprover(self)  # approvals: asks → the approval desk
 
     async def ask_human(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
         """Queue the approval modal for ``request`` (shown one at a time from a worker); the
@@ -187,61 +186,39 @@ class IoApp(App[int]):
     async def _on_approval_requested(self, message: ApprovalRequested) -> None:
         await self.ask_human(message.request, message.future)
 
-    @work(group="runs", exit_on_error=False)
-    async def run_task(
-        self,
-        contract: TaskContract,
-        provider: Provider,
-        policy: Policy,
-        seed_run_id: int | None = None,
-    ) -> None:
-        worker = get_current_worker()
-        sink = BridgeSink(
-            self.event_pump, on_run_id=lambda run_id: self.run_workers.__setitem__(run_id, worker)
-        )
-        harness = Harness(
-            store=self.store,
-            provider=provider,
-            approver=self.build_approver(),
-            sink=sink,
-            policy=policy,
-        )
-        result = await start_run(harness, contract, seed_run_id=seed_run_id)
-        self.post_message(RunEnded(result))
+    def start_demo(self) -> None:
+        self.run_worker(self._start_demo(), group="runs", exit_on_error=False)
 
-    @work(group="runs", exit_on_error=False)
-    async def start_demo(self) -> None:
+    async def _start_demo(self) -> None:
         from io_tui import demo
-        from io_tui.core.providers.scripted import ScriptedProvider
 
         workspace = self.demo_workspace
         if workspace is None:
             workspace = self.demo_workspace = await asyncio.to_thread(demo.make_workspace)
-        provider = ScriptedProvider.from_file(demo.SCRIPT)
-        self.run_task(demo.demo_contract(workspace), provider, demo.demo_policy())
+        self.host.start_demo(workspace)
 
     @on(StartRun)
     def _on_start_run(self, message: StartRun) -> None:
         self.start_request(message.request)
 
-    @work(group="runs", exit_on_error=False)
-    async def start_request(self, request: NewRunRequest) -> None:
-        """Build the contract and provider for a new run (or a follow-up), then start it."""
-        from io_tui.ui.runs import build_run
-
-        try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
-        except ValueError as exc:
-            self.post_message(RunEnded(None, error=str(exc)))
-            return
-        self.run_task(contract, provider, policy, request.seed_run_id)
+    def start_request(self, request: NewRunRequest) -> None:
+        """Start a new run (or a follow-up); a request that cannot start ends in ``RunEnded``."""
+        self.host.start(request)
 
     def interrupt(self, run_id: int) -> bool:
-        worker = self.run_workers.get(run_id)
-        if worker is None or not worker.is_running:
-            return False
-        worker.cancel()
-        return True
+        return self.host.interrupt(run_id)
+
+    def run_started(self, run_id: int) -> None:
+        """A host names the run it drives: the run's keys (interrupt) apply now."""
+        self._live_changed()
+
+    def run_stopped(self, run_id: int) -> None:
+        self._live_changed()
+
+    def _live_changed(self) -> None:
+        main = self._main_screen()
+        if main is not None:
+            main.refresh_bindings()
 
     async def send_operator_message(self, run_id: int, text: str) -> None:
         await self.store.runs.add_operator_message(run_id, text)
@@ -259,12 +236,9 @@ class IoApp(App[int]):
             )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place worker failures are reported (and run workers' ends reach the keys)."""
+        """The one place worker failures are reported (and inline runs' ends reach the keys)."""
         if event.worker.group == "runs" and not event.worker.is_running:
-            main = self._main_screen()
-            selected = main.selected_run if main is not None else None
-            if main is not None and self.run_workers.get(selected or -1) is event.worker:
-                main.refresh_bindings()  # "interrupt" applies while the run's worker runs
+            self._live_changed()  # "interrupt" applies while the run is live
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             self.notify(
@@ -343,7 +317,7 @@ class IoApp(App[int]):
         stale: list[int] = []
         for row in message.runs:
             run = self.runs.get(row.id)
-            local = row.id in self.run_workers and self.run_workers[row.id].is_running
+            local = self.host.is_live(row.id)
             if run is None:
                 run = self.runs[row.id] = RunView.from_row(row)
                 stale.append(row.id)
@@ -413,12 +387,14 @@ def create_app(
     approver: Approver | None = None,
     poll_interval: float | None = POLL_INTERVAL,
     demo_workspace: Path | None = None,
+    harness: HarnessMode | None = None,
 ) -> IoApp:
     """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it.
 
     ``demo_workspace``: a prepared copy of the demo project (fixed path for snapshots); by
     default the demo copies it into a fresh temp dir. ``approver``: replaces the UI approver
-    (screenshots and benchmarks approve everything).
+    (screenshots and benchmarks approve everything; a worker process takes only the fixed ones
+    of ``FIXED_APPROVERS``). ``harness``: where runs execute (default ``settings.ui.harness``).
     """
     return IoApp(
         settings,
@@ -427,7 +403,19 @@ def create_app(
         approver=approver,
         poll_interval=poll_interval,
         demo_workspace=demo_workspace,
+        harness=harness,
     )
+
+
+def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
+    if mode == "inline":
+        return InlineHost(app, approver)
+    if approver is None:
+        return ProcessHost(app)
+    names: dict[type, str] = {kind: name for name, kind in FIXED_APPROVERS.items()}
+    if type(approver) not in names:
+        raise ValueError(f"{type(approver).__name__} cannot answer in a worker process")
+    return ProcessHost(app, names[type(approver)])
 
 
 def _step_view(row: Any) -> tuple[int, StepView]:

@@ -6,8 +6,8 @@
 - ``ApprovalDesk`` (one per app, ``ApprovalDesk.of(app)``) answers: it rings the bell and marks
   the title when a run starts asking, queues modals so that several runs asking at once are shown
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
-  decides inbox requests — resolving a live run's Future, or calling core ``decide()`` to resume a
-  paused run (also one paused in an earlier session) in a ``runs`` worker.
+  decides inbox requests — resolving a live run's Future, or having the app's run host resume a
+  paused run (also one paused in an earlier session).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from textual.app import App
 
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
-from io_tui.core.decide import DecideError, decide
 from io_tui.core.store import Store
-from io_tui.ui.messages import ApprovalRequested
+from io_tui.ui.hosts import HostError, InlineHost
+from io_tui.ui.messages import ApprovalRequested, RunEnded
 
 ASKING_MARK = "asking"
 
@@ -186,9 +186,9 @@ class ApprovalDesk:
     async def decide_pending(self, approval_id: int, decision: Decision) -> str:
         """Decide a pending request from the inbox; returns a line for a notification.
 
-        A request a live run in this process is waiting on is answered through its Future; any
-        other (a paused run, from this session or an earlier one) goes through core ``decide()``,
-        which records the decision and resumes the run under its id.
+        A request a live run is waiting on is answered through its Future; any other (a paused
+        run, from this session or an earlier one) goes to the app's run host, which records the
+        decision with core ``decide()`` and resumes the run under its id.
         """
         future = self.live.get(approval_id)
         if future is not None and not future.done():
@@ -197,54 +197,15 @@ class ApprovalDesk:
         if decision.kind is DecisionKind.DEFER:
             return f"request {approval_id} stays pending"
         try:
-            decided = await decide(
-                self.store,
-                approval_id,
-                decision,
-                approver=self._approver(),
-                sink=self._sink(),
-            )
-        except DecideError as exc:
+            host = getattr(self.app, "host", None) or InlineHost(self.app)
+            result = await host.decide(approval_id, decision)
+        except HostError as exc:
             return f"request {approval_id}: {exc}"
         self.refresh_count()
-        result = decided.result
         if result is None:
-            return f"request {approval_id}: {decision.kind.value} recorded (run {decided.run_id})"
-        ended = _run_ended(result)
-        if ended is not None:
-            self.app.post_message(ended)
+            return f"request {approval_id}: {decision.kind.value} recorded"
+        self.app.post_message(RunEnded(result))
         return (
             f"request {approval_id}: {decision.kind.value}; run {result.run_id} "
             f"{result.status} ({result.outcome.value})"
         )
-
-    def _approver(self) -> Any:
-        build = getattr(self.app, "build_approver", None)
-        return build() if callable(build) else UIApprover(self.app)
-
-    def _sink(self) -> Any:
-        """A sink into the app's event pump, if it has one (a resumed run is then the current
-        worker's); an app without one gets no events."""
-        from textual.worker import get_current_worker
-
-        from io_tui.ui.bridge import BridgeSink
-
-        pump = getattr(self.app, "event_pump", None)
-        if pump is None:
-            return None
-        workers = getattr(self.app, "run_workers", None)
-        try:
-            worker = get_current_worker()
-        except RuntimeError:
-            return BridgeSink(pump)
-        if isinstance(workers, dict):
-            return BridgeSink(pump, on_run_id=lambda run_id: workers.__setitem__(run_id, worker))
-        return BridgeSink(pump)
-
-
-def _run_ended(result: Any) -> Any:
-    try:
-        from io_tui.ui.messages import RunEnded
-    except ImportError:  # pragma: no cover
-        return None
-    return RunEnded(result)

@@ -7,14 +7,13 @@ Facts are past tense (``RunEventsReceived``, ``RunEnded``); requests are imperat
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from textual.message import Message
 
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.events import RunEvent
+from io_tui.core.launch import NewRunRequest
 from io_tui.core.run import RunResult
 
 
@@ -59,20 +58,6 @@ class StepsLoaded(Message):
     def __init__(self, steps: tuple[tuple[int, Any], ...]) -> None:
         super().__init__()
         self.steps = steps
-
-
-@dataclass(frozen=True, slots=True)
-class NewRunRequest:
-    """What the new-run dialog (or a follow-up prompt) asks for."""
-
-    task: str
-    workspace: Path
-    provider: str | None = None
-    model: str | None = None
-    max_steps: int | None = None
-    token_budget: int | None = None
-    context_max_tokens: int | None = None
-    seed_run_id: int | None = None
 
 
 class StartRun(Message):

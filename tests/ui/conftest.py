@@ -69,11 +69,12 @@ def make_app(tmp_path: Path) -> Callable[..., IoApp]:
     ) -> IoApp:
         settings = Settings(ui={"theme": theme, **kw.pop("ui", {})})  # type: ignore[arg-type]
         workspace = prepare_demo_workspace(SNAPSHOT_WORKSPACE) if demo else None
+        kw.setdefault("harness", "inline")  # in the test's loop: deterministic snapshots
         return create_app(
             settings,
             tmp_path / "store.db",
             demo=demo,
-            approver=ApproveAll() if approve else None,
+            approver=kw.pop("approver", ApproveAll() if approve else None),  # type: ignore[arg-type]
             poll_interval=None,
             demo_workspace=workspace,
             **kw,  # type: ignore[arg-type]

@@ -103,10 +103,9 @@ async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
 
 async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app, tmp_path) -> None:
     """Steering: an operator message reaches the run at its next step; x cancels the run."""
-    app = make_app(approve=False)
     from io_tui.core.approvals import DeferAll
 
-    app.fixed_approver = DeferAll()  # the ask is deferred → the demo pauses
+    app = make_app(approver=DeferAll())  # the ask is deferred → the demo pauses
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
         run = app.runs[1]
@@ -129,15 +128,18 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
 
         from io_tui.core.contract import TaskContract
         from io_tui.core.policy import Policy
+        from io_tui.ui.hosts import InlineHost
         from io_tui.ui.testing import prepare_demo_workspace
 
         from .slow_provider import SlowProvider
 
         workspace = prepare_demo_workspace(app.store_path.parent / "ws")
-        app.run_task(TaskContract(goal="slow", workspace=workspace), SlowProvider(), Policy())
+        host = app.host
+        assert isinstance(host, InlineHost)
+        host.run(TaskContract(goal="slow", workspace=workspace), SlowProvider(), Policy())
         for _ in range(100):
             await pilot.pause(0.05)
-            if 1 in app.runs and app.runs[1].status == "running" and 1 in app.run_workers:
+            if 1 in app.runs and app.runs[1].status == "running" and host.is_live(1):
                 break
         screen = app.screen
         assert isinstance(screen, MainScreen)

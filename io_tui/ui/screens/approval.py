@@ -236,11 +236,15 @@ class ApprovalScreen(ModalScreen[Decision]):
     async def _on_current_loaded(self, message: CurrentLoaded) -> None:
         """The file as it is now: the diff is rebuilt against it (the split view kept)."""
         self.current, self.current_known = message.current, True
+        views = self.query(DiffView)
+        if not views:  # the screen is being torn down (the app quit while it loaded)
+            return
+        split = views.first().split
         body = self.query_one("#approval-body", Vertical)
-        split = self.query_one(DiffView).split
         await body.remove_children()
         await body.mount_all(list(self._body()))
-        self.query_one(DiffView).split = split
+        for view in self.query(DiffView):  # none when the mount was refused (closing)
+            view.split = split
 
     # -- actions --
 

@@ -332,8 +332,7 @@ class MainScreen(Screen[None]):
             return self.selected_run is not None
         if action == "interrupt":
             run_id = self.selected_run
-            worker = self.io_app.run_workers.get(run_id) if run_id is not None else None
-            return worker is not None and worker.is_running
+            return run_id is not None and self.io_app.host.is_live(run_id)
         return True
 
     def action_inspect(self) -> None:

@@ -1,0 +1,75 @@
+"""The messages between the app and the harness worker: one JSON object per line.
+
+App → worker (``op``):
+
+- ``hello``   ``settings``: the app's settings (the worker's defaults for new runs)
+- ``start``   ``tag``, ``request`` (a ``NewRunRequest``), ``approve`` (``None``: ask the app,
+  or a name from ``FIXED_APPROVERS``)
+- ``demo``    ``tag``, ``workspace`` (a prepared copy of the demo project), ``approve``
+- ``decide``  ``tag``, ``approval_id``, ``decision``: decide a *paused* run's request and resume it
+- ``answer``  ``approval_id``, ``decision``: the answer to an ``ask`` of a live run
+- ``cancel``  ``run_id``: interrupt a live run (it ends ``cancelled``)
+
+Closing the worker's stdin cancels every live run (asks still open are deferred: those runs
+pause durably) and the worker exits.
+
+Worker → app (``t``):
+
+- ``event``   ``e``: a ``RunEvent`` (``RunEvent.as_json``)
+- ``started`` ``tag``, ``run_id``: the run a ``start`` / ``demo`` / ``decide`` drives
+- ``ask``     ``request``: an ``ApprovalRequest`` waiting for an ``answer``
+- ``ended``   ``tag``, ``result``: a ``RunResult``, or ``null`` after a deferring ``decide``
+- ``failed``  ``tag``, ``error``: the run could not start, or its task failed (the message)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from io_tui.core.events import EventKind, RunEvent
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, default=str, separators=(",", ":")) + "\n").encode()
+
+
+def event_message(event: RunEvent) -> dict[str, Any]:
+    return {"t": "event", "e": event.as_json()}
+
+
+def event_from(data: dict[str, Any]) -> RunEvent:
+    return RunEvent(
+        run_id=data["run_id"],
+        step=data["step"],
+        kind=EventKind(data["kind"]),
+        detail=data["detail"],
+        at=data["at"],
+    )
+
+
+class LineBuffer:
+    """Splits a byte stream into decoded JSON messages; keeps a partial line for the next chunk.
+
+    A line that is not a JSON object is returned as ``{"t": "garbage", "line": ...}`` so the
+    reader can report it instead of dying on it.
+    """
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        out: list[dict[str, Any]] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict):
+                message = {"t": "garbage", "line": line.decode(errors="replace")[:200]}
+            out.append(message)
+        return out

@@ -1,0 +1,245 @@
+"""The worker process: runs the app's runs and speaks ``protocol`` on stdin and stdout.
+
+Each ``start``, ``demo`` and ``decide`` becomes one asyncio task keyed by the app's tag. Events
+are written as they come; writes made in one loop turn leave in one ``write`` (a burst of events
+is one pipe write, not hundreds). A run's asks go to the app (``AppApprover``) unless the app
+asked for a fixed approver. stdout carries only protocol lines; anything else goes to stderr,
+which the app keeps the tail of for when the worker dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import traceback
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from io_tui.config import Settings
+from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
+from io_tui.core.decide import DecideError, decide
+from io_tui.core.events import RunEvent
+from io_tui.core.launch import NewRunRequest, build_run
+from io_tui.core.policy import Policy
+from io_tui.core.providers.base import Provider
+from io_tui.core.run import Harness, start_run
+from io_tui.core.store import Store
+from io_tui.core.worker.protocol import LineBuffer, encode, event_message
+
+READ_CHUNK = 1 << 16
+
+
+class WorkerServer:
+    """The runs of one app, as tasks; ``serve`` reads the app's commands until stdin closes."""
+
+    def __init__(self, store: Store, write: Callable[[bytes], object]) -> None:
+        self.store = store
+        self.settings = Settings()
+        self._write = write
+        self._pending: list[bytes] = []
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.run_tags: dict[int, str] = {}  # run id → the tag of the task driving it
+        self.asks: dict[int, asyncio.Future[Decision]] = {}  # approval id → the app's answer
+        self.asking: set[str] = set()  # tags of the tasks waiting on an ask
+        self.closing = False
+
+    # -- output --
+
+    def send(self, message: dict[str, Any]) -> None:
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(encode(message))
+
+    def _flush(self) -> None:
+        data, self._pending = b"".join(self._pending), []
+        if data:
+            self._write(data)
+
+    # -- input --
+
+    async def serve(self, reader: asyncio.StreamReader) -> None:
+        lines = LineBuffer()
+        while chunk := await reader.read(READ_CHUNK):
+            for message in lines.feed(chunk):
+                try:
+                    self.handle(message)
+                except (KeyError, TypeError, ValueError) as exc:
+                    print(f"io-tui worker: bad command {message!r}: {exc}", file=sys.stderr)
+        await self.shutdown()
+
+    def handle(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "hello":
+            self.settings = Settings.model_validate(message["settings"])
+        elif op == "start":
+            request = NewRunRequest.from_json(message["request"])
+            self._spawn(
+                message["tag"], self._start(message["tag"], request, message.get("approve"))
+            )
+        elif op == "demo":
+            self._spawn(
+                message["tag"],
+                self._demo(message["tag"], Path(message["workspace"]), message.get("approve")),
+            )
+        elif op == "decide":
+            decision = Decision.from_json(message["decision"])
+            self._spawn(
+                message["tag"], self._decide(message["tag"], message["approval_id"], decision)
+            )
+        elif op == "answer":
+            future = self.asks.get(message["approval_id"])
+            if future is not None and not future.done():
+                future.set_result(Decision.from_json(message["decision"]))
+        elif op == "cancel":
+            task = self.tasks.get(self.run_tags.get(message["run_id"], ""))
+            if task is not None:
+                task.cancel()
+        else:
+            raise ValueError(f"unknown op {op!r}")
+
+    async def shutdown(self) -> None:
+        """stdin closed: defer every open ask (those runs pause durably, their requests wait in
+        the inbox), cancel every other run, and wait for all of them to end."""
+        self.closing = True
+        for future in self.asks.values():
+            if not future.done():
+                future.set_result(Decision.defer(decided_by="io-tui (app closed)"))
+        for tag, task in self.tasks.items():
+            if tag not in self.asking:
+                task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self._flush()
+
+    # -- the tasks --
+
+    def _spawn(self, tag: str, work: Coroutine[Any, Any, None]) -> None:
+        async def guarded() -> None:
+            try:
+                await work
+            except asyncio.CancelledError:
+                self.send({"t": "ended", "tag": tag, "result": None})
+            except Exception as exc:  # the task failed; the worker and the other runs go on
+                traceback.print_exc()
+                self.send({"t": "failed", "tag": tag, "error": f"{type(exc).__name__}: {exc}"})
+            finally:
+                self.tasks.pop(tag, None)
+
+        self.tasks[tag] = asyncio.get_running_loop().create_task(guarded())
+
+    async def _start(self, tag: str, request: NewRunRequest, approve: str | None) -> None:
+        try:
+            contract, provider, policy = await build_run(self.store, self.settings, request)
+        except ValueError as exc:
+            self.send({"t": "failed", "tag": tag, "error": str(exc)})
+            return
+        await self._drive(tag, contract, provider, policy, approve, request.seed_run_id)
+
+    async def _demo(self, tag: str, workspace: Path, approve: str | None) -> None:
+        from io_tui import demo
+        from io_tui.core.providers.scripted import ScriptedProvider
+
+        provider = ScriptedProvider.from_file(demo.SCRIPT)
+        contract = demo.demo_contract(workspace)
+        await self._drive(tag, contract, provider, demo.demo_policy(), approve)
+
+    async def _drive(
+        self,
+        tag: str,
+        contract: Any,
+        provider: Provider,
+        policy: Policy,
+        approve: str | None,
+        seed_run_id: int | None = None,
+    ) -> None:
+        harness = Harness(
+            store=self.store,
+            provider=provider,
+            approver=self._approver(tag, approve),
+            sink=PipeSink(self, tag),
+            policy=policy,
+        )
+        try:
+            result = await start_run(harness, contract, seed_run_id=seed_run_id)
+        finally:
+            await provider.aclose()
+        self.send({"t": "ended", "tag": tag, "result": result.to_json()})
+
+    async def _decide(self, tag: str, approval_id: int, decision: Decision) -> None:
+        try:
+            decided = await decide(
+                self.store,
+                approval_id,
+                decision,
+                approver=self._approver(tag, None),
+                sink=PipeSink(self, tag),
+            )
+        except DecideError as exc:
+            self.send({"t": "failed", "tag": tag, "error": str(exc)})
+            return
+        result = decided.result.to_json() if decided.result is not None else None
+        self.send({"t": "ended", "tag": tag, "result": result, "run_id": decided.run_id})
+
+    def _approver(self, tag: str, approve: str | None) -> Approver:
+        fixed = FIXED_APPROVERS.get(approve or "")
+        return fixed() if fixed is not None else AppApprover(self, tag)
+
+    def started(self, tag: str, run_id: int) -> None:
+        self.run_tags[run_id] = tag
+        self.send({"t": "started", "tag": tag, "run_id": run_id})
+
+
+class PipeSink:
+    """A run's events, written to the app; the first one names the run the tag drives."""
+
+    def __init__(self, server: WorkerServer, tag: str) -> None:
+        self.server = server
+        self.tag = tag
+        self.run_id: int | None = None
+
+    def emit(self, event: RunEvent) -> None:
+        if self.run_id is None:
+            self.run_id = event.run_id
+            self.server.started(self.tag, event.run_id)
+        self.server.send(event_message(event))
+
+
+class AppApprover:
+    """Asks the app (which shows the approval modal) and waits for its ``answer``."""
+
+    def __init__(self, server: WorkerServer, tag: str) -> None:
+        self.server = server
+        self.tag = tag
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        if self.server.closing:
+            return Decision.defer(decided_by="io-tui (app closed)")
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self.server.asks[request.id] = future
+        self.server.asking.add(self.tag)
+        self.server.send({"t": "ask", "request": request.to_json()})
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                future.set_result(Decision.defer(decided_by="io-tui (run cancelled)"))
+            raise
+        finally:
+            self.server.asks.pop(request.id, None)
+            self.server.asking.discard(self.tag)
+
+
+async def main(store_path: Path) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_CHUNK * 16)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = sys.stdout.buffer
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
+    async with await Store.open(store_path) as store:
+        await WorkerServer(store, write).serve(reader)
+    return 0

@@ -1,0 +1,386 @@
+"""Where the app's runs execute: in a harness worker process (the default) or in the app's loop.
+
+Both hosts take the same orders — start a run, start the demo, interrupt, decide a paused run's
+request — and report the same way: events into the app's ``EventPump``, asks as
+``ApprovalRequested`` messages with a Future, ends as ``RunEnded``.
+
+- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use and
+  speaks ``core.worker.protocol`` with it. The runs get a core of their own: the app's frames
+  never wait for a SQLite commit, and a run's CPU never delays a key press. If the worker dies,
+  the app says so (with the tail of its stderr) and starts a fresh one for the next run.
+- ``InlineHost`` runs each run as a Textual worker in the app's own loop; tests use it to drive
+  runs with in-memory providers (``run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sys
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import App
+from textual.worker import Worker, get_current_worker
+
+from io_tui.core.approvals import ApprovalRequest, Approver, Decision
+from io_tui.core.events import EventSink, NullSink
+from io_tui.core.launch import NewRunRequest
+from io_tui.core.run import Outcome, RunResult
+from io_tui.core.worker.protocol import LineBuffer, encode, event_from
+from io_tui.ui.bridge import BridgeSink
+from io_tui.ui.messages import ApprovalRequested, RunEnded
+
+if TYPE_CHECKING:
+    from io_tui.core.contract import TaskContract
+    from io_tui.core.policy import Policy
+    from io_tui.core.providers.base import Provider
+    from io_tui.core.store import Store
+    from io_tui.ui.app import IoApp
+
+WORKER_MODULE = "io_tui.core.worker"
+READ_CHUNK = 1 << 16
+CLOSE_TIMEOUT_S = 10.0
+
+
+class HostError(RuntimeError):
+    """An order the host could not carry out (a decision for a request that is not pending…)."""
+
+
+class RunHost(Protocol):
+    async def prepare(self) -> None: ...
+    def start(self, request: NewRunRequest) -> None: ...
+    def start_demo(self, workspace: Path) -> None: ...
+    def interrupt(self, run_id: int) -> bool: ...
+    def is_live(self, run_id: int) -> bool: ...
+    async def decide(self, approval_id: int, decision: Decision) -> RunResult | None: ...
+    async def close(self) -> None: ...
+
+
+def result_from(data: dict[str, Any]) -> RunResult:
+    return RunResult(**{**data, "outcome": Outcome(data["outcome"])})
+
+
+class ProcessHost:
+    """Runs in a harness worker process; one per app, started on the first order."""
+
+    def __init__(self, app: IoApp, approve: str | None = None) -> None:
+        self.app = app
+        self.approve = approve  # None: asks go to the app; else a FIXED_APPROVERS name
+        self.live: dict[int, str] = {}  # run id → tag
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        self._process: asyncio.subprocess.Process | None = None
+        self._starting: asyncio.Lock | None = None
+        self._tags = itertools.count(1)
+        self._decisions: dict[str, asyncio.Future[RunResult | None]] = {}
+        self._asks: dict[int, asyncio.Future[Decision]] = {}
+        self._closing = False
+        self._reader: asyncio.Future[None] | None = None
+
+    # -- orders --
+
+    async def prepare(self) -> None:
+        """Start the worker now (the app does after its first frame), so the first run need not
+        wait for the worker's imports."""
+        await self._ensure()
+
+    def start(self, request: NewRunRequest) -> None:
+        self._order("start", request=request.to_json(), approve=self.approve)
+
+    def start_demo(self, workspace: Path) -> None:
+        self._order("demo", workspace=str(workspace), approve=self.approve)
+
+    def interrupt(self, run_id: int) -> bool:
+        if run_id not in self.live:
+            return False
+        self.app.run_worker(self._send({"op": "cancel", "run_id": run_id}), group="harness-io")
+        return True
+
+    def is_live(self, run_id: int) -> bool:
+        return run_id in self.live
+
+    async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
+        tag = self._tag()
+        future: asyncio.Future[RunResult | None] = asyncio.get_running_loop().create_future()
+        self._decisions[tag] = future
+        msg = {
+            "op": "decide",
+            "tag": tag,
+            "approval_id": approval_id,
+            "decision": decision.to_json(),
+        }
+        await self._send(msg)
+        return await future
+
+    async def close(self) -> None:
+        """Close the worker's stdin: it defers open asks, cancels the other runs and exits."""
+        self._closing = True
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        try:  # the reader keeps draining stdout meanwhile, so the worker never blocks on it
+            await asyncio.wait_for(process.wait(), CLOSE_TIMEOUT_S)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        if self._reader is not None:
+            await asyncio.wait([self._reader], timeout=1.0)
+
+    # -- the pipe --
+
+    def _tag(self) -> str:
+        return f"t{next(self._tags)}"
+
+    def _order(self, op: str, **fields: Any) -> None:
+        self.app.run_worker(
+            self._send({"op": op, "tag": self._tag(), **fields}), group="harness-io"
+        )
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        process = await self._ensure()
+        assert process.stdin is not None
+        process.stdin.write(encode(message))
+        await process.stdin.drain()
+
+    async def _ensure(self) -> asyncio.subprocess.Process:
+        if self._closing:
+            raise HostError("the app is closing")
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._process is None or self._process.returncode is not None:
+                self._process = await self._spawn()
+            return self._process
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            WORKER_MODULE,
+            "--store",
+            str(self.app.store_path),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin is not None
+        settings = self.app.settings.model_dump(mode="json")
+        process.stdin.write(encode({"op": "hello", "settings": settings}))
+        self._reader = asyncio.ensure_future(self._read(process))  # until the worker exits
+        return process
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout is not None and process.stderr is not None
+        errors = asyncio.ensure_future(self._read_stderr(process.stderr))
+        lines = LineBuffer()
+        try:
+            while chunk := await process.stdout.read(READ_CHUNK):
+                for message in lines.feed(chunk):
+                    try:
+                        self._receive(message)
+                    except (KeyError, TypeError, ValueError) as exc:
+                        self._unexpected(f"{exc!r} in {message}")
+            code = await process.wait()
+            await errors
+        finally:
+            errors.cancel()
+        self._lost(code)
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            self.stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    def _receive(self, message: dict[str, Any]) -> None:
+        kind = message.get("t")
+        if kind == "event":
+            self.app.event_pump.put(event_from(message["e"]))
+        elif kind == "started":
+            self.live[message["run_id"]] = message["tag"]
+            self.app.run_started(message["run_id"])
+        elif kind == "ask":
+            self._ask(ApprovalRequest.from_json(message["request"]))
+        elif kind in ("ended", "failed"):
+            self._ended(message)
+        else:
+            self._unexpected(str(message))
+
+    def _unexpected(self, what: str) -> None:
+        """A line the protocol does not know: reported, skipped; the runs go on."""
+        self.app.notify(f"unexpected line from the harness: {what[:300]}", severity="warning")
+
+    def _ask(self, request: ApprovalRequest) -> None:
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self._asks[request.id] = future
+
+        def answered(done: asyncio.Future[Decision]) -> None:
+            self._asks.pop(request.id, None)
+            if done.cancelled() or self._closing:
+                return
+            answer = {
+                "op": "answer",
+                "approval_id": request.id,
+                "decision": done.result().to_json(),
+            }
+            self.app.run_worker(self._send(answer), group="harness-io", exit_on_error=False)
+
+        future.add_done_callback(answered)
+        self.app.post_message(ApprovalRequested(request, future))
+
+    def _ended(self, message: dict[str, Any]) -> None:
+        tag = message["tag"]
+        for run_id in [r for r, t in self.live.items() if t == tag]:
+            del self.live[run_id]
+            self.app.run_stopped(run_id)
+        result = result_from(message["result"]) if message.get("result") else None
+        error = message.get("error")
+        decision = self._decisions.pop(tag, None)
+        if decision is not None:
+            if error is not None:
+                decision.set_exception(HostError(error))
+            else:
+                decision.set_result(result)
+            return
+        if result is not None or error is not None:
+            self.app.post_message(RunEnded(result, error=error))
+
+    def _lost(self, code: int) -> None:
+        """The worker exited: expected at close; otherwise its live runs are lost with it."""
+        lost = sorted(self.live)
+        self.live.clear()
+        for run_id in lost:
+            self.app.run_stopped(run_id)
+        futures: list[asyncio.Future[Any]] = [*self._asks.values(), *self._decisions.values()]
+        for future in futures:
+            if not future.done():
+                future.cancel()
+        if self._closing:
+            return
+        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
+        runs = f"; runs lost: {', '.join(map(str, lost))}" if lost else ""
+        self.app.notify(
+            f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
+            title="Harness stopped",
+            severity="error",
+            timeout=30,
+        )
+
+
+class InlineHost:
+    """Runs in the app's own event loop, one Textual worker each (``group="runs"``).
+
+    Works for any app with a ``store``: without an ``event_pump`` its runs emit nothing (the
+    steering screens' own test apps decide through it).
+    """
+
+    def __init__(self, app: App[Any], approver: Approver | None = None) -> None:
+        self.app = app
+        self.approver = approver
+        self.workers: dict[int, Worker[Any]] = {}
+
+    @property
+    def _store(self) -> Store:
+        return getattr(self.app, "store")  # noqa: B009 - any app with a store
+
+    def build_approver(self) -> Approver:
+        from io_tui.ui.approver import UIApprover
+
+        return self.approver or UIApprover(self.app)
+
+    async def prepare(self) -> None:
+        return None
+
+    def start(self, request: NewRunRequest) -> None:
+        self.app.run_worker(self._start_request(request), group="runs", exit_on_error=False)
+
+    def start_demo(self, workspace: Path) -> None:
+        from io_tui import demo
+        from io_tui.core.providers.scripted import ScriptedProvider
+
+        provider = ScriptedProvider.from_file(demo.SCRIPT)
+        self.run(demo.demo_contract(workspace), provider, demo.demo_policy())
+
+    def interrupt(self, run_id: int) -> bool:
+        worker = self.workers.get(run_id)
+        if worker is None or not worker.is_running:
+            return False
+        worker.cancel()
+        return True
+
+    def is_live(self, run_id: int) -> bool:
+        worker = self.workers.get(run_id)
+        return worker is not None and worker.is_running
+
+    async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
+        from io_tui.core.decide import DecideError, decide
+
+        try:
+            decided = await decide(
+                self._store,
+                approval_id,
+                decision,
+                approver=self.build_approver(),
+                sink=self._sink(),
+            )
+        except DecideError as exc:
+            raise HostError(str(exc)) from None
+        return decided.result
+
+    async def close(self) -> None:
+        """Cancel live runs (each ends ``cancelled``, its store rows consistent)."""
+        workers = [w for w in self.app.workers if w.group == "runs" and w.is_running]
+        for worker in workers:
+            worker.cancel()
+        if workers:
+            await self.app.workers.wait_for_complete(workers)
+
+    def _sink(self) -> EventSink:
+        pump = getattr(self.app, "event_pump", None)
+        if pump is None:
+            return NullSink()
+        worker = get_current_worker()
+
+        def named(run_id: int) -> None:
+            self.workers[run_id] = worker
+            getattr(self.app, "run_started", lambda run_id: None)(run_id)
+
+        return BridgeSink(pump, on_run_id=named)
+
+    def run(
+        self,
+        contract: TaskContract,
+        provider: Provider,
+        policy: Policy,
+        seed_run_id: int | None = None,
+    ) -> Worker[None]:
+        """Start a run from ready parts (the demo, a built request, a test's provider)."""
+        work = self._run(contract, provider, policy, seed_run_id)
+        return self.app.run_worker(work, group="runs", exit_on_error=False)
+
+    async def _run(
+        self, contract: TaskContract, provider: Provider, policy: Policy, seed_run_id: int | None
+    ) -> None:
+        from io_tui.core.run import Harness, start_run
+
+        harness = Harness(
+            store=self._store,
+            provider=provider,
+            approver=self.build_approver(),
+            sink=self._sink(),
+            policy=policy,
+        )
+        result = await start_run(harness, contract, seed_run_id=seed_run_id)
+        self.app.post_message(RunEnded(result))
+
+    async def _start_request(self, request: NewRunRequest) -> None:
+        from io_tui.core.launch import build_run
+
+        settings = getattr(self.app, "settings")  # noqa: B009 - IoApp's
+        try:
+            contract, provider, policy = await build_run(self._store, settings, request)
+        except ValueError as exc:
+            self.app.post_message(RunEnded(None, error=str(exc)))
+            return
+        self.run(contract, provider, policy, request.seed_run_id)

@@ -1,0 +1,130 @@
+"""The app with its runs in a harness worker process (the default for users): asks answered in the
+modal, interrupts, a worker that dies, quitting while a run asks, a request that cannot start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from io_tui.config import Settings
+from io_tui.core.approvals import ApproveAll
+from io_tui.core.launch import NewRunRequest
+from io_tui.core.store import Store
+from io_tui.ui.app import IoApp, create_app
+from io_tui.ui.hosts import ProcessHost
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.testing import prepare_demo_workspace
+
+SIZE = (120, 36)
+
+
+def process_app(tmp_path: Path, **kw: object) -> IoApp:
+    app = create_app(Settings(), tmp_path / "store.db", poll_interval=None, **kw)  # type: ignore[arg-type]
+    assert isinstance(app.host, ProcessHost)  # the default
+    return app
+
+
+async def until(predicate, pilot: Pilot, limit: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(int(limit / 0.05)):
+        if predicate():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError("condition not reached")
+
+
+def sleepy_script(path: Path, seconds: int = 60) -> str:
+    turn = {"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", str(seconds)]}}]}
+    path.write_text(json.dumps({"turns": [turn, {"text": "done"}]}))
+    return f"scripted:{path}"
+
+
+async def row(app: IoApp, run_id: int) -> tuple[str, str]:
+    async with await Store.open(app.store_path) as store:
+        found = await store.runs.get(run_id)
+    assert found is not None
+    return found.status, found.outcome
+
+
+async def test_the_demo_runs_in_the_worker_and_its_ask_is_answered_in_the_modal(
+    tmp_path: Path,
+) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, demo=True, demo_workspace=workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        assert app.host.is_live(1)
+        await pilot.press("1")  # approve
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", pilot)
+        await until(lambda: not app.host.is_live(1), pilot)
+        assert app.runs[1].outcome == "success"
+        assert len(app.runs[1].steps) >= 6  # every step arrived over the pipe
+    assert await row(app, 1) == ("finished", "success")
+    assert "words(text)" in (workspace / "textstats" / "core.py").read_text()
+
+
+async def test_interrupt_cancels_a_run_in_the_worker(tmp_path: Path) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, approver=ApproveAll())
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("wait", workspace, sleepy_script(tmp_path / "s.json")))
+        await until(lambda: app.host.is_live(1) and 1 in app.runs, pilot)
+        app.screen.select_run(1)  # type: ignore[attr-defined]
+        await pilot.pause(0.2)
+        await pilot.press("x")
+        await until(lambda: not app.host.is_live(1), pilot)
+        await until(lambda: app.runs[1].status == "cancelled", pilot)
+    assert await row(app, 1) == ("cancelled", "cancelled")
+
+
+async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, approver=ApproveAll())
+    notes: list[str] = []
+    async with app.run_test(size=SIZE, message_hook=_notes(notes)) as pilot:
+        app.start_request(NewRunRequest("wait", workspace, sleepy_script(tmp_path / "s.json")))
+        await until(lambda: app.host.is_live(1), pilot)
+        host = app.host
+        assert isinstance(host, ProcessHost) and host._process is not None
+        host._process.kill()
+        await until(lambda: not app.host.is_live(1), pilot)
+        await until(lambda: any("harness process exited" in n for n in notes), pilot)
+        assert "runs lost: 1" in next(n for n in notes if "harness process exited" in n)
+        # the app is still up, and a new run starts a new worker and finishes
+        script = tmp_path / "quick.json"
+        script.write_text(json.dumps({"turns": [{"text": "all done"}]}))
+        app.start_request(NewRunRequest("quick", workspace, f"scripted:{script}"))
+        await until(lambda: 2 in app.runs and app.runs[2].status == "finished", pilot)
+
+
+async def test_quitting_while_a_run_asks_pauses_it_durably(tmp_path: Path) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, demo=True, demo_workspace=workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        await app.action_quit()
+    assert await row(app, 1) == ("paused", "awaiting_approval")
+    async with await Store.open(app.store_path) as store:
+        pending = await store.approvals.pending()
+    assert [p.request.run_id for p in pending] == [1]
+
+
+async def test_a_request_that_cannot_start_is_reported(tmp_path: Path) -> None:
+    app = process_app(tmp_path)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE, message_hook=_notes(notes)) as pilot:
+        app.start_request(NewRunRequest("x", tmp_path, "scripted:/nope.json"))
+        await until(lambda: any("script not found" in n for n in notes), pilot)
+
+
+def _notes(into: list[str]):  # type: ignore[no-untyped-def]
+    from textual.notifications import Notify
+
+    def hook(message: object) -> None:
+        if isinstance(message, Notify):
+            into.append(f"{message.notification.title}: {message.notification.message}")
+
+    return hook
