@@ -209,16 +209,16 @@ class IoApp(App[int]):
         return self.host.interrupt(run_id)
 
     def run_started(self, run_id: int) -> None:
-        """A host names the run it drives: the run's keys (interrupt) apply now."""
-        self._live_changed()
+        """A host names a run it drives: its keys (interrupt) apply while it is live."""
+        self._live_changed(run_id)
 
     def run_stopped(self, run_id: int) -> None:
-        self._live_changed()
+        self._live_changed(run_id)
 
-    def _live_changed(self) -> None:
+    def _live_changed(self, run_id: int) -> None:
         main = self._main_screen()
-        if main is not None:
-            main.refresh_bindings()
+        if main is not None and main.selected_run == run_id:
+            main.refresh_bindings()  # the footer is recomposed: only for the selected run
 
     async def send_operator_message(self, run_id: int, text: str) -> None:
         await self.store.runs.add_operator_message(run_id, text)
@@ -236,9 +236,7 @@ class IoApp(App[int]):
             )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one place worker failures are reported (and inline runs' ends reach the keys)."""
-        if event.worker.group == "runs" and not event.worker.is_running:
-            self._live_changed()  # "interrupt" applies while the run is live
+        """The one place worker failures are reported."""
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             self.notify(

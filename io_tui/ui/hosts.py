@@ -278,7 +278,7 @@ class InlineHost:
     def __init__(self, app: App[Any], approver: Approver | None = None) -> None:
         self.app = app
         self.approver = approver
-        self.workers: dict[int, Worker[Any]] = {}
+        self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
 
     @property
     def _store(self) -> Store:
@@ -304,28 +304,26 @@ class InlineHost:
 
     def interrupt(self, run_id: int) -> bool:
         worker = self.workers.get(run_id)
-        if worker is None or not worker.is_running:
+        if worker is None:
             return False
         worker.cancel()
         return True
 
     def is_live(self, run_id: int) -> bool:
-        worker = self.workers.get(run_id)
-        return worker is not None and worker.is_running
+        return run_id in self.workers
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
         from io_tui.core.decide import DecideError, decide
 
+        sink = self._sink()
         try:
             decided = await decide(
-                self._store,
-                approval_id,
-                decision,
-                approver=self.build_approver(),
-                sink=self._sink(),
+                self._store, approval_id, decision, approver=self.build_approver(), sink=sink
             )
         except DecideError as exc:
             raise HostError(str(exc)) from None
+        finally:
+            self._stopped(sink)
         return decided.result
 
     async def close(self) -> None:
@@ -348,6 +346,11 @@ class InlineHost:
 
         return BridgeSink(pump, on_run_id=named)
 
+    def _stopped(self, sink: EventSink) -> None:
+        run_id = getattr(sink, "run_id", None)
+        if run_id is not None and self.workers.pop(run_id, None) is not None:
+            getattr(self.app, "run_stopped", lambda run_id: None)(run_id)
+
     def run(
         self,
         contract: TaskContract,
@@ -364,14 +367,18 @@ class InlineHost:
     ) -> None:
         from io_tui.core.run import Harness, start_run
 
+        sink = self._sink()
         harness = Harness(
             store=self._store,
             provider=provider,
             approver=self.build_approver(),
-            sink=self._sink(),
+            sink=sink,
             policy=policy,
         )
-        result = await start_run(harness, contract, seed_run_id=seed_run_id)
+        try:
+            result = await start_run(harness, contract, seed_run_id=seed_run_id)
+        finally:
+            self._stopped(sink)
         self.app.post_message(RunEnded(result))
 
     async def _start_request(self, request: NewRunRequest) -> None:

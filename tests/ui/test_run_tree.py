@@ -40,3 +40,44 @@ async def test_only_the_first_live_run_opens_and_a_collapsed_run_counts_its_step
         tree.select_ref(tree.run_nodes[2].data)  # type: ignore[arg-type]
         await pilot.press("enter")
         assert tree.run_nodes[2].is_expanded
+
+
+def _screen_lines(app: App[None]) -> list[str]:
+    tree = app.query_one(RunTree)
+    return [strip.text.rstrip() for strip in tree.render_lines(tree.region.reset_offset)]
+
+
+async def test_kept_lines_are_redrawn_when_what_they_show_changes() -> None:
+    """Lines are kept across node additions, so every change a line shows must still reach
+    the screen: a label, the cursor, a new sibling below (the guide), and the theme."""
+    app = TreeHost()
+    async with app.run_test(size=(60, 10)) as pilot:
+        tree = app.query_one(RunTree)
+        run = RunView(1, "goal", "/w")
+        tree.upsert_run(run)
+        run.steps[1] = StepView(1, 0, [], committed=False)
+        tree.upsert_step(run, run.steps[1])
+        await pilot.pause()
+        assert _screen_lines(app)[1].endswith("└ step   1 thinking…")
+
+        run.steps[2] = StepView(2, 0, [], committed=False)
+        tree.upsert_step(run, run.steps[2])  # the step above now has a sibling below it
+        run.steps[1] = StepView(1, 1_500, ["read_file"], committed=True)
+        tree.upsert_step(run, run.steps[1])  # and a new label
+        tree.upsert_run(run)
+        await pilot.pause()
+        lines = _screen_lines(app)
+        assert "2 steps" in lines[0]
+        assert lines[1].endswith("├ step   1 read_file 1.5k tok") and "└ step   2" in lines[2]
+
+        tree.focus()
+        tree.move_cursor(tree.step_nodes[(1, 2)])
+        await pilot.pause()
+        cursor = tree.render_lines(tree.region.reset_offset)[2]
+        assert any(seg.style and seg.style.bgcolor for seg in cursor if seg.text.strip())
+
+        dark = tree.render_lines(tree.region.reset_offset)[0]
+        app.theme = "textual-light"
+        await pilot.pause()
+        light = tree.render_lines(tree.region.reset_offset)[0]
+        assert [s.style for s in light] != [s.style for s in dark]

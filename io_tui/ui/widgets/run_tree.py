@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Self
 
+from rich.style import Style
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -51,6 +54,7 @@ class RunTree(Tree[NodeRef]):
         self.views: dict[int, RunView] = {}
         self._shown: dict[NodeRef, tuple[object, ...]] = {}  # what each label shows now
         self._scrollbars_pending = False
+        self._kept_lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
 
     def on_mount(self) -> None:
         self._restyle()
@@ -93,6 +97,41 @@ class RunTree(Tree[NodeRef]):
         self._scrollbars_pending = False
         self._tree_lines  # noqa: B018 - rebuilds the lines, which sets virtual_size
         self._scroll_update(self.virtual_size)
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """Rendered lines are kept by what they show. ``Tree`` forgets every line whenever a
+        node is added, so a live run adding steps re-rendered all visible lines each frame;
+        here a line is drawn again only if its node, position, guides, cursor or hover changed
+        (an ancestor's label changing does not change this line)."""
+        lines = self._tree_lines
+        if y >= len(lines):
+            return super()._render_line(y, x1, x2, base_style)
+        line = lines[y]
+        key = (
+            y,
+            x1,
+            x2,
+            self.size.width,
+            self.virtual_size.width,
+            self.cursor_line == y,
+            self.hover_line == y,
+            self.get_pseudo_class_state(),
+            base_style,
+            line.last,
+            # ancestors draw only the guides; the node itself, its label and icon
+            tuple((n._id, n.is_last, n._hover, n._selected) for n in line.path),
+            line.node._updates,
+            line.node.is_expanded,
+            line.node.allow_expand,
+        )
+        strip = self._kept_lines.get(key)
+        if strip is None:
+            strip = self._kept_lines[key] = super()._render_line(y, x1, x2, base_style)
+        return strip
+
+    def notify_style_update(self) -> None:
+        self._kept_lines.clear()  # a theme or CSS change restyles every line
+        super().notify_style_update()
 
     def get_label_width(self, node: TreeNode[NodeRef]) -> int:
         """The label's width, measured when the label was set (Tree asks for every node's

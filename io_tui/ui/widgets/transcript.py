@@ -36,26 +36,9 @@ class StepBlock(Widget, can_focus=True):
     BINDINGS = [
         Binding("enter", "toggle_all", "Results", id="transcript.toggle", tooltip="Show or hide this step's tool results"),
     ]  # fmt: skip
-    COMPONENT_CLASSES = {
-        "step-block--head",
-        "step-block--tool",
-        "step-block--tool-error",
-        "step-block--result",
-        *(f"step-block--{style}" for style in NOTE_STYLES),
-    }
     DEFAULT_CSS = """
     StepBlock { height: auto; margin: 0 0 1 0; }
     StepBlock:focus { background: $boost; }
-    StepBlock > .step-block--head { color: $accent; text-style: bold; }
-    StepBlock > .step-block--tool { color: $primary; }
-    StepBlock > .step-block--tool-error { color: $error; }
-    StepBlock > .step-block--result { color: $foreground-muted; }
-    StepBlock > .step-block--operator { color: $secondary; }
-    StepBlock > .step-block--refused { color: $error; }
-    StepBlock > .step-block--asking { color: $warning; }
-    StepBlock > .step-block--decided { color: $success; }
-    StepBlock > .step-block--verify, StepBlock > .step-block--memory,
-    StepBlock > .step-block--note { color: $foreground-muted; }
     """
 
     expanded: reactive[frozenset[int]] = reactive(frozenset(), layout=True)
@@ -101,7 +84,12 @@ class StepBlock(Widget, can_focus=True):
         return Group(*rows)
 
     def _style(self, component: str) -> RichStyle:
-        return self.get_component_rich_style(f"step-block--{component}", partial=True)
+        """The transcript's style for a part of a step (styled once there, not per block: a
+        component class costs a stylesheet pass on every mount)."""
+        parent = self.parent
+        if not isinstance(parent, Transcript):
+            return RichStyle()
+        return parent.get_component_rich_style(f"transcript--{component}", partial=True)
 
     def _indented(self, text: str, component: str | None = None, by: int = 2) -> Padding:
         style = self._style(component) if component else ""
@@ -109,7 +97,24 @@ class StepBlock(Widget, can_focus=True):
 
 
 class Transcript(VerticalScroll):
+    COMPONENT_CLASSES = {
+        "transcript--head",
+        "transcript--tool",
+        "transcript--tool-error",
+        "transcript--result",
+        *(f"transcript--{style}" for style in NOTE_STYLES),
+    }
     DEFAULT_CSS = """
+    Transcript > .transcript--head { color: $accent; text-style: bold; }
+    Transcript > .transcript--tool { color: $primary; }
+    Transcript > .transcript--tool-error { color: $error; }
+    Transcript > .transcript--result { color: $foreground-muted; }
+    Transcript > .transcript--operator { color: $secondary; }
+    Transcript > .transcript--refused { color: $error; }
+    Transcript > .transcript--asking { color: $warning; }
+    Transcript > .transcript--decided { color: $success; }
+    Transcript > .transcript--verify, Transcript > .transcript--memory,
+    Transcript > .transcript--note { color: $foreground-muted; }
     Transcript { padding: 0 1; }
     Transcript #streaming { color: $foreground; padding: 0 0 0 2; }
     Transcript #transcript-empty { color: $foreground-muted; }

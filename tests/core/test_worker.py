@@ -1,0 +1,214 @@
+"""The harness worker process, spoken to over its pipes as the app speaks to it (no Textual)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_tui.core.store import Store
+from io_tui.core.worker.protocol import LineBuffer, encode
+
+EDIT = {
+    "text": "Fixing.",
+    "tool_calls": [
+        {"name": "write_file", "arguments": {"path": "a.txt", "content": "fixed\n"}},
+    ],
+}
+
+
+class Worker:
+    """A real ``python -m io_tui.core.worker`` with helpers to send orders and await replies."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines = LineBuffer()
+        self.received: list[dict[str, Any]] = []
+
+    @classmethod
+    async def start(cls, store: Path) -> Worker:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "io_tui.core.worker",
+            "--store",
+            str(store),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        worker = cls(process)
+        await worker.send({"op": "hello", "settings": {}})
+        return worker
+
+    async def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.process.stdin is not None
+        data = message if isinstance(message, bytes) else encode(message)
+        self.process.stdin.write(data)
+        await self.process.stdin.drain()
+
+    async def until(self, kind: str, limit: float = 30.0) -> dict[str, Any]:
+        """The next message of ``kind`` (everything read on the way is kept in ``received``)."""
+        assert self.process.stdout is not None
+        async with asyncio.timeout(limit):
+            while True:
+                for message in self.received:
+                    if message.get("t") == kind and not message.get("_seen"):
+                        message["_seen"] = True
+                        return message
+                chunk = await self.process.stdout.read(1 << 16)
+                if not chunk:
+                    raise AssertionError(f"worker exited before {kind!r}")
+                self.received.extend(self.lines.feed(chunk))
+
+    async def close(self) -> tuple[int, str]:
+        assert self.process.stdin is not None and self.process.stderr is not None
+        self.process.stdin.close()
+        assert self.process.stdout is not None
+        rest = await self.process.stdout.read()
+        self.received.extend(self.lines.feed(rest))
+        stderr = (await self.process.stderr.read()).decode()
+        return await self.process.wait(), stderr
+
+
+def script(tmp_path: Path, turns: list[dict[str, Any]]) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"turns": turns}))
+    return f"scripted:{path}"
+
+
+def request(tmp_path: Path, provider: str) -> dict[str, Any]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "a.txt").write_text("broken\n")
+    return {"task": "fix a.txt", "workspace": str(workspace), "provider": provider}
+
+
+async def test_a_run_asks_the_app_and_goes_on_with_its_answer(tmp_path: Path) -> None:
+    worker = await Worker.start(tmp_path / "store.db")
+    turns = [EDIT, {"text": "done"}]
+    await worker.send(
+        {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns))}
+    )
+    started = await worker.until("started")
+    assert started["tag"] == "t1"
+    ask = await worker.until("ask")
+    assert ask["request"]["tool"] == "write_file" and ask["request"]["run_id"] == started["run_id"]
+    await worker.send(
+        {"op": "answer", "approval_id": ask["request"]["id"], "decision": {"kind": "approve"}}
+    )
+    ended = await worker.until("ended")
+    assert ended["result"]["status"] == "finished"
+    assert (tmp_path / "ws" / "a.txt").read_text() == "fixed\n"
+    kinds = [m["e"]["kind"] for m in worker.received if m.get("t") == "event"]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert "approval_decided" in kinds
+    code, _ = await worker.close()
+    assert code == 0
+
+
+async def test_closing_stdin_pauses_an_asking_run_and_exits(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.db"
+    worker = await Worker.start(store_path)
+    turns = [EDIT, {"text": "done"}]
+    await worker.send(
+        {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns))}
+    )
+    await worker.until("ask")
+    code, _ = await worker.close()
+    assert code == 0
+    ended = [m for m in worker.received if m.get("t") == "ended"]
+    assert ended[0]["result"]["outcome"] == "awaiting_approval"
+    async with await Store.open(store_path) as store:
+        assert len(await store.approvals.pending()) == 1
+
+
+async def test_a_paused_run_is_decided_and_resumed_in_the_worker(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.db"
+    worker = await Worker.start(store_path)
+    turns = [EDIT, {"text": "done"}]
+    spec = request(tmp_path, script(tmp_path, turns))
+    await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "defer"})
+    paused = await worker.until("ended")
+    assert paused["result"]["status"] == "paused"
+    async with await Store.open(store_path) as store:
+        [pending] = await store.approvals.pending()
+    await worker.send(
+        {
+            "op": "decide",
+            "tag": "t2",
+            "approval_id": pending.request.id,
+            "decision": {"kind": "approve"},
+        }
+    )
+    resumed = await worker.until("ended")
+    assert resumed["tag"] == "t2" and resumed["result"]["status"] == "finished"
+    await worker.send(
+        {"op": "decide", "tag": "t3", "approval_id": 99, "decision": {"kind": "deny"}}
+    )
+    failed = await worker.until("failed")
+    assert failed["tag"] == "t3" and "99" in failed["error"]
+    await worker.close()
+
+
+async def test_cancel_ends_a_run_cancelled(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.db"
+    worker = await Worker.start(store_path)
+    turns = [{"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", "60"]}}]}]
+    spec = request(tmp_path, script(tmp_path, turns))
+    await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "all"})
+    started = await worker.until("started")
+    await worker.until("event")  # running
+    await asyncio.sleep(0.3)
+    await worker.send({"op": "cancel", "run_id": started["run_id"]})
+    ended = await worker.until("ended", limit=10)
+    assert ended["result"] is None
+    await worker.close()
+    async with await Store.open(store_path) as store:
+        row = await store.runs.get(started["run_id"])
+    assert row is not None and row.status == "cancelled"
+
+
+async def test_bad_orders_are_reported_on_stderr_and_the_worker_goes_on(tmp_path: Path) -> None:
+    worker = await Worker.start(tmp_path / "store.db")
+    await worker.send(b"this is not json\n")
+    await worker.send({"op": "launch-missiles"})
+    await worker.send({"op": "start", "tag": "t1"})  # no request
+    await worker.send(
+        {"op": "start", "tag": "t2", "request": request(tmp_path, "scripted:/no/such.json")}
+    )
+    failed = await worker.until("failed")
+    assert failed["tag"] == "t2" and "script not found" in failed["error"]
+    code, stderr = await worker.close()
+    assert code == 0
+    assert "unknown op 'launch-missiles'" in stderr
+    assert "bad command" in stderr and "garbage" in stderr
+
+
+async def test_an_unusable_store_exits_with_a_message(tmp_path: Path) -> None:
+    bad = tmp_path / "store.db"
+    bad.write_text("not a database, just text that is long enough to be read as a header")
+    worker = await Worker.start(bad)
+    code, stderr = await worker.close()
+    assert code == 2 and "io-tui worker:" in stderr
+
+
+def test_line_buffer_joins_split_lines_and_flags_garbage() -> None:
+    lines = LineBuffer()
+    assert lines.feed(b'{"t":"ev') == []
+    assert lines.feed(b'ent","n":1}\n[1,2]\n\n{"t":') == [
+        {"t": "event", "n": 1},
+        {"t": "garbage", "line": "[1,2]"},
+    ]
+    assert lines.feed(b'"x"}\n') == [{"t": "x"}]
+
+
+@pytest.mark.parametrize("message", [{"t": "event", "text": "é ✓"}, {"t": "x", "n": 10**20}])
+def test_encode_is_one_line_that_decodes_back(message: dict[str, Any]) -> None:
+    data = encode(message)
+    assert data.endswith(b"\n") and data.count(b"\n") == 1
+    assert LineBuffer().feed(data) == [message]
