@@ -204,6 +204,8 @@ class ProcessHost:
             self._ask(ApprovalRequest.from_json(message["request"]))
         elif kind in ("ended", "failed"):
             self._ended(message)
+        elif kind == "notice":
+            self.app.notify(str(message["text"]), title="Harness", severity="warning", timeout=15)
         else:
             self._unexpected(str(message))
 

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_support import server_script_args
 
 from io_tui.core.store import Store
+from io_tui.core.trace import build_trace
 from io_tui.core.worker.protocol import LineBuffer, encode
 
 EDIT = {
@@ -30,7 +32,7 @@ class Worker:
         self.received: list[dict[str, Any]] = []
 
     @classmethod
-    async def start(cls, store: Path) -> Worker:
+    async def start(cls, store: Path, settings: dict[str, Any] | None = None) -> Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -42,7 +44,7 @@ class Worker:
             stderr=asyncio.subprocess.PIPE,
         )
         worker = cls(process)
-        await worker.send({"op": "hello", "settings": {}})
+        await worker.send({"op": "hello", "settings": settings or {}})
         return worker
 
     async def send(self, message: dict[str, Any] | bytes) -> None:
@@ -195,6 +197,37 @@ async def test_an_unusable_store_exits_with_a_message(tmp_path: Path) -> None:
     worker = await Worker.start(bad)
     code, stderr = await worker.close()
     assert code == 2 and "io-tui worker:" in stderr
+
+
+async def test_runs_get_the_settings_mcp_servers_and_a_broken_one_is_a_notice(
+    tmp_path: Path,
+) -> None:
+    servers = {
+        "t": {"command": sys.executable, "args": server_script_args()},
+        "gone": {"command": "io-tui-no-such-mcp-server"},
+    }
+    worker = await Worker.start(tmp_path / "store.db", {"mcp": {"servers": servers}})
+    turns = [
+        {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"message": "over the pipe"}}]},
+        {"text": "done"},
+    ]
+    spec = request(tmp_path, script(tmp_path, turns))
+    await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "all"})
+    notice = await worker.until("notice")
+    assert "MCP server 'gone' failed to start" in notice["text"]
+    ended = await worker.until("ended")
+    assert ended["result"]["status"] == "finished"
+    observed = [
+        m["e"]["detail"]
+        for m in worker.received
+        if m.get("t") == "event" and m["e"]["kind"] == "observation"
+    ]
+    assert observed[0]["name"] == "mcp__t__echo" and not observed[0]["is_error"]
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, ended["result"]["run_id"])
+    assert trace["steps"][0]["observations"][0]["text"] == "echo: over the pipe"
+    code, _ = await worker.close()
+    assert code == 0
 
 
 def test_line_buffer_joins_split_lines_and_flags_garbage() -> None:

@@ -20,6 +20,10 @@ Worker → app (``t``):
 - ``ask``     ``request``: an ``ApprovalRequest`` waiting for an ``answer``
 - ``ended``   ``tag``, ``result``: a ``RunResult``, or ``null`` after a deferring ``decide``
 - ``failed``  ``tag``, ``error``: the run could not start, or its task failed (the message)
+- ``notice``  ``text``: something the user should know (an MCP server that did not start)
+
+The worker starts the MCP servers of the ``hello`` settings once and gives their tools to every
+run it drives (new, demo and resumed alike).
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ import asyncio
 import sys
 import traceback
 from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -23,9 +24,13 @@ from io_tui.core.events import RunEvent
 from io_tui.core.launch import NewRunRequest, build_run
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
-from io_tui.core.run import Harness, start_run
+from io_tui.core.run import Harness, harness_registry, start_run
 from io_tui.core.store import Store
+from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import LineBuffer, encode, event_message
+
+if TYPE_CHECKING:
+    from io_tui.core.mcp import McpHub
 
 READ_CHUNK = 1 << 16
 
@@ -43,6 +48,8 @@ class WorkerServer:
         self.asks: dict[int, asyncio.Future[Decision]] = {}  # approval id → the app's answer
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
+        self._hub: asyncio.Future[McpHub | None] | None = None  # the settings' MCP servers
+        self._exit = AsyncExitStack()
 
     # -- output --
 
@@ -72,6 +79,7 @@ class WorkerServer:
         op = message.get("op")
         if op == "hello":
             self.settings = Settings.model_validate(message["settings"])
+            self._hub = asyncio.ensure_future(self._open_hub())
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
             self._spawn(
@@ -109,7 +117,33 @@ class WorkerServer:
             if tag not in self.asking:
                 task.cancel()
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        await self._exit.aclose()  # stops the MCP servers
         self._flush()
+
+    async def _open_hub(self) -> McpHub | None:
+        """Start the settings' MCP servers once, for every run this worker drives; a server
+        that fails to start is a notice to the app, and the runs go on without it."""
+        servers = self.settings.mcp.servers
+        if not servers:
+            return None
+        from io_tui.core.mcp import McpHub
+
+        try:
+            hub = await self._exit.enter_async_context(McpHub(servers))
+        except Exception as exc:  # the runs go on with the built-in tools
+            self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
+            return None
+        for problem in hub.problems:
+            self.send({"t": "notice", "text": problem})
+        return hub
+
+    async def registry(self) -> ToolRegistry:
+        """The built-in tools, plus the MCP servers' once they have started."""
+        registry = harness_registry()
+        hub = await self._hub if self._hub is not None else None
+        if hub is not None:
+            hub.register_into(registry)
+        return registry
 
     # -- the tasks --
 
@@ -158,6 +192,7 @@ class WorkerServer:
             approver=self._approver(tag, approve),
             sink=PipeSink(self, tag),
             policy=policy,
+            registry=await self.registry(),
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)
@@ -173,6 +208,7 @@ class WorkerServer:
                 decision,
                 approver=self._approver(tag, None),
                 sink=PipeSink(self, tag),
+                registry=await self.registry(),
             )
         except DecideError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
