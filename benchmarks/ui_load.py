@@ -9,7 +9,9 @@ harness's:
   handed over) against a copy of the recorded store, so that transcript and gauge reads are
   real: once as fast as the app takes them (throughput), once paced at the target 2,000
   events/s (delay under that load);
-- **end to end**: the app running the 8 runs itself (real tools, real store).
+- **end to end**: the app running the 8 runs itself (real tools, real store), started as the
+  new-run dialog starts them: in its harness worker process (the default), and, beside it, in
+  the app's own event loop (``harness="inline"``).
 
 Delay event→screen is measured from an event's creation to the screen refresh that follows the
 batch it arrived in. Then 10,000 steps go into run 1's tree (keyed nodes) and key presses are
@@ -47,10 +49,10 @@ from io_tui.config import Settings  # noqa: E402
 from io_tui.core.approvals import ApproveAll  # noqa: E402
 from io_tui.core.contract import ContextBudget, TaskContract  # noqa: E402
 from io_tui.core.events import RunEvent  # noqa: E402
-from io_tui.core.launch import NewRunRequest  # noqa: E402
 from io_tui.core.policy import Policy  # noqa: E402
 from io_tui.core.providers.scripted import Script, ScriptedProvider  # noqa: E402
 from io_tui.core.run import Harness, start_run  # noqa: E402
+from io_tui.core.run_request import NewRunRequest  # noqa: E402
 from io_tui.core.store import Store  # noqa: E402
 from io_tui.ui.app import HarnessMode, IoApp, create_app  # noqa: E402
 from io_tui.ui.bridge import BridgeSink  # noqa: E402

@@ -1,7 +1,8 @@
 """The ``io-tui`` command: the TUI by default, headless subcommands beside it (DESIGN §4).
 
 Each subcommand module exposes ``register(subparsers)`` and sets ``handler`` (an async function
-taking the parsed args and returning an exit code). The UI is imported lazily, only when used.
+taking the parsed args and returning an exit code). Only the module of the command given is
+imported (``COMMANDS``), and the UI only when it opens: ``io-tui --version`` loads no harness.
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from collections.abc import Sequence
 from io_tui import __version__
 from io_tui.cli.common import EXIT_FAILED, EXIT_USAGE, UsageError, add_store_option
 
-SUBCOMMAND_MODULES = (
-    "io_tui.cli.run",
-    "io_tui.cli.trace",
-    "io_tui.cli.approvals",
-    "io_tui.cli.rules",
-    "io_tui.cli.memory",
-    "io_tui.cli.config",
-    "io_tui.cli.mcp",
-    "io_tui.cli.ui",
-)
+COMMANDS = {  # command → the module that registers it (imported only when needed)
+    "run": "io_tui.cli.run",
+    "demo": "io_tui.cli.run",
+    "trace": "io_tui.cli.trace",
+    "approvals": "io_tui.cli.approvals",
+    "decide": "io_tui.cli.approvals",
+    "rules": "io_tui.cli.rules",
+    "memory": "io_tui.cli.memory",
+    "config": "io_tui.cli.config",
+    "providers": "io_tui.cli.config",
+    "mcp": "io_tui.cli.mcp",
+    "serve": "io_tui.cli.ui",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,24 +36,36 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"io-tui: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for ``argv``: every subcommand for help or an unknown word, else only the
+    module of the command given (none for the app), so a command imports what it uses only."""
     parser = _Parser(prog="io-tui", description="A terminal cockpit for coding-agent runs.")
     parser.add_argument("--version", action="version", version=f"io-tui {__version__}")
     add_store_option(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # a subcommand not built yet
-            raise
-        module.register(sub)
+    for name in dict.fromkeys(_modules_for(argv)):
+        importlib.import_module(name).register(sub)
     return parser
 
 
+def _modules_for(argv: Sequence[str] | None) -> list[str]:
+    everything = list(COMMANDS.values())
+    if argv is None:
+        return everything
+    words = iter(argv)
+    for word in words:
+        if word in ("-h", "--help"):
+            return everything
+        if word == "--store":
+            next(words, None)  # its value
+        elif not word.startswith("-"):
+            return [COMMANDS[word]] if word in COMMANDS else everything
+    return []  # no command: the app
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -7,10 +7,12 @@ import json
 import sys
 from argparse import Namespace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from io_tui.core.store import Store, StoreError
 from io_tui.paths import default_store_path
+
+if TYPE_CHECKING:
+    from io_tui.core.store import Store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -28,6 +30,8 @@ def store_path(args: Namespace) -> Path:
 
 
 async def open_store(args: Namespace) -> Store:
+    from io_tui.core.store import Store, StoreError
+
     try:
         return await Store.open(store_path(args))
     except StoreError as exc:

@@ -1,8 +1,5 @@
 """Turning a ``NewRunRequest`` into a contract, provider and policy (new runs and follow-ups).
 
-The request is what the app's new-run dialog or a follow-up prompt asks for; it crosses into the
-harness process as JSON (``core.worker``), so it is plain data here and built into a run there.
-
 A follow-up continues a conversation as a new run seeded with the earlier one (``seed_run_id``):
 the earlier run's goal and final answer go into the new contract's constraints, the workspace,
 provider (a fresh copy from its description) and policy are the earlier run's.
@@ -11,9 +8,7 @@ provider (a fresh copy from its description) and policy are the earlier run's.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.contract import ContextBudget, TaskContract, contract_from_json
@@ -21,31 +16,11 @@ from io_tui.core.policy import Policy, PolicyError
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import ProviderConfigError, build_provider
 from io_tui.core.providers.scripted import ScriptError
+from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.core.workspace import Workspace, WorkspaceError
 
 FINAL_ANSWER_CHARS = 2_000
-
-
-@dataclass(frozen=True, slots=True)
-class NewRunRequest:
-    """What the new-run dialog (or a follow-up prompt) asks for."""
-
-    task: str
-    workspace: Path
-    provider: str | None = None
-    model: str | None = None
-    max_steps: int | None = None
-    token_budget: int | None = None
-    context_max_tokens: int | None = None
-    seed_run_id: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "workspace": str(self.workspace)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NewRunRequest:
-        return cls(**{**data, "workspace": Path(data["workspace"])})
 
 
 async def build_run(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import partial
 from typing import Any
 
@@ -29,6 +28,7 @@ from io_tui.core.contract import (
 from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
 from io_tui.core.ledger import StepRecord
 from io_tui.core.model_turn import ask_model, build_engine, remaining_tokens, request_tokens
+from io_tui.core.outcome import Outcome, RunResult, status_for
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import (
     ErrorKind,
@@ -56,50 +56,6 @@ Some actions need a human's approval; a refusal or denial says why, so adapt ins
 When the task is done, reply with a short summary and no tool calls."""
 
 VERIFY_TIMEOUT_S = 300
-
-
-class Outcome(StrEnum):
-    SUCCESS = "success"
-    FINISHED = "finished"
-    STEP_CAP = "step_cap_reached"
-    TOKEN_BUDGET = "token_budget_exhausted"
-    DENIED = "denied"
-    AWAITING_APPROVAL = "awaiting_approval"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-    CONTEXT_OVERFLOW = "context_overflow"
-
-
-_STATUS = {
-    Outcome.AWAITING_APPROVAL: "paused",
-    Outcome.CANCELLED: "cancelled",
-    Outcome.FAILED: "failed",
-    Outcome.CONTEXT_OVERFLOW: "failed",
-}
-
-
-def status_for(outcome: Outcome) -> str:
-    return _STATUS.get(outcome, "finished")
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    run_id: int
-    status: str
-    outcome: Outcome
-    steps: int
-    tokens: int
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "status": self.status,
-            "outcome": self.outcome.value,
-            "steps": self.steps,
-            "tokens": self.tokens,
-            "error": self.error,
-        }
 
 
 @dataclass

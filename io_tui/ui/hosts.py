@@ -26,8 +26,8 @@ from textual.worker import Worker, get_current_worker
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventSink, NullSink
-from io_tui.core.launch import NewRunRequest
-from io_tui.core.run import Outcome, RunResult
+from io_tui.core.outcome import Outcome, RunResult
+from io_tui.core.run_request import NewRunRequest
 from io_tui.core.worker.protocol import LineBuffer, encode, event_from
 from io_tui.ui.bridge import BridgeSink
 from io_tui.ui.messages import ApprovalRequested, RunEnded
@@ -94,7 +94,7 @@ class ProcessHost:
     def interrupt(self, run_id: int) -> bool:
         if run_id not in self.live:
             return False
-        self.app.run_worker(self._send({"op": "cancel", "run_id": run_id}), group="harness-io")
+        self._order("cancel", run_id=run_id)
         return True
 
     def is_live(self, run_id: int) -> bool:
@@ -135,9 +135,17 @@ class ProcessHost:
         return f"t{next(self._tags)}"
 
     def _order(self, op: str, **fields: Any) -> None:
-        self.app.run_worker(
-            self._send({"op": op, "tag": self._tag(), **fields}), group="harness-io"
-        )
+        """Send an order from a worker; a worker that cannot be started or written to is
+        reported as a run that did not start."""
+
+        async def send() -> None:
+            try:
+                await self._send({"op": op, "tag": self._tag(), **fields})
+            except (OSError, HostError) as exc:
+                error = f"the harness process is not available: {exc}"
+                self.app.post_message(RunEnded(None, error=error))
+
+        self.app.run_worker(send(), group="harness-io", exit_on_error=False)
 
     async def _send(self, message: dict[str, Any]) -> None:
         process = await self._ensure()
@@ -254,10 +262,13 @@ class ProcessHost:
         self.live.clear()
         for run_id in lost:
             self.app.run_stopped(run_id)
-        futures: list[asyncio.Future[Any]] = [*self._asks.values(), *self._decisions.values()]
-        for future in futures:
-            if not future.done():
-                future.cancel()
+        for ask in self._asks.values():
+            ask.cancel()  # nobody is waiting for the answer any more
+        for decision in self._decisions.values():
+            if not decision.done():
+                decision.set_exception(HostError(f"the harness process exited (code {code})"))
+        self._asks.clear()
+        self._decisions.clear()
         if self._closing:
             return
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"

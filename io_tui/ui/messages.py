@@ -7,14 +7,16 @@ Facts are past tense (``RunEventsReceived``, ``RunEnded``); requests are imperat
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.events import RunEvent
-from io_tui.core.launch import NewRunRequest
-from io_tui.core.run import RunResult
+from io_tui.core.run_request import NewRunRequest
+
+if TYPE_CHECKING:
+    from io_tui.core.outcome import RunResult
 
 
 class ApprovalRequested(Message):

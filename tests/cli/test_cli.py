@@ -239,3 +239,29 @@ def test_core_sources_never_mention_rich_or_textual():
         )
     ]
     assert offenders == []
+
+
+def _loaded_after(code: str, watched: tuple[str, ...]) -> list[str]:
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {watched!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+HARNESS = ("io_tui.core.run", "io_tui.core.launch", "io_tui.core.providers.factory", "httpx")
+
+
+def test_the_app_process_does_not_load_the_harness() -> None:
+    """Runs execute in the worker process: the app's startup skips the run loop, the providers
+    and httpx (what makes `io-tui`'s first frame wait)."""
+    assert _loaded_after("import io_tui.ui.app", HARNESS) == []
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    version = "from io_tui.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    assert _loaded_after(version, (*HARNESS, "textual", "io_tui.core.store", "pydantic")) == []
+    trace = "from io_tui.cli import build_parser\nbuild_parser(['trace', '1'])"
+    modules = ("io_tui.cli.trace", "io_tui.cli.run", "io_tui.cli.memory", "io_tui.cli.mcp")
+    assert _loaded_after(trace, modules) == ["io_tui.cli.trace"]

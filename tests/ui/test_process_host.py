@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
-from io_tui.core.launch import NewRunRequest
+from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.hosts import ProcessHost

@@ -1,0 +1,54 @@
+"""How a run ended: its ``Outcome``, the store status it maps to, and the ``RunResult``.
+
+Plain data with no harness imports, so the app can read results without loading the run loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Outcome(StrEnum):
+    SUCCESS = "success"
+    FINISHED = "finished"
+    STEP_CAP = "step_cap_reached"
+    TOKEN_BUDGET = "token_budget_exhausted"
+    DENIED = "denied"
+    AWAITING_APPROVAL = "awaiting_approval"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    CONTEXT_OVERFLOW = "context_overflow"
+
+
+_STATUS = {
+    Outcome.AWAITING_APPROVAL: "paused",
+    Outcome.CANCELLED: "cancelled",
+    Outcome.FAILED: "failed",
+    Outcome.CONTEXT_OVERFLOW: "failed",
+}
+
+
+def status_for(outcome: Outcome) -> str:
+    return _STATUS.get(outcome, "finished")
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    run_id: int
+    status: str
+    outcome: Outcome
+    steps: int
+    tokens: int
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "outcome": self.outcome.value,
+            "steps": self.steps,
+            "tokens": self.tokens,
+            "error": self.error,
+        }

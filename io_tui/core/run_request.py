@@ -1,0 +1,29 @@
+"""What the app's new-run dialog or a follow-up prompt asks for: plain data that crosses into the
+harness process as JSON (``core.worker``) and is built into a run there (``core.launch``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class NewRunRequest:
+    """What the new-run dialog (or a follow-up prompt) asks for."""
+
+    task: str
+    workspace: Path
+    provider: str | None = None
+    model: str | None = None
+    max_steps: int | None = None
+    token_budget: int | None = None
+    context_max_tokens: int | None = None
+    seed_run_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "workspace": str(self.workspace)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NewRunRequest:
+        return cls(**{**data, "workspace": Path(data["workspace"])})
