@@ -23,6 +23,8 @@ def obs(step: int, call_id: str) -> Observation:
 
 async def test_a_new_file_is_migrated_to_the_current_version_in_wal_mode(store_path):
     store = await Store.open(store_path)
+    [row] = await store.db.fetchall("PRAGMA synchronous")
+    assert row[0] == 1  # NORMAL, WAL's recommended level (per connection, so checked on ours)
     await store.close()
     with sqlite3.connect(store_path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
