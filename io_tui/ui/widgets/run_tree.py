@@ -9,7 +9,7 @@ tree's lines are rebuilt), so 10,000 steps stay responsive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
 from rich.style import Style
 from rich.text import Text
@@ -53,8 +53,11 @@ class RunTree(Tree[NodeRef]):
         self.styles_by_status: dict[str, str] = dict(_FALLBACK_STYLE)
         self.views: dict[int, RunView] = {}
         self._shown: dict[NodeRef, tuple[object, ...]] = {}  # what each label shows now
-        self._scrollbars_pending = False
+        self._lines_pending = False
+        self._painted: list[tuple[object, ...] | None] = []  # what each visible line showed
+        self._painted_frame: tuple[int, ...] | None = None  # top, width, height, virtual width
         self._kept_lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        self._line_style = Style()
 
     def on_mount(self) -> None:
         self._restyle()
@@ -78,25 +81,47 @@ class RunTree(Tree[NodeRef]):
         layout: bool = False,
         recompose: bool = False,
     ) -> Self:
-        """Adding a node asks for a layout of the whole screen (every widget re-arranged and
-        repainted, ~20-40 ms with a full transcript). This tree's box comes from the screen's
-        CSS, never from its content, so a repaint of the tree and its scrollbars is enough."""
-        if layout and not recompose and self.is_mounted and self._box_is_fixed():
-            layout = False
-            if not self._scrollbars_pending:
-                self._scrollbars_pending = True
-                self.call_later(self._update_scrollbars)
+        """``Tree`` asks for a layout of the whole screen whenever a node is added (every widget
+        re-arranged and repainted, ~20-40 ms with a full transcript), then repaints all its
+        lines. This tree's box comes from the screen's CSS, never from its content, so it
+        repaints itself instead: only the visible lines that now show something else."""
+        if layout and not recompose and not regions and self.is_mounted and self._box_is_fixed():
+            if not self._lines_pending:
+                self._lines_pending = True
+                self.call_later(self._repaint_changed)
+            return self
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _box_is_fixed(self) -> bool:
         width, height = self.styles.width, self.styles.height
         return width is not None and height is not None and not (width.is_auto or height.is_auto)
 
-    def _update_scrollbars(self) -> None:
-        """What a layout would do for this scroll view: thumbs follow the new line count."""
-        self._scrollbars_pending = False
-        self._tree_lines  # noqa: B018 - rebuilds the lines, which sets virtual_size
+    def _repaint_changed(self) -> None:
+        """Rebuild the lines, move the scrollbar thumbs as a layout would, and repaint the
+        visible lines whose node, label, guides or place changed (all of them after a scroll,
+        a resize or a restyle)."""
+        self._lines_pending = False
+        lines = self._tree_lines  # rebuilds the lines, which sets virtual_size
         self._scroll_update(self.virtual_size)
+        top, (width, height) = self.scroll_offset.y, self.size
+        shown = [_signature(lines, y) for y in range(top, top + height)]
+        frame = (top, width, height, self.virtual_size.width)
+        if frame != self._painted_frame:
+            super().refresh()
+        else:
+            for row, (before, now) in enumerate(zip(self._painted, shown, strict=True)):
+                if before != now:
+                    super().refresh(Region(0, row, width, 1))
+        self._painted, self._painted_frame = shown, frame
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._line_style = self.rich_style  # once a frame: ``Tree`` computes it for every line
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.size.width
+        return self._render_line(y + scroll_y, scroll_x, scroll_x + width, self._line_style)
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """Rendered lines are kept by what they show. ``Tree`` forgets every line whenever a
@@ -115,7 +140,7 @@ class RunTree(Tree[NodeRef]):
             self.virtual_size.width,
             self.cursor_line == y,
             self.hover_line == y,
-            self.get_pseudo_class_state(),
+            self._pseudo_class_state,  # set by Tree.render_lines for the frame
             base_style,
             line.last,
             # ancestors draw only the guides; the node itself, its label and icon
@@ -131,6 +156,7 @@ class RunTree(Tree[NodeRef]):
 
     def notify_style_update(self) -> None:
         self._kept_lines.clear()  # a theme or CSS change restyles every line
+        self._painted_frame = None
         super().notify_style_update()
 
     def get_label_width(self, node: TreeNode[NodeRef]) -> int:
@@ -144,8 +170,14 @@ class RunTree(Tree[NodeRef]):
         return width + (len(self.ICON_NODE) if node.allow_expand else 0)
 
     def _set_label(self, node: TreeNode[NodeRef], label: Text) -> None:
+        """Relabel a node and repaint its own line. ``TreeNode.set_label`` repaints every visible
+        line under the node, and a live run's label changes with each step while its steps fill
+        the tree. (A rebuild in flight repaints the line anyway: ``_signature`` has ``_updates``.)"""
         self._widths[node.id] = label.cell_len
-        node.set_label(label)
+        node._label = self.process_label(label)
+        node._updates += 1
+        if node._line >= 0 and not self._lines_pending:
+            self._refresh_line(node._line)
 
     def upsert_run(self, run: RunView) -> TreeNode[NodeRef]:
         self.views[run.id] = run
@@ -203,6 +235,16 @@ class RunTree(Tree[NodeRef]):
             node.parent.expand()
         self.move_cursor(node)
         self.scroll_to_node(node, animate=False)
+
+
+def _signature(lines: list[Any], y: int) -> tuple[object, ...] | None:
+    """What line ``y`` shows, but for the cursor and hover (``Tree`` repaints those itself)."""
+    if y >= len(lines):
+        return None
+    line = lines[y]
+    node = line.node
+    path = tuple((n._id, n.is_last) for n in line.path)
+    return (node._id, node._updates, node.is_expanded, line.last, path)
 
 
 def run_label(run: RunView, styles: dict[str, str]) -> Text:
