@@ -38,6 +38,11 @@ async def shoot(theme: str, keys: tuple[str, ...], name: str, step: int | None =
             demo_workspace=workspace,
         )
         async with app.run_test(size=SIZE) as pilot:
+            for _ in range(600):  # the demo runs in the harness worker: wait for its end
+                run = app.runs.get(1)
+                if run is not None and not run.live and not app.host.is_live(1):
+                    break
+                await pilot.pause(0.05)
             await wait_until_idle(pilot)
             screen = app.screen
             if isinstance(screen, MainScreen):
