@@ -128,3 +128,28 @@ def _notes(into: list[str]):  # type: ignore[no-untyped-def]
             into.append(f"{message.notification.title}: {message.notification.message}")
 
     return hook
+
+
+async def test_a_paused_run_decided_in_the_inbox_resumes_in_the_worker(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from io_tui.ui.screens.inbox import InboxScreen
+
+    from ._steering import EDIT_TURN, make_workspace, paused_run
+
+    workspace = make_workspace(tmp_path / "ws")
+    turns = [EDIT_TURN, {"text": "done"}]
+    async with await Store.open(tmp_path / "store.db") as store:
+        paused = await paused_run(store, workspace, turns, tmp_path / "s.json")
+    assert paused.status == "paused"
+    app = process_app(tmp_path)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE, message_hook=_notes(notes)) as pilot:
+        await pilot.press("f2")
+        await until(lambda: isinstance(app.screen, InboxScreen), pilot)
+        table = app.screen.query_one("#inbox-table", DataTable)
+        await until(lambda: table.row_count == 1, pilot)
+        await pilot.press("1")  # approve: the worker records it and resumes the run
+        await until(lambda: any("run 1 finished" in n for n in notes), pilot)
+    assert await row(app, 1) == ("finished", "finished")
+    assert "return x" in (workspace / "src" / "app.py").read_text()
