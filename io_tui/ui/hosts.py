@@ -271,6 +271,8 @@ class ProcessHost:
         self._decisions.clear()
         if self._closing:
             return
+        if lost:
+            self.app.run_worker(self._mark_lost(lost, code), group="db", exit_on_error=False)
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
         runs = f"; runs lost: {', '.join(map(str, lost))}" if lost else ""
         self.app.notify(
@@ -279,6 +281,17 @@ class ProcessHost:
             severity="error",
             timeout=30,
         )
+
+    async def _mark_lost(self, run_ids: list[int], code: int) -> None:
+        """The runs the dead worker held end ``failed`` in the store (they would say 'running'
+        forever), and the app reloads them."""
+        store = self.app.store
+        for run_id in run_ids:
+            row = await store.runs.get(run_id)
+            if row is not None and row.status in ("running", "asking"):
+                error = f"the harness process exited (code {code}) while the run was live"
+                await store.runs.set_status(run_id, "failed", "failed", error=error)
+        self.app.refresh_runs(run_ids)
 
 
 class InlineHost:
