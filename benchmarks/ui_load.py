@@ -45,7 +45,7 @@ from textual.app import App, ComposeResult  # noqa: E402
 from textual.screen import Screen  # noqa: E402
 from textual.widgets import Footer, Header, Input, Static, Tree  # noqa: E402
 
-from io_tui.config import Settings  # noqa: E402
+from io_tui.config import HarnessMode, Settings  # noqa: E402
 from io_tui.core.approvals import ApproveAll  # noqa: E402
 from io_tui.core.contract import ContextBudget, TaskContract  # noqa: E402
 from io_tui.core.events import RunEvent  # noqa: E402
@@ -54,7 +54,7 @@ from io_tui.core.providers.scripted import Script, ScriptedProvider  # noqa: E40
 from io_tui.core.run import Harness, start_run  # noqa: E402
 from io_tui.core.run_request import NewRunRequest  # noqa: E402
 from io_tui.core.store import Store  # noqa: E402
-from io_tui.ui.app import HarnessMode, IoApp, create_app  # noqa: E402
+from io_tui.ui.app import IoApp, create_app  # noqa: E402
 from io_tui.ui.bridge import BridgeSink  # noqa: E402
 from io_tui.ui.screens.main import MainScreen  # noqa: E402
 from io_tui.ui.state import StepView  # noqa: E402

@@ -23,6 +23,7 @@ from io_tui.core.mcp.config import McpSettings
 from io_tui.paths import config_file
 
 ApproveMode = Literal["ask", "all", "deny", "defer"]
+HarnessMode = Literal["process", "inline"]  # where the app's runs execute (ui.hosts)
 
 
 class ConfigError(ValueError):
@@ -32,7 +33,7 @@ class ConfigError(ValueError):
 class UISettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     theme: str = "io-dark"
-    harness: Literal["process", "inline"] = Field(
+    harness: HarnessMode = Field(
         default="process",
         description="where the app's runs execute: a worker process, or the app's own loop",
     )

@@ -16,14 +16,14 @@ import time
 from collections import deque
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
-from io_tui.config import Settings
+from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventKind
 from io_tui.core.store import Store, StoreError
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from io_tui.ui.screens.main import MainScreen
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
-HarnessMode = Literal["process", "inline"]
 
 
 class IoApp(App[int]):
