@@ -10,6 +10,7 @@ which the app keeps the tail of for when the worker dies.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import traceback
 from collections.abc import Callable, Coroutine
@@ -270,13 +271,17 @@ async def main(store_path: Path) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK * 16)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
+    # The protocol keeps the pipe on a descriptor of its own; fd 1 becomes stderr, so neither a
+    # stray print nor a child process that inherits stdout can write into the protocol.
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
 
     def write(data: bytes) -> None:
         out.write(data)
         out.flush()
 
-    sys.stdout = sys.stderr  # a stray print must not corrupt the protocol
     async with await Store.open(store_path) as store:
         await WorkerServer(store, write).serve(reader)
     return 0
