@@ -260,7 +260,9 @@ def test_the_app_process_does_not_load_the_harness() -> None:
 
 
 def test_a_command_loads_only_its_own_module() -> None:
-    version = "from io_tui.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    version = (
+        "from io_tui.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    )
     assert _loaded_after(version, (*HARNESS, "textual", "io_tui.core.store", "pydantic")) == []
     trace = "from io_tui.cli import build_parser\nbuild_parser(['trace', '1'])"
     modules = ("io_tui.cli.trace", "io_tui.cli.run", "io_tui.cli.memory", "io_tui.cli.mcp")
