@@ -28,7 +28,7 @@ from io_tui.core.approvals import ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventSink, NullSink
 from io_tui.core.outcome import Outcome, RunResult
 from io_tui.core.run_request import NewRunRequest
-from io_tui.core.worker.protocol import LineBuffer, encode, event_from
+from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
 from io_tui.ui.bridge import BridgeSink
 from io_tui.ui.messages import ApprovalRequested, RunEnded
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
 
 WORKER_MODULE = "io_tui.core.worker"
-READ_CHUNK = 1 << 16
 CLOSE_TIMEOUT_S = 10.0
 
 

@@ -33,6 +33,8 @@ from typing import Any
 
 from io_tui.core.events import EventKind, RunEvent
 
+READ_CHUNK = 1 << 16  # bytes read from the pipe at a time, on either side
+
 
 def encode(message: dict[str, Any]) -> bytes:
     return (json.dumps(message, default=str, separators=(",", ":")) + "\n").encode()

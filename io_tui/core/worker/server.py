@@ -29,12 +29,10 @@ from io_tui.core.run import Harness, harness_registry, start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry
-from io_tui.core.worker.protocol import LineBuffer, encode, event_message
+from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub
-
-READ_CHUNK = 1 << 16
 
 
 class WorkerServer:
