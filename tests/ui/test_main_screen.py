@@ -191,3 +191,34 @@ async def test_expanding_every_tool_keeps_the_step_at_the_top_in_view(make_app) 
         top = transcript.blocks[5].virtual_region
         assert top.y <= transcript.scroll_y < top.bottom
         assert not transcript.blocks[5].collapsed
+
+
+async def test_a_live_run_repaints_the_gauges_at_most_ten_times_a_second(
+    make_app, monkeypatch
+) -> None:
+    """Every batch of a live run changes its figures; the gauges take the latest at ~10 Hz
+    (the interval is stretched here so that a slow machine cannot blur the two cases)."""
+    import io_tui.ui.screens.main as main_screen
+
+    monkeypatch.setattr(main_screen, "GAUGE_INTERVAL", 1.0)
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        from io_tui.ui.state import RunView
+
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        run = app.runs[1] = RunView(1, "goal", "/w")
+        screen.upsert_run(run)
+        await pilot.pause()
+        gauge = screen.query_one("#gauge-run", Gauge)
+        for tokens in range(100, 2_100, 100):  # twenty batches in one loop turn
+            run.tokens = tokens
+            screen.apply_changes({1}, set(), set())
+        await pilot.pause()
+        assert gauge.value == 2_000  # one repaint, with the latest figure
+        run.tokens = 2_500
+        screen.apply_changes({1}, set(), set())
+        await pilot.pause()
+        assert gauge.value == 2_000  # within the interval of the last repaint: waits for the tick
+        await pilot.pause(1.1)
+        assert gauge.value == 2_500

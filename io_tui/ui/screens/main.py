@@ -3,7 +3,8 @@
 The screen owns selection. Moving the cursor updates the selection at once; the store reads it
 implies (transcript, gauges) go out at most ~10 times a second, for the latest selection only,
 and a transcript already showing the selected run is kept (a step in it is scrolled to). Workers
-post typed messages back; live changes arrive from the app already coalesced (``apply_changes``).
+post typed messages back; live changes arrive from the app already coalesced (``apply_changes``)
+and repaint the gauges at most ~10 times a second.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
+GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript blocks are mounted at most 2×/s
 
 if TYPE_CHECKING:
@@ -86,6 +88,8 @@ class MainScreen(Screen[None]):
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
         self._view_armed = False  # a debounced transcript/gauge load is scheduled
+        self._gauges_armed = False  # a live repaint of the gauges is scheduled
+        self._last_gauges = float("-inf")
         self._last_view_load = float("-inf")
         self._tail_armed = False  # a transcript tail load is scheduled
         self._tail_timer: Timer | None = None
@@ -154,7 +158,7 @@ class MainScreen(Screen[None]):
         run = runs[selected]
         self.transcript.set_streaming(run.streaming)
         if selected in changed_runs:
-            self._refresh_gauges()
+            self._schedule_gauges()
         if selected != self._loaded_run:
             return  # its transcript and gauges load at the next view tick
         if any(run_id == selected for run_id, _ in committed) or (
@@ -299,6 +303,23 @@ class MainScreen(Screen[None]):
         if message.figures.run_id == self.selected_run:
             self._figures = message.figures
             self._refresh_gauges()
+
+    def _schedule_gauges(self) -> None:
+        """Repaint the gauges now, or at the next ~10 Hz tick if they were repainted less than
+        ``GAUGE_INTERVAL`` ago: a live run changes its figures with every batch."""
+        if self._gauges_armed:
+            return
+        self._gauges_armed = True
+        wait = self._last_gauges + GAUGE_INTERVAL - monotonic()
+        if wait > 0:
+            self.set_timer(wait, self._gauges_tick)
+        else:
+            self.call_later(self._gauges_tick)
+
+    def _gauges_tick(self) -> None:
+        self._gauges_armed = False
+        self._last_gauges = monotonic()
+        self._refresh_gauges()
 
     def _refresh_gauges(self) -> None:
         run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
