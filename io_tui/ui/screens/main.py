@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from time import monotonic
 from typing import TYPE_CHECKING
 
 from textual import on, work
@@ -21,13 +20,13 @@ from textual.containers import Horizontal, Vertical
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Tree
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.state import RunView, StepView
+from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
@@ -87,13 +86,11 @@ class MainScreen(Screen[None]):
         self._auto_select = True
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
-        self._view_armed = False  # a debounced transcript/gauge load is scheduled
-        self._gauges_armed = False  # a live repaint of the gauges is scheduled
-        self._last_gauges = float("-inf")
-        self._last_view_load = float("-inf")
-        self._tail_armed = False  # a transcript tail load is scheduled
-        self._tail_timer: Timer | None = None
-        self._last_tail = float("-inf")
+        # a held arrow key costs ≤10 store reads a second; a live run repaints the gauges ≤10×/s;
+        # a followed transcript mounts new blocks ≤2×/s (mounting is the costliest repaint)
+        self._schedule_view = Throttle(self, VIEW_INTERVAL, self._load_view)
+        self._schedule_gauges = Throttle(self, GAUGE_INTERVAL, self._refresh_gauges)
+        self._schedule_tail = Throttle(self, TAIL_INTERVAL, self._follow_tail)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -164,28 +161,10 @@ class MainScreen(Screen[None]):
         if any(run_id == selected for run_id, _ in committed) or (
             selected in changed_runs and not run.live
         ):
-            self._schedule_tail(immediate=not run.live)
-
-    def _schedule_tail(self, *, immediate: bool) -> None:
-        """Follow the selected run's transcript: new blocks at most every ``TAIL_INTERVAL``
-        while it runs (mounting blocks is the costliest repaint), at once when it has ended."""
-        if self._tail_armed:
-            if not immediate:
-                return
-            if self._tail_timer is not None:
-                self._tail_timer.stop()
-        self._tail_armed = True
-        wait = 0.0 if immediate else self._last_tail + TAIL_INTERVAL - monotonic()
-        if wait > 0:
-            self._tail_timer = self.set_timer(wait, self._follow_tail)
-        else:
-            self._tail_timer = None
-            self.call_later(self._follow_tail)
+            self._schedule_tail(now=not run.live)
 
     def _follow_tail(self) -> None:
-        self._tail_armed = False
-        self._tail_timer = None
-        self._last_tail = monotonic()
+        """Load the selected run's new steps (at once when it has ended, else ≤2×/s)."""
         run_id = self._loaded_run
         run = self.io_app.runs.get(run_id) if run_id is not None else None
         if run_id is None or run is None or run_id != self.selected_run:
@@ -221,21 +200,8 @@ class MainScreen(Screen[None]):
                 self.transcript.scroll_to_widget(block, animate=False, top=True)
         self._schedule_view()
 
-    def _schedule_view(self) -> None:
-        """Load what the selection shows on the next loop turn, or at the next ~10 Hz tick if a
-        load went out less than ``VIEW_INTERVAL`` ago: a held arrow key costs ≤10 reads/s."""
-        if self._view_armed:
-            return
-        self._view_armed = True
-        wait = self._last_view_load + VIEW_INTERVAL - monotonic()
-        if wait > 0:
-            self.set_timer(wait, self._load_view)
-        else:
-            self.call_later(self._load_view)
-
     def _load_view(self) -> None:
-        self._view_armed = False
-        self._last_view_load = monotonic()
+        """Load what the selection shows: its transcript if another run, and its gauges."""
         run_id, step = self.selected_run, self.selected_step
         if run_id is None:
             return
@@ -303,23 +269,6 @@ class MainScreen(Screen[None]):
         if message.figures.run_id == self.selected_run:
             self._figures = message.figures
             self._refresh_gauges()
-
-    def _schedule_gauges(self) -> None:
-        """Repaint the gauges now, or at the next ~10 Hz tick if they were repainted less than
-        ``GAUGE_INTERVAL`` ago: a live run changes its figures with every batch."""
-        if self._gauges_armed:
-            return
-        self._gauges_armed = True
-        wait = self._last_gauges + GAUGE_INTERVAL - monotonic()
-        if wait > 0:
-            self.set_timer(wait, self._gauges_tick)
-        else:
-            self.call_later(self._gauges_tick)
-
-    def _gauges_tick(self) -> None:
-        self._gauges_armed = False
-        self._last_gauges = monotonic()
-        self._refresh_gauges()
 
     def _refresh_gauges(self) -> None:
         run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
