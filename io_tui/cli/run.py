@@ -23,11 +23,10 @@ from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApproveAll, Approver, TerminalApprover
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.events import EventSink
+from io_tui.core.launch import policy_for, provider_for
 from io_tui.core.mcp import McpHub
-from io_tui.core.policy import Policy, PolicyError
+from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
-from io_tui.core.providers.factory import ProviderConfigError, build_provider
-from io_tui.core.providers.scripted import ScriptError
 from io_tui.core.run import Harness, Outcome, RunResult, harness_registry, start_run
 from io_tui.core.workspace import Workspace, WorkspaceError
 
@@ -85,17 +84,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def provider_from(settings: Settings) -> Provider:
     try:
-        return build_provider(settings)
-    except (ProviderConfigError, ScriptError) as exc:
+        return provider_for(settings)
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
 def policy_from(settings: Settings) -> Policy:
-    if settings.policy is None:
-        return Policy()
     try:
-        return Policy.load(settings.policy)
-    except PolicyError as exc:
+        return policy_for(settings)
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 

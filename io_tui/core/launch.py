@@ -46,8 +46,8 @@ async def build_run(
         )
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    provider = _provider(run_settings)
-    policy = _policy(run_settings)
+    provider = provider_for(run_settings)
+    policy = policy_for(run_settings)
     contract = TaskContract(
         goal=request.task.strip(),
         workspace=workspace.root,
@@ -89,7 +89,7 @@ async def _follow_up(
     try:
         provider = provider_from_description(row.provider)
     except Exception:
-        provider = _provider(settings)
+        provider = provider_for(settings)
     return contract, provider, Policy.from_json(row.policy, source=f"run {row.id} policy")
 
 
@@ -101,14 +101,16 @@ async def _final_answer(store: Store, run_id: int) -> str:
     return str(steps[-1]["text"])[:FINAL_ANSWER_CHARS] if steps else ""
 
 
-def _provider(settings: Settings) -> Provider:
+def provider_for(settings: Settings) -> Provider:
+    """The settings' provider; ValueError with a readable message when it cannot be built."""
     try:
         return build_provider(settings)
     except (ProviderConfigError, ScriptError) as exc:
         raise ValueError(str(exc)) from None
 
 
-def _policy(settings: Settings) -> Policy:
+def policy_for(settings: Settings) -> Policy:
+    """The settings' policy file, or the defaults; ValueError when the file does not load."""
     if settings.policy is None:
         return Policy()
     try:
