@@ -52,3 +52,7 @@ class RunResult:
             "tokens": self.tokens,
             "error": self.error,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        return cls(**{**data, "outcome": Outcome(data["outcome"])})

@@ -26,7 +26,7 @@ from textual.worker import Worker, get_current_worker
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventSink, NullSink
-from io_tui.core.outcome import Outcome, RunResult
+from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
 from io_tui.ui.bridge import BridgeSink
@@ -57,10 +57,6 @@ class RunHost(Protocol):
     async def close(self) -> None: ...
 
 
-def result_from(data: dict[str, Any]) -> RunResult:
-    return RunResult(**{**data, "outcome": Outcome(data["outcome"])})
-
-
 class ProcessHost:
     """Runs in a harness worker process; one per app, started on the first order."""
 
@@ -70,7 +66,7 @@ class ProcessHost:
         self.live: dict[int, str] = {}  # run id → tag
         self.stderr_tail: deque[str] = deque(maxlen=20)
         self._process: asyncio.subprocess.Process | None = None
-        self._starting: asyncio.Lock | None = None
+        self._starting = asyncio.Lock()  # one worker, however many orders race to start it
         self._tags = itertools.count(1)
         self._decisions: dict[str, asyncio.Future[RunResult | None]] = {}
         self._asks: dict[int, asyncio.Future[Decision]] = {}
@@ -155,8 +151,6 @@ class ProcessHost:
     async def _ensure(self) -> asyncio.subprocess.Process:
         if self._closing:
             raise HostError("the app is closing")
-        if self._starting is None:
-            self._starting = asyncio.Lock()
         async with self._starting:
             if self._process is None or self._process.returncode is not None:
                 self._process = await self._spawn()
@@ -243,7 +237,7 @@ class ProcessHost:
         for run_id in [r for r, t in self.live.items() if t == tag]:
             del self.live[run_id]
             self.app.run_stopped(run_id)
-        result = result_from(message["result"]) if message.get("result") else None
+        result = RunResult.from_json(message["result"]) if message.get("result") else None
         error = message.get("error")
         decision = self._decisions.pop(tag, None)
         if decision is not None:
