@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
 from textual.message import Message
 from textual.widgets import Input
 
@@ -15,7 +12,7 @@ from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.run_tree import RunTree
-from io_tui.ui.widgets.transcript import StepBlock, Transcript
+from io_tui.ui.widgets.transcript import Transcript
 
 from .conftest import SIZE
 
@@ -34,9 +31,9 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         kinds = {e.kind for m in messages if isinstance(m, RunEventsReceived) for e in m.events}
         assert {EventKind.RUN_STARTED, EventKind.TEXT_DELTA, EventKind.RUN_FINISHED} <= kinds
         transcript = app.screen.query_one(Transcript)
-        assert sorted(transcript.blocks) == list(range(1, 11))
-        assert transcript.blocks[6].data.tools[0].name == "edit_file"
-        assert "decision on request 1: approve" in _text(transcript.blocks[6])
+        assert sorted(transcript.steps) == list(range(1, 11))
+        assert transcript.steps[6].data.tools[0].name == "edit_file"
+        assert "decision on request 1: approve" in transcript.text_of(6)
         run_gauge = app.screen.query_one("#gauge-run", Gauge)
         assert run_gauge.value == run.tokens
         request_gauge = app.screen.query_one("#gauge-request", Gauge)
@@ -75,12 +72,14 @@ async def test_expand_key_opens_every_tool_block(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
+        transcript = app.screen.query_one(Transcript)
         await pilot.press("e")
-        blocks = list(app.screen.query(StepBlock))
-        assert blocks and not any(b.collapsed for b in blocks if b.data.tools)
-        assert "▼ " in _text(blocks[-2]) and "▶ " not in _text(blocks[-2])
+        steps = transcript.steps.values()
+        assert steps and not any(s.collapsed for s in steps if s.has_tools)
+        assert "▼ " in transcript.text_of(9) and "▶ " not in transcript.text_of(9)
         await pilot.press("e")
-        assert all(b.collapsed for b in app.screen.query(StepBlock))
+        assert all(s.collapsed for s in transcript.steps.values())
+        assert "▶ " in transcript.text_of(9) and "▼ " not in transcript.text_of(9)
 
 
 async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
@@ -153,29 +152,25 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
         assert app.runs[1].status == "cancelled"
 
 
-def _text(block: StepBlock) -> str:
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(block.render())
-    return console.export_text()
-
-
 async def test_a_tool_line_unfolds_on_click_and_a_step_on_enter(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
-        block = app.screen.query_one(Transcript).blocks[9]  # grep, one tool call
-        app.screen.query_one(Transcript).scroll_to_widget(block, animate=False, top=True)
+        transcript = app.screen.query_one(Transcript)
+        transcript.scroll_to_step(9)  # grep, one tool call
         await pilot.pause()
-        rows = [strip.text for strip in block.render_lines(block.region.reset_offset)]
+        rows = transcript.text_of(9).splitlines()
         tool_row = next(i for i, row in enumerate(rows) if "▶ → grep" in row)
-        await pilot.click(block, offset=(4, tool_row))
-        assert block.expanded == {0}
-        assert "word_count" in _text(block).split("▼ → grep", 1)[1]  # the grep hits shown
-        await pilot.click(block, offset=(4, tool_row))
-        assert block.collapsed
-        block.focus()
+        # the transcript's border and padding come before its first line and column
+        at = (1 + 1 + 4, 1 + transcript.lines_of(9).start - transcript.scroll_y + tool_row)
+        await pilot.click(transcript, offset=at)
+        assert transcript.steps[9].expanded == {0}
+        assert "word_count" in transcript.text_of(9).split("▼ → grep", 1)[1]  # the grep hits
+        await pilot.click(transcript, offset=at)
+        assert transcript.steps[9].collapsed
+        transcript.focus()
         await pilot.press("enter")
-        assert block.expanded == {0}
+        assert transcript.steps[9].expanded == {0}
 
 
 async def test_expanding_every_tool_keeps_the_step_at_the_top_in_view(make_app) -> None:
@@ -183,14 +178,13 @@ async def test_expanding_every_tool_keeps_the_step_at_the_top_in_view(make_app) 
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
         transcript = app.screen.query_one(Transcript)
-        transcript.scroll_to_widget(transcript.blocks[5], animate=False, top=True)
+        transcript.scroll_to_step(5)
         await pilot.pause()
         app.screen.query_one(RunTree).focus()
         await pilot.press("e")
         await pilot.pause(0.2)
-        top = transcript.blocks[5].virtual_region
-        assert top.y <= transcript.scroll_y < top.bottom
-        assert not transcript.blocks[5].collapsed
+        assert transcript.scroll_y in transcript.lines_of(5)
+        assert not transcript.steps[5].collapsed
 
 
 async def test_a_live_run_repaints_the_gauges_at_most_ten_times_a_second(

@@ -27,8 +27,8 @@ async def _settle(pilot: Pilot[object], *keys: str, step: int | None = None) -> 
 
 
 async def _scroll_end_once_laid_out(pilot: Pilot[object], screen: MainScreen) -> None:
-    """Transcript blocks keep mounting after the workers finish (a followed transcript mounts at
-    most twice a second); wait until its height has held for 0.8 s, then show its end."""
+    """Transcript steps keep arriving after the workers finish (a followed transcript loads new
+    steps at most twice a second); wait until its height has held for 0.8 s, then show its end."""
     transcript = screen.transcript
     last, stable = -1.0, 0
     for _ in range(100):

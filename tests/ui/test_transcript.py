@@ -1,11 +1,15 @@
-"""The streaming line: its height follows the text's rows, and it stays (blank) when idle."""
+"""The transcript widget on its own: lines per step, following, dropping, the cursor, styles."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.widgets import Static
+from textual.screen import Screen
 
+from io_tui.ui.data import StepData, ToolBlock
+from io_tui.ui.widgets import transcript as transcript_module
 from io_tui.ui.widgets.transcript import Transcript
+
+SIZE = (60, 12)
 
 
 class TranscriptHost(App[None]):
@@ -13,19 +17,134 @@ class TranscriptHost(App[None]):
         yield Transcript()
 
 
-async def test_the_streaming_line_grows_and_shrinks_with_its_text() -> None:
+def _step(n: int, *, text: str = "", tools: int = 0) -> StepData:
+    return StepData(
+        run_id=1,
+        step=n,
+        text=text or f"the model says {n}",
+        tokens=100 * n,
+        tools=[ToolBlock(f"c{n}.{i}", "read_file", {"path": f"f{i}.py"}, "a\nb\nc") for i in range(tools)],
+    )  # fmt: skip
+
+
+async def test_each_step_takes_its_lines_and_a_blank_line_after() -> None:
     app = TranscriptHost()
-    async with app.run_test(size=(60, 12)) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         transcript = app.query_one(Transcript)
-        line = transcript.query_one("#streaming", Static)
+        transcript.show_run(1, [_step(1), _step(2, tools=2)], "the goal")
         await pilot.pause()
-        for text, rows in [
-            ("hello " * 30, 4),
-            ("hello " * 31, 4),
-            ("x", 1),
-            ("", 1),
-            ("y " * 40, 2),
-        ]:
+        assert transcript.text_of(1).splitlines() == ["step 1 · 100 tok", "  the model says 1"]
+        assert transcript.lines_of(1) == range(1, 3)  # after the title
+        assert transcript.lines_of(2).start == 4
+        assert transcript.virtual_size.height == 4 + 4 + 1
+        shown = [transcript.render_line(y).text.rstrip() for y in range(5)]
+        assert shown == [
+            "run 1: the goal",
+            "step 1 · 100 tok",
+            "  the model says 1",
+            "",
+            "step 2 · 200 tok",
+        ]
+
+
+async def test_the_streaming_text_grows_and_shrinks_below_the_steps() -> None:
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(1)], "goal")
+        await pilot.pause()
+        base = transcript.virtual_size.height
+        width = transcript.scrollable_content_region.width - 2  # indented by two
+        for text, rows in [("hello " * 30, -(-180 // width)), ("x", 1), ("", 0), ("y " * 40, 2)]:
             transcript.set_streaming(text)
             await pilot.pause()
-            assert line.size.height == rows, text
+            assert transcript.virtual_size.height == base + rows, text
+
+
+async def test_a_followed_transcript_stays_at_its_end_without_laying_out_the_screen(
+    monkeypatch,
+) -> None:
+    """New steps append lines and repaint the transcript; only the scrollbar's first
+    appearance needs a layout."""
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(n) for n in range(1, 6)], "goal")
+        await pilot.pause()
+        assert transcript.max_scroll_y > 0
+        assert transcript.scroll_y == transcript.max_scroll_y
+        layouts = 0
+        refresh_layout = Screen._refresh_layout
+
+        def counting(screen, *args, **kwargs):
+            nonlocal layouts
+            layouts += 1
+            return refresh_layout(screen, *args, **kwargs)
+
+        monkeypatch.setattr(Screen, "_refresh_layout", counting)
+        for n in range(6, 16):
+            transcript.add_steps([_step(n)])
+            await pilot.pause()
+            assert transcript.scroll_y == transcript.max_scroll_y
+            assert transcript.render_line(SIZE[1] - 2).text.strip() == f"the model says {n}"
+        assert layouts == 0
+
+
+async def test_a_transcript_read_above_its_end_keeps_its_lines_while_steps_come_and_go(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(transcript_module, "MAX_STEPS", 10)
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(n) for n in range(1, 11)], "goal")
+        await pilot.pause()
+        transcript.scroll_to_step(4)
+        assert transcript.scroll_y < transcript.max_scroll_y
+        top = transcript.render_line(0).text
+        transcript.add_steps([_step(11), _step(12)])  # drops steps 1 and 2 above the view
+        await pilot.pause()
+        assert sorted(transcript.steps) == list(range(3, 13))
+        assert transcript.render_line(0).text == top
+        transcript.scroll_home(animate=False, immediate=True)
+        assert "2 earlier steps are in the trace viewer" in transcript.render_line(1).text
+
+
+async def test_the_cursor_moves_by_step_and_enter_shows_its_results() -> None:
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(1, tools=1), _step(2, tools=1), _step(3)], "goal")
+        transcript.focus()
+        await pilot.pause()
+        await pilot.press("up")  # from nothing, up starts at the last step
+        assert transcript.cursor_step == 3
+        await pilot.press("up", "enter")
+        assert transcript.cursor_step == 2 and transcript.steps[2].expanded == {0}
+        assert "▼ → read_file" in transcript.text_of(2) and "    a" in transcript.text_of(2)
+        first = transcript.lines_of(2).start - transcript.scroll_offset.y
+        cursor = transcript._styles["cursor"].bgcolor
+        assert any(s.style and s.style.bgcolor == cursor for s in transcript.render_line(first))
+        assert not any(
+            s.style and s.style.bgcolor == cursor
+            for s in transcript.render_line(
+                transcript.lines_of(1).start - transcript.scroll_offset.y
+            )
+        )
+        await pilot.press("enter")
+        assert transcript.steps[2].collapsed
+
+
+async def test_a_theme_change_redraws_the_steps_in_its_colours() -> None:
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(1)], "goal")
+        await pilot.pause()
+        before = transcript.render_line(1)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        await pilot.pause()
+        after = transcript.render_line(1)
+        assert after.text == before.text
+        assert [s.style for s in after] != [s.style for s in before]

@@ -14,9 +14,10 @@ from textual.widgets import DataTable, Static
 
 from io_tui.ui.widgets.table import Table
 
-# Screens whose keys the help lists: (module, class, where). Missing modules are skipped.
+# Screens (and widgets with keys of their own) whose keys the help lists: (module, class, where). Missing modules are skipped.
 SCREENS = (
     ("io_tui.ui.screens.main", "MainScreen", "main"),
+    ("io_tui.ui.widgets.transcript", "Transcript", "transcript"),
     ("io_tui.ui.screens.inspector", "InspectorScreen", "inspector"),
     ("io_tui.ui.screens.trace", "TraceScreen", "trace"),
     ("io_tui.ui.screens.new_run", "NewRunScreen", "new run"),

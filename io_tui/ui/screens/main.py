@@ -29,11 +29,11 @@ from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
-from io_tui.ui.widgets.transcript import MAX_BLOCKS, Transcript
+from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
-TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript blocks are mounted at most 2×/s
+TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
 
 if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
@@ -87,7 +87,7 @@ class MainScreen(Screen[None]):
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
         # a held arrow key costs ≤10 store reads a second; a live run repaints the gauges ≤10×/s;
-        # a followed transcript mounts new blocks ≤2×/s (mounting is the costliest repaint)
+        # a followed transcript loads its new steps from the store ≤2×/s
         self._schedule_view = Throttle(self, VIEW_INTERVAL, self._load_view)
         self._schedule_gauges = Throttle(self, GAUGE_INTERVAL, self._refresh_gauges)
         self._schedule_tail = Throttle(self, TAIL_INTERVAL, self._follow_tail)
@@ -195,9 +195,7 @@ class MainScreen(Screen[None]):
         if changed_run:
             self.refresh_bindings()  # interrupt / inspect depend on the run only
         if run_id == self._loaded_run and step is not None:
-            block = self.transcript.blocks.get(step)
-            if block is not None:
-                self.transcript.scroll_to_widget(block, animate=False, top=True)
+            self.transcript.scroll_to_step(step)
         self._schedule_view()
 
     def _load_view(self) -> None:
@@ -216,7 +214,7 @@ class MainScreen(Screen[None]):
 
     @work(group="view", exclusive=True, exit_on_error=False)
     async def load_transcript(self, run_id: int) -> None:
-        steps = await load_steps(self.io_app.store, run_id, limit=MAX_BLOCKS)
+        steps = await load_steps(self.io_app.store, run_id, limit=MAX_STEPS)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=True))
 
     @work(group="tail", exclusive=True, exit_on_error=False)
@@ -331,8 +329,7 @@ class MainScreen(Screen[None]):
             self.notify(f"interrupting run {self.selected_run}…")
 
     def action_expand(self) -> None:
-        blocks = self.transcript.blocks.values()
-        self.transcript.set_all_expanded(any(b.collapsed for b in blocks if b.data.tools))
+        self.transcript.set_all_expanded(self.transcript.has_collapsed_tools)
 
     @on(Input.Submitted, "#prompt")
     def _on_prompt(self, event: Input.Submitted) -> None:

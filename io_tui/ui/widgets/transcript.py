@@ -1,205 +1,387 @@
 """The transcript of one run: model text, tool calls whose results unfold, refusals, approval
 decisions and operator messages inline; the streamed text of the step in flight.
 
-Blocks are keyed by step and pruned from the top past ``MAX_BLOCKS`` (the trace viewer has all).
+It is one line-drawing widget (Textual's Line API), not a widget per step: each step is
+rendered once into strips at the current width and kept, and a frame draws only the visible
+lines. A followed run appends lines and repaints the transcript alone, where a mounted widget
+would lay out the whole screen again (~45 ms each time on a busy screen).
+
+Steps are keyed by number and the oldest are dropped past ``MAX_STEPS`` (the trace viewer has
+all of them). One step is the cursor: ↑/↓ move it, enter shows or hides its tool results, a
+click on a tool line shows or hides that result.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
 from rich.console import Group, RenderableType
 from rich.padding import Padding
-from rich.style import Style as RichStyle
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.app import ComposeResult
+from textual import events
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.reactive import reactive
-from textual.widget import Widget
-from textual.widgets import Static
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from io_tui.ui.data import StepData, tool_title
 
-MAX_BLOCKS = 40
+MAX_STEPS = 200
 RESULT_PREVIEW_LINES = 40
 NOTE_STYLES = ("operator", "refused", "asking", "decided", "verify", "memory", "note")
+PARTS = ("title", "head", "tool", "tool-error", "result", "streaming", "cursor", *NOTE_STYLES)
+STEP_META = "transcript-step"  # what a line's segments carry: the step they belong to
 
 
-class StepBlock(Widget, can_focus=True):
-    """One step, drawn as a single widget: its head, operator messages, the model's text, one
-    line per tool call and the inline notes (refusals, decisions, verification, memory).
+@dataclass(slots=True)
+class ShownStep:
+    """A step in the transcript, whether its tool results are shown, and its rendered lines
+    (for ``width``; rendered again when the width, the styles or ``expanded`` change)."""
 
-    A tool line shows its result when clicked, or all of them with enter on the focused block.
-    One widget per step, not one per line: every mount re-lays-out the screen, and its cost
-    grows with the number of widgets on it.
-    """
+    data: StepData
+    expanded: frozenset[int] = frozenset()
+    lines: list[Strip] = field(default_factory=list)
+    width: int = 0
 
-    BINDINGS = [
-        Binding("enter", "toggle_all", "Results", id="transcript.toggle", tooltip="Show or hide this step's tool results"),
-    ]  # fmt: skip
-    DEFAULT_CSS = """
-    StepBlock { height: auto; margin: 0 0 1 0; }
-    StepBlock:focus { background: $boost; }
-    """
-
-    expanded: reactive[frozenset[int]] = reactive(frozenset(), layout=True)
-
-    def __init__(self, data: StepData) -> None:
-        super().__init__()
-        self.data = data
+    @property
+    def has_tools(self) -> bool:
+        return bool(self.data.tools)
 
     @property
     def collapsed(self) -> bool:
         return not self.expanded
 
-    def set_expanded(self, expand: bool) -> None:
-        self.expanded = frozenset(range(len(self.data.tools))) if expand else frozenset()
 
-    def action_toggle_tool(self, index: int) -> None:
-        self.expanded = self.expanded ^ {index}
-
-    def action_toggle_all(self) -> None:
-        self.set_expanded(self.collapsed)
-
-    def render(self) -> RenderableType:
-        data = self.data
-        rows: list[RenderableType] = [
-            Text(f"step {data.step} · {data.tokens:,} tok", self._style("head"))
-        ]
-        rows += [self._indented(f"operator ▸ {m}", "operator") for m in data.operator_messages]
-        if data.text:
-            rows.append(self._indented(data.text))
-        for index, tool in enumerate(data.tools):
-            open_ = index in self.expanded
-            title = Text(
-                f"{'▼' if open_ else '▶'} {tool_title(tool.name, tool.arguments)}",
-                self._style("tool-error" if tool.is_error else "tool")
-                + RichStyle(meta={"@click": f"toggle_tool({index})"}),
-                no_wrap=True,
-                overflow="ellipsis",
-            )
-            rows.append(Padding(title, (0, 0, 0, 2)))
-            if open_:
-                rows.append(self._indented(_preview(tool.result), "result", 4))
-        rows += [self._indented(line, style) for style, line in data.notes]
-        return Group(*rows)
-
-    def _style(self, component: str) -> RichStyle:
-        """The transcript's style for a part of a step (styled once there, not per block: a
-        component class costs a stylesheet pass on every mount)."""
-        parent = self.parent
-        if not isinstance(parent, Transcript):
-            return RichStyle()
-        return parent.get_component_rich_style(f"transcript--{component}", partial=True)
-
-    def _indented(self, text: str, component: str | None = None, by: int = 2) -> Padding:
-        style = self._style(component) if component else ""
-        return Padding(Text(text, style), (0, 0, 0, by))
-
-
-class Transcript(VerticalScroll):
-    COMPONENT_CLASSES = {
-        "transcript--head",
-        "transcript--tool",
-        "transcript--tool-error",
-        "transcript--result",
-        *(f"transcript--{style}" for style in NOTE_STYLES),
-    }
+class Transcript(ScrollView, can_focus=True):
+    BINDINGS = [
+        Binding("enter", "toggle_step", "Results", id="transcript.toggle", tooltip="Show or hide the current step's tool results"),
+        Binding("up", "move_cursor(-1)", "Previous step", show=False, id="transcript.previous", tooltip="Previous step"),
+        Binding("down", "move_cursor(1)", "Next step", show=False, id="transcript.next", tooltip="Next step"),
+    ]  # fmt: skip
+    COMPONENT_CLASSES = {f"transcript--{part}" for part in PARTS}
     DEFAULT_CSS = """
+    Transcript { padding: 0 1; overflow-x: hidden; scrollbar-gutter: stable; }
+    Transcript > .transcript--title { color: $foreground-muted; }
     Transcript > .transcript--head { color: $accent; text-style: bold; }
     Transcript > .transcript--tool { color: $primary; }
     Transcript > .transcript--tool-error { color: $error; }
     Transcript > .transcript--result { color: $foreground-muted; }
+    Transcript > .transcript--streaming { color: $foreground; }
+    Transcript > .transcript--cursor { background: $boost; }
     Transcript > .transcript--operator { color: $secondary; }
     Transcript > .transcript--refused { color: $error; }
     Transcript > .transcript--asking { color: $warning; }
     Transcript > .transcript--decided { color: $success; }
     Transcript > .transcript--verify, Transcript > .transcript--memory,
     Transcript > .transcript--note { color: $foreground-muted; }
-    Transcript { padding: 0 1; }
-    Transcript #streaming { color: $foreground; padding: 0 0 0 2; }
-    Transcript #transcript-empty { color: $foreground-muted; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.run_id: int | None = None
-        self.blocks: dict[int, StepBlock] = {}
-        self._streaming = ""
-        self._streaming_rows: tuple[int, int] | None = None  # (width, rows) of what is shown
+        self.steps: dict[int, ShownStep] = {}
+        self.cursor_step: int | None = None
+        self.title = "Select a run, or press ctrl+n for a new one."
+        self.dropped = 0  # steps of this run dropped from the top past MAX_STEPS
+        self.streaming = ""
+        self._order: list[int] = []  # step numbers, ascending
+        self._starts: list[int] = []  # the line each step starts on
+        self._head: list[Strip] = []  # the title's lines
+        self._tail: list[Strip] = []  # the streaming text's lines
+        self._tail_y = 0  # the line the streaming text starts on
+        self._styles: dict[str, Style] = {}
+        self._base = Style()
+        self._styles_stale = True
 
-    def compose(self) -> ComposeResult:
-        yield Static("Select a run, or press ctrl+n for a new one.", id="transcript-empty")
-        yield Static("", id="streaming")
+    # -- what is shown -------------------------------------------------------------------------
 
     @property
     def last_step(self) -> int:
-        return max(self.blocks, default=0)
+        return self._order[-1] if self._order else 0
+
+    @property
+    def has_collapsed_tools(self) -> bool:
+        return any(shown.collapsed for shown in self.steps.values() if shown.has_tools)
 
     def show_run(self, run_id: int, steps: list[StepData], goal: str) -> None:
         """Replace the content with ``run_id``'s steps (rebuilt from the store)."""
         self.run_id = run_id
-        gone = list(self.blocks.values())
-        self.blocks.clear()
-        self.query_one("#transcript-empty", Static).update(Text(f"run {run_id}: {goal}"))
-        self.set_streaming("")
-        self.add_steps(steps, gone)
+        self.steps.clear()
+        self.cursor_step = None
+        self.dropped = 0
+        self.title = f"run {run_id}: {goal}"
+        self.streaming = ""
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.add_steps(steps)
 
-    def add_steps(self, steps: list[StepData], gone: list[StepBlock] | None = None) -> None:
-        """Mount a block per step (replacing a block of the same step), then drop the oldest
-        past ``MAX_BLOCKS``. Everything leaving goes in one removal: each removal on its own
-        would lay out the whole screen again."""
-        at_end = self.is_vertical_scroll_end or self.max_scroll_y == 0
-        gone = gone or []
+    def add_steps(self, steps: list[StepData]) -> None:
+        """Add or replace steps (a replaced step keeps its shown results), dropping the oldest
+        past ``MAX_STEPS``; a transcript scrolled to its end stays at its end."""
+        at_end, anchor = self._at_end(), self._anchor()
         for data in steps:
-            block = StepBlock(data)
-            old = self.blocks.pop(data.step, None)
-            if old is not None:
-                block.set_reactive(StepBlock.expanded, old.expanded)
-                gone.append(old)
-            self.blocks[data.step] = block
-        while len(self.blocks) > MAX_BLOCKS:
-            gone.append(self.blocks.pop(min(self.blocks)))
-        mounted = set(self.children)
-        new = [self.blocks[d.step] for d in steps if d.step in self.blocks]
-        if new:
-            self.mount_all(new, before=self.query_one("#streaming", Static))
-        if leaving := [block for block in gone if block in mounted]:
-            self.remove_children(leaving)
-        if at_end:
-            self.call_after_refresh(self.scroll_end, animate=False)
-
-    def set_all_expanded(self, expand: bool) -> None:
-        """Show or hide every tool result, keeping the step at the top of the view where it is
-        (or the end in view, when following)."""
-        at_end = self.is_vertical_scroll_end
-        anchor = next(
-            (b for b in self.blocks.values() if b.virtual_region.bottom > self.scroll_y), None
-        )
-        for block in self.blocks.values():
-            if block.data.tools:
-                block.set_expanded(expand)
-        if at_end:
-            self.call_after_refresh(self.scroll_end, animate=False)
-        elif anchor is not None:
-            self.call_after_refresh(self.scroll_to_widget, anchor, animate=False, top=True)
+            old = self.steps.get(data.step)
+            self.steps[data.step] = ShownStep(data, old.expanded if old else frozenset())
+        if len(self.steps) > MAX_STEPS:
+            for step in sorted(self.steps)[: len(self.steps) - MAX_STEPS]:
+                del self.steps[step]
+                self.dropped += 1
+        self._relayout()
+        self._keep_view(at_end, anchor)
 
     def set_streaming(self, text: str) -> None:
-        """Show the text streaming in for the step in flight. The line stays on screen while
-        idle (blank), and is re-laid-out only when the text needs another number of rows:
-        a live run streams every step, and a layout pass costs the whole screen."""
-        if text == self._streaming:
+        """Show the text streaming in for the step in flight, below the steps."""
+        if text == self.streaming:
             return
-        streaming = self.query_one("#streaming", Static)
-        width = streaming.content_size.width
-        rows = (width, self._rows(text, width)) if width > 0 else None
-        same_rows = rows is not None and rows == self._streaming_rows
-        self._streaming, self._streaming_rows = text, rows
-        streaming.update(Text(text), layout=not same_rows)
-        if text and (self.is_vertical_scroll_end or self.max_scroll_y == 0):
-            self.call_after_refresh(self.scroll_end, animate=False)
+        at_end = self._at_end()
+        rows = len(self._tail)
+        self.streaming = text
+        self._tail = self._render_streaming()
+        if len(self._tail) != rows:
+            self._resize_virtual()
+        self.refresh_lines(self._tail_y, max(rows, len(self._tail)))
+        if text and at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
-    def _rows(self, text: str, width: int) -> int:
-        return len(Text(text).wrap(self.app.console, width)) if text else 1
+    def text_of(self, step: int) -> str:
+        """The step's lines as plain text (what the screen shows of it)."""
+        return "\n".join(strip.text.rstrip() for strip in self.steps[step].lines)
+
+    def lines_of(self, step: int) -> range:
+        """The transcript lines the step occupies."""
+        index = self._order.index(step)
+        return range(self._starts[index], self._starts[index] + len(self.steps[step].lines))
+
+    # -- steering the view ---------------------------------------------------------------------
+
+    def scroll_to_step(self, step: int) -> None:
+        """Make ``step`` the cursor and put its first line at the top of the view."""
+        if step in self.steps:
+            self.cursor_step = step
+            self.scroll_to(y=self.lines_of(step).start, animate=False, immediate=True)
+            self.refresh()
+
+    def set_expanded(self, step: int, expanded: frozenset[int]) -> None:
+        shown = self.steps[step]
+        if shown.expanded != expanded:
+            shown.expanded, shown.width = expanded, 0
+            self._relayout()
+
+    def set_all_expanded(self, expand: bool) -> None:
+        """Show or hide every tool result, keeping the step at the top of the view there (or
+        the end in view, when following)."""
+        at_end, anchor = self._at_end(), self._anchor()
+        for shown in self.steps.values():
+            if shown.has_tools:
+                shown.expanded = frozenset(range(len(shown.data.tools))) if expand else frozenset()
+                shown.width = 0
+        self._relayout()
+        self._keep_view(at_end, anchor and (anchor[0], 0))
+
+    def action_toggle_tool(self, step: int, index: int) -> None:
+        if step in self.steps:
+            self.set_expanded(step, self.steps[step].expanded ^ {index})
+
+    def action_toggle_step(self) -> None:
+        shown = self.steps.get(self.cursor_step) if self.cursor_step is not None else None
+        if shown is not None and shown.has_tools:
+            every = frozenset(range(len(shown.data.tools)))
+            self.set_expanded(shown.data.step, frozenset() if shown.expanded else every)
+
+    def action_move_cursor(self, by: int) -> None:
+        if not self._order:
+            return
+        if self.cursor_step not in self.steps:
+            index = (
+                bisect_right(self._starts, self.scroll_offset.y) - 1 if by > 0 else len(self._order)
+            )
+        else:
+            index = self._order.index(self.cursor_step)
+        index = min(max(index + by, 0), len(self._order) - 1)
+        self.cursor_step = self._order[index]
+        self.refresh()
+        lines = self.lines_of(self.cursor_step)
+        self.scroll_to_region(
+            Region(0, lines.start, 1, max(1, len(lines))), animate=False, immediate=True, top=False
+        )
+
+    def on_click(self, event: events.Click) -> None:
+        step = event.style.meta.get(STEP_META)
+        if step is not None and step != self.cursor_step:
+            self.cursor_step = step
+            self.refresh()
+
+    def on_focus(self) -> None:
+        self.refresh()  # the cursor step is highlighted while focused
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    # -- layout --------------------------------------------------------------------------------
+
+    @property
+    def _width(self) -> int:
+        return self.scrollable_content_region.width
+
+    def _at_end(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y
+
+    def _anchor(self) -> tuple[int, int] | None:
+        """The step at the top of the view, and how many of its lines are above the view."""
+        index = bisect_right(self._starts, self.scroll_offset.y) - 1
+        if index < 0:
+            return None
+        return self._order[index], self.scroll_offset.y - self._starts[index]
+
+    def _keep_view(self, at_end: bool, anchor: tuple[int, int] | None) -> None:
+        """After lines changed: stay at the end when following, else keep the anchor step's
+        lines where they were (steps dropped or redrawn above it move it)."""
+        if at_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif anchor is not None and anchor[0] in self.steps:
+            y = self.lines_of(anchor[0]).start + anchor[1]
+            self.scroll_to(y=y, animate=False, immediate=True)
+
+    def _relayout(self) -> None:
+        """Render what is not rendered at this width, place every step's lines, and repaint."""
+        width = self._width
+        if width <= 0:
+            return
+        if self._restyle():
+            for shown in self.steps.values():
+                shown.width = 0
+        self._head = self._render_text(self._title_text(), self._styles["title"], width)
+        self._order = sorted(self.steps)
+        self._starts = []
+        y = len(self._head)
+        for step in self._order:
+            shown = self.steps[step]
+            if shown.width != width:
+                shown.lines, shown.width = self._render_step(shown, width), width
+            self._starts.append(y)
+            y += len(shown.lines) + 1  # a blank line after each step
+        self._tail_y = y
+        self._tail = self._render_streaming()
+        self._resize_virtual()
+        self.refresh()
+
+    def _resize_virtual(self) -> None:
+        """Set the virtual size and move the scrollbar without a layout of the screen (which
+        setting ``virtual_size`` asks for): this widget's box never depends on its content."""
+        self.set_reactive(
+            ScrollView.virtual_size, Size(self._width, self._tail_y + len(self._tail))
+        )
+        showing = self.show_vertical_scrollbar
+        self._scroll_update(self.virtual_size)
+        if self.show_vertical_scrollbar != showing:
+            super().refresh(layout=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._relayout()
+
+    def notify_style_update(self) -> None:
+        """A theme or pseudo-class change: the parts' styles are read again, and the steps
+        rendered again only if those changed."""
+        self._styles_stale = True
+        super().notify_style_update()
+        self.call_later(self._relayout)
+
+    def _restyle(self) -> bool:
+        """Read the parts' styles; True if they changed (every rendered line is then stale)."""
+        if not self._styles_stale or not self.is_mounted:
+            return False
+        self._styles_stale = False
+        styles = {
+            part: self.get_component_rich_style(f"transcript--{part}", partial=True)
+            for part in PARTS
+        }
+        base = self.rich_style
+        changed = styles != self._styles or base != self._base
+        self._styles, self._base = styles, base
+        return changed
+
+    # -- rendering -----------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        line_y = self.scroll_offset.y + y
+        width = self._width
+        strip = self._line_at(line_y)
+        if strip is None:
+            return Strip.blank(width, self._base)
+        return strip.crop_extend(0, width, self._base)
+
+    def _line_at(self, y: int) -> Strip | None:
+        if y < len(self._head):
+            return self._head[y]
+        if y >= self._tail_y:
+            index = y - self._tail_y
+            return self._tail[index] if index < len(self._tail) else None
+        index = bisect_right(self._starts, y) - 1
+        if index < 0:
+            return None
+        step = self._order[index]
+        lines = self.steps[step].lines
+        row = y - self._starts[index]
+        if row >= len(lines):
+            return None  # the blank line after the step
+        if step == self.cursor_step and self.has_focus:
+            line = lines[row]  # the cursor's background over the line's own
+            return Strip(
+                Segment.apply_style(line, post_style=self._styles["cursor"]), line.cell_length
+            )
+        return lines[row]
+
+    def _title_text(self) -> Text:
+        if not self.dropped:
+            return Text(self.title)
+        return Text(
+            f"{self.title}\n… {self.dropped} earlier steps are in the trace viewer (t)",
+            overflow="fold",
+        )
+
+    def _render_streaming(self) -> list[Strip]:
+        if not self.streaming or self._width <= 0:
+            return []
+        text = Padding(Text(self.streaming), (0, 0, 0, 2))
+        return self._render_text(text, self._styles.get("streaming", Style()), self._width)
+
+    def _render_text(self, renderable: RenderableType, style: Style, width: int) -> list[Strip]:
+        console = self.app.console
+        options = console.options.update(width=width, height=None, highlight=False)
+        lines = console.render_lines(renderable, options, style=self._base + style)
+        return [Strip(line, width) for line in lines]
+
+    def _render_step(self, shown: ShownStep, width: int) -> list[Strip]:
+        data, styles = shown.data, self._styles
+        rows: list[RenderableType] = [
+            Text(f"step {data.step} · {data.tokens:,} tok", styles["head"])
+        ]
+        rows += [_indented(f"operator ▸ {m}", styles["operator"]) for m in data.operator_messages]
+        if data.text:
+            rows.append(_indented(data.text))
+        for index, tool in enumerate(data.tools):
+            open_ = index in shown.expanded
+            title = Text(
+                f"{'▼' if open_ else '▶'} {tool_title(tool.name, tool.arguments)}",
+                styles["tool-error" if tool.is_error else "tool"]
+                + Style(meta={"@click": f"toggle_tool({data.step},{index})"}),
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+            rows.append(Padding(title, (0, 0, 0, 2)))
+            if open_:
+                rows.append(_indented(_preview(tool.result), styles["result"], 4))
+        rows += [_indented(line, styles.get(style, Style())) for style, line in data.notes]
+        meta = Style.from_meta({STEP_META: data.step})
+        return [
+            strip.apply_style(meta) for strip in self._render_text(Group(*rows), Style(), width)
+        ]
+
+
+def _indented(text: str, style: Style | None = None, by: int = 2) -> Padding:
+    return Padding(Text(text, style or Style()), (0, 0, 0, by))
 
 
 def _preview(result: str | None) -> str:
