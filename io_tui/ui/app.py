@@ -3,7 +3,7 @@
 Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
 own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
 ``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
-painted), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
+applied), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
 Human decisions arrive as ``ApprovalRequested`` with a Future, answered in ``ask_human``. The
 store is opened and read after the first frame.
 """
@@ -11,6 +11,7 @@ store is opened and read after the first frame.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 from collections import deque
@@ -145,6 +146,10 @@ class IoApp(App[int]):
             self.start_demo()
         else:  # the harness worker starts while the user reads the first screen
             self.call_after_refresh(self._prepare_host)
+        # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
+        # lives as long as the app. Frozen, the collector's full passes stop walking it: under
+        # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
+        self.call_after_refresh(gc.freeze)
 
     def _prepare_host(self) -> None:
         self.run_worker(self.host.prepare(), group="harness-io", exit_on_error=False)
@@ -279,13 +284,13 @@ class IoApp(App[int]):
             with self.batch_update():
                 main.apply_changes(changed_runs, changed_steps, committed)
         self.call_after_refresh(self._painted, [e.at for e in events])
+        self.event_pump.applied()
         if new_runs:
             self.refresh_runs(new_runs)
 
     def _painted(self, stamps: list[float]) -> None:
         now = time.time()
         self.paint_delays.extend(now - at for at in stamps)
-        self.event_pump.delivered()
 
     def _main_screen(self) -> MainScreen | None:
         from io_tui.ui.screens.main import MainScreen

@@ -35,16 +35,16 @@ async def test_one_batch_in_flight_and_nothing_lost() -> None:
     assert [[e.step for e in m.events] for m in box.posted] == [[1, 2, 3]]
     assert seen == [7]
 
-    for step in (4, 5):  # the app is still painting the first batch
+    for step in (4, 5):  # the app has not applied the first batch yet
         sink.emit(_event(7, step))
     await asyncio.sleep(0)
     assert len(box.posted) == 1
 
-    pump.delivered()
+    pump.applied()
     await asyncio.sleep(0)
     assert [[e.step for e in m.events] for m in box.posted] == [[1, 2, 3], [4, 5]]
 
-    pump.delivered()  # nothing waiting: nothing posted
+    pump.applied()  # nothing waiting: nothing posted
     await asyncio.sleep(0)
     assert len(box.posted) == 2
     sink.emit(_event(7, 6))  # a quiet pump posts on the next loop turn

@@ -10,6 +10,7 @@ which the app keeps the tail of for when the worker dies.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import traceback
@@ -281,5 +282,8 @@ async def main(store_path: Path) -> int:
         out.flush()
 
     async with await Store.open(store_path) as store:
+        # The harness's modules and the open store live as long as the worker: frozen, the
+        # collector's full passes, which stall every run's events, stop walking them.
+        gc.freeze()
         await WorkerServer(store, write).serve(reader)
     return 0
