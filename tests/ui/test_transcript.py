@@ -46,7 +46,7 @@ async def test_each_step_takes_its_lines_and_a_blank_line_after() -> None:
             "step 2 · 200 tok",
         ]
         head = transcript.get_component_rich_style("transcript--head", partial=True).color
-        assert head is not None and list(transcript.render_line(1))[0].style.color == head
+        assert head is not None and next(iter(transcript.render_line(1))).style.color == head
 
 
 async def test_the_streaming_text_grows_and_shrinks_below_the_steps() -> None:
