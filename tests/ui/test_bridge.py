@@ -1,10 +1,11 @@
-"""The event pump: one batch in flight; the next carries everything that arrived meanwhile."""
+"""The event pump: one batch in flight, held apart; the next carries all that came meanwhile."""
 
 from __future__ import annotations
 
 import asyncio
 
 from io_tui.core.events import EventKind, RunEvent
+from io_tui.ui import bridge
 from io_tui.ui.bridge import BridgeSink, EventPump
 from io_tui.ui.messages import RunEventsReceived
 
@@ -24,7 +25,9 @@ def _event(run_id: int, step: int) -> RunEvent:
     return RunEvent(run_id=run_id, kind=EventKind.TEXT_DELTA, step=step, detail={})
 
 
-async def test_one_batch_in_flight_and_nothing_lost() -> None:
+async def test_one_batch_in_flight_held_apart_and_nothing_lost(monkeypatch) -> None:
+    hold = 0.05  # long enough that the steps below cannot outlast it on a slow machine
+    monkeypatch.setattr(bridge, "HOLD", hold)
     box = PostBox()
     pump = EventPump(box)  # type: ignore[arg-type]
     seen: list[int] = []
@@ -42,10 +45,12 @@ async def test_one_batch_in_flight_and_nothing_lost() -> None:
 
     pump.applied()
     await asyncio.sleep(0)
+    assert len(box.posted) == 1  # applied, but within the hold of the first post
+    await asyncio.sleep(hold * 2)
     assert [[e.step for e in m.events] for m in box.posted] == [[1, 2, 3], [4, 5]]
 
     pump.applied()  # nothing waiting: nothing posted
-    await asyncio.sleep(0)
+    await asyncio.sleep(hold * 2)
     assert len(box.posted) == 2
     sink.emit(_event(7, 6))  # a quiet pump posts on the next loop turn
     await asyncio.sleep(0)

@@ -9,7 +9,6 @@ tree's lines are rebuilt), so 10,000 steps stay responsive.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from time import monotonic
 from typing import Any, Self
 
 from rich.style import Style
@@ -17,13 +16,11 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.timer import Timer
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from io_tui.ui.state import RunView, StepView
-
-SCROLLBAR_INTERVAL = 0.25  # seconds: the thumb follows a growing tree at most 4×/s
+from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 BADGES = {
     "running": ("●", "running"),
@@ -41,7 +38,7 @@ class NodeRef:
     step: int | None = None
 
 
-class RunTree(Tree[NodeRef]):
+class RunTree(ThrottledScrollbars, Tree[NodeRef]):
     DEFAULT_CSS = """
     RunTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
     RunTree > .tree--guides { color: $foreground-darken-3; }
@@ -58,8 +55,6 @@ class RunTree(Tree[NodeRef]):
         self.views: dict[int, RunView] = {}
         self._shown: dict[NodeRef, tuple[object, ...]] = {}  # what each label shows now
         self._lines_pending = False
-        self._scrollbar_timer: Timer | None = None
-        self._scrollbar_at = 0.0
         self._painted: list[tuple[object, ...] | None] = []  # what each visible line showed
         self._painted_frame: tuple[int, ...] | None = None  # top, width, height, virtual width
         self._kept_lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
@@ -108,7 +103,7 @@ class RunTree(Tree[NodeRef]):
         a resize or a restyle)."""
         self._lines_pending = False
         lines = self._tree_lines  # rebuilds the lines, which sets virtual_size
-        self._update_scrollbar()
+        self.follow_virtual_size()
         top, (width, height) = self.scroll_offset.y, self.size
         shown = [_signature(lines, y) for y in range(top, top + height)]
         frame = (top, width, height, self.virtual_size.width)
@@ -119,23 +114,6 @@ class RunTree(Tree[NodeRef]):
                 if before != now:
                     super().refresh(Region(0, row, width, 1))
         self._painted, self._painted_frame = shown, frame
-
-    def _update_scrollbar(self) -> None:
-        """Move the thumb as a layout would, at most every ``SCROLLBAR_INTERVAL``: while a run
-        adds steps the thumb shrinks by a fraction of a cell per step, and redrawing the bar
-        costs about as much as the tree's changed lines."""
-        if self._scrollbar_timer is not None:
-            return  # the pending update reads the size then
-        wait = self._scrollbar_at + SCROLLBAR_INTERVAL - monotonic()
-        if wait > 0:
-            self._scrollbar_timer = self.set_timer(wait, self._scrollbar_now)
-        else:
-            self._scrollbar_now()
-
-    def _scrollbar_now(self) -> None:
-        self._scrollbar_timer = None
-        self._scrollbar_at = monotonic()
-        self._scroll_update(self.virtual_size)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         self._line_style = self.rich_style  # once a frame: ``Tree`` computes it for every line

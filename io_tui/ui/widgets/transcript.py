@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from io_tui.ui.data import StepData, tool_title
+from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 MAX_STEPS = 200
 RESULT_PREVIEW_LINES = 40
@@ -53,7 +54,7 @@ class ShownStep:
         return not self.expanded
 
 
-class Transcript(ScrollView, can_focus=True):
+class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
     BINDINGS = [
         Binding("enter", "toggle_step", "Results", id="transcript.toggle", tooltip="Show or hide the current step's tool results"),
         Binding("up", "move_cursor(-1)", "Previous step", show=False, id="transcript.previous", tooltip="Previous step"),
@@ -266,15 +267,12 @@ class Transcript(ScrollView, can_focus=True):
         self.refresh()
 
     def _resize_virtual(self) -> None:
-        """Set the virtual size and move the scrollbar without a layout of the screen (which
-        setting ``virtual_size`` asks for): this widget's box never depends on its content."""
+        """Set the virtual size without a layout of the screen (which setting ``virtual_size``
+        asks for: this widget's box never depends on its content); the scrollbar follows."""
         self.set_reactive(
             ScrollView.virtual_size, Size(self._width, self._tail_y + len(self._tail))
         )
-        showing = self.show_vertical_scrollbar
-        self._scroll_update(self.virtual_size)
-        if self.show_vertical_scrollbar != showing:
-            super().refresh(layout=True)
+        self.follow_virtual_size()
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()
