@@ -224,8 +224,11 @@ def _p95(values: list[float]) -> float:
 
 async def _until_painted(app: IoApp, total: int) -> None:
     # asyncio.sleep, not pilot.pause: a pause forces a screen refresh, which would add frames
-    while len(app.paint_delays) < total:  # noqa: ASYNC110 - polling the app from outside
+    for _ in range(6000):  # ≤ 60 s: a crashed app must end the benchmark, not hang it
+        if len(app.paint_delays) >= total:
+            return
         await asyncio.sleep(0.01)
+    raise RuntimeError(f"{len(app.paint_delays)} of {total} events painted after 60 s")
 
 
 async def ui_replay(
@@ -291,7 +294,9 @@ async def end_to_end(tmp: Path, harness: HarnessMode) -> dict[str, float]:
                     context_max_tokens=4_000,
                 )
             )
-        while sum(run.status != "running" for run in app.runs.values()) < RUNS:  # noqa: ASYNC110
+        for _ in range(1200):  # ≤ 60 s: a crashed app must end the benchmark, not hang it
+            if sum(run.status != "running" for run in app.runs.values()) >= RUNS:
+                break
             await asyncio.sleep(0.05)
         endings = {(run.status, run.outcome) for run in app.runs.values()}
         assert endings == {("finished", "finished")}, f"the runs ended {endings}"

@@ -296,8 +296,8 @@ class IoApp(App[int]):
         from io_tui.ui.screens.main import MainScreen
 
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen):
-                return screen
+            if isinstance(screen, MainScreen) and screen.is_mounted:
+                return screen  # once mounted: it then shows every run of ``self.runs``
         return None
 
     # -- the store: initial load, polling, refresh ---------------------------------------------
