@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
@@ -44,6 +45,7 @@ from io_tui.ui.messages import (
 )
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.steering import SteeringCommands
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 
 if TYPE_CHECKING:
@@ -150,6 +152,22 @@ class IoApp(App[int]):
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
         self.call_after_refresh(gc.freeze)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification is text, never markup: messages carry paths, commands, errors,
+        notes and a dead worker's stderr, where "[/]" would be read as markup (and raise) and
+        an escape sequence would reach the terminal. (Screens' ``notify`` lands here too.)"""
+        super().notify(
+            plain(message), title=plain(title), severity=severity, timeout=timeout, markup=False
+        )
 
     def _prepare_host(self) -> None:
         self.run_worker(self.host.prepare(), group="harness-io", exit_on_error=False)

@@ -276,3 +276,25 @@ async def test_exec_shows_argv_and_cwd(tmp_path: Path, store_path: Path) -> None
         await pilot.pause()
         assert app.screen.query_one("#remember-pattern", Input).value == "git status*"
         assert "every git command" in str(app.screen.query_one("#remember-exec-hint").render())
+
+
+async def test_markup_and_escapes_in_arguments_are_shown_as_text(
+    tmp_path: Path, store_path: Path
+) -> None:
+    """A command may hold "[/]" (markup to Textual) or escape sequences: the modal and the
+    inbox show them as text, and nothing reaches the terminal raw."""
+    from io_tui.ui.screens.inbox import InboxScreen
+
+    ws = make_workspace(tmp_path / "ws")
+    argv = ["echo", "[/]", "[bold]x", "\x1b[2J"]
+    turn = {"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]}
+    async with await Store.open(store_path) as store:
+        await paused_run(store, ws, [turn], tmp_path / "s.json")
+    for make in (_screen, lambda store: InboxScreen(store, poll_interval=None)):
+        app = StoreHost(store_path, make)
+        async with app.run_test(size=(100, 32)) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            text = " ".join(str(w.render()) for w in app.screen.query("Static, Label"))
+            assert "[/]" in text and "[bold]x" in text
+            assert "\x1b" not in text

@@ -31,6 +31,6 @@ async def test_audit_lists_decisions_with_stats(tmp_path: Path, store_path: Path
         assert "approval rate 50%" in stats and "median time to decide 45.0s" in stats
         table = app.screen.query_one("#audit-table", DataTable)
         assert table.row_count == 3
-        decisions = [table.get_row(k)[8] for k in table.rows]
+        decisions = [str(table.get_row(k)[8]) for k in table.rows]  # cells are Text
         assert decisions == ["approve", "deny: not now", "pending"]
-        assert table.get_row(next(iter(table.rows)))[10] == "as proposed"
+        assert str(table.get_row(next(iter(table.rows)))[10]) == "as proposed"

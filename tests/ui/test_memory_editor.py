@@ -63,12 +63,12 @@ async def test_notes_with_provenance_gauges_and_recalls(store_path: Path) -> Non
         await _settle(pilot)
         screen = app.screen
         table = screen.query_one("#memory-table", DataTable)
-        rows = [table.get_row(k) for k in table.rows]
+        rows = [[str(cell) for cell in table.get_row(k)] for k in table.rows]  # cells are Text
         assert [r[1] for r in rows] == ["test-command", "style", "todo", "editor"]
         assert rows[0][3] == "run 4 step 2" and rows[0][6] == "2" and rows[3][3] == "operator"
         assert screen.query_one("#gauge-workspace-entries", ProgressBar).progress == 3
         recalls = screen.query_one("#memory-recalls", DataTable)
-        assert [recalls.get_row(k)[:3] for k in recalls.rows] == [
+        assert [[str(c) for c in recalls.get_row(k)[:3]] for k in recalls.rows] == [
             ["#11", "4", "5"],
             ["#19", "5", "2"],
         ]
@@ -100,7 +100,7 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
         await pilot.press("y")
         await _settle(pilot)
         table = app.screen.query_one("#memory-table", DataTable)
-        assert [table.get_row(k)[1] for k in table.rows] == ["test-command", "editor"]
+        assert [str(table.get_row(k)[1]) for k in table.rows] == ["test-command", "editor"]
     async with await Store.open(store_path) as store:
         note = await store.memory.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -q" and note.pinned

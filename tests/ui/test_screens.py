@@ -230,3 +230,23 @@ async def test_broken_theme_is_notified_not_fatal(make_app, monkeypatch, tmp_pat
         await pilot.pause(0.1)
         assert app.theme == "io-dark"
         assert any("oops.toml" in n.message for n in app._notifications)
+
+
+async def test_notifications_and_goals_are_text_not_markup(make_app) -> None:
+    """A notification carries errors, paths and notes ("[/]" would raise as markup); a goal
+    is the user's text: neither lets an escape sequence through."""
+    from io_tui.ui.state import RunView
+    from io_tui.ui.widgets.run_tree import RunTree
+
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        app.notify("cannot read a[/]b \x1b[2Jnow", title="[bold]x")
+        screen.upsert_run(RunView(7, "fix [/] the \x1b]0;pwned\x07tests", "/w"))
+        await pilot.pause()
+        (note,) = app._notifications
+        assert (note.message, note.title) == ("cannot read a[/]b now", "[bold]x")
+        label = str(screen.query_one(RunTree).run_nodes[7].label)
+        assert "fix [/] the tests" in label and "\x1b" not in label

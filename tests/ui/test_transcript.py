@@ -150,3 +150,25 @@ async def test_a_theme_change_redraws_the_steps_in_its_colours() -> None:
         after = transcript.render_line(1)
         assert after.text == before.text
         assert [s.style for s in after] != [s.style for s in before]
+
+
+async def test_escape_sequences_in_a_run_never_reach_the_screen() -> None:
+    """A test runner's colours stay; a clear-screen, a title change or a NUL from a tool's
+    output or the model's text is dropped."""
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        result = "\x1b[31mFAILED\x1b[0m test_x\x1b[2J\x1b]0;pwned\x07\x00"
+        data = _step(1, text="ran \x1b[1mpytest\x1b[0m\x1b[H")
+        data.tools.append(ToolBlock("c", "run_command", {"argv": ["pytest"]}, result))
+        transcript.show_run(1, [data], "goal \x1b[2J")
+        transcript.set_expanded(1, frozenset({0}))
+        transcript.set_streaming("next \x1b[2Jstep")
+        await pilot.pause()
+        lines = [transcript.render_line(y) for y in range(transcript.virtual_size.height)]
+        shown = "\n".join(line.text for line in lines)
+        assert "\x1b" not in shown and "\x00" not in shown
+        assert "ran pytest" in shown and "FAILED test_x" in shown and "next step" in shown
+        failed = next(line for line in lines if "FAILED" in line.text)
+        red = [s for s in failed if s.text == "FAILED" and s.style and s.style.color]
+        assert red and red[0].style.color.name == "color(1)"  # type: ignore[union-attr]

@@ -36,6 +36,7 @@ from io_tui.core.rule_preview import (
     validate_pattern,
 )
 from io_tui.core.store import ApprovalRecord, Store
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView
 from io_tui.ui.widgets.table import Table
 
@@ -163,7 +164,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         return Content.assemble(
             Content.styled(prefix, "$text-muted"),
             Content.styled(f"Run {req.run_id} asks to {what} ", "bold"),
-            Content.styled(req.target, "bold $text-accent"),
+            Content.styled(plain(req.target), "bold $text-accent"),
         )
 
     def set_position(self, position: str) -> None:
@@ -180,7 +181,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         line = " · ".join(parts)
         if self.goal:
             line += f"\ngoal: {self.goal}"
-        return Content(line)
+        return Content(plain(line))
 
     def _why(self) -> Content:
         req = self.request
@@ -197,9 +198,8 @@ class ApprovalScreen(ModalScreen[Decision]):
             old = self.current
             state = "new file" if old is None else "against the current file"
             view = DiffView(old, req.content, req.target, id="approval-diff")
-            yield Label(
-                f"{req.target} — {state} · {view.stats.describe()}", id="approval-diff-label"
-            )
+            label = f"{req.target} — {state} · {view.stats.describe()}"
+            yield Label(Content(plain(label)), id="approval-diff-label")
             yield view
         elif is_mcp(req):
             yield Label(f"MCP tool {req.tool}", classes="approval-field")
@@ -298,7 +298,7 @@ class ApprovalScreen(ModalScreen[Decision]):
 
 
 def _code(text: str) -> Static:
-    return Static(text, classes="approval-code")
+    return Static(plain(text), classes="approval-code", markup=False)  # "[/]" is an argument
 
 
 class DenyScreen(ModalScreen[str | None]):
@@ -315,9 +315,8 @@ class DenyScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="deny", classes="approval-dialog"):
-            yield Static(
-                f"Deny {self.request.act.value} {self.request.target}", classes="dialog-title"
-            )
+            title = f"Deny {self.request.act.value} {self.request.target}"
+            yield Static(Content(plain(title)), classes="dialog-title")
             yield Label("Reason (optional; the model reads it and adapts):")
             yield Input(placeholder="e.g. don't touch generated files", id="deny-reason")
             yield Static("enter denies · escape goes back", classes="dialog-hint")

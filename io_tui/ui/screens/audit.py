@@ -8,6 +8,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -101,9 +102,8 @@ class AuditScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         row = event.data_table.get_row(event.row_key)
-        self.query_one("#audit-detail", Static).update(
-            f"#{row[0]} {row[5]} {row[6]} — asked by {row[7]}\nproposed: {row[9]}\nperformed: {row[10]}"
-        )
+        detail = f"#{row[0]} {row[5]} {row[6]} — asked by {row[7]}\nproposed: {row[9]}\nperformed: {row[10]}"
+        self.query_one("#audit-detail", Static).update(Content(detail))  # text, not markup
 
     def action_close(self) -> None:
         self.dismiss(None)

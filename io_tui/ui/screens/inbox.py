@@ -14,6 +14,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
@@ -23,6 +24,7 @@ from io_tui.core.approvals import Decision, DecisionKind
 from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
 ACTIONS = {"approve", "rewrite", "remember", "deny", "defer"}
@@ -176,7 +178,8 @@ class InboxScreen(Screen[None]):
         record = self.selected()
         if record is not None:
             req = record.request
-            detail.update(f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}")
+            line = f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}"
+            detail.update(Content(plain(line)))  # not markup: a command may hold "[/]"
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open", "decide", "next") and not self.records:

@@ -36,6 +36,7 @@ from io_tui.ui.manifest import (
     strip_line_numbers,
     work_request,
 )
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
 ENTRY_COLUMNS = ("state", "kind", "target", "step", "tokens", "reason")
@@ -211,7 +212,7 @@ class InspectorScreen(Screen[None]):
                             f"{section.get('est_tokens', 0):,} tok (fixed, never elided)",
                             style="bold",
                         ),
-                        Syntax(text, "markdown", word_wrap=True, theme="ansi_dark"),
+                        Syntax(plain(text), "markdown", word_wrap=True, theme="ansi_dark"),
                     )
                 )
 
@@ -288,7 +289,7 @@ def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
 
 
 def _sort_key(step: Any) -> int:
-    return int(step) if str(step).isdigit() else 0
+    return int(str(step)) if str(step).isdigit() else 0
 
 
 def _summary(
@@ -337,6 +338,7 @@ def _render_entry(trace: dict[str, Any], row: EntryRow) -> RenderableType:
 
 
 def _highlight(row: EntryRow, text: str) -> RenderableType:
+    text = plain(text)  # no escape sequence from a result reaches the terminal
     if row.kind == "read":
         code, first = strip_line_numbers(text)
         lexer = Syntax.guess_lexer(PurePosixPath(row.target).name, code)

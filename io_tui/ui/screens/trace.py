@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
 from io_tui.core.trace import TraceNotFound, build_trace
+from io_tui.ui.terminal_text import plain
 
 
 class TraceScreen(Screen[None]):
@@ -70,7 +71,7 @@ class TraceScreen(Screen[None]):
         if message.error:
             self.status.update(message.error)
             return
-        self.body.load_text(message.text)
+        self.body.load_text(plain(message.text))  # no escape sequence reaches the terminal
         self.status.update(f"{self.body.document.line_count:,} lines · / to search")
         if self.search.value:
             self.find(self.search.value)

@@ -20,6 +20,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from io_tui.ui.state import RunView, StepView
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 BADGES = {
@@ -252,7 +253,8 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
     """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures."""
     glyph, status = BADGES.get(run.status, ("·", run.status))
     style = styles.get(status, "")
-    goal = run.goal if len(run.goal) <= 48 else run.goal[:47] + "…"
+    goal = plain(run.goal)  # a goal is the user's or a parent run's text
+    goal = goal if len(goal) <= 48 else goal[:47] + "…"
     return Text.assemble(
         (f"{glyph} ", f"bold {style}"),
         (f"#{run.id} ", "bold"),

@@ -26,6 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from io_tui.ui.data import StepData, tool_title
+from io_tui.ui.terminal_text import styled
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 MAX_STEPS = 200
@@ -330,26 +331,23 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         return lines[row]
 
     def _title_text(self) -> Text:
-        if not self.dropped:
-            return Text(self.title, self._styles["title"])
-        return Text(
-            f"{self.title}\n… {self.dropped} earlier steps are in the trace viewer (t)",
-            self._styles["title"],
-            overflow="fold",
-        )
+        title = styled(self.title, self._styles["title"])
+        if self.dropped:
+            title.append(f"\n… {self.dropped} earlier steps are in the trace viewer (t)")
+        return title
 
     def _render_streaming(self) -> list[Strip]:
         if not self.streaming or self._width <= 0:
             return []
-        text = Text(self.streaming, self._styles.get("streaming", Style()))
+        text = styled(self.streaming, self._styles.get("streaming", Style()))
         return self._render_rows([(text, 2)], self._base, self._width)
 
     def _render_step(self, shown: ShownStep, width: int) -> list[Strip]:
         data, styles = shown.data, self._styles
         rows = [(Text(f"step {data.step} · {data.tokens:,} tok", styles["head"]), 0)]
-        rows += [(Text(f"operator ▸ {m}", styles["operator"]), 2) for m in data.operator_messages]
+        rows += [(styled(f"operator ▸ {m}", styles["operator"]), 2) for m in data.operator_messages]
         if data.text:
-            rows.append((Text(data.text), 2))
+            rows.append((styled(data.text), 2))
         for index, tool in enumerate(data.tools):
             open_ = index in shown.expanded
             title = Text(
@@ -361,8 +359,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             )
             rows.append((title, 2))
             if open_:
-                rows.append((Text(_preview(tool.result), styles["result"]), 4))
-        rows += [(Text(line, styles.get(style, Style())), 2) for style, line in data.notes]
+                rows.append((styled(_preview(tool.result), styles["result"]), 4))
+        rows += [(styled(line, styles.get(style, Style())), 2) for style, line in data.notes]
         return self._render_rows(rows, self._base + Style.from_meta({STEP_META: data.step}), width)
 
     def _render_rows(self, rows: list[tuple[Text, int]], base: Style, width: int) -> list[Strip]:
