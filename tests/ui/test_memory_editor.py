@@ -112,3 +112,18 @@ def test_memory_editor_snapshot(snap_compare: Any, store_path: Path) -> None:
     """Three workspace notes and one global note, gauges, the first note's two recalls."""
     asyncio.run(_seed(store_path))
     assert snap_compare(StoreHost(store_path, _editor), terminal_size=(120, 30), run_before=_settle)
+
+
+async def test_a_note_the_agent_wrote_with_markup_and_escapes_is_shown_as_text(
+    store_path: Path,
+) -> None:
+    async with await Store.open(store_path) as store:
+        value = "use [/] then [bold]x\x1b[2J"
+        await store.memory.set("odd [/]", value, "workspace", WS)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _settle(pilot)
+        view = str(app.screen.query_one("#memory-value-view").render())
+        assert view == "use [/] then [bold]x"
+        table = app.screen.query_one("#memory-table", DataTable)
+        assert "odd [/]" in " ".join(str(c) for c in table.get_row(next(iter(table.rows))))

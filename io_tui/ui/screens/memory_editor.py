@@ -13,6 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, Static, TextArea
@@ -22,6 +23,7 @@ from io_tui.core.memory import MemoryNote, Scope
 from io_tui.core.rule_preview import Recall, recall_history
 from io_tui.core.store import Store
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
 
@@ -48,9 +50,8 @@ class EditValueScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="memory-dialog"):
-            yield Static(
-                f"Edit {self.note.scope} note '{self.note.key}'", classes="memory-dialog-title"
-            )
+            title = f"Edit {self.note.scope} note '{self.note.key}'"
+            yield Static(Content(plain(title)), classes="memory-dialog-title")
             yield TextArea(self.note.value, id="memory-value")
             yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
 
@@ -76,7 +77,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="memory-dialog", id="confirm"):
-            yield Static(self.question, classes="memory-dialog-title")
+            yield Static(Content(plain(self.question)), classes="memory-dialog-title")
             with Horizontal(id="confirm-buttons"):
                 yield Button("y  Yes", id="yes", variant="error")
                 yield Button("n  No", id="no")
@@ -151,7 +152,7 @@ class MemoryEditorScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         title = f"Memory — {self.workspace}" if self.workspace else "Memory — global notes"
-        yield Static(title, id="memory-title")
+        yield Static(Content(plain(title)), id="memory-title")
         with Horizontal(id="memory-gauges"):
             for scope in self.scopes():
                 with Vertical(classes="memory-gauge"):
@@ -252,7 +253,8 @@ class MemoryEditorScreen(Screen[None]):
 
     def _show_selected(self) -> None:
         note = self.selected()
-        self.query_one("#memory-value-view", Static).update(note.value if note else "")
+        value = Content(plain(note.value)) if note else Content()  # the agent's text
+        self.query_one("#memory-value-view", Static).update(value)
         self.load_recalls(note)
 
     @work(group="memory-recalls", exclusive=True, exit_on_error=False)

@@ -8,11 +8,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from io_tui.config import Settings
 from io_tui.ui.messages import NewRunRequest
+from io_tui.ui.terminal_text import plain
 
 
 class NewRunScreen(ModalScreen[NewRunRequest | None]):
@@ -88,7 +90,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         try:
             request = self.request()
         except ValueError as exc:
-            self.query_one("#error", Static).update(str(exc))
+            self.query_one("#error", Static).update(Content(plain(str(exc))))
             return
         self.dismiss(request)
 
