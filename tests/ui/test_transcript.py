@@ -172,3 +172,13 @@ async def test_escape_sequences_in_a_run_never_reach_the_screen() -> None:
         failed = next(line for line in lines if "FAILED" in line.text)
         red = [s for s in failed if s.text == "FAILED" and s.style and s.style.color]
         assert red and red[0].style.color.name == "color(1)"  # type: ignore[union-attr]
+
+
+async def test_a_run_loaded_from_a_later_step_says_where_the_earlier_ones_are() -> None:
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(51), _step(52)], "goal")  # the newest MAX_STEPS loaded
+        await pilot.pause()
+        assert transcript.render_line(0).text.startswith("run 1: goal")
+        assert "50 earlier steps are in the trace viewer (t)" in transcript.render_line(1).text

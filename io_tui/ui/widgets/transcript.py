@@ -85,7 +85,6 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self.steps: dict[int, ShownStep] = {}
         self.cursor_step: int | None = None
         self.title = "Select a run, or press ctrl+n for a new one."
-        self.dropped = 0  # steps of this run dropped from the top past MAX_STEPS
         self.streaming = ""
         self._order: list[int] = []  # step numbers, ascending
         self._starts: list[int] = []  # the line each step starts on
@@ -111,7 +110,6 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self.run_id = run_id
         self.steps.clear()
         self.cursor_step = None
-        self.dropped = 0
         self.title = f"run {run_id}: {goal}"
         self.streaming = ""
         self.scroll_to(y=0, animate=False, immediate=True)
@@ -127,7 +125,6 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         if len(self.steps) > MAX_STEPS:
             for step in sorted(self.steps)[: len(self.steps) - MAX_STEPS]:
                 del self.steps[step]
-                self.dropped += 1
         self._relayout()
         self._keep_view(at_end, anchor)
 
@@ -252,8 +249,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         if self._restyle():
             for shown in self.steps.values():
                 shown.width = 0
-        self._head = self._render_rows([(self._title_text(), 0)], self._base, width)
         self._order = sorted(self.steps)
+        self._head = self._render_rows([(self._title_text(), 0)], self._base, width)
         self._starts = []
         y = len(self._head)
         for step in self._order:
@@ -332,8 +329,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
 
     def _title_text(self) -> Text:
         title = styled(self.title, self._styles["title"])
-        if self.dropped:
-            title.append(f"\n… {self.dropped} earlier steps are in the trace viewer (t)")
+        if earlier := (self._order[0] - 1 if self._order else 0):  # not loaded, or dropped
+            title.append(f"\n… {earlier} earlier steps are in the trace viewer (t)")
         return title
 
     def _render_streaming(self) -> list[Strip]:
