@@ -119,7 +119,12 @@ async def test_the_cursor_moves_by_step_and_enter_shows_its_results() -> None:
         transcript.show_run(1, [_step(1, tools=1), _step(2, tools=1), _step(3)], "goal")
         transcript.focus()
         await pilot.pause()
-        await pilot.press("up")  # from nothing, up starts at the last step
+        await pilot.press("up")  # from nothing, up starts at the last step in view
+        assert transcript.cursor_step == 3
+        transcript.cursor_step = None
+        await pilot.press("down")  # and down at the first
+        assert transcript.cursor_step == 1
+        await pilot.press("down", "down")
         assert transcript.cursor_step == 3
         await pilot.press("up", "enter")
         assert transcript.cursor_step == 2 and transcript.steps[2].expanded == {0}

@@ -188,15 +188,15 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             self.set_expanded(shown.data.step, frozenset() if shown.expanded else every)
 
     def action_move_cursor(self, by: int) -> None:
+        """The next or previous step; with no cursor yet, the first or last step in view."""
         if not self._order:
             return
-        if self.cursor_step not in self.steps:
-            index = (
-                bisect_right(self._starts, self.scroll_offset.y) - 1 if by > 0 else len(self._order)
-            )
+        if self.cursor_step in self.steps:
+            index = self._order.index(self.cursor_step) + by
         else:
-            index = self._order.index(self.cursor_step)
-        index = min(max(index + by, 0), len(self._order) - 1)
+            top = self.scroll_offset.y + (self.size.height - 1 if by < 0 else 0)
+            index = bisect_right(self._starts, top) - 1
+        index = min(max(index, 0), len(self._order) - 1)
         self.cursor_step = self._order[index]
         self.refresh()
         lines = self.lines_of(self.cursor_step)
