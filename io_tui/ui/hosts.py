@@ -15,14 +15,16 @@ request — and report the same way: events into the app's ``EventPump``, asks a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import sys
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_worker
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventSink, NullSink
@@ -298,6 +300,7 @@ class InlineHost:
         self.app = app
         self.approver = approver
         self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
+        self.asking: set[int] = set()  # runs waiting on an approver's answer
 
     @property
     def _store(self) -> Store:
@@ -306,7 +309,7 @@ class InlineHost:
     def build_approver(self) -> Approver:
         from io_tui.ui.approver import UIApprover
 
-        return self.approver or UIApprover(self.app)
+        return _Asking(self.approver or UIApprover(self.app), self.asking)
 
     async def prepare(self) -> None:
         return None
@@ -346,12 +349,16 @@ class InlineHost:
         return decided.result
 
     async def close(self) -> None:
-        """Cancel live runs (each ends ``cancelled``, its store rows consistent)."""
-        workers = [w for w in self.app.workers if w.group == "runs" and w.is_running]
-        for worker in workers:
+        """As the worker process does: a run whose ask was deferred at quit (the approval desk
+        answers every open ask so) gets ``PAUSE_WAIT`` to pause durably, its request left in
+        the inbox; the other live runs are cancelled (each ends ``cancelled``, its store rows
+        consistent)."""
+        asking = [w for run_id, w in self.workers.items() if run_id in self.asking]
+        await _settled(asking, PAUSE_WAIT)
+        live = [w for w in self.app.workers if w.group == "runs" and w.is_running]
+        for worker in live:
             worker.cancel()
-        if workers:
-            await self.app.workers.wait_for_complete(workers)
+        await _settled(live, PAUSE_WAIT)
 
     def _sink(self) -> EventSink:
         pump = getattr(self.app, "event_pump", None)
@@ -410,3 +417,33 @@ class InlineHost:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
         self.run(contract, provider, policy, request.seed_run_id)
+
+
+PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
+
+
+class _Asking:
+    """An approver that notes which runs are waiting on it (``InlineHost.asking``)."""
+
+    def __init__(self, approver: Approver, asking: set[int]) -> None:
+        self.approver = approver
+        self.asking = asking
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        self.asking.add(request.run_id)
+        try:
+            return await self.approver.decide(request)
+        finally:
+            self.asking.discard(request.run_id)
+
+
+async def _settled(workers: Iterable[Worker[Any]], within: float) -> None:
+    """Wait for ``workers`` to end, however they end, for at most ``within`` seconds."""
+
+    async def ended(worker: Worker[Any]) -> None:
+        with contextlib.suppress(WorkerCancelled, WorkerFailed):
+            await worker.wait()
+
+    if waiting := [ended(worker) for worker in workers]:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waiting), within)

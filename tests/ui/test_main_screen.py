@@ -6,6 +6,7 @@ from textual.message import Message
 from textual.widgets import Input
 
 from io_tui.core.events import EventKind
+from io_tui.core.store import Store
 from io_tui.demo import DEMO_CONTEXT
 from io_tui.ui.messages import RunEventsReceived
 from io_tui.ui.screens.main import MainScreen
@@ -216,3 +217,22 @@ async def test_a_live_run_repaints_the_gauges_at_most_ten_times_a_second(
         assert gauge.value == 2_000  # within the interval of the last repaint: waits for the tick
         await pilot.pause(1.1)
         assert gauge.value == 2_500
+
+
+async def test_quitting_while_a_run_asks_pauses_it_durably_in_the_app_loop(make_app) -> None:
+    """As with the worker process: the ask is deferred and the run pauses (its request waits
+    in the inbox), rather than ending cancelled."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+
+    app = make_app(approve=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, ApprovalScreen):
+                break
+            await pilot.pause(0.05)
+        assert isinstance(app.screen, ApprovalScreen)
+        await app.action_quit()
+    async with await Store.open(app.store_path) as store:
+        row = await store.runs.get(1)
+        assert row is not None and (row.status, row.outcome) == ("paused", "awaiting_approval")
+        assert [r.request.run_id for r in await store.approvals.pending()] == [1]
