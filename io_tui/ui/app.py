@@ -5,7 +5,8 @@ own loop (``harness="inline"``). Their events reach the app through one ``EventP
 ``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
 applied), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
 Human decisions arrive as ``ApprovalRequested`` with a Future, answered in ``ask_human``. The
-store is opened and read after the first frame.
+store is opened as the app loads (one it cannot open ends the app with the store's error) and
+read after the first frame.
 """
 
 from __future__ import annotations

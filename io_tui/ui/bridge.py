@@ -8,7 +8,7 @@ next frame; a busy one gets bigger batches, not a longer queue. Events that come
 is awaited are applied before it and painted with it (waiting for the previous batch's paint
 held them a whole frame longer), and the hold keeps a flood to a few batches a frame rather than
 one per loop turn, each with its repaint bookkeeping (``benchmarks/ui_load.py``: ingestion
-~5,000 events/s without it, 17,000-46,000 with it).
+~5,000 events/s without it, 15,000-46,000 with it).
 """
 
 from __future__ import annotations
