@@ -315,7 +315,7 @@ def _summary(
 
 def _render_entry(trace: dict[str, Any], row: EntryRow) -> RenderableType:
     head = Text.assemble(
-        (f"{row.kind} {row.target}", "bold"),
+        (plain(f"{row.kind} {row.target}"), "bold"),
         f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
     )
     if row.is_stub:
