@@ -187,3 +187,24 @@ async def test_a_run_loaded_from_a_later_step_says_where_the_earlier_ones_are() 
         await pilot.pause()
         assert transcript.render_line(0).text.startswith("run 1: goal")
         assert "50 earlier steps are in the trace viewer (t)" in transcript.render_line(1).text
+
+
+async def test_text_selected_with_the_mouse_is_highlighted_and_copied_as_shown() -> None:
+    from textual.geometry import Offset
+    from textual.selection import Selection
+
+    app = TranscriptHost()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one(Transcript)
+        transcript.show_run(1, [_step(1), _step(2)], "goal")
+        await pilot.pause()
+        # from "model says 1" (line 2, after "  the ") to "step 2" (line 4)
+        selection = Selection(Offset(6, 2), Offset(6, 4))
+        text, ending = transcript.get_selection(selection) or ("", "")
+        assert (text, ending) == ("model says 1\n\nstep 2", "\n")
+        app.screen.selections = {transcript: selection}
+        await pilot.pause()
+        chosen = app.screen.get_component_rich_style("screen--selection").bgcolor
+        line = list(transcript.render_line(2))
+        assert {s.text for s in line if s.style and s.style.bgcolor == chosen} == {"model says 1"}
+        assert all(s.style and s.style.meta.get("offset") for s in line)  # where a drag lands

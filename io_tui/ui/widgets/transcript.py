@@ -8,7 +8,8 @@ would lay out the whole screen again (~45 ms each time on a busy screen).
 
 Steps are keyed by number and the oldest are dropped past ``MAX_STEPS`` (the trace viewer has
 all of them). One step is the cursor: ↑/↓ move it, enter shows or hides its tool results, a
-click on a tool line shows or hides that result.
+click on a tool line shows or hides that result. Text dragged over with the mouse is selected
+(``ctrl+c`` copies it, as the lines show it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -23,6 +25,7 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from io_tui.ui.data import StepData, tool_title
@@ -303,8 +306,36 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         width = self._width
         strip = self._line_at(line_y)
         if strip is None:
-            return Strip.blank(width, self._base)
-        return strip if strip.cell_length == width else strip.crop_extend(0, width, self._base)
+            strip = Strip.blank(width, self._base)
+        elif strip.cell_length != width:
+            strip = strip.crop_extend(0, width, self._base)
+        if (selection := self.text_selection) is not None:
+            strip = self._selected(strip, selection.get_span(line_y))
+        return strip.apply_offsets(0, line_y)  # where a mouse selection starts and ends
+
+    # -- selecting text with the mouse ---------------------------------------------------------
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text, as the lines show it (copied with the terminal's usual keys)."""
+        lines = (self._line_at(y) for y in range(self.virtual_size.height))
+        text = "\n".join(line.text.rstrip() if line else "" for line in lines)
+        return selection.extract(text), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
+
+    def _selected(self, strip: Strip, span: tuple[int, int] | None) -> Strip:
+        """``strip`` with the characters ``span`` covers in the screen's selection style."""
+        if span is None:
+            return strip
+        text = strip.text
+        start, end = span
+        end = len(text.rstrip()) if end == -1 else end  # to the line's end, not its padding
+        cuts = [cell_len(text[:start]), cell_len(text[:end]), strip.cell_length]
+        before, chosen, after = strip.divide(cuts)
+        style = self.screen.get_component_rich_style("screen--selection")
+        chosen = Strip(Segment.apply_style(chosen, post_style=style), chosen.cell_length)
+        return Strip.join([before, chosen, after])
 
     def _line_at(self, y: int) -> Strip | None:
         if y < len(self._head):
