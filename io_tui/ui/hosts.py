@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 WORKER_MODULE = "io_tui.core.worker"
 CLOSE_TIMEOUT_S = 10.0
+PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
 
 class HostError(RuntimeError):
@@ -417,9 +418,6 @@ class InlineHost:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
         self.run(contract, provider, policy, request.seed_run_id)
-
-
-PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
 
 class _Asking:

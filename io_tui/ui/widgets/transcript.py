@@ -249,9 +249,7 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         width = self._width
         if width <= 0:
             return
-        if self._restyle():
-            for shown in self.steps.values():
-                shown.width = 0
+        self._restyle()
         self._order = sorted(self.steps)
         self._head = self._render_rows([(self._title_text(), 0)], self._base, width)
         self._starts = []
@@ -279,14 +277,19 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self._relayout()
 
     def notify_style_update(self) -> None:
-        """A theme or pseudo-class change: the parts' styles are read again, and the steps
-        rendered again only if those changed."""
+        """A theme or pseudo-class change (focus, hover): the parts' styles are read again,
+        and the lines drawn again only if those changed."""
         self._styles_stale = True
         super().notify_style_update()
-        self.call_later(self._relayout)
+        self.call_later(self._relayout_if_restyled)
+
+    def _relayout_if_restyled(self) -> None:
+        if self._restyle():
+            self._relayout()
 
     def _restyle(self) -> bool:
-        """Read the parts' styles; True if they changed (every rendered line is then stale)."""
+        """Read the parts' styles; True if they changed, and then every rendered step is
+        stale."""
         if not self._styles_stale or not self.is_mounted:
             return False
         self._styles_stale = False
@@ -295,9 +298,12 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             for part in PARTS
         }
         base = self.rich_style
-        changed = styles != self._styles or base != self._base
+        if styles == self._styles and base == self._base:
+            return False
         self._styles, self._base = styles, base
-        return changed
+        for shown in self.steps.values():
+            shown.width = 0
+        return True
 
     # -- rendering -----------------------------------------------------------------------------
 
