@@ -17,10 +17,10 @@ Delay event→screen is measured from an event's creation to the screen refresh 
 batch it arrived in. Then 10,000 steps go into run 1's tree (keyed nodes) and key presses are
 timed on the screen's refreshes: press → the cursor painted, and press → the last refresh before
 idle (transcript and gauges reloaded), beside a stock ``Tree`` of the same size measured the same
-way. First paint (median of 5, after one warm-up) is ``run_test`` to the first frame of the
-main screen, against the first frame of an empty ``textual.app.App``; beside it, the time to the
-first idle (everything mounted), and an app composing only the stock widgets the main screen
-uses (header, tree, input, footer with the same bindings). Run: ``.venv/bin/python benchmarks/ui_load.py``
+way. First paint is ``run_test`` to the first frame of the main screen (its layout, drawn as
+the screen's own lines; widgets/skeleton.py), against the first frame of an empty
+``textual.app.App``: medians of 15 rounds, the two apps started in turn. Beside it, the first
+frame showing the main screen's panes, and the first idle (everything mounted). Run: ``.venv/bin/python benchmarks/ui_load.py``
 (sizes: ``UI_LOAD_RUNS``, ``UI_LOAD_STEPS``).
 """
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.screen import Screen  # noqa: E402
-from textual.widgets import Footer, Header, Input, Static, Tree  # noqa: E402
+from textual.widgets import Footer, Header, Tree  # noqa: E402
 
 from io_tui.config import HarnessMode, Settings  # noqa: E402
 from io_tui.core.approvals import ApproveAll  # noqa: E402
@@ -86,19 +86,6 @@ def make_workspace(tmp: Path) -> Path:
     workspace.mkdir(exist_ok=True)
     (workspace / "a.txt").write_text("hello\n")
     return workspace
-
-
-class StockWidgets(App[None]):
-    """The stock widgets of the main screen and its bindings, nothing of io-tui's own."""
-
-    BINDINGS = IoApp.BINDINGS + MainScreen.BINDINGS
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Tree("runs")
-        yield Static("transcript")
-        yield Input()
-        yield Footer()
 
 
 async def time_keys(
@@ -154,32 +141,59 @@ async def baseline_keys() -> float:
     return statistics.median(painted)
 
 
-async def first_paint(app: App[Any], screen: type[Screen[Any]] = Screen) -> tuple[float, float]:
-    """From ``run_test`` to the first frame of ``screen`` (the app's own screen, not the blank
-    default one), and to the first idle after it (Pilot's ``pause``: every widget mounted)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Startup:
+    """Seconds from ``run_test`` to the first frame of the app's screen, to its first frame
+    with its content (the main screen's panes; for an empty app, the same frame), and to the
+    first idle (Pilot's ``pause``: every widget mounted)."""
+
+    paint: float
+    content: float
+    idle: float
+
+
+async def startup(app: App[Any], screen: type[Screen[Any]] = Screen) -> Startup:
     frames: list[float] = []
+    content: list[float] = []
     real = Screen._compositor_refresh
 
     def recording(self: Screen[Any]) -> None:
         real(self)
-        if type(self) is screen and not frames:
+        if type(self) is screen:
             frames.append(time.perf_counter())
+            if getattr(self, "ready", True) and not content:
+                content.append(frames[-1])
 
     Screen._compositor_refresh = recording  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
-            ready = time.perf_counter() - started
+            idle = time.perf_counter() - started
     finally:
         Screen._compositor_refresh = real  # type: ignore[method-assign]
-    return frames[0] - started, ready
+    return Startup(frames[0] - started, content[0] - started, idle)
 
 
-async def median_paint(make: Any, screen: type[Screen[Any]] = Screen) -> tuple[float, float]:
-    await first_paint(make(), screen)  # warm: CSS and imports are paid once per process
-    runs = [await first_paint(make(), screen) for _ in range(5)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+async def startups(
+    make: Any, screen: type[Screen[Any]], rounds: int = 15
+) -> tuple[Startup, Startup]:
+    """Medians over ``rounds``, an empty app and io-tui's started in turn (so that the machine's
+    drift touches both alike), after a warm-up of each (imports, first-use caches)."""
+    await startup(App())
+    await startup(make(), screen)
+    empty: list[Startup] = []
+    ours: list[Startup] = []
+    for _ in range(rounds):
+        empty.append(await startup(App()))
+        ours.append(await startup(make(), screen))
+
+    def median(runs: list[Startup]) -> Startup:
+        return Startup(
+            *(statistics.median(getattr(r, f) for r in runs) for f in ("paint", "content", "idle"))
+        )
+
+    return median(empty), median(ours)
 
 
 class Recorder:
@@ -334,9 +348,7 @@ async def main() -> None:
         # events kept for the replays below make every later collection slower)
         live = await end_to_end(tmp, "process")
         inline = await end_to_end(tmp, "inline")
-        empty = await median_paint(App)
-        stock = await median_paint(StockWidgets)
-        ours = await median_paint(
+        empty, ours = await startups(
             lambda: create_app(Settings(), tmp / "fp.db", poll_interval=None), MainScreen
         )
         key_floor = await baseline_keys()
@@ -379,17 +391,18 @@ async def main() -> None:
         ("keypress → settled (median)", f"{live['settle_ms_median']:.1f} ms", ""),
         (
             "first paint vs empty app",
-            f"{ours[0] / empty[0]:.2f}× ({ours[0] * 1000:.0f} / {empty[0] * 1000:.0f} ms)",
+            f"{ours.paint / empty.paint:.2f}× ({ours.paint * 1000:.1f} / "
+            f"{empty.paint * 1000:.1f} ms)",
             "≤ 1.5×",
         ),
         (
-            "  all mounted (first idle) vs empty app",
-            f"{ours[1] / empty[1]:.2f}× ({ours[1] * 1000:.0f} / {empty[1] * 1000:.0f} ms)",
+            "  panes painted vs empty app's first frame",
+            f"{ours.content / empty.content:.2f}× ({ours.content * 1000:.0f} ms)",
             "",
         ),
         (
-            "  stock widgets alone: paint / idle",
-            f"{stock[0] / empty[0]:.2f}× / {stock[1] / empty[1]:.2f}×",
+            "  all mounted (first idle) vs empty app",
+            f"{ours.idle / empty.idle:.2f}× ({ours.idle * 1000:.0f} / {empty.idle * 1000:.0f} ms)",
             "",
         ),
         ("peak RSS", f"{rss_mb:.0f} MB", ""),

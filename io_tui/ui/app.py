@@ -24,6 +24,7 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
@@ -56,7 +57,7 @@ POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui d
 
 
 class IoApp(App[int]):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = ["app.tcss", "screens/main.tcss"]
     TITLE = "io-tui"
     SUB_TITLE = "agent cockpit"
     ENABLE_COMMAND_PALETTE = True
@@ -129,12 +130,26 @@ class IoApp(App[int]):
         else:
             problems.append((f"unknown theme {wanted!r}; using {DEFAULT_THEME}", "warning"))
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
+        # The stylesheet is first parsed with these variables (it holds the default theme's).
+        self._startup_css: dict[str, str] | None = self.get_css_variables()
+        self.stylesheet.set_variables(self._startup_css)
         return problems
 
-    def on_mount(self) -> None:
+    def refresh_css(self, animate: bool = True) -> None:
+        """Setting the theme in ``__init__`` queues a refresh that would parse and apply every
+        rule a second time before the first frame, with the variables the stylesheet was first
+        built with (``_choose_theme``): that one refresh is skipped."""
+        startup, self._startup_css = self._startup_css, None
+        if startup is not None and self.get_css_variables() == startup:
+            return
+        super().refresh_css(animate)
+
+    def get_default_screen(self) -> Screen[Any]:
         from io_tui.ui.screens.main import MainScreen
 
-        self.push_screen(MainScreen())
+        return MainScreen()
+
+    def on_mount(self) -> None:
         for problem, severity in self._theme_problems:
             if severity == "error":
                 self.notify(problem, title="Theme file ignored", severity="error", timeout=10)
@@ -315,8 +330,9 @@ class IoApp(App[int]):
         from io_tui.ui.screens.main import MainScreen
 
         for screen in self.screen_stack:
-            if isinstance(screen, MainScreen) and screen.is_mounted:
-                return screen  # once mounted: it then shows every run of ``self.runs``
+            # once its panes are mounted: it then shows every run of ``self.runs``
+            if isinstance(screen, MainScreen) and screen.ready:
+                return screen
         return None
 
     # -- the store: initial load, polling, refresh ---------------------------------------------

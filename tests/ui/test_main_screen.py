@@ -200,8 +200,9 @@ async def test_a_live_run_repaints_the_gauges_at_most_ten_times_a_second(
     async with app.run_test(size=SIZE) as pilot:
         from io_tui.ui.state import RunView
 
+        await pilot.pause()  # the panes mount after the first frame
         screen = app.screen
-        assert isinstance(screen, MainScreen)
+        assert isinstance(screen, MainScreen) and screen.ready
         run = app.runs[1] = RunView(1, "goal", "/w")
         screen.upsert_run(run)
         await pilot.pause()

@@ -20,7 +20,9 @@ from textual.containers import Horizontal, Vertical
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Tree
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Footer, Input, Tree
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.ui.data import StepData, load_steps
@@ -29,11 +31,14 @@ from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
+from io_tui.ui.widgets.skeleton import Palette, Skeleton
+from io_tui.ui.widgets.title_bar import TitleBar
 from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
+PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
 
 if TYPE_CHECKING:
     from io_tui.ui.app import IoApp
@@ -52,7 +57,6 @@ class GaugeFigures:
 
 
 class MainScreen(Screen[None]):
-    CSS_PATH = "main.tcss"
     AUTO_FOCUS = "#runs"
     BINDINGS = [
         Binding("i", "inspect", "Inspect", id="main.inspect", tooltip="Context inspector for the selected step"),
@@ -86,6 +90,8 @@ class MainScreen(Screen[None]):
         self._auto_select = True
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
+        self.ready = False  # the panes are mounted (the first frame shows the skeleton)
+        self._skeleton: Skeleton | None = None
         # a held arrow key costs ≤10 store reads a second; a live run repaints the gauges ≤10×/s;
         # a followed transcript loads its new steps from the store ≤2×/s
         self._schedule_view = Throttle(self, VIEW_INTERVAL, self._load_view)
@@ -93,30 +99,61 @@ class MainScreen(Screen[None]):
         self._schedule_tail = Throttle(self, TAIL_INTERVAL, self._follow_tail)
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
-        with Horizontal(id="body"):
-            yield RunTree(id="runs")
-            with Vertical(id="side"):
-                with Vertical(id="gauges"):
-                    yield Gauge("run", id="gauge-run")
-                    yield Gauge("request", id="gauge-request")
-                    yield Gauge("estimate", id="gauge-drift")
-                    yield Gauge("memory", unit="notes", id="gauge-memory")
-                    yield Gauge("mem chars", unit="chars", id="gauge-memory-chars")
-                yield Transcript(id="transcript")
-        yield Input(
-            placeholder="Message the selected run, or follow up on a finished one (m)", id="prompt"
+        # The first frame is the layout alone, drawn by the screen (``render_line``): the panes'
+        # widgets cost ~7× an empty app's first frame. They are mounted once it is on screen.
+        self._skeleton = Skeleton(
+            self.app.title,
+            self.app.sub_title,
+            PROMPT_PLACEHOLDER,
+            Palette.of(self.app.theme_variables),
         )
+        return []
+
+    def render_line(self, y: int) -> Strip:
+        if self._skeleton is not None:
+            return self._skeleton.render_line(self.size, y)
+        return super().render_line(y)
+
+    def _panes(self) -> list[Widget]:
+        gauges = Vertical(
+            Gauge("run", id="gauge-run"),
+            Gauge("request", id="gauge-request"),
+            Gauge("estimate", id="gauge-drift"),
+            Gauge("memory", unit="notes", id="gauge-memory"),
+            Gauge("mem chars", unit="chars", id="gauge-memory-chars"),
+            id="gauges",
+        )
+        gauges.border_title = "Budgets"
+        runs = RunTree(id="runs")
+        runs.border_title = "Runs"
+        transcript = Transcript(id="transcript")
+        transcript.border_title = "Transcript"
+        return [
+            TitleBar(),
+            Horizontal(runs, Vertical(gauges, transcript, id="side"), id="body"),
+            Input(placeholder=PROMPT_PLACEHOLDER, id="prompt"),
+        ]
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self.mount, Footer())
-        self.run_tree.border_title = "Runs"
-        self.query_one("#gauges").border_title = "Budgets"
-        self.transcript.border_title = "Transcript"
+        self.call_after_refresh(self._mount_panes)
+
+    async def _mount_panes(self) -> None:
+        """Replace the skeleton with the panes, then show the runs the app already knows."""
+        with self.app.batch_update():
+            await self.mount_all(self._panes())
+            self._skeleton = None
+            self.refresh()
+        self.ready = True
+        if self.focused is None:
+            self.run_tree.focus()
         app = self.io_app
-        for run in app.runs.values():
+        for run in app.runs.values():  # what the app learnt while the skeleton was shown
             self.upsert_run(run)
+            for step in run.steps.values():
+                self.run_tree.upsert_step(run, step)
         app.refresh_runs(None)
+        # Last, so that it lays out its keys once, for the bindings they now have.
+        await self.mount(Footer())
 
     @property
     def io_app(self) -> IoApp:
@@ -296,6 +333,8 @@ class MainScreen(Screen[None]):
     # -- actions -------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not self.ready:
+            return False
         if action in {"inspect", "trace"}:
             return self.selected_run is not None
         if action == "interrupt":

@@ -1,0 +1,53 @@
+"""The title bar: the app's title and subtitle centred on one line, the command palette's icon at
+its left (click it to open the palette).
+
+What Textual's ``Header`` shows, drawn by one widget: the Header mounts three (icon, title, clock
+space), which cost the main screen's first full frame, and its title watcher raised NoMatches
+when the app closed while the Header was mounting.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.widget import Widget
+
+ICON = "⭘"
+
+
+def title_parts(title: str, sub_title: str, width: int) -> list[tuple[str, bool]]:
+    """The line as ``(text, dim)`` parts filling ``width`` cells: the icon, then ``title —
+    sub_title`` centred, the dash and subtitle dim. (The skeleton draws the same line.)"""
+    head = f" {ICON} "
+    parts = [(title, False)] + ([(f" — {sub_title}", True)] if sub_title else [])
+    length = sum(len(text) for text, _ in parts)
+    left = max(len(head), (width - length) // 2)
+    line = [(head.ljust(left), False), *parts]
+    used = left + length
+    if used < width:
+        line.append((" " * (width - used), False))
+    return line
+
+
+class TitleBar(Widget):
+    DEFAULT_CSS = """
+    TitleBar { dock: top; height: 1; background: $panel; color: $foreground; }
+    """
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "title", self._retitle, init=False)
+        self.watch(self.app, "sub_title", self._retitle, init=False)
+
+    def _retitle(self) -> None:
+        self.refresh()
+
+    def render(self) -> Text:
+        parts = title_parts(self.app.title, self.app.sub_title, self.size.width)
+        text = Text.assemble(*((part, "dim") if dim else part for part, dim in parts))
+        text.truncate(self.size.width)
+        return text
+
+    async def on_click(self, event: events.Click) -> None:
+        if event.x < 3 and self.app.ENABLE_COMMAND_PALETTE:
+            event.stop()
+            await self.run_action("app.command_palette")

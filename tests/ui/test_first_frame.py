@@ -1,0 +1,169 @@
+"""The main screen's first frame is its layout (the skeleton), drawn by the screen; the panes take
+its places a frame later, and nothing the app learnt or was asked in between is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from textual.command import CommandPalette
+from textual.css.stylesheet import Stylesheet
+from textual.geometry import Size
+from textual.pilot import Pilot
+from textual.widgets import Footer, Input
+
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.ui.app import IoApp
+from io_tui.ui.messages import RunEventsReceived
+from io_tui.ui.screens.main import PROMPT_PLACEHOLDER, MainScreen
+from io_tui.ui.widgets.run_tree import RunTree
+from io_tui.ui.widgets.skeleton import main_layout
+from io_tui.ui.widgets.title_bar import TitleBar
+from io_tui.ui.widgets.transcript import Transcript
+
+from .conftest import SIZE
+
+
+@asynccontextmanager
+async def panes_held(
+    app: IoApp, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Pilot[None], Callable[[], Awaitable[None]]]]:
+    """The app started with its main screen left on the skeleton; the yielded coroutine
+    function mounts the panes as the screen would have after its first frame."""
+    mount = MainScreen._mount_panes
+
+    async def held(self: MainScreen) -> None:
+        pass
+
+    monkeypatch.setattr(MainScreen, "_mount_panes", held)
+    async with app.run_test(size=SIZE) as pilot:
+
+        async def release() -> None:
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            await mount(screen)
+
+        yield pilot, release
+
+
+async def _ready(pilot) -> MainScreen:  # type: ignore[no-untyped-def]
+    screen = pilot.app.screen
+    assert isinstance(screen, MainScreen)
+    for _ in range(50):
+        if screen.ready and screen.query(Footer):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+    assert screen.ready
+    return screen
+
+
+async def test_the_first_frame_is_the_layout_drawn_by_the_screen(make_app, monkeypatch) -> None:
+    app = make_app(demo=False)
+    async with panes_held(app, monkeypatch) as (pilot, _):
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and not screen.ready
+        assert not screen.children  # no widget yet: the screen draws the lines
+        rows = [screen.render_line(y).text for y in range(SIZE[1])]
+        layout = main_layout(Size(*SIZE))
+        assert "io-tui — agent cockpit" in rows[0]
+        assert rows[1].startswith("╭─ Runs ─") and "╮╭─ Budgets ─" in rows[1]
+        box = layout.transcript
+        assert rows[box.y][box.x :] == "╭─ Transcript " + "─" * (box.width - 15) + "╮"
+        assert rows[layout.prompt.y + 1].startswith(f"▊  {PROMPT_PLACEHOLDER}")
+        assert all(len(row) == SIZE[0] for row in rows)
+
+
+@pytest.mark.parametrize("size", [(140, 44), (80, 24), (60, 20), (200, 50)])
+async def test_the_panes_take_the_places_the_skeleton_drew(make_app, size) -> None:
+    """``main_layout`` mirrors main.tcss: at every size the panes land where the first frame
+    drew them (the runs pane at its 30-column minimum on the narrow screen)."""
+    app = make_app(demo=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await _ready(pilot)
+        layout = main_layout(Size(*size))
+        assert screen.query_one(TitleBar).region == layout.header
+        assert screen.query_one(RunTree).region == layout.runs
+        assert screen.query_one("#gauges").region == layout.gauges
+        assert screen.query_one(Transcript).region == layout.transcript
+        assert screen.query_one(Input).region == layout.prompt
+        assert screen.query_one(Footer).region == layout.footer
+
+
+async def test_runs_that_arrive_before_the_panes_are_shown_in_them(make_app, monkeypatch) -> None:
+    app = make_app(demo=False)
+    async with panes_held(app, monkeypatch) as (pilot, release):
+        events = [RunEvent(1, 0, EventKind.RUN_STARTED, {"goal": "early", "workspace": "/w"})]
+        for step in (1, 2):
+            events.append(RunEvent(1, step, EventKind.REQUEST_STARTED, {}))
+            events.append(RunEvent(1, step, EventKind.STEP_COMMITTED, {"tokens": 100}))
+        app.post_message(RunEventsReceived(tuple(events)))
+        await pilot.pause()
+        assert set(app.runs[1].steps) == {1, 2} and not app.screen.ready  # type: ignore[attr-defined]
+        await release()
+        screen = await _ready(pilot)
+        assert set(screen.run_tree.step_nodes) == {(1, 1), (1, 2)}
+        assert screen.selected_run == 1
+
+
+async def test_keys_before_the_panes_do_nothing(make_app, monkeypatch) -> None:
+    app = make_app(demo=False)
+    async with panes_held(app, monkeypatch) as (pilot, release):
+        await pilot.press("i", "t", "m", "x", "e", "escape", "down", "enter")
+        assert isinstance(app.screen, MainScreen) and app.return_code is None
+        await release()
+        screen = await _ready(pilot)
+        assert screen.focused is screen.run_tree
+        await pilot.press("m")
+        assert screen.focused is screen.prompt
+
+
+async def test_quitting_while_the_panes_mount_is_clean(make_app) -> None:
+    """Textual's Header raised NoMatches from its title watcher when the app closed while the
+    Header mounted; the title bar has no children to look up. Quit at many points of start-up."""
+    for delay in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08):
+        app = make_app(demo=False)
+        async with app.run_test(size=SIZE):
+            await asyncio.sleep(delay)
+        assert app.return_code in (None, 0)
+
+
+async def test_title_bar_follows_the_title_and_its_icon_opens_the_palette(make_app) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _ready(pilot)
+        bar = screen.query_one(TitleBar)
+        app.title = "io-tui [1 asking]"
+        await pilot.pause()
+        assert "io-tui [1 asking] — agent cockpit" in str(bar.render())
+        await pilot.click(TitleBar, offset=(1, 0))
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+
+
+async def test_a_configured_theme_is_parsed_once_and_switching_restyles(
+    make_app, monkeypatch
+) -> None:
+    """The theme chosen in ``__init__`` goes into the stylesheet before it is first parsed; the
+    refresh that setting it queues is skipped (it parsed and applied every rule again before the
+    first frame). A later switch still restyles every widget."""
+    reparsed: list[Stylesheet] = []
+    reparse = Stylesheet.reparse
+
+    def counting(self: Stylesheet) -> None:
+        reparsed.append(self)
+        reparse(self)
+
+    monkeypatch.setattr(Stylesheet, "reparse", counting)
+    app = make_app(demo=False, theme="io-light")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _ready(pilot)
+        assert not reparsed
+        light = screen.styles.background
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert reparsed and app.theme != "io-light"
+        assert screen.styles.background != light
