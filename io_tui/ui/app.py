@@ -105,16 +105,19 @@ class IoApp(App[int]):
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
-        self._store_open = False
 
     # -- start and stop ------------------------------------------------------------------------
 
-    async def on_load(self) -> None:
-        try:
-            await self.store.db.open()
-            self._store_open = True
-        except StoreError as exc:
-            self.exit(2, message=str(exc))
+    def on_load(self) -> None:
+        # The store opens while the first frame is drawn; every store call waits for it.
+        self.store.db.open_soon().add_done_callback(self._store_opened)
+
+    def _store_opened(self, opening: asyncio.Task[None]) -> None:
+        if not opening.cancelled() and (error := opening.exception()) is not None:
+            message = (
+                str(error) if isinstance(error, StoreError) else f"cannot open store: {error!r}"
+            )
+            self.exit(return_code=2, message=message)
 
     def _choose_theme(self) -> list[tuple[str, str]]:
         """Register the theme files and pick the configured theme before the stylesheet is first
@@ -196,9 +199,7 @@ class IoApp(App[int]):
 
     async def on_unmount(self) -> None:
         await self.host.close()
-        if self._store_open:
-            self._store_open = False
-            await self.store.close()
+        await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
 

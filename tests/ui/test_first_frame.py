@@ -167,3 +167,29 @@ async def test_a_configured_theme_is_parsed_once_and_switching_restyles(
         await pilot.pause()
         assert reparsed and app.theme != "io-light"
         assert screen.styles.background != light
+
+
+async def test_the_store_opens_while_the_first_frame_is_drawn(make_app, tmp_path) -> None:
+    """Every store call waits for the open: the panes' first read finds the runs."""
+    app = make_app(demo=False)
+    assert app.store.db._conn is None
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _ready(pilot)
+        await pilot.pause(0.2)
+        assert app.runs == {} and app.return_code is None
+        run_id = await app.store.runs.create(
+            goal="goal", workspace=str(tmp_path), contract={}, provider={}, policy={}
+        )
+        app.poll_store()
+        await pilot.pause(0.2)
+        assert run_id in screen.run_tree.run_nodes
+
+
+async def test_a_corrupt_store_ends_the_app_with_its_reason(make_app, tmp_path) -> None:
+    bad = tmp_path / "store.db"  # the store make_app opens
+    bad.write_bytes(b"this is not sqlite" * 100)
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE):
+        await asyncio.sleep(0.3)
+    assert app.return_code == 2
+    assert bad.read_bytes() == b"this is not sqlite" * 100

@@ -34,30 +34,36 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
+        self._opening: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+
+    def open_soon(self) -> asyncio.Task[None]:
+        """Start opening the file, once, and go on: every call waits for it to be open (the app
+        draws its first frame meanwhile). The task raises what ``open`` raises."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self.open())
+        return self._opening
+
+    async def _connection(self) -> aiosqlite.Connection:
+        if self._conn is None and self._opening is not None:
+            await asyncio.shield(self._opening)
+        return self.conn
 
     async def open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = await aiosqlite.connect(self.path, isolation_level=None)
             self._conn.row_factory = aiosqlite.Row
-            await self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            await self._conn.execute("PRAGMA journal_mode = WAL")
-            # WAL's recommended level: a commit is not fsynced until a checkpoint, so a power cut
-            # may lose the last commits but never corrupts the file; an app crash loses nothing.
-            await self._conn.execute("PRAGMA synchronous = NORMAL")
-            await self._conn.execute("PRAGMA foreign_keys = ON")
-            await self._migrate()
+            await self._migrate(await self.call(_configure))
         except StoreError:
-            await self.close()
+            await self._disconnect()
             raise
         except (sqlite3.Error, OSError) as exc:
-            await self.close()
+            await self._disconnect()
             raise StoreError(f"cannot open store {self.path}: {_describe(exc)}") from None
 
-    async def _migrate(self) -> None:
+    async def _migrate(self, version: int) -> None:
         conn = self.conn
-        (version,) = await (await conn.execute("PRAGMA user_version")).fetchone() or (0,)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.path} has schema version {version}, newer than this io-tui "
@@ -81,6 +87,12 @@ class Database:
         return self._conn
 
     async def close(self) -> None:
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            await asyncio.wait([opening])  # a failed open has closed what it opened
+        await self._disconnect()
+
+    async def _disconnect(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await conn.close()
@@ -89,7 +101,7 @@ class Database:
         """``fn(connection)`` run on the connection's thread: any number of statements for one
         hand-off between threads (each ``aiosqlite`` await is one). Uses aiosqlite's
         ``_execute``, the queue every one of its own calls goes through."""
-        conn = self.conn
+        conn = self._conn if self._conn is not None else await self._connection()
         return await conn._execute(lambda: fn(conn._conn))
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -100,7 +112,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
-            conn = self.conn
+            conn = self._conn if self._conn is not None else await self._connection()
             await conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -114,6 +126,19 @@ class Database:
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         return await self.call(partial(_fetch, sql, tuple(params), many=False))
+
+
+def _configure(conn: sqlite3.Connection) -> int:
+    """Set the connection up (one hand-off to its thread: the app's first frame waits for it)
+    and return the file's schema version."""
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    # WAL's recommended level: a commit is not fsynced until a checkpoint, so a power cut may
+    # lose the last commits but never corrupts the file; an app crash loses nothing.
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _in_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:

@@ -143,6 +143,8 @@ class MainScreen(Screen[None]):
             await self.mount_all(self._panes())
             self._skeleton = None
             self.refresh()
+        if not self.is_attached:
+            return  # the app is closing (quit, or its store cannot be opened)
         self.ready = True
         if self.focused is None:
             self.run_tree.focus()
