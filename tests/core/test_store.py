@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 import pytest
@@ -53,6 +54,31 @@ async def test_a_file_that_is_not_a_database_is_reported(tmp_path):
     bad.write_text("hello" * 1000)
     with pytest.raises(StoreError, match="not an io-tui store"):
         await Store.open(bad)
+
+
+async def test_calls_made_while_the_store_opens_wait_for_it(store_path):
+    """``open_soon`` (the app's start): transactions issued while a new file is migrated wait
+    for the migrations instead of starting inside them."""
+    store = Store(store_path)
+    opening = store.db.open_soon()
+    calls = []
+    while not opening.done():  # a call at every turn of the loop while it opens
+        calls.append(asyncio.ensure_future(new_run(store)))
+        await asyncio.sleep(0)
+    ids = await asyncio.gather(*calls)
+    assert len(calls) > 3 and sorted(ids) == list(range(1, len(calls) + 1))
+    await store.close()
+
+
+async def test_a_store_that_fails_to_open_fails_every_waiting_call(tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_text("hello" * 1000)
+    store = Store(bad)
+    store.db.open_soon()
+    with pytest.raises(StoreError, match="not an io-tui store"):
+        await store.runs.list()
+    await store.close()
+    assert bad.read_text() == "hello" * 1000
 
 
 async def test_a_step_commits_whole_or_not_at_all(store):

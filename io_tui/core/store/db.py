@@ -50,20 +50,23 @@ class Database:
         return self.conn
 
     async def open(self) -> None:
+        """Connect, set the connection up and migrate; the connection is used by others only
+        once all of that is done (with ``open_soon`` they wait for it meanwhile)."""
+        conn: aiosqlite.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = await aiosqlite.connect(self.path, isolation_level=None)
-            self._conn.row_factory = aiosqlite.Row
-            await self._migrate(await self.call(_configure))
-        except StoreError:
-            await self._disconnect()
+            conn = await aiosqlite.connect(self.path, isolation_level=None)
+            conn.row_factory = aiosqlite.Row
+            await self._migrate(conn, await _on_thread(conn, _configure))
+        except BaseException as exc:
+            if conn is not None:
+                await conn.close()
+            if isinstance(exc, sqlite3.Error | OSError):
+                raise StoreError(f"cannot open store {self.path}: {_describe(exc)}") from None
             raise
-        except (sqlite3.Error, OSError) as exc:
-            await self._disconnect()
-            raise StoreError(f"cannot open store {self.path}: {_describe(exc)}") from None
+        self._conn = conn
 
-    async def _migrate(self, version: int) -> None:
-        conn = self.conn
+    async def _migrate(self, conn: aiosqlite.Connection, version: int) -> None:
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"store {self.path} has schema version {version}, newer than this io-tui "
@@ -90,19 +93,15 @@ class Database:
         opening, self._opening = self._opening, None
         if opening is not None:
             await asyncio.wait([opening])  # a failed open has closed what it opened
-        await self._disconnect()
-
-    async def _disconnect(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await conn.close()
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` run on the connection's thread: any number of statements for one
-        hand-off between threads (each ``aiosqlite`` await is one). Uses aiosqlite's
-        ``_execute``, the queue every one of its own calls goes through."""
+        hand-off between threads (each ``aiosqlite`` await is one)."""
         conn = self._conn if self._conn is not None else await self._connection()
-        return await conn._execute(lambda: fn(conn._conn))
+        return await _on_thread(conn, fn)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing."""
@@ -126,6 +125,12 @@ class Database:
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
         return await self.call(partial(_fetch, sql, tuple(params), many=False))
+
+
+async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """``fn(connection)`` on aiosqlite's thread, through ``_execute``: the queue every one of its
+    own calls goes through (aiosqlite is pinned < 1)."""
+    return await conn._execute(lambda: fn(conn._conn))
 
 
 def _configure(conn: sqlite3.Connection) -> int:
