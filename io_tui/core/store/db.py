@@ -45,6 +45,7 @@ class Database:
         return self._opening
 
     async def _connection(self) -> aiosqlite.Connection:
+        """The open connection, once ``open_soon`` has opened it."""
         if self._conn is None and self._opening is not None:
             await asyncio.shield(self._opening)
         return self.conn
@@ -100,7 +101,7 @@ class Database:
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` run on the connection's thread: any number of statements for one
         hand-off between threads (each ``aiosqlite`` await is one)."""
-        conn = self._conn if self._conn is not None else await self._connection()
+        conn = await self._connection()
         return await _on_thread(conn, fn)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -111,7 +112,7 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
-            conn = self._conn if self._conn is not None else await self._connection()
+            conn = await self._connection()
             await conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
