@@ -14,6 +14,7 @@ from io_tui.ui.screens.new_run import NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
+from io_tui.ui.widgets.title_bar import TitleBar
 
 from .conftest import SIZE
 
@@ -36,6 +37,7 @@ async def test_inspector_shows_the_manifest_keyed_with_states_and_reasons(make_a
         await wait_until_idle(pilot)
         inspector = await _inspector_at(app, pilot, 10)
         assert inspector.step == 10
+        assert "run 1 · step 10" in str(inspector.query_one(TitleBar).render())
         table = inspector.query_one("#entries", DataTable)
         assert table.row_count == len(inspector.rows) > 0
         states = {r.state for r in inspector.rows.values()}
@@ -106,6 +108,7 @@ async def test_trace_viewer_searches_full_results(make_app) -> None:
         assert isinstance(trace, TraceScreen)
         text = trace.query_one(TextArea).text
         assert "step 10" in text and "AssertionError: 4 != 0" in text  # unelided result
+        assert "io-tui — trace of run 1" in str(trace.query_one(TitleBar).render())
         await pilot.press("slash")
         assert trace.query_one("#search", Input).has_focus
         await pilot.press(*"word_count", "enter")

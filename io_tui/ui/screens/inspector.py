@@ -21,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
 from io_tui.core.trace import TraceNotFound, build_trace
@@ -38,6 +38,7 @@ from io_tui.ui.manifest import (
 )
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
+from io_tui.ui.widgets.title_bar import TitleBar
 
 ENTRY_COLUMNS = ("state", "kind", "target", "step", "tokens", "reason")
 
@@ -76,7 +77,7 @@ class InspectorScreen(Screen[None]):
         self.selected: EntryRow | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
+        yield TitleBar()
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 yield Static("loading…", id="summary")

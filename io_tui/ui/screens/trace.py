@@ -12,11 +12,12 @@ from textual.binding import Binding
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static, TextArea
+from textual.widgets import Footer, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
 from io_tui.core.trace import TraceNotFound, build_trace
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.title_bar import TitleBar
 
 
 class TraceScreen(Screen[None]):
@@ -46,7 +47,7 @@ class TraceScreen(Screen[None]):
         self.current = -1
 
     def compose(self) -> ComposeResult:
-        yield Header(show_clock=False)
+        yield TitleBar()
         yield Input(placeholder="search the trace (regex or text), Enter to find", id="search")
         yield Static("loading…", id="status")
         yield TextArea("", read_only=True, soft_wrap=False, show_line_numbers=True, id="trace-text")

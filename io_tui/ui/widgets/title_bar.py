@@ -1,5 +1,5 @@
-"""The title bar: the app's title and subtitle centred on one line, the command palette's icon at
-its left (click it to open the palette).
+"""The title bar: the screen's title and subtitle (the app's, unless the screen sets its own)
+centred on one line, the command palette's icon at its left (click it to open the palette).
 
 What Textual's ``Header`` shows, drawn by one widget: the Header mounts three (icon, title, clock
 space), which cost the main screen's first full frame, and its title watcher raised NoMatches
@@ -35,14 +35,18 @@ class TitleBar(Widget):
     """
 
     def on_mount(self) -> None:
-        self.watch(self.app, "title", self._retitle, init=False)
-        self.watch(self.app, "sub_title", self._retitle, init=False)
+        for node in (self.app, self.screen):
+            self.watch(node, "title", self._retitle, init=False)
+            self.watch(node, "sub_title", self._retitle, init=False)
 
     def _retitle(self) -> None:
         self.refresh()
 
     def render(self) -> Text:
-        parts = title_parts(self.app.title, self.app.sub_title, self.size.width)
+        screen, app = self.screen, self.app
+        title = screen.title if screen.title is not None else app.title
+        sub_title = screen.sub_title if screen.sub_title is not None else app.sub_title
+        parts = title_parts(title, sub_title, self.size.width)
         text = Text.assemble(*((part, "dim") if dim else part for part, dim in parts))
         text.truncate(self.size.width)
         return text
