@@ -20,8 +20,8 @@ idle (transcript and gauges reloaded), beside a stock ``Tree`` of the same size 
 way. First paint is ``run_test`` to the first frame of the main screen (its layout, drawn as
 the screen's own lines; widgets/skeleton.py), against the first frame of an empty
 ``textual.app.App``: medians of 15 rounds, the two apps started in turn. Beside it, the first
-frame showing the main screen's panes, and the first idle (everything mounted). Run: ``.venv/bin/python benchmarks/ui_load.py``
-(sizes: ``UI_LOAD_RUNS``, ``UI_LOAD_STEPS``).
+frame showing the main screen's panes, and the first idle (everything mounted).
+Run: ``.venv/bin/python benchmarks/ui_load.py`` (sizes: ``UI_LOAD_RUNS``, ``UI_LOAD_STEPS``).
 """
 
 from __future__ import annotations

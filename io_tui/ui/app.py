@@ -5,8 +5,8 @@ own loop (``harness="inline"``). Their events reach the app through one ``EventP
 ``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
 applied), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
 Human decisions arrive as ``ApprovalRequested`` with a Future, answered in ``ask_human``. The
-store is opened as the app loads (one it cannot open ends the app with the store's error) and
-read after the first frame.
+store opens in the background while the first frame is drawn (every store call waits for it;
+one it cannot open ends the app with exit code 2 and the store's error) and is read after it.
 """
 
 from __future__ import annotations

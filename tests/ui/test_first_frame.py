@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Footer, Input
 
 from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.store import Store
 from io_tui.ui.app import IoApp
 from io_tui.ui.messages import RunEventsReceived
 from io_tui.ui.screens.main import PROMPT_PLACEHOLDER, MainScreen
@@ -169,17 +170,20 @@ async def test_a_configured_theme_is_parsed_once_and_switching_restyles(
         assert screen.styles.background != light
 
 
-async def test_the_store_opens_while_the_first_frame_is_drawn(make_app, tmp_path) -> None:
-    """Every store call waits for the open: the panes' first read finds the runs."""
+async def test_a_run_written_by_another_process_appears_at_the_next_poll(
+    make_app, tmp_path
+) -> None:
+    """The store the app opened in the background is the one it polls: a run that another
+    process (``io-tui run``) writes shows in the tree."""
     app = make_app(demo=False)
-    assert app.store.db._conn is None
     async with app.run_test(size=SIZE) as pilot:
         screen = await _ready(pilot)
         await pilot.pause(0.2)
         assert app.runs == {} and app.return_code is None
-        run_id = await app.store.runs.create(
-            goal="goal", workspace=str(tmp_path), contract={}, provider={}, policy={}
-        )
+        async with await Store.open(app.store_path) as other:  # a second connection
+            run_id = await other.runs.create(
+                goal="goal", workspace=str(tmp_path), contract={}, provider={}, policy={}
+            )
         app.poll_store()
         await pilot.pause(0.2)
         assert run_id in screen.run_tree.run_nodes
