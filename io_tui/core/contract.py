@@ -66,6 +66,25 @@ class MemoryLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class CachePrices:
+    """What one input token costs, relative to an uncached one, when the provider caches prompt
+    prefixes (../shared/CONTEXT-COST.md). The context engine weighs a rewrite of an earlier
+    message against these; presets set them per provider (the default is Anthropic's).
+
+    ``min_prefix_tokens``: a prefix shorter than this is never cached (OpenAI: 1,024).
+    """
+
+    uncached: float = 1.0
+    write: float = 1.25
+    read: float = 0.1
+    min_prefix_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if min(self.uncached, self.write, self.read) < 0 or self.min_prefix_tokens < 0:
+            raise ValueError("cache prices must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
 class TaskContract:
     """The goal and the rules of one run. The contract is never elided from a request."""
 
@@ -78,6 +97,7 @@ class TaskContract:
     context: ContextBudget = field(default_factory=ContextBudget)
     compaction: Compaction = field(default_factory=Compaction)
     memory: MemoryLimits = field(default_factory=MemoryLimits)
+    cache: CachePrices = field(default_factory=CachePrices)
 
     def success_criterion(self) -> str:
         if self.verify:
@@ -104,6 +124,12 @@ def contract_to_json(contract: TaskContract) -> dict[str, object]:
             "max_chars": contract.memory.max_chars,
             "max_entry_chars": contract.memory.max_entry_chars,
         },
+        "cache": {
+            "uncached": contract.cache.uncached,
+            "write": contract.cache.write,
+            "read": contract.cache.read,
+            "min_prefix_tokens": contract.cache.min_prefix_tokens,
+        },
     }
 
 
@@ -118,4 +144,5 @@ def contract_from_json(data: dict[str, Any]) -> TaskContract:
         context=ContextBudget(**data.get("context", {})),
         compaction=Compaction(**data.get("compaction", {})),
         memory=MemoryLimits(**data.get("memory", {})),
+        cache=CachePrices(**data.get("cache", {})),
     )
