@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
 import pytest
 
-from io_tui.core.cache import cached_prefix, message_key, request_cost
-from io_tui.core.contract import CachePrices
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.approvals import ApproveAll
+from io_tui.core.cache import (
+    cached_prefix,
+    message_key,
+    request_cost,
+    run_cache,
+    stored_tokens,
+    tools_tokens,
+    usage_hit_rate,
+)
+from io_tui.core.contract import CachePrices, TaskContract
+from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
+from io_tui.core.providers.presets import make_provider
+from io_tui.core.providers.scripted import ScriptedProvider
+from io_tui.core.run import Harness, Outcome, start_run
+from io_tui.core.trace import build_trace
+
+WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
 
 
 def keys(*messages: Message) -> list[str]:
@@ -59,3 +79,97 @@ def test_request_cost_prices_the_prefix_at_read_and_the_rest_at_write() -> None:
     openai = CachePrices(write=1.0, read=0.25, min_prefix_tokens=1_024)
     assert request_cost(2_000, 1_000, openai) == pytest.approx(2_000)  # under the minimum
     assert request_cost(2_000, 1_500, openai) == pytest.approx(375 + 500)
+
+
+# -- through a real run: the wire's cache fields, the trace's prefix analysis ----------------
+
+
+class Capturing:
+    """The scripted provider, keeping every request it was sent."""
+
+    def __init__(self, inner: ScriptedProvider) -> None:
+        self.inner, self.name, self.model = inner, inner.name, inner.model
+        self.requests: list[CompletionRequest] = []
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        async for event in self.inner.stream(request):
+            yield event
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+async def test_a_run_explains_each_prefix_break(store, workspace, write_script) -> None:
+    script = write_script(
+        [
+            call("read_file", path="src/app.py"),
+            call("read_file", path="README.md"),
+            call("read_file", path="src/app.py"),  # supersedes step 1's read
+            call("remember", key="style", value="tabs"),  # the memory block appears
+            {"text": "done"},
+        ]
+    )
+    provider = Capturing(ScriptedProvider.from_file(script))
+    harness = Harness(store, provider, ApproveAll())
+    result = await start_run(harness, TaskContract("look", workspace))
+    assert result.outcome is Outcome.FINISHED
+    sent = provider.requests
+    assert len({r.cache_key for r in sent}) == 1 and sent[0].cache_key
+    assert sent[0].cache_breakpoints == (1,)  # the frame is the whole first request
+    assert all(r.cache_breakpoints == (1, len(r.messages) - 1) for r in sent[1:])
+
+    requests = (await build_trace(store, result.run_id))["requests"]
+    caches = [r["cache"] for r in requests]
+    assert [c["broke_at"] is None for c in caches] == [True, True, True, False, False]
+    assert caches[1]["cached_messages"] == len(requests[0]["messages"])
+    assert caches[1]["cached_prefix_tokens"] == sum(
+        stored_tokens(m) for m in requests[0]["messages"]
+    ) + tools_tokens(requests[0])
+    fourth = caches[3]
+    first_result = next(i for i, m in enumerate(requests[2]["messages"]) if m["role"] == "tool")
+    assert fourth["broke_at"] == first_result == fourth["cached_messages"]
+    assert fourth["why"].startswith("step 1's read of src/app.py became a stub: ")
+    assert "step 3" in fourth["why"], fourth["why"]
+    assert caches[4]["why"] == "the memory block was inserted before step 1's turn"
+    assert caches[4]["cache_read_tokens"] is None  # the script reports no usage
+
+    summary = run_cache(requests)
+    assert (summary.requests, summary.rewrites, summary.source) == (5, 2, "estimated")
+    assert summary.hit_rate is not None and 0.3 < summary.hit_rate < 1
+
+
+async def test_reported_cache_tokens_reach_the_store_and_the_trace(
+    store, workspace, monkeypatch
+) -> None:
+    """A real llama.cpp stream (its slot reused 24 of 40 prompt tokens) through the llamacpp
+    preset, the run loop, the store and the trace."""
+    body = (WIRE / "llamacpp_chat" / "prefix_reused.sse").read_bytes()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    provider = make_provider("llamacpp", model="m", transport=httpx.MockTransport(answer))
+    result = await start_run(Harness(store, provider, ApproveAll()), TaskContract("hi", workspace))
+    [request] = (await build_trace(store, result.run_id))["requests"]
+    assert request["usage"]["cache_read_tokens"] == 24 and request["usage"]["cache_reported"]
+    assert request["cache"]["cache_read_tokens"] == 24
+    assert request["cache"]["cache_write_tokens"] == 0
+    summary = run_cache([request])
+    assert summary.source == "reported" and summary.hit_rate == pytest.approx(24 / 40)
+    assert usage_hit_rate(request["usage"]) == pytest.approx(24 / 40)
+
+
+def test_usage_hit_rate_needs_reported_cache_figures() -> None:
+    assert usage_hit_rate(None) is None
+    assert usage_hit_rate(Usage(100, 5, cache_read_tokens=0).to_json()) is None
+    reported = Usage(100, 5, cache_read_tokens=0, cache_reported=True)
+    assert usage_hit_rate(reported.to_json()) == 0.0
+    assert usage_hit_rate(Usage(200, 5, 150, 10, cache_reported=True).to_json()) == 0.75
