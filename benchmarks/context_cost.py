@@ -41,6 +41,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ from io_tui.core.run import Harness, harness_registry, start_run
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError
 from io_tui.core.tools.files import GUTTER, number_lines
+from io_tui.core.trace import build_trace
 from io_tui.core.workspace import Workspace
 
 FIXTURE = Path(__file__).parent / "fixture_repo"
@@ -516,6 +518,7 @@ class Result:
     outcome: str
     oracle_final: int
     tallies: dict[str, Tally]
+    breaks: list[tuple[str, int]]  # why io-tui's prefix broke (core/cache.py), most common first
 
 
 async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
@@ -541,6 +544,7 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
         try:
             result = await start_run(Harness(store, provider, ApproveAll()), contract)
             history = await store.runs.history(1)
+            trace = await build_trace(store, 1)
         finally:
             await store.close()
         drift = [p for p, t in session.world.files.items() if (root / p).read_text() != t]
@@ -567,10 +571,21 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
     oracle = pricer.tally([frame + s.oracle for s in shots], shots)
     tallies["oracle"] = oracle
     oracle_final = sum(message_tokens(m) for m in shots[-1].oracle)
+    work = [r for r in trace["requests"] if r["purpose"] == "work"]
+    breaks = Counter(kind_of(r["cache"]["why"]) for r in work if r["cache"]["broke_at"] is not None)
+    if sum(breaks.values()) != tallies["io-tui"].rewrites:  # two readings of one definition
+        raise SystemExit(f"the trace counts {sum(breaks.values())} prefix breaks, the benchmark "
+                         f"{tallies['io-tui'].rewrites}")  # fmt: skip
     return Result(
         steps, ceiling, k, time.perf_counter() - started, result.outcome.value, oracle_final,
-        tallies,
+        tallies, breaks.most_common(),
     )  # fmt: skip
+
+
+def kind_of(why: str) -> str:
+    """A prefix break's reason without its step numbers, paths and details."""
+    why = re.sub(r"step \d+", "step N", why.split(": ", 1)[0])
+    return re.sub(r" of \S+", " of F", why)
 
 
 def best_k(pricer: Pricer, shots: Sequence[Shot], naive_at: Any, target: float) -> int:
@@ -617,6 +632,7 @@ def report(r: Result) -> None:
         f"io-tui / naive {io.plain / naive.plain:.2f}×   io-tui / naive+cache (cost) "
         f"{io.cost / cached.cost:.2f}×   io-tui / oracle {io.plain / oracle.plain:.2f}×"
     )
+    print("io-tui's prefix broke: " + "; ".join(f"{n}× {why}" for why, n in r.breaks[:4]))
     print("targets: " + "  ".join(f"{'✓' if ok else '✗'} {name}" for name, ok in targets(r)))
 
 

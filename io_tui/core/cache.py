@@ -71,16 +71,17 @@ def request_cost(total_tokens: int, cached_tokens: int, prices: CachePrices) -> 
 # turn, or one call's result. The first message that differs from the previous request's is
 # explained by what happened to its part.
 
-STATE_WORDS = {
-    "full": "carried whole",
-    "capped": "cut at the entry cap",
-    "superseded": "a stub",
-    "refreshed": "re-read",
-    "refresh_failed": "a stub",
-    "elided": "a stub",
-    "collapsed": "collapsed into one line",
-    "summary": "folded into the summary",
+BECAME = {  # what happened to a result whose entry is now in this state
+    "full": "is carried whole again",
+    "capped": "was cut at the entry cap",
+    "superseded": "became a stub",
+    "refreshed": "was re-read",
+    "refresh_failed": "became a stub",
+    "elided": "became a stub",
+    "collapsed": "was collapsed into one line",
+    "summary": "was folded into the summary",
 }
+STILL = {"superseded": "a stub", "refresh_failed": "a stub", "elided": "a stub"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,16 +233,16 @@ def _result_change(p: Part, entry: Mapping[str, Any] | None) -> str:
     if by is not None and f"step {by}" not in reason:
         reason = f"{reason} (step {by})" if reason else f"step {by}"
     if p.entry is not None and p.entry.get("state") == state:
-        return f"{p.label} changed while {STATE_WORDS.get(state, state)}" + (
-            f": {reason}" if reason else ""
-        )
-    became = f"{p.label} became {STATE_WORDS.get(state, state)}"
+        changed = f"{p.label} changed (still {STILL.get(state, state)})"
+        return f"{changed}: {reason}" if reason else changed
+    became = f"{p.label} {BECAME.get(state, f'became {state}')}"
     return f"{became}: {reason}" if reason else became
 
 
 def _step_fate(request: Mapping[str, Any], step: int) -> str:
     states = sorted({e["state"] for e in request.get("entries", ()) if e.get("step") == step})
-    return ", ".join(STATE_WORDS.get(s, s) for s in states) or "no longer carried"
+    fates = [BECAME.get(s, s).replace("was ", "were ", 1).replace("is ", "are ", 1) for s in states]
+    return "its results " + ", ".join(fates) if fates else "it is no longer carried"
 
 
 def _memory_change(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ import pytest
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.cache import (
     cached_prefix,
+    explain,
     message_key,
     request_cost,
     run_cache,
@@ -20,6 +21,7 @@ from io_tui.core.cache import (
     usage_hit_rate,
 )
 from io_tui.core.contract import CachePrices, TaskContract
+from io_tui.core.memory import MEMORY_HEADER
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.providers.scripted import ScriptedProvider
@@ -173,3 +175,74 @@ def test_usage_hit_rate_needs_reported_cache_figures() -> None:
     reported = Usage(100, 5, cache_read_tokens=0, cache_reported=True)
     assert usage_hit_rate(reported.to_json()) == 0.0
     assert usage_hit_rate(Usage(200, 5, 150, 10, cache_reported=True).to_json()) == 0.75
+
+
+FRAME = [{"role": "system", "content": "sys"}, {"role": "user", "content": "Goal: g"}]
+SECTIONS = [
+    {"name": "system", "source": "harness", "est_tokens": 1, "fixed": True},
+    {"name": "tools", "source": "2 tool schemas", "est_tokens": 40, "fixed": True},
+    {"name": "contract", "source": "task", "est_tokens": 2, "fixed": True},
+]
+
+
+def stored(*body: dict[str, Any], entries=(), memory_keys=()) -> dict[str, Any]:
+    return {
+        "messages": FRAME + list(body),
+        "sections": SECTIONS,
+        "entries": list(entries),
+        "memory_keys": list(memory_keys),
+    }
+
+
+def turn(step: int) -> dict[str, Any]:
+    call = {"id": f"c{step}", "name": "run_command", "arguments": {"argv": ["pytest"]}}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def result(step: int, text: str) -> dict[str, Any]:
+    return {"role": "tool", "content": text, "tool_call_id": f"c{step}"}
+
+
+def entry(step: int, state: str, reason: str = "", by: int | None = None) -> dict[str, Any]:
+    return {
+        "step": step, "call_id": f"c{step}", "kind": "exec", "target": "pytest",
+        "state": state, "reason": reason, "superseded_by": by,
+    }  # fmt: skip
+
+
+def test_why_names_the_part_and_what_became_of_it() -> None:
+    two = stored(turn(1), result(1, "1 failed"), turn(2), result(2, "ok"),
+                 entries=[entry(1, "full"), entry(2, "full")])  # fmt: skip
+    superseded = stored(
+        turn(1), result(1, "[stub]"), turn(2), result(2, "ok"),
+        entries=[entry(1, "superseded", "a later run of the same command", 2), entry(2, "full")],
+    )  # fmt: skip
+    found = explain(two, superseded)
+    assert (found.broke_at, found.cached_messages) == (3, 3)
+    assert found.cached_tokens == 40 + sum(stored_tokens(m) for m in two["messages"][:3])
+    assert found.why == (
+        "step 1's exec of pytest became a stub: a later run of the same command (step 2)"
+    )
+    folded = stored(
+        {"role": "user", "content": "[Summary of steps 1–1, written when …]\nran pytest"},
+        turn(2), result(2, "ok"),
+        entries=[entry(1, "summary", "folded into the compaction summary"), entry(2, "full")],
+    )  # fmt: skip
+    assert explain(two, folded).why == ("the compaction summary was inserted before step 1's turn")
+    shortened = stored({"role": "assistant", "content": "…", "tool_calls": turn(1)["tool_calls"]},
+                       result(1, "1 failed"), entries=[entry(1, "full")])  # fmt: skip
+    assert explain(two, shortened).why == "step 1's turn was shortened: its results left the window"
+    gone = stored(turn(2), result(2, "ok"), entries=[entry(1, "collapsed"), entry(2, "full")])
+    assert explain(two, gone).why == (
+        "step 1's turn was dropped: its results were collapsed into one line"
+    )
+
+
+def test_a_changed_memory_block_names_the_notes() -> None:
+    memory = {"role": "user", "content": MEMORY_HEADER + "\n- style: tabs"}
+    before = stored(memory, turn(1), result(1, "x"), entries=[entry(1, "full")],
+                    memory_keys=["style"])  # fmt: skip
+    after = stored({**memory, "content": memory["content"] + "\n- lint: ruff"}, turn(1),
+                   result(1, "x"), entries=[entry(1, "full")], memory_keys=["style", "lint"])  # fmt: skip
+    assert explain(before, after).why == "the memory block changed: +lint"
+    assert explain(before, before).broke_at is None
