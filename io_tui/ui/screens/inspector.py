@@ -352,15 +352,44 @@ def _highlight(row: EntryRow, text: str) -> RenderableType:
     return Syntax(text, lexer, word_wrap=True, theme="ansi_dark")
 
 
+def cache_text(before: dict[str, Any] | None, after: dict[str, Any]) -> Text:
+    """Where this request's prompt-cache prefix broke against the previous one, and why
+    (``core/cache.py``), and what the provider reported reading and writing."""
+    cache = after.get("cache") or {}
+    out = Text()
+    out.append("prompt cache: ", style="bold")
+    if before is None or not cache.get("previous_messages"):
+        out.append("the run's first request, nothing to reuse yet")
+    else:
+        kept = f"{cache['cached_messages']} of {cache['previous_messages']} messages"
+        tokens = f"{cache['cached_prefix_tokens']:,} tok"
+        if cache.get("broke_at") is None:
+            out.append(f"extends the previous request whole ({kept}, {tokens})")
+        else:
+            out.append(f"kept {kept} of the previous request ({tokens}); ")
+            out.append(f"broke at message {cache['broke_at']}: ", style="bold")
+            out.append(plain(cache.get("why") or "?"), style="yellow")
+    if cache.get("cache_read_tokens") is not None:
+        out.append(
+            f"\nreported: {cache['cache_read_tokens']:,} read from the cache, "
+            f"{cache.get('cache_write_tokens') or 0:,} written"
+        )
+    out.append("\n\n")
+    return out
+
+
 def _render_diff(
     step: int, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> RenderableType:
     if after is None:
         return Text("no request for this step")
     if before is None:
-        return Text(f"step {step} is the first request of the run: everything is new.")
+        return Text.assemble(
+            cache_text(None, after),
+            f"step {step} is the first request of the run: everything is new.",
+        )
     d = diff_requests(before, after)
-    out = Text()
+    out = cache_text(before, after)
     out.append(f"step {before['step']} → step {step}", style="bold")
     out.append(f"   est {d.tokens_before:,} → {d.tokens_after:,} tok\n\n")
 
