@@ -81,7 +81,14 @@ BECAME = {  # what happened to a result whose entry is now in this state
     "collapsed": "was collapsed into one line",
     "summary": "was folded into the summary",
 }
-STILL = {"superseded": "a stub", "refresh_failed": "a stub", "elided": "a stub"}
+STILL = {  # what a result still is whose entry kept its state but changed its text
+    "full": "carried whole",
+    "capped": "cut at the entry cap",
+    "superseded": "a stub",
+    "refreshed": "re-read",
+    "refresh_failed": "a stub",
+    "elided": "a stub",
+}
 
 
 @dataclass(frozen=True, slots=True)
