@@ -39,6 +39,7 @@ async def test_basic_text_even_without_a_final_blank_line() -> None:
     assert response.text == "Hello there!"
     assert response.finish_reason == "end_turn"
     assert response.usage == Usage(prompt_tokens=11, completion_tokens=6)
+    assert response.usage.cache_reported is False  # this older recording has no cache fields
     assert response.model == "claude-3-opus-latest"
     assert response.provider == "anthropic"
 
@@ -52,6 +53,7 @@ async def test_tool_use_accumulates_input_json_delta() -> None:
     )
     assert response.finish_reason == "tool_use"
     assert response.usage == Usage(prompt_tokens=377, completion_tokens=65)
+    assert response.usage.cache_reported is True  # cache_read/creation_input_tokens: 0
 
 
 async def test_refusal_is_a_clear_finish_reason() -> None:
