@@ -110,10 +110,6 @@ class PrefixBreak:
     broke_at: int | None  # the first message of the previous request not repeated; None: none
     why: str  # what happened there, in words ("" when nothing broke)
 
-    @property
-    def rewrote(self) -> bool:
-        return self.broke_at is not None
-
     def to_json(self) -> dict[str, Any]:
         return {
             "cached_messages": self.cached_messages,
@@ -122,6 +118,9 @@ class PrefixBreak:
             "broke_at": self.broke_at,
             "why": self.why,
         }
+
+
+NO_PREVIOUS = PrefixBreak(0, 0, 0, None, "")  # the run's first request: nothing to reuse
 
 
 def stored_tokens(message: Mapping[str, Any]) -> int:
@@ -188,7 +187,7 @@ def explain(
     """``current``'s cached prefix after ``previous`` (both as stored), where it broke and why.
     ``keys``: the two requests' message keys, when the caller already has them."""
     if previous is None:
-        return PrefixBreak(0, 0, 0, None, "")
+        return NO_PREVIOUS
     before, after = keys or (
         [message_key(m) for m in previous["messages"]],
         [message_key(m) for m in current["messages"]],
@@ -311,12 +310,9 @@ def annotate(requests: Sequence[dict[str, Any]]) -> None:
             "cache_write_tokens": usage.get("cache_write_tokens") if reported else None,
         }
         if request.get("purpose", "work") != "work":  # a one-off prompt: no prefix to compare
-            request["cache"] = PrefixBreak(0, 0, 0, None, "").to_json() | figures
+            request["cache"] = NO_PREVIOUS.to_json() | figures
             continue
         keys = [message_key(m) for m in request["messages"]]
-        if previous is None:
-            found = PrefixBreak(0, 0, 0, None, "")
-        else:
-            found = explain(previous[0], request, (previous[1], keys))
+        found = explain(previous[0], request, (previous[1], keys)) if previous else NO_PREVIOUS
         request["cache"] = found.to_json() | figures
         previous = (request, keys)
