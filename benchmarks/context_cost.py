@@ -24,7 +24,7 @@ Reported per session and ceiling: plain input tokens (every request's system, to
 messages, estimated; io-tui's summary requests included), cost with caching (CachePrices, by
 default Anthropic's: write 1.25, read 0.1), the share of requests that rewrite the prefix, stale
 results carried (tool results holding a version marker older than the file's, summed over
-requests), probe recall on the final request (each block marker ever read at its current
+requests; the argv a command result echoes is not content), probe recall on the final request (each block marker ever read at its current
 version, each remembered value, the latest test output's session digest), and the ratios
 io-tui / naive (plain), io-tui / naive+cache (cost), io-tui / oracle (plain).
 """
@@ -475,13 +475,21 @@ class Pricer:
         return t
 
 
+ECHO = re.compile(r"^\$ .*\n?", re.M)  # run_command's echo of its argv (a sed's markers)
+
+
+def shown(message: Message) -> str:
+    """What a message shows of the workspace: its text without the commands it echoes."""
+    return ECHO.sub("", message.content) if message.role == "tool" else message.content
+
+
 def stale_results(messages: Sequence[Message], current: dict[str, int]) -> int:
     """Tool results holding a version marker older than the file's current one."""
     count = 0
     for m in messages:
         if m.role == "tool" and "rev: " in m.content:
             count += any(
-                int(v) < current.get(f"{p}@b{b}", 0) for p, b, v in MARKER.findall(m.content)
+                int(v) < current.get(f"{p}@b{b}", 0) for p, b, v in MARKER.findall(shown(m))
             )
     return count
 
@@ -495,14 +503,14 @@ def recall(final: Sequence[Message], shots: Sequence[Shot]) -> tuple[float, int]
         for shot in shots
         for m in shot.io_tui
         if m.role == "tool"
-        for p, b, _ in MARKER.findall(m.content)
+        for p, b, _ in MARKER.findall(shown(m))
     }
-    shown = "\n".join(m.content for m in final if m.role != "assistant")
+    text = "\n".join(shown(m) for m in final if m.role != "assistant")
     everything = "\n".join(json.dumps(m.to_json()) for m in final)
-    probes = [f"rev: {block} v{last.current[block]}" in shown for block in seen]
+    probes = [f"rev: {block} v{last.current[block]}" in text for block in seen]
     probes += [json.dumps(note)[1:-1] in everything for note in last.notes]
     if last.latest_session:
-        probes.append(last.latest_session in shown)
+        probes.append(last.latest_session in text)
     return (sum(probes) / len(probes) if probes else 1.0), len(probes)
 
 
@@ -583,9 +591,9 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
 
 
 def kind_of(why: str) -> str:
-    """A prefix break's reason without its step numbers, paths and details."""
+    """A prefix break's reason without its step numbers, targets and details."""
     why = re.sub(r"step \d+", "step N", why.split(": ", 1)[0])
-    return re.sub(r" of \S+", " of F", why)
+    return re.sub(r"'s (\w+) of .+? (became|was|changed|is) ", r"'s \1 of F \2 ", why)
 
 
 def best_k(pricer: Pricer, shots: Sequence[Shot], naive_at: Any, target: float) -> int:
