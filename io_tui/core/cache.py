@@ -271,6 +271,19 @@ def usage_hit_rate(usage: Mapping[str, Any] | None) -> float | None:
     return float(usage.get("cache_read_tokens", 0)) / float(usage["prompt_tokens"])
 
 
+def request_hit_rate(request: Mapping[str, Any]) -> tuple[float | None, str]:
+    """One stored request's cached share of its prompt and where the figure comes from: the
+    provider's usage (``"reported"``) where it reported cache figures, else the request's
+    cached prefix over its estimated tokens (``"estimated"``; needs ``cache``, ``annotate``)."""
+    reported = usage_hit_rate(request.get("usage"))
+    if reported is not None:
+        return reported, "reported"
+    cache, total = request.get("cache"), request.get("est_tokens")
+    if not cache or not total:
+        return None, "estimated"
+    return cache["cached_prefix_tokens"] / total, "estimated"
+
+
 @dataclass(frozen=True, slots=True)
 class RunCache:
     """A run's prompt-cache figures over its working requests."""

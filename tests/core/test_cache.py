@@ -15,6 +15,7 @@ from io_tui.core.cache import (
     explain,
     message_key,
     request_cost,
+    request_hit_rate,
     run_cache,
     stored_tokens,
     tools_tokens,
@@ -145,6 +146,10 @@ async def test_a_run_explains_each_prefix_break(store, workspace, write_script) 
 
     summary = run_cache(requests)
     assert (summary.requests, summary.rewrites, summary.source) == (5, 2, "estimated")
+    rate, source = request_hit_rate(requests[1])
+    assert source == "estimated"
+    assert rate == pytest.approx(caches[1]["cached_prefix_tokens"] / requests[1]["est_tokens"])
+    assert request_hit_rate(requests[0]) == (0.0, "estimated")
     assert summary.hit_rate is not None and 0.3 < summary.hit_rate < 1
 
 
@@ -167,6 +172,7 @@ async def test_reported_cache_tokens_reach_the_store_and_the_trace(
     summary = run_cache([request])
     assert summary.source == "reported" and summary.hit_rate == pytest.approx(24 / 40)
     assert usage_hit_rate(request["usage"]) == pytest.approx(24 / 40)
+    assert request_hit_rate(request) == (pytest.approx(24 / 40), "reported")
 
 
 def test_usage_hit_rate_needs_reported_cache_figures() -> None:
