@@ -53,7 +53,7 @@ from io_tui.core.context import message_tokens
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.contract import estimate_tokens as estimate
 from io_tui.core.ledger import StepRecord, bound_text
-from io_tui.core.memory import render_notes
+from io_tui.core.memory import MemoryNote, render_notes
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Harness, harness_registry, start_run
@@ -222,7 +222,7 @@ class Session:
 
     def generate(self, check_script: str) -> dict[str, Any]:
         files = list(self.world.files)
-        small = min(files, key=len_of(self.world))
+        small = min(files, key=lambda path: len(self.world.files[path]))
         cycle = 0
         while len(self.turns) < self.steps - 1:
             focus = files[(cycle // 3) % len(files)]
@@ -261,10 +261,6 @@ class Session:
         return {"model": "scripted", "turns": self.turns}
 
 
-def len_of(world: World) -> Any:
-    return lambda path: len(world.files[path])
-
-
 # -- what each request carried, recorded as the run goes -------------------------------------
 
 
@@ -272,7 +268,6 @@ def len_of(world: World) -> Any:
 class Shot:
     """One working request of io-tui, with the baselines' view of the same moment."""
 
-    step: int
     io_tui: list[Message]
     history_steps: int  # steps committed before this request
     oracle: list[Message]
@@ -318,10 +313,9 @@ class Measuring:
         notes = await self.store.memory.notes_for(str(self.root))
         self.shots.append(
             Shot(
-                step=len(self.history) + 1,
                 io_tui=list(request.messages),
                 history_steps=len(self.history),
-                oracle=await self._oracle(digest),
+                oracle=await self._oracle(digest, notes),
                 current=current,
                 notes=tuple(n.value for n in notes),
                 latest_session=self._latest_session(),
@@ -341,7 +335,7 @@ class Measuring:
                     return found.group(0)
         return None
 
-    async def _oracle(self, digest: str) -> list[Message]:
+    async def _oracle(self, digest: str, notes: Sequence[MemoryNote]) -> list[Message]:
         """Only live content: the lines of each file any read showed, as they are now, each
         distinct search re-run now, the latest output of each distinct command, the memory
         block."""
@@ -367,9 +361,7 @@ class Measuring:
         for name, args in searches.values():
             out.append(Message("user", await self._search(name, args, digest)))
         out += [Message("user", text) for text in commands.values()]
-        memory = render_notes(
-            await self.store.memory.notes_for(str(self.root)), max_chars=self.ceiling
-        ).text
+        memory = render_notes(notes, max_chars=self.ceiling).text
         return out + ([Message("user", memory)] if memory else [])
 
     def _lines(self, path: str, spans: list[tuple[int, int]]) -> str:
@@ -448,14 +440,9 @@ class Pricer:
 
     def items(self, messages: Sequence[Message]) -> tuple[list[str], list[int]]:
         """The request's items in wire order: the system message, the tool schemas, the rest."""
-        keys, tokens = ["<tools>"], [self.tools_tokens]
-        for m in messages:
-            key, cost = self.item(m)
-            keys.append(key)
-            tokens.append(cost)
-        keys[0], keys[1] = keys[1], keys[0]
-        tokens[0], tokens[1] = tokens[1], tokens[0]
-        return keys, tokens
+        pairs = [self.item(m) for m in messages]
+        pairs.insert(1, ("<tools>", self.tools_tokens))
+        return [key for key, _ in pairs], [cost for _, cost in pairs]
 
     def tally(self, requests: Sequence[list[Message]], shots: Sequence[Shot]) -> Tally:
         t = Tally()
