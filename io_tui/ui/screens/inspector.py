@@ -72,8 +72,8 @@ class InspectorScreen(Screen[None]):
             self.trace = trace
             self.error = error
 
-    entries = query_one("#entries", DataTable)
-    sections = query_one("#sections", DataTable)
+    entries = query_one("#entries", Table)
+    sections = query_one("#sections", Table)
     summary = query_one("#summary", Static)
     detail = query_one("#detail", Static)
     diff = query_one("#diff", Static)
