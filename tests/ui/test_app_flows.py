@@ -3,10 +3,11 @@ copy, the theme kept across restarts (not in the config file), F-keys switching 
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
 from pathlib import Path
 
+from io_tui.ui import ui_state
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.screens.inspector import InspectorScreen
 from io_tui.ui.screens.main import MainScreen
@@ -78,7 +79,7 @@ async def test_the_theme_is_kept_across_restarts_not_in_the_config(make_app) -> 
         chosen = app.theme
         assert chosen != "io-dark"
         await app.workers.wait_for_complete()
-    assert json.loads(state.read_text()) == {"theme": chosen, "config_theme": "io-dark"}
+    assert ui_state.load(state) == ui_state.UiState(chosen, "io-dark")
     again = make_app(demo=False)
     async with again.run_test(size=SIZE) as pilot:
         assert again.theme == chosen
@@ -88,7 +89,7 @@ async def test_the_theme_is_kept_across_restarts_not_in_the_config(make_app) -> 
 
 
 async def test_an_unreadable_state_file_is_ignored(make_app) -> None:
-    Path(os.environ["IO_TUI_UI_STATE"]).write_text("{not json")
+    await asyncio.to_thread(Path(os.environ["IO_TUI_UI_STATE"]).write_text, "{not json")
     app = make_app(demo=False)
     async with app.run_test(size=SIZE):
         assert app.theme == "io-dark"

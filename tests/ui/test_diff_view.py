@@ -40,7 +40,6 @@ async def test_the_diff_opens_at_its_first_change() -> None:
     app = OneDiff(split=False)
     async with app.run_test(size=(80, 10)) as pilot:
         await pilot.pause()
-        view = app.diff
         shown = _screen(app)
         assert "-line 30" in shown and "+line 30 now reads" in shown
 
