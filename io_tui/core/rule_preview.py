@@ -104,11 +104,10 @@ def command_examples(request: ApprovalRequest) -> list[tuple[str, str]]:
     exact = suggest_pattern(request)
     hint = command_hint(request)
     program = hint.split(" ", 1)[0]
-    candidates = [
-        (exact, "only this command"),
-        (f"{glob_escape(hint)} *", f"'{hint}' with any arguments"),
-        (glob_escape(program), f"every {program} command"),
-    ]
+    candidates = [(exact, "only this command")]
+    if " " in hint:  # a subcommand: "git status *"
+        candidates.append((f"{glob_escape(hint)} *", f"'{hint}' with any arguments"))
+    candidates.append((glob_escape(program), f"every {program} command"))
     seen: set[str] = set()
     examples: list[tuple[str, str]] = []
     for pattern, meaning in candidates:
@@ -185,6 +184,8 @@ class BlastRadius:
     def describe(self) -> str:
         """``would have allowed 3 of 41 earlier write requests (2 runs; 1 of them denied)``."""
         earlier = f"{self.earlier} earlier {self.act.value} requests"
+        if not self.earlier:
+            return f"no earlier {self.act.value} requests in the store to compare"
         if not self.allowed:
             return f"would have allowed none of the {earlier}"
         runs = "1 run" if self.runs == 1 else f"{self.runs} runs"

@@ -103,6 +103,14 @@ def test_command_examples_all_match_the_request() -> None:
     # "ls *" would not match a bare "ls": only the patterns that do are offered.
     ls = _req(Act.EXEC, "ls", tool="run_command", arguments={"argv": ["ls"]})
     assert command_examples(ls) == [("ls", "only this command")]
+    # No subcommand: no "python3 *" beside "python3" (they allow the same).
+    py = _req(
+        Act.EXEC,
+        "python3 -m pytest",
+        tool="run_command",
+        arguments={"argv": ["python3", "-m", "pytest"]},
+    )
+    assert [p for p, _ in command_examples(py)] == ["python3 -m pytest", "python3"]
     assert grant_text(RememberRule("ls", Act.EXEC)) == "every 'ls' command, with any arguments"
 
 
