@@ -50,6 +50,24 @@ class UISettings(BaseModel):
     )
     bell_on_ask: bool = True
     title_on_ask: bool = True
+    letter_shortcuts: bool = Field(
+        default=False,
+        description="also decide approvals with y e a n d (the digits 1-5 always work)",
+    )
+    approval_arm_ms: int = Field(
+        default=400,
+        ge=0,
+        le=10_000,
+        description="an approval ignores decision keys this long after it is shown (and after"
+        " every key pressed meanwhile)",
+    )
+    typing_quiet_ms: int = Field(
+        default=600,
+        ge=0,
+        le=10_000,
+        description="a key pressed this recently means the operator is typing: a new ask waits"
+        " as a banner instead of opening its modal",
+    )
     keys: dict[str, str] = Field(
         default_factory=dict, description="binding id → key, e.g. {'app.inbox' = 'ctrl+i'}"
     )
