@@ -99,8 +99,7 @@ async def test_default_without_a_configured_provider_starts_the_scripted_demo(
         assert "no model provider" in str(dialog.status.render())
         assert dialog.base_url.disabled and dialog.model.disabled
         dialog.query_one("#workspace", Input).value = str(workspace)
-        dialog.query_one("#task", Input).focus()
-        await pilot.press(*"fix the failing test", "ctrl+s")
+        await pilot.press(*"fix the failing test", "ctrl+s")  # the task has the focus
         await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
         await wait_until_idle(pilot)
         row = await app.store.runs.get(1)

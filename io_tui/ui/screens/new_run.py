@@ -78,6 +78,7 @@ def default_provider(settings: Settings) -> str:
 
 class NewRunScreen(ModalScreen[NewRunRequest | None]):
     CSS_PATH = "new_run.tcss"
+    AUTO_FOCUS = "#task"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="new_run.cancel", tooltip="Close without starting"),
         Binding("ctrl+s", "start", "Start", id="new_run.start", tooltip="Start the run"),
@@ -121,7 +122,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         chosen = default_provider(s)
         with Vertical(id="dialog"):
             yield Static("New run", id="title")
-            with VerticalScroll(id="fields"):
+            with VerticalScroll(id="fields", can_focus=False):
                 yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
                 yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
                 yield _row(

@@ -179,7 +179,9 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self.streaming = run.streaming
         head = self._render_head(self._width)
         if [s.text for s in head] != [s.text for s in self._head]:
+            at_end, anchor = self._at_end(), self._anchor()
             self._relayout()  # the header's lines move every step
+            self._keep_view(at_end, anchor)
             return
         self._redraw_tail()
 
