@@ -1,43 +1,42 @@
 """Whether a run that needs the operator may take the selection on the main screen.
 
-A run that just started, or just began to ask, comes into view. It is also selected — the
-transcript and gauges follow it — unless the operator is working elsewhere: typing (an input
-has focus and text) or having pressed a key or clicked within the last ``IDLE_S`` seconds.
-Then only the tree scrolls to it; the cursor, and what a typed message would go to, stay put.
+A run that asks is selected — the transcript and gauges follow it — unless the operator is
+working elsewhere: typing (an input or editor has focus and text) or having pressed a key in
+the last ``IDLE_S`` seconds (any key, wherever it went: ``ApprovalDesk.last_key``). A new run
+is selected unless the operator is typing (it was most likely just started from the new-run
+dialog). Otherwise the tree only scrolls to it: the cursor, and what a typed message would go
+to, stay put.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from time import monotonic
 from typing import Any
 
+from textual.app import App
 from textual.widgets import Input, TextArea
 
+from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.state import RunView
 
-IDLE_S = 3.0  # seconds without a key or a click before a run may take the selection
+IDLE_S = 3.0  # seconds without a key before an asking run may take the selection
 
 
-class Attention:
-    def __init__(self) -> None:
-        self.last_input = float("-inf")
-
-    def touched(self) -> None:
-        """The operator pressed a key or clicked."""
-        self.last_input = monotonic()
-
-    def busy(self, focused: Any) -> bool:
-        if isinstance(focused, Input) and focused.value:
-            return True
-        if isinstance(focused, TextArea) and focused.text:
-            return True
-        return monotonic() - self.last_input < IDLE_S
+def typing(app: App[Any]) -> bool:
+    focused = app.focused
+    if isinstance(focused, Input):
+        return bool(focused.value)
+    return isinstance(focused, TextArea) and bool(focused.text)
 
 
-def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> int | None:
+def busy(app: App[Any]) -> bool:
+    desk = ApprovalDesk.of(app)
+    return typing(app) or desk.clock() - desk.last_key < IDLE_S
+
+
+def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> tuple[int, bool] | None:
     """The run to bring into view among ``changed`` (an asking one first, then the newest new
-    one), clearing every changed run's claim."""
+    one) and whether it asks, clearing every changed run's claim."""
     asking: list[int] = []
     new: list[int] = []
     for run_id in sorted(changed):
@@ -47,5 +46,5 @@ def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> int | None:
         run.wants_attention = False
         (asking if run.status == "asking" else new).append(run_id)
     if asking:
-        return asking[-1]
-    return new[-1] if new else None
+        return asking[-1], True
+    return (new[-1], False) if new else None
