@@ -85,16 +85,10 @@ class RunView:
             token_budget=contract.get("token_budget"),
             started_at=row.created_at,
             ended_at=row.finished_at,
+            error=row.error,
         )
-        view.absorb_row(row)
+        view.provider, view.model = provider_of(row.provider or {})
         return view
-
-    def absorb_row(self, row: Any) -> None:
-        """What only the store knows about a run this app did not start: provider and error."""
-        if not self.provider:
-            self.provider, self.model = provider_of(row.provider or {})
-        if self.error is None:
-            self.error = row.error
 
     @property
     def workspace_name(self) -> str:
@@ -132,9 +126,6 @@ class RunView:
 
     def queue_message(self, text: str) -> None:
         self.queued.append(QueuedMessage(text))
-
-    def undelivered(self) -> list[str]:
-        return [m.text for m in self.queued if m.delivered_step is None]
 
     def apply(self, event: RunEvent) -> bool:
         """Fold one event in. Returns True when the run's label or a step label changed."""
@@ -222,6 +213,11 @@ def provider_of(desc: dict[str, Any]) -> tuple[str, str]:
         return ">".join(p for p, _ in chain), chain[0][1] if chain else ""
     name = desc.get("preset") or desc.get("kind") or ""
     return str(name), str(desc.get("model") or "")
+
+
+def since(at: float | None) -> float | None:
+    """Seconds from ``at`` to now (the screen's clock); None for none."""
+    return None if at is None else max(0.0, clock() - at)
 
 
 def duration(seconds: float | None) -> str:

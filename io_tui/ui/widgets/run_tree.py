@@ -24,8 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from io_tui.ui import state
-from io_tui.ui.state import RunView, StepView, duration
+from io_tui.ui.state import RunView, StepView, duration, since
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
@@ -291,7 +290,7 @@ def step_label(step: StepView) -> Text:
         tools = f"{tools} · {_doing(step)}"
     return Text.assemble(
         (f"step {step.step:>3} ", "bold" if step.asking else ""),
-        (f"? asking {duration(_since(step.asking_since))} " if step.asking else "", "bold"),
+        (f"? asking {duration(since(step.asking_since))} " if step.asking else "", "bold"),
         tools,
         " ",
         (_tok(step.tokens) if step.tokens else "", "dim"),
@@ -311,12 +310,8 @@ def _doing(step: StepView) -> str:
         return "interrupted" if step.ended == "cancelled" else f"not finished ({step.ended})"
     if step.asking or step.tools:
         return ""  # the badge, or the tools' names, say it
-    since = duration(_since(step.started_at))
-    return f"{'writing' if step.writing else 'thinking'}… {since}".rstrip()
-
-
-def _since(at: float | None) -> float | None:
-    return None if at is None else max(0.0, state.clock() - at)
+    took = duration(since(step.started_at))
+    return f"{'writing' if step.writing else 'thinking'}… {took}".rstrip()
 
 
 def _plain_colour(value: str | None, fallback: str) -> str:

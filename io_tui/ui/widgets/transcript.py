@@ -2,7 +2,7 @@
 decisions and operator messages inline; below the steps, the live part of the run it follows
 (``follow``): operator messages queued for it until their step shows them, the text streaming
 in for the step in flight, and one status line — what the step waits for and since when
-(``thinking… 12s``, ``waiting for your approval · 1m 05s``), or how the run ended
+(``thinking… 12s``, ``waits for your approval · 1m 05s``), or how the run ended
 (``cancelled by the operator``). The header names the run's provider, model and elapsed time.
 The live part is redrawn at most ~10 times a second, and once a second while the run is live.
 
@@ -33,9 +33,8 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from io_tui.ui import state
 from io_tui.ui.data import StepData, tool_title
-from io_tui.ui.state import RunView, duration
+from io_tui.ui.state import RunView, duration, since
 from io_tui.ui.terminal_text import styled
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
@@ -511,11 +510,11 @@ def status_line(run: RunView) -> str:
         if step is None:
             return ""
         if step.asking:
-            waited = duration(_ago(step.asking_since))
+            waited = duration(since(step.asking_since))
             return f"? step {step.step} waits for your approval · {waited}".rstrip(" ·")
-        since = duration(_ago(step.started_at))
+        took = duration(since(step.started_at))
         doing = "running tools" if step.tools else "writing" if step.writing else "thinking"
-        return f"⋯ step {step.step}: {doing}… {since}".rstrip()
+        return f"⋯ step {step.step}: {doing}… {took}".rstrip()
     took = duration(run.elapsed())
     after = f" after {took}" if took and took != "0s" else ""
     if run.cancelled_by_operator:
@@ -525,7 +524,7 @@ def status_line(run: RunView) -> str:
     if run.status == "failed":
         return f"✗ failed{after}: {run.error or run.outcome or 'no reason recorded'}"
     if run.status == "paused":
-        return "‖ paused: a request waits in the inbox (f2); the run resumes once it is decided"
+        return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
     return ""
 
 
@@ -535,10 +534,6 @@ def _queued_note(run: RunView, delivered_step: int | None) -> str:
     if run.live or run.status == "paused":
         return "queued: delivered at the run's next step"
     return f"not delivered: the run ended ({run.status}) first"
-
-
-def _ago(at: float | None) -> float | None:
-    return None if at is None else max(0.0, state.clock() - at)
 
 
 def _preview(result: str | None) -> str:
