@@ -266,3 +266,22 @@ def test_live_run_mid_stream_80x24(snap_compare, make_app, tmp_path, clock) -> N
     assert snap_compare(
         app, terminal_size=(80, 24), run_before=lambda p: _mid_stream(p, provider, clock)
     )
+
+
+def test_durations_and_provider_labels_read_plainly() -> None:
+    from io_tui.ui.state import duration, provider_of
+
+    assert [duration(s) for s in (None, 0, 42.9, 65, 3_725)] == [
+        "",
+        "0s",
+        "42s",
+        "1m 05s",
+        "1h 02m",
+    ]
+    chain = {"kind": "fallback", "chain": [{"kind": "http", "preset": "ollama", "model": "q"},
+                                           {"kind": "http", "preset": "openai", "model": "g"}]}  # fmt: skip
+    assert provider_of(chain) == ("ollama>openai", "q")
+    assert provider_of({"kind": "scripted", "model": "scripted-demo"}) == (
+        "scripted",
+        "scripted-demo",
+    )
