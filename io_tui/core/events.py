@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+# What an interrupt from the operator says: the reason a run's task is cancelled with
+# (``task.cancel(OPERATOR_CANCEL)``), recorded as the run's error and on its ``run_finished``.
+OPERATOR_CANCEL = "cancelled by the operator"
+
 
 class EventKind(StrEnum):
     RUN_STARTED = "run_started"

@@ -36,18 +36,20 @@ async def build_run(
         workspace = Workspace(request.workspace)
     except WorkspaceError as exc:
         raise ValueError(str(exc)) from None
+    provider = request.provider or settings.provider
+    same_provider = provider == settings.provider
     try:
         run_settings = load_settings(
-            provider=request.provider or settings.provider,
-            model=request.model or settings.model,
-            base_url=settings.base_url,
+            provider=provider,
+            model=request.model or (settings.model if same_provider else None),
+            # the config's base URL belongs to the config's provider, not to another preset
+            base_url=request.base_url or (settings.base_url if same_provider else None),
             max_steps=request.max_steps,
             token_budget=request.token_budget,
             context_max_tokens=request.context_max_tokens,
         )
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    provider = provider_for(run_settings)
     policy = policy_for(run_settings)
     contract = TaskContract(
         goal=request.task.strip(),
@@ -57,7 +59,7 @@ async def build_run(
         context=ContextBudget(run_settings.context_max_tokens, run_settings.context_share),
         cache=cache_prices_for(run_settings),
     )
-    return contract, provider, policy
+    return contract, provider_for(run_settings), policy
 
 
 def cache_prices_for(settings: Settings) -> CachePrices:

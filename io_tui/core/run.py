@@ -25,7 +25,7 @@ from io_tui.core.contract import (
     contract_to_json,
     entry_cap_chars,
 )
-from io_tui.core.events import EventKind, EventSink, NullSink, RunEvent
+from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, NullSink, RunEvent
 from io_tui.core.ledger import StepRecord
 from io_tui.core.model_turn import ask_model, build_engine, remaining_tokens, request_tokens
 from io_tui.core.outcome import Outcome, RunResult, status_for
@@ -180,6 +180,8 @@ class Run:
                     "goal": self.contract.goal,
                     "workspace": str(self.workspace.root),
                     "parent_run_id": self.parent_run_id,
+                    "provider": self.h.provider.name,
+                    "model": self.h.provider.model,
                 },
             )
             if resumed:
@@ -188,8 +190,10 @@ class Run:
                     return await self._end(paused)
             outcome = await self._loop()
             return await self._end(outcome)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._end(Outcome.CANCELLED))
+        except asyncio.CancelledError as exc:
+            # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
+            reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
+            await asyncio.shield(self._end(Outcome.CANCELLED, error=reason))
             raise
         except Exception as exc:
             return await self._end(Outcome.FAILED, error=_one_line(exc))

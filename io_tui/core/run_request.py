@@ -16,6 +16,7 @@ class NewRunRequest:
     workspace: Path
     provider: str | None = None
     model: str | None = None
+    base_url: str | None = None  # None: the config's, when ``provider`` is the config's
     max_steps: int | None = None
     token_budget: int | None = None
     context_max_tokens: int | None = None

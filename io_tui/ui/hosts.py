@@ -27,7 +27,7 @@ from textual.app import App
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_worker
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.events import EventSink, NullSink
+from io_tui.core.events import OPERATOR_CANCEL, EventSink, NullSink
 from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
@@ -301,6 +301,7 @@ class InlineHost:
         self.app = app
         self.approver = approver
         self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
+        self.tasks: dict[int, asyncio.Task[Any]] = {}  # run id → the asyncio task it runs in
         self.asking: set[int] = set()  # runs waiting on an approver's answer
 
     @property
@@ -326,10 +327,16 @@ class InlineHost:
         self.run(demo.demo_contract(workspace), provider, demo.demo_policy())
 
     def interrupt(self, run_id: int) -> bool:
+        """Cancel the run's task with ``OPERATOR_CANCEL``, which the run records as its reason
+        (``Worker.cancel`` cancels with none)."""
         worker = self.workers.get(run_id)
         if worker is None:
             return False
-        worker.cancel()
+        task = self.tasks.get(run_id)
+        if task is not None and not task.done():
+            task.cancel(OPERATOR_CANCEL)
+        else:
+            worker.cancel()
         return True
 
     def is_live(self, run_id: int) -> bool:
@@ -369,13 +376,18 @@ class InlineHost:
 
         def named(run_id: int) -> None:
             self.workers[run_id] = worker
+            if (task := asyncio.current_task()) is not None:  # the first event is the run's own
+                self.tasks[run_id] = task
             getattr(self.app, "run_started", lambda run_id: None)(run_id)
 
         return BridgeSink(pump, on_run_id=named)
 
     def _stopped(self, sink: EventSink) -> None:
         run_id = getattr(sink, "run_id", None)
-        if run_id is not None and self.workers.pop(run_id, None) is not None:
+        if run_id is None:
+            return
+        self.tasks.pop(run_id, None)
+        if self.workers.pop(run_id, None) is not None:
             getattr(self.app, "run_stopped", lambda run_id: None)(run_id)
 
     def run(

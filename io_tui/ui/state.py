@@ -6,14 +6,19 @@ labels and gauges cheaply; any view can be rebuilt from the store at any time (`
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import OPERATOR_CANCEL, EventKind, RunEvent
 
 STATUSES = ("running", "asking", "paused", "finished", "failed", "cancelled")
 LIVE = frozenset({"running", "asking"})
+
+# The clock of elapsed times on screen (wall seconds); tests replace it with a fixed one.
+clock: Callable[[], float] = time.time
 
 
 @dataclass
@@ -23,6 +28,22 @@ class StepView:
     tools: list[str] = field(default_factory=list)
     committed: bool = False
     asking: bool = False
+    started_at: float | None = None  # its request went out (this app saw it)
+    asking_since: float | None = None
+    writing: bool = False  # model text has streamed in
+    ended: str | None = None  # the run ended before this step committed: its status
+
+    def in_flight(self) -> bool:
+        return not self.committed and self.ended is None
+
+
+@dataclass
+class QueuedMessage:
+    """An operator message sent to a live (or paused) run, until its step shows it."""
+
+    text: str
+    delivered_step: int | None = None  # the step it went into; None: still waiting
+    returned: bool = False  # the run ended first and the text was handed back to the operator
 
 
 @dataclass
@@ -41,11 +62,19 @@ class RunView:
     est_tokens: int | None = None
     frame_tokens: int | None = None
     reported_tokens: int | None = None
+    provider: str = ""
+    model: str = ""
+    error: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    interrupt_requested: bool = False  # the operator pressed x; the run has not ended yet
+    queued: list[QueuedMessage] = field(default_factory=list)
+    wants_attention: bool = False  # it just started or began to ask: bring it into view
 
     @classmethod
     def from_row(cls, row: Any) -> RunView:
         contract = row.contract or {}
-        return cls(
+        view = cls(
             id=row.id,
             goal=row.goal,
             workspace=row.workspace,
@@ -54,7 +83,12 @@ class RunView:
             parent_run_id=row.parent_run_id,
             tokens=row.tokens,
             token_budget=contract.get("token_budget"),
+            started_at=row.created_at,
+            ended_at=row.finished_at,
+            error=row.error,
         )
+        view.provider, view.model = provider_of(row.provider or {})
+        return view
 
     @property
     def workspace_name(self) -> str:
@@ -70,21 +104,64 @@ class RunView:
             view = self.steps[step] = StepView(step)
         return view
 
+    @property
+    def cancelled_by_operator(self) -> bool:
+        return self.status == "cancelled" and (
+            self.error == OPERATOR_CANCEL or self.interrupt_requested
+        )
+
+    def elapsed(self) -> float | None:
+        """Seconds since it started, or how long it took once ended (None: not known)."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at if not self.live and self.ended_at is not None else clock()
+        return max(0.0, end - self.started_at)
+
+    def in_flight(self) -> StepView | None:
+        """The step being asked for or carried out, if the run is live."""
+        if not self.live or not self.steps:
+            return None
+        view = self.steps[max(self.steps)]
+        return view if view.in_flight() else None
+
+    def queue_message(self, text: str) -> None:
+        self.queued.append(QueuedMessage(text))
+
     def apply(self, event: RunEvent) -> bool:
         """Fold one event in. Returns True when the run's label or a step label changed."""
         kind, detail = event.kind, event.detail
         if kind is EventKind.TEXT_DELTA:
             self.streaming += str(detail.get("text", ""))
-            return False
+            view = self.step_view(event.step)
+            if view.writing:
+                return False
+            view.writing = True
+            return True
         if kind in (EventKind.RUN_STARTED, EventKind.RUN_RESUMED):
             self.status = "running"
+            if kind is EventKind.RUN_STARTED or self.started_at is None:
+                self.started_at = clock()
+            self.ended_at = None
+            self.provider = str(detail.get("provider") or self.provider)
+            self.model = str(detail.get("model") or self.model)
+            if kind is EventKind.RUN_STARTED and detail.get("parent_run_id") is None:
+                self.wants_attention = True
             return True
         if kind is EventKind.REQUEST_STARTED:
             self.streaming = ""
             self.ceiling_tokens = detail.get("ceiling_tokens")
             self.est_tokens = detail.get("est_tokens")
             self.frame_tokens = detail.get("frame_tokens")
-            self.step_view(event.step)
+            view = self.step_view(event.step)
+            if view.started_at is None:
+                view.started_at = clock()
+            return True
+        if kind is EventKind.OPERATOR_MESSAGE:
+            text = str(detail.get("text", ""))
+            for message in self.queued:
+                if message.delivered_step is None and message.text == text:
+                    message.delivered_step = event.step
+                    break
             return True
         if kind is EventKind.REQUEST_FINISHED:
             self.est_tokens = detail.get("est_tokens", self.est_tokens)
@@ -95,10 +172,13 @@ class RunView:
             return True
         if kind is EventKind.APPROVAL_REQUESTED:
             self.status = "asking"
-            self.step_view(event.step).asking = True
+            view = self.step_view(event.step)
+            view.asking, view.asking_since = True, clock()
+            self.wants_attention = True
             return True
         if kind is EventKind.APPROVAL_DECIDED:
-            self.step_view(event.step).asking = False
+            view = self.step_view(event.step)
+            view.asking, view.asking_since = False, None
             if detail.get("decision") != "defer":
                 self.status = "running"
             return True
@@ -109,9 +189,46 @@ class RunView:
             view.committed = True
             self.tokens += tokens
             self.streaming = ""
+            self.queued = [
+                m for m in self.queued if m.delivered_step is None or m.delivered_step > event.step
+            ]
             return True
         if kind is EventKind.RUN_FINISHED:
             self.status = str(detail.get("status", "finished"))
             self.outcome = detail.get("outcome")
+            self.error = detail.get("error") or self.error
+            self.ended_at = clock()
+            self.streaming = ""
+            for view in self.steps.values():
+                if not view.committed:
+                    view.ended, view.asking, view.asking_since = self.status, False, None
             return True
         return False
+
+
+def provider_of(desc: dict[str, Any]) -> tuple[str, str]:
+    """(provider, model) of a recorded ``Provider.describe()``, for labels."""
+    if desc.get("kind") == "fallback":
+        chain = [provider_of(d) for d in desc.get("chain") or []]
+        return ">".join(p for p, _ in chain), chain[0][1] if chain else ""
+    name = desc.get("preset") or desc.get("kind") or ""
+    return str(name), str(desc.get("model") or "")
+
+
+def since(at: float | None) -> float | None:
+    """Seconds from ``at`` to now (the screen's clock); None for none."""
+    return None if at is None else max(0.0, clock() - at)
+
+
+def duration(seconds: float | None) -> str:
+    """``42s``, ``3m 05s``, ``1h 02m``; empty for none."""
+    if seconds is None:
+        return ""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"

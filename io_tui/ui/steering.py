@@ -1,4 +1,5 @@
-"""Opening the steering screens from the app: actions and command-palette entries.
+"""Steering from the app: the steering screens (actions and command-palette entries), and
+operator messages a run ended without receiving.
 
 ``IoApp`` binds ``app.inbox`` / ``app.rules`` / ``app.memory`` / ``app.audit`` to the ``open_*``
 functions here and lists ``SteeringCommands`` in its command palette.
@@ -11,8 +12,10 @@ from functools import partial
 from typing import Any
 
 from textual.app import App
+from textual.widgets import Input
 
 from io_tui.ui.commands import ListedCommands
+from io_tui.ui.state import RunView
 
 
 def _store(app: App[Any]) -> Any:
@@ -27,6 +30,30 @@ def selected_workspace(app: App[Any]) -> str | None:
     run = runs.get(run_id) if run_id is not None else None
     workspace = getattr(run, "workspace", None) or getattr(app, "demo_workspace", None)
     return str(workspace) if workspace else None
+
+
+def hand_back(app: App[Any], prompt: Input, run: RunView, *, selected: bool) -> None:
+    """Messages queued for ``run`` that it ended without receiving are never dropped: they stay
+    in its transcript marked "not delivered", and their text goes back into the prompt (when
+    the run is selected and the prompt empty: enter sends it as a follow-up) or into a
+    notification."""
+    if run.live or run.status == "paused":
+        return  # a paused run still gets them when it resumes
+    lost = [m for m in run.queued if m.delivered_step is None and not m.returned]
+    if not lost:
+        return
+    for message in lost:
+        message.returned = True
+    text = " ".join(m.text for m in lost)
+    if selected and not prompt.value:
+        prompt.value = text
+        app.notify(
+            f"run {run.id} ended ({run.status}) before your message reached it; it is back in "
+            "the prompt: enter sends it as a follow-up",
+            severity="warning",
+        )
+    else:
+        app.notify(f"not delivered to run {run.id} ({run.status}): {text}", severity="warning")
 
 
 def open_inbox(app: App[Any]) -> None:

@@ -62,6 +62,29 @@ def _steady_verify_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "demo_contract", contract_with_steady_python)
 
 
+class FakeClock:
+    """The clock of elapsed times on screen (``ui.state.clock``), moved on by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Elapsed times on screen stand still unless a test moves them (``clock.advance``)."""
+    from io_tui.ui import state
+
+    fake = FakeClock()
+    monkeypatch.setattr(state, "clock", fake)
+    return fake
+
+
 @pytest.fixture
 def make_app(tmp_path: Path) -> Callable[..., IoApp]:
     def make(

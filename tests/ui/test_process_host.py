@@ -10,12 +10,14 @@ from textual.pilot import Pilot
 
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
+from io_tui.core.events import OPERATOR_CANCEL
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.hosts import ProcessHost
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.testing import prepare_demo_workspace
+from io_tui.ui.widgets.transcript import Transcript
 
 SIZE = (120, 36)
 
@@ -76,7 +78,14 @@ async def test_interrupt_cancels_a_run_in_the_worker(tmp_path: Path) -> None:
         await pilot.press("x")
         await until(lambda: not app.host.is_live(1), pilot)
         await until(lambda: app.runs[1].status == "cancelled", pilot)
+        assert app.runs[1].error == OPERATOR_CANCEL  # the worker says who cancelled it
+        transcript = app.screen.query_one(Transcript)
+        await until(lambda: "cancelled by the operator" in transcript.live_text, pilot)
+        assert "thinking…" not in transcript.live_text
     assert await row(app, 1) == ("cancelled", "cancelled")
+    async with await Store.open(app.store_path) as store:
+        found = await store.runs.get(1)
+    assert found is not None and found.error == OPERATOR_CANCEL
 
 
 async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(

@@ -11,7 +11,7 @@ from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen
 from io_tui.ui.screens.inspector import InspectorScreen
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.screens.new_run import NewRunScreen
+from io_tui.ui.screens.new_run import SCRIPTED_DEMO, NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
@@ -172,7 +172,7 @@ async def test_new_run_dialog_validates_and_returns_a_request(make_app, tmp_path
         dialog.query_one("#token-budget", Input).value = "5000"
         request = dialog.request()
         assert request == NewRunRequest(
-            "count lines", tmp_path, "scripted", None, 12, 5000, 24_000, None
+            "count lines", tmp_path, SCRIPTED_DEMO, None, None, 12, 5000, 24_000, None
         )
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)

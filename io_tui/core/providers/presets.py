@@ -260,6 +260,15 @@ def provider_from_description(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """What a preset's server said to a model listing (``probe_models``)."""
+
+    reachable: bool
+    detail: str
+    models: tuple[str, ...] = ()
+
+
 async def probe(
     preset: str,
     *,
@@ -269,18 +278,40 @@ async def probe(
     transport: httpx.AsyncBaseTransport | None = None,
     timeout_s: float = 3.0,
 ) -> tuple[bool, str]:
-    """Whether the preset's server answers a model listing, and a line saying what happened.
+    """Whether the preset's server answers a model listing, and a line saying what happened."""
+    result = await probe_models(
+        preset,
+        base_url=base_url,
+        api_key=api_key,
+        env=env,
+        transport=transport,
+        timeout_s=timeout_s,
+    )
+    return result.reachable, result.detail
+
+
+async def probe_models(
+    preset: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    timeout_s: float = 3.0,
+) -> ProbeResult:
+    """The preset's server's model listing (``GET …/models``), with a line saying what happened.
 
     ``reachable`` is true only for a 2xx answer: a server that refuses the key is reported as
-    unreachable with the reason, since a run against it would fail the same way. Never raises
-    for network or configuration problems; the detail says what is wrong.
+    unreachable with the reason, since a run against it would fail the same way. ``models``
+    holds the ids the server listed (none when it lists none, or in another shape). Never
+    raises for network or configuration problems; the detail says what is wrong.
     """
     try:
         spec = get_preset(preset)
         url = _base_url(spec, base_url)
         key = _key(spec, api_key, env)
     except ProviderConfigError as exc:
-        return False, str(exc)
+        return ProbeResult(False, str(exc))
     revealed = key.reveal() if key else None
     if spec.wire == "anthropic":
         models_url = url + "/v1/models"
@@ -300,14 +331,17 @@ async def probe(
         async with httpx.AsyncClient(timeout=timeout_s, transport=transport) as client:
             response = await client.get(models_url, headers=headers)
     except httpx.HTTPError as exc:
-        return False, redact(f"cannot reach {models_url}: {describe_exception(exc)}")
+        return ProbeResult(False, redact(f"cannot reach {models_url}: {describe_exception(exc)}"))
     if response.status_code >= 400:
         _, message = body_detail(response.text)
-        return False, redact(f"{models_url} answered HTTP {response.status_code}: {message}"[:300])
+        return ProbeResult(
+            False, redact(f"{models_url} answered HTTP {response.status_code}: {message}"[:300])
+        )
     try:
         data = response.json().get("data")
         names = [str(m.get("id")) for m in data if isinstance(m, dict)]
     except (ValueError, AttributeError, TypeError):
-        return True, f"{models_url} answered HTTP {response.status_code}"
+        return ProbeResult(True, f"{models_url} answered HTTP {response.status_code}")
     shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
-    return True, f"{len(names)} model(s) at {url}" + (f": {shown}" if names else "")
+    detail = f"{len(names)} model(s) at {url}" + (f": {shown}" if names else "")
+    return ProbeResult(True, detail, tuple(names))

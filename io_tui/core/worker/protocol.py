@@ -8,7 +8,7 @@ App → worker (``op``):
 - ``demo``    ``tag``, ``workspace`` (a prepared copy of the demo project), ``approve``
 - ``decide``  ``tag``, ``approval_id``, ``decision``: decide a *paused* run's request and resume it
 - ``answer``  ``approval_id``, ``decision``: the answer to an ``ask`` of a live run
-- ``cancel``  ``run_id``: interrupt a live run (it ends ``cancelled``)
+- ``cancel``  ``run_id``: interrupt a live run (it ends ``cancelled``, its error ``OPERATOR_CANCEL``)
 
 Closing the worker's stdin cancels every live run (asks still open are deferred: those runs
 pause durably) and the worker exits.

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.decide import DecideError, decide
-from io_tui.core.events import RunEvent
+from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.launch import build_run
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
@@ -103,7 +103,7 @@ class WorkerServer:
         elif op == "cancel":
             task = self.tasks.get(self.run_tags.get(message["run_id"], ""))
             if task is not None:
-                task.cancel()
+                task.cancel(OPERATOR_CANCEL)
         else:
             raise ValueError(f"unknown op {op!r}")
 

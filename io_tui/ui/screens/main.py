@@ -26,9 +26,11 @@ from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
 from io_tui.core.contract import MemoryLimits
+from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.state import RunView, StepView
+from io_tui.ui.steering import hand_back
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
@@ -192,11 +194,14 @@ class MainScreen(Screen[None]):
                 self.run_tree.upsert_step(run, run.steps[step])
         if self._auto_select and self.selected_run is None and changed_runs:
             self.select_run(max(changed_runs))
+        self._bring_into_view(attention.claimant(runs, changed_runs))
+        for run_id in changed_runs:
+            hand_back(self.app, self.prompt, runs[run_id], selected=run_id == self.selected_run)
         selected = self.selected_run
         if selected is None or selected not in runs:
             return
         run = runs[selected]
-        self.transcript.set_streaming(run.streaming)
+        self.transcript.follow(run)
         if selected in changed_runs:
             self._schedule_gauges()
         if selected != self._loaded_run:
@@ -220,6 +225,17 @@ class MainScreen(Screen[None]):
         self.load_gauges(run_id, self.selected_step)
 
     # -- selection -----------------------------------------------------------------------------
+
+    def _bring_into_view(self, claim: tuple[int, bool] | None) -> None:
+        """A run that started or asks: selected unless the operator is busy (``attention``),
+        else scrolled to."""
+        if claim is None or claim[0] == self.selected_run:
+            return
+        run_id, asking = claim
+        if not (attention.busy(self.app) if asking else attention.typing(self.app)):
+            self.select_run(run_id)
+        elif (node := self.run_tree.run_nodes.get(run_id)) is not None:
+            self.run_tree.scroll_to_node(node, animate=False)
 
     def select_run(self, run_id: int, step: int | None = None) -> None:
         self.run_tree.select_ref(NodeRef(run_id, step))
@@ -252,7 +268,7 @@ class MainScreen(Screen[None]):
             self.load_transcript(run_id)
             run = self.io_app.runs.get(run_id)
             if run is not None:
-                self.transcript.set_streaming(run.streaming)
+                self.transcript.follow(run)
         self.load_gauges(run_id, step)
 
     @work(group="view", exclusive=True, exit_on_error=False)
@@ -274,7 +290,7 @@ class MainScreen(Screen[None]):
             if message.replace:
                 self.transcript.show_run(message.run_id, message.steps, run.goal if run else "")
                 if run is not None:
-                    self.transcript.set_streaming(run.streaming)
+                    self.transcript.follow(run)
             else:
                 self.transcript.add_steps(message.steps)
 
@@ -431,8 +447,11 @@ class MainScreen(Screen[None]):
         self.run_tree.focus()
 
     def action_interrupt(self) -> None:
-        if self.selected_run is not None and self.io_app.interrupt(self.selected_run):
-            self.notify(f"interrupting run {self.selected_run}…")
+        run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
+        if run is not None and self.io_app.interrupt(run.id):
+            run.interrupt_requested = True
+            self.transcript.follow(run)
+            self.notify(f"interrupting run {run.id}…")
 
     def action_expand(self) -> None:
         self.transcript.set_all_expanded(self.transcript.has_collapsed_tools)
@@ -450,6 +469,8 @@ class MainScreen(Screen[None]):
             return
         if run.status in {"running", "asking", "paused"}:
             self.steer(run.id, text)
+            run.queue_message(text)  # shown under its steps until a step carries it
+            self.transcript.follow(run)
             self.notify(f"message queued for run {run.id}: delivered at its next step")
         else:
             app.start_request(

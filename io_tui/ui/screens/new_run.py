@@ -1,99 +1,384 @@
-"""The new-run dialog: task, workspace, provider, model and budgets → ``NewRunRequest``."""
+"""The new-run dialog: task, workspace, provider, base URL, model and budgets → ``NewRunRequest``.
+
+Providers are the presets (``core.providers.presets``) plus the scripted demo, each labelled with
+what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
+probed in workers when the dialog opens and again when the base URL changes. The models the
+server lists fill a picker; the model field stays free text. Start builds the run the way the
+harness will (``core.launch.build_run``) in a worker, and closes only when that succeeds:
+every error is shown in the dialog with what was typed kept. The fields scroll; the error line
+and the buttons stay in view at any size.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.getters import query_one
+from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.suggester import SuggestFromList
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, Select, Static
 
+from io_tui import demo
 from io_tui.config import Settings
+from io_tui.core.launch import build_run
+from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
+
+SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
+PROBE_TIMEOUT_S = 2.0
+REPROBE_DELAY_S = 0.4  # seconds a base URL must stay unchanged before it is probed
+MIN_CONTEXT = 256
+
+
+class FieldError(ValueError):
+    """A field's value cannot start a run; ``field`` is the input to focus."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One entry of the provider picker."""
+
+    value: str  # what ``--provider`` takes: a preset name or ``scripted:FILE``
+    summary: str
+
+    @property
+    def preset(self) -> bool:
+        return self.value in PRESETS
+
+
+def choices(settings: Settings) -> list[Choice]:
+    """The presets, the scripted demo, and the config's provider if it is neither."""
+    out = [Choice(name, preset.summary) for name, preset in PRESETS.items()]
+    out.append(Choice(SCRIPTED_DEMO, "scripted demo: the bundled script, no model"))
+    configured = settings.provider
+    if configured != "scripted" and all(c.value != configured for c in out):
+        summary = "scripted: answers from this file" if configured.startswith("scripted:") else ""
+        out.append(Choice(configured, summary or "from the config"))
+    return out
+
+
+def default_provider(settings: Settings) -> str:
+    """The config's provider; the scripted demo when it names none (bare ``scripted``)."""
+    return SCRIPTED_DEMO if settings.provider == "scripted" else settings.provider
 
 
 class NewRunScreen(ModalScreen[NewRunRequest | None]):
     CSS_PATH = "new_run.tcss"
+    AUTO_FOCUS = "#task"
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="new_run.cancel", tooltip="Close without starting"),
         Binding("ctrl+s", "start", "Start", id="new_run.start", tooltip="Start the run"),
     ]  # fmt: skip
+
+    class Probed(Message):
+        """A preset's server answered (or not) a model listing at ``base_url``."""
+
+        def __init__(self, name: str, base_url: str, result: ProbeResult) -> None:
+            super().__init__()
+            self.name = name
+            self.base_url = base_url
+            self.result = result
+
+    class Checked(Message):
+        """The request was built as the run would build it: ``error`` None means it starts."""
+
+        def __init__(self, request: NewRunRequest, error: FieldError | None) -> None:
+            super().__init__()
+            self.request = request
+            self.error = error
+
+    provider = query_one("#provider", Select)
+    base_url = query_one("#base-url", Input)
+    model = query_one("#model", Input)
+    models = query_one("#models", Select)
+    status = query_one("#status", Static)
+    error = query_one("#error", Static)
 
     def __init__(self, settings: Settings, workspace: Path, *, task: str = "") -> None:
         super().__init__()
         self.settings = settings
         self.workspace = workspace
         self.initial_task = task
+        self.choices = {c.value: c for c in choices(settings)}
+        self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
+        self.checking = False
 
     def compose(self) -> ComposeResult:
         s = self.settings
+        chosen = default_provider(s)
         with Vertical(id="dialog"):
             yield Static("New run", id="title")
-            with Grid(id="fields"):
-                yield Label("Task")
-                yield Input(self.initial_task, placeholder="what the agent should do", id="task")
-                yield Label("Workspace")
-                yield Input(str(self.workspace), id="workspace")
-                yield Label("Provider")
-                yield Input(
-                    s.provider,
-                    placeholder="openai, anthropic, ollama, scripted:FILE…",
-                    id="provider",
+            with VerticalScroll(id="fields", can_focus=False):
+                yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
+                yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
+                yield _row(
+                    "Provider",
+                    Select(
+                        self._options(),
+                        value=chosen,
+                        allow_blank=False,
+                        id="provider",
+                        compact=True,
+                    ),
                 )
-                yield Label("Model")
-                yield Input(s.model or "", placeholder="provider default", id="model")
-                yield Label("Max steps")
-                yield Input(str(s.max_steps), type="integer", id="max-steps")
-                yield Label("Token budget")
-                yield Input(
-                    str(s.token_budget or ""), type="integer", placeholder="none", id="token-budget"
-                )
-                yield Label("Context max")
-                yield Input(str(s.context_max_tokens), type="integer", id="context-max")
-            yield Static("", id="error")
-            with Horizontal(id="buttons"):
-                yield Button("Start", variant="primary", id="start")
-                yield Button("Cancel", id="cancel")
+                yield _row("", Static("", id="status"), id="status-row")
+                yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True))  # fmt: skip
+                yield _row("Model", Input(self._model_for(chosen), placeholder="the model's name", id="model", compact=True))  # fmt: skip
+                yield _row("", Select[str]([], prompt="models the server lists", id="models", compact=True), id="models-row")  # fmt: skip
+                yield _row("Max steps", Input(str(s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
+                yield _row("Token budget", Input(str(s.token_budget or ""), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
+                yield _row("Context max", Input(str(s.context_max_tokens), type="integer", id="context-max", compact=True))  # fmt: skip
+            with Vertical(id="foot"):
+                yield Static("", id="error")
+                with Horizontal(id="buttons"):
+                    yield Button("Start", variant="primary", id="start", compact=True)
+                    yield Button("Cancel", id="cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self._show_provider(str(self.provider.value))
+        self.probe_all()
+
+    # -- providers and their servers -----------------------------------------------------------
+
+    def _options(self) -> list[tuple[Content, str]]:
+        return [(self._label(choice), value) for value, choice in self.choices.items()]
+
+    def _label(self, choice: Choice) -> Content:
+        if not choice.preset:
+            name = "scripted demo" if choice.value == SCRIPTED_DEMO else choice.value
+            return Content.assemble(("▸ ", "$text-muted"), name, ("  no model", "dim"))
+        answer = self.probes.get(choice.value)
+        if answer is None:
+            mark, note = ("… ", "$text-muted"), "probing"
+        elif answer[1].reachable:
+            count = len(answer[1].models)
+            mark, note = ("✓ ", "$text-success"), f"answers · {count} model{'s' * (count != 1)}"
+        else:
+            mark, note = ("· ", "$text-muted"), "not reachable" if _unreached(answer[1]) else "not set up"  # fmt: skip
+        return Content.assemble(mark, f"{choice.value}  ", (note, "dim"))
+
+    def _base_url_for(self, value: str) -> str:
+        if value == self.settings.provider and self.settings.base_url:
+            return self.settings.base_url
+        preset = PRESETS.get(value)
+        return (preset.base_url or "") if preset else ""
+
+    def _model_for(self, value: str) -> str:
+        return (self.settings.model or "") if value == self.settings.provider else ""
+
+    @work(group="probe", exit_on_error=False)
+    async def probe_all(self) -> None:
+        """Every preset at its URL, at once; each answer is posted as it comes."""
+
+        async def one(name: str, url: str) -> None:
+            result = await probe_models(name, base_url=url or None, timeout_s=PROBE_TIMEOUT_S)
+            self.post_message(self.Probed(name, url, result))
+
+        await asyncio.gather(*(one(name, self._base_url_for(name)) for name in PRESETS))
+
+    @work(group="probe-url", exclusive=True, exit_on_error=False)
+    async def probe_url(self, name: str, url: str) -> None:
+        """The selected preset at a URL the operator typed (the newest one wins)."""
+        await asyncio.sleep(REPROBE_DELAY_S)
+        result = await probe_models(name, base_url=url or None, timeout_s=PROBE_TIMEOUT_S)
+        self.post_message(self.Probed(name, url, result))
+
+    @on(Probed)
+    def _on_probed(self, message: Probed) -> None:
+        name = message.name
+        self.probes[name] = (message.base_url, message.result)
+        value = self.provider.value
+        with self.prevent(Select.Changed):
+            self.provider.set_options(self._options())
+            self.provider.value = value
+        if name == value and message.base_url == self.base_url.value.strip():
+            self._show_probe(message.result)
+
+    @on(Select.Changed, "#provider")
+    def _on_provider_changed(self, event: Select.Changed) -> None:
+        value = str(event.value)
+        self.base_url.value = self._base_url_for(value)
+        self.model.value = self._model_for(value)
+        self._show_provider(value)
+
+    @on(Input.Changed, "#base-url")
+    def _on_base_url_changed(self, event: Input.Changed) -> None:
+        name, url = str(self.provider.value), event.value.strip()
+        if name not in PRESETS:
+            return
+        answer = self.probes.get(name)
+        if answer is not None and answer[0] == url:
+            self._show_probe(answer[1])
+        elif answer is None and url == self._base_url_for(name):
+            return  # ``probe_all`` is asking that URL already
+        else:
+            self.status.update(Content.styled("… asking the server for its models", "$text-muted"))
+            self.probe_url(name, url)
+
+    @on(Select.Changed, "#models")
+    def _on_model_picked(self, event: Select.Changed) -> None:
+        if event.value is not Select.NULL:
+            self.model.value = str(event.value)
+
+    def _show_provider(self, value: str) -> None:
+        preset = value in PRESETS
+        self.base_url.disabled = self.model.disabled = not preset
+        self.set_class(not preset, "-scripted")
+        if not preset:
+            self._show_models(())
+            script = value.removeprefix("scripted:")
+            note = (
+                "The config names no model provider, so this answers from the demo's "
+                "script. Pick a server for real work."
+                if value == SCRIPTED_DEMO and self.settings.provider == "scripted"
+                else f"Answers from the script {script}; base URL and model do not apply."
+            )
+            self.status.update(Content.styled(note, "$text-muted"))
+            return
+        answer = self.probes.get(value)
+        if answer is not None and answer[0] == self.base_url.value.strip():
+            self._show_probe(answer[1])
+        else:
+            self._show_models(())
+            self.status.update(Content.styled("… asking the server for its models", "$text-muted"))
+
+    def _show_probe(self, result: ProbeResult) -> None:
+        style = "$text-success" if result.reachable else "$text-warning"
+        self.status.update(Content.styled(plain(result.detail), style))
+        self._show_models(result.models)
+        if result.models and not self.model.value.strip():
+            self.model.value = result.models[0]
+
+    def _show_models(self, models: tuple[str, ...]) -> None:
+        with self.prevent(Select.Changed):
+            self.models.set_options([(name, name) for name in models])
+        self.set_class(not models, "-no-models")
+        self.model.suggester = SuggestFromList(models, case_sensitive=False) if models else None
+
+    # -- starting ------------------------------------------------------------------------------
 
     def _value(self, widget_id: str) -> str:
         return self.query_one(f"#{widget_id}", Input).value.strip()
 
-    def _int(self, widget_id: str) -> int | None:
+    def _int(self, widget_id: str, name: str, least: int) -> int | None:
         text = self._value(widget_id)
-        return int(text) if text else None
+        if not text:
+            return None
+        try:
+            number = int(text)
+        except ValueError:
+            raise FieldError(widget_id, f"{name} must be a whole number, not {text!r}") from None
+        if number < least:
+            raise FieldError(widget_id, f"{name} must be at least {least:,}")
+        return number
 
     def request(self) -> NewRunRequest:
+        """What the fields ask for; ``FieldError`` names the field that cannot start a run."""
         task = self._value("task")
         if not task:
-            raise ValueError("the task is empty")
+            raise FieldError("task", "the task is empty: say what the agent should do")
         workspace = Path(self._value("workspace") or ".").expanduser()
         if not workspace.is_dir():
-            raise ValueError(f"no such directory: {workspace}")
+            raise FieldError("workspace", f"no such directory: {workspace}")
+        provider = str(self.provider.value)
+        preset = provider in PRESETS
+        max_steps = self._int("max-steps", "max steps", 1)
+        if max_steps is None:
+            raise FieldError("max-steps", "max steps is empty")
         return NewRunRequest(
             task=task,
             workspace=workspace,
-            provider=self._value("provider") or None,
-            model=self._value("model") or None,
-            max_steps=self._int("max-steps"),
-            token_budget=self._int("token-budget"),
-            context_max_tokens=self._int("context-max"),
+            provider=provider,
+            model=(self._value("model") or None) if preset else None,
+            base_url=(self._value("base-url") or None) if preset else None,
+            max_steps=max_steps,
+            token_budget=self._int("token-budget", "the token budget", 1),
+            context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
         )
 
     @on(Button.Pressed, "#start")
     @on(Input.Submitted)
     def action_start(self) -> None:
+        if self.checking:
+            return
         try:
             request = self.request()
-        except ValueError as exc:
-            self.query_one("#error", Static).update(Content(plain(str(exc))))
+        except FieldError as exc:
+            self._show_error(exc)
             return
-        self.dismiss(request)
+        self.checking = True
+        self.error.update(Content.styled("checking…", "$text-muted"))
+        self.check(request)
+
+    @work(group="check", exclusive=True, exit_on_error=False)
+    async def check(self, request: NewRunRequest) -> None:
+        """Build the run as the harness will (provider, policy, workspace), then let it go."""
+        store = getattr(self.app, "store")  # noqa: B009 - IoApp.store
+        error: FieldError | None = None
+        try:
+            _, provider, _ = await build_run(store, self.settings, request)
+        except ValueError as exc:
+            error = FieldError(_field_of(str(exc)), str(exc))
+        else:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
+        self.post_message(self.Checked(request, error))
+
+    @on(Checked)
+    def _on_checked(self, message: Checked) -> None:
+        self.checking = False
+        if message.error is not None:
+            self._show_error(message.error)
+        else:
+            self.dismiss(message.request)
+
+    def _show_error(self, error: FieldError) -> None:
+        self.error.update(Content.styled(f"✗ {plain(str(error))}", "$text-error"))
+        widget = self.query_one(f"#{error.field}", Widget)
+        if not widget.disabled:
+            widget.focus()
+            widget.scroll_visible(animate=False)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _row(label: str, widget: Widget, *, id: str | None = None) -> Horizontal:
+    return Horizontal(Label(label), widget, classes="row", id=id)
+
+
+def _unreached(result: ProbeResult) -> bool:
+    return result.detail.startswith("cannot reach")
+
+
+def _field_of(message: str) -> str:
+    """The field a launch error is about, to put the cursor there."""
+    text = message.lower()
+    if "model" in text:
+        return "model"
+    if "base url" in text or "base-url" in text:
+        return "base-url"
+    if "director" in text or "workspace" in text:
+        return "workspace"
+    if "max_steps" in text:
+        return "max-steps"
+    return "provider"
+
+
+__all__ = ["SCRIPTED_DEMO", "NewRunScreen", "choices", "default_provider"]

@@ -1,5 +1,10 @@
 """The run tree: runs → steps → child runs, with live status badges and per-node tokens.
 
+A live run's label carries how long it has run (its provider and model head the transcript);
+the step in flight says what it waits for and since when (``thinking… 12s``, ``writing… 40s``,
+``? asking 1m 05s``); a step the run ended before committing says so (``interrupted``). A tick
+relabels live runs once a second, and only the lines whose text changed are repainted.
+
 Nodes are keyed (``run_nodes``, ``step_nodes``) and relabelled in place, and only when what the
 label shows changed (``_shown``); the tree is never cleared and rebuilt. ``Tree`` renders only
 visible lines, and ``get_label_width`` is the label's cell length (no render per node when the
@@ -19,10 +24,11 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from io_tui.ui.state import RunView, StepView
+from io_tui.ui.state import RunView, StepView, duration, since
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
+TICK_S = 1.0  # seconds between relabels of live runs (their elapsed times)
 BADGES = {
     "running": ("●", "running"),
     "asking": ("?", "asking"),
@@ -64,6 +70,15 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
     def on_mount(self) -> None:
         self._restyle()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
+        self.set_interval(TICK_S, self.tick)
+
+    def tick(self) -> None:
+        """Relabel the live runs and their steps in flight (elapsed times move on)."""
+        for run in self.views.values():
+            if run.live:
+                self.upsert_run(run)
+                if (step := run.in_flight()) is not None:
+                    self.upsert_step(run, step)
 
     def _restyle(self) -> None:
         """Badge colours come from the theme's variables; relabel every run on a theme change."""
@@ -184,32 +199,32 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
     def upsert_run(self, run: RunView) -> TreeNode[NodeRef]:
         self.views[run.id] = run
         ref = NodeRef(run.id)
-        shown = (run.status, run.goal, run.tokens, len(run.steps))
+        label = run_label(run, self.styles_by_status)
+        shown = (label.plain,)
         node = self.run_nodes.get(run.id)
         if node is None:
             parent = self.root
             if run.parent_run_id is not None and run.parent_run_id in self.run_nodes:
                 parent = self.run_nodes[run.parent_run_id]
-            node = parent.add(
-                run_label(run, self.styles_by_status), data=ref, expand=self._expand_new(run)
-            )
+            node = parent.add(label, data=ref, expand=self._expand_new(run))
             self.run_nodes[run.id] = node
         elif self._shown.get(ref) != shown:
-            self._set_label(node, run_label(run, self.styles_by_status))
+            self._set_label(node, label)
         self._shown[ref] = shown
         return node
 
     def upsert_step(self, run: RunView, step: StepView) -> TreeNode[NodeRef]:
         key = (run.id, step.step)
         ref = NodeRef(run.id, step.step)
-        shown = (tuple(step.tools), step.committed, step.asking, step.tokens)
+        label = step_label(step)
+        shown = (label.plain, step.asking)  # the plain text, and its one style that varies
         node = self.step_nodes.get(key)
         if node is None:
             parent = self.run_nodes.get(run.id) or self.upsert_run(run)
-            node = parent.add_leaf(step_label(step), data=ref)
+            node = parent.add_leaf(label, data=ref)
             self.step_nodes[key] = node
         elif self._shown.get(ref) != shown:
-            self._set_label(node, step_label(step))
+            self._set_label(node, label)
         self._shown[ref] = shown
         return node
 
@@ -255,26 +270,48 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
     style = styles.get(status, "")
     goal = plain(run.goal)  # a goal is the user's or a parent run's text
     goal = goal if len(goal) <= 48 else goal[:47] + "…"
+    clock = _clock(run)  # a live run's: right after its status, the last thing a pane cuts
     return Text.assemble(
         (f"{glyph} ", f"bold {style}"),
         (f"#{run.id} ", "bold"),
         (f"{status} ", style),
+        (f"{clock} · " if clock else "", style),
         (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )
 
 
 def step_label(step: StepView) -> Text:
-    tools = ", ".join(step.tools) if step.tools else ("final" if step.committed else "thinking…")
+    doing = _doing(step)
+    tools = ", ".join(step.tools) if step.tools else ("final" if step.committed else doing)
     if len(tools) > 40:
         tools = tools[:39] + "…"
+    if step.tools and step.ended is not None:
+        tools = f"{tools} · {_doing(step)}"
     return Text.assemble(
         (f"step {step.step:>3} ", "bold" if step.asking else ""),
-        ("? asking " if step.asking else "", "bold"),
+        (f"? asking {duration(since(step.asking_since))} " if step.asking else "", "bold"),
         tools,
         " ",
         (_tok(step.tokens) if step.tokens else "", "dim"),
     )
+
+
+def _clock(run: RunView) -> str:
+    """A live run's elapsed time."""
+    return duration(run.elapsed()) if run.live else ""
+
+
+def _doing(step: StepView) -> str:
+    """What an uncommitted step is at: ``thinking… 12s``, ``writing… 3s``, or how it ended."""
+    if step.committed:
+        return ""
+    if step.ended is not None:
+        return "interrupted" if step.ended == "cancelled" else f"not finished ({step.ended})"
+    if step.asking or step.tools:
+        return ""  # the badge, or the tools' names, say it
+    took = duration(since(step.started_at))
+    return f"{'writing' if step.writing else 'thinking'}… {took}".rstrip()
 
 
 def _plain_colour(value: str | None, fallback: str) -> str:

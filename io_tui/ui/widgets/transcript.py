@@ -1,5 +1,10 @@
 """The transcript of one run: model text, tool calls whose results unfold, refusals, approval
-decisions and operator messages inline; the streamed text of the step in flight.
+decisions and operator messages inline; below the steps, the live part of the run it follows
+(``follow``): operator messages queued for it until their step shows them, the text streaming
+in for the step in flight, and one status line — what the step waits for and since when
+(``thinking… 12s``, ``waits for your approval · 1m 05s``), or how the run ended
+(``cancelled by the operator``). The header names the run's provider, model and elapsed time.
+The live part is redrawn at most ~10 times a second, and once a second while the run is live.
 
 It is one line-drawing widget (Textual's Line API), not a widget per step: each step is
 rendered once into strips at the current width and kept, and a frame draws only the visible
@@ -29,13 +34,20 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from io_tui.ui.data import StepData, tool_title
+from io_tui.ui.state import RunView, duration, since
 from io_tui.ui.terminal_text import styled
+from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 MAX_STEPS = 200
 RESULT_PREVIEW_LINES = 40
+LIVE_INTERVAL = 0.1  # seconds: the live part is redrawn at most ~10 times a second
+TICK_S = 1.0  # seconds: a live run's clocks move on
 NOTE_STYLES = ("operator", "refused", "asking", "decided", "verify", "memory", "note")
-PARTS = ("title", "head", "tool", "tool-error", "result", "streaming", "cursor", *NOTE_STYLES)
+PARTS = (
+    "title", "meta", "head", "tool", "tool-error", "result", "streaming", "cursor",
+    "status", "ended", *NOTE_STYLES,
+)  # fmt: skip
 STEP_META = "transcript-step"  # what a line's segments carry: the step they belong to
 
 
@@ -68,6 +80,9 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
     DEFAULT_CSS = """
     Transcript { padding: 0 1; overflow-x: hidden; scrollbar-gutter: stable; }
     Transcript > .transcript--title { color: $foreground-muted; }
+    Transcript > .transcript--meta { color: $foreground-muted; text-style: dim; }
+    Transcript > .transcript--status { color: $accent; }
+    Transcript > .transcript--ended { color: $warning; text-style: bold; }
     Transcript > .transcript--head { color: $accent; text-style: bold; }
     Transcript > .transcript--tool { color: $primary; }
     Transcript > .transcript--tool-error { color: $error; }
@@ -89,6 +104,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self.cursor_step: int | None = None
         self.title = "Select a run, or press ctrl+n for a new one."
         self.streaming = ""
+        self.run: RunView | None = None  # the run followed (its live part), if any
+        self._schedule_live = Throttle(self, LIVE_INTERVAL, self._redraw_live)
         self._order: list[int] = []  # step numbers, ascending
         self._starts: list[int] = []  # the line each step starts on
         self._head: list[Strip] = []  # the title's lines
@@ -115,6 +132,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self.cursor_step = None
         self.title = f"run {run_id}: {goal}"
         self.streaming = ""
+        if self.run is not None and self.run.id != run_id:
+            self.run = None
         self.scroll_to(y=0, animate=False, immediate=True)
         self.add_steps(steps)
 
@@ -131,23 +150,65 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         self._relayout()
         self._keep_view(at_end, anchor)
 
+    def on_mount(self) -> None:
+        self.set_interval(TICK_S, self.tick)
+
+    def follow(self, run: RunView) -> None:
+        """Show ``run``'s live part (queued messages, streaming text, status) below its steps;
+        redrawn at most ~10 times a second."""
+        self.run = run
+        self._schedule_live()
+
     def set_streaming(self, text: str) -> None:
-        """Show the text streaming in for the step in flight, below the steps."""
+        """Show the text streaming in for the step in flight, below the steps (at once)."""
         if text == self.streaming:
             return
+        self.streaming = text
+        self._redraw_tail()
+
+    def tick(self) -> None:
+        """A live run's clocks moved on: redraw its header and live part."""
+        if self.run is not None and self.run.live:
+            self._schedule_live()
+
+    def _redraw_live(self) -> None:
+        run = self.run
+        if run is None or run.id != self.run_id:
+            return
+        self.streaming = run.streaming
+        head = self._render_head(self._width)
+        if [s.text for s in head] != [s.text for s in self._head]:
+            at_end, anchor = self._at_end(), self._anchor()
+            self._relayout()  # the header's lines move every step
+            self._keep_view(at_end, anchor)
+            return
+        self._redraw_tail()
+
+    def _redraw_tail(self) -> None:
         at_end = self._at_end()
         rows = len(self._tail)
-        self.streaming = text
-        self._tail = self._render_streaming()
+        tail = self._render_tail()
+        if [s.text for s in tail] == [s.text for s in self._tail]:
+            return
+        self._tail = tail
         if len(self._tail) != rows:
             self._resize_virtual()
         self.refresh_lines(self._tail_y, max(rows, len(self._tail)))
-        if text and at_end:
+        if self._tail and at_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def text_of(self, step: int) -> str:
         """The step's lines as plain text (what the screen shows of it)."""
         return "\n".join(strip.text.rstrip() for strip in self.steps[step].lines)
+
+    @property
+    def live_text(self) -> str:
+        """The live part below the steps, as plain text (what the screen shows of it)."""
+        return "\n".join(strip.text.rstrip() for strip in self._tail)
+
+    @property
+    def header_text(self) -> str:
+        return "\n".join(strip.text.rstrip() for strip in self._head)
 
     def lines_of(self, step: int) -> range:
         """The transcript lines the step occupies."""
@@ -251,7 +312,7 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             return
         self._restyle()
         self._order = sorted(self.steps)
-        self._head = self._render_rows([(self._title_text(), 0)], self._base, width)
+        self._head = self._render_head(width)
         self._starts = []
         y = len(self._head)
         for step in self._order:
@@ -261,7 +322,7 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             self._starts.append(y)
             y += len(shown.lines) + 1  # a blank line after each step
         self._tail_y = y
-        self._tail = self._render_streaming()
+        self._tail = self._render_tail()
         self._resize_virtual()
         self.refresh()
 
@@ -364,17 +425,45 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
             )
         return lines[row]
 
+    def _render_head(self, width: int) -> list[Strip]:
+        rows = [(self._title_text(), 0)]
+        if meta := self._meta_text():
+            rows.append((meta, 0))
+        return self._render_rows(rows, self._base, width)
+
     def _title_text(self) -> Text:
         title = styled(self.title, self._styles["title"])
         if earlier := (self._order[0] - 1 if self._order else 0):  # not loaded, or dropped
             title.append(f"\n… {earlier} earlier steps are in the trace viewer (t)")
         return title
 
-    def _render_streaming(self) -> list[Strip]:
-        if not self.streaming or self._width <= 0:
+    def _meta_text(self) -> Text | None:
+        """``ollama · qwen3:8b · running 1m 04s``: where the run's answers come from."""
+        run = self.run
+        if run is None or run.id != self.run_id:
+            return None
+        parts = [p for p in (run.provider, run.model) if p]
+        took = duration(run.elapsed())
+        parts.append(f"{run.status} {took}" if run.live and took else run.status)
+        return styled(" · ".join(parts), self._styles.get("meta", Style()))
+
+    def _render_tail(self) -> list[Strip]:
+        """Queued operator messages, the streaming text, the status line."""
+        if self._width <= 0:
             return []
-        text = styled(self.streaming, self._styles.get("streaming", Style()))
-        return self._render_rows([(text, 2)], self._base, self._width)
+        styles = self._styles
+        rows: list[tuple[Text, int]] = []
+        run = self.run if self.run is not None and self.run.id == self.run_id else None
+        if run is not None:
+            for message in run.queued:
+                rows.append((styled(f"operator ▸ {message.text}", styles["operator"]), 2))
+                rows.append((Text(_queued_note(run, message.delivered_step), styles["meta"]), 4))
+        if self.streaming:
+            rows.append((styled(self.streaming, styles.get("streaming", Style())), 2))
+        if run is not None and (status := status_line(run)):
+            style = styles["status"] if run.live else styles["ended"]
+            rows.append((Text(status, style), 0))
+        return self._render_rows(rows, self._base, self._width) if rows else []
 
     def _render_step(self, shown: ShownStep, width: int) -> list[Strip]:
         data, styles = shown.data, self._styles
@@ -410,6 +499,41 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
                 segments = pad + list(Segment.apply_style(line.render(console), style))
                 strips.append(Strip(segments).adjust_cell_length(width, base))
         return strips
+
+
+def status_line(run: RunView) -> str:
+    """What the run is doing now, or how it ended (none for a run that finished well)."""
+    if run.live:
+        if run.interrupt_requested:
+            return "■ interrupting…"
+        step = run.in_flight()
+        if step is None:
+            return ""
+        if step.asking:
+            waited = duration(since(step.asking_since))
+            return f"? step {step.step} waits for your approval · {waited}".rstrip(" ·")
+        took = duration(since(step.started_at))
+        doing = "running tools" if step.tools else "writing" if step.writing else "thinking"
+        return f"⋯ step {step.step}: {doing}… {took}".rstrip()
+    took = duration(run.elapsed())
+    after = f" after {took}" if took and took != "0s" else ""
+    if run.cancelled_by_operator:
+        return f"■ cancelled by the operator{after}"
+    if run.status == "cancelled":
+        return f"■ cancelled{after}"
+    if run.status == "failed":
+        return f"✗ failed{after}: {run.error or run.outcome or 'no reason recorded'}"
+    if run.status == "paused":
+        return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
+    return ""
+
+
+def _queued_note(run: RunView, delivered_step: int | None) -> str:
+    if delivered_step is not None:
+        return f"delivered to step {delivered_step}"
+    if run.live or run.status == "paused":
+        return "queued: delivered at the run's next step"
+    return f"not delivered: the run ended ({run.status}) first"
 
 
 def _preview(result: str | None) -> str:

@@ -1,0 +1,284 @@
+"""The new-run dialog through the app: presets with their live status, a real OpenAI-compatible
+server on 127.0.0.1 listing its models and then answering the run, errors kept in the dialog,
+and pictures at 80×24 and 160×48."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from replay_server import ReplayServer, json_reply, sse_reply
+from textual.pilot import Pilot
+from textual.widgets import Input, Select
+
+from io_tui.config import Settings
+from io_tui.core.providers.presets import ProbeResult
+from io_tui.ui.app import create_app
+from io_tui.ui.screens import new_run
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.new_run import SCRIPTED_DEMO, NewRunScreen
+from io_tui.ui.testing import freeze, prepare_demo_workspace, wait_until_idle
+
+from .conftest import SNAPSHOT_WORKSPACE
+
+WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire" / "openai_chat"
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ReplayServer]:
+    srv = ReplayServer()
+    await srv.start()
+    try:
+        yield srv
+    finally:
+        await srv.stop()
+
+
+@pytest.fixture
+def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Presets whose default server is not the test's answer as an unreachable one would, so
+    the test never knocks on another program's port."""
+    real = new_run.probe_models
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused (test)", request=request)
+
+    async def probe(name: str, *, base_url: str | None = None, **kw: object) -> ProbeResult:
+        if base_url and base_url.startswith("http://127.0.0.1:"):
+            return await real(name, base_url=base_url, **kw)  # type: ignore[arg-type]
+        return await real(name, base_url=base_url, transport=httpx.MockTransport(refuse), **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(new_run, "probe_models", probe)
+
+
+def models_reply(*names: str):
+    return json_reply(
+        200, {"object": "list", "data": [{"id": n, "object": "model"} for n in names]}
+    )
+
+
+async def open_dialog(pilot: Pilot[object]) -> NewRunScreen:
+    await pilot.press("ctrl+n")
+    for _ in range(40):
+        await pilot.pause(0.05)
+        if isinstance(pilot.app.screen, NewRunScreen):
+            break
+    dialog = pilot.app.screen
+    assert isinstance(dialog, NewRunScreen)
+    return dialog
+
+
+async def until(pilot: Pilot[object], condition, what: str, tries: int = 100) -> None:
+    for _ in range(tries):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    screen = pilot.app.screen
+    shown = str(screen.query_one("#error").render()) if isinstance(screen, NewRunScreen) else ""
+    raise AssertionError(f"never happened: {what} (error line: {shown!r})")
+
+
+async def test_default_without_a_configured_provider_starts_the_scripted_demo(
+    make_app, local_only
+) -> None:
+    app = make_app(demo=False)
+    workspace = prepare_demo_workspace(app.store_path.parent / "textstats")
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        assert dialog.provider.value == SCRIPTED_DEMO
+        assert "no model provider" in str(dialog.status.render())
+        assert dialog.base_url.disabled and dialog.model.disabled
+        dialog.query_one("#workspace", Input).value = str(workspace)
+        await pilot.press(*"fix the failing test", "ctrl+s")  # the task has the focus
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.goal == "fix the failing test"
+        assert row.provider["kind"] == "scripted" and row.status == "finished"
+
+
+async def test_a_local_server_lists_its_models_and_runs_the_chosen_one(
+    tmp_path, server: ReplayServer, local_only
+) -> None:
+    server.add(models_reply("qwen3-8b", "llama-3.2-3b"))
+    server.add(sse_reply((WIRE / "text_plain.sse").read_bytes(), chunk_size=64))
+    settings = Settings(provider="openai-compatible", base_url=server.base_url + "/v1")
+    app = create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        assert dialog.provider.value == "openai-compatible"
+        assert dialog.base_url.value == server.base_url + "/v1"
+        await until(pilot, lambda: dialog.model.value == "qwen3-8b", "the first model chosen")
+        assert "2 model(s)" in str(dialog.status.render())
+        label = dict((v, str(p)) for p, v in dialog.provider._options)["openai-compatible"]
+        assert label.startswith("✓ ") and "2 models" in label
+        dialog.models.value = "llama-3.2-3b"  # the picker fills the free-text field
+        await pilot.pause(0.05)
+        assert dialog.model.value == "llama-3.2-3b"
+        dialog.query_one("#task", Input).value = "say hello"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        await pilot.click("#start")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.status == "finished"
+        assert row.provider["model"] == "llama-3.2-3b"
+        assert row.provider["base_url"] == server.base_url + "/v1"
+        [listing, completion] = server.requests
+        assert (listing.method, listing.path) == ("GET", "/v1/models")
+        assert (completion.method, completion.path) == ("POST", "/v1/chat/completions")
+        assert completion.body["model"] == "llama-3.2-3b"
+
+
+async def test_another_base_url_is_probed_for_its_models(
+    tmp_path, server: ReplayServer, local_only
+) -> None:
+    other = ReplayServer()
+    await other.start()
+    server.add(models_reply("a-model"))
+    other.add(models_reply("b-model", "c-model"))
+    settings = Settings(provider="openai-compatible", base_url=server.base_url + "/v1")
+    app = create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            dialog = await open_dialog(pilot)
+            await until(pilot, lambda: dialog.model.value == "a-model", "the first listing")
+            dialog.model.value = ""
+            dialog.base_url.value = other.base_url + "/v1"
+            await until(pilot, lambda: dialog.model.value == "b-model", "the second listing")
+            assert [v for _, v in dialog.models._options if v is not Select.NULL] == [
+                "b-model",
+                "c-model",
+            ]
+            assert len(server.requests) == len(other.requests) == 1
+    finally:
+        await other.stop()
+
+
+async def test_errors_stay_in_the_dialog_with_the_inputs_kept(
+    make_app, tmp_path, local_only
+) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        await pilot.click("#start")
+        await pilot.pause(0.1)
+        assert "the task is empty" in str(dialog.error.render())
+        assert dialog.query_one("#task", Input).has_focus
+        dialog.query_one("#task", Input).value = "count lines"
+        dialog.query_one("#workspace", Input).value = str(tmp_path / "missing")
+        await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
+        await pilot.pause(0.1)
+        assert "no such directory" in str(dialog.error.render())
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        dialog.provider.value = "openai"  # no key in this environment
+        await pilot.pause(0.05)
+        assert dialog.base_url.value == "https://api.openai.com/v1"
+        dialog.model.value = "gpt-4o"
+        await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
+        await until(pilot, lambda: "OPENAI_API_KEY" in str(dialog.error.render()), "key error")
+        dialog.provider.value = "openai-compatible"  # needs a model and a base URL
+        await pilot.pause(0.05)
+        assert dialog.base_url.value == dialog.model.value == ""
+        await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
+        await until(pilot, lambda: "needs a model" in str(dialog.error.render()), "model error")
+        assert dialog.model.has_focus
+        dialog.model.value = "qwen3"
+        await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
+        await until(pilot, lambda: "base-url" in str(dialog.error.render()), "base URL error")
+        dialog.query_one("#max-steps", Input).value = "0"
+        await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
+        await pilot.pause(0.1)
+        assert "max steps must be at least 1" in str(dialog.error.render())
+        assert app.screen is dialog
+        assert dialog.query_one("#task", Input).value == "count lines"
+        assert dialog.query_one("#workspace", Input).value == str(tmp_path)
+        assert app.runs == {}
+
+
+async def test_an_unknown_provider_from_the_config_is_reported_in_the_dialog(
+    tmp_path, local_only
+) -> None:
+    settings = Settings(provider="olama", model="qwen3")
+    app = create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        assert dialog.provider.value == "olama"
+        dialog.query_one("#task", Input).value = "x"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "unknown provider" in str(dialog.error.render()), "error")
+        assert "ollama" in str(dialog.error.render())  # the known names are listed
+        assert app.screen is dialog and dialog.query_one("#task", Input).value == "x"
+
+
+# -- pictures ------------------------------------------------------------------------------------
+
+ANSWERS = {
+    "ollama": ProbeResult(True, "3 model(s) at http://localhost:11434/v1: qwen3:8b, …",
+                          ("qwen3:8b", "llama3.2:3b", "gemma3:4b")),
+    "llamacpp": ProbeResult(False, "cannot reach http://localhost:8080/v1/models: refused"),
+}  # fmt: skip
+
+
+def picture_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    async def probe(name: str, *, base_url: str | None = None, **kw: object) -> ProbeResult:
+        return ANSWERS.get(name) or ProbeResult(False, f"provider {name!r} needs an API key")
+
+    monkeypatch.setattr(new_run, "probe_models", probe)
+    settings = Settings(provider="ollama", model="qwen3:8b", ui={"theme": "io-dark"})  # type: ignore[arg-type]
+    return create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+
+
+async def _dialog_open(pilot: Pilot[object]) -> None:
+    dialog = await open_dialog(pilot)
+    dialog.query_one("#workspace", Input).value = str(SNAPSHOT_WORKSPACE)
+    dialog.query_one("#task", Input).value = "add a --verbose flag"
+    await until(pilot, lambda: "3 model(s)" in str(dialog.status.render()), "the probe")
+    dialog.query_one("#task", Input).focus()
+    freeze(pilot.app)
+    await pilot.pause(0.1)
+
+
+def test_new_run_dialog_80x24(snap_compare, tmp_path, monkeypatch) -> None:
+    """80×24: every field reachable, Start and Cancel in view; ollama answers with 3 models."""
+    app = picture_app(tmp_path, monkeypatch)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_dialog_open)
+
+
+def test_new_run_dialog_160x48(snap_compare, tmp_path, monkeypatch) -> None:
+    """160×48: the whole dialog, the model picker under the model field."""
+    app = picture_app(tmp_path, monkeypatch)
+    assert snap_compare(app, terminal_size=(160, 48), run_before=_dialog_open)
+
+
+def test_provider_list_shows_each_presets_status(snap_compare, tmp_path, monkeypatch) -> None:
+    """The provider picker open: ✓ for the server that answered, · for the others."""
+    app = picture_app(tmp_path, monkeypatch)
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _dialog_open(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, NewRunScreen)
+        dialog.provider.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
+
+
+def test_request_json_round_trips_the_base_url(tmp_path) -> None:
+    from io_tui.core.run_request import NewRunRequest
+
+    request = NewRunRequest("t", tmp_path, "ollama", "qwen3", "http://127.0.0.1:9/v1")
+    assert NewRunRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
