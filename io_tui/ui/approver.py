@@ -8,10 +8,10 @@
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
   decides inbox requests — resolving a live run's Future, or having the app's run host resume a
   paused run (also one paused in an earlier session).
-- No ask takes keys typed for something else: while the operator is busy (an input has focus and
-  text, a key arrived within ``typing_quiet_ms``, the inbox or another approval is open) a new
-  ask waits as a banner in the title and a notification naming the inbox key; its modal opens
-  once the operator is idle, or from the inbox. The modal itself ignores keys while it arms
+- No ask takes keys typed for something else: while the operator types (an input has focus and
+  text, or a key arrived within ``typing_quiet_ms``) a new ask waits as a banner in the title and
+  a notification naming the inbox key; while the inbox or another approval is open it waits its
+  turn. Its modal opens once the operator is idle and nothing else is open, or from the inbox. The modal itself ignores keys while it arms
   (``ApprovalScreen``). Letter shortcuts (``y e a n d``) exist only with ``[ui]
   letter_shortcuts``: ``letter_keymap`` adds them to the digits.
 """
