@@ -30,6 +30,17 @@ class ConfigError(ValueError):
     """The config file or environment does not validate; the message names the field."""
 
 
+class CacheSettings(BaseModel):
+    """Prompt-cache prices per input token, relative to an uncached one; each unset field is
+    the provider preset's (``io_tui.core.providers.presets``). ``[cache]`` in the file."""
+
+    model_config = ConfigDict(extra="forbid")
+    uncached: float | None = Field(default=None, ge=0)
+    write: float | None = Field(default=None, ge=0)
+    read: float | None = Field(default=None, ge=0)
+    min_prefix_tokens: int | None = Field(default=None, ge=0)
+
+
 class UISettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     theme: str = "io-dark"
@@ -83,6 +94,7 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=4, ge=0, le=20)
     ui: UISettings = Field(default_factory=UISettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
 
     @classmethod
     def settings_customise_sources(

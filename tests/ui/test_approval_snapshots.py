@@ -10,6 +10,7 @@ from typing import Any
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
+from io_tui.ui.testing import freeze
 from ui._steering import (
     EDIT_TURN,
     EXEC_TURN,
@@ -45,11 +46,14 @@ async def _modal(store: Store) -> ApprovalScreen:
 
 
 async def _settle(pilot: Any) -> None:
-    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows."""
+    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows;
+    cursors do not blink (a snapshot taken mid-blink would differ)."""
     await pilot.app.workers.wait_for_complete()
     for _ in range(3):
         await pilot.pause(0.05)
     await pilot.wait_for_scheduled_animations()
+    freeze(pilot.app)
+    await pilot.pause(0.05)
 
 
 def test_modal_write_with_diff(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
