@@ -8,10 +8,10 @@
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
   decides inbox requests — resolving a live run's Future, or having the app's run host resume a
   paused run (also one paused in an earlier session).
-- No ask takes keys typed for something else: while the operator is busy (an input has focus and
-  text, a key arrived within ``typing_quiet_ms``, the inbox or another approval is open) a new
-  ask waits as a banner in the title and a notification naming the inbox key; its modal opens
-  once the operator is idle, or from the inbox. The modal itself ignores keys while it arms
+- No ask takes keys typed for something else: while the operator types (an input has focus and
+  text, or a key arrived within ``typing_quiet_ms``) a new ask waits as a banner in the title and
+  a notification naming the inbox key; while the inbox or another approval is open it waits its
+  turn. Its modal opens once the operator is idle and nothing else is open, or from the inbox. The modal itself ignores keys while it arms
   (``ApprovalScreen``). Letter shortcuts (``y e a n d``) exist only with ``[ui]
   letter_shortcuts``: ``letter_keymap`` adds them to the digits.
 """
@@ -26,6 +26,7 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import Notification, Notify
 from textual.widgets import Input, TextArea
 
 from io_tui.config import UISettings
@@ -107,6 +108,7 @@ class ApprovalDesk:
         self.showing: Any = None  # the ApprovalScreen on display, if any
         self.inbox_count = 0  # pending requests in the store, across all runs
         self.held: dict[int, ApprovalRequest] = {}  # asks shown as a banner, the operator busy
+        self.toasts: dict[int, Notification] = {}  # the banner's notification, by approval id
         self.clock: Callable[[], float] = time.monotonic
         self.last_key = float("-inf")  # when the app last saw a key (``key_pressed``)
 
@@ -176,9 +178,15 @@ class ApprovalDesk:
         self.queue.append(request.id)
         if self.busy() == TYPING:
             self.held[request.id] = request
-            self.app.notify(
-                self.banner(request), title="Approval waiting", severity="warning", markup=False
+            toast = Notification(
+                self.banner(request),
+                "Approval waiting",
+                "warning",
+                self.app.NOTIFICATION_TIMEOUT,
+                markup=False,
             )
+            self.toasts[request.id] = toast
+            self.app.post_message(Notify(toast))  # what App.notify does, keeping the handle
         self._announce(ring=True)
         self._reload_inbox()
         self.app.run_worker(
@@ -198,6 +206,7 @@ class ApprovalDesk:
                     return
                 if self.held.pop(request.id, None) is not None:
                     self._announce()
+                self._withdraw_toast(request.id)  # it would cover the modal's keys
                 goal, parent = await self._run_info(request.run_id)
                 screen = ApprovalScreen(
                     request,
@@ -217,6 +226,7 @@ class ApprovalDesk:
         finally:
             settle(future, Decision.defer(decided_by="io-tui (closed before a decision)"))
             self.held.pop(request.id, None)
+            self._withdraw_toast(request.id)
             self.live.pop(request.id, None)
             if request.id in self.queue:
                 self.queue.remove(request.id)
@@ -230,6 +240,11 @@ class ApprovalDesk:
                 self.held[request.id] = request
                 self._announce()
             await asyncio.wait([future], timeout=HOLD_POLL_S)
+
+    def _withdraw_toast(self, approval_id: int) -> None:
+        toast = self.toasts.pop(approval_id, None)
+        if toast is not None:
+            self.app._unnotify(toast)  # a no-op once it has timed out
 
     def _reload_inbox(self) -> None:
         from io_tui.ui.screens.inbox import InboxScreen

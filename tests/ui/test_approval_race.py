@@ -62,6 +62,10 @@ async def _type_while_a_run_asks(app: IoApp, pilot: Pilot[Any], tmp_path: Path) 
     return prompt
 
 
+def _toasts(app: IoApp) -> list[str]:
+    return [n.message for n in app._notifications if n.title == "Approval waiting"]
+
+
 async def _pending(app: IoApp) -> list[Any]:
     async with await Store.open(app.store_path) as store:
         return await store.approvals.pending()
@@ -77,6 +81,7 @@ async def test_keys_typed_into_the_prompt_never_decide_an_ask(tmp_path: Path, ha
         # enter sent the text as a message; nothing else took a key
         assert not any(isinstance(s, ApprovalScreen) for s in app.screen_stack)
         assert "run 1 asks: write src/app.py — f2 to review" in app.title
+        assert _toasts(app) == ["run 1 asks: write src/app.py — f2 to review"]
         (record,) = await _pending(app)
         assert record.request.target == "src/app.py" and record.decision is None
         # The operator stops typing: once the quiet time has passed the modal opens...
@@ -87,6 +92,7 @@ async def test_keys_typed_into_the_prompt_never_decide_an_ask(tmp_path: Path, ha
         assert isinstance(screen, ApprovalScreen)
         await until(lambda: screen.armed_at is not None, pilot)  # painted: arming
         assert "asks: write" not in app.title  # the banner has become the modal
+        assert _toasts(app) == []  # withdrawn: it would cover the modal's keys
         # ...and takes no key until it has armed (a key meanwhile arms it again).
         await pilot.press("1")
         await pilot.pause()

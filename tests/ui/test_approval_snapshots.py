@@ -117,14 +117,38 @@ def test_small_modal_mcp(snap_compare: Any, store_path: Path, tmp_path: Path) ->
 
 def test_small_remember(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
     """80×24, remember on an exec: the exact command line as the pattern, the wider examples,
-    what it allows and where, the chosen scope bold and green, the blast radius."""
-    _seed(store_path, tmp_path, [[EXEC_TURN], [EXEC_TURN]])
+    what it allows and where, only the chosen scope filled, the blast radius (1 of the 2 earlier
+    exec requests: the one in this workspace) and that request listed."""
+
+    async def go() -> None:
+        async with await Store.open(store_path) as store:
+            here, other = fixed_workspace("ws0"), fixed_workspace("ws1")
+            for i, ws in enumerate((here, other, here)):
+                await paused_run(store, ws, [EXEC_TURN], tmp_path / f"s{i}.json")
+            await freeze_times(store)
+
+    asyncio.run(go())
 
     async def last(store: Store) -> ApprovalScreen:
         record = (await store.approvals.pending())[-1]
-        return ApprovalScreen(record.request, store=store, position="2 of 2", arm_s=0)
+        return ApprovalScreen(record.request, store=store, position="3 of 3", arm_s=0)
 
     assert snap_compare(StoreHost(store_path, last), terminal_size=SMALL, run_before=_pressed("3"))
+
+
+def test_small_remember_not_matching(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: a pattern that does not match the request, after one ctrl+s: the dialog stays and
+    says a second ctrl+s saves it anyway."""
+    _seed(store_path, tmp_path, [[EXEC_TURN]])
+
+    async def run_before(pilot: Any) -> None:
+        await _settle(pilot)
+        await pilot.press("3")
+        await _settle(pilot)
+        await pilot.press("ctrl+u", *"pytest", "ctrl+s")
+        await _settle(pilot)
+
+    assert snap_compare(StoreHost(store_path, _modal), terminal_size=SMALL, run_before=run_before)
 
 
 def test_small_rewrite(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:

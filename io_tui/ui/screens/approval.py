@@ -50,7 +50,6 @@ from io_tui.ui.widgets.diff_view import DiffView
 from io_tui.ui.widgets.table import Table
 
 MAX_DIFF_FILE_BYTES = 2_000_000
-DEFAULT_ARM_S = 0.4  # [ui] approval_arm_ms
 
 
 def is_mcp(request: ApprovalRequest) -> bool:
@@ -186,8 +185,9 @@ class ApprovalScreen(ModalScreen[Decision]):
     def _arm_delay(self) -> float:
         if self.arm_s is not None:
             return self.arm_s
-        ui = getattr(getattr(self.app, "settings", None), "ui", None)
-        return getattr(ui, "approval_arm_ms", DEFAULT_ARM_S * 1000) / 1000
+        from io_tui.ui.approver import ui_settings
+
+        return ui_settings(self.app).approval_arm_ms / 1000
 
     def _start_arming(self) -> None:
         """(Re)start the arming time: after the first paint, and after each key pressed early."""
@@ -553,7 +553,10 @@ class RememberScreen(ModalScreen[RememberRule | None]):
 
     async def on_mount(self) -> None:
         table = self.query_one("#remember-preview", DataTable)
-        table.add_columns("#", "run", "step", "act", "target", "decision")
+        for label, width in (("#", 3), ("run", 3), ("step", 4), ("act", 5)):
+            table.add_column(label, width=width)
+        table.add_column("target", width=30)  # fixed widths: the rows never re-measure
+        table.add_column("decision", width=8)
         self.history = await self.store.approvals.history()
         self._refresh_preview()
 
