@@ -26,7 +26,9 @@ class EntryRow:
 
     @property
     def is_stub(self) -> bool:
-        return self.state in STUB_STATES
+        """Not sent as content: a stub, or a step folded into the summary (state ``summary``,
+        of its own kind; the summary itself is the entry of kind ``summary``)."""
+        return self.state in STUB_STATES or (self.state == "summary" and self.kind != "summary")
 
 
 def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
@@ -68,7 +70,7 @@ def matches(row: EntryRow, state_filter: str) -> bool:
     if state_filter == "stubs":
         return row.is_stub
     if state_filter == "carried":
-        return row.state in CARRIED_STATES
+        return row.state in CARRIED_STATES and not row.is_stub
     return row.state == state_filter
 
 
