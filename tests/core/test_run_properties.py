@@ -276,8 +276,14 @@ def check_requests(s: Session) -> list[str]:
                     assert f"superseded by step {by}" in content, (e, content)
                 case EntryState.ELIDED:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
-                case EntryState.REFRESHED:
-                    assert content.startswith("[re-read for this request") and content != obs.text
+                case EntryState.REFRESHED:  # the file as it is now
+                    head, fresh = content.split("\n", 1)
+                    assert head.startswith("[re-read for this request") and content != obs.text
+                    now = files.get(obs.target, "")
+                    if now and not obs.span:
+                        assert [
+                            line.split("│", 1)[1] for line in fresh.splitlines()
+                        ] == now.splitlines()
                 case EntryState.REFRESH_FAILED:
                     assert content.startswith(f"[step {obs.step} ") and "failed" in content
             current = state in (EntryState.FULL, EntryState.CAPPED) and not obs.is_error
