@@ -3,7 +3,12 @@ sent as content (a step folded into the summary is not; the summary is)."""
 
 from __future__ import annotations
 
-from io_tui.core.context import EntryState
+from pathlib import Path
+
+from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.contract import Compaction, TaskContract
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.providers.base import ToolCall
 from io_tui.ui.manifest import FILTERS, entry_rows, entry_text, matches, sent_text
 from io_tui.ui.screens.inspector import _cells
 
@@ -115,3 +120,29 @@ def test_the_recorded_text_is_the_entry_s_own_call_and_lines_have_none() -> None
     assert entry_text(TRACE, rows[2]) is None and entry_text(TRACE, rows[4]) is None
     second = entry_rows({"entries": [entry(9, "read", "full", call_id="c9b", target="a.py")]})[0]
     assert entry_text(TRACE, second) == "lines 1-3"  # not the first read of a.py in that step
+
+
+async def test_the_engine_s_summary_and_collapse_lines_are_found_as_sent() -> None:
+    """The lines' openings the inspector looks for are the ones the engine writes."""
+    steps = []
+    for n in range(1, 80):
+        o = Observation(
+            n, f"c{n}", "run_command", ObsKind.EXEC, "pytest", f"run {n} " + "F" * 1_200
+        )
+        steps.append(StepRecord(n, f"turn {n}", (ToolCall(o.call_id, o.tool, {}),), (o,)))
+    kinds = set()
+    for fold in (True, False):
+        compaction = Compaction(enabled=fold)
+        frame = Frame("system", (), TaskContract("goal", Path("/ws"), compaction=compaction))
+        engine = ContextEngine(frame)
+        assembly = await engine.build(steps, ceiling_tokens=2_000, force_fold=fold)
+        request = {
+            "messages": [m.to_json() for m in assembly.messages],
+            "entries": [e.to_json() for e in assembly.entries],
+        }
+        lines = [r for r in entry_rows(request) if r.call_id == "collapse" or r.kind == "summary"]
+        for row in lines:
+            sent = sent_text(request, row)
+            assert sent is not None and len(sent) == row.chars
+            kinds.add(row.kind)
+    assert kinds == {"summary", "collapse"}
