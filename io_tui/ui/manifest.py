@@ -10,6 +10,7 @@ STUB_STATES = frozenset({"superseded", "refresh_failed", "elided", "collapsed"})
 CARRIED_STATES = frozenset({"full", "capped", "refreshed", "summary"})
 FILTERS = ("all", "carried", "stubs", "full", "capped", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
+_LINES = {"summary": "[Summary of steps {},", "collapse": "[Steps {} collapsed"}  # how each starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +24,13 @@ class EntryRow:
     superseded_by: int | None
     chars: int
     est_tokens: int
+    call_id: str = ""
 
     @property
     def is_stub(self) -> bool:
-        return self.state in STUB_STATES
+        """Not sent as content: a stub, or a step folded into the summary (state ``summary``,
+        of its own kind; the summary itself is the entry of kind ``summary``)."""
+        return self.state in STUB_STATES or (self.state == "summary" and self.kind != "summary")
 
 
 def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
@@ -57,6 +61,7 @@ def entry_rows(request: dict[str, Any] | None) -> list[EntryRow]:
                 superseded_by=entry.get("superseded_by"),
                 chars=int(entry.get("chars") or 0),
                 est_tokens=int(entry.get("est_tokens") or 0),
+                call_id=str(entry.get("call_id") or ""),
             )
         )
     return rows
@@ -68,20 +73,45 @@ def matches(row: EntryRow, state_filter: str) -> bool:
     if state_filter == "stubs":
         return row.is_stub
     if state_filter == "carried":
-        return row.state in CARRIED_STATES
+        return row.state in CARRIED_STATES and not row.is_stub
     return row.state == state_filter
 
 
 def entry_text(trace: dict[str, Any], row: EntryRow) -> str | None:
-    """The entry's full, unelided text: the observation of that step, kind and target."""
+    """The entry's full, unelided text: the observation of its call (of that step, kind and
+    target in a trace whose entries name no call). None for the summary and collapse lines."""
+    if row.kind in _LINES:
+        return None
     for step in trace["steps"]:
         if step["step"] != row.step:
             continue
         for obs in step.get("observations", []):
-            if obs.get("kind") == row.kind and obs.get("target") == row.target:
+            if obs.get("call_id") == row.call_id if row.call_id else _same_result(obs, row):
                 return str(obs.get("full_text") or obs.get("text") or "")
         return str(step.get("result") or "") or None
     return None
+
+
+def _same_result(obs: dict[str, Any], row: EntryRow) -> bool:
+    return obs.get("kind") == row.kind and obs.get("target") == row.target
+
+
+def sent_text(request: dict[str, Any] | None, row: EntryRow) -> str | None:
+    """What the request sent for the entry, as the provider received it: its call's tool
+    message, the summary or collapse line, or the user message that carries a result whose call
+    is not in the transcript. None when nothing of its own was sent (folded, collapsed)."""
+    messages = (request or {}).get("messages", [])
+    for message in messages:
+        if row.call_id and message.get("tool_call_id") == row.call_id:
+            return str(message.get("content", ""))
+    users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+    if row.kind in _LINES:
+        head = _LINES[row.kind].format(row.target.removeprefix("steps "))
+        return next((u for u in users if u.startswith(head)), None)
+    if row.state in ("collapsed", "summary"):
+        return None  # the line stands for it
+    head = f"[result of step {row.step} "
+    return next((u for u in users if u.startswith(head) and row.target in u.split("\n")[0]), None)
 
 
 def section_text(request: dict[str, Any], section: dict[str, Any]) -> str:

@@ -33,6 +33,7 @@ from io_tui.ui.manifest import (
     entry_text,
     matches,
     section_text,
+    sent_text,
     strip_line_numbers,
     work_request,
 )
@@ -201,7 +202,8 @@ class InspectorScreen(Screen[None]):
 
     def show_entry(self, row: EntryRow) -> None:
         self.selected = row
-        self.detail.update(_render_entry(self.trace or {}, row))
+        request = work_request(self.trace, self.step) if self.trace else None
+        self.detail.update(_render_entry(self.trace or {}, request, row))
         self.refresh_bindings()
 
     @on(DataTable.RowHighlighted, "#entries")
@@ -362,28 +364,33 @@ def _summary(
     )
 
 
-def _render_entry(trace: dict[str, Any], row: EntryRow) -> RenderableType:
+def _render_entry(
+    trace: dict[str, Any], request: dict[str, Any] | None, row: EntryRow
+) -> RenderableType:
+    """What the model saw for the entry (as sent), then the result as recorded where that
+    differs (a stub, a capped or re-read result, one bounded where it entered)."""
     head = Text.assemble(
         (plain(f"{row.kind} {row.target}"), "bold"),
         f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
     )
+    sent, recorded = sent_text(request, row), entry_text(trace, row)
+    lines: list[RenderableType] = [head]
     if row.is_stub:
-        lines: list[RenderableType] = [
-            head,
-            Text(f"\nreason: {row.reason or row.state}", style="bold"),
-        ]
+        lines.append(Text(f"\nreason: {row.reason or row.state}", style="bold"))
         if row.superseded_by is not None:
             lines.append(Text(f"replaced / invalidated by step {row.superseded_by} — press j"))
-        text = entry_text(trace, row)
-        if text:
-            lines.append(Text("\nthe original result (as recorded):", style="dim"))
-            lines.append(_highlight(row, text))
-        return Group(*lines)
-    text = entry_text(trace, row)
-    reason = Text(f"why: {row.reason}", style="dim") if row.reason else Text("")
-    if text is None:
-        return Group(head, reason, Text("(no recorded text for this entry)"))
-    return Group(head, reason, _highlight(row, text))
+        if sent is not None:
+            lines += [Text("\nsent instead:", style="dim"), Text(plain(sent))]
+    else:
+        lines.append(Text(f"why: {row.reason}", style="dim") if row.reason else Text(""))
+        if sent is not None:
+            lines.append(_highlight(row, sent))
+    if recorded is not None and recorded != sent:
+        lines.append(Text("\nthe original result (as recorded):", style="dim"))
+        lines.append(_highlight(row, recorded))
+    elif sent is None:
+        lines.append(Text("(no recorded text for this entry)"))
+    return Group(*lines)
 
 
 def _highlight(row: EntryRow, text: str) -> RenderableType:
