@@ -352,7 +352,7 @@ class MainScreen(Screen[None]):
             limits.max_entries,
             "workspace",
             figures=f"{entries} / {limits.max_entries} notes · {chars:,} / {limits.max_chars:,} chars",
-            short=f"{entries} notes · {chars:,} chars",
+            short=f"{entries} note{'' if entries == 1 else 's'} · {chars:,} chars",
             ratio=max(entries / limits.max_entries, chars / limits.max_chars),
         )
         usage = figures.usage if figures else None

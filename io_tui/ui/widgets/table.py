@@ -40,25 +40,22 @@ class Fit:
 def fit_columns(specs: list[ColumnSpec], available: int, padding: int) -> Fit:
     """Which columns fit in ``available`` cells, and how wide.
 
-    In priority order (ties: declared order) each column reserves what it cannot do without
-    (its whole width, or ``shrink_to`` if elidable); one that does not fit is dropped. Space
-    left over then widens the elided columns back towards their whole width, most important
-    first.
+    In priority order (ties: declared order) each column takes its whole width if that fits;
+    else an elidable one takes what is left (if at least ``shrink_to``), cut with "…"; else it
+    is dropped. So the least important columns go first, and an elidable column given a low
+    priority takes the room the others leave.
     """
-    order = sorted(range(len(specs)), key=lambda i: (-specs[i].priority, i))
     widths: dict[int, int] = {}
     left = available
-    for i in order:
+    for i in sorted(range(len(specs)), key=lambda i: (-specs[i].priority, i)):
         spec = specs[i]
-        least = spec.natural if spec.shrink_to is None else min(spec.shrink_to, spec.natural)
-        if least + 2 * padding <= left:
-            widths[i] = least
-            left -= least + 2 * padding
-    for i in order:
-        if i in widths and widths[i] < specs[i].natural and left > 0:
-            grow = min(left, specs[i].natural - widths[i])
-            widths[i] += grow
-            left -= grow
+        if spec.natural + 2 * padding <= left:
+            widths[i] = spec.natural
+        elif spec.shrink_to is not None and spec.shrink_to + 2 * padding <= left:
+            widths[i] = left - 2 * padding
+        else:
+            continue
+        left -= widths[i] + 2 * padding
     return Fit(tuple((specs[i].key, widths[i]) for i in sorted(widths)))
 
 
