@@ -55,7 +55,7 @@ async def _lines(width: int) -> list[str]:
             None,
             "estimated 3,234, 21% low",
             figures="3,900 tok by the provider",
-            short="3,900 vs est. 3,234",
+            short="3,900, est. 21% low",
             ratio=0.83,
             alarm=False,
         )
@@ -76,7 +76,8 @@ async def test_wide_gauges_say_everything_in_words() -> None:
 
 async def test_narrow_gauges_take_their_short_form_and_never_run_off() -> None:
     lines = await _lines(44)
-    assert "3,900 vs est. 3,234" in lines[0] and not gauge_overflows(lines, 44)
+    assert lines[0].rstrip().endswith("3,900, est. 21% low")  # no stub of the note beside it
+    assert not gauge_overflows(lines, 44)
     assert "■ instr. 43" in lines[2] and "■ free 75" in lines[3]
 
 

@@ -392,7 +392,7 @@ class MainScreen(Screen[None]):
             None,
             _estimate_note(est, reported),
             figures=f"{reported:,} tok by the provider",
-            short=f"{reported:,} vs est. {est:,}",
+            short=f"{reported:,}, {_estimate_note(est, reported, short=True)}",
             ratio=min(est, reported) / max(est, reported, 1),
             alarm=False,
         )
@@ -463,12 +463,13 @@ class MainScreen(Screen[None]):
         await self.io_app.send_operator_message(run_id, text)
 
 
-def _estimate_note(est: int, reported: int) -> str:
+def _estimate_note(est: int, reported: int, *, short: bool = False) -> str:
     """How far io-tui's estimate was from the provider's count, in words."""
+    said = "est." if short else f"estimated {est:,},"
     if not est or reported == est:
-        return f"estimated {est:,}"
+        return "est. exact" if short else f"estimated {est:,}"
     off = abs(reported - est) / est
-    return f"estimated {est:,}, {off:.0%} {'low' if reported > est else 'high'}"
+    return f"{said} {off:.0%} {'low' if reported > est else 'high'}"
 
 
 def _path(text: str) -> Path:

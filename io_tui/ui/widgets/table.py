@@ -144,8 +144,8 @@ class Table(DataTable[Any]):
     ) -> None:
         value = _text(value)
         if self._fitting:
-            row = str(row_key.value if isinstance(row_key, RowKey) else row_key)
-            column = str(column_key.value if isinstance(column_key, ColumnKey) else column_key)
+            row = _name(row_key)
+            column = _name(column_key)
             self._cells[row][column] = value
             self._measure(next(s for s in self._specs if s.key == column), value)
             if self._fit is None or column not in self._fit.keys:
@@ -153,14 +153,14 @@ class Table(DataTable[Any]):
         super().update_cell(row_key, column_key, value, update_width=update_width)
 
     def remove_row(self, row_key: RowKey | str) -> None:
-        self._cells.pop(str(row_key.value if isinstance(row_key, RowKey) else row_key), None)
+        self._cells.pop(_name(row_key), None)
         super().remove_row(row_key)
 
     def clear(self, columns: bool = False) -> Table:
         self._cells.clear()
         if columns:
             self._specs.clear()
-            self._fit = None
+            self._fit, self._fitting = None, False
         super().clear(columns)
         return self
 
@@ -168,16 +168,14 @@ class Table(DataTable[Any]):
         """A cell of any column, shown or not."""
         if not self._fitting:
             return self.get_cell(row_key, column_key)
-        return self._cells[str(row_key.value if isinstance(row_key, RowKey) else row_key)][
-            column_key
-        ]
+        return self._cells[_name(row_key)][column_key]
 
     def row_cells(self, row_key: RowKey | str) -> dict[str, Any]:
         """Every cell of a row by column key, shown or not."""
         if not self._fitting:
             keys = [str(column.key.value) for column in self.ordered_columns]
             return dict(zip(keys, self.get_row(row_key), strict=True))
-        return dict(self._cells[str(row_key.value if isinstance(row_key, RowKey) else row_key)])
+        return dict(self._cells[_name(row_key)])
 
     @property
     def shown_columns(self) -> tuple[str, ...]:
@@ -237,6 +235,10 @@ class Table(DataTable[Any]):
         await super()._on_idle(event)
         if measuring:
             self.notify_style_update()  # clears the render caches and repaints
+
+
+def _name(key: RowKey | ColumnKey | str) -> str:
+    return str(key.value if isinstance(key, RowKey | ColumnKey) else key)
 
 
 def _text(cell: Any) -> Any:
