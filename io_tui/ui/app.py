@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -156,6 +156,11 @@ class IoApp(App[int]):
         from io_tui.ui.screens.main import MainScreen
 
         return MainScreen()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):  # approvals: every key, wherever it goes (typing?)
+            ApprovalDesk.of(self).key_pressed()
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         for problem, severity in self._theme_problems:

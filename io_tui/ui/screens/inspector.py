@@ -319,8 +319,11 @@ class InspectorScreen(Screen[None]):
         self.load()
 
 
+_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic"}
+
+
 def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
-    style = {"full": "", "refreshed": "bold", "summary": "italic"}.get(row.state, "dim")
+    style = _STATE_STYLES.get(row.state, "dim")
     reason = row.reason
     if row.superseded_by is not None:
         reason = f"{reason} → step {row.superseded_by}" if reason else f"→ step {row.superseded_by}"
