@@ -1,10 +1,10 @@
-"""Gauges in plain words that fit their width, the context breakdown and the cache hit rate."""
+"""Gauges in plain words that fit their width, and the context breakdown."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
+from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 
 SECTIONS = [
     {"name": "system", "source": "harness", "est_tokens": 195, "fixed": True},
@@ -32,12 +32,6 @@ def test_the_breakdown_splits_the_frame_and_the_window() -> None:
     }
     over = context_breakdown(3, SECTIONS, est_tokens=3500, frame_tokens=2109, ceiling_tokens=1200)
     assert dict(over.parts)["free"] == 0  # past the ceiling: nothing free, never negative
-
-
-def test_the_cache_hit_rate_is_reads_over_the_prompt() -> None:
-    assert cache_hit_rate({"prompt_tokens": 4000, "cache_read_tokens": 3000}) == 0.75
-    assert cache_hit_rate({"prompt_tokens": 4000, "cache_read_tokens": 0}) == 0.0
-    assert cache_hit_rate(None) is None and cache_hit_rate({"prompt_tokens": 0}) is None
 
 
 class Gauges(App[None]):

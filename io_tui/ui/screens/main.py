@@ -25,12 +25,13 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
+from io_tui.core.cache import usage_hit_rate
 from io_tui.core.contract import MemoryLimits
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
-from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
+from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.skeleton import Palette, Skeleton
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -356,12 +357,12 @@ class MainScreen(Screen[None]):
             ratio=max(entries / limits.max_entries, chars / limits.max_chars),
         )
         usage = figures.usage if figures else None
-        rate = cache_hit_rate(usage)
+        rate = usage_hit_rate(usage)  # None: the provider reported no cache figures
         self.query_one("#gauge-cache", Gauge).update(
             None if rate is None else round(rate * 100),
             100,
             figures=(
-                "no usage reported for this request"
+                "no cache figures from the provider"
                 if rate is None or usage is None
                 else f"{rate:.0%} of {usage['prompt_tokens']:,} prompt tok read from cache"
             ),

@@ -238,11 +238,3 @@ def _cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(0, width - 1)] + "…" if width > 2 else ""
-
-
-def cache_hit_rate(usage: Mapping[str, Any] | None) -> float | None:
-    """The share of a request's prompt the provider read from its cache (``Usage`` as stored:
-    ``cache_read_tokens`` / ``prompt_tokens``); None when the provider reported no usage."""
-    if not usage or not usage.get("prompt_tokens"):
-        return None
-    return int(usage.get("cache_read_tokens") or 0) / int(usage["prompt_tokens"])
