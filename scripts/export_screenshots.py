@@ -1,7 +1,7 @@
 """Render README screenshots from the real app, driven by the demo against a temp store.
 
-Writes ``screenshots/main-<theme>.svg`` for every bundled theme, ``screenshots/inspector.svg``
-and ``screenshots/trace.svg``. Run with ``make screenshots`` (NO_COLOR must be unset).
+Writes ``screenshots/main-<theme>.svg`` for every bundled theme, ``screenshots/inspector.svg``,
+``screenshots/trace.svg`` and ``screenshots/main-80x24.svg`` (the smallest terminal it fits). Run with ``make screenshots`` (NO_COLOR must be unset).
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ OUT = ROOT / "screenshots"
 SIZE = (140, 44)
 
 
-async def shoot(theme: str, keys: tuple[str, ...], name: str, step: int | None = None) -> Path:
+async def shoot(
+    theme: str,
+    keys: tuple[str, ...],
+    name: str,
+    step: int | None = None,
+    size: tuple[int, int] = SIZE,
+) -> Path:
     with tempfile.TemporaryDirectory(prefix="io-tui-shots-") as tmp:
         workspace = prepare_demo_workspace(Path(tmp) / "textstats")
         app = create_app(
@@ -37,7 +43,7 @@ async def shoot(theme: str, keys: tuple[str, ...], name: str, step: int | None =
             poll_interval=None,
             demo_workspace=workspace,
         )
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             for _ in range(600):  # the demo runs in the harness worker: wait for its end
                 run = app.runs.get(1)
                 if run is not None and not run.live and not app.host.is_live(1):
@@ -60,6 +66,8 @@ async def shoot(theme: str, keys: tuple[str, ...], name: str, step: int | None =
 
 async def main() -> None:
     os.environ.pop("NO_COLOR", None)
+    # each shot in the theme it names, whatever theme this machine's TUI last chose
+    os.environ["IO_TUI_UI_STATE"] = str(Path(tempfile.gettempdir()) / "io-tui-shots-ui-state.json")
     OUT.mkdir(exist_ok=True)
     themes, errors = load_themes()
     for error in errors:
@@ -67,6 +75,7 @@ async def main() -> None:
     made = [await shoot(t.name, (), f"main-{t.name}") for t in themes]
     made.append(await shoot("io-dark", ("i",), "inspector", step=10))
     made.append(await shoot("io-dark", ("t",), "trace"))
+    made.append(await shoot("io-dark", (), "main-80x24", size=(80, 24)))
     for path in made:
         print(path.relative_to(ROOT))
 

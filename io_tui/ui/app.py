@@ -200,11 +200,12 @@ class IoApp(App[int]):
         )
 
     def _remember_theme(self, theme: Theme) -> None:
-        """The theme chosen now is the next start's (``ui_state``; not the config file)."""
-        state = ui_state.UiState(theme.name, self.settings.ui.theme)
-        self.run_worker(
-            asyncio.to_thread(ui_state.save, state), group="ui-state", exit_on_error=False
-        )
+        """The theme chosen now is the next start's (``ui_state``; not the config file).
+        Written at once (one small file, replaced atomically), so a quit right after keeps it."""
+        try:
+            ui_state.save(ui_state.UiState(theme.name, self.settings.ui.theme))
+        except OSError as error:
+            self.notify(f"the theme is not kept for the next start: {error}", severity="warning")
 
     def _prepare_host(self) -> None:
         self.run_worker(self.host.prepare(), group="harness-io", exit_on_error=False)

@@ -4,9 +4,10 @@ at a fixed path (so snapshots are deterministic), an approver that approves ever
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,21 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 
 @pytest.fixture
-def make_app(tmp_path: Path) -> Callable[..., IoApp]:
+def _snapshot_workspace_lock() -> Iterator[None]:
+    """The demo's workspace is at one fixed path (snapshots show it), shared by every checkout
+    on the machine: a test that uses it holds this lock, so that two test sessions running at
+    once do not replace it under each other's runs."""
+    SNAPSHOT_WORKSPACE.parent.mkdir(parents=True, exist_ok=True)
+    with open(SNAPSHOT_WORKSPACE.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def make_app(tmp_path: Path, _snapshot_workspace_lock: None) -> Callable[..., IoApp]:
     def make(
         *, demo: bool = True, theme: str = "io-dark", approve: bool = True, **kw: object
     ) -> IoApp:

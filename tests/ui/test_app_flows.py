@@ -78,7 +78,6 @@ async def test_the_theme_is_kept_across_restarts_not_in_the_config(make_app) -> 
         await pilot.press("ctrl+t")
         chosen = app.theme
         assert chosen != "io-dark"
-        await app.workers.wait_for_complete()
     assert ui_state.load(state) == ui_state.UiState(chosen, "io-dark")
     again = make_app(demo=False)
     async with again.run_test(size=SIZE) as pilot:
@@ -109,3 +108,18 @@ async def test_f_keys_switch_screens_instead_of_stacking_them(make_app) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
+
+
+async def test_a_state_file_that_cannot_be_written_is_reported_not_fatal(
+    make_app, monkeypatch, tmp_path
+) -> None:
+    blocker = tmp_path / "a-file"
+    await asyncio.to_thread(blocker.write_text, "")
+    monkeypatch.setenv("IO_TUI_UI_STATE", str(blocker / "ui-state.json"))  # under a file
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme != "io-dark"
+        assert any("not kept for the next start" in n.message for n in app._notifications)

@@ -1,10 +1,10 @@
-"""Gauges in plain words that fit their width, the context breakdown and the cache hit rate."""
+"""Gauges in plain words that fit their width, and the context breakdown."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
+from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 
 SECTIONS = [
     {"name": "system", "source": "harness", "est_tokens": 195, "fixed": True},
@@ -34,12 +34,6 @@ def test_the_breakdown_splits_the_frame_and_the_window() -> None:
     assert dict(over.parts)["free"] == 0  # past the ceiling: nothing free, never negative
 
 
-def test_the_cache_hit_rate_is_reads_over_the_prompt() -> None:
-    assert cache_hit_rate({"prompt_tokens": 4000, "cache_read_tokens": 3000}) == 0.75
-    assert cache_hit_rate({"prompt_tokens": 4000, "cache_read_tokens": 0}) == 0.0
-    assert cache_hit_rate(None) is None and cache_hit_rate({"prompt_tokens": 0}) is None
-
-
 class Gauges(App[None]):
     def compose(self) -> ComposeResult:
         yield Gauge("counted", id="gauge")
@@ -55,7 +49,7 @@ async def _lines(width: int) -> list[str]:
             None,
             "estimated 3,234, 21% low",
             figures="3,900 tok by the provider",
-            short="3,900 vs est. 3,234",
+            short="3,900, est. 21% low",
             ratio=0.83,
             alarm=False,
         )
@@ -76,7 +70,8 @@ async def test_wide_gauges_say_everything_in_words() -> None:
 
 async def test_narrow_gauges_take_their_short_form_and_never_run_off() -> None:
     lines = await _lines(44)
-    assert "3,900 vs est. 3,234" in lines[0] and not gauge_overflows(lines, 44)
+    assert lines[0].rstrip().endswith("3,900, est. 21% low")  # no stub of the note beside it
+    assert not gauge_overflows(lines, 44)
     assert "■ instr. 43" in lines[2] and "■ free 75" in lines[3]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from textual.message import Message
 from textual.widgets import Input
 
@@ -46,7 +48,13 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         assert counted.describe() == f"{run.reported_tokens:,} tok by the provider"
         assert counted.note.startswith("estimated ") and counted.note.endswith(" low")
         cache = app.screen.query_one("#gauge-cache", Gauge)
-        assert cache.describe() == f"0% of {run.reported_tokens:,} prompt tok read from cache"
+        assert cache.describe() == "no cache figures from the provider"  # the scripted one
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen._figures is not None
+        reported = {"prompt_tokens": 4000, "cache_read_tokens": 3000, "cache_reported": True}
+        screen._figures = dataclasses.replace(screen._figures, usage=reported)
+        screen._refresh_gauges()  # as a provider that caches reports it
+        assert cache.describe() == "75% of 4,000 prompt tok read from cache"
         # the window of the last request, by part, from its stored manifest sections
         breakdown = app.screen.query_one(ContextBar).breakdown
         assert breakdown is not None and breakdown.step == 10

@@ -68,11 +68,11 @@ def test_the_least_important_columns_are_dropped_first() -> None:
     assert fit_columns(specs, 100, padding=1).keys == ("a", "b", "c")  # declared order
 
 
-def test_an_elidable_column_shrinks_before_anything_is_dropped() -> None:
-    specs = [_spec("key", 8, 3), _spec("value", 60, 2, shrink_to=10), _spec("at", 8, 1)]
+def test_an_elidable_column_takes_what_the_more_important_ones_leave() -> None:
+    specs = [_spec("key", 8, 3), _spec("value", 60, 1, shrink_to=10), _spec("at", 8, 2)]
     fit = fit_columns(specs, 50, padding=1)
-    assert fit.keys == ("key", "value", "at")
     assert dict(fit.widths) == {"key": 8, "value": 50 - 10 - 10 - 2, "at": 8}
+    assert fit_columns(specs, 28, padding=1).keys == ("key", "at")  # under 10 left: dropped
 
 
 class FittedTable(App[None]):

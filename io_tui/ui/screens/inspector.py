@@ -353,11 +353,20 @@ def _summary(
         request.get("frame_tokens", 0),
     )
     stubs = sum(1 for r in rows.values() if r.is_stub)
-    drift = "" if reported is None or not est else f" · drift {reported - est:+,}"
+    counted = (
+        "no count from the provider"
+        if reported is None
+        else f"the provider counted {reported:,}"
+        + (
+            f" ({abs(reported - est) / est:.0%} {'more' if reported > est else 'less'})"
+            if est and reported != est
+            else ""
+        )
+    )
     return Text.assemble(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
-        f"\n{est - frame:,} / {ceiling:,} ceiling · frame {frame:,} beside it · {est:,} est in all"
-        f" · reported {reported if reported is not None else '—'}{drift}",
+        f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
+        f" tools, instructions) = {est:,} estimated · {counted}",
         f"\n{len(rows)} entries, {stubs} stubs · filter: ",
         (state_filter, "bold"),
         " (f)",

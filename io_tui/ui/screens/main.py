@@ -25,6 +25,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
+from io_tui.core.cache import usage_hit_rate
 from io_tui.core.contract import MemoryLimits
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
@@ -32,7 +33,7 @@ from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.steering import hand_back
 from io_tui.ui.throttle import Throttle
-from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
+from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.skeleton import Palette, Skeleton
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -368,16 +369,16 @@ class MainScreen(Screen[None]):
             limits.max_entries,
             "workspace",
             figures=f"{entries} / {limits.max_entries} notes · {chars:,} / {limits.max_chars:,} chars",
-            short=f"{entries} notes · {chars:,} chars",
+            short=f"{entries} note{'' if entries == 1 else 's'} · {chars:,} chars",
             ratio=max(entries / limits.max_entries, chars / limits.max_chars),
         )
         usage = figures.usage if figures else None
-        rate = cache_hit_rate(usage)
+        rate = usage_hit_rate(usage)  # None: the provider reported no cache figures
         self.query_one("#gauge-cache", Gauge).update(
             None if rate is None else round(rate * 100),
             100,
             figures=(
-                "no usage reported for this request"
+                "no cache figures from the provider"
                 if rate is None or usage is None
                 else f"{rate:.0%} of {usage['prompt_tokens']:,} prompt tok read from cache"
             ),
@@ -408,7 +409,7 @@ class MainScreen(Screen[None]):
             None,
             _estimate_note(est, reported),
             figures=f"{reported:,} tok by the provider",
-            short=f"{reported:,} vs est. {est:,}",
+            short=f"{reported:,}, {_estimate_note(est, reported, short=True)}",
             ratio=min(est, reported) / max(est, reported, 1),
             alarm=False,
         )
@@ -484,12 +485,13 @@ class MainScreen(Screen[None]):
         await self.io_app.send_operator_message(run_id, text)
 
 
-def _estimate_note(est: int, reported: int) -> str:
+def _estimate_note(est: int, reported: int, *, short: bool = False) -> str:
     """How far io-tui's estimate was from the provider's count, in words."""
+    said = "est." if short else f"estimated {est:,},"
     if not est or reported == est:
-        return f"estimated {est:,}"
+        return "est. exact" if short else f"estimated {est:,}"
     off = abs(reported - est) / est
-    return f"estimated {est:,}, {off:.0%} {'low' if reported > est else 'high'}"
+    return f"{said} {off:.0%} {'low' if reported > est else 'high'}"
 
 
 def _path(text: str) -> Path:

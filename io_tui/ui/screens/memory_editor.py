@@ -42,13 +42,13 @@ from io_tui.ui.widgets.table import Table
 
 # (column, priority, elidable down to): a narrow table drops the least important first
 NOTE_COLUMNS = (
-    ("scope", 5, None),
+    ("scope", 6, None),
     ("key", 6, 12),
-    ("value", 4, 12),
-    ("written by", 2, None),
+    ("value", 3, 12),
+    ("written by", 4, None),
     ("written at", 1, None),
     ("pinned", 5, None),
-    ("recalls", 3, None),
+    ("recalls", 4, None),
     ("last recalled", 0, None),
 )
 

@@ -64,19 +64,20 @@ class RulesScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#rules-table", DataTable)
-        for label in (
-            "#",
-            "act",
-            "effect",
-            "pattern",
-            "scope",
-            "applies to",
-            "from request",
-            "saved",
-            "state",
+        table = self.query_one("#rules-table", Table)
+        # (column, priority, elidable down to): a narrow table drops the least important first
+        for label, priority, shrink_to in (
+            ("#", 8, None),
+            ("act", 6, None),
+            ("effect", 7, None),
+            ("pattern", 9, 10),
+            ("scope", 5, None),
+            ("applies to", 3, 10),
+            ("from request", 1, None),
+            ("saved", 0, None),
+            ("state", 4, None),
         ):
-            table.add_column(label, key=label)
+            table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         self.load()
 
     @work(group="rules", exclusive=True, exit_on_error=False)

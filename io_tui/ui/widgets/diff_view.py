@@ -110,29 +110,15 @@ def side_by_side(old: str, new: str, context: int = 3) -> tuple[Content, Content
 
 
 def first_change(content: Content) -> int:
-    """The line of ``content`` (a diff from ``unified`` or a column of ``side_by_side``) where
-    the first added or removed line is; 0 when there is none."""
-    for number, line in enumerate(content.plain.split("\n")):
-        if line.startswith(("+++", "---")):
-            continue
-        if line.startswith(("+", "-")):
-            return number
-    for number, span in enumerate(_line_styles(content)):
-        if span & {ADDED, REMOVED}:
-            return number
-    return 0
-
-
-def _line_styles(content: Content) -> list[set[str]]:
-    """The styles used on each line of ``content``."""
-    starts = [0]
-    for number, char in enumerate(content.plain):
-        if char == "\n":
-            starts.append(number + 1)
-    styles: list[set[str]] = [set() for _ in starts]
-    for span in content.spans:
-        styles[bisect_right(starts, span.start) - 1].add(str(span.style))
-    return styles
+    """The line of ``content`` (a diff from ``unified`` or a column of ``side_by_side``) that
+    holds the first added or removed line; 0 when there is none."""
+    starts = [0] + [n + 1 for n, char in enumerate(content.plain) if char == "\n"]
+    changed = [
+        bisect_right(starts, span.start) - 1
+        for span in content.spans
+        if str(span.style) in (ADDED, REMOVED)
+    ]
+    return min(changed, default=0)
 
 
 SPLIT_MIN_SIDE = 60  # cells a side needs for the longest changed line (or this many) to show

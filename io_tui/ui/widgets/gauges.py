@@ -17,13 +17,15 @@ from textual.widget import Widget
 LABEL_WIDTH = 9
 MAX_BAR = 30
 MIN_BAR = 4
+NOTE_CUT = 14  # a note is cut with "…" only if this much of it shows; else it is left out
 
 
 class Gauge(Widget):
     """``label  ███████░░░░  figures  note``; turns warning past 80%, error past 100%.
 
     The bar is a fifth of the width (4 to 30 cells), the same on every gauge; the figures
-    take their short form when the long one does not fit, and the note is cut with "…".
+    take their short form when the long one (or the note beside it) does not fit, and the note
+    is cut with "…" if enough of it shows, else left out.
     """
 
     DEFAULT_CSS = """
@@ -87,10 +89,15 @@ class Gauge(Widget):
     def render(self) -> Content:
         width = max(MIN_BAR, min(MAX_BAR, self.size.width // 5))  # every gauge alike
         room = self.size.width - LABEL_WIDTH - 1 - width - 2
+        note = f"  {self.note}" if self.note else ""
         figures = self.describe()
-        if self._short is not None and len(figures) > room:
-            figures = self._short
-        note = _cut(f"  {self.note}" if self.note else "", room - len(figures))
+        short = self._short
+        if short is not None and (
+            len(figures) > room or (len(figures + note) > room >= len(short + note))
+        ):
+            figures = short  # the short form, if the long one (or the note beside it) is cut
+        left = room - len(figures)
+        note = note if len(note) <= left else _cut(note, left) if left >= NOTE_CUT else ""
         ratio = self.ratio
         filled = 0 if ratio is None else min(width, round(ratio * width))
         return Content.assemble(
@@ -231,11 +238,3 @@ def _cut(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     return text[: max(0, width - 1)] + "…" if width > 2 else ""
-
-
-def cache_hit_rate(usage: Mapping[str, Any] | None) -> float | None:
-    """The share of a request's prompt the provider read from its cache (``Usage`` as stored:
-    ``cache_read_tokens`` / ``prompt_tokens``); None when the provider reported no usage."""
-    if not usage or not usage.get("prompt_tokens"):
-        return None
-    return int(usage.get("cache_read_tokens") or 0) / int(usage["prompt_tokens"])

@@ -40,25 +40,22 @@ class Fit:
 def fit_columns(specs: list[ColumnSpec], available: int, padding: int) -> Fit:
     """Which columns fit in ``available`` cells, and how wide.
 
-    In priority order (ties: declared order) each column reserves what it cannot do without
-    (its whole width, or ``shrink_to`` if elidable); one that does not fit is dropped. Space
-    left over then widens the elided columns back towards their whole width, most important
-    first.
+    In priority order (ties: declared order) each column takes its whole width if that fits;
+    else an elidable one takes what is left (if at least ``shrink_to``), cut with "…"; else it
+    is dropped. So the least important columns go first, and an elidable column given a low
+    priority takes the room the others leave.
     """
-    order = sorted(range(len(specs)), key=lambda i: (-specs[i].priority, i))
     widths: dict[int, int] = {}
     left = available
-    for i in order:
+    for i in sorted(range(len(specs)), key=lambda i: (-specs[i].priority, i)):
         spec = specs[i]
-        least = spec.natural if spec.shrink_to is None else min(spec.shrink_to, spec.natural)
-        if least + 2 * padding <= left:
-            widths[i] = least
-            left -= least + 2 * padding
-    for i in order:
-        if i in widths and widths[i] < specs[i].natural and left > 0:
-            grow = min(left, specs[i].natural - widths[i])
-            widths[i] += grow
-            left -= grow
+        if spec.natural + 2 * padding <= left:
+            widths[i] = spec.natural
+        elif spec.shrink_to is not None and spec.shrink_to + 2 * padding <= left:
+            widths[i] = left - 2 * padding
+        else:
+            continue
+        left -= widths[i] + 2 * padding
     return Fit(tuple((specs[i].key, widths[i]) for i in sorted(widths)))
 
 
@@ -147,8 +144,8 @@ class Table(DataTable[Any]):
     ) -> None:
         value = _text(value)
         if self._fitting:
-            row = str(row_key.value if isinstance(row_key, RowKey) else row_key)
-            column = str(column_key.value if isinstance(column_key, ColumnKey) else column_key)
+            row = _name(row_key)
+            column = _name(column_key)
             self._cells[row][column] = value
             self._measure(next(s for s in self._specs if s.key == column), value)
             if self._fit is None or column not in self._fit.keys:
@@ -156,14 +153,14 @@ class Table(DataTable[Any]):
         super().update_cell(row_key, column_key, value, update_width=update_width)
 
     def remove_row(self, row_key: RowKey | str) -> None:
-        self._cells.pop(str(row_key.value if isinstance(row_key, RowKey) else row_key), None)
+        self._cells.pop(_name(row_key), None)
         super().remove_row(row_key)
 
     def clear(self, columns: bool = False) -> Table:
         self._cells.clear()
         if columns:
             self._specs.clear()
-            self._fit = None
+            self._fit, self._fitting = None, False
         super().clear(columns)
         return self
 
@@ -171,16 +168,14 @@ class Table(DataTable[Any]):
         """A cell of any column, shown or not."""
         if not self._fitting:
             return self.get_cell(row_key, column_key)
-        return self._cells[str(row_key.value if isinstance(row_key, RowKey) else row_key)][
-            column_key
-        ]
+        return self._cells[_name(row_key)][column_key]
 
     def row_cells(self, row_key: RowKey | str) -> dict[str, Any]:
         """Every cell of a row by column key, shown or not."""
         if not self._fitting:
             keys = [str(column.key.value) for column in self.ordered_columns]
             return dict(zip(keys, self.get_row(row_key), strict=True))
-        return dict(self._cells[str(row_key.value if isinstance(row_key, RowKey) else row_key)])
+        return dict(self._cells[_name(row_key)])
 
     @property
     def shown_columns(self) -> tuple[str, ...]:
@@ -240,6 +235,10 @@ class Table(DataTable[Any]):
         await super()._on_idle(event)
         if measuring:
             self.notify_style_update()  # clears the render caches and repaints
+
+
+def _name(key: RowKey | ColumnKey | str) -> str:
+    return str(key.value if isinstance(key, RowKey | ColumnKey) else key)
 
 
 def _text(cell: Any) -> Any:

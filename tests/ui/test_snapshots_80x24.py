@@ -1,0 +1,122 @@
+"""Every screen at 80×24 (and a couple at 200×60): tables keep their most important columns,
+dialogs fit, nothing runs off screen. Each picture was looked at; the docstring says what it
+must show."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from io_tui.core.approvals import Decision
+from io_tui.core.decide import decide
+from io_tui.core.store import Store
+from io_tui.ui.screens.audit import AuditScreen
+from io_tui.ui.screens.memory_editor import MemoryEditorScreen
+from io_tui.ui.screens.rules import RulesScreen
+from io_tui.ui.testing import wait_until_idle
+from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, fixed_workspace, freeze_times, paused_run
+
+from .test_memory_editor import WS
+from .test_memory_editor import _seed as seed_memory
+from .test_rules_screen import _seed as seed_rules
+from .test_snapshots import _settle
+
+NARROW = (80, 24)
+WIDE = (200, 60)
+
+
+def test_main_80x24(snap_compare, make_app) -> None:
+    """Runs, the budgets in words (short forms) with the context breakdown, the transcript."""
+    assert snap_compare(make_app(), terminal_size=NARROW, run_before=_settle)
+
+
+def test_main_200x60(snap_compare, make_app) -> None:
+    """The same at 200×60: every budget in full words, the breakdown's legend with shares."""
+    assert snap_compare(make_app(), terminal_size=WIDE, run_before=_settle)
+
+
+def test_inspector_80x24(snap_compare, make_app) -> None:
+    """Step 10's manifest across the width: state, kind, target, step, tokens and reason."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", step=10)
+
+    assert snap_compare(make_app(), terminal_size=NARROW, run_before=run_before)
+
+
+def test_inspector_entry_80x24(snap_compare, make_app) -> None:
+    """Enter on the third entry: its text in the table's place (escape goes back)."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", "down", "down", "enter", step=10)
+
+    assert snap_compare(make_app(), terminal_size=NARROW, run_before=run_before)
+
+
+def test_inspector_200x60(snap_compare, make_app) -> None:
+    """Side by side at 200×60: every column whole, the entry's text beside the table."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", step=10)
+
+    assert snap_compare(make_app(), terminal_size=WIDE, run_before=run_before)
+
+
+def test_trace_80x24(snap_compare, make_app) -> None:
+    """The trace viewer: search box, line count, the run header and first step."""
+    assert snap_compare(make_app(), terminal_size=NARROW, run_before=lambda p: _settle(p, "t"))
+
+
+def test_help_80x24(snap_compare, make_app) -> None:
+    """Help inside the screen: where, key, what it does (cut), and the whole binding id."""
+    assert snap_compare(
+        make_app(demo=False), terminal_size=NARROW, run_before=lambda p: _settle(p, "f1")
+    )
+
+
+async def _seed_audit(store_path: Path) -> None:
+    async with await Store.open(store_path) as store:
+        for name, turn in (("a", EDIT_TURN), ("b", EXEC_TURN), ("c", EDIT_TURN)):
+            ws = fixed_workspace(f"audit-{name}")
+            await paused_run(store, ws, [turn], Path(ws.parent / f"{name}.json"))
+        pending = await store.approvals.pending()
+        await decide(store, pending[0].request.id, Decision.approve())
+        await decide(store, pending[1].request.id, Decision.deny("not on main"))
+        await freeze_times(store)
+
+
+def test_audit_80x24(snap_compare: Any, store_path: Path) -> None:
+    """Three requests: #, run, act, target and the decision kept; the detail below."""
+    asyncio.run(_seed_audit(store_path))
+    app = StoreHost(store_path, lambda store: AuditScreen(store))
+    assert snap_compare(app, terminal_size=NARROW, run_before=wait_until_idle)
+
+
+def test_rules_80x24(snap_compare: Any, store_path: Path) -> None:
+    """Three rules: #, act, effect, pattern, scope, state and what they apply to."""
+    asyncio.run(seed_rules(store_path))
+    app = StoreHost(store_path, lambda store: RulesScreen(store))
+    assert snap_compare(app, terminal_size=NARROW, run_before=wait_until_idle)
+
+
+def test_memory_editor_80x24(snap_compare: Any, store_path: Path) -> None:
+    """One gauge line per scope, no header over another; scope, key, value (cut), pinned."""
+    asyncio.run(seed_memory(store_path))
+    app = StoreHost(store_path, lambda store: MemoryEditorScreen(store, WS))
+    assert snap_compare(app, terminal_size=NARROW, run_before=wait_until_idle)
+
+
+def test_add_note_80x24(snap_compare: Any, store_path: Path) -> None:
+    """The new-note dialog fits: key, scope (this workspace / global), value, its hint."""
+    asyncio.run(seed_memory(store_path))
+    app = StoreHost(store_path, lambda store: MemoryEditorScreen(store, WS))
+
+    async def run_before(pilot: Any) -> None:
+        await wait_until_idle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
