@@ -14,6 +14,7 @@ from io_tui.ui.screens.new_run import NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
+from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 
 from .conftest import SIZE
@@ -128,8 +129,8 @@ async def test_help_lists_every_binding_with_ids(make_app) -> None:
         await pilot.press("f1")
         await pilot.pause(0.1)
         assert isinstance(app.screen, HelpScreen)
-        table = app.screen.query_one(DataTable)
-        ids = {str(table.get_row(k)[3]) for k in table.rows}
+        table = app.screen.query_one(Table)
+        ids = {str(table.cell(k, "binding id")) for k in table.rows}
         assert {
             "app.new_run",
             "main.inspect",

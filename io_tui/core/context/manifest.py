@@ -16,6 +16,7 @@ from io_tui.core.providers.base import Message
 
 class EntryState(StrEnum):
     FULL = "full"
+    CAPPED = "capped"
     SUPERSEDED = "superseded"
     REFRESHED = "refreshed"
     REFRESH_FAILED = "refresh_failed"
@@ -26,7 +27,11 @@ class EntryState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
-    """One observation (or the synthetic summary / collapse line) and what this request sent."""
+    """One observation (or the synthetic summary / collapse line) and what this request sent.
+
+    ``chars`` is what was sent; a ``capped`` entry also says how many characters of the recorded
+    result it kept (``kept_chars``, head and tail) out of how many (``total_chars``).
+    """
 
     step: int
     call_id: str
@@ -37,6 +42,8 @@ class ManifestEntry:
     superseded_by: int | None
     chars: int
     est_tokens: int
+    kept_chars: int | None = None
+    total_chars: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +56,8 @@ class ManifestEntry:
             "superseded_by": self.superseded_by,
             "chars": self.chars,
             "est_tokens": self.est_tokens,
+            "kept_chars": self.kept_chars,
+            "total_chars": self.total_chars,
         }
 
 

@@ -13,7 +13,7 @@ from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, bound_text
+from io_tui.core.ledger import Observation, bound_keeps, bound_text
 
 
 class RefreshFailed(Exception):
@@ -33,8 +33,8 @@ class Resolver:
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
 
     def settle(self, e: Entry) -> bool:
-        """Decide an in-window entry that needs no re-read: superseded stub, or carried whole
-        (or bounded to the cap). False for a stale read: ``resolve`` it."""
+        """Decide an in-window entry that needs no re-read: superseded stub, carried whole
+        (``full``) or cut to the entry cap (``capped``). False for a stale read: ``resolve`` it."""
         if e.by is not None:
             e.to_stub()
             return True
@@ -47,10 +47,11 @@ class Resolver:
                 content, reason = obs.text, "carried whole"
             else:
                 content = bound_text(obs.text, self.cap, how_to_get_back(obs))
-                reason = f"carried, bounded to the entry cap ({self.cap:,} chars)"
+                kept, total = bound_keeps(len(obs.text), self.cap), len(obs.text)
+                reason = f"cut to the entry cap ({self.cap:,} chars): {kept:,} of {total:,} kept"
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
-        e.state = EntryState.FULL
         _, e.content, e.reason, e.tokens = carried
+        e.state = EntryState.FULL if len(e.obs.text) <= self.cap else EntryState.CAPPED
         return True
 
     async def resolve(self, e: Entry) -> None:
