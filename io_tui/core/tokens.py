@@ -83,7 +83,7 @@ class Calibration:
     [``MIN_FACTOR``, ``MAX_FACTOR``], and 1.0 for a model with no report yet.
 
     A server that drops the tool schemas (llama.cpp under a chat template without tools) reports
-    fewer prompt tokens than the schemas alone are estimated at: when a report is below
+    far fewer prompt tokens than a request with schemas is estimated at: when a report is below
     ``MIN_FACTOR`` of the estimate but not of the estimate less the schemas, the schemas are
     taken as dropped for that provider+model and no longer counted (``counts_tools``).
     """
