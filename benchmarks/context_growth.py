@@ -514,7 +514,7 @@ def main() -> None:
         title, workload = WORKLOADS[key]
         report(title, args.ceiling, asyncio.run(measure(workload, args.ceiling)))
     print(
-        "\ntotal input: every request's frame + observed tokens (ceil(chars/4)), plus summary"
+        "\ntotal input: every request's frame + observed tokens (estimate_tokens), plus summary"
         " requests; over: requests whose observed part passed the ceiling; worst: the largest"
         " observed part / ceiling; stale: results carrying a file version older than its latest"
         " write, summed over requests; recall: mean fraction of probes present; folds: summary"

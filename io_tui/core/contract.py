@@ -7,14 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from io_tui.core.tokens import estimate_tokens as estimate_tokens  # re-exported
+
+# Chars per token where a token budget becomes a char cap (the entry cap, summary and collapse
+# limits); token figures themselves come from ``estimate_tokens``.
 CHARS_PER_TOKEN = 4
 MIN_CEILING_TOKENS = 2_000
 MIN_ENTRY_CAP_CHARS = 2_000
-
-
-def estimate_tokens(text: str) -> int:
-    """The assembler's token estimate: ceil(chars / 4). No tokenizer dependency."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)

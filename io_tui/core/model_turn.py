@@ -39,6 +39,7 @@ from io_tui.core.providers.base import (
 from io_tui.core.skills import ReadSkill, catalogue, discover_async
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
+from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
 from io_tui.paths import bundled_dir, config_dir
 
@@ -140,26 +141,36 @@ async def ask_model(
     Every attempt, failed or not, is appended to ``requests`` for the step's commit.
     """
     ceiling = run.contract.context.ceiling(remaining_tokens(run))
+    key = run.calibration.next_key(run.h.provider.name, run.h.provider.model)
+    factor = run.calibration.factor(*key)
     history = [*run.history, StepRecord(run.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(run)
     for attempt in (1, 2):
         assembly = await engine.build(
-            history, ceiling_tokens=ceiling, notes=notes, force_fold=attempt == 2
+            history,
+            ceiling_tokens=raw_ceiling(ceiling, factor),
+            notes=notes,
+            force_fold=attempt == 2,
         )
+        tools = tool_tokens(assembly)
+        dropped = 0 if run.calibration.counts_tools(*key) else tools
+        estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
         run.emit(
             EventKind.REQUEST_STARTED,
             {
                 "attempt": attempt,
                 "ceiling_tokens": ceiling,
-                "est_tokens": assembly.total_est_tokens,
-                "frame_tokens": assembly.frame_tokens,
+                "est_tokens": estimate.tokens,
+                "frame_tokens": round((assembly.frame_tokens - dropped) * factor),
+                "raw_est_tokens": estimate.raw,
+                "factor": factor,
             },
         )
         started = time.monotonic()
         try:
             response = await stream(run, assembly, len(engine.frame_parts()[0]))
         except ProviderError as exc:
-            requests.append(request_record(run, assembly, attempt, None, exc))
+            requests.append(request_record(run, assembly, estimate, ceiling, attempt, None, exc))
             run.emit(
                 EventKind.REQUEST_FAILED,
                 {"attempt": attempt, "error": str(exc), "kind": exc.kind.value},
@@ -167,14 +178,22 @@ async def ask_model(
             if exc.kind is ErrorKind.CONTEXT_OVERFLOW and attempt == 1:
                 continue
             raise
-        requests.append(request_record(run, assembly, attempt, response, None))
+        requests.append(request_record(run, assembly, estimate, ceiling, attempt, response, None))
+        if response.usage:
+            run.calibration.observe(
+                response.provider,
+                response.model,
+                assembly.total_est_tokens,
+                response.usage.prompt_tokens,
+                tools=tools,
+            )
         await record_recall(run, assembly)
         run.emit(
             EventKind.REQUEST_FINISHED,
             {
                 "attempt": attempt,
                 "reported_tokens": response.usage.prompt_tokens if response.usage else None,
-                "est_tokens": assembly.total_est_tokens,
+                "est_tokens": estimate.tokens,
                 "latency_s": round(time.monotonic() - started, 3),
                 "tool_calls": len(response.tool_calls),
             },
@@ -210,23 +229,34 @@ def cache_key(run: Run) -> str:
 def request_record(
     run: Run,
     assembly: Assembly,
+    estimate: Calibrated,
+    ceiling: int,
     attempt: int,
     response: Response | None,
     error: ProviderError | None,
 ) -> RequestRecord:
+    """The request as stored: its token figures calibrated (comparable with the reported
+    usage); the manifest keeps the engine's raw figures, and says how they were calibrated."""
     usage = response.usage if response else None
     attempts = response.attempts if response else tuple(error.attempts if error else ())
+    head = assembly.manifest_head()
+    frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
+    head["calibration"] = {
+        "ceiling_tokens": ceiling,
+        **estimate.to_json(),
+        "tools_counted": frame == assembly.frame_tokens,
+    }
     return RequestRecord(
         step=run.step,
         attempt=attempt,
         purpose="work",
-        ceiling_tokens=assembly.ceiling_tokens,
-        est_tokens=assembly.total_est_tokens,
-        frame_tokens=assembly.frame_tokens,
+        ceiling_tokens=ceiling,
+        est_tokens=estimate.tokens,
+        frame_tokens=round(frame * estimate.factor),
         reported_tokens=usage.prompt_tokens if usage else None,
         usage=usage.to_json() if usage else None,
         messages=run.messages_json.encode(assembly.messages),
-        manifest=manifest_text(assembly.manifest_head(), run.entries_json.encode(assembly.entries)),
+        manifest=manifest_text(head, run.entries_json.encode(assembly.entries)),
         attempts=[a.to_json() for a in attempts],
         provider=response.provider if response else run.h.provider.name,
         model=response.model if response else run.h.provider.model,
@@ -274,6 +304,11 @@ async def summarize(run: Run, request: CompletionRequest) -> str:
 
 
 # -- tokens --
+
+
+def tool_tokens(assembly: Assembly) -> int:
+    """The tool schemas' share of the frame's estimate."""
+    return sum(s.est_tokens for s in assembly.sections if s.name == "tools")
 
 
 def remaining_tokens(run: Run) -> int | None:

@@ -42,6 +42,7 @@ from io_tui.core.step_commit import commit_step
 from io_tui.core.store import RequestRecord, Store
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.subagents import MAX_AGENT_DEPTH, spawn
+from io_tui.core.tokens import Calibration
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import ToolContext
 from io_tui.core.tools.memory_tools import Forget, Remember
@@ -141,6 +142,7 @@ class Run:
         self.registry = ToolRegistry(self.h.registry)  # plus read_skill, once skills are found
         self.system_prompt = self.h.system_prompt
         self.tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
         # consecutive requests share most messages and manifest entries: each is encoded once
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)

@@ -15,7 +15,7 @@ SCRIPT = HERE / "script.json"
 POLICY = HERE / "policy.toml"
 GOAL = "The test suite fails. Find the bug in textstats and fix it; keep the public API."
 # Small on purpose: the inspector shows full, refreshed, superseded and elided entries.
-DEMO_CONTEXT = ContextBudget(max_tokens=1_200)
+DEMO_CONTEXT = ContextBudget(max_tokens=1_400)
 
 
 def make_workspace(parent: Path | None = None) -> Path:

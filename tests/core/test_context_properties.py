@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from token_reference import reference_tokens
 
 from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
@@ -77,10 +77,10 @@ def body(assembly: Assembly) -> list:
 
 def tokens(message) -> int:
     calls = sum(
-        math.ceil(len(c.name) / 4) + math.ceil(len(json.dumps(c.arguments, ensure_ascii=False)) / 4)
+        reference_tokens(c.name) + reference_tokens(json.dumps(c.arguments, ensure_ascii=False))
         for c in message.tool_calls
     )
-    return math.ceil(len(message.content) / 4) + calls
+    return reference_tokens(message.content) + calls
 
 
 @settings(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from io_tui.core.context import InstructionFile
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.instructions import load_instructions, oversized
 
 
@@ -60,8 +61,9 @@ async def test_undecodable_bytes_do_not_fail_loading(dirs: tuple[Path, Path]) ->
 
 
 def test_oversized_warns_past_a_quarter_of_the_ceiling() -> None:
-    small = InstructionFile("AGENTS.md", "/ws/AGENTS.md", "x" * 2_000)  # 500 tokens
-    big = InstructionFile("CLAUDE.md", "/ws/CLAUDE.md", "x" * 2_004)  # 501 tokens
+    small = InstructionFile("AGENTS.md", "/ws/AGENTS.md", "x" * 2_358)
+    big = InstructionFile("CLAUDE.md", "/ws/CLAUDE.md", "x" * 2_359)
+    assert (estimate_tokens(small.text), estimate_tokens(big.text)) == (500, 501)
     warnings = oversized((small, big), ceiling_tokens=2_000)
     assert len(warnings) == 1
     assert warnings[0].startswith("CLAUDE.md (/ws/CLAUDE.md) is ~501 tokens")

@@ -1,7 +1,8 @@
 """Assemble each request afresh under its ceiling, and say what it carried and why (DESIGN §3.2).
 
-One number drives a request: its ceiling, in tokens estimated as ``ceil(chars / 4)``. From it:
-one entry may take an eighth (``entry_cap_chars``), the memory block a quarter, stubs of older
+One number drives a request: its ceiling, in tokens estimated by ``core/tokens.py`` (the run loop
+passes it divided by the model's drift factor). From it: one entry may take an eighth
+(``entry_cap_chars``), the memory block a quarter, stubs of older
 steps an eighth before they collapse into one line, a summary an eighth; compaction starts past
 ``Compaction.threshold`` of it. The fixed frame (``frame.py``: system prompt, tool schemas,
 contract, project instructions) is never elided and is counted beside the ceiling, not inside it.

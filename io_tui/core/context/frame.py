@@ -47,7 +47,12 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
     )
     sections = [
         Section("system", "harness", estimate_tokens(frame.system_prompt)),
-        Section("tools", f"{len(frame.tools)} tool schemas", estimate_tokens(schemas)),
+        # no tools: none are sent (``CompletionRequest.tools``), so none are counted
+        Section(
+            "tools",
+            f"{len(frame.tools)} tool schemas",
+            estimate_tokens(schemas) if frame.tools else 0,
+        ),
         Section("contract", "task", estimate_tokens(task_text)),
     ]
     messages = [Message("system", frame.system_prompt), Message("user", task_text)]

@@ -26,7 +26,7 @@ from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.stubs import elided_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
-from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message
@@ -151,7 +151,7 @@ class Step:
             if e.by is not None:
                 cost += e.stub_cost()
             else:
-                cost += -(-min(len(e.obs.text), cap) // CHARS_PER_TOKEN)
+                cost += estimate_tokens(e.obs.text[:cap])
         self._desired = (self.version, cap, cost)
         return cost
 
