@@ -21,7 +21,7 @@ from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps, Step
 from io_tui.core.contract import Compaction, TaskContract
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
 
@@ -36,6 +36,7 @@ TOOL = {
 PATHS = ["a.py", "b.py", "./a.py", "src/c.py"]
 
 
+SPANS = ["", "", "lines 1-20", "lines 5-10", "lines 15-30"]
 SIZES = [0, 5, 40, 300, 900, 4_000, 30_000]
 SMALL = [0, 5, 40]  # histories that fit: every build walks only the newest steps
 
@@ -49,7 +50,7 @@ def step_record(
     for n in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(KINDS))
         target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
-        span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
+        span = draw(st.sampled_from(SPANS)) if kind is ObsKind.READ else ""
         size = draw(st.sampled_from(sizes))
         call_id = f"c{number}_{n}{tag}"
         calls.append(ToolCall(call_id, TOOL[kind], {"path": target, "blob": "q" * (size // 3)}))
@@ -176,22 +177,41 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
     whole = LiveSteps({})
     whole.sync(history)
     assert classification(grown) == classification(whole)
-    # and both agree with the rule, decided newest-first
-    newest: dict[tuple[str, str, str], int] = {}
+    # and both agree with the rule, decided newest-first: a result is superseded by the first
+    # later call that covers it (the same key; for a read, a read of the same file whose lines
+    # hold its lines), and a read that is not is stale from the first later write to its path
+    later_key: dict[tuple[str, str, str], int] = {}
+    later_reads: dict[str, list[tuple[str, int]]] = {}  # path -> (span, step), nearest last
     writes: dict[str, int] = {}
     expected = {}
     for record in reversed(history):
         for o in reversed(record.observations):
             by = stale = None
+            path = posixpath.normpath(o.target)
             if o.kind is ObsKind.WRITE and not o.is_error:
-                writes[posixpath.normpath(o.target)] = o.step
-            if o.kind in (ObsKind.READ, ObsKind.GREP) and not o.is_error:
-                by = newest.get(o.key)
-                newest.setdefault(o.key, o.step)
+                writes[path] = o.step
+            if o.kind is ObsKind.READ and not o.is_error:
+                by = next(
+                    (n for span, n in reversed(later_reads.get(path, [])) if covers(span, o.span)),
+                    None,
+                )
+                later_reads.setdefault(path, []).append((o.span, o.step))
+            elif o.kind in SUPERSEDING_KINDS and not o.is_error:
+                by = later_key.get(o.key)
+                later_key[o.key] = o.step
             if o.kind is ObsKind.READ and by is None:
-                stale = writes.get(posixpath.normpath(o.target))
+                stale = writes.get(path)
             expected[o.call_id] = (by, stale)
     assert {c: (b, s) for c, b, s in classification(whole)} == expected
+
+
+def covers(span: str, older: str) -> bool:
+    if span == older or not span:
+        return True
+    if not older:
+        return False
+    lines = [tuple(map(int, x.removeprefix("lines ").split("-"))) for x in (span, older)]
+    return lines[0][0] <= lines[1][0] and lines[1][1] <= lines[0][1]
 
 
 def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
@@ -219,7 +239,7 @@ async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:
     history: list[StepRecord] = []
     for number in range(1, 61):
         call = ToolCall(f"c{number}", "list_dir", {})
-        obs = Observation(number, f"c{number}", "list_dir", ObsKind.LIST, ".", "a.txt")
+        obs = Observation(number, f"c{number}", "list_dir", ObsKind.LIST, f"d{number}", "a.txt")
         await engine.build([*history, StepRecord(number, "")], ceiling_tokens=24_000)
         history.append(StepRecord(number, "Looking.", (call,), (obs,)))
     visited: list[int] = []

@@ -63,10 +63,14 @@ class Build:
         return bisect_right(self.history, self.summary.through_step, key=lambda r: r.step)
 
     async def run(self, force_fold: bool) -> Assembly:
+        probe = self.engine.probe
+        if probe is not None:
+            watched = self.live.watched()
+            self.live.mark_drift(await probe(watched) if watched else {})
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
-        demand, _ = self._demand(len(self.live))
-        reserves = (0, self.reserve) if demand <= window else (self.reserve,)
+        fits = self.live.demand(self.cap, above=window) <= window
+        reserves = (0, self.reserve) if fits else (self.reserve,)
         for reserve in reserves:
             self.out = await fit(self.live, window - reserve, self.cap, self.resolver)
             if self.out == 0:
@@ -90,12 +94,6 @@ class Build:
         msg = self.summary_msg()
         return message_tokens(msg) if msg else 0
 
-    def _demand(self, boundary: int) -> tuple[int, int]:
-        """What carrying every live step whole would cost, and what the steps from ``boundary``
-        on (the ones a fold keeps) cost, memory included (prefix sums kept by ``LiveSteps``)."""
-        steps, kept = self.live.demand(self.cap, boundary)
-        return self.memory_tokens + self._summary_tokens() + steps, self.memory_tokens + kept
-
     async def _maybe_fold(self, force: bool) -> None:
         policy = self.engine.frame.contract.compaction
         records = self.live.records
@@ -107,7 +105,11 @@ class Build:
             boundary = next(
                 (i for i in range(len(records) - 1, -1, -1) if records[i].observations), 0
             )
-        demand, kept = self._demand(boundary)
+        # what carrying every live step whole would cost (known only up to the threshold), and
+        # what the steps a fold keeps cost, memory included
+        around = self.memory_tokens + self._summary_tokens()
+        demand = around + self.live.demand(self.cap, above=policy.threshold * self.ceiling - around)
+        kept = self.memory_tokens + self.live.demand(self.cap, boundary)
         if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
             return
         budget = notes_budget_chars(self.ceiling, self.summary)

@@ -9,7 +9,7 @@ from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.refresh import Refresher
+from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
@@ -39,6 +39,7 @@ class ContextEngine:
 
     frame: Frame
     refresh: Refresher | None = None
+    probe: Probe | None = None  # what no longer holds on disk (stat, then hash), before each build
     summarize: Summarizer | None = None
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
@@ -66,7 +67,7 @@ class ContextEngine:
         """Assemble the next request over ``history`` (oldest step first) under the ceiling.
 
         ``force_fold`` (after a provider's context-overflow error) folds once even below the
-        threshold. Refreshes and the summarizer are the only awaits.
+        threshold. The probe, refreshes and the summarizer are the only awaits.
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from io_tui.core.context.summary import Summary
 from io_tui.core.providers.base import Message
@@ -19,14 +19,17 @@ class EntryState(StrEnum):
     SUPERSEDED = "superseded"
     REFRESHED = "refreshed"
     REFRESH_FAILED = "refresh_failed"
+    STALE = "stale"
     ELIDED = "elided"
     COLLAPSED = "collapsed"
     SUMMARY = "summary"
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestEntry:
-    """One observation (or the synthetic summary / collapse line) and what this request sent."""
+class ManifestEntry(NamedTuple):
+    """One observation (or the synthetic summary / collapse line) and what this request sent.
+
+    A named tuple rather than a frozen dataclass: a long run's manifest has one per
+    observation, and a tuple is made three times faster."""
 
     step: int
     call_id: str

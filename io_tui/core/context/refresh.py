@@ -1,19 +1,22 @@
 """What an in-window entry carries, re-reading stale reads (DESIGN §3.2, step 4).
 
-A read followed by a write to its path is never sent stale: it is re-read through the injected
-``Refresher`` (the run loop's, which goes through the same policy and workspace containment as
-any read). If that fails, a stub names the write and the reason.
+A result is stale when a later write changed a path it was made from, or when the file it saw
+changed on disk since (``Probe``: the run loop stats what the open results saw before each
+build; ``live.py`` marks them). A stale read is never sent stale: it is re-read through the
+injected ``Refresher`` (the run loop's, which goes through the same policy and workspace
+containment as any read). If that fails, a stub names the cause and the reason. A stale grep
+or find becomes a stub naming the cause and how to run it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
+from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub, stale_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, bound_text
+from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text
 
 
 class RefreshFailed(Exception):
@@ -21,6 +24,9 @@ class RefreshFailed(Exception):
 
 
 Refresher = Callable[[Observation], Awaitable[str]]
+# Which of these records no longer hold on disk: each maps to the file's mtime now (None when
+# it is gone); records that still hold are left out. Stat first, hash only when the stat changed.
+Probe = Callable[[Collection[Seen]], Awaitable[Mapping[Seen, int | None]]]
 
 
 class Resolver:
@@ -38,8 +44,13 @@ class Resolver:
         if e.by is not None:
             e.to_stub()
             return True
-        if e.stale_by is not None:
-            return False
+        stale = e.stale
+        if stale is not None:
+            if e.obs.kind is ObsKind.READ:
+                return False
+            obs = e.obs
+            e.decide(EntryState.STALE, stale_stub(obs, stale), f"{stale}; not carried")
+            return True
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
             obs = e.obs
@@ -58,19 +69,19 @@ class Resolver:
         if self.settle(e):
             return
         obs = e.obs
-        assert e.stale_by is not None
-        fresh, failure = await self._reread(obs, e.stale_by)
-        wrote = f"step {e.stale_by} wrote {obs.target} after this read"
+        stale = e.stale
+        assert stale is not None
+        fresh, failure = await self._reread(obs, stale)
         if failure is None:
-            e.decide(EntryState.REFRESHED, fresh, f"{wrote}; re-read now")
+            e.decide(EntryState.REFRESHED, fresh, f"{stale}; re-read now")
             return
         e.decide(
             EntryState.REFRESH_FAILED,
-            refresh_failed_stub(obs, e.stale_by, failure),
-            f"{wrote}; re-read failed: {failure}",
+            refresh_failed_stub(obs, stale, failure),
+            f"{stale}; re-read failed: {failure}",
         )
 
-    async def _reread(self, obs: Observation, stale_by: int) -> tuple[str, str | None]:
+    async def _reread(self, obs: Observation, stale: str) -> tuple[str, str | None]:
         """Returns (content, failure)."""
         if obs.call_id in self.refreshed:
             return self.refreshed[obs.call_id]
@@ -86,8 +97,8 @@ class Resolver:
                 result = ("", f"the re-read failed: {exc}")
             else:
                 head = (
-                    f"[re-read for this request: step {stale_by} wrote {obs.target} after step "
-                    f"{obs.step}'s read; this is the current content]\n"
+                    f"[re-read for this request (step {obs.step}'s read is stale: {stale}); "
+                    "this is the current content]\n"
                 )
                 if len(head) + len(text) > self.cap:
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"
