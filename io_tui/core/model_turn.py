@@ -1,5 +1,5 @@
 """The model request path of a run: building its context engine (skills, instructions, tool
-schemas, stale-read refresh, summaries), asking the model for one working completion, and
+schemas, stale-read refresh, the disk probe, summaries), asking the model for one working completion, and
 recording each request and its tokens.
 
 Plain functions over a ``Run``; the loop in ``run.py`` calls ``build_engine`` once and
@@ -70,6 +70,7 @@ async def build_engine(run: Run) -> ContextEngine:
     return ContextEngine(
         frame,
         refresh=partial(refresh_stale_read, run),
+        probe=run.workspace.changed,
         summarize=partial(summarize, run),
         summaries=summaries,
         on_summary=on_summary,
