@@ -20,10 +20,12 @@ from hypothesis import strategies as st
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps, Step
+from io_tui.core.context.plan import Plan
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
+from tests.core.test_context_properties import stale_reads
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
 TOOL = {
@@ -135,12 +137,13 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
 
     contract = TaskContract("fix the bug", Path("/ws"), compaction=Compaction(enabled=enabled))
 
-    def engine(summaries: list | None = None) -> ContextEngine:
+    def engine(summaries: list | None = None, plan: Plan | None = None) -> ContextEngine:
         return ContextEngine(
             Frame("SYSTEM", (), contract),
             refresh=None if refresh_mode == "none" else refresh,
             summarize=None if summarizer == "none" else summarize,
             summaries=list(summaries or []),
+            plan=plan or Plan(),
         )
 
     notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
@@ -149,12 +152,17 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     async def drive() -> None:
         for history, ceiling, force in builds:
             built[0] += 1
-            fresh = engine(reused.summaries)
+            fresh = engine(reused.summaries, reused.plan)
             expected = await fresh.build(
                 history, ceiling_tokens=ceiling, notes=notes, force_fold=force
             )
             got = await reused.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force)
             same(got, expected)
+            # what a pending (superseded, carried until the next rewrite) entry carries is
+            # never stale: a read with a later write is only ever sent refreshed (a summary
+            # written before the write is notes of what was true then, and not checked here)
+            sent = "\n".join(m.content for m in got.messages if m.role == "tool")
+            assert not any(f"<{call_id}>" in sent for call_id in stale_reads(history))
             assert reused.summaries == fresh.summaries
 
     asyncio.run(drive())

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.plan import Plan, extends, worth_rewriting
 from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
@@ -43,6 +44,7 @@ class ContextEngine:
     summarize: Summarizer | None = None
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
+    plan: Plan = field(default_factory=Plan)  # what the requests keep stable (``plan.py``)
     turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
     live: LiveSteps = field(init=False, repr=False)
     _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
@@ -71,7 +73,35 @@ class ContextEngine:
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")
-        return await Build(self, history, ceiling_tokens, notes).run(force_fold)
+        step = history[-1].step if history else 0
+        plan = self.plan if self.plan.sent else self.plan.rewriting(step)
+        build = Build(self, history, ceiling_tokens, notes, plan)
+        assembly = await build.run(force_fold)
+        if plan.sent and (
+            not extends(assembly.messages, plan.sent) or self._worth_rewriting(build, step)
+        ):  # a rewrite: take every pending one with it
+            plan, reread = plan.rewriting(step), build.resolver.refreshed
+            build = Build(self, history, ceiling_tokens, notes, plan)
+            build.resolver.refreshed = reread  # each stale read is re-read once per request
+            assembly = replace(await build.run(False), folded=assembly.folded)
+        self.plan = Plan(
+            plan.rewritten_at,
+            build.floor(),
+            (ceiling_tokens, build.memory),
+            assembly.messages,
+        )
+        return assembly
+
+    def _worth_rewriting(self, build: Build, step: int) -> bool:
+        """Whether to stub the pending results now rather than at the next rewrite: that comes
+        when the window fills, or when the run ends, whichever is first."""
+        saved, rewritten = build.pending()
+        if saved <= 0:
+            return False
+        contract = self.frame.contract
+        until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
+        horizon = max(1, min(contract.max_steps - step, until_cut))
+        return worth_rewriting(saved, rewritten, horizon, contract.cache)
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
         if self._frame_cache is None:

@@ -51,6 +51,7 @@ class Entry:
     obs: Observation
     by: int | None = None  # the later step that made the same call or covered it (supersession)
     covered: bool = False  # superseded by a read of more lines of the same file
+    pending: bool = False  # superseded, still current, carried until the next rewrite (plan.py)
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
     drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
@@ -248,6 +249,7 @@ class LiveSteps:
         self._reads: dict[str, list[tuple[Step, Entry]]] = {}
         self._deps: dict[str, list[tuple[Step, Entry]]] = {}
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
+        self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
@@ -275,6 +277,24 @@ class LiveSteps:
         self.settled.truncate(keep)
         for record in records[keep:]:
             self._append(record)
+
+    def growth(self, cap: int, newest: int = 8) -> int:
+        """What one of the ``newest`` steps costs carried whole, on average."""
+        count = min(newest, len(self.steps))
+        return self.demand(cap, len(self.steps) - count) // max(1, count)
+
+    def apply_rewrites(self, rewritten_at: int) -> None:
+        """Results superseded by steps up to ``rewritten_at`` are stubbed from now on: a
+        request rewrote there (``plan.py``); the ones superseded since stay pending."""
+        kept = []
+        for held in self.pending:
+            owner, e = held
+            if e.by is not None and e.by <= rewritten_at:
+                e.pending = False
+                owner.changed(e)
+            else:
+                kept.append(held)
+        self.pending = kept
 
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
@@ -305,11 +325,12 @@ class LiveSteps:
         self._reads = _without(self._reads, gone)
         self._deps = _without(self._deps, gone)
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
+        self.pending = [h for h in self.pending if id(h[0]) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
-        self._watch, self._ran = [], []
+        self._watch, self._ran, self.pending = [], [], []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -327,6 +348,9 @@ class LiveSteps:
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
                             owner.changed(dep)
+                        elif dep.pending:  # what it carries is stale now: stub it
+                            dep.pending = False
+                            owner.changed(dep)
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
@@ -337,7 +361,7 @@ class LiveSteps:
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
                 if older is not None:
-                    _superseded(older, obs.step)
+                    self._superseded(older, obs)
                 self._newest[key] = (st, e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
@@ -354,17 +378,31 @@ class LiveSteps:
         for held in open_reads:
             older = held[1]
             if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
-                _superseded(held, e.obs.step, covered=older.obs.span != span)
+                self._superseded(held, e.obs, covered=older.obs.span != span)
             else:
                 kept.append(held)
         kept.append((st, e))
         self._reads[path] = kept
 
+    def _superseded(
+        self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
+    ) -> None:
+        """``newer`` supersedes ``held``. If what it carries is still current (no write since,
+        the same file content), it is pending: carried until the next rewrite (``plan.py``)."""
+        owner, older = held
+        older.by, older.covered = newer.step, covered
+        older.pending = older.stale_by is None and _same_content(older.obs, newer)
+        older.stale_by, older.drift = None, None
+        if older.pending:
+            self.pending.append(held)
+        owner.changed(older)
+
     # -- changes on disk ------------------------------------------------------------------------
 
     def watched(self) -> set[Seen]:
-        """What the open results (not superseded, not made stale by a write) saw on disk."""
-        self._watch = [h for h in self._watch if h[1].by is None and h[1].stale_by is None]
+        """What the open results (not superseded, or pending; not made stale by a write) saw
+        on disk."""
+        self._watch = [h for h in self._watch if _open(h[1])]
         return {seen for _, e in self._watch for seen in e.obs.seen}
 
     def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
@@ -395,11 +433,18 @@ class LiveSteps:
         return what, None
 
 
-def _superseded(held: tuple[Step, Entry], by: int, covered: bool = False) -> None:
-    owner, older = held
-    older.by, older.covered = by, covered
-    older.stale_by, older.drift = None, None
-    owner.changed(older)
+def _open(e: Entry) -> bool:
+    """Whether a change on disk could make ``e`` stale: it carries what it saw."""
+    return (e.by is None or e.pending) and e.stale_by is None
+
+
+def _same_content(older: Observation, newer: Observation) -> bool:
+    """Whether ``newer`` saw every file ``older`` was made from as it was (a command's output
+    is made from no file it knows of; a result recorded without ``seen`` is taken as it is)."""
+    if not older.seen or not newer.seen:
+        return True
+    now = {s.path: s.digest for s in newer.seen}
+    return all(now.get(s.path) == s.digest for s in older.seen)
 
 
 def _without(

@@ -160,7 +160,7 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
 
 def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> ManifestEntry:
     obs = e.obs
-    by = e.by if e.state is EntryState.SUPERSEDED else e.invalidated_by
+    by = e.by if e.by is not None else e.invalidated_by
     return ManifestEntry(
         obs.step, obs.call_id, obs.kind.value, obs.target, e.state, e.reason, by,
         len(e.content) if chars is None else chars, tokens,

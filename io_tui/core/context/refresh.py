@@ -39,10 +39,11 @@ class Resolver:
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
 
     def settle(self, e: Entry) -> bool:
-        """Decide an in-window entry that needs no re-read: superseded stub, or carried whole
-        (or bounded to the cap). False for a stale read: ``resolve`` it."""
-        if e.by is not None:
-            e.to_stub()
+        """Decide an in-window entry that needs no re-read: superseded stub (or carried whole
+        while pending), stale stub, or carried whole (or bounded to the cap). False for a stale
+        read: ``resolve`` it."""
+        if e.by is not None and (not e.pending or e.drift is not None):
+            e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
         stale = e.stale
         if stale is not None:
@@ -62,6 +63,9 @@ class Resolver:
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
         e.state = EntryState.FULL
         _, e.content, e.reason, e.tokens = carried
+        if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
+            again = "read these lines again" if e.covered else "made the same call"
+            e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
         return True
 
     async def resolve(self, e: Entry) -> None:

@@ -65,9 +65,7 @@ class ReadFile(Tool):
         span = "" if whole else f"lines {first}-{last}"
         if not whole:
             body += f"\n(lines {first}-{last} of {total})"
-        return ToolOutcome(
-            body, ObsKind.READ, rel, span=span, data={"lines": total}, seen=(seen,)
-        )
+        return ToolOutcome(body, ObsKind.READ, rel, span=span, data={"lines": total}, seen=(seen,))
 
 
 def _too_large(rel: str, total: int, chars: int, first: int, last: int, body: str, cap: int) -> str:

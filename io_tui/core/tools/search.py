@@ -287,9 +287,7 @@ def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
     return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
 
 
-def _read_for_grep(
-    entry: Entry, result: _GrepResult
-) -> tuple[str, Callable[[], Seen]] | None:
+def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Callable[[], Seen]] | None:
     """The file's text and what it was (made only for a file whose hits are shown), or None
     for files grep passes over (binary, huge, unreadable)."""
     try:
