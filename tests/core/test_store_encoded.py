@@ -62,3 +62,29 @@ def test_a_manifest_with_its_entries_last_is_the_dumped_dict() -> None:
     assert with_list({}, "entries", "[]") == json.dumps({"entries": []})
     assert dumps(text) is text and dumps({"a": 1}) == '{"a": 1}'
     assert isinstance(text, JSONText)
+
+
+def test_equal_items_rebuilt_since_the_last_list_survive_the_pruning() -> None:
+    """The kept prefix is compared by equality, so its items may be equal objects that were never
+    cached under their own id (the memory block and collapse line are rebuilt every build):
+    pruning once the lists shrink must not look them up (it raised ``KeyError``)."""
+    encoder = ListEncoder(lambda x: x)
+    encoder.encode([[i] for i in range(300)])
+    assert encoder.encode([[0], [1]]) == "[[0], [1]]"
+    # and the pieces kept for the rebuilt items are theirs: later lists still encode exactly
+    rebuilt = [[0], [1]]
+    for items in ([*rebuilt, [2]], [[5], *rebuilt], rebuilt, [[i] for i in range(200)], []):
+        assert encoder.encode(items) == json.dumps(items)
+
+
+def test_an_equal_rebuilt_item_in_the_prefix_is_not_encoded_again() -> None:
+    calls = []
+
+    def to_json(e: ManifestEntry) -> dict:
+        calls.append(e.step)
+        return e.to_json()
+
+    encoder = ListEncoder(to_json)
+    encoder.encode([entry(1), entry(2)])
+    encoder.encode([entry(1), entry(2), entry(3)])  # 1 and 2 rebuilt: equal, kept as the prefix
+    assert calls == [1, 2, 3]

@@ -79,6 +79,11 @@ class ListEncoder:
     messages and a few more), so the text of the longest common prefix with the last list is
     reused as one slice and only the rest is looked up, one object at a time, in the pieces
     encoded before.
+
+    The prefix is compared by equality (``common_prefix``), so an item in it may be an equal
+    object rebuilt since (the memory block, a collapse line; equal objects must encode equally)
+    that was never cached under its own ``id``. Pieces are looked up only past the prefix, and
+    pruning keeps for each item of the list the piece it has in the text just made.
     """
 
     def __init__(self, to_json: Callable[[Any], Any]) -> None:
@@ -107,11 +112,23 @@ class ListEncoder:
             length += len(piece)
             ends.append(length)
         parts.append("]")
-        if len(texts) > 2 * len(items) + 64:  # forget objects no longer carried
-            texts = self._texts = {id(i): texts[id(i)] for i in items}
         text = JSONText("".join(parts))
+        if len(texts) > 2 * len(items) + 64:  # forget objects no longer carried
+            self._texts = self._pieces(items, ends, text)
         if not self._first:
             text.base, text.keep = self._text, keep
             text.tail = f"[{text[ends[keep] + (2 if keep else 0) : -1]}]"
         self._items, self._ends, self._text, self._first = items, ends, text, False
         return text
+
+    def _pieces(self, items: list[Any], ends: list[int], text: str) -> dict[int, tuple[Any, str]]:
+        """The cache for exactly ``items``: each item's own piece where it is cached, else (an
+        equal object kept in the prefix) its piece of ``text``, cut at ``ends``."""
+        texts = self._texts
+        pieces: dict[int, tuple[Any, str]] = {}
+        for index, item in enumerate(items):
+            hit = texts.get(id(item))
+            if hit is None or hit[0] is not item:
+                hit = (item, text[ends[index] + (2 if index else 0) : ends[index + 1]])
+            pieces[id(item)] = hit
+        return pieces
