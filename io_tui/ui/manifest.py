@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-STUB_STATES = frozenset({"superseded", "refresh_failed", "stale", "elided", "collapsed"})
+STUB_STATES = frozenset({"superseded", "refresh_failed", "elided", "collapsed"})
 CARRIED_STATES = frozenset({"full", "refreshed", "summary"})
-FILTERS = ("all", "carried", "stubs", "full", "superseded", "refreshed", "refresh_failed", "stale", "elided", "collapsed", "summary")  # fmt: skip
+FILTERS = ("all", "carried", "stubs", "full", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 
 

@@ -1,6 +1,6 @@
 """Staleness from any cause (DESIGN §3.2, step 4): every read, grep and find records what it saw,
 and a file that changed on disk since — by a command, an MCP tool, a sub-agent or the user's
-editor — is re-read (a read) or stubbed (a grep, a find), the reason naming the cause.
+editor — is re-read (a read) or run again (a grep, a find), the reason naming the cause.
 
 The engine only sees the injected probe; the probe itself is the workspace's, on real files;
 and the whole path runs once through ``run.py`` with a real command changing a file.
@@ -106,7 +106,7 @@ async def test_a_change_no_tool_made_says_changed_on_disk_and_a_revert_is_curren
     assert sent(again, "c3") == "OLD CONTENT"
 
 
-async def test_a_grep_whose_matched_file_changed_is_stubbed_saying_why() -> None:
+async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> None:
     disk = Disk()
     hit = Seen("src/b.py", 40, 7, "d2")
     grep = Observation(
@@ -116,10 +116,11 @@ async def test_a_grep_whose_matched_file_changed_is_stubbed_saying_why() -> None
     disk.changed[hit] = T0 + 40_000_000_000 + 10_000_000
     assembly = await engine(disk).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c2")
-    assert e.state is EntryState.STALE and e.superseded_by == 4
-    assert "src/b.py changed on disk after step 2 (run_command at step 4)" in e.reason
-    stub = sent(assembly, "c2")
-    assert "src/b.py:1:def parse" not in stub and "rerun the grep for def parse" in stub
+    assert e.state is EntryState.REFRESHED and e.superseded_by == 4
+    assert e.reason == "src/b.py changed on disk after step 2 (run_command at step 4); re-run now"
+    carried = sent(assembly, "c2")
+    assert "src/b.py:1:def parse" not in carried and "CURRENT CONTENT" in carried
+    assert carried.startswith("[re-run for this request (step 2's grep is stale:")
 
 
 async def test_a_write_to_a_matched_file_makes_a_grep_stale() -> None:
@@ -129,8 +130,8 @@ async def test_a_write_to_a_matched_file_makes_a_grep_stale() -> None:
     history = [record(grep), record(write), StepRecord(4, "")]
     assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c2")
-    assert e.state is EntryState.STALE and e.superseded_by == 3
-    assert e.reason.startswith("step 3 wrote src/b.py after this grep")
+    assert e.state is EntryState.REFRESHED and e.superseded_by == 3
+    assert e.reason == "step 3 wrote src/b.py after this grep; re-run now"
 
 
 async def test_only_open_results_are_probed() -> None:
@@ -170,7 +171,12 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
     argv = [sys.executable, "-c", change]
     script = write_script(
         [
-            {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "src/app.py"}},
+                    {"name": "grep", "arguments": {"pattern": "return", "path": "src"}},
+                ]
+            },
             {"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]},
             {"text": "done"},
         ]
@@ -193,3 +199,9 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
     )
     carried = "\n".join(m["content"] for m in messages if m.get("role") == "tool")
     assert "return 42" in carried and "return a\n" not in carried
+    grep_entry = next(e for e in manifest["entries"] if e["kind"] == "grep")
+    assert grep_entry["state"] == "refreshed"
+    assert grep_entry["reason"] == (
+        "src/app.py changed on disk after step 1 (run_command at step 2); re-run now"
+    )
+    assert "src/app.py:2:    return 42" in carried and "return a" not in carried

@@ -13,8 +13,9 @@ The ladder, cheapest rung first:
    answer; the earlier becomes a stub naming it;
 2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a result made from a file that a later
    write changed, or that the injected ``probe`` finds changed on disk since (``seen``: stat,
-   then hash), is never sent stale: a read is re-read through ``refresh``, a grep or find is
-   stubbed; the reason names the cause (the write, or the tool that ran when the file changed);
+   then hash), is never sent stale: it is re-read (a grep or find re-run) through ``refresh``;
+   if that fails, a stub names the cause (the write, or the tool that ran when the file
+   changed) and why;
 3. newest-first fit (``fit.py``): what does not fit becomes a stub saying how to get it back
    (``stubs.py``);
 4. collapse (``fit.py``): when those stubs pass an eighth of the ceiling, their steps become one

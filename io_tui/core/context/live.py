@@ -163,8 +163,8 @@ class Step:
 
     @property
     def volatile(self) -> bool:
-        """Holds a stale read, re-read on every build while in the window."""
-        return any(e.obs.kind is _READ and e.stale is not None for e in self.entries)
+        """Holds a stale result, re-read (or re-run) on every build while in the window."""
+        return any(e.stale is not None for e in self.entries)
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size)."""

@@ -19,7 +19,6 @@ class EntryState(StrEnum):
     SUPERSEDED = "superseded"
     REFRESHED = "refreshed"
     REFRESH_FAILED = "refresh_failed"
-    STALE = "stale"
     ELIDED = "elided"
     COLLAPSED = "collapsed"
     SUMMARY = "summary"

@@ -4,8 +4,8 @@ A result is stale when a later write changed a path it was made from, or when th
 changed on disk since (``Probe``: the run loop stats what the open results saw before each
 build; ``live.py`` marks them). A stale read is never sent stale: it is re-read through the
 injected ``Refresher`` (the run loop's, which goes through the same policy and workspace
-containment as any read). If that fails, a stub names the cause and the reason. A stale grep
-or find becomes a stub naming the cause and how to run it again.
+containment as any read); a stale grep or find is run again through it. If that fails, a stub
+names the cause and the reason.
 """
 
 from __future__ import annotations
@@ -14,15 +14,17 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub, stale_stub
+from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text
 
 
 class RefreshFailed(Exception):
-    """A stale read could not be re-read; ``str(exc)`` says why (policy, gone, too large)."""
+    """A stale result could not be re-read or re-run; ``str(exc)`` says why (policy, gone, too
+    large)."""
 
 
+# The current result of a stale read, grep or find: the same call made again, now.
 Refresher = Callable[[Observation], Awaitable[str]]
 # Which of these records no longer hold on disk: each maps to the file's mtime now (None when
 # it is gone); records that still hold are left out. Stat first, hash only when the stat changed.
@@ -40,18 +42,13 @@ class Resolver:
 
     def settle(self, e: Entry) -> bool:
         """Decide an in-window entry that needs no re-read: superseded stub (or carried whole
-        while pending), stale stub, or carried whole (or bounded to the cap). False for a stale
-        read: ``resolve`` it."""
+        while pending), or carried whole (or bounded to the cap). False for a stale result:
+        ``resolve`` it."""
         if e.by is not None and (not e.pending or e.drift is not None):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
-        stale = e.stale
-        if stale is not None:
-            if e.obs.kind is ObsKind.READ:
-                return False
-            obs = e.obs
-            e.decide(EntryState.STALE, stale_stub(obs, stale), f"{stale}; not carried")
-            return True
+        if e.stale is not None:
+            return False
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
             obs = e.obs
@@ -76,13 +73,14 @@ class Resolver:
         stale = e.stale
         assert stale is not None
         fresh, failure = await self._reread(obs, stale)
+        again = "re-read" if obs.kind is ObsKind.READ else "re-run"
         if failure is None:
-            e.decide(EntryState.REFRESHED, fresh, f"{stale}; re-read now")
+            e.decide(EntryState.REFRESHED, fresh, f"{stale}; {again} now")
             return
         e.decide(
             EntryState.REFRESH_FAILED,
             refresh_failed_stub(obs, stale, failure),
-            f"{stale}; re-read failed: {failure}",
+            f"{stale}; {again} failed: {failure}",
         )
 
     async def _reread(self, obs: Observation, stale: str) -> tuple[str, str | None]:
@@ -100,9 +98,10 @@ class Resolver:
             except OSError as exc:
                 result = ("", f"the re-read failed: {exc}")
             else:
+                again = "re-read" if obs.kind is ObsKind.READ else "re-run"
                 head = (
-                    f"[re-read for this request (step {obs.step}'s read is stale: {stale}); "
-                    "this is the current content]\n"
+                    f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
+                    f"{stale}); this is the current result]\n"
                 )
                 if len(head) + len(text) > self.cap:
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"

@@ -44,13 +44,8 @@ def elided_stub(obs: Observation, stale: str | None) -> str:
     )
 
 
-def stale_stub(obs: Observation, stale: str) -> str:
-    """A result that is not re-read (a grep, a find) once what it was made from changed."""
-    return f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}; {how_to_get_back(obs)}]"
-
-
 def refresh_failed_stub(obs: Observation, stale: str, failure: str) -> str:
     return (
-        f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}, and re-reading it failed: "
+        f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}, and redoing it failed: "
         f"{failure}. {how_to_get_back(obs)} if you still need it]"
     )
