@@ -72,13 +72,15 @@ async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once()
     assert entry(built[-1], "c1").state is EntryState.SUPERSEDED
 
 
-async def test_a_pending_result_is_stubbed_when_its_savings_over_the_run_pay_for_it() -> None:
-    """Stubbing a rerun's older output saves its tokens on every coming request and rewrites
-    everything after it once: not worth it near the end of a run, worth it early on."""
+async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite() -> None:
+    """Stubbing a rerun's older output saves its tokens on each coming request and rewrites
+    everything after it once: not worth it twenty steps back when a cached token costs a tenth
+    and a written one 1.25, worth it when caching saves little."""
     records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
     records.append(rerun(21, text="F" * 6_000))
-    for max_steps, state in ((25, EntryState.FULL), (200, EntryState.SUPERSEDED)):
-        built = await grow(ContextEngine(frame(max_steps=max_steps)), records, 64_000)
+    cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
+    for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.SUPERSEDED)):
+        built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)
         assert entry(built[-1], "c1").state is state
 
 

@@ -77,10 +77,10 @@ class ContextEngine:
         plan = self.plan if self.plan.sent else self.plan.rewriting(step)
         build = Build(self, history, ceiling_tokens, notes, plan)
         assembly = await build.run(force_fold)
-        if plan.sent and (
-            not extends(assembly.messages, plan.sent) or self._worth_rewriting(build, step)
-        ):  # a rewrite: take every pending one with it
-            plan, reread = plan.rewriting(step), build.resolver.refreshed
+        forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
+        if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
+            # a rewrite: take every pending one with it
+            plan, reread = plan.rewriting(step, forced), build.resolver.refreshed
             build = Build(self, history, ceiling_tokens, notes, plan)
             build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)
@@ -89,18 +89,20 @@ class ContextEngine:
             build.floor(),
             (ceiling_tokens, build.memory),
             assembly.messages,
+            plan.requests + 1,
+            plan.forced,
         )
         return assembly
 
-    def _worth_rewriting(self, build: Build, step: int) -> bool:
-        """Whether to stub the pending results now rather than at the next rewrite: that comes
-        when the window fills, or when the run ends, whichever is first."""
+    def _worth_rewriting(self, build: Build, step: int, plan: Plan) -> bool:
+        """Whether to stub the pending results now rather than at the next rewrite that must
+        happen: when the window fills, when the run ends, or as often as one has so far."""
         saved, rewritten = build.pending()
         if saved <= 0:
             return False
         contract = self.frame.contract
         until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
-        horizon = max(1, min(contract.max_steps - step, until_cut))
+        horizon = max(1, min(contract.max_steps - step, until_cut, plan.until_forced()))
         return worth_rewriting(saved, rewritten, horizon, contract.cache)
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:

@@ -16,8 +16,9 @@ history append-only between rewrites and makes the optional ones in batches:
 A rewrite happens when a request would change an earlier message anyway (a stale read re-read,
 a cut, a fold, a new ceiling: correctness never waits for the cache), and then every pending
 rewrite is applied with it; or when the tokens the pending stubs save over the coming requests
-outweigh the cached prefix they throw away (``worth_rewriting``). A fresh engine given the same
-plan sends exactly what a reused one sends.
+outweigh the cached prefix they throw away (``worth_rewriting``) before the next rewrite that
+must happen (the window filling, the run ending, or as often as forced rewrites came so far).
+A fresh engine given the same plan sends exactly what a reused one sends.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ class Plan:
     floor: int = 0
     memory: tuple[int, RenderedMemory] | None = None
     sent: tuple[Message, ...] = ()
+    requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
+    forced: int = 0
 
-    def rewriting(self, step: int) -> Plan:
+    def rewriting(self, step: int, forced: bool = False) -> Plan:
         """The plan of a request that rewrites at ``step``: every pending rewrite applied."""
-        return Plan(step, self.floor)
+        return Plan(step, self.floor, requests=self.requests, forced=self.forced + forced)
+
+    def until_forced(self) -> int:
+        """How many requests a rewrite that must happen has come after, on average, so far:
+        waiting that long for one costs only the tokens the pending stubs would save."""
+        return (self.requests + 1) // (self.forced + 1)
 
 
 def extends(messages: tuple[Message, ...], sent: tuple[Message, ...]) -> bool:
