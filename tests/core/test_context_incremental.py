@@ -168,8 +168,8 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     asyncio.run(drive())
 
 
-def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None]]:
-    return [(e.obs.call_id, e.by, e.stale_by) for s in live.steps for e in s.entries]
+def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None, bool]]:
+    return [(e.obs.call_id, e.by, e.stale_by, e.pending) for s in live.steps for e in s.entries]
 
 
 @settings(max_examples=150, deadline=None)
@@ -210,7 +210,8 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
             if o.kind is ObsKind.READ and by is None:
                 stale = writes.get(path)
             expected[o.call_id] = (by, stale)
-    assert {c: (b, s) for c, b, s in classification(whole)} == expected
+    got = {c: (b, s if b is None else None) for c, b, s, _ in classification(whole)}
+    assert got == expected
 
 
 def covers(span: str, older: str) -> bool:
@@ -236,7 +237,8 @@ def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
         observations=(write, Observation(2, "r2", "read_file", ObsKind.READ, "a.py", "new")),
     )
     live.sync([StepRecord(1, "", observations=(read,)), gained])
-    assert (live[0].entries[0].by, live[0].entries[0].stale_by) == (2, None)
+    e = live[0].entries[0]
+    assert (e.by, e.stale_by, e.pending) == (2, 2, True)  # re-read until the next rewrite
 
 
 async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:

@@ -51,7 +51,7 @@ class Entry:
     obs: Observation
     by: int | None = None  # the later step that made the same call or covered it (supersession)
     covered: bool = False  # superseded by a read of more lines of the same file
-    pending: bool = False  # superseded, still current, carried until the next rewrite (plan.py)
+    pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
     drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
@@ -65,7 +65,7 @@ class Entry:
     @property
     def stale(self) -> str | None:
         """Why what it carries no longer holds (a later write, or a change on disk), or None."""
-        if self.by is not None:
+        if self.by is not None and not self.pending:
             return None
         if self.stale_by is not None:
             return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
@@ -348,8 +348,8 @@ class LiveSteps:
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
                             owner.changed(dep)
-                        elif dep.pending:  # what it carries is stale now: stub it
-                            dep.pending = False
+                        elif dep.pending and dep.stale_by is None:  # re-read from now on
+                            dep.stale_by, dep.stale_path = obs.step, path
                             owner.changed(dep)
                 continue
             if kind is _READ:
@@ -387,12 +387,13 @@ class LiveSteps:
     def _superseded(
         self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
     ) -> None:
-        """``newer`` supersedes ``held``. If what it carries is still current (no write since,
-        the same file content), it is pending: carried until the next rewrite (``plan.py``)."""
+        """``newer`` supersedes ``held``. If what it carries is still current, it is pending:
+        carried until the next rewrite (``plan.py``)."""
         owner, older = held
-        older.by, older.covered = newer.step, covered
-        older.pending = older.stale_by is None and _same_content(older.obs, newer)
-        older.stale_by, older.drift = None, None
+        older.by, older.covered, older.drift = newer.step, covered, None
+        # still current: the files it was made from as ``newer`` saw them, or a stale result
+        # that is re-read (re-run) for every request anyway
+        older.pending = older.stale_by is not None or _same_content(older.obs, newer)
         if older.pending:
             self.pending.append(held)
         owner.changed(older)

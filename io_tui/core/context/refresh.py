@@ -75,7 +75,10 @@ class Resolver:
         fresh, failure = await self._reread(obs, stale)
         again = "re-read" if obs.kind is ObsKind.READ else "re-run"
         if failure is None:
-            e.decide(EntryState.REFRESHED, fresh, f"{stale}; {again} now")
+            pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
+            e.decide(
+                EntryState.REFRESHED, fresh, f"{stale}; {again} now{pending if e.pending else ''}"
+            )
             return
         e.decide(
             EntryState.REFRESH_FAILED,
