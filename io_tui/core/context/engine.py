@@ -79,8 +79,10 @@ class ContextEngine:
         assembly = await build.run(force_fold)
         forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
         if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
-            # a rewrite: take every pending one with it
-            plan, reread = plan.rewriting(step, forced), build.resolver.refreshed
+            # a rewrite: take every pending one with it, and the memory block if it gets there
+            kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
+            reaches = kept <= len(self.frame_parts()[0]) + 1  # memory or what follows it
+            plan, reread = plan.rewriting(step, forced, reaches), build.resolver.refreshed
             build = Build(self, history, ceiling_tokens, notes, plan)
             build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)

@@ -2,10 +2,12 @@
 
 History is append-only, so the engine does not re-decide every step on every request. It keeps
 one ``Step`` per live step with its supersession and staleness already decided (``LiveSteps``),
-and on each build only appends the new steps: a new read or grep re-points the earlier ones of
-the same key at itself, a new write marks the open reads of its path stale. A step whose
-entries changed that way gets a new ``version``, and everything cached on it (its costs, its
-stubs, what it emitted) is recomputed; everything else is reused as is.
+and on each build only appends the new steps: a new call supersedes the still-open earlier
+results it covers (each is superseded once, so appending is linear), a new write marks the open
+results made from its path stale. A step whose entries changed that way gets a new ``version``,
+and everything cached on it (its costs, its stubs, what it emitted) is recomputed; everything
+else is reused as is. What changed on disk is marked per build (``mark_drift``), and what the
+rewrite plan leaves pending is released per build (``apply_rewrites``, ``plan.py``).
 
 What a step sends in one build (full or compact turn, each entry's state and content) is decided
 by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit, except
@@ -236,9 +238,10 @@ class LiveSteps:
     successor is. Appending oldest-first gives exactly what deciding newest-first from scratch
     gives; the property tests check it.
 
-    A change on disk (``drift``) is not part of the history: each build stats what the open
-    results saw (``watched``) and marks the ones that no longer hold (``mark_drift``); a write
-    or a supersession says more, and clears it.
+    A superseded result that is still current is *pending* (``plan.py``): carried until the
+    next rewrite. A change on disk (``drift``) is not part of the history: each build stats what
+    the open results saw (``watched``) and marks the ones that no longer hold (``mark_drift``);
+    a write or a supersession says more, and clears it.
     """
 
     def __init__(self, cache: TurnCache) -> None:

@@ -11,7 +11,8 @@ history append-only between rewrites and makes the optional ones in batches:
 - the window's floor (the oldest step it carries) stays put while what it carries fits; when it
   no longer does, the window is cut ahead of the coming steps (``CUT_AHEAD`` of them), at a step
   boundary, so it does not move again at the next request;
-- the memory block is the one the last rewrite rendered.
+- the memory block (right after the frame) is the one the last rewrite that reached it
+  rendered: a note remembered since shows in its tool result until then.
 
 A rewrite happens when a request would change an earlier message anyway (a stale read re-read,
 a cut, a fold, a new ceiling: correctness never waits for the cache), and then every pending
@@ -46,9 +47,11 @@ class Plan:
     requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
     forced: int = 0
 
-    def rewriting(self, step: int, forced: bool = False) -> Plan:
-        """The plan of a request that rewrites at ``step``: every pending rewrite applied."""
-        return Plan(step, self.floor, requests=self.requests, forced=self.forced + forced)
+    def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
+        """The plan of a request that rewrites at ``step``: every pending rewrite applied, and
+        the memory block rendered again when the rewrite reaches it (``memory``)."""
+        kept = None if memory else self.memory
+        return Plan(step, self.floor, kept, requests=self.requests, forced=self.forced + forced)
 
     def until_forced(self) -> int:
         """How many requests a rewrite that must happen has come after, on average, so far:
