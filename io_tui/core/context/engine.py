@@ -36,7 +36,9 @@ class ContextEngine:
     """Builds every request of one run. Holds the run's summaries so none is bought twice, and
     what does not change between builds: the frame's messages, each step's rendered turn, the
     live steps already classified with their costs and emitted messages (``live.py``), the
-    manifest entries of collapsed and folded steps."""
+    manifest entries of collapsed and folded steps. ``plan`` is what the last request committed
+    to (``plan.py``): a build that would change an earlier message anyway, or whose pending
+    rewrites pay for themselves, is made again with every pending rewrite applied."""
 
     frame: Frame
     refresh: Refresher | None = None
