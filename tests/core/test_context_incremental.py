@@ -204,7 +204,7 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
                     None,
                 )
                 later_reads.setdefault(path, []).append((o.span, o.step))
-            elif o.kind in SUPERSEDING_KINDS and not o.is_error:
+            elif o.kind in SUPERSEDING_KINDS and (not o.is_error or o.kind is ObsKind.EXEC):
                 by = later_key.get(o.key)
                 later_key[o.key] = o.step
             if o.kind is ObsKind.READ and by is None:

@@ -36,7 +36,7 @@ from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, St
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message
 
-_READ, _WRITE = ObsKind.READ, ObsKind.WRITE  # enum member lookups are slow in hot loops
+_READ, _WRITE, _EXEC = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC  # member lookups are slow
 _K = TypeVar("_K")
 _SUPERSEDING = SUPERSEDING_KINDS
 
@@ -360,7 +360,9 @@ class LiveSteps:
                 self._deps.setdefault(path, []).append((st, e))
                 if not obs.is_error:
                     self._supersede_reads(path, st, e)
-            elif kind in _SUPERSEDING and not obs.is_error:
+            elif kind in _SUPERSEDING and (not obs.is_error or kind is _EXEC):
+                # a command that exits non-zero has an output like any other: its rerun's is
+                # the current one (a failed read or grep, though, answers nothing)
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
                 if older is not None:
