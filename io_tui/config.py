@@ -30,6 +30,17 @@ class ConfigError(ValueError):
     """The config file or environment does not validate; the message names the field."""
 
 
+class CacheSettings(BaseModel):
+    """Prompt-cache prices per input token, relative to an uncached one; each unset field is
+    the provider preset's (``io_tui.core.providers.presets``). ``[cache]`` in the file."""
+
+    model_config = ConfigDict(extra="forbid")
+    uncached: float | None = Field(default=None, ge=0)
+    write: float | None = Field(default=None, ge=0)
+    read: float | None = Field(default=None, ge=0)
+    min_prefix_tokens: int | None = Field(default=None, ge=0)
+
+
 class UISettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     theme: str = "io-dark"
@@ -39,6 +50,24 @@ class UISettings(BaseModel):
     )
     bell_on_ask: bool = True
     title_on_ask: bool = True
+    letter_shortcuts: bool = Field(
+        default=False,
+        description="also decide approvals with y e a n d (the digits 1-5 always work)",
+    )
+    approval_arm_ms: int = Field(
+        default=400,
+        ge=0,
+        le=10_000,
+        description="an approval ignores decision keys this long after it is shown (and after"
+        " every key pressed meanwhile)",
+    )
+    typing_quiet_ms: int = Field(
+        default=600,
+        ge=0,
+        le=10_000,
+        description="a key pressed this recently means the operator is typing: a new ask waits"
+        " as a banner instead of opening its modal",
+    )
     keys: dict[str, str] = Field(
         default_factory=dict, description="binding id → key, e.g. {'app.inbox' = 'ctrl+i'}"
     )
@@ -65,6 +94,7 @@ class Settings(BaseSettings):
     max_retries: int = Field(default=4, ge=0, le=20)
     ui: UISettings = Field(default_factory=UISettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -26,6 +26,15 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir(APP)) / "io-tui.db"
 
 
+def ui_state_file() -> Path:
+    """What the TUI remembers between starts (the theme last chosen): ``IO_TUI_UI_STATE`` wins;
+    otherwise the user state dir. Never the config file, which is the user's."""
+    env = os.environ.get("IO_TUI_UI_STATE")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_state_dir(APP)) / "ui-state.json"
+
+
 def bundled_dir(name: str) -> Path:
     """A bundled data folder (``themes``, ``skills``): the source tree's, else the wheel's copy."""
     source = Path(__file__).resolve().parent.parent / name

@@ -20,9 +20,10 @@ time.tzset()
 
 @pytest.fixture(autouse=True)
 def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads or writes the user's real config or store."""
+    """No test reads or writes the user's real config, store or UI state."""
     monkeypatch.setenv("IO_TUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("IO_TUI_STORE", str(tmp_path / "default-store.db"))
+    monkeypatch.setenv("IO_TUI_UI_STATE", str(tmp_path / "ui-state.json"))
     monkeypatch.delenv("IO_TUI_CONFIG", raising=False)
 
 

@@ -23,7 +23,7 @@ from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApproveAll, Approver, TerminalApprover
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.events import EventSink
-from io_tui.core.launch import policy_for, provider_for
+from io_tui.core.launch import cache_prices_for, policy_for, provider_for
 from io_tui.core.mcp import McpHub
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
@@ -111,6 +111,7 @@ async def run_command(args: argparse.Namespace) -> int:
             max_steps=settings.max_steps,
             token_budget=settings.token_budget,
             context=ContextBudget(settings.context_max_tokens, settings.context_share),
+            cache=cache_prices_for(settings),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

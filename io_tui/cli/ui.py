@@ -7,12 +7,16 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 from io_tui.cli.common import EXIT_OK, UsageError, add_store_option, store_path
 from io_tui.config import ConfigError, load_settings
 
 SERVE_HOST = "127.0.0.1"
+# textual-serve's page, with its font from its own static folder rather than Google's servers:
+# everything the browser loads comes from 127.0.0.1.
+SERVE_TEMPLATES = Path(__file__).resolve().parent / "serve_templates"
 
 
 def register(sub: Any) -> None:
@@ -50,6 +54,12 @@ def serve_command(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "io_tui", "--store", str(store_path(args))]
     if args.demo:
         command.append("demo")
-    server = Server(shlex.join(command), host=SERVE_HOST, port=args.port, title="io-tui")
+    server = Server(
+        shlex.join(command),
+        host=SERVE_HOST,
+        port=args.port,
+        title="io-tui",
+        templates_path=SERVE_TEMPLATES,
+    )
     server.serve()
     return EXIT_OK

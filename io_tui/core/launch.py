@@ -7,11 +7,12 @@ provider (a fresh copy from its description) and policy are the earlier run's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core.contract import ContextBudget, TaskContract, contract_from_json
+from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
 from io_tui.core.policy import Policy, PolicyError
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import ProviderConfigError, build_provider
@@ -54,8 +55,17 @@ async def build_run(
         max_steps=run_settings.max_steps,
         token_budget=run_settings.token_budget,
         context=ContextBudget(run_settings.context_max_tokens, run_settings.context_share),
+        cache=cache_prices_for(run_settings),
     )
     return contract, provider, policy
+
+
+def cache_prices_for(settings: Settings) -> CachePrices:
+    """The provider preset's cache prices, with the ``[cache]`` settings that are set."""
+    from io_tui.core.providers.presets import cache_prices
+
+    overrides = {k: v for k, v in settings.cache.model_dump().items() if v is not None}
+    return dataclasses.replace(cache_prices(settings.provider), **overrides)
 
 
 async def _follow_up(
@@ -85,6 +95,7 @@ async def _follow_up(
         context=earlier.context,
         compaction=earlier.compaction,
         memory=earlier.memory,
+        cache=earlier.cache,
     )
     try:
         provider = provider_from_description(row.provider)

@@ -103,6 +103,11 @@ class Observation:
         return max(0, self.full_chars - len(self.text))
 
 
+def bound_keeps(chars: int, cap_chars: int) -> int:
+    """How many of a text's ``chars`` characters ``bound_text`` keeps under ``cap_chars``."""
+    return chars if chars <= cap_chars else max(0, cap_chars - 200)  # 200: the marker's budget
+
+
 def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
     """Cut ``text`` to ``cap_chars`` with a visible marker saying what was elided and how to get it.
 
@@ -111,8 +116,7 @@ def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
     """
     if len(text) <= cap_chars:
         return text
-    marker_budget = 200
-    keep = max(0, cap_chars - marker_budget)
+    keep = bound_keeps(len(text), cap_chars)
     head = keep * 2 // 3
     tail = keep - head
     elided = len(text) - head - tail

@@ -8,6 +8,7 @@ Plain functions over a ``Run``; the loop in ``run.py`` calls ``build_engine`` on
 
 from __future__ import annotations
 
+import hashlib
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -176,7 +177,7 @@ async def ask_model(
         )
         started = time.monotonic()
         try:
-            response = await stream(run, assembly)
+            response = await stream(run, assembly, len(engine.frame_parts()[0]))
         except ProviderError as exc:
             requests.append(request_record(run, assembly, attempt, None, exc))
             run.emit(
@@ -202,14 +203,28 @@ async def ask_model(
     raise AssertionError("unreachable")
 
 
-async def stream(run: Run, assembly: Assembly) -> Response:
-    request = CompletionRequest(messages=assembly.messages, tools=specs(run))
+async def stream(run: Run, assembly: Assembly, frame_messages: int) -> Response:
+    """One working completion. Its prompt-cache breakpoints end the frame (never rewritten in a
+    run) and the request (what the next one repeats while history is only appended to)."""
+    ends = {frame_messages - 1, len(assembly.messages) - 1} - {-1}
+    request = CompletionRequest(
+        messages=assembly.messages,
+        tools=specs(run),
+        cache_breakpoints=tuple(sorted(ends)),
+        cache_key=cache_key(run),
+    )
     async for event in run.h.provider.stream(request):
         if isinstance(event, TextDelta):
             run.emit(EventKind.TEXT_DELTA, {"text": event.text})
         elif isinstance(event, Completed):
             return event.response
     raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")
+
+
+def cache_key(run: Run) -> str:
+    """One stable prompt-cache key per run (and store): OpenAI routes requests sharing it to the
+    same cache."""
+    return "io-tui-" + hashlib.sha256(f"{run.store.path}:{run.run_id}".encode()).hexdigest()[:16]
 
 
 def request_record(

@@ -1,9 +1,12 @@
 """Steering helpers behind the approval UI and the audit commands (DESIGN §3.4). No Textual.
 
-- ``suggest_pattern``: a sensible pattern to remember for a request (a write's folder glob, an
-  exec's program and subcommand, e.g. ``git status*``).
-- ``preview_matches``: every earlier request in the store a candidate rule would have matched,
-  under exactly the matching the policy uses (``Rule.matches``) and the rule's scope.
+- ``suggest_pattern``: the pattern a remember rule starts from — an exec's exact command line
+  (never the bare program, which allows every command it runs), a write's folder glob.
+- ``grant_text`` / ``command_examples``: what a pattern allows, in words, and the wider exec
+  patterns with what each would allow (every example matches the request it is shown for).
+- ``preview_matches`` / ``blast_radius``: every earlier request in the store a candidate rule
+  would have allowed, under exactly the matching the policy uses (``Rule.matches``) and the
+  rule's scope, and how many that is (in how many runs; how many of them a human denied).
 - ``check_rewrite``: validate an operator's edited arguments and re-check them against the run's
   policy, so the UI can refuse an edit that crosses a deny before it is ever submitted.
 - ``audit_stats`` / ``audit_row``: approval rate, median time to decide, proposed vs performed.
@@ -13,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,24 +43,81 @@ APPROVING = frozenset({DecisionKind.APPROVE, DecisionKind.REWRITE, DecisionKind.
 
 
 def suggest_pattern(request: ApprovalRequest) -> str:
-    """The pattern a remember rule starts from.
+    """The pattern a remember rule starts from: the narrowest that still names the request.
 
+    An exec gets its exact command line (``git status --short``, glob characters escaped), so the
+    rule allows that command and nothing else; an MCP tool (``mcp__server__tool``) its exact name.
     A path act gets its folder's glob (``src/app.py`` → ``src/*``; a file at the root keeps its
-    name, which as a slash-free pattern matches that basename anywhere). An exec gets its program
-    and subcommand (``git status*`` for ``git status --short``), or the program alone when there is
-    no subcommand (``pytest`` for ``pytest -q``); an MCP tool (``mcp__server__tool``) is
-    remembered exactly.
+    name, which as a slash-free pattern matches that basename anywhere).
     """
     target = request.target.replace("\\", "/")
     if request.act is Act.EXEC:
-        if request.tool != "run_command":
-            return target
-        hint = command_hint(request)
-        return f"{hint}*" if " " in hint else hint
+        return glob_escape(request.target)
     parent = PurePosixPath(target).parent
     if str(parent) in ("", "."):
         return target
     return f"{parent}/*"
+
+
+_GLOB_CHARS = re.compile(r"([*?[])")
+_ESCAPED = re.compile(r"\[([*?[])\]")
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a pattern that matches exactly ``text`` (``*``, ``?``, ``[`` bracketed)."""
+    return _GLOB_CHARS.sub(r"[\1]", text)
+
+
+def _has_wildcard(pattern: str) -> bool:
+    return bool(_GLOB_CHARS.search(_ESCAPED.sub("", pattern)))
+
+
+def grant_text(rule: RememberRule) -> str:
+    """What ``rule`` allows, in words (the scope aside): the remember dialog shows it."""
+    pattern = rule.pattern
+    literal = _ESCAPED.sub(r"\1", pattern)
+    if rule.act is Act.EXEC:
+        if " " not in pattern:
+            if pattern.startswith("mcp__") and not _has_wildcard(pattern):
+                return f"calls to the MCP tool {literal}, with any arguments"
+            if _has_wildcard(pattern):
+                return f"every command whose program matches '{pattern}', with any arguments"
+            return f"every '{literal}' command, with any arguments"
+        if not _has_wildcard(pattern):
+            return f"exactly the command '{literal}'"
+        return f"every command line matching '{pattern}'"
+    verb = rule.act.value
+    if "/" not in pattern:
+        if not _has_wildcard(pattern):
+            return f"{verb} any file named '{literal}', in any folder"
+        return f"{verb} any file whose name matches '{pattern}', in any folder"
+    if not _has_wildcard(pattern):
+        return f"{verb} exactly '{literal}'"
+    return f"{verb} every path matching '{pattern}'"
+
+
+def command_examples(request: ApprovalRequest) -> list[tuple[str, str]]:
+    """For an exec: patterns from narrowest to widest, each with what it allows; every one of
+    them matches ``request`` (so the hint never shows an example that would not have)."""
+    if request.act is not Act.EXEC or request.tool != "run_command":
+        return []
+    exact = suggest_pattern(request)
+    hint = command_hint(request)
+    program = hint.split(" ", 1)[0]
+    candidates = [(exact, "only this command")]
+    if " " in hint:  # a subcommand: "git status *"
+        candidates.append((f"{glob_escape(hint)} *", f"'{hint}' with any arguments"))
+    candidates.append((glob_escape(program), f"every {program} command"))
+    seen: set[str] = set()
+    examples: list[tuple[str, str]] = []
+    for pattern, meaning in candidates:
+        if pattern in seen or not Rule(Act.EXEC, Effect.ALLOW, pattern).matches(
+            Act.EXEC, request.target
+        ):
+            continue
+        seen.add(pattern)
+        examples.append((pattern, meaning))
+    return examples
 
 
 def command_hint(request: ApprovalRequest) -> str:
@@ -108,6 +169,51 @@ def preview_matches(
         and candidate.matches(r.request.act, r.request.target)
         and in_scope(r, rule.scope, workspace=workspace, run_id=run_id)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class BlastRadius:
+    """What a candidate rule would have allowed among the earlier requests in the store."""
+
+    act: Act
+    allowed: list[ApprovalRecord]
+    earlier: int  # earlier requests of the rule's act, in any scope
+    runs: int  # distinct runs among ``allowed``
+    denied: int  # of ``allowed``, how many a human denied
+
+    def describe(self) -> str:
+        """``would have allowed 3 of 41 earlier write requests (2 runs; 1 of them denied)``."""
+        earlier = f"{self.earlier} earlier {self.act.value} requests"
+        if not self.earlier:
+            return f"no earlier {self.act.value} requests in the store to compare"
+        if not self.allowed:
+            return f"would have allowed none of the {earlier}"
+        runs = "1 run" if self.runs == 1 else f"{self.runs} runs"
+        extra = f"; {self.denied} of them denied" if self.denied else ""
+        return f"would have allowed {len(self.allowed)} of the {earlier} ({runs}{extra})"
+
+
+def blast_radius(
+    records: Sequence[ApprovalRecord],
+    rule: RememberRule,
+    *,
+    workspace: str,
+    run_id: int,
+    before_id: int | None = None,
+) -> BlastRadius:
+    allowed = preview_matches(
+        records, rule, workspace=workspace, run_id=run_id, before_id=before_id
+    )
+    earlier = sum(
+        1
+        for r in records
+        if r.request.act is rule.act and (before_id is None or r.request.id < before_id)
+    )
+    denied = sum(
+        1 for r in allowed if r.decision is not None and r.decision.kind is DecisionKind.DENY
+    )
+    runs = len({r.request.run_id for r in allowed})
+    return BlastRadius(rule.act, allowed, earlier, runs, denied)
 
 
 def validate_pattern(pattern: str) -> str | None:

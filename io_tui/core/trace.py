@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from io_tui.core.cache import annotate
 from io_tui.core.store import Store
 
 
@@ -21,6 +22,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     events = await store.runs.events(run_id)
     approvals = await store.approvals.for_run(run_id)
     observations = await store.runs.observations(run_id)
+    request_rows = [_request(r) for r in requests]
+    annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
     for o in observations:
         obs_by_step.setdefault(o["step"], []).append(
@@ -66,7 +69,7 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             }
             for s in steps
         ],
-        "requests": [_request(r) for r in requests],
+        "requests": request_rows,
         "events": [
             {"step": e["step"], "kind": e["kind"], "detail": json.loads(e["detail"]), "at": e["at"]}
             for e in events

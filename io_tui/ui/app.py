@@ -16,25 +16,27 @@ import gc
 import json
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
+from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventKind
 from io_tui.core.store import Store, StoreError
-from io_tui.ui import steering
+from io_tui.ui import steering, ui_state
 from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.bridge import EventPump
-from io_tui.ui.commands import MemoryCommands, RunCommands, ThemeCommands
+from io_tui.ui.commands import KeyCommands, MemoryCommands, RunCommands, ThemeCommands
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.messages import (
     ApprovalRequested,
@@ -62,6 +64,7 @@ class IoApp(App[int]):
     SUB_TITLE = "agent cockpit"
     ENABLE_COMMAND_PALETTE = True
     COMMANDS = App.COMMANDS | {
+        KeyCommands,  # every key of the app and the main screen
         RunCommands,
         ThemeCommands,
         MemoryCommands,
@@ -127,7 +130,9 @@ class IoApp(App[int]):
         for theme in themes:
             self.register_theme(theme)
         problems = [(error, "error") for error in errors]
-        wanted = self.settings.ui.theme
+        configured = self.settings.ui.theme
+        remembered = ui_state.load().theme_for(configured)
+        wanted = remembered if remembered in self.available_themes else configured
         if wanted in self.available_themes:
             self.theme = wanted
         else:
@@ -152,6 +157,11 @@ class IoApp(App[int]):
 
         return MainScreen()
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):  # approvals: every key, wherever it goes (typing?)
+            ApprovalDesk.of(self).key_pressed()
+        await super().on_event(event)
+
     def on_mount(self) -> None:
         for problem, severity in self._theme_problems:
             if severity == "error":
@@ -160,6 +170,7 @@ class IoApp(App[int]):
                 self.notify(problem, severity="warning")
         if self.settings.ui.keys:
             self.set_keymap(self.settings.ui.keys)
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.poll_store)
         ApprovalDesk.of(self).attach(self.poll_interval)  # approvals: inbox badge in the title
@@ -188,6 +199,13 @@ class IoApp(App[int]):
             plain(message), title=plain(title), severity=severity, timeout=timeout, markup=False
         )
 
+    def _remember_theme(self, theme: Theme) -> None:
+        """The theme chosen now is the next start's (``ui_state``; not the config file)."""
+        state = ui_state.UiState(theme.name, self.settings.ui.theme)
+        self.run_worker(
+            asyncio.to_thread(ui_state.save, state), group="ui-state", exit_on_error=False
+        )
+
     def _prepare_host(self) -> None:
         self.run_worker(self.host.prepare(), group="harness-io", exit_on_error=False)
 
@@ -210,28 +228,43 @@ class IoApp(App[int]):
 
     # approvals: the steering screens (bindings app.inbox / app.rules / app.memory / app.audit)
     def action_inbox(self) -> None:
-        steering.open_inbox(self)
+        self.switch_to(steering.open_inbox)
 
     def action_rules(self) -> None:
-        steering.open_rules(self)
+        self.switch_to(steering.open_rules)
 
     def action_memory(self) -> None:
-        steering.open_memory(self)
+        self.switch_to(steering.open_memory)
 
     def action_audit(self) -> None:
-        steering.open_audit(self)
+        self.switch_to(steering.open_audit)
+
+    def switch_to(self, open_screen: Callable[[IoApp], None]) -> None:
+        """F-keys switch screens: the screens opened over the main one (audit, rules, the
+        inspector, the help…) close first, so escape goes back to the main screen. A dialog
+        waiting for an answer (an approval, a confirmation) stays, and the screen opens over it.
+        """
+        from io_tui.ui.screens.help import HelpScreen
+
+        while len(self.screen_stack) > 1 and (
+            not isinstance(self.screen, ModalScreen) or isinstance(self.screen, HelpScreen)
+        ):
+            self.pop_screen()
+        open_screen(self)
 
     @on(ApprovalRequested)
     async def _on_approval_requested(self, message: ApprovalRequested) -> None:
         await self.ask_human(message.request, message.future)
 
-    def start_demo(self) -> None:
-        self.run_worker(self._start_demo(), group="runs", exit_on_error=False)
+    def start_demo(self, *, fresh: bool = False) -> None:
+        """Start the bundled demo: on the prepared workspace if there is one, else (and always
+        with ``fresh``: the palette's "Run: demo") on a new temp copy of the demo project."""
+        self.run_worker(self._start_demo(fresh), group="runs", exit_on_error=False)
 
-    async def _start_demo(self) -> None:
+    async def _start_demo(self, fresh: bool) -> None:
         from io_tui import demo
 
-        workspace = self.demo_workspace
+        workspace = None if fresh else self.demo_workspace
         if workspace is None:
             workspace = self.demo_workspace = await asyncio.to_thread(demo.make_workspace)
         self.host.start_demo(workspace)
@@ -407,6 +440,12 @@ class IoApp(App[int]):
         from io_tui.ui.screens.help import HelpScreen
 
         self.push_screen(HelpScreen())
+
+    def keymap_key(self, binding: Binding) -> str:
+        """The key(s) ``binding`` answers to as shown, after the config's ``[ui.keys]``."""
+        keymap = dict(getattr(self, "_keymap", {}) or {})
+        keys = keymap.get(binding.id, binding.key) if binding.id else binding.key
+        return ", ".join(self.get_key_display(Binding(k, "")) for k in keys.split(","))
 
     def action_next_theme(self) -> None:
         names = sorted(n for n in self.available_themes if n.startswith("io-"))

@@ -8,22 +8,62 @@
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
   decides inbox requests — resolving a live run's Future, or having the app's run host resume a
   paused run (also one paused in an earlier session).
+- No ask takes keys typed for something else: while the operator is busy (an input has focus and
+  text, a key arrived within ``typing_quiet_ms``, the inbox or another approval is open) a new
+  ask waits as a banner in the title and a notification naming the inbox key; its modal opens
+  once the operator is idle, or from the inbox. The modal itself ignores keys while it arms
+  (``ApprovalScreen``). Letter shortcuts (``y e a n d``) exist only with ``[ui]
+  letter_shortcuts``: ``letter_keymap`` adds them to the digits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from textual.app import App
+from textual.binding import Binding
+from textual.widgets import Input, TextArea
 
+from io_tui.config import UISettings
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.store import Store
 from io_tui.ui.hosts import HostError, InlineHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded
+from io_tui.ui.terminal_text import plain
 
 ASKING_MARK = "asking"
+TYPING = "typing"
+HOLD_POLL_S = 0.1  # how often a held ask looks again whether the operator is idle
+
+# The optional letter aliases of the decision keys (``[ui] letter_shortcuts``), by binding id.
+LETTERS = {"approve": "y", "rewrite": "e", "remember": "a", "deny": "n", "defer": "d"}
+
+
+def letter_keymap() -> dict[str, str]:
+    """Keymap entries giving the approval modal's and the inbox's decision bindings their letter
+    as well as their own keys (``approval.approve`` → ``1,y``)."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.screens.inbox import InboxScreen
+
+    keymap: dict[str, str] = {}
+    for screen in (ApprovalScreen, InboxScreen):
+        for binding in screen.BINDINGS:
+            if not isinstance(binding, Binding) or binding.id is None:
+                continue
+            letter = LETTERS.get(binding.id.split(".", 1)[1])
+            if letter is not None:
+                keymap[binding.id] = f"{binding.key},{letter}"
+    return keymap
+
+
+def ui_settings(app: App[Any]) -> UISettings:
+    """The app's ``[ui]`` settings (defaults for an app without settings, as tests' hosts)."""
+    ui = getattr(getattr(app, "settings", None), "ui", None)
+    return ui if isinstance(ui, UISettings) else UISettings()
 
 
 def settle(future: asyncio.Future[Decision], decision: Decision) -> bool:
@@ -66,6 +106,9 @@ class ApprovalDesk:
         self._base_title: str | None = None
         self.showing: Any = None  # the ApprovalScreen on display, if any
         self.inbox_count = 0  # pending requests in the store, across all runs
+        self.held: dict[int, ApprovalRequest] = {}  # asks shown as a banner, the operator busy
+        self.clock: Callable[[], float] = time.monotonic
+        self.last_key = float("-inf")  # when the app last saw a key (``key_pressed``)
 
     @classmethod
     def of(cls, app: App[Any]) -> ApprovalDesk:
@@ -81,13 +124,63 @@ class ApprovalDesk:
             raise RuntimeError("the app has no open store")
         return store
 
+    # -- is the operator busy? --
+
+    def key_pressed(self) -> None:
+        """The app saw a key (``IoApp.on_event`` calls this for every key, wherever it goes)."""
+        self.last_key = self.clock()
+
+    def busy(self) -> str | None:
+        """Why a modal must not open now (None: the operator is idle and nothing else is open)."""
+        from io_tui.ui.screens.approval import ApprovalScreen
+        from io_tui.ui.screens.inbox import InboxScreen
+
+        app = self.app
+        if any(isinstance(screen, ApprovalScreen) for screen in app.screen_stack):
+            return "deciding"
+        if isinstance(app.screen, InboxScreen):
+            return "in the inbox"
+        focused = app.focused
+        if isinstance(focused, Input) and focused.value:
+            return TYPING
+        if isinstance(focused, TextArea) and focused.text:
+            return TYPING
+        if self.clock() - self.last_key < ui_settings(app).typing_quiet_ms / 1000:
+            return TYPING
+        return None
+
+    def inbox_key(self) -> str:
+        """The key that opens the inbox (``app.inbox``, as remapped)."""
+        keys = self.app._keymap.get("app.inbox")  # the user's remap, if any
+        if keys is None:
+            bindings = [b for b in self.app.BINDINGS if isinstance(b, Binding)]
+            keys = next((b.key for b in bindings if b.id == "app.inbox"), "f2")
+        return keys.split(",", 1)[0]
+
+    def banner(self, request: ApprovalRequest) -> str:
+        """``run 3 asks: write a.txt — f2 to review``."""
+        what = "call" if request.tool.startswith("mcp__") else request.act.value
+        return (
+            f"run {request.run_id} asks: {what} {plain(request.target)}"
+            f" — {self.inbox_key()} to review"
+        )
+
     # -- asks from live runs --
 
     def ask(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
-        """Queue a modal for ``request``; call from the message handler (not a worker)."""
+        """Queue a modal for ``request``; call from the message handler (not a worker).
+
+        When the operator is busy the ask is held: a banner (title and notification) names it and
+        the inbox key, and its modal waits until the operator is idle."""
         self.live[request.id] = future
         self.queue.append(request.id)
+        if self.busy() == TYPING:
+            self.held[request.id] = request
+            self.app.notify(
+                self.banner(request), title="Approval waiting", severity="warning", markup=False
+            )
         self._announce(ring=True)
+        self._reload_inbox()
         self.app.run_worker(
             self._show(request, future),
             name=f"approval-{request.id}",
@@ -100,8 +193,11 @@ class ApprovalDesk:
 
         try:
             async with self._lock:
-                if future.done():
+                await self._until_idle(request, future)
+                if future.done():  # decided from the inbox while it waited
                     return
+                if self.held.pop(request.id, None) is not None:
+                    self._announce()
                 goal, parent = await self._run_info(request.run_id)
                 screen = ApprovalScreen(
                     request,
@@ -109,6 +205,8 @@ class ApprovalDesk:
                     position=self._position(request.id),
                     goal=goal,
                     parent_run_id=parent,
+                    arm_s=ui_settings(self.app).approval_arm_ms / 1000,
+                    clock=self.clock,
                 )
                 self.showing = screen
                 try:
@@ -118,10 +216,27 @@ class ApprovalDesk:
                 settle(future, decision)
         finally:
             settle(future, Decision.defer(decided_by="io-tui (closed before a decision)"))
+            self.held.pop(request.id, None)
             self.live.pop(request.id, None)
             if request.id in self.queue:
                 self.queue.remove(request.id)
             self._announce()
+
+    async def _until_idle(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
+        """Wait while the operator is busy (or until the request is decided elsewhere); an ask
+        that waits for the operator's typing is held (its banner in the title)."""
+        while not future.done() and (reason := self.busy()) is not None:
+            if reason == TYPING and request.id not in self.held:
+                self.held[request.id] = request
+                self._announce()
+            await asyncio.wait([future], timeout=HOLD_POLL_S)
+
+    def _reload_inbox(self) -> None:
+        from io_tui.ui.screens.inbox import InboxScreen
+
+        for screen in self.app.screen_stack:
+            if isinstance(screen, InboxScreen):
+                screen.load()
 
     def _position(self, approval_id: int) -> str:
         if approval_id not in self.queue:
@@ -148,11 +263,17 @@ class ApprovalDesk:
             self.app.title = self.title_text()
 
     def title_text(self) -> str:
-        """The title with the inbox badge and the asking mark: ``io-tui · inbox 2 · 1 asking``."""
+        """The title with the inbox badge and the asking mark: ``io-tui · inbox 2 · 1 asking``;
+        while asks are held, the banner of the oldest: ``run 3 asks: write a.txt — f2 to
+        review``."""
         parts = [self._base_title or self.app.title]
         if self.inbox_count:
             parts.append(f"inbox {self.inbox_count}")
-        if self.queue:
+        if self.held:
+            oldest = self.held[min(self.held)]
+            more = len(self.queue) - 1
+            parts.append(self.banner(oldest) + (f" (+{more} asking)" if more else ""))
+        elif self.queue:
             parts.append(f"{len(self.queue)} {ASKING_MARK}")
         return " · ".join(parts)
 
@@ -160,6 +281,10 @@ class ApprovalDesk:
         """Keep the inbox badge (in the title) current: now, and every ``poll_interval``."""
         if self._base_title is None:
             self._base_title = self.app.title
+        if ui_settings(self.app).letter_shortcuts:  # a user's own remap wins over the letters
+            self.app.update_keymap(
+                {k: v for k, v in letter_keymap().items() if k not in self.app._keymap}
+            )
         self.refresh_count()
         if poll_interval:
             self.app.set_interval(poll_interval, self.refresh_count)

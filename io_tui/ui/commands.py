@@ -1,4 +1,5 @@
-"""Command-palette providers (ctrl+p): runs, themes and memory.
+"""Command-palette providers (ctrl+p): every key of the app and the main screen, runs, themes
+and memory.
 
 Each provider reads the app's current state when the palette opens; actions that touch the
 store run as workers on the app.
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
@@ -38,12 +40,51 @@ class ListedCommands(Provider):
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
+class KeyCommands(ListedCommands):
+    """Every binding of the app and of the main screen, by its name, with its key: what a key
+    does can be found without knowing the key. Main-screen actions are listed while the main
+    screen can take them (``check_action``: inspect needs a selected run, interrupt a live one).
+    """
+
+    def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
+        from io_tui.ui.screens.main import MainScreen
+
+        app = self.io_app
+        out: list[tuple[str, Callable[[], Any], str]] = [
+            (f"App: {b.description}", partial(app.run_action, b.action), self._help(b))
+            for b in _bindings(type(app).BINDINGS)
+            if b.action != "command_palette"
+        ]
+        main = app._main_screen()
+        if main is not None:
+            for binding in _bindings(MainScreen.BINDINGS):
+                name = binding.action.partition("(")[0]
+                if main.check_action(name, ()) is not True:
+                    continue
+                out.append(
+                    (
+                        f"Main: {binding.description}",
+                        partial(_on_main, app, binding.action),
+                        self._help(binding),
+                    )
+                )
+        return out
+
+    def _help(self, binding: Binding) -> str:
+        key = self.io_app.keymap_key(binding)
+        return f"{binding.tooltip or binding.description} · key {key}"
+
+
 class RunCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.io_app
         out: list[tuple[str, Callable[[], Any], str]] = [
             ("Run: new run…", app.action_new_run, "open the new-run dialog"),
-            ("Run: demo", app.start_demo, "start the bundled demo on a fresh temp copy"),
+            (
+                "Run: demo",
+                partial(app.start_demo, fresh=True),
+                "start the bundled demo on a fresh temp copy",
+            ),
         ]
         for run in sorted(app.runs.values(), key=lambda r: -r.id)[:50]:
             label = f"#{run.id} {run.goal[:40]}"
@@ -91,6 +132,20 @@ class MemoryCommands(ListedCommands):
             )
         # approvals: "Memory: open editor" is added by the memory editor's provider
         return out
+
+
+def _bindings(items: Any) -> list[Binding]:
+    return [item for item in items if isinstance(item, Binding)]
+
+
+def _on_main(app: IoApp, action: str) -> None:
+    """Run a main-screen action on the main screen, closing what is open over it first."""
+    main = app._main_screen()
+    if main is None:
+        return
+    while app.screen is not main and len(app.screen_stack) > 1:
+        app.pop_screen()
+    app.call_later(main.run_action, action)
 
 
 def _select(app: IoApp, run_id: int) -> None:

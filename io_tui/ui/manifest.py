@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 STUB_STATES = frozenset({"superseded", "refresh_failed", "elided", "collapsed"})
-CARRIED_STATES = frozenset({"full", "refreshed", "summary"})
-FILTERS = ("all", "carried", "stubs", "full", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
+CARRIED_STATES = frozenset({"full", "capped", "refreshed", "summary"})
+FILTERS = ("all", "carried", "stubs", "full", "capped", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 
 

@@ -296,6 +296,28 @@ async def test_one_entry_never_exceeds_the_cap_even_if_it_entered_unbounded() ->
     assert "read_file big.py" in by_call(assembly)["c1_1"]
 
 
+async def test_a_result_cut_at_the_cap_is_capped_with_chars_kept_of_total() -> None:
+    cap = entry_cap_chars(8_000)
+    text = "h" * 3_000 + "t" * 5_809
+    history = [
+        step(1, obs(1, ObsKind.EXEC, "pytest", text)),
+        step(2, obs(2, ObsKind.READ, "a.py", "a" * cap)),  # exactly at the cap: whole
+    ]
+    assembly = await ContextEngine(frame()).build(history, ceiling_tokens=8_000)
+    capped, whole = entry(assembly, "c1_1"), entry(assembly, "c2_1")
+    sent = by_call(assembly)["c1_1"]
+    kept = cap - 200
+    assert capped.state is EntryState.CAPPED
+    assert (capped.kept_chars, capped.total_chars) == (kept, 8_809)
+    assert capped.chars == len(sent) <= cap
+    assert f"{kept:,} of 8,809 kept" in capped.reason and "carried whole" not in capped.reason
+    assert sent.startswith(text[: kept * 2 // 3]) and sent.endswith(text[-(kept - kept * 2 // 3) :])
+    assert capped.to_json()["kept_chars"] == kept and capped.to_json()["total_chars"] == 8_809
+    assert whole.state is EntryState.FULL and whole.reason == "carried whole"
+    assert (whole.kept_chars, whole.total_chars) == (None, None)
+    assert by_call(assembly)["c2_1"] == "a" * cap
+
+
 async def test_long_tool_arguments_in_old_turns_are_clipped_but_calls_keep_their_ids() -> None:
     big = ToolCall("c1_1", "write_file", {"path": "a.py", "content": "w" * 20_000})
     history = [StepRecord(1, "writing", (big,), (obs(1, ObsKind.WRITE, "a.py", "ok"),))]

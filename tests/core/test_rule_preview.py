@@ -11,8 +11,12 @@ from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.rule_preview import (
     audit_row,
     audit_stats,
+    blast_radius,
     check_rewrite,
+    command_examples,
     command_hint,
+    glob_escape,
+    grant_text,
     preview_matches,
     recall_history,
     suggest_pattern,
@@ -61,11 +65,68 @@ def test_suggested_patterns() -> None:
         arguments={"argv": ["git", "status", "--short"]},
         content=json.dumps(["git", "status", "--short"]),
     )
-    assert suggest_pattern(git) == "git status*"
+    # An exec starts from its exact command line: the bare program would allow every command.
+    assert suggest_pattern(git) == "git status --short"
     assert command_hint(git) == "git status"
     pytest_q = _req(Act.EXEC, "pytest -q", tool="run_command", arguments={"argv": ["pytest", "-q"]})
-    assert suggest_pattern(pytest_q) == "pytest"
+    assert suggest_pattern(pytest_q) == "pytest -q"
     assert validate_pattern("") and validate_pattern(" a") and validate_pattern("src/*") is None
+
+
+def test_an_exact_command_pattern_allows_that_command_and_nothing_else() -> None:
+    argv = ["echo", "[x]", "*"]
+    echo = _req(Act.EXEC, "echo '[x]' '*'", tool="run_command", arguments={"argv": argv})
+    pattern = suggest_pattern(echo)
+    assert pattern == glob_escape("echo '[x]' '*'")
+    rule = Rule(Act.EXEC, Effect.ALLOW, pattern)
+    assert rule.matches(Act.EXEC, "echo '[x]' '*'")
+    assert not rule.matches(Act.EXEC, "echo '[x]' '*' more")
+    assert not rule.matches(Act.EXEC, "echo x")
+    assert grant_text(RememberRule(pattern, Act.EXEC)) == "exactly the command 'echo '[x]' '*''"
+
+
+def test_command_examples_all_match_the_request() -> None:
+    git = _req(
+        Act.EXEC,
+        "git status --short",
+        tool="run_command",
+        arguments={"argv": ["git", "status", "--short"]},
+    )
+    examples = command_examples(git)
+    assert examples == [
+        ("git status --short", "only this command"),
+        ("git status *", "'git status' with any arguments"),
+        ("git", "every git command"),
+    ]
+    for pattern, _ in examples:
+        assert Rule(Act.EXEC, Effect.ALLOW, pattern).matches(Act.EXEC, git.target)
+    # "ls *" would not match a bare "ls": only the patterns that do are offered.
+    ls = _req(Act.EXEC, "ls", tool="run_command", arguments={"argv": ["ls"]})
+    assert command_examples(ls) == [("ls", "only this command")]
+    # No subcommand: no "python3 *" beside "python3" (they allow the same).
+    py = _req(
+        Act.EXEC,
+        "python3 -m pytest",
+        tool="run_command",
+        arguments={"argv": ["python3", "-m", "pytest"]},
+    )
+    assert [p for p, _ in command_examples(py)] == ["python3 -m pytest", "python3"]
+    assert grant_text(RememberRule("ls", Act.EXEC)) == "every 'ls' command, with any arguments"
+
+
+def test_grant_text_says_what_a_pattern_allows() -> None:
+    def grant(pattern: str, act: Act = Act.WRITE) -> str:
+        return grant_text(RememberRule(pattern, act))
+
+    assert grant("git status *", Act.EXEC) == "every command line matching 'git status *'"
+    assert grant("py*", Act.EXEC) == "every command whose program matches 'py*', with any arguments"
+    assert (
+        grant("mcp__time__now", Act.EXEC)
+        == "calls to the MCP tool mcp__time__now, with any arguments"
+    )
+    assert grant("src/*") == "write every path matching 'src/*'"
+    assert grant("src/app.py") == "write exactly 'src/app.py'"
+    assert grant("README.md") == "write any file named 'README.md', in any folder"
 
 
 async def test_preview_lists_earlier_matches_within_scope(store: Store) -> None:
@@ -91,6 +152,21 @@ async def test_preview_lists_earlier_matches_within_scope(store: Store) -> None:
     assert ids("workspace") == [made[0].id]
     assert ids("global") == [made[0].id, made[2].id]
     assert ids("run") == [made[0].id]
+    await store.approvals.record_decision(made[2].id, Decision.deny("no"))
+    history = await store.approvals.history()
+    radius = blast_radius(
+        history,
+        RememberRule("src/*", Act.WRITE, "global"),
+        workspace="/ws/a",
+        run_id=run_a,
+        before_id=current.id,
+    )
+    assert (len(radius.allowed), radius.earlier, radius.runs, radius.denied) == (2, 3, 2, 1)
+    assert radius.describe() == (
+        "would have allowed 2 of the 3 earlier write requests (2 runs; 1 of them denied)"
+    )
+    none = blast_radius(history, RememberRule("lib/*", Act.WRITE), workspace="/ws/a", run_id=run_a)
+    assert none.describe() == "would have allowed none of the 4 earlier write requests"
 
 
 async def test_rewrite_check_validates_and_refuses_a_deny(store: Store, workspace: Path) -> None:

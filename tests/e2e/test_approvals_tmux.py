@@ -18,6 +18,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
+ARMED_S = 1.0  # past the default approval_arm_ms (400 ms), with room for a loaded machine
+
 
 def _tmux(socket: str, *args: str) -> str:
     out = subprocess.run(
@@ -77,6 +79,7 @@ def test_defer_quit_restart_and_approve_from_the_inbox(tmp_path: Path) -> None:
     try:
         _start(socket, f"{base} demo", tmp_path)
         _wait_for(socket, "asks to write", within_s=40)  # the edit_file step asks
+        time.sleep(ARMED_S)  # the modal ignores keys for approval_arm_ms after it is shown
         _tmux(socket, "send-keys", "-t", "io", "5")  # 5 = defer
         _wait_for(socket, "paused", within_s=30)
         status, outcome, workspace = _run_row(store)
@@ -90,6 +93,7 @@ def test_defer_quit_restart_and_approve_from_the_inbox(tmp_path: Path) -> None:
         _tmux(socket, "send-keys", "-t", "io", "F2")
         screen = _wait_for(socket, "1 of 1 pending")
         assert "textstats/core.py" in screen
+        time.sleep(ARMED_S)
         _tmux(socket, "send-keys", "-t", "io", "1")  # 1 = approve; the run resumes
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and _run_row(store)[0] != "finished":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -69,6 +70,17 @@ def test_serve_answers_on_loopback_only(tmp_path: Path) -> None:
                 time.sleep(0.2)
         assert "io-tui" in page
         assert listening_addresses(port) == {"0100007F"}  # 127.0.0.1, nothing else
+        # Everything the page loads (stylesheet, script, fonts, images, the app's websocket)
+        # comes from 127.0.0.1: textual-serve's own page fetches its font from Google.
+        urls = set(re.findall(r"""(?:href|src|url)\s*[=(]\s*["']([^"']+)["']""", page))
+        urls |= set(re.findall(r'data-session-websocket-url="([^"]+)"', page))
+        assert any(u.endswith(".ttf") for u in urls) and any(u.endswith(".js") for u in urls)
+        for url in urls:
+            assert url.startswith((f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/")), url
+            if url.startswith("http"):
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    assert response.status == 200, url
+        assert "googleapis" not in page
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)

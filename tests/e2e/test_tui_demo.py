@@ -49,6 +49,7 @@ def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
     try:
         _wait_for(socket, "step   1")  # the run tree shows the demo's steps
         screen = _wait_for(socket, "Approve", within_s=30)  # the edit asks a human
+        time.sleep(1.0)  # past the modal's arming time (approval_arm_ms), which ignores keys
         _tmux(socket, "send-keys", "-t", "io", "1")  # 1 = approve
         screen = _wait_for(socket, "#1 finished", within_s=30)
         assert "#1" in screen and "step  10" in screen

@@ -13,9 +13,9 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Static
 
-from io_tui.core.approvals import DeferAll
+from io_tui.core.approvals import ApprovalRequest, DeferAll
 from io_tui.core.contract import TaskContract
-from io_tui.core.policy import Policy
+from io_tui.core.policy import Act, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Harness, RunResult, start_run
 from io_tui.core.store import Store
@@ -78,6 +78,30 @@ async def paused_run(
     return await start_run(harness, TaskContract(goal=goal, workspace=workspace, max_steps=6))
 
 
+async def mcp_request(store: Store, workspace: Path) -> ApprovalRequest:
+    """A pending MCP tool call (a run row and its approval row; no server needed to show it)."""
+    run_id = await store.runs.create(
+        goal="what time is it", workspace=str(workspace), contract={}, provider={}, policy={}
+    )
+    arguments = {"timezone": "Europe/Paris", "format": "[iso]"}
+    return await store.approvals.create(
+        ApprovalRequest(
+            id=0,
+            run_id=run_id,
+            step=1,
+            call_id="c1",
+            tool="mcp__time__get_current_time",
+            arguments=arguments,
+            act=Act.EXEC,
+            target="mcp__time__get_current_time",
+            content=json.dumps(arguments),
+            rule="default exec",
+            layer="defaults",
+            workspace=str(workspace),
+        )
+    )
+
+
 async def freeze_times(store: Store, at: float = 1_700_000_000.0) -> None:
     """Deterministic timestamps for snapshots."""
     conn = store.db.conn
@@ -123,3 +147,16 @@ class StoreHost(App[None]):
 
     async def on_unmount(self) -> None:
         await self.store.close()
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand (the modal's arming, the desk's typing window)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

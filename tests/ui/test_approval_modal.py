@@ -19,7 +19,14 @@ from io_tui.ui.screens.approval import (
     RewriteScreen,
 )
 from io_tui.ui.widgets.diff_view import DiffView
-from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, make_workspace, paused_run
+from ui._steering import (
+    EDIT_TURN,
+    EXEC_TURN,
+    FakeClock,
+    StoreHost,
+    make_workspace,
+    paused_run,
+)
 
 
 @pytest.fixture
@@ -34,16 +41,14 @@ async def paused(tmp_path: Path, store_path: Path) -> Path:
 
 async def _screen(store: Store) -> ApprovalScreen:
     (record,) = await store.approvals.pending()
-    return ApprovalScreen(record.request, store=store, position="1 of 1")
+    return ApprovalScreen(record.request, store=store, position="1 of 1", arm_s=0)
 
 
 @pytest.mark.parametrize(
     ("keys", "kind"),
     [
         (["1"], DecisionKind.APPROVE),
-        (["y"], DecisionKind.APPROVE),
         (["5"], DecisionKind.DEFER),
-        (["d"], DecisionKind.DEFER),
         (["escape"], DecisionKind.DEFER),
     ],
 )
@@ -105,7 +110,7 @@ async def test_deny_escape_goes_back_to_the_request(paused: Path, store_path: Pa
     app = StoreHost(store_path, _screen)
     async with app.run_test(size=(100, 32)) as pilot:
         await pilot.pause()
-        await pilot.press("n", "escape")
+        await pilot.press("4", "escape")
         await pilot.pause()
         assert isinstance(app.screen, ApprovalScreen) and app.results == []
 
@@ -148,7 +153,7 @@ async def test_rewrite_across_a_deny_is_refused_and_stays_open(
     app = StoreHost(store_path, _screen)
     async with app.run_test(size=(100, 32)) as pilot:
         await pilot.pause()
-        await pilot.press("e")
+        await pilot.press("2")
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, RewriteScreen)
@@ -218,7 +223,7 @@ async def test_remember_prefills_pattern_and_previews_earlier_requests(
     async def make(store: Store) -> ApprovalScreen:
         record = await store.approvals.get(current.request.id)
         assert record is not None
-        return ApprovalScreen(record.request, store=store)
+        return ApprovalScreen(record.request, store=store, arm_s=0)
 
     app = StoreHost(store_path, make)
     async with app.run_test(size=(110, 36)) as pilot:
@@ -237,7 +242,12 @@ async def test_remember_prefills_pattern_and_previews_earlier_requests(
             ids[f"src/a.py{first.run_id}"],
             ids[f"src/b.py{elsewhere.run_id}"],
         ]
-        assert "matches this request" in str(screen.query_one("#remember-status").render())
+        status = str(screen.query_one("#remember-status").render())
+        assert "matches this request" in status
+        assert "would have allowed 2 of the 3 earlier write requests (2 runs)" in status
+        assert "everywhere: every run in every workspace" in str(
+            screen.query_one("#remember-grant").render()
+        )
         pattern = screen.query_one("#remember-pattern", Input)
         pattern.value = "docs/*"
         await pilot.pause()
@@ -274,8 +284,16 @@ async def test_exec_shows_argv_and_cwd(tmp_path: Path, store_path: Path) -> None
         await pilot.press("v")  # disabled for exec: nothing happens
         await pilot.press("3")
         await pilot.pause()
-        assert app.screen.query_one("#remember-pattern", Input).value == "git status*"
-        assert "every git command" in str(app.screen.query_one("#remember-exec-hint").render())
+        screen = app.screen
+        # The exact command line, not the bare program; the hint's wider examples all match it.
+        assert screen.query_one("#remember-pattern", Input).value == "git status --short"
+        hint = str(screen.query_one("#remember-exec-hint").render())
+        assert "'git status --short' only this command" in hint
+        assert "'git status *' 'git status' with any arguments" in hint
+        assert "'git' every git command" in hint
+        grant = str(screen.query_one("#remember-grant").render())
+        assert "exactly the command 'git status --short'" in grant
+        assert f"this workspace: every run in {ws}" in grant
 
 
 async def test_markup_and_escapes_in_arguments_are_shown_as_text(
@@ -298,3 +316,104 @@ async def test_markup_and_escapes_in_arguments_are_shown_as_text(
             text = " ".join(str(w.render()) for w in app.screen.query("Static, Label"))
             assert "[/]" in text and "[bold]x" in text
             assert "\x1b" not in text
+
+
+async def test_letter_shortcuts_are_off_by_default(paused: Path, store_path: Path) -> None:
+    """y e a n d are the letters that decided approvals typed into the prompt: they do nothing."""
+    app = StoreHost(store_path, _screen)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"yeand", "t", "r")
+        await pilot.pause()
+        assert app.results == [] and isinstance(app.screen, ApprovalScreen)
+
+
+async def test_letter_shortcuts_when_turned_on(paused: Path, store_path: Path) -> None:
+    from io_tui.ui.approver import letter_keymap
+
+    assert letter_keymap()["approval.approve"] == "1,y"
+    assert letter_keymap()["approval.defer"] == "5,escape,d"
+    app = StoreHost(store_path, _screen)
+    async with app.run_test(size=(100, 32)) as pilot:
+        app.update_keymap(letter_keymap())
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    assert [d.kind for d in app.results] == [DecisionKind.APPROVE]
+
+
+async def test_the_modal_ignores_keys_until_armed(paused: Path, store_path: Path) -> None:
+    """Keys inside the arming time decide nothing and start it again; clicks wait too."""
+    clock = FakeClock()
+
+    async def make(store: Store) -> ApprovalScreen:
+        (record,) = await store.approvals.pending()
+        return ApprovalScreen(record.request, store=store, arm_s=0.4, clock=clock)
+
+    app = StoreHost(store_path, make)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen) and not screen.armed
+        assert screen.has_class("-arming")
+        await pilot.press("1")  # at once: ignored, arming again from now
+        clock.advance(0.3)
+        await pilot.press("4")  # 0.3 s after the last key: still ignored
+        await pilot.click("#act-approve")
+        clock.advance(0.3)
+        await pilot.press("1")  # 0.3 s after the last key: ignored
+        await pilot.pause()
+        assert app.results == [] and app.screen is screen
+        clock.advance(0.41)
+        assert screen.armed
+        await pilot.press("1")
+        await pilot.pause()
+    assert [d.kind for d in app.results] == [DecisionKind.APPROVE]
+
+
+async def test_remember_a_rule_that_does_not_match_needs_a_second_ctrl_s(
+    tmp_path: Path, store_path: Path
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    async with await Store.open(store_path) as store:
+        await paused_run(store, ws, [EXEC_TURN], tmp_path / "s.json")
+    app = StoreHost(store_path, _screen)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        await pilot.press("3")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RememberScreen)
+        screen.query_one("#remember-pattern", Input).value = "pytest"
+        await pilot.pause()
+        status = screen.query_one("#remember-status")
+        assert "does NOT match this request" in str(status.render())
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is screen and app.results == []
+        assert "ctrl+s again saves it anyway" in str(status.render())
+        # Any change asks again.
+        screen.query_one("#remember-pattern", Input).value = "pytest -q"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is screen and app.results == []
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    (decision,) = app.results
+    assert decision.rule == RememberRule("pytest -q", Act.EXEC, "workspace")
+
+
+async def test_remember_saves_a_matching_rule_at_once(tmp_path: Path, store_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    async with await Store.open(store_path) as store:
+        await paused_run(store, ws, [EXEC_TURN], tmp_path / "s.json")
+    app = StoreHost(store_path, _screen)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.pause()
+        await pilot.press("3")
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    (decision,) = app.results
+    assert decision.rule == RememberRule("git status --short", Act.EXEC, "workspace")

@@ -1,4 +1,5 @@
-"""Snapshots of the approval modal (a write with its diff, an exec) and of the inbox."""
+"""Snapshots of the approval modal (a write with its diff, an exec, an MCP call), its remember and
+rewrite dialogs, and the inbox with its preview — at 80×24 and larger."""
 
 from __future__ import annotations
 
@@ -9,16 +10,31 @@ from typing import Any
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
-from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, fixed_workspace, freeze_times, paused_run
+from io_tui.ui.testing import freeze
+from ui._steering import (
+    EDIT_TURN,
+    EXEC_TURN,
+    StoreHost,
+    fixed_workspace,
+    freeze_times,
+    mcp_request,
+    paused_run,
+)
+
+SMALL = (80, 24)
 
 
-def _seed(store_path: Path, tmp_path: Path, turns: list[list[dict[str, Any]]]) -> None:
+def _seed(
+    store_path: Path, tmp_path: Path, turns: list[list[dict[str, Any]]], *, mcp: bool = False
+) -> None:
     async def go() -> None:
         async with await Store.open(store_path) as store:
             for i, run_turns in enumerate(turns):
                 await paused_run(
                     store, fixed_workspace(f"ws{i}"), run_turns, tmp_path / f"s{i}.json"
                 )
+            if mcp:
+                await mcp_request(store, fixed_workspace(f"ws{len(turns)}"))
             await freeze_times(store)
 
     asyncio.run(go())
@@ -26,15 +42,18 @@ def _seed(store_path: Path, tmp_path: Path, turns: list[list[dict[str, Any]]]) -
 
 async def _modal(store: Store) -> ApprovalScreen:
     (record,) = await store.approvals.pending()
-    return ApprovalScreen(record.request, store=store, position="1 of 1", goal="fix parse")
+    return ApprovalScreen(record.request, store=store, position="1 of 1", goal="fix parse", arm_s=0)
 
 
 async def _settle(pilot: Any) -> None:
-    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows."""
+    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows;
+    cursors do not blink (a snapshot taken mid-blink would differ)."""
     await pilot.app.workers.wait_for_complete()
     for _ in range(3):
         await pilot.pause(0.05)
     await pilot.wait_for_scheduled_animations()
+    freeze(pilot.app)
+    await pilot.pause(0.05)
 
 
 def test_modal_write_with_diff(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
@@ -66,3 +85,72 @@ def test_inbox(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
     _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN], [EDIT_TURN]])
     app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
     assert snap_compare(app, terminal_size=(120, 20), run_before=_settle)
+
+
+def _pressed(*keys: str) -> Any:
+    async def run_before(pilot: Any) -> None:
+        await _settle(pilot)
+        await pilot.press(*keys)
+        await _settle(pilot)
+
+    return run_before
+
+
+def test_small_modal_write(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: the write's title, run, rule, its diff from the first change, and the five keys
+    on one line, all on screen."""
+    _seed(store_path, tmp_path, [[EDIT_TURN]])
+    assert snap_compare(StoreHost(store_path, _modal), terminal_size=SMALL, run_before=_settle)
+
+
+def test_small_modal_exec(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: an exec's argv, working directory and the five keys."""
+    _seed(store_path, tmp_path, [[EXEC_TURN]])
+    assert snap_compare(StoreHost(store_path, _modal), terminal_size=SMALL, run_before=_settle)
+
+
+def test_small_modal_mcp(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: an MCP tool call, "call MCP tool" in the title and its arguments as JSON."""
+    _seed(store_path, tmp_path, [], mcp=True)
+    assert snap_compare(StoreHost(store_path, _modal), terminal_size=SMALL, run_before=_settle)
+
+
+def test_small_remember(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24, remember on an exec: the exact command line as the pattern, the wider examples,
+    what it allows and where, the chosen scope bold and green, the blast radius."""
+    _seed(store_path, tmp_path, [[EXEC_TURN], [EXEC_TURN]])
+
+    async def last(store: Store) -> ApprovalScreen:
+        record = (await store.approvals.pending())[-1]
+        return ApprovalScreen(record.request, store=store, position="2 of 2", arm_s=0)
+
+    assert snap_compare(StoreHost(store_path, last), terminal_size=SMALL, run_before=_pressed("3"))
+
+
+def test_small_rewrite(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24, rewrite of an edit: its arguments as JSON in an editor, ctrl+s and escape named."""
+    _seed(store_path, tmp_path, [[EDIT_TURN]])
+    assert snap_compare(
+        StoreHost(store_path, _modal), terminal_size=SMALL, run_before=_pressed("2")
+    )
+
+
+def test_small_inbox(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: three requests (write, exec, MCP), every column, the first highlighted and its
+    diff previewed below."""
+    _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN]], mcp=True)
+    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    assert snap_compare(app, terminal_size=SMALL, run_before=_settle)
+
+
+def test_small_inbox_mcp_preview(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24: the MCP call highlighted, its arguments previewed."""
+    _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN]], mcp=True)
+    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    assert snap_compare(app, terminal_size=SMALL, run_before=_pressed("down", "down"))
+
+
+def test_large_modal_write(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """200×60: the modal keeps a readable width, the diff fills its height."""
+    _seed(store_path, tmp_path, [[EDIT_TURN]])
+    assert snap_compare(StoreHost(store_path, _modal), terminal_size=(200, 60), run_before=_settle)

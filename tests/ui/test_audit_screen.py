@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from io_tui.core.approvals import Decision
 from io_tui.core.decide import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
+from io_tui.ui.widgets.table import Table
 from ui._steering import EDIT_TURN, StoreHost, freeze_times, make_workspace, paused_run
 
 
@@ -29,8 +28,8 @@ async def test_audit_lists_decisions_with_stats(tmp_path: Path, store_path: Path
         stats = str(app.screen.query_one("#audit-stats").render())
         assert "3 requests: 2 decided, 1 pending" in stats
         assert "approval rate 50%" in stats and "median time to decide 45.0s" in stats
-        table = app.screen.query_one("#audit-table", DataTable)
+        table = app.screen.query_one("#audit-table", Table)
         assert table.row_count == 3
-        decisions = [str(table.get_row(k)[8]) for k in table.rows]  # cells are Text
+        decisions = [str(table.cell(k, "decision")) for k in table.rows]  # cells are Text
         assert decisions == ["approve", "deny: not now", "pending"]
-        assert str(table.get_row(next(iter(table.rows)))[10]) == "as proposed"
+        assert str(table.cell(next(iter(table.rows)), "performed")) == "as proposed"

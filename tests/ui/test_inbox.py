@@ -78,6 +78,7 @@ async def test_defer_quit_reopen_and_decide_from_the_inbox(
         first.start(ws, path)
         await _until(lambda: isinstance(first.screen, ApprovalScreen), pilot)
         assert "1 asking" in first.title
+        await _until(lambda: first.screen.armed, pilot)  # type: ignore[attr-defined]
         await pilot.press("5")
         await _until(lambda: bool(first.results), pilot)
         assert first.results[0].status == "paused"
@@ -120,6 +121,7 @@ async def test_several_runs_asking_at_once_queue_one_modal_each(
             assert isinstance(screen, ApprovalScreen)
             seen.append(screen.request.id)
             assert screen.position.endswith(f"of {3 - len(seen) + 1}")
+            await _until(lambda s=screen: s.armed, pilot)  # type: ignore[misc]
             await pilot.press(key)
             if key == "4":
                 await pilot.pause()
@@ -168,3 +170,64 @@ async def test_an_app_that_is_not_running_defers(store_path: Path) -> None:
     request = ApprovalRequest(1, 1, 1, "c", "write_file", {}, Act.WRITE, "x", "", "r", "l", "/w")
     decision = await asyncio.wait_for(UIApprover(RunsHost(store_path)).decide(request), 1)
     assert decision.kind is DecisionKind.DEFER
+
+
+async def test_the_preview_follows_the_highlighted_request(
+    tmp_path: Path, store_path: Path
+) -> None:
+    """A write previews its diff, an exec its argv and cwd, an MCP call its arguments."""
+    from textual.widgets import Label
+
+    from io_tui.ui.widgets.diff_view import DiffView
+    from ui._steering import EXEC_TURN, mcp_request
+
+    ws = make_workspace(tmp_path / "ws")
+    async with await Store.open(store_path) as store:
+        await paused_run(store, ws, [EDIT_TURN], tmp_path / "a.json")
+        await paused_run(store, ws, [EXEC_TURN], tmp_path / "b.json")
+        await mcp_request(store, ws)
+    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+
+    def preview() -> str:
+        pane = app.screen.query_one("#inbox-preview")
+        return " ".join(str(w.render()) for w in pane.query("Static, Label"))
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(lambda: app.screen.query("#inbox-preview DiffView"), pilot)
+        view = app.screen.query_one("#inbox-preview").query_one(DiffView)
+        assert view.old is not None and "return a" in view.old and "return x" in view.new
+        await pilot.press("down")
+        await _until(lambda: '["git", "status", "--short"]' in preview(), pilot)
+        assert str(ws) in preview()
+        await pilot.press("down")
+        await _until(lambda: "Europe/Paris" in preview(), pilot)
+        assert not app.screen.query(DiffView) and app.screen.query(Label)
+
+
+async def test_enter_opens_the_modal_and_its_decision_resumes_the_paused_run(
+    tmp_path: Path, store_path: Path
+) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    async with await Store.open(store_path) as store:
+        await paused_run(store, ws, [EDIT_TURN, {"text": "done"}], tmp_path / "s.json")
+    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _until(lambda: app.screen.query_one("#inbox-table", DataTable).row_count, pilot)
+        await pilot.press("enter")
+        await _until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen) and screen.position == "1 of 1"
+        await _until(lambda: screen.armed, pilot)
+        await pilot.press("escape")  # a defer: back to the inbox, the request still pending
+        await _until(lambda: isinstance(app.screen, InboxScreen), pilot)
+        assert app.screen.query_one("#inbox-table", DataTable).row_count == 1
+        await pilot.press("enter")
+        await _until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        await _until(lambda: app.screen.armed, pilot)  # type: ignore[attr-defined]
+        await pilot.press("1")
+        await _until(lambda: isinstance(app.screen, InboxScreen), pilot)
+        await _until(lambda: not [w for w in app.workers if w.group == "runs"], pilot)
+    assert (ws / "src" / "app.py").read_text().startswith(FIXED)
+    async with await Store.open(store_path) as store:
+        (record,) = await store.approvals.history()
+        assert record.decision is not None and record.decision.kind is DecisionKind.APPROVE

@@ -11,7 +11,7 @@ from io_tui.demo import DEMO_CONTEXT
 from io_tui.ui.messages import RunEventsReceived
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import wait_until_idle
-from io_tui.ui.widgets.gauges import Gauge
+from io_tui.ui.widgets.gauges import ContextBar, Gauge
 from io_tui.ui.widgets.run_tree import RunTree
 from io_tui.ui.widgets.transcript import Transcript
 
@@ -41,8 +41,20 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         assert request_gauge.maximum == DEMO_CONTEXT.max_tokens
         # the gauge holds what the ceiling bounds: the whole estimate less the fixed frame
         assert 0 < request_gauge.value <= DEMO_CONTEXT.max_tokens * 1.05
-        drift = app.screen.query_one("#gauge-drift", Gauge)
-        assert "drift" in drift.note
+        counted = app.screen.query_one("#gauge-drift", Gauge)  # plain words, no "drift"
+        assert counted.value == run.reported_tokens
+        assert counted.describe() == f"{run.reported_tokens:,} tok by the provider"
+        assert counted.note.startswith("estimated ") and counted.note.endswith(" low")
+        cache = app.screen.query_one("#gauge-cache", Gauge)
+        assert cache.describe() == f"0% of {run.reported_tokens:,} prompt tok read from cache"
+        # the window of the last request, by part, from its stored manifest sections
+        breakdown = app.screen.query_one(ContextBar).breakdown
+        assert breakdown is not None and breakdown.step == 10
+        parts = dict(breakdown.parts)
+        assert list(parts) == ["system", "tools", "instructions", "memory", "history", "free"]
+        assert parts["tools"] > parts["system"] > 0 and parts["instructions"] > 0
+        assert parts["memory"] > 0 and parts["history"] > 0
+        assert parts["memory"] + parts["history"] + parts["free"] == DEMO_CONTEXT.max_tokens
         assert app.events_applied > 50
 
 

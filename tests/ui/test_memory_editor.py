@@ -8,12 +8,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable, ProgressBar, TextArea
+from textual.widgets import DataTable, Input, RadioButton, TextArea
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
-from io_tui.ui.screens.memory_editor import ConfirmScreen, EditValueScreen, MemoryEditorScreen
+from io_tui.ui.screens.memory_editor import (
+    AddNoteScreen,
+    ChooseWorkspaceScreen,
+    ConfirmScreen,
+    EditValueScreen,
+    MemoryEditorScreen,
+)
 from io_tui.ui.testing import wait_until_idle
+from io_tui.ui.widgets.gauges import Gauge
+from io_tui.ui.widgets.table import Table
 from ui._steering import StoreHost, freeze_times
 
 WS = "/work/project-a"
@@ -62,11 +70,12 @@ async def test_notes_with_provenance_gauges_and_recalls(store_path: Path) -> Non
     async with app.run_test(size=(120, 36)) as pilot:
         await _settle(pilot)
         screen = app.screen
-        table = screen.query_one("#memory-table", DataTable)
-        rows = [[str(cell) for cell in table.get_row(k)] for k in table.rows]  # cells are Text
-        assert [r[1] for r in rows] == ["test-command", "style", "todo", "editor"]
-        assert rows[0][3] == "run 4 step 2" and rows[0][6] == "2" and rows[3][3] == "operator"
-        assert screen.query_one("#gauge-workspace-entries", ProgressBar).progress == 3
+        table = screen.query_one("#memory-table", Table)
+        rows = [{c: str(v) for c, v in table.row_cells(k).items()} for k in table.rows]
+        assert [r["key"] for r in rows] == ["test-command", "style", "todo", "editor"]
+        assert rows[0]["written by"] == "run 4 step 2" and rows[0]["recalls"] == "2"
+        assert rows[3]["written by"] == "operator"
+        assert screen.query_one("#gauge-workspace-entries", Gauge).value == 3
         recalls = screen.query_one("#memory-recalls", DataTable)
         assert [[str(c) for c in recalls.get_row(k)[:3]] for k in recalls.rows] == [
             ["#11", "4", "5"],
@@ -99,8 +108,8 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
         await pilot.pause()
         await pilot.press("y")
         await _settle(pilot)
-        table = app.screen.query_one("#memory-table", DataTable)
-        assert [str(table.get_row(k)[1]) for k in table.rows] == ["test-command", "editor"]
+        table = app.screen.query_one("#memory-table", Table)
+        assert [str(table.cell(k, "key")) for k in table.rows] == ["test-command", "editor"]
     async with await Store.open(store_path) as store:
         note = await store.memory.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -q" and note.pinned
@@ -125,5 +134,61 @@ async def test_a_note_the_agent_wrote_with_markup_and_escapes_is_shown_as_text(
         await _settle(pilot)
         view = str(app.screen.query_one("#memory-value-view").render())
         assert view == "use [/] then [bold]x"
-        table = app.screen.query_one("#memory-table", DataTable)
-        assert "odd [/]" in " ".join(str(c) for c in table.get_row(next(iter(table.rows))))
+        table = app.screen.query_one("#memory-table", Table)
+        assert str(table.cell(next(iter(table.rows)), "key")) == "odd [/]"
+
+
+async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Path) -> None:
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, AddNoteScreen)
+        await pilot.press("ctrl+s")  # no key yet: said in the dialog, which stays open
+        assert app.screen is dialog
+        assert "must not be empty" in str(dialog.query_one("#note-error").render())
+        await pilot.press(*"lint")
+        await pilot.press("ctrl+s")  # no value yet
+        assert app.screen is dialog and dialog.query_one("#note-key", Input).value == "lint"
+        dialog.query_one("#note-value", TextArea).text = "ruff check ."
+        dialog.query_one("#scope-global", RadioButton).value = True
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert isinstance(app.screen, MemoryEditorScreen)
+        table = app.screen.query_one("#memory-table", Table)
+        assert "global\x1f\x1flint" in {k.value for k in table.rows}
+    async with await Store.open(store_path) as store:
+        note = await store.memory.get("lint", "global", None)
+        assert note is not None and note.value == "ruff check ." and note.origin == "operator"
+
+
+async def test_switch_to_another_workspace_the_store_knows_or_global_only(
+    store_path: Path,
+) -> None:
+    await _seed(store_path)
+    async with await Store.open(store_path) as store:
+        await store.memory.set("deploy", "make ship", "workspace", "/work/project-b")
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        editor = app.screen
+        assert isinstance(editor, MemoryEditorScreen)
+        await pilot.press("w")
+        await pilot.pause()
+        chooser = app.screen
+        assert isinstance(chooser, ChooseWorkspaceScreen)
+        assert chooser.workspaces == [WS, "/work/project-b"]  # sorted: a before b
+        await pilot.press("down", "enter")  # from project-a (highlighted) to project-b
+        await _settle(pilot)
+        table = editor.query_one("#memory-table", Table)
+        assert [str(table.cell(k, "key")) for k in table.rows] == ["deploy", "editor"]
+        assert "project-b" in str(editor.query_one("#memory-title").render())
+        await pilot.press("w")
+        await pilot.pause()
+        await pilot.press("home", "enter")  # global notes only
+        await _settle(pilot)
+        assert [str(table.cell(k, "key")) for k in table.rows] == ["editor"]
+        assert not editor.query_one("#gauges-workspace").display

@@ -55,6 +55,7 @@ async def test_the_demo_runs_in_the_worker_and_its_ask_is_answered_in_the_modal(
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
         assert app.host.is_live(1)
+        await until(lambda: app.screen.armed, pilot)  # type: ignore[attr-defined]
         await pilot.press("1")  # approve
         await until(lambda: 1 in app.runs and app.runs[1].status == "finished", pilot)
         await until(lambda: not app.host.is_live(1), pilot)
@@ -151,7 +152,10 @@ async def test_a_paused_run_decided_in_the_inbox_resumes_in_the_worker(tmp_path:
         await until(lambda: isinstance(app.screen, InboxScreen), pilot)
         table = app.screen.query_one("#inbox-table", DataTable)
         await until(lambda: table.row_count == 1, pilot)
-        await pilot.press("1")  # approve: the worker records it and resumes the run
+        await pilot.press("enter")  # the full modal; its approve goes to the worker
+        await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        await until(lambda: app.screen.armed, pilot)  # type: ignore[attr-defined]
+        await pilot.press("1")  # the worker records it and resumes the run
         await until(lambda: any("run 1 finished" in n for n in notes), pilot)
     assert await row(app, 1) == ("finished", "finished")
     assert "return x" in (workspace / "src" / "app.py").read_text()

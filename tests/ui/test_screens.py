@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Input, TabbedContent, TextArea
 
+from io_tui.core.trace import build_trace
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen
 from io_tui.ui.screens.inspector import InspectorScreen
@@ -14,6 +15,7 @@ from io_tui.ui.screens.new_run import NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
+from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 
 from .conftest import SIZE
@@ -128,8 +130,8 @@ async def test_help_lists_every_binding_with_ids(make_app) -> None:
         await pilot.press("f1")
         await pilot.pause(0.1)
         assert isinstance(app.screen, HelpScreen)
-        table = app.screen.query_one(DataTable)
-        ids = {str(table.get_row(k)[3]) for k in table.rows}
+        table = app.screen.query_one(Table)
+        ids = {str(table.cell(k, "binding id")) for k in table.rows}
         assert {
             "app.new_run",
             "main.inspect",
@@ -253,3 +255,22 @@ async def test_notifications_and_goals_are_text_not_markup(make_app) -> None:
         assert (note.message, note.title) == ("cannot read a[/]b now", "[bold]x")
         label = str(screen.query_one(RunTree).run_nodes[7].label)
         assert "fix [/] the tests" in label and "\x1b" not in label
+
+
+async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        requests = (await build_trace(app.store, 1))["requests"]
+        work = [r for r in requests if r["purpose"] == "work"]
+        broken = next(r for r in work if r["cache"]["broke_at"] is not None)
+        whole = next(r for r in work[1:] if r["cache"]["broke_at"] is None)
+        inspector = await _inspector_at(app, pilot, broken["step"])
+        await pilot.press("d")
+        diff = str(inspector.query_one("#diff").render())
+        assert f"broke at message {broken['cache']['broke_at']}: " in diff
+        assert broken["cache"]["why"] in diff.replace("\n", " ")
+        inspector.step = whole["step"]
+        inspector.show_step()
+        diff = str(inspector.query_one("#diff").render())
+        assert "prompt cache: extends the previous request whole" in diff

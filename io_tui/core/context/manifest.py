@@ -16,6 +16,7 @@ from io_tui.core.providers.base import Message
 
 class EntryState(StrEnum):
     FULL = "full"
+    CAPPED = "capped"
     SUPERSEDED = "superseded"
     REFRESHED = "refreshed"
     REFRESH_FAILED = "refresh_failed"
@@ -27,8 +28,11 @@ class EntryState(StrEnum):
 class ManifestEntry(NamedTuple):
     """One observation (or the synthetic summary / collapse line) and what this request sent.
 
-    A named tuple rather than a frozen dataclass: a long run's manifest has one per
-    observation, and a tuple is made three times faster."""
+    ``chars`` is what was sent; a ``capped`` entry also says how many characters of the recorded
+    result it kept (``kept_chars``, head and tail) out of how many (``total_chars``). A named
+    tuple rather than a frozen dataclass: a long run's manifest has one per observation, and a
+    tuple is made three times faster.
+    """
 
     step: int
     call_id: str
@@ -39,6 +43,8 @@ class ManifestEntry(NamedTuple):
     superseded_by: int | None
     chars: int
     est_tokens: int
+    kept_chars: int | None = None
+    total_chars: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +57,8 @@ class ManifestEntry(NamedTuple):
             "superseded_by": self.superseded_by,
             "chars": self.chars,
             "est_tokens": self.est_tokens,
+            "kept_chars": self.kept_chars,
+            "total_chars": self.total_chars,
         }
 
 

@@ -16,7 +16,7 @@ from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text
+from io_tui.core.ledger import Observation, ObsKind, Seen, bound_keeps, bound_text
 
 
 class RefreshFailed(Exception):
@@ -41,9 +41,9 @@ class Resolver:
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
 
     def settle(self, e: Entry) -> bool:
-        """Decide an in-window entry that needs no re-read: superseded stub (or carried whole
-        while pending), or carried whole (or bounded to the cap). False for a stale result:
-        ``resolve`` it."""
+        """Decide an in-window entry that needs no re-read: superseded stub (or carried while
+        pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
+        stale result: ``resolve`` it."""
         if e.by is not None and (not e.pending or e.drift is not None):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
@@ -56,10 +56,11 @@ class Resolver:
                 content, reason = obs.text, "carried whole"
             else:
                 content = bound_text(obs.text, self.cap, how_to_get_back(obs))
-                reason = f"carried, bounded to the entry cap ({self.cap:,} chars)"
+                kept, total = bound_keeps(len(obs.text), self.cap), len(obs.text)
+                reason = f"cut to the entry cap ({self.cap:,} chars): {kept:,} of {total:,} kept"
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
-        e.state = EntryState.FULL
         _, e.content, e.reason, e.tokens = carried
+        e.state = EntryState.FULL if len(e.obs.text) <= self.cap else EntryState.CAPPED
         if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
             again = "read these lines again" if e.covered else "made the same call"
             e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"

@@ -6,6 +6,11 @@ a *user* message, so consecutive results (and any user text after them) merge in
 turn; usage arrives in two halves (``message_start`` and ``message_delta``) that are merged; and
 ``input_tokens`` excludes cached tokens, so ``Usage.prompt_tokens`` adds them back to mean the
 whole prompt, as it does for OpenAI.
+
+Prompt caching is explicit here: a working request carries ``cache_control`` breakpoints — after
+the tools and system prompt (the prefix's first part, in the API's order tools → system →
+messages), and on the messages ``CompletionRequest.cache_breakpoints`` names (by default the
+last one, so the next request reads everything this one sent) — at most four in all.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from io_tui.core.providers.sse import ServerSentEvent
 from io_tui.core.providers.wire import Draft, as_int, load_json, malformed, parse_arguments
 
 API_VERSION = "2023-06-01"
+EPHEMERAL = {"type": "ephemeral"}  # a 5-minute cache entry: write 1.25×, read 0.1×
+MAX_BREAKPOINTS = 4  # the API refuses more cache_control blocks per request
 
 
 def _blocks_of(message: Message) -> list[dict[str, Any]]:
@@ -44,20 +51,43 @@ def _blocks_of(message: Message) -> list[dict[str, Any]]:
 
 def encode_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
     """The top-level system prompt and the alternating user/assistant turns."""
+    system, turns, _ = _encode(messages)
+    return system, turns
+
+
+def _encode(
+    messages: tuple[Message, ...],
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any] | None]]:
+    """As ``encode_messages``, plus each message's last content block (None for a message that
+    became none: a system message, an empty one)."""
     system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
     turns: list[dict[str, Any]] = []
+    last_blocks: list[dict[str, Any] | None] = []
     for message in messages:
-        if message.role == "system":
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks_of(message)
+        blocks = [] if message.role == "system" else _blocks_of(message)
+        last_blocks.append(blocks[-1] if blocks else None)
         if not blocks:
             continue
+        role = "assistant" if message.role == "assistant" else "user"
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
-    return system, turns
+    return system, turns, last_blocks
+
+
+def mark_breakpoints(request: CompletionRequest, last_blocks: list[dict[str, Any] | None]) -> None:
+    """``cache_control`` on the last block of each breakpoint message (the last three of them;
+    the system prompt takes the fourth). A message with no block of its own marks the nearest
+    earlier one that has."""
+    wanted = request.cache_breakpoints or (len(last_blocks) - 1,)
+    marked: list[dict[str, Any]] = []
+    for index in sorted({i for i in wanted if 0 <= i < len(last_blocks)}):
+        block = next((b for b in reversed(last_blocks[: index + 1]) if b is not None), None)
+        if block is not None and all(block is not m for m in marked):
+            marked.append(block)
+    for block in marked[-(MAX_BREAKPOINTS - 1) :]:
+        block["cache_control"] = EPHEMERAL
 
 
 def _raise_error(payload: Any) -> None:
@@ -72,6 +102,7 @@ class _UsageParts:
     cache_read: int = 0
     cache_write: int = 0
     seen: bool = False
+    cache_seen: bool = False
 
     def merge(self, raw: Any) -> None:
         """Later reports override earlier ones field by field (message_delta is cumulative)."""
@@ -84,8 +115,10 @@ class _UsageParts:
             self.output = as_int(raw["output_tokens"])
         if raw.get("cache_read_input_tokens") is not None:
             self.cache_read = as_int(raw["cache_read_input_tokens"])
+            self.cache_seen = True
         if raw.get("cache_creation_input_tokens") is not None:
             self.cache_write = as_int(raw["cache_creation_input_tokens"])
+            self.cache_seen = True
 
     def freeze(self) -> Usage | None:
         if not self.seen:
@@ -95,6 +128,7 @@ class _UsageParts:
             completion_tokens=self.output,
             cache_read_tokens=self.cache_read,
             cache_write_tokens=self.cache_write,
+            cache_reported=self.cache_seen,
         )
 
 
@@ -234,22 +268,28 @@ class AnthropicWire:
         return headers
 
     def body(self, request: CompletionRequest, model: str, *, stream: bool) -> dict[str, Any]:
-        system, messages = encode_messages(request.messages)
+        system, messages, last_blocks = _encode(request.messages)
+        cache = request.purpose == "work"
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": request.max_output_tokens,
             "messages": messages,
             "stream": stream,
         }
-        if system:
-            body["system"] = system
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        if system:
+            block: dict[str, Any] = {"type": "text", "text": system}
+            body["system"] = [block | {"cache_control": EPHEMERAL}] if cache else system
+        elif cache and request.tools:  # the prefix is tools, then system: end it at the tools
+            body["tools"][-1]["cache_control"] = EPHEMERAL
+        if cache:
+            mark_breakpoints(request, last_blocks)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
         return body
 
     def decoder(self) -> MessagesStreamDecoder:

@@ -51,30 +51,47 @@ Purpose = Literal["work", "summary"]
 
 @dataclass(frozen=True, slots=True)
 class CompletionRequest:
+    """One request. For prompt caching (``../shared/CONTEXT-COST.md``):
+
+    ``cache_breakpoints`` are indices of messages that end a stretch the next request is
+    expected to repeat unchanged (the frame's last message, the last stable one); the
+    Anthropic wire marks the last three with ``cache_control``, beside the one after the system
+    prompt and tools. Empty: the last message. Only working requests are marked.
+    ``cache_key`` names the conversation (one per run), sent as OpenAI's ``prompt_cache_key``.
+    """
+
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     max_output_tokens: int = 4_096
     temperature: float | None = None
     purpose: Purpose = "work"
+    cache_breakpoints: tuple[int, ...] = ()
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """What the provider reported. ``prompt_tokens`` is the whole prompt, cached parts included;
+    ``cache_reported`` says the provider reported cache figures at all (zero then means none of
+    the prompt was cached, rather than unknown). Equality ignores it."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_reported: bool = field(default=False, compare=False)
 
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, int | bool]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
+            "cache_reported": self.cache_reported,
         }
 
 

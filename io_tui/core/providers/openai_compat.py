@@ -63,16 +63,35 @@ def encode_tool(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def decode_usage(raw: Any) -> Usage | None:
-    """Usage from a chunk or body; cached tokens are a subset of ``prompt_tokens``."""
+def decode_usage(raw: Any, timings: Any = None) -> Usage | None:
+    """Usage from a chunk or body; cached tokens are a subset of ``prompt_tokens``.
+
+    OpenAI (and vLLM, OpenRouter) report them as ``prompt_tokens_details.cached_tokens``.
+    llama.cpp's server reports the prompt prefix its slot reused as ``timings.cache_n`` (beside
+    ``prompt_n``, the tokens it evaluated); newer builds also fill ``cached_tokens``, which wins
+    when present. A body with timings but no usage still yields the prompt's size.
+    """
+    timed = timings if isinstance(timings, dict) else {}
+    reused = as_int(timed.get("cache_n"))
     if not isinstance(raw, dict):
-        return None
+        if "cache_n" not in timed and "prompt_n" not in timed:
+            return None
+        return Usage(
+            prompt_tokens=reused + as_int(timed.get("prompt_n")),
+            completion_tokens=as_int(timed.get("predicted_n")),
+            cache_read_tokens=reused,
+            cache_reported="cache_n" in timed,
+        )
     details = raw.get("prompt_tokens_details")
-    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        cached, reported = as_int(details["cached_tokens"]), True
+    else:
+        cached, reported = reused, "cache_n" in timed
     return Usage(
         prompt_tokens=as_int(raw.get("prompt_tokens")),
         completion_tokens=as_int(raw.get("completion_tokens")),
         cache_read_tokens=cached,
+        cache_reported=reported,
     )
 
 
@@ -129,7 +148,7 @@ class ChatStreamDecoder:
             _raise_error_object(chunk)
         if isinstance(chunk.get("model"), str):
             self._model = chunk["model"]
-        usage = decode_usage(chunk.get("usage"))
+        usage = decode_usage(chunk.get("usage"), chunk.get("timings"))
         if usage is not None:
             self._usage = usage
         out: list[str] = []
@@ -207,6 +226,7 @@ class OpenAIChatWire:
     include_usage: bool = True
     extra_headers: tuple[tuple[str, str], ...] = ()
     name: str = "openai"
+    send_cache_key: bool = False  # OpenAI's prompt_cache_key; other servers may refuse it
 
     def url(self, base_url: str) -> str:
         return base_url.rstrip("/") + "/chat/completions"
@@ -230,6 +250,8 @@ class OpenAIChatWire:
             body["tools"] = [encode_tool(t) for t in request.tools]
         if stream and self.include_usage:
             body["stream_options"] = {"include_usage": True}
+        if self.send_cache_key and request.cache_key and request.purpose == "work":
+            body["prompt_cache_key"] = request.cache_key
         return body
 
     def decoder(self) -> ChatStreamDecoder:
@@ -268,7 +290,7 @@ class OpenAIChatWire:
         return Draft(
             text=text,
             tool_calls=calls,
-            usage=decode_usage(payload.get("usage")),
+            usage=decode_usage(payload.get("usage"), payload.get("timings")),
             finish_reason=str(finish) if finish else None,
             model=str(payload.get("model") or ""),
         )
@@ -285,6 +307,7 @@ class OpenAICompatProvider(HttpProvider):
         name: str = "openai-compatible",
         max_tokens_field: str = "max_tokens",
         include_usage: bool = True,
+        send_cache_key: bool = False,
         headers: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
@@ -292,5 +315,6 @@ class OpenAICompatProvider(HttpProvider):
             max_tokens_field=max_tokens_field,
             include_usage=include_usage,
             extra_headers=extra_headers(headers),
+            send_cache_key=send_cache_key,
         )
         super().__init__(wire=wire, model=model, base_url=base_url, name=name, **options)

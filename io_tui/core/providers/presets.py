@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import httpx
 
+from io_tui.core.contract import CachePrices
 from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.credentials import credentials_path, read_credential
@@ -28,6 +29,15 @@ from io_tui.core.providers.secret import Secret
 
 WireName = Literal["openai", "anthropic"]
 
+# What an input token costs relative to an uncached one (../shared/CONTEXT-COST.md). Anthropic:
+# a 5-minute cache write costs 1.25×, a read 0.1×, from 1,024 tokens on. OpenAI: caching is
+# automatic from 1,024 tokens, no write premium, a read 0.25× (GPT-4.1; GPT-5 models: 0.1×).
+# Local servers skip the prefill of the prefix their slot reused; 0.1× stands for what attending
+# to it still costs. Configurable per run (``[cache]`` in the config).
+ANTHROPIC_CACHE = CachePrices(uncached=1.0, write=1.25, read=0.1, min_prefix_tokens=1_024)
+OPENAI_CACHE = CachePrices(uncached=1.0, write=1.0, read=0.25, min_prefix_tokens=1_024)
+LOCAL_CACHE = CachePrices(uncached=1.0, write=1.0, read=0.1)
+
 
 @dataclass(frozen=True, slots=True)
 class Preset:
@@ -39,6 +49,8 @@ class Preset:
     max_tokens_field: str = "max_tokens"
     headers: tuple[tuple[str, str], ...] = ()
     summary: str = ""
+    cache: CachePrices = OPENAI_CACHE
+    cache_key: bool = False  # send a per-run prompt_cache_key (OpenAI routes on it)
 
 
 PRESETS: Mapping[str, Preset] = {
@@ -53,6 +65,7 @@ PRESETS: Mapping[str, Preset] = {
             # OpenAI's reasoning models refuse ``max_tokens``; every OpenAI model takes this.
             max_tokens_field="max_completion_tokens",
             summary="OpenAI Chat Completions",
+            cache_key=True,
         ),
         Preset(
             "anthropic",
@@ -61,6 +74,7 @@ PRESETS: Mapping[str, Preset] = {
             key_env="ANTHROPIC_API_KEY",
             key_required=True,
             summary="Anthropic Messages",
+            cache=ANTHROPIC_CACHE,
         ),
         Preset(
             "openrouter",
@@ -71,10 +85,15 @@ PRESETS: Mapping[str, Preset] = {
             headers=(("X-Title", "io-tui"),),
             summary="OpenRouter (OpenAI-compatible)",
         ),
-        Preset("ollama", "openai", "http://localhost:11434/v1", summary="Ollama, local"),
-        Preset("llamacpp", "openai", "http://localhost:8080/v1", summary="llama.cpp server, local"),
-        Preset("vllm", "openai", "http://localhost:8000/v1", summary="vLLM server, local"),
-        Preset("lmstudio", "openai", "http://localhost:1234/v1", summary="LM Studio, local"),
+        *(
+            Preset(name, "openai", url, summary=summary, cache=LOCAL_CACHE)
+            for name, url, summary in (
+                ("ollama", "http://localhost:11434/v1", "Ollama, local"),
+                ("llamacpp", "http://localhost:8080/v1", "llama.cpp server, local"),
+                ("vllm", "http://localhost:8000/v1", "vLLM server, local"),
+                ("lmstudio", "http://localhost:1234/v1", "LM Studio, local"),
+            )
+        ),
         Preset(
             "openai-compatible",
             "openai",
@@ -163,8 +182,16 @@ def make_provider(
         base_url=url,
         max_tokens_field=spec.max_tokens_field,
         headers=dict(spec.headers),
+        send_cache_key=spec.cache_key,
         **options,
     )
+
+
+def cache_prices(provider: str) -> CachePrices:
+    """The cache prices of the preset ``provider`` names; Anthropic's for anything else (a
+    script, an unknown name: the benchmark's default)."""
+    preset = PRESETS.get(provider)
+    return preset.cache if preset else CachePrices()
 
 
 def _timeout(seconds: float) -> httpx.Timeout:

@@ -244,10 +244,12 @@ class RunRepo:
         return whole(rows)
 
     async def latest_request(self, run_id: int, step: int | None = None) -> aiosqlite.Row | None:
-        """The last working request of a run (or of one step): what the budget gauges show."""
+        """The last working request of a run (or of one step): what the budget gauges show,
+        with its usage and its manifest's sections (JSON texts; not its entries)."""
         where, params = ("AND step = ?", (run_id, step)) if step is not None else ("", (run_id,))
         return await self.db.fetchone(
-            "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens FROM requests"
+            "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens, usage,"
+            " json_extract(manifest, '$.sections') AS sections FROM requests"
             f" WHERE run_id = ? {where} AND purpose = 'work'"
             " ORDER BY step DESC, attempt DESC LIMIT 1",
             params,

@@ -2,25 +2,32 @@
 
 ``ApprovalScreen`` is a ``ModalScreen[Decision]``: it shows the run (and its parent), the act, the
 target, the rule and layer that asked, and the action itself — a diff for a write, argv and cwd for
-exec, name and arguments for an MCP tool. Keys ``1``–``5`` (aliases ``y e a n d``) approve,
-rewrite, remember, deny and defer; escape defers, so a stray key never approves or denies.
-Rewrite, remember and deny open small typed modals of their own and dismiss with their result.
+exec, name and arguments for an MCP tool. Keys ``1``–``5`` approve, rewrite, remember, deny and
+defer (letter aliases ``y e a n d`` only with ``[ui] letter_shortcuts``); escape defers, so a
+stray key never approves or denies. The modal arms before it takes a decision: for ``arm_s``
+after it is painted, and again after every key pressed meanwhile, keys (and clicks on its
+buttons) are ignored, so keystrokes racing the ask cannot decide it. Rewrite, remember and deny
+open small typed modals of their own and dismiss with their result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, RadioButton, RadioSet, Static, TextArea
 
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule, RuleScope
@@ -29,8 +36,10 @@ from io_tui.core.rule_preview import (
     SCOPE_LABELS,
     SCOPES,
     RewriteCheck,
+    blast_radius,
     check_rewrite,
-    command_hint,
+    command_examples,
+    grant_text,
     preview_matches,
     suggest_pattern,
     validate_pattern,
@@ -41,6 +50,7 @@ from io_tui.ui.widgets.diff_view import DiffView
 from io_tui.ui.widgets.table import Table
 
 MAX_DIFF_FILE_BYTES = 2_000_000
+DEFAULT_ARM_S = 0.4  # [ui] approval_arm_ms
 
 
 def is_mcp(request: ApprovalRequest) -> bool:
@@ -62,8 +72,35 @@ def read_current(request: ApprovalRequest) -> str | None:
         return None
 
 
+def request_body(request: ApprovalRequest, current: str | None) -> Iterator[Widget]:
+    """The action itself: a diff against ``current`` for a file write, argv and cwd for an exec,
+    the arguments for an MCP or other tool (the modal's body and the inbox's preview)."""
+    req = request
+    if is_file_write(req):
+        state = "new file" if current is None else "against the current file"
+        view = DiffView(current, req.content, req.target, classes="approval-diff")
+        label = f"{req.target} — {state} · {view.stats.describe()}"
+        yield Label(Content(plain(label)), classes="approval-diff-label")
+        yield view
+    elif is_mcp(req):
+        yield Label(f"MCP tool {req.tool}", classes="approval-field")
+        yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+    elif req.act is Act.EXEC:
+        argv = req.arguments.get("argv") or json.loads(req.content or "[]")
+        yield Label("argv", classes="approval-field")
+        yield _code(json.dumps(argv, ensure_ascii=False))
+        yield Label(Content(plain(f"working directory  {req.workspace}")), classes="approval-field")
+        timeout = req.arguments.get("timeout_s")
+        if timeout is not None:
+            yield Label(f"timeout  {timeout:g}s", classes="approval-field")
+    else:
+        yield Label(f"{req.tool} arguments", classes="approval-field")
+        yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+
+
 class ApprovalScreen(ModalScreen[Decision]):
-    """Decide one request. Dismisses with the Decision; escape is a defer."""
+    """Decide one request. Dismisses with the Decision; escape is a defer. Ignores keys and
+    clicks until armed (``armed``)."""
 
     class CurrentLoaded(Message):
         """The target file as it is now (read in a worker)."""
@@ -74,32 +111,30 @@ class ApprovalScreen(ModalScreen[Decision]):
 
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "approve", "Approve", id="approval.approve", tooltip="Perform it as proposed"),
         Binding(
-            "1,y", "approve", "Approve", id="approval.approve", tooltip="Perform it as proposed"
-        ),
-        Binding(
-            "2,e",
+            "2",
             "rewrite",
             "Rewrite",
             id="approval.rewrite",
             tooltip="Edit the action, then perform the edit",
         ),
         Binding(
-            "3,a",
+            "3",
             "remember",
             "Remember",
             id="approval.remember",
             tooltip="Approve and save a rule for next time",
         ),
         Binding(
-            "4,n",
+            "4",
             "deny",
             "Deny",
             id="approval.deny",
             tooltip="Refuse, with an optional reason the model reads",
         ),
         Binding(
-            "5,d,escape",
+            "5,escape",
             "defer",
             "Defer",
             id="approval.defer",
@@ -125,8 +160,10 @@ class ApprovalScreen(ModalScreen[Decision]):
         goal: str | None = None,
         parent_run_id: int | None = None,
         initial_action: str | None = None,
+        arm_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(classes=f"-act-{request.act.value}")
+        super().__init__(classes=f"-act-{request.act.value} -arming")
         self.request = request
         self.store = store
         self.position = position
@@ -135,6 +172,47 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.goal = goal
         self.parent_run_id = parent_run_id if parent_run_id is not None else request.parent_run_id
         self.initial_action = initial_action
+        self.arm_s = arm_s
+        self.clock = clock
+        self.armed_at: float | None = None  # when keys start to count (None: not painted yet)
+        self._arm_timer: Timer | None = None
+
+    # -- arming --
+
+    @property
+    def armed(self) -> bool:
+        return self.armed_at is not None and self.clock() >= self.armed_at
+
+    def _arm_delay(self) -> float:
+        if self.arm_s is not None:
+            return self.arm_s
+        ui = getattr(getattr(self.app, "settings", None), "ui", None)
+        return getattr(ui, "approval_arm_ms", DEFAULT_ARM_S * 1000) / 1000
+
+    def _start_arming(self) -> None:
+        """(Re)start the arming time: after the first paint, and after each key pressed early."""
+        self.armed_at = self.clock() + self._arm_delay()
+        self._check_armed()
+
+    def _check_armed(self) -> None:
+        """Show the arming state (``-arming``: buttons dimmed, a hint) until armed."""
+        if self._arm_timer is not None:
+            self._arm_timer.stop()
+            self._arm_timer = None
+        if self.armed or self.armed_at is None:
+            self.set_class(not self.armed, "-arming")
+            return
+        wait = max(self.armed_at - self.clock(), 0.02)
+        self._arm_timer = self.set_timer(wait, self._check_armed)
+
+    def on_key(self, event: events.Key) -> None:
+        """Before the modal is armed a key decides nothing (it bubbles no further, so no binding
+        sees it) and starts the arming time again."""
+        if not self.armed:
+            event.stop()
+            event.prevent_default()
+            if self.armed_at is not None:
+                self._start_arming()
 
     # -- layout --
 
@@ -156,6 +234,7 @@ class ApprovalScreen(ModalScreen[Decision]):
                 "escape defers · v toggles the diff" if is_file_write(req) else "escape defers",
                 id="approval-hint",
             )
+            yield Static("arming: keys wait a moment…", id="approval-arming")
 
     def _title(self) -> Content:
         req = self.request
@@ -192,29 +271,8 @@ class ApprovalScreen(ModalScreen[Decision]):
             Content.styled(f"'{req.layer}'", "bold"),
         )
 
-    def _body(self) -> ComposeResult:
-        req = self.request
-        if is_file_write(req):
-            old = self.current
-            state = "new file" if old is None else "against the current file"
-            view = DiffView(old, req.content, req.target, id="approval-diff")
-            label = f"{req.target} — {state} · {view.stats.describe()}"
-            yield Label(Content(plain(label)), id="approval-diff-label")
-            yield view
-        elif is_mcp(req):
-            yield Label(f"MCP tool {req.tool}", classes="approval-field")
-            yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
-        elif req.act is Act.EXEC:
-            argv = req.arguments.get("argv") or json.loads(req.content or "[]")
-            yield Label("argv", classes="approval-field")
-            yield _code(json.dumps(argv, ensure_ascii=False))
-            yield Label(f"working directory  {req.workspace}", classes="approval-field")
-            timeout = req.arguments.get("timeout_s")
-            if timeout is not None:
-                yield Label(f"timeout  {timeout:g}s", classes="approval-field")
-        else:
-            yield Label(f"{req.tool} arguments", classes="approval-field")
-            yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+    def _body(self) -> Iterator[Widget]:
+        return request_body(self.request, self.current)
 
     async def on_mount(self) -> None:
         # Buttons are for the mouse: a focused button must never turn enter into an approve.
@@ -223,7 +281,8 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.query_one("#approval").border_title = "Approval"
         if is_file_write(self.request) and not self.current_known:
             self._load_current()
-        if self.initial_action:
+        self.call_after_refresh(self._start_arming)
+        if self.initial_action:  # chosen in the inbox, by its own key: no arming for it
             self.call_after_refresh(self.run_action, self.initial_action)
 
     @work(group="approval-load", exclusive=True, exit_on_error=False)
@@ -257,6 +316,8 @@ class ApprovalScreen(ModalScreen[Decision]):
 
     @on(Button.Pressed)
     async def _pressed(self, event: Button.Pressed) -> None:
+        if not self.armed:
+            return
         if event.button.id:  # act-approve → approve: the dialogs own the bare ids
             await self.run_action(event.button.id.removeprefix("act-"))
 
@@ -430,9 +491,20 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
         self.dismiss(None)
 
 
+class ScopeButton(RadioButton):
+    """A scope choice whose button is filled only when chosen, not just coloured (and the chosen
+    label is bold and green; the cursor only underlines, see approval.tcss)."""
+
+    def render(self) -> Content:
+        self.BUTTON_INNER = "●" if self.value else " "
+        return super().render()
+
+
 class RememberScreen(ModalScreen[RememberRule | None]):
-    """Approve and save a rule: pattern, scope, and a live preview of the earlier requests in the
-    store the rule would have matched."""
+    """Approve and save a rule: a pattern (the exact command line to start with), what it grants
+    in words, a scope, and the blast radius — how many earlier requests in the store the rule
+    would have allowed, listed. A rule that does not match this request is saved only on a
+    second ``ctrl+s`` (the first one says so)."""
 
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -453,25 +525,29 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         self.store = store
         self.history: list[ApprovalRecord] = []
         self.matches: list[ApprovalRecord] = []
+        self.confirming: RememberRule | None = None  # a non-matching rule ctrl+s was pressed on
 
     def compose(self) -> ComposeResult:
         req = self.request
         with Vertical(id="remember", classes="approval-dialog"):
-            yield Static(f"Remember: allow {req.act.value} matching…", classes="dialog-title")
-            yield Input(suggest_pattern(req), id="remember-pattern")
-            if req.act is Act.EXEC and not is_mcp(req):
-                program = command_hint(req).split(" ", 1)[0]
-                yield Static(
-                    f"a pattern with a space names a subcommand ('{suggest_pattern(req)}');"
-                    f" '{program}' alone allows every {program} command",
-                    id="remember-exec-hint",
-                    classes="dialog-hint",
-                )
-            with RadioSet(id="remember-scope"):
-                for scope in SCOPES:
-                    yield RadioButton(SCOPE_LABELS[scope], value=scope == "workspace", name=scope)
+            yield Static(
+                Content(plain(f"Remember: approve, and allow {req.act.value} matching")),
+                classes="dialog-title",
+            )
+            yield Input(suggest_pattern(req), id="remember-pattern", compact=True)
+            examples = command_examples(req)
+            if len(examples) > 1:
+                text = " · ".join(f"'{p}' {meaning}" for p, meaning in examples)
+                yield Static(Content(plain(text)), id="remember-exec-hint", classes="dialog-hint")
+            yield Static("", id="remember-grant")
+            with Horizontal(id="remember-scope-row"):
+                yield Label("scope ", id="remember-scope-label")
+                with RadioSet(id="remember-scope", compact=True):
+                    for scope in SCOPES:
+                        yield ScopeButton(
+                            SCOPE_LABELS[scope], value=scope == "workspace", name=scope
+                        )
             yield Static("", id="remember-status")
-            yield Label("Earlier requests this rule would have matched:")
             yield Table(id="remember-preview", cursor_type="row", zebra_stripes=True)
             yield Static("ctrl+s saves and approves · escape goes back", classes="dialog-hint")
 
@@ -494,25 +570,44 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         pattern = self.query_one("#remember-pattern", Input).value
         return RememberRule(pattern, self.request.act, self.scope)
 
+    def matches_request(self, rule: RememberRule) -> bool:
+        req = self.request
+        return bool(
+            preview_matches([_self_record(req)], rule, workspace=req.workspace, run_id=req.run_id)
+        )
+
     @on(Input.Changed, "#remember-pattern")
     @on(RadioSet.Changed, "#remember-scope")
     def _changed(self) -> None:
+        self.confirming = None
         self._refresh_preview()
+
+    def _scope_text(self, scope: RuleScope) -> str:
+        req = self.request
+        where = {
+            "run": f"only run {req.run_id}",
+            "workspace": f"every run in {req.workspace}",
+            "global": "every run in every workspace",
+        }[scope]
+        return f"{SCOPE_LABELS[scope]}: {where}"
 
     def _refresh_preview(self) -> None:
         rule = self.rule()
         req = self.request
         status = self.query_one("#remember-status", Static)
+        grant = self.query_one("#remember-grant", Static)
         problem = validate_pattern(rule.pattern)
         table = self.query_one("#remember-preview", DataTable)
         table.clear()
         if problem:
             self.matches = []
+            grant.update("")
             status.update(Content.styled(problem, "$text-error"))
             return
-        self.matches = preview_matches(
+        radius = blast_radius(
             self.history, rule, workspace=req.workspace, run_id=req.run_id, before_id=req.id
         )
+        self.matches = radius.allowed
         for record in self.matches:
             r = record.request
             decision = record.decision.kind.value if record.decision else record.status
@@ -521,23 +616,48 @@ class RememberScreen(ModalScreen[RememberRule | None]):
                 str(r.run_id),
                 str(r.step),
                 r.act.value,
-                r.target,
+                Content(plain(r.target)),
                 decision,
                 key=str(r.id),
             )
-        here = preview_matches(
-            [_self_record(req)], rule, workspace=req.workspace, run_id=req.run_id
+        grant.update(
+            Content.assemble(
+                Content.styled("allows ", "$text-muted"),
+                Content.styled(plain(grant_text(rule)), "bold"),
+                Content.styled(f" · {self._scope_text(rule.scope)}", "$text-muted"),
+            )
         )
-        mark = "matches this request" if here else "does NOT match this request"
-        status.update(
-            f"{rule.act.value} {rule.pattern!r} for {SCOPE_LABELS[rule.scope]} — {mark}; "
-            f"{len(self.matches)} earlier request(s) matched"
-        )
+        if self.matches_request(rule):
+            status.update(
+                Content.assemble(
+                    Content.styled("matches this request", "$text-success"),
+                    f" · {radius.describe()}",
+                )
+            )
+        elif self.confirming == rule:
+            status.update(
+                Content.styled(
+                    "does NOT match this request: ctrl+s again saves it anyway"
+                    " (this request is approved once)",
+                    "bold $text-error",
+                )
+            )
+        else:
+            status.update(
+                Content.assemble(
+                    Content.styled("does NOT match this request", "bold $text-error"),
+                    f" · {radius.describe()}",
+                )
+            )
 
     def action_save(self) -> None:
         rule = self.rule()
         if validate_pattern(rule.pattern):
             self.query_one("#remember-pattern", Input).focus()
+            return
+        if not self.matches_request(rule) and self.confirming != rule:
+            self.confirming = rule  # a second ctrl+s on the same rule saves it
+            self._refresh_preview()
             return
         self.dismiss(rule)
 

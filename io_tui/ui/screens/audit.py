@@ -18,6 +18,21 @@ from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.table import Table
 
+# (column, priority, elidable down to): a narrow table drops the least important first
+COLUMNS = (
+    ("#", 8, None),
+    ("run", 6, None),
+    ("step", 3, None),
+    ("asked", 1, None),
+    ("decided", 2, None),
+    ("act", 5, None),
+    ("target", 7, 10),
+    ("asked by", 1, 10),
+    ("decision", 9, 10),
+    ("proposed", 0, 10),
+    ("performed", 2, 8),
+)
+
 
 class AuditScreen(Screen[None]):
     CSS_PATH = "audit.tcss"
@@ -44,21 +59,9 @@ class AuditScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#audit-table", DataTable)
-        for label in (
-            "#",
-            "run",
-            "step",
-            "asked",
-            "decided",
-            "act",
-            "target",
-            "asked by",
-            "decision",
-            "proposed",
-            "performed",
-        ):
-            table.add_column(label, key=label)
+        table = self.query_one("#audit-table", Table)
+        for label, priority, shrink_to in COLUMNS:
+            table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         self.load()
 
     def action_reload(self) -> None:
@@ -72,7 +75,7 @@ class AuditScreen(Screen[None]):
     def _on_loaded(self, message: Loaded) -> None:
         records = message.records
         self.query_one("#audit-stats", Static).update(audit_stats(records).summary())
-        table = self.query_one("#audit-table", DataTable)
+        table = self.query_one("#audit-table", Table)
         have = {k.value for k in table.rows}
         for record in records:
             row = audit_row(record)
@@ -101,8 +104,11 @@ class AuditScreen(Screen[None]):
                 table.add_row(*cells, key=str(row.id))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        row = event.data_table.get_row(event.row_key)
-        detail = f"#{row[0]} {row[5]} {row[6]} — asked by {row[7]}\nproposed: {row[9]}\nperformed: {row[10]}"
+        row = self.query_one("#audit-table", Table).row_cells(event.row_key)
+        detail = (
+            f"#{row['#']} {row['act']} {row['target']} — asked by {row['asked by']}: "
+            f"{row['decision']}\nproposed: {row['proposed']}\nperformed: {row['performed']}"
+        )
         self.query_one("#audit-detail", Static).update(Content(detail))  # text, not markup
 
     def action_close(self) -> None:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from io_tui.ui.widgets.table import Table
 
@@ -43,8 +43,12 @@ class HelpScreen(ModalScreen[None]):
             yield Table(id="keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#keys", DataTable)
-        table.add_columns("where", "key", "does", "binding id")
+        table = self.query_one("#keys", Table)
+        # the binding id is what the config remaps: it is never cut
+        table.add_column("where", key="where", priority=4)
+        table.add_column("key", key="key", priority=5)
+        table.add_column("does", key="does", priority=3, shrink_to=12)
+        table.add_column("binding id", key="binding id", priority=6)
         keymap = dict(getattr(self.app, "_keymap", {}) or {})
         seen: set[tuple[str, str]] = set()
         for where, bindings in self.all_bindings():

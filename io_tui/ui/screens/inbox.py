@@ -1,29 +1,33 @@
 """The approval inbox: every pending request across all runs, oldest first (DESIGN §3.4, §5).
 
-Deciding here resumes the run — a live run in this process through its Future, a paused one
-(also from an earlier session) through core ``decide()`` in a ``runs`` worker. ``enter`` opens the
-full approval modal; ``1``–``5`` (``y e a n d``) decide the highlighted request directly, with
-rewrite, remember and deny opening their editors first.
+Below the list, a preview of the highlighted request: its diff for a write, argv and cwd for an
+exec, the arguments for an MCP tool. ``enter`` opens the full approval modal for it; ``1``–``4``
+decide it directly (letters ``y e a n`` with ``[ui] letter_shortcuts``), rewrite, remember and
+deny opening their editors first. Deciding resumes the run exactly as the modal of a live ask
+does — a live run in this process through its Future (a defer there pauses it), a paused one
+(also from an earlier session) through the app's run host, in a ``runs`` worker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Vertical
 from textual.content import Content
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from io_tui.core.approvals import Decision, DecisionKind
+from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.approver import ApprovalDesk
-from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.approval import ApprovalScreen, is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
@@ -36,15 +40,22 @@ def format_time(at: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
 
+def short_time(at: float | None) -> str:
+    return time.strftime("%m-%d %H:%M", time.localtime(at)) if at else ""
+
+
+# (label, key, width); the target takes what the screen's width leaves (at least MIN_TARGET).
 COLUMNS = (
-    ("#", "id", 4),
-    ("run", "run", 4),
+    ("#", "id", 3),
+    ("run", "run", 3),
     ("step", "step", 4),
     ("act", "act", 5),
-    ("target", "target", 32),
-    ("asked by", "rule", 28),
-    ("asked at", "at", 16),
+    ("target", "target", 0),
+    ("asked by", "rule", 16),
+    ("asked at", "at", 11),
 )
+MIN_TARGET = 16
+CELL_PADDING = 2  # DataTable pads each cell by one on either side
 
 
 class InboxScreen(Screen[None]):
@@ -52,37 +63,42 @@ class InboxScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", id="inbox.open", tooltip="Show the request in full"),
         Binding(
-            "1,y",
+            "1",
             "decide('approve')",
             "Approve",
             id="inbox.approve",
             tooltip="Approve it and resume its run",
         ),
         Binding(
-            "2,e",
+            "2",
             "decide('rewrite')",
             "Rewrite",
             id="inbox.rewrite",
             tooltip="Edit the action, then perform the edit",
         ),
         Binding(
-            "3,a",
+            "3",
             "decide('remember')",
             "Remember",
             id="inbox.remember",
             tooltip="Approve and save a rule",
         ),
         Binding(
-            "4,n",
+            "4",
             "decide('deny')",
             "Deny",
             id="inbox.deny",
             tooltip="Refuse, with an optional reason",
         ),
+        Binding("5", "next", "Later", id="inbox.defer", tooltip="Leave it pending; go to the next"),
         Binding(
-            "5,d", "next", "Later", id="inbox.defer", tooltip="Leave it pending; go to the next"
+            "r",
+            "reload",
+            "Refresh",
+            id="inbox.refresh",
+            tooltip="Reload pending requests",
+            show=False,
         ),
-        Binding("r", "reload", "Refresh", id="inbox.refresh", tooltip="Reload pending requests"),
         Binding("escape,q", "close", "Back", id="inbox.close", tooltip="Back to the runs"),
     ]
 
@@ -93,28 +109,51 @@ class InboxScreen(Screen[None]):
             super().__init__()
             self.records = records
 
+    class CurrentLoaded(Message):
+        """The file a previewed write would change, as it is now (read in a worker)."""
+
+        def __init__(self, approval_id: int, current: str | None) -> None:
+            super().__init__()
+            self.approval_id = approval_id
+            self.current = current
+
     def __init__(self, store: Store, *, poll_interval: float | None = 2.0) -> None:
         super().__init__()
         self.store = store
         self.poll_interval = poll_interval
         self.records: list[ApprovalRecord] = []
         self.deciding: set[int] = set()
+        self.previewed: int | None = None  # the approval id the preview shows
+        self._placed = False  # the cursor has been put on a live ask once
 
     def compose(self) -> ComposeResult:
         yield Static("Inbox", id="inbox-title")
         yield Table(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-detail")
+        yield Vertical(id="inbox-preview")
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#inbox-table", DataTable)
         # Fixed widths: columns that never jump as requests come and go (and render the same
-        # however the rows arrive).
+        # however the rows arrive); the target's follows the screen's width.
         for label, key, width in COLUMNS:
-            table.add_column(label, key=key, width=width)
+            table.add_column(label, key=key, width=width or MIN_TARGET)
+        self._fit_columns(self.app.size.width)
         self.load()
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.load)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_columns(event.size.width)
+
+    def _fit_columns(self, width: int) -> None:
+        table = self.query_one("#inbox-table", DataTable)
+        fixed = sum(w for _, _, w in COLUMNS) + CELL_PADDING * len(COLUMNS) + 1
+        column = table.columns.get("target")  # type: ignore[call-overload]
+        if column is not None:
+            column.width = max(MIN_TARGET, width - fixed)
+            table.refresh(layout=True)
 
     @work(group="inbox", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
@@ -146,11 +185,25 @@ class InboxScreen(Screen[None]):
                 str(req.step),
                 req.act.value,
                 req.target,
-                f"{req.rule} ({req.layer})",
-                format_time(req.created_at),
+                req.rule,
+                short_time(req.created_at),
                 key=str(req.id),
             )
+        self._place_cursor()
         self._show_position()
+
+    def _place_cursor(self) -> None:
+        """Once: on the oldest request a live run is waiting on right now (the ask whose banner
+        sent the operator here), else the oldest."""
+        if self._placed or not self.records:
+            return
+        self._placed = True
+        live = ApprovalDesk.of(self.app).live
+        table = self.query_one("#inbox-table", DataTable)
+        for index, record in enumerate(self.records):
+            if record.request.id in live:
+                table.move_cursor(row=index)
+                return
 
     def selected(self) -> ApprovalRecord | None:
         table = self.query_one("#inbox-table", DataTable)
@@ -164,6 +217,12 @@ class InboxScreen(Screen[None]):
     def _highlighted(self) -> None:
         self._show_position()
 
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        """enter (or a click) on a row: the DataTable takes the key, so open from here."""
+        event.stop()
+        self.action_open()
+
     def _show_position(self) -> None:
         title = self.query_one("#inbox-title", Static)
         detail = self.query_one("#inbox-detail", Static)
@@ -172,14 +231,47 @@ class InboxScreen(Screen[None]):
         if not total:
             title.update("Inbox — nothing waiting for a decision")
             detail.update("")
+            self._preview(None)
             return
         row = min(max(table.cursor_row, 0), total - 1) + 1
-        title.update(f"Inbox — {row} of {total} pending, oldest first")
+        title.update(f"Inbox — {row} of {total} pending, oldest first · enter opens it")
         record = self.selected()
         if record is not None:
             req = record.request
-            line = f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}"
+            live = " · waiting now" if req.id in ApprovalDesk.of(self.app).live else ""
+            line = f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}{live}"
             detail.update(Content(plain(line)))  # not markup: a command may hold "[/]"
+        self._preview(record.request if record is not None else None)
+
+    # -- the preview of the highlighted request --
+
+    def _preview(self, request: ApprovalRequest | None) -> None:
+        approval_id = request.id if request is not None else None
+        if approval_id == self.previewed:
+            return
+        self.previewed = approval_id
+        if request is not None and is_file_write(request):
+            self._load_current(request)  # the diff needs the file as it is now
+        else:
+            self._show_preview(request, None)
+
+    @work(group="inbox-preview", exclusive=True, exit_on_error=False)
+    async def _load_current(self, request: ApprovalRequest) -> None:
+        current = await asyncio.to_thread(read_current, request)
+        self.post_message(self.CurrentLoaded(request.id, current))
+
+    @on(CurrentLoaded)
+    def _on_current_loaded(self, message: CurrentLoaded) -> None:
+        record = next((r for r in self.records if r.request.id == message.approval_id), None)
+        if record is not None and message.approval_id == self.previewed:
+            self._show_preview(record.request, message.current)
+
+    def _show_preview(self, request: ApprovalRequest | None, current: str | None) -> None:
+        pane = self.query_one("#inbox-preview", Vertical)
+        with self.app.batch_update():
+            pane.remove_children()
+            if request is not None:
+                pane.mount_all(list(request_body(request, current)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open", "decide", "next") and not self.records:
@@ -213,7 +305,10 @@ class InboxScreen(Screen[None]):
         position = f"{table.cursor_row + 1} of {table.row_count}"
 
         def decided(decision: Decision | None) -> None:
-            if decision is not None and decision.kind is not DecisionKind.DEFER:
+            if decision is None:
+                return
+            live = record.request.id in ApprovalDesk.of(self.app).live
+            if decision.kind is not DecisionKind.DEFER or live:  # a live run's defer pauses it
                 self.decide(record, decision)
 
         self.app.push_screen(
@@ -222,6 +317,7 @@ class InboxScreen(Screen[None]):
                 store=self.store,
                 position=position,
                 initial_action=initial_action,
+                clock=ApprovalDesk.of(self.app).clock,
             ),
             decided,
         )

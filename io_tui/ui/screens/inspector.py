@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -40,13 +40,24 @@ from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 
-ENTRY_COLUMNS = ("state", "kind", "target", "step", "tokens", "reason")
+# (column, priority, elidable down to): a narrow table drops the least important first
+ENTRY_COLUMNS = (
+    ("state", 6, None),
+    ("kind", 4, None),
+    ("target", 3, 8),
+    ("step", 5, None),
+    ("tokens", 5, None),
+    ("reason", 2, 8),
+)
+SECTION_COLUMNS = (("section", 3, None), ("source", 1, 8), ("tokens", 2, None))
+NARROW = 110  # columns: below this the entry text takes the table's place (enter / escape)
 
 
 class InspectorScreen(Screen[None]):
     CSS_PATH = "inspector.tcss"
     BINDINGS = [
-        Binding("escape,q", "app.pop_screen", "Back", id="inspector.close", tooltip="Back to the main screen"),
+        Binding("escape,q", "close", "Back", id="inspector.close", tooltip="Back to the main screen (narrow: back to the table)"),
+        Binding("enter", "open_entry", "Show", id="inspector.show", show=False, tooltip="Narrow terminal: show the highlighted entry's text in the table's place"),
         Binding("f", "cycle_filter", "Filter", id="inspector.filter", tooltip="Cycle the state filter"),
         Binding("j", "jump", "Jump", id="inspector.jump", tooltip="Go to the step that superseded or invalidated this stub"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="inspector.prev", tooltip="Previous request"),
@@ -61,8 +72,8 @@ class InspectorScreen(Screen[None]):
             self.trace = trace
             self.error = error
 
-    entries = query_one("#entries", DataTable)
-    sections = query_one("#sections", DataTable)
+    entries = query_one("#entries", Table)
+    sections = query_one("#sections", Table)
     summary = query_one("#summary", Static)
     detail = query_one("#detail", Static)
     diff = query_one("#diff", Static)
@@ -91,11 +102,11 @@ class InspectorScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        for column in ENTRY_COLUMNS:
-            self.entries.add_column(column, key=column)
+        for column, priority, shrink_to in ENTRY_COLUMNS:
+            self.entries.add_column(column, key=column, priority=priority, shrink_to=shrink_to)
         self.entries.border_title = "Manifest"
-        for column in ("section", "source", "tokens"):
-            self.sections.add_column(column, key=column)
+        for column, priority, shrink_to in SECTION_COLUMNS:
+            self.sections.add_column(column, key=column, priority=priority, shrink_to=shrink_to)
         self.sections.border_title = "Fixed sections"
         self.entries.focus()
         self.load()
@@ -166,11 +177,12 @@ class InspectorScreen(Screen[None]):
         for key, row in wanted.items():
             cells = _cells(row)
             if key in present:
-                for column, value in zip(table.columns, cells, strict=True):
+                for (column, _, _), value in zip(ENTRY_COLUMNS, cells, strict=True):
                     table.update_cell(key, column, value)
             else:
                 table.add_row(*cells, key=key)
-        table.sort("step", key=_sort_key)
+        if "step" in table.columns:
+            table.sort("step", key=_sort_key)
 
     def _sync_sections(self, request: dict[str, Any] | None) -> None:
         table = self.sections
@@ -182,7 +194,7 @@ class InspectorScreen(Screen[None]):
         for name, section in wanted.items():
             cells = (name, str(section.get("source", "")), f"{section.get('est_tokens', 0):,}")
             if name in present:
-                for column, value in zip(table.columns, cells, strict=True):
+                for (column, _, _), value in zip(SECTION_COLUMNS, cells, strict=True):
                     table.update_cell(name, column, value)
             else:
                 table.add_row(*cells, key=name)
@@ -217,12 +229,44 @@ class InspectorScreen(Screen[None]):
                     )
                 )
 
+    # -- narrow terminals: the entry text in the table's place ---------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        narrow = event.size.width < NARROW
+        self.set_class(narrow, "-narrow")
+        if not narrow:
+            self.remove_class("-reading")
+
+    def read(self, reading: bool) -> None:
+        """Narrow: show the entry / diff tabs (True) or the tables (False)."""
+        self.set_class(reading and self.has_class("-narrow"), "-reading")
+        self.refresh_bindings()
+        if not reading:
+            self.entries.focus()
+
     # -- actions -------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "jump":
             return self.selected is not None and self.selected.superseded_by is not None
+        if action == "open_entry":
+            return self.has_class("-narrow") and not self.has_class("-reading")
         return True
+
+    def action_close(self) -> None:
+        if self.has_class("-reading"):
+            self.read(False)
+        else:
+            self.app.pop_screen()
+
+    @on(DataTable.RowSelected)
+    def _on_row_selected(self) -> None:
+        if self.check_action("open_entry", ()):
+            self.action_open_entry()
+
+    def action_open_entry(self) -> None:
+        self.query_one("#tabs", TabbedContent).active = "tab-entry"
+        self.read(True)
 
     def action_cycle_filter(self) -> None:
         index = FILTERS.index(self.state_filter)
@@ -269,13 +313,17 @@ class InspectorScreen(Screen[None]):
     def action_toggle_diff(self) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
         tabs.active = "tab-entry" if tabs.active == "tab-diff" else "tab-diff"
+        self.read(tabs.active == "tab-diff" or self.has_class("-reading"))
 
     def action_reload(self) -> None:
         self.load()
 
 
+_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic"}
+
+
 def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
-    style = {"full": "", "refreshed": "bold", "summary": "italic"}.get(row.state, "dim")
+    style = _STATE_STYLES.get(row.state, "dim")
     reason = row.reason
     if row.superseded_by is not None:
         reason = f"{reason} → step {row.superseded_by}" if reason else f"→ step {row.superseded_by}"
@@ -352,15 +400,44 @@ def _highlight(row: EntryRow, text: str) -> RenderableType:
     return Syntax(text, lexer, word_wrap=True, theme="ansi_dark")
 
 
+def cache_text(before: dict[str, Any] | None, after: dict[str, Any]) -> Text:
+    """Where this request's prompt-cache prefix broke against the previous one, and why
+    (``core/cache.py``), and what the provider reported reading and writing."""
+    cache = after.get("cache") or {}
+    out = Text()
+    out.append("prompt cache: ", style="bold")
+    if before is None or not cache.get("previous_messages"):
+        out.append("the run's first request, nothing to reuse yet")
+    else:
+        kept = f"{cache['cached_messages']} of {cache['previous_messages']} messages"
+        tokens = f"{cache['cached_prefix_tokens']:,} tok"
+        if cache.get("broke_at") is None:
+            out.append(f"extends the previous request whole ({kept}, {tokens})")
+        else:
+            out.append(f"kept {kept} of the previous request ({tokens}); ")
+            out.append(f"broke at message {cache['broke_at']}: ", style="bold")
+            out.append(plain(cache.get("why") or "?"), style="yellow")
+    if cache.get("cache_read_tokens") is not None:
+        out.append(
+            f"\nreported: {cache['cache_read_tokens']:,} read from the cache, "
+            f"{cache.get('cache_write_tokens') or 0:,} written"
+        )
+    out.append("\n\n")
+    return out
+
+
 def _render_diff(
     step: int, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> RenderableType:
     if after is None:
         return Text("no request for this step")
     if before is None:
-        return Text(f"step {step} is the first request of the run: everything is new.")
+        return Text.assemble(
+            cache_text(None, after),
+            f"step {step} is the first request of the run: everything is new.",
+        )
     d = diff_requests(before, after)
-    out = Text()
+    out = cache_text(before, after)
     out.append(f"step {before['step']} → step {step}", style="bold")
     out.append(f"   est {d.tokens_before:,} → {d.tokens_after:,} tok\n\n")
 

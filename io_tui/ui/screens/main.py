@@ -9,9 +9,10 @@ and repaint the gauges at most ~10 times a second.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -29,7 +30,7 @@ from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
-from io_tui.ui.widgets.gauges import Gauge
+from io_tui.ui.widgets.gauges import ContextBar, Gauge, cache_hit_rate, context_breakdown
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.skeleton import Palette, Skeleton
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -54,6 +55,8 @@ class GaugeFigures:
     reported: int | None
     memory_entries: int
     memory_chars: int
+    usage: dict[str, Any] | None = None  # as the provider reported it (``Usage.to_json``)
+    sections: tuple[dict[str, Any], ...] = ()  # the request's manifest sections
 
 
 class MainScreen(Screen[None]):
@@ -118,9 +121,10 @@ class MainScreen(Screen[None]):
         gauges = Vertical(
             Gauge("run", id="gauge-run"),
             Gauge("request", id="gauge-request"),
-            Gauge("estimate", id="gauge-drift"),
+            Gauge("counted", id="gauge-drift"),
             Gauge("memory", unit="notes", id="gauge-memory"),
-            Gauge("mem chars", unit="chars", id="gauge-memory-chars"),
+            Gauge("cache", id="gauge-cache"),
+            ContextBar(id="context"),
             id="gauges",
         )
         gauges.border_title = "Budgets"
@@ -143,7 +147,7 @@ class MainScreen(Screen[None]):
             await self.mount_all(self._panes())
             self._skeleton = None
             self.refresh()
-        if not self.is_attached:
+        if not self.is_attached or not self.query(RunTree):
             return  # the app is closing (quit, or its store cannot be opened)
         self.ready = True
         if self.focused is None:
@@ -297,6 +301,8 @@ class MainScreen(Screen[None]):
                     row["reported_tokens"] if row else None,
                     entries,
                     chars,
+                    json.loads(row["usage"]) if row and row["usage"] else None,
+                    tuple(json.loads(row["sections"])) if row and row["sections"] else (),
                 )
             )
         )
@@ -311,8 +317,14 @@ class MainScreen(Screen[None]):
         run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
         if run is None:
             return
+        budget = run.token_budget
+        used = f"{run.tokens:,} / {budget:,} tok used" if budget else f"{run.tokens:,} tok used"
         self.query_one("#gauge-run", Gauge).update(
-            run.tokens, run.token_budget, run.status if run.token_budget else f"{run.status}"
+            run.tokens,
+            budget,
+            run.status if budget else f"{run.status}, no budget",
+            figures=used,
+            short=f"{run.tokens:,} tok",
         )
         figures = self._figures if self._figures and self._figures.run_id == run.id else None
         live = run.live and self.selected_step is None
@@ -321,16 +333,69 @@ class MainScreen(Screen[None]):
         frame = run.frame_tokens if live or figures is None else figures.frame
         reported = run.reported_tokens if live or figures is None else figures.reported
         step = figures.step if figures else None
-        observed = None if est is None else est - (frame or 0)
-        label = f"step {step} · frame {frame:,} beside it" if step and frame else ""
-        self.query_one("#gauge-request", Gauge).update(observed, ceiling, label)
-        drift = "no provider usage" if reported is None or est is None else _drift(est, reported)
-        self.query_one("#gauge-drift", Gauge).update(est, reported, drift)
+        inside = None if est is None else est - (frame or 0)
+        self.query_one("#gauge-request", Gauge).update(
+            inside,
+            ceiling,
+            f"step {step}" if step else "",
+            figures=None
+            if inside is None or not ceiling
+            else f"{inside:,} / {ceiling:,} tok of its window",
+            short=None if inside is None or not ceiling else f"{inside:,} / {ceiling:,} tok",
+        )
+        self._refresh_counted(est, reported)
         limits = MemoryLimits()
         entries = figures.memory_entries if figures else 0
         chars = figures.memory_chars if figures else 0
-        self.query_one("#gauge-memory", Gauge).update(entries, limits.max_entries, "workspace")
-        self.query_one("#gauge-memory-chars", Gauge).update(chars, limits.max_chars)
+        self.query_one("#gauge-memory", Gauge).update(
+            entries,
+            limits.max_entries,
+            "workspace",
+            figures=f"{entries} / {limits.max_entries} notes · {chars:,} / {limits.max_chars:,} chars",
+            short=f"{entries} notes · {chars:,} chars",
+            ratio=max(entries / limits.max_entries, chars / limits.max_chars),
+        )
+        usage = figures.usage if figures else None
+        rate = cache_hit_rate(usage)
+        self.query_one("#gauge-cache", Gauge).update(
+            None if rate is None else round(rate * 100),
+            100,
+            figures=(
+                "no usage reported for this request"
+                if rate is None or usage is None
+                else f"{rate:.0%} of {usage['prompt_tokens']:,} prompt tok read from cache"
+            ),
+            short=None if rate is None else f"{rate:.0%} read from cache",
+            ratio=rate,
+            alarm=False,
+        )
+        bar = self.query_one("#context", ContextBar)
+        if figures is None or figures.step is None or figures.est is None:
+            bar.breakdown = None
+        else:
+            bar.breakdown = context_breakdown(
+                figures.step,
+                figures.sections,
+                figures.est,
+                figures.frame or 0,
+                figures.ceiling or 0,
+            )
+
+    def _refresh_counted(self, est: int | None, reported: int | None) -> None:
+        """What the provider counted for the request, beside what io-tui estimated."""
+        gauge = self.query_one("#gauge-drift", Gauge)
+        if reported is None or est is None:
+            gauge.update(None, None, figures="no count from the provider yet", alarm=False)
+            return
+        gauge.update(
+            reported,
+            None,
+            _estimate_note(est, reported),
+            figures=f"{reported:,} tok by the provider",
+            short=f"{reported:,} vs est. {est:,}",
+            ratio=min(est, reported) / max(est, reported, 1),
+            alarm=False,
+        )
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -398,10 +463,12 @@ class MainScreen(Screen[None]):
         await self.io_app.send_operator_message(run_id, text)
 
 
-def _drift(est: int, reported: int) -> str:
-    diff = reported - est
-    pct = f" ({diff / est:+.0%})" if est else ""
-    return f"drift {diff:+,} tok{pct}"
+def _estimate_note(est: int, reported: int) -> str:
+    """How far io-tui's estimate was from the provider's count, in words."""
+    if not est or reported == est:
+        return f"estimated {est:,}"
+    off = abs(reported - est) / est
+    return f"estimated {est:,}, {off:.0%} {'low' if reported > est else 'high'}"
 
 
 def _path(text: str) -> Path:

@@ -7,6 +7,7 @@ Every change goes through ``MemoryRepo``'s operator API, which records it in the
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import on, work
@@ -16,15 +17,40 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, Static, TextArea
+from textual.widgets import (
+    Button,
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    OptionList,
+    RadioButton,
+    RadioSet,
+    Static,
+    TextArea,
+)
+from textual.widgets.option_list import Option
 
 from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import MemoryNote, Scope
+from io_tui.core.memory import MemoryNote, Scope, check_key
 from io_tui.core.rule_preview import Recall, recall_history
 from io_tui.core.store import Store
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.table import Table
+
+# (column, priority, elidable down to): a narrow table drops the least important first
+NOTE_COLUMNS = (
+    ("scope", 5, None),
+    ("key", 6, 12),
+    ("value", 4, 12),
+    ("written by", 2, None),
+    ("written at", 1, None),
+    ("pinned", 5, None),
+    ("recalls", 3, None),
+    ("last recalled", 0, None),
+)
 
 
 def note_key(note: MemoryNote) -> str:
@@ -90,6 +116,115 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
+@dataclass(frozen=True, slots=True)
+class NewNote:
+    scope: Scope
+    key: str
+    value: str
+
+
+class AddNoteScreen(ModalScreen[NewNote | None]):
+    """A new note: key, scope (this workspace or global) and value; a bad key is said inside
+    the dialog and nothing typed is lost."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+s", "save", "Save", id="memory.add.save", tooltip="Save the note", priority=True
+        ),
+        Binding("escape", "cancel", "Cancel", id="memory.add.cancel", tooltip="Write nothing"),
+    ]
+
+    def __init__(self, workspace: str | None) -> None:
+        super().__init__()
+        self.workspace = workspace
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="add-note"):
+            yield Static("New note", classes="memory-dialog-title")
+            yield Input(placeholder="key, e.g. test-command", id="note-key")
+            with RadioSet(id="note-scope"):
+                yield RadioButton(
+                    Content(plain(f"workspace {self.workspace}"))
+                    if self.workspace
+                    else "workspace (none chosen)",
+                    value=self.workspace is not None,
+                    disabled=self.workspace is None,
+                    id="scope-workspace",
+                )
+                yield RadioButton(
+                    "global (every workspace)", value=self.workspace is None, id="scope-global"
+                )
+            yield TextArea("", id="note-value")
+            yield Static("", id="note-error")
+            yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
+
+    def action_save(self) -> None:
+        error = self.query_one("#note-error", Static)
+        try:
+            key = check_key(self.query_one("#note-key", Input).value)
+        except ValueError as exc:
+            error.update(Content(str(exc)))
+            self.query_one("#note-key", Input).focus()
+            return
+        value = self.query_one("#note-value", TextArea).text
+        if not value.strip():
+            error.update("a note needs a value")
+            self.query_one("#note-value", TextArea).focus()
+            return
+        pressed = self.query_one("#note-scope", RadioSet).pressed_button
+        scope: Scope = (
+            "workspace" if pressed is not None and pressed.id == "scope-workspace" else "global"
+        )
+        self.dismiss(NewNote(scope, key, value))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ChooseWorkspaceScreen(ModalScreen[str | None]):
+    """Pick whose notes the editor shows: a workspace the store knows, or the global notes
+    only (""); None: keep the current one."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="memory.switch.cancel", tooltip="Keep this one"),
+    ]
+
+    def __init__(self, workspaces: list[str], current: str | None) -> None:
+        super().__init__()
+        self.workspaces = workspaces
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="choose-workspace"):
+            yield Static("Show the notes of", classes="memory-dialog-title")
+            options = [Option("global notes only", id="")]
+            options += [Option(Content(plain(w)), id=w) for w in self.workspaces]
+            yield OptionList(*options, id="workspaces")
+
+    def on_mount(self) -> None:
+        options = self.query_one("#workspaces", OptionList)
+        current = self.current or ""
+        index = next((i for i, w in enumerate(["", *self.workspaces]) if w == current), 0)
+        options.highlighted = index
+        options.focus()
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id or "")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+async def known_workspaces(store: Store) -> list[str]:
+    """Every workspace the store knows: of its runs and of its workspace notes, sorted."""
+    found = {run.workspace for run in await store.runs.list() if run.workspace}
+    found |= {n.workspace for n in await store.memory.list() if n.scope == "workspace"}
+    return sorted(found)
+
+
 class MemoryEditorScreen(Screen[None]):
     CSS_PATH = "memory_editor.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -99,6 +234,14 @@ class MemoryEditorScreen(Screen[None]):
             "Edit value",
             id="memory.edit",
             tooltip="Edit the highlighted note's value",
+        ),
+        Binding("a", "add", "Add note", id="memory.add", tooltip="Write a new note"),
+        Binding(
+            "w",
+            "switch",
+            "Workspace",
+            id="memory.switch",
+            tooltip="Show another workspace's notes, or only the global ones",
         ),
         Binding(
             "p",
@@ -151,20 +294,11 @@ class MemoryEditorScreen(Screen[None]):
         self.notes: list[MemoryNote] = []
 
     def compose(self) -> ComposeResult:
-        title = f"Memory — {self.workspace}" if self.workspace else "Memory — global notes"
-        yield Static(Content(plain(title)), id="memory-title")
-        with Horizontal(id="memory-gauges"):
-            for scope in self.scopes():
-                with Vertical(classes="memory-gauge"):
-                    yield Label(f"{scope} notes", id=f"gauge-label-{scope}-entries")
-                    yield ProgressBar(
-                        total=self.limits.max_entries, show_eta=False, id=f"gauge-{scope}-entries"
-                    )
-                with Vertical(classes="memory-gauge"):
-                    yield Label(f"{scope} chars", id=f"gauge-label-{scope}-chars")
-                    yield ProgressBar(
-                        total=self.limits.max_chars, show_eta=False, id=f"gauge-{scope}-chars"
-                    )
+        yield Static(id="memory-title")
+        for scope in ("workspace", "global"):
+            with Horizontal(classes="memory-gauges", id=f"gauges-{scope}"):
+                yield Gauge(scope, unit="notes", id=f"gauge-{scope}-entries")
+                yield Gauge("chars", unit="chars", id=f"gauge-{scope}-chars")
         yield Table(id="memory-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="memory-value-view")
         yield Label("Recalled by:", id="memory-recalls-label")
@@ -174,22 +308,21 @@ class MemoryEditorScreen(Screen[None]):
     def scopes(self) -> list[Scope]:
         return ["workspace", "global"] if self.workspace else ["global"]
 
+    def _show_where(self) -> None:
+        title = f"Memory — {self.workspace} + global" if self.workspace else "Memory — global"
+        self.query_one("#memory-title", Static).update(
+            Content.assemble(plain(title), ("  w: switch", "dim"))
+        )
+        self.query_one("#gauges-workspace").display = self.workspace is not None
+
     def on_mount(self) -> None:
-        table = self.query_one("#memory-table", DataTable)
-        for label in (
-            "scope",
-            "key",
-            "value",
-            "written by",
-            "written at",
-            "pinned",
-            "recalls",
-            "last recalled",
-        ):
-            table.add_column(label, key=label)
+        table = self.query_one("#memory-table", Table)
+        for label, priority, shrink_to in NOTE_COLUMNS:
+            table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         recalls = self.query_one("#memory-recalls", DataTable)
         for label in ("request", "run", "step", "at"):
             recalls.add_column(label, key=label)
+        self._show_where()
         self.load()
 
     @work(group="memory", exclusive=True, exit_on_error=False)
@@ -204,20 +337,16 @@ class MemoryEditorScreen(Screen[None]):
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         for scope, (entries, chars) in message.usage.items():
-            self.query_one(f"#gauge-{scope}-entries", ProgressBar).update(progress=entries)
-            self.query_one(f"#gauge-{scope}-chars", ProgressBar).update(progress=chars)
-            self.query_one(f"#gauge-label-{scope}-entries", Label).update(
-                f"{scope} notes {entries}/{self.limits.max_entries}"
+            self.query_one(f"#gauge-{scope}-entries", Gauge).update(
+                entries, self.limits.max_entries
             )
-            self.query_one(f"#gauge-label-{scope}-chars", Label).update(
-                f"{scope} chars {chars:,}/{self.limits.max_chars:,}"
-            )
+            self.query_one(f"#gauge-{scope}-chars", Gauge).update(chars, self.limits.max_chars)
         self.notes = message.notes
         self._apply()
         self.refresh_bindings()  # edit / pin / delete apply to a highlighted note
 
     def _apply(self) -> None:
-        table = self.query_one("#memory-table", DataTable)
+        table = self.query_one("#memory-table", Table)
         wanted = {note_key(n): n for n in self.notes}
         for gone in [k for k in table.rows if k.value not in wanted]:
             table.remove_row(gone)
@@ -241,7 +370,7 @@ class MemoryEditorScreen(Screen[None]):
         self._show_selected()
 
     def selected(self) -> MemoryNote | None:
-        table = self.query_one("#memory-table", DataTable)
+        table = self.query_one("#memory-table", Table)
         if table.row_count == 0:
             return None
         key = table.ordered_rows[min(table.cursor_row, table.row_count - 1)].key.value
@@ -309,6 +438,31 @@ class MemoryEditorScreen(Screen[None]):
             note.key, value, note.scope, self._where(note), self.limits
         )
         return f"saved '{note.key}'" if result.written else f"not saved: {result.status}"
+
+    def action_add(self) -> None:
+        def added(note: NewNote | None) -> None:
+            if note is not None:
+                self._change(self._add(note))
+
+        self.app.push_screen(AddNoteScreen(self.workspace), added)
+
+    async def _add(self, note: NewNote) -> str:
+        where = self.workspace if note.scope == "workspace" else None
+        result = await self.store.memory.set(note.key, note.value, note.scope, where, self.limits)
+        if not result.written:
+            return f"not saved: {result.status}"
+        return f"added {note.scope} note '{result.note.key}'"
+
+    @work(group="memory", exclusive=True, exit_on_error=False)
+    async def action_switch(self) -> None:
+        known = await known_workspaces(self.store)
+        choice = await self.app.push_screen_wait(ChooseWorkspaceScreen(known, self.workspace))
+        if choice is None:
+            return
+        self.workspace = choice or None
+        self.query_one("#memory-table", Table).clear()  # other notes: rows in scope order
+        self._show_where()
+        self.load()
 
     def action_toggle_pin(self) -> None:
         note = self.selected()

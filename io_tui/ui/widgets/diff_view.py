@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
@@ -108,19 +109,52 @@ def side_by_side(old: str, new: str, context: int = 3) -> tuple[Content, Content
     return Content("\n").join(left), Content("\n").join(right)
 
 
+def first_change(content: Content) -> int:
+    """The line of ``content`` (a diff from ``unified`` or a column of ``side_by_side``) where
+    the first added or removed line is; 0 when there is none."""
+    for number, line in enumerate(content.plain.split("\n")):
+        if line.startswith(("+++", "---")):
+            continue
+        if line.startswith(("+", "-")):
+            return number
+    for number, span in enumerate(_line_styles(content)):
+        if span & {ADDED, REMOVED}:
+            return number
+    return 0
+
+
+def _line_styles(content: Content) -> list[set[str]]:
+    """The styles used on each line of ``content``."""
+    starts = [0]
+    for number, char in enumerate(content.plain):
+        if char == "\n":
+            starts.append(number + 1)
+    styles: list[set[str]] = [set() for _ in starts]
+    for span in content.spans:
+        styles[bisect_right(starts, span.start) - 1].add(str(span.style))
+    return styles
+
+
+SPLIT_MIN_SIDE = 60  # cells a side needs for the longest changed line (or this many) to show
+
+
 class DiffView(VerticalScroll):
-    """Shows ``new`` against ``old`` (None: the file does not exist yet). ``split`` toggles the
-    side-by-side layout."""
+    """Shows ``new`` against ``old`` (None: the file does not exist yet). ``split`` asks for the
+    side-by-side layout; it is shown when each side holds the longest changed line (or at least
+    60 cells), else the unified diff is shown with a line saying why. Either opens at its first
+    change (one line of context above it)."""
 
     DEFAULT_CSS = """
     DiffView { height: auto; max-height: 100%; }
     DiffView > .diff--unified { width: 1fr; height: auto; text-wrap: nowrap; }
+    DiffView > .diff--note { dock: top; height: 1; color: $text-muted; display: none; }
     DiffView > Horizontal { height: auto; }
     DiffView > Horizontal > Static { width: 1fr; height: auto; text-wrap: nowrap;
         text-overflow: ellipsis; }
     DiffView > Horizontal > .diff--old { border-right: vkey $foreground 20%; }
     DiffView.-split > .diff--unified { display: none; }
     DiffView.-unified > Horizontal { display: none; }
+    DiffView.-narrow > .diff--note { display: block; }
     """
 
     split: reactive[bool] = reactive(False)
@@ -139,25 +173,77 @@ class DiffView(VerticalScroll):
         self.old = old
         self.new = new
         self.path = path
+        self._unified = unified(old or "", new, path)
+        self._sides = side_by_side(old or "", new)
+        self._first = (first_change(self._unified), first_change(self._sides[0]))
+        self._longest = _longest_change(old or "", new)
+        self._opening = True  # scrolling to the first change, until it could
 
     @property
     def stats(self) -> DiffStats:
         return diff_stats(self.old or "", self.new)
 
+    @property
+    def shows_split(self) -> bool:
+        """Whether the side-by-side layout is on screen (asked for, and wide enough)."""
+        return self.split and self._fits_split(self.size.width)
+
+    def _fits_split(self, width: int) -> bool:
+        gutter = (
+            max(3, len(str(max(len((self.old or "").splitlines()), len(self.new.splitlines()), 1))))
+            + 1
+        )
+        side = (width - 1) // 2 - gutter
+        return side >= min(self._longest, SPLIT_MIN_SIDE)
+
     def compose(self) -> ComposeResult:
-        old = self.old or ""
-        yield Static(unified(old, self.new, self.path), classes="diff--unified")
-        left, right = side_by_side(old, self.new)
+        yield Static(
+            Content.styled("side by side needs a wider window: the diff is unified", MUTED),
+            classes="diff--note",
+        )
+        yield Static(self._unified, classes="diff--unified")
+        left, right = self._sides
         with Horizontal():
             yield Static(left, classes="diff--old")
             yield Static(right, classes="diff--new")
 
     def watch_split(self, split: bool) -> None:
-        self.set_class(split, "-split")
-        self.set_class(not split, "-unified")
+        self._layout()
+        self._opening = True
+        self.call_after_refresh(self.scroll_to_first_change)
+
+    def on_resize(self) -> None:
+        self._layout()
+        if self._opening:
+            self.call_after_refresh(self.scroll_to_first_change)
+
+    def _layout(self) -> None:
+        shown = self.shows_split
+        self.set_class(shown, "-split")
+        self.set_class(not shown, "-unified")
+        self.set_class(self.split and not shown and self.size.width > 0, "-narrow")
 
     def on_mount(self) -> None:
-        self.watch_split(self.split)
+        self._layout()
+        self.call_after_refresh(self.scroll_to_first_change)
+
+    def scroll_to_first_change(self) -> None:
+        """Scroll to the first change; until the diff is laid out tall enough to get there,
+        each resize tries again."""
+        line = self._first[1] if self.shows_split else self._first[0]
+        target = max(0, line - 1)
+        self.scroll_to(y=target, animate=False, immediate=True)
+        self._opening = self.max_scroll_y < target
 
     def toggle(self) -> None:
         self.split = not self.split
+
+
+def _longest_change(old: str, new: str) -> int:
+    """The longest line the diff adds or removes, in characters."""
+    a, b = old.splitlines(), new.splitlines()
+    longest = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            longest = max([longest, *map(len, a[i1:i2]), *map(len, b[j1:j2])])
+    return longest

@@ -25,7 +25,9 @@ from io_tui.ui.widgets.title_bar import title_parts
 
 RUNS_WIDTH = 0.42  # of the screen, and at least RUNS_MIN_WIDTH (main.tcss: #runs)
 RUNS_MIN_WIDTH = 30
-GAUGE_LINES = 5  # main.tcss: #gauges is as tall as its gauges, plus its border
+GAUGE_LINES = (
+    8  # main.tcss: #gauges is as tall as its gauges (5 lines, the context bar 3), plus its border
+)
 PROMPT_HEIGHT = 3
 
 

@@ -12,7 +12,10 @@ from rich.text import Text
 from textual import events
 from textual.widget import Widget
 
-ICON = "⭘"
+# U+2261: in every common monospace font (DejaVu Sans Mono, Menlo, Monaco, Courier New: WGL4).
+# Textual's "⭘" (U+2B58) is in none of them, and the browser (textual-serve: Roboto Mono, then
+# the system's) drew it as a missing-glyph box.
+ICON = "≡"
 
 
 def title_parts(title: str, sub_title: str, width: int) -> list[tuple[str, bool]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from provider_helpers import WEATHER, Script, recorded, run, sse, sse_response
@@ -37,6 +39,7 @@ async def test_basic_text_even_without_a_final_blank_line() -> None:
     assert response.text == "Hello there!"
     assert response.finish_reason == "end_turn"
     assert response.usage == Usage(prompt_tokens=11, completion_tokens=6)
+    assert response.usage.cache_reported is False  # this older recording has no cache fields
     assert response.model == "claude-3-opus-latest"
     assert response.provider == "anthropic"
 
@@ -50,6 +53,7 @@ async def test_tool_use_accumulates_input_json_delta() -> None:
     )
     assert response.finish_reason == "tool_use"
     assert response.usage == Usage(prompt_tokens=377, completion_tokens=65)
+    assert response.usage.cache_reported is True  # cache_read/creation_input_tokens: 0
 
 
 async def test_refusal_is_a_clear_finish_reason() -> None:
@@ -166,7 +170,8 @@ def test_request_encoding_pairs_tool_use_and_results() -> None:
         max_output_tokens=123,
     )
     body = wire.body(request, "m", stream=True)
-    assert body["system"] == "Be careful."
+    cache = {"cache_control": {"type": "ephemeral"}}
+    assert body["system"] == [{"type": "text", "text": "Be careful."} | cache]
     assert body["max_tokens"] == 123 and body["stream"] is True and body["model"] == "m"
     assert "temperature" not in body
     assert body["tools"] == [
@@ -200,9 +205,67 @@ def test_request_encoding_pairs_tool_use_and_results() -> None:
         },
         {
             "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": "t3", "content": "[]"}],
+            "content": [{"type": "tool_result", "tool_use_id": "t3", "content": "[]"} | cache],
         },
     ]
+
+
+CACHED = {"type": "ephemeral"}
+
+
+def marked(body: dict[str, Any]) -> list[str]:
+    """Where the body carries cache_control: 'system', 'tool NAME', or each marked block's text."""
+    out = ["system"] if isinstance(body.get("system"), list) else []
+    out += [f"tool {t['name']}" for t in body.get("tools", []) if "cache_control" in t]
+    for turn in body["messages"]:
+        for block in turn["content"]:
+            if block.get("cache_control") == CACHED:
+                out.append(block.get("text") or block.get("content") or block.get("name"))
+    return out
+
+
+def conversation(n: int) -> tuple[Message, ...]:
+    messages: list[Message] = [Message("system", "Be careful."), Message("user", "goal")]
+    for i in range(n):
+        messages.append(Message("assistant", "", (ToolCall(f"c{i}", "read_file", {}),)))
+        messages.append(Message("tool", f"result {i}", tool_call_id=f"c{i}"))
+    return tuple(messages)
+
+
+def test_working_requests_cache_the_system_prompt_and_the_last_message() -> None:
+    wire = AnthropicProvider(model="m").wire
+    body = wire.body(CompletionRequest(conversation(3), tools=(WEATHER,)), "m", stream=True)
+    assert marked(body) == ["system", "result 2"]
+
+
+def test_named_breakpoints_are_marked_at_most_four_in_all() -> None:
+    wire = AnthropicProvider(model="m").wire
+    request = CompletionRequest(conversation(6), cache_breakpoints=(1, 3, 5, 7, 13))
+    assert marked(wire.body(request, "m", stream=True)) == [
+        "system", "result 1", "result 2", "result 5"
+    ]  # fmt: skip
+    request = CompletionRequest(conversation(2), cache_breakpoints=(1, 99))
+    assert marked(wire.body(request, "m", stream=True)) == ["system", "goal"]
+
+
+def test_a_breakpoint_on_a_message_without_blocks_marks_the_one_before() -> None:
+    messages = (*conversation(1), Message("assistant", ""))  # an empty turn sends no block
+    request = CompletionRequest(messages, cache_breakpoints=(len(messages) - 1,))
+    assert marked(AnthropicProvider(model="m").wire.body(request, "m", stream=True)) == [
+        "system", "result 0"
+    ]  # fmt: skip
+
+
+def test_without_a_system_prompt_the_tools_end_the_first_cached_part() -> None:
+    request = CompletionRequest(conversation(1)[1:], tools=(WEATHER,))
+    body = AnthropicProvider(model="m").wire.body(request, "m", stream=True)
+    assert marked(body) == ["tool get_weather", "result 0"]
+
+
+def test_summary_requests_are_not_cached() -> None:
+    request = CompletionRequest(conversation(2), tools=(WEATHER,), purpose="summary")
+    body = AnthropicProvider(model="m").wire.body(request, "m", stream=True)
+    assert body["system"] == "Be careful." and marked(body) == []
 
 
 async def test_headers_and_url() -> None:

@@ -372,3 +372,43 @@ async def test_stream_answer_to_a_non_streaming_request_is_decoded() -> None:
     assert response.tool_calls == (
         ToolCall("call_4XzlGBLtUe9dy3GVNV4jhq7h", "get_weather", {"city": "New York City"}),
     )
+
+
+async def test_llamacpp_reports_the_reused_prompt_prefix() -> None:
+    script = Script(
+        [
+            sse_response(recorded("llamacpp_chat/first_request.sse")),
+            sse_response(recorded("llamacpp_chat/prefix_reused.sse")),
+        ]
+    )
+    client = provider(script)
+    _, first = await run(client)
+    _, second = await run(client)
+    assert first.usage == Usage(prompt_tokens=24, completion_tokens=3, cache_read_tokens=0)
+    assert second.usage == Usage(prompt_tokens=40, completion_tokens=3, cache_read_tokens=24)
+
+
+async def test_llamacpp_timings_alone_still_give_the_cached_prefix() -> None:
+    """Builds before ``prompt_tokens_details``: ``timings.cache_n`` is the reused prefix."""
+    body = recorded("llamacpp_chat/prefix_reused.sse").replace(
+        b',"prompt_tokens_details":{"cached_tokens":24}', b""
+    )
+    assert b"cached_tokens" not in body
+    _, response = await run(provider(Script([sse_response(body)])))
+    assert response.usage == Usage(prompt_tokens=40, completion_tokens=3, cache_read_tokens=24)
+    without_usage = body.replace(
+        b'"usage":{"completion_tokens":3,"prompt_tokens":40,"total_tokens":43},', b""
+    )
+    assert b'"usage"' not in without_usage
+    _, response = await run(provider(Script([sse_response(without_usage)])))
+    assert response.usage == Usage(prompt_tokens=40, completion_tokens=3, cache_read_tokens=24)
+
+
+def test_prompt_cache_key_is_sent_only_where_the_server_takes_it() -> None:
+    request = CompletionRequest((Message("user", "hi"),), cache_key="io-tui-abc")
+    plain = OpenAICompatProvider(model="m", base_url="http://x/v1").wire
+    keyed = OpenAICompatProvider(model="m", base_url="http://x/v1", send_cache_key=True).wire
+    assert "prompt_cache_key" not in plain.body(request, "m", stream=True)
+    assert keyed.body(request, "m", stream=True)["prompt_cache_key"] == "io-tui-abc"
+    summary = CompletionRequest((Message("user", "hi"),), cache_key="k", purpose="summary")
+    assert "prompt_cache_key" not in keyed.body(summary, "m", stream=True)

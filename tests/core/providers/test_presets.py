@@ -11,13 +11,15 @@ import pytest
 from provider_helpers import Script, run, sse_response
 from replay_server import ReplayServer, json_reply
 
+from io_tui.core.contract import CachePrices
 from io_tui.core.providers.anthropic import AnthropicProvider
-from io_tui.core.providers.base import ErrorKind, ProviderError
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, Message, ProviderError
 from io_tui.core.providers.factory import ProviderConfigError
 from io_tui.core.providers.fallback import FallbackProvider
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.presets import (
     PRESETS,
+    cache_prices,
     make_provider,
     probe,
     provider_from_description,
@@ -214,3 +216,28 @@ async def test_probe_anthropic_uses_its_models_path() -> None:
     assert ok is True
     assert str(request.url) == "https://api.anthropic.com/v1/models"
     assert request.headers["x-api-key"] == KEY
+
+
+@pytest.mark.parametrize(
+    ("preset", "write", "read", "keyed"),
+    [
+        ("anthropic", 1.25, 0.1, False),
+        ("openai", 1.0, 0.25, True),
+        ("openrouter", 1.0, 0.25, False),
+        ("llamacpp", 1.0, 0.1, False),
+        ("ollama", 1.0, 0.1, False),
+    ],
+)
+def test_presets_carry_their_cache_prices_and_key(
+    preset: str, write: float, read: float, keyed: bool
+) -> None:
+    prices = cache_prices(preset)
+    assert (prices.uncached, prices.write, prices.read) == (1.0, write, read)
+    provider = make_provider(preset, model="m", env={PRESETS[preset].key_env or "": KEY})
+    request = CompletionRequest((Message("user", "hi"),), cache_key="io-tui-run")
+    body = provider.wire.body(request, "m", stream=True)
+    assert ("prompt_cache_key" in body) is keyed
+
+
+def test_a_script_or_unknown_provider_is_priced_as_anthropic_without_a_minimum() -> None:
+    assert cache_prices("scripted:run.json") == CachePrices()

@@ -78,7 +78,8 @@ async def test_anthropic_recordings_replayed(server: ReplayServer, retry: RetryP
     assert seen.path == "/v1/messages"
     assert seen.headers["x-api-key"] == "sk-ant-test"
     assert seen.headers["anthropic-version"] == "2023-06-01"
-    assert seen.body["system"] == "You are terse."
+    cached = {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
+    assert seen.body["system"] == [cached]  # the prompt cache's first breakpoint, over HTTP
 
 
 async def test_429_with_retry_after_then_success(

@@ -1,0 +1,111 @@
+"""App-wide flows: every main-screen key in the command palette, the palette's demo on a fresh
+copy, the theme kept across restarts (not in the config file), F-keys switching screens."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from io_tui.ui import ui_state
+from io_tui.ui.screens.audit import AuditScreen
+from io_tui.ui.screens.inspector import InspectorScreen
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.rules import RulesScreen
+from io_tui.ui.screens.trace import TraceScreen
+from io_tui.ui.testing import wait_until_idle
+
+from .conftest import SIZE
+
+
+async def _palette(pilot, query: str) -> None:
+    await pilot.press("ctrl+p")
+    await pilot.pause(0.2)
+    await pilot.press(*query)
+    await pilot.pause(0.5)
+    await pilot.press("enter")
+    await pilot.pause(0.2)
+
+
+async def test_the_inspector_and_the_trace_are_in_the_palette(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        await _palette(pilot, "main: inspect")
+        await wait_until_idle(pilot)
+        assert isinstance(app.screen, InspectorScreen)
+        await _palette(pilot, "main: trace")  # from the inspector: it closes, the trace opens
+        await wait_until_idle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "TraceScreen"]
+
+
+async def test_every_main_screen_key_is_a_palette_command(make_app) -> None:
+    from io_tui.ui.commands import KeyCommands
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        provider = KeyCommands(app.screen)
+        names = {name: help_text for name, _, help_text in provider.commands()}
+        for binding in MainScreen.BINDINGS:
+            if binding.action == "interrupt":  # only while the selected run is live
+                assert f"Main: {binding.description}" not in names
+                continue
+            assert f"Main: {binding.description}" in names, binding.id
+        assert names["Main: Inspect"].endswith("key i")
+        assert names["App: Audit"].endswith("key f5")
+
+
+async def test_the_palette_demo_runs_on_a_fresh_copy_each_time(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        first = Path(app.runs[1].workspace)
+        (first / "textstats" / "core.py").write_text("broken on purpose\n")  # a used folder
+        await _palette(pilot, "run: demo")
+        await wait_until_idle(pilot, within_s=60)
+        second = app.runs[2]
+        assert Path(second.workspace) != first
+        assert second.status == "finished" and second.outcome == "success"
+
+
+async def test_the_theme_is_kept_across_restarts_not_in_the_config(make_app) -> None:
+    state = Path(os.environ["IO_TUI_UI_STATE"])
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+t")
+        chosen = app.theme
+        assert chosen != "io-dark"
+        await app.workers.wait_for_complete()
+    assert ui_state.load(state) == ui_state.UiState(chosen, "io-dark")
+    again = make_app(demo=False)
+    async with again.run_test(size=SIZE) as pilot:
+        assert again.theme == chosen
+    edited = make_app(demo=False, theme="io-ember")  # the config's theme changed since
+    async with edited.run_test(size=SIZE) as pilot:
+        assert edited.theme == "io-ember"
+
+
+async def test_an_unreadable_state_file_is_ignored(make_app) -> None:
+    await asyncio.to_thread(Path(os.environ["IO_TUI_UI_STATE"]).write_text, "{not json")
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE):
+        assert app.theme == "io-dark"
+
+
+async def test_f_keys_switch_screens_instead_of_stacking_them(make_app) -> None:
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("f3")
+        await pilot.pause()
+        assert isinstance(app.screen, RulesScreen)
+        await pilot.press("f5")
+        await pilot.pause()
+        assert isinstance(app.screen, AuditScreen)
+        assert len(app.screen_stack) == 2  # rules closed when audit opened
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
