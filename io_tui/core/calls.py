@@ -7,6 +7,7 @@ The same ``apply_decision`` path serves a live decision and one made later, afte
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -191,14 +192,21 @@ class CallRunner:
     async def _perform(
         self, call: ToolCall, step: int, tool: Tool, args: Any, ctx: ToolContext, note: str = ""
     ) -> CallResult:
+        started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = await tool.run(args, ctx)
         except ToolError as exc:
             return self._error(call, step, note + str(exc), ctx.cap_chars)
-        return self._observe(call, step, outcome, ctx.cap_chars, note)
+        return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
 
     def _observe(
-        self, call: ToolCall, step: int, outcome: ToolOutcome, cap: int, note: str = ""
+        self,
+        call: ToolCall,
+        step: int,
+        outcome: ToolOutcome,
+        cap: int,
+        note: str = "",
+        ran_ns: tuple[int, int] = (0, 0),
     ) -> CallResult:
         full = note + outcome.text
         hint = _rest_hint(outcome.kind, outcome.target)
@@ -212,6 +220,8 @@ class CallRunner:
             span=outcome.span,
             full_chars=len(full),
             is_error=outcome.is_error,
+            seen=outcome.seen,
+            ran_ns=ran_ns,
         )
         self.emit(
             EventKind.OBSERVATION,

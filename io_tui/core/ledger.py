@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -11,8 +12,10 @@ from io_tui.core.providers.base import ToolCall
 class ObsKind(StrEnum):
     """What an observation is, for supersession and staleness.
 
-    Supersession keys on ``(kind, target, span)``: only ``READ`` and ``GREP`` supersede.
-    A ``WRITE`` to a path makes earlier ``READ``\\s of that path stale.
+    A later call of the same kind, target and span supersedes an earlier one for the kinds in
+    ``SUPERSEDING_KINDS`` (a ``READ`` also supersedes the earlier reads of the same path whose
+    lines it covers). A ``WRITE`` to a path makes the earlier results that depend on it (reads
+    of it, greps and finds that matched it: ``Observation.seen``) stale.
     """
 
     READ = "read"
@@ -29,7 +32,36 @@ class ObsKind(StrEnum):
     MESSAGE = "message"
 
 
-SUPERSEDING_KINDS = frozenset({ObsKind.READ, ObsKind.GREP})
+SUPERSEDING_KINDS = frozenset(
+    {ObsKind.READ, ObsKind.GREP, ObsKind.FIND, ObsKind.LIST, ObsKind.EXEC}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A file as a result saw it: enough to tell, with one ``stat``, whether it is still so.
+
+    ``path`` is workspace-relative. ``digest`` is ``content_digest`` of the bytes the result
+    was made from; a changed size or mtime is confirmed by hashing again (a ``touch`` is not a
+    change). ``size == -1`` records only that the path existed (a find's hits)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    digest: str = ""
+
+    def to_json(self) -> list[object]:
+        return [self.path, self.size, self.mtime_ns, self.digest]
+
+    @classmethod
+    def from_json(cls, data: list[object]) -> Seen:
+        path, size, mtime_ns, digest = data
+        return cls(str(path), int(size), int(mtime_ns), str(digest))  # type: ignore[call-overload]
+
+
+def content_digest(data: bytes) -> str:
+    """What ``Seen.digest`` holds: a short hash of a file's bytes."""
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +71,11 @@ class Observation:
     ``target`` is the path (read/write/list), the pattern (grep/find), the program (exec), or the
     tool name. ``span`` distinguishes partial reads (``"lines 10-60"``) and grep scopes, so only
     an identical request supersedes. ``full_chars`` is the length before bounding.
+
+    ``seen`` is what the result was made from (the file a read read, the files a grep matched,
+    the paths a find found), so the context engine can tell when it no longer holds.
+    ``ran_ns`` is when the tool ran (start, end; wall clock in ns, the clock of file mtimes), so
+    a file changed on disk can be put down to the tool that ran when it changed.
     """
 
     step: int
@@ -50,6 +87,8 @@ class Observation:
     span: str = ""
     full_chars: int = 0
     is_error: bool = False
+    seen: tuple[Seen, ...] = ()
+    ran_ns: tuple[int, int] = (0, 0)
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -1,5 +1,5 @@
 """The model request path of a run: building its context engine (skills, instructions, tool
-schemas, stale-read refresh, summaries), asking the model for one working completion, and
+schemas, stale-read refresh, the disk probe, summaries), asking the model for one working completion, and
 recording each request and its tokens.
 
 Plain functions over a ``Run``; the loop in ``run.py`` calls ``build_engine`` once and
@@ -72,6 +72,7 @@ async def build_engine(run: Run) -> ContextEngine:
     return ContextEngine(
         frame,
         refresh=partial(refresh_stale_read, run),
+        probe=run.workspace.changed,
         summarize=partial(summarize, run),
         summaries=summaries,
         on_summary=on_summary,
@@ -104,19 +105,38 @@ def specs(run: Run) -> tuple[ToolSpec, ...]:
 
 
 async def refresh_stale_read(run: Run, obs: Observation) -> str:
-    """Re-read a stale read through the same policy and containment as any read."""
+    """The current result of a stale read (re-read through the same policy and containment as
+    any read), grep or find (the same call run again)."""
+    if obs.tool in ("grep", "find"):
+        return await _run_again(run, obs, _arguments(run, obs))
     verdict = run.h.policy.explain(Act.READ, obs.target)
     if verdict.effect is not Effect.ALLOW:
         raise RefreshFailed(
             f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
         )
-    tool = run.registry.get("read_file")
     arguments: dict[str, Any] = {"path": obs.target}
     if obs.span.startswith("lines "):
         first, _, last = obs.span[6:].partition("-")
         arguments["offset"] = int(first)
         if last:
             arguments["limit"] = int(last) - int(first) + 1
+    return await _run_again(run, obs, arguments, "read_file")
+
+
+def _arguments(run: Run, obs: Observation) -> dict[str, Any]:
+    """The arguments of the call that made ``obs``."""
+    for record in reversed(run.history):
+        if record.step == obs.step:
+            for call in record.tool_calls:
+                if call.id == obs.call_id:
+                    return dict(call.arguments)
+    raise RefreshFailed(f"the call of step {obs.step}'s {obs.tool} is not in the history")
+
+
+async def _run_again(
+    run: Run, obs: Observation, arguments: dict[str, Any], name: str | None = None
+) -> str:
+    tool = run.registry.get(name or obs.tool)
     ctx = run.tool_context(run.step)
     try:
         outcome = await tool.run(tool.parse(arguments), ctx)

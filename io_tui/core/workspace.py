@@ -16,10 +16,11 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from io_tui.core.ledger import Seen, content_digest
 from io_tui.core.tools.base import ToolError
 
 BINARY_SNIFF_BYTES = 8_192
@@ -96,6 +97,7 @@ class Workspace:
         if not given.is_dir():
             raise WorkspaceError(f"workspace root is not a directory: {given}")
         self.root = given.resolve()
+        self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # ``changed``'s last hashes
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -150,29 +152,78 @@ class Workspace:
     # -- files -------------------------------------------------------------------------------
 
     async def read_bytes(self, path: str, *, max_bytes: int = MAX_READ_BYTES) -> bytes:
+        return (await self._read(path, max_bytes))[0]
+
+    async def _read(self, path: str, max_bytes: int) -> tuple[bytes, Seen]:
+        """The file's bytes and what they were (``Seen``: the digest of those bytes)."""
         target = self.resolve(path)
         display = self.relative(target)
 
-        def read() -> bytes:
+        def read() -> tuple[bytes, Seen]:
             with fs_errors(display):
-                size = target.stat().st_size
-                if size > max_bytes:
+                st = target.stat()  # before the read: a change during it shows as a new stat
+                if st.st_size > max_bytes:
                     raise WorkspaceError(
-                        f"{display} is {size:,} bytes, more than the {max_bytes:,} this tool "
-                        "reads; use grep to find the part you need"
+                        f"{display} is {st.st_size:,} bytes, more than the {max_bytes:,} this "
+                        "tool reads; use grep to find the part you need"
                     )
-                return target.read_bytes()
+                data = target.read_bytes()
+            return data, Seen(display, len(data), st.st_mtime_ns, content_digest(data))
 
         return await asyncio.to_thread(read)
 
     async def read_text(self, path: str) -> str:
         """The file as text, refusing binary and non-UTF-8 files with a clear error."""
-        data = await self.read_bytes(path)
-        display = self.relative(path)
+        return (await self.read_text_seen(path))[0]
+
+    async def read_text_seen(self, path: str) -> tuple[str, Seen]:
+        """``read_text``, and what was read (for ``Observation.seen``)."""
+        data, seen = await self._read(path, MAX_READ_BYTES)
+        display = seen.path
         if is_binary(data):
             raise WorkspaceError(f"{display} is a binary file ({len(data):,} bytes); not shown")
         with fs_errors(display):
-            return data.decode("utf-8")
+            return data.decode("utf-8"), seen
+
+    async def changed(self, seen: Collection[Seen]) -> dict[Seen, int | None]:
+        """Which of ``seen`` no longer hold: each maps to the file's mtime now, or None when it
+        is gone (the context engine's ``Probe``). One ``stat`` per path; a file whose size or
+        mtime moved is hashed again, once per new stat (a ``touch`` is not a change)."""
+
+        def check() -> dict[Seen, int | None]:
+            out: dict[Seen, int | None] = {}
+            stats: dict[str, os.stat_result | None] = {}
+            for s in seen:
+                if s.path not in stats:
+                    try:
+                        stats[s.path] = os.stat(self.root / s.path)
+                    except OSError:
+                        stats[s.path] = None
+                st = stats[s.path]
+                if st is None:
+                    out[s] = None
+                elif s.size < 0 or (st.st_size, st.st_mtime_ns) == (s.size, s.mtime_ns):
+                    continue  # existence was all it saw, or the stat still holds
+                elif self._digest(s.path, st) != s.digest:
+                    out[s] = st.st_mtime_ns
+            return out
+
+        return await asyncio.to_thread(check)
+
+    def _digest(self, rel: str, st: os.stat_result) -> str:
+        """The digest of ``rel`` as it is at ``st``, hashed once per (size, mtime)."""
+        key = (st.st_size, st.st_mtime_ns)
+        known = self._digests.get(rel)
+        if known is not None and known[0] == key:
+            return known[1]
+        if st.st_size > MAX_READ_BYTES:
+            return ""
+        try:
+            digest = content_digest((self.root / rel).read_bytes())
+        except OSError:
+            digest = ""
+        self._digests[rel] = (key, digest)
+        return digest
 
     async def write_text(self, path: str, text: str) -> bool:
         """Write ``text`` exactly (no newline translation), creating parents.

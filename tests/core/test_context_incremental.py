@@ -20,10 +20,12 @@ from hypothesis import strategies as st
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps, Step
+from io_tui.core.context.plan import Plan
 from io_tui.core.contract import Compaction, TaskContract
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
+from tests.core.test_context_properties import stale_reads
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
 TOOL = {
@@ -36,6 +38,7 @@ TOOL = {
 PATHS = ["a.py", "b.py", "./a.py", "src/c.py"]
 
 
+SPANS = ["", "", "lines 1-20", "lines 5-10", "lines 15-30"]
 SIZES = [0, 5, 40, 300, 900, 4_000, 30_000]
 SMALL = [0, 5, 40]  # histories that fit: every build walks only the newest steps
 
@@ -49,7 +52,7 @@ def step_record(
     for n in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(KINDS))
         target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
-        span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
+        span = draw(st.sampled_from(SPANS)) if kind is ObsKind.READ else ""
         size = draw(st.sampled_from(sizes))
         call_id = f"c{number}_{n}{tag}"
         calls.append(ToolCall(call_id, TOOL[kind], {"path": target, "blob": "q" * (size // 3)}))
@@ -134,12 +137,13 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
 
     contract = TaskContract("fix the bug", Path("/ws"), compaction=Compaction(enabled=enabled))
 
-    def engine(summaries: list | None = None) -> ContextEngine:
+    def engine(summaries: list | None = None, plan: Plan | None = None) -> ContextEngine:
         return ContextEngine(
             Frame("SYSTEM", (), contract),
             refresh=None if refresh_mode == "none" else refresh,
             summarize=None if summarizer == "none" else summarize,
             summaries=list(summaries or []),
+            plan=plan or Plan(),
         )
 
     notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
@@ -148,19 +152,24 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     async def drive() -> None:
         for history, ceiling, force in builds:
             built[0] += 1
-            fresh = engine(reused.summaries)
+            fresh = engine(reused.summaries, reused.plan)
             expected = await fresh.build(
                 history, ceiling_tokens=ceiling, notes=notes, force_fold=force
             )
             got = await reused.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force)
             same(got, expected)
+            # what a pending (superseded, carried until the next rewrite) entry carries is
+            # never stale: a read with a later write is only ever sent refreshed (a summary
+            # written before the write is notes of what was true then, and not checked here)
+            sent = "\n".join(m.content for m in got.messages if m.role == "tool")
+            assert not any(f"<{call_id}>" in sent for call_id in stale_reads(history))
             assert reused.summaries == fresh.summaries
 
     asyncio.run(drive())
 
 
-def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None]]:
-    return [(e.obs.call_id, e.by, e.stale_by) for s in live.steps for e in s.entries]
+def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None, bool]]:
+    return [(e.obs.call_id, e.by, e.stale_by, e.pending) for s in live.steps for e in s.entries]
 
 
 @settings(max_examples=150, deadline=None)
@@ -176,22 +185,42 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
     whole = LiveSteps({})
     whole.sync(history)
     assert classification(grown) == classification(whole)
-    # and both agree with the rule, decided newest-first
-    newest: dict[tuple[str, str, str], int] = {}
+    # and both agree with the rule, decided newest-first: a result is superseded by the first
+    # later call that covers it (the same key; for a read, a read of the same file whose lines
+    # hold its lines), and a read that is not is stale from the first later write to its path
+    later_key: dict[tuple[str, str, str], int] = {}
+    later_reads: dict[str, list[tuple[str, int]]] = {}  # path -> (span, step), nearest last
     writes: dict[str, int] = {}
     expected = {}
     for record in reversed(history):
         for o in reversed(record.observations):
             by = stale = None
+            path = posixpath.normpath(o.target)
             if o.kind is ObsKind.WRITE and not o.is_error:
-                writes[posixpath.normpath(o.target)] = o.step
-            if o.kind in (ObsKind.READ, ObsKind.GREP) and not o.is_error:
-                by = newest.get(o.key)
-                newest.setdefault(o.key, o.step)
+                writes[path] = o.step
+            if o.kind is ObsKind.READ and not o.is_error:
+                by = next(
+                    (n for span, n in reversed(later_reads.get(path, [])) if covers(span, o.span)),
+                    None,
+                )
+                later_reads.setdefault(path, []).append((o.span, o.step))
+            elif o.kind in SUPERSEDING_KINDS and (not o.is_error or o.kind is ObsKind.EXEC):
+                by = later_key.get(o.key)
+                later_key[o.key] = o.step
             if o.kind is ObsKind.READ and by is None:
-                stale = writes.get(posixpath.normpath(o.target))
+                stale = writes.get(path)
             expected[o.call_id] = (by, stale)
-    assert {c: (b, s) for c, b, s in classification(whole)} == expected
+    got = {c: (b, s if b is None else None) for c, b, s, _ in classification(whole)}
+    assert got == expected
+
+
+def covers(span: str, older: str) -> bool:
+    if span == older or not span:
+        return True
+    if not older:
+        return False
+    lines = [tuple(map(int, x.removeprefix("lines ").split("-"))) for x in (span, older)]
+    return lines[0][0] <= lines[1][0] and lines[1][1] <= lines[0][1]
 
 
 def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
@@ -208,7 +237,8 @@ def test_a_step_that_gained_results_reclassifies_the_older_ones() -> None:
         observations=(write, Observation(2, "r2", "read_file", ObsKind.READ, "a.py", "new")),
     )
     live.sync([StepRecord(1, "", observations=(read,)), gained])
-    assert (live[0].entries[0].by, live[0].entries[0].stale_by) == (2, None)
+    e = live[0].entries[0]
+    assert (e.by, e.stale_by, e.pending) == (2, 2, True)  # re-read until the next rewrite
 
 
 async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:
@@ -219,7 +249,7 @@ async def test_a_history_that_fits_is_not_walked_again(monkeypatch) -> None:
     history: list[StepRecord] = []
     for number in range(1, 61):
         call = ToolCall(f"c{number}", "list_dir", {})
-        obs = Observation(number, f"c{number}", "list_dir", ObsKind.LIST, ".", "a.txt")
+        obs = Observation(number, f"c{number}", "list_dir", ObsKind.LIST, f"d{number}", "a.txt")
         await engine.build([*history, StepRecord(number, "")], ceiling_tokens=24_000)
         history.append(StepRecord(number, "Looking.", (call,), (obs,)))
     visited: list[int] = []

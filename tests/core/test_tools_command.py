@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,11 +68,12 @@ async def test_gate_checks_the_command_line_and_carries_the_argv(ctx: ToolContex
 
 
 async def test_success_reports_exit_code_and_output(ctx: ToolContext) -> None:
-    out = await call(ctx, argv=[sys.executable, "-c", "print('hello')"])
+    argv = [sys.executable, "-c", "print('hello')"]
+    out = await call(ctx, argv=argv)
     lines = out.text.splitlines()
     assert lines[0].startswith("$ ") and "print" in lines[0]
     assert lines[1:] == ["exit code 0", "hello"]
-    assert (out.kind, out.target) == (ObsKind.EXEC, sys.executable)
+    assert (out.kind, out.target) == (ObsKind.EXEC, shlex.join(argv))  # the key of a rerun
     assert out.data == {"exit_code": 0, "timed_out": False}
     assert not out.is_error
 

@@ -69,10 +69,10 @@ def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
         stub_lines = [
             line
             for line in screen.splitlines()
-            if any(state in line for state in ("superseded", "elided", "refresh_failed"))
+            if any(s in line for s in ("superseded", "elided", "refresh_failed", "collapsed"))
         ]
         assert stub_lines, screen  # step 10's request carries stubs, each with its reason
-        assert any("step" in line for line in stub_lines)  # e.g. "step 9 made the same call"
+        assert any("step" in line for line in stub_lines)  # e.g. "collapse  steps 1–4"
         _tmux(socket, "send-keys", "-t", "io", "Escape")
         _wait_for(socket, "Runs")
         _tmux(socket, "send-keys", "-t", "io", "C-q")

@@ -9,17 +9,27 @@ contract, project instructions) is never elided and is counted beside the ceilin
 
 The ladder, cheapest rung first:
 
-1. supersession (``live.py``): a later read/grep with the same ``Observation.key`` is the one
+1. supersession (``live.py``): a later call with the same ``Observation.key`` (a read, grep,
+   find, listing or command), or a later read covering an earlier read's lines, is the one
    answer; the earlier becomes a stub naming it;
-2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a read followed by a write to its path
-   is re-read through ``refresh`` (never sent stale); if that fails, a stub names the write and
-   the reason;
+2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a result made from a file that a later
+   write changed, or that the injected ``probe`` finds changed on disk since (``seen``: stat,
+   then hash), is never sent stale: it is re-read (a grep or find re-run) through ``refresh``;
+   if that fails, a stub names the cause (the write, or the tool that ran when the file
+   changed) and why;
 3. newest-first fit (``fit.py``): what does not fit becomes a stub saying how to get it back
    (``stubs.py``);
 4. collapse (``fit.py``): when those stubs pass an eighth of the ceiling, their steps become one
    line;
 5. compaction (``compaction.py``, ``summary.py``, ``digest.py``): past the threshold, old steps
    fold into a stored summary.
+
+Between planned rewrites the requests of a run only append (``plan.py``): superseded results
+that are still current stay pending, the window's floor stays put until it must move (then it
+moves ahead of the coming steps), the memory block is the last rewrite's; a request that must
+change an earlier message anyway (a stale read, a cut, a fold) takes every pending rewrite with
+it, and the pending ones are made on their own once their savings pay for the cached prefix
+they throw away (``CachePrices``). A fresh engine given the same plan sends the same.
 
 Requests are role-tagged messages (``messages.py``), and every step is dropped or kept whole: a
 tool result never travels without its call, nor a call without a result. The only I/O is the
@@ -31,7 +41,7 @@ as they are appended, with each step's costs, stubs and emitted messages cached 
 classification; ``settled.py`` keeps the oldest steps the last fit carried whole as prefix sums
 (whether they all fit again is one comparison) and their messages flat (reused with one slice).
 The walks stop early where they can (newest-first, once the window is decided). A fresh engine
-sends exactly what a reused one sends (``tests/core/test_context_incremental.py``).
+with the same plan sends exactly what a reused one sends (``tests/core/test_context_incremental.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ from __future__ import annotations
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame, InstructionFile
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.refresh import Refresher, RefreshFailed
+from io_tui.core.context.refresh import Probe, Refresher, RefreshFailed
 from io_tui.core.context.stubs import how_to_get_back
 from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
@@ -51,6 +61,7 @@ __all__ = [
     "Frame",
     "InstructionFile",
     "ManifestEntry",
+    "Probe",
     "RefreshFailed",
     "Refresher",
     "Section",

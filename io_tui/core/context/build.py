@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -14,8 +14,9 @@ from io_tui.core.context.compaction import (
     notes_budget_chars,
 )
 from io_tui.core.context.fit import fit, stub_out
-from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.messages import emit
+from io_tui.core.context.plan import CUT_AHEAD, Plan
 from io_tui.core.context.refresh import Resolver
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
@@ -36,13 +37,18 @@ class Build:
         history: Sequence[StepRecord],
         ceiling: int,
         notes: Sequence[MemoryNote],
+        plan: Plan,
     ) -> None:
         self.engine = engine
         self.history = history
         self.ceiling = ceiling
+        self.plan = plan
         self.cap = entry_cap_chars(ceiling)
         self.reserve = ceiling // 8  # what stubs may take before they collapse
-        self.memory = render_notes(notes, max_chars=ceiling)  # a quarter of it, in chars
+        if plan.memory is not None and plan.memory[0] == ceiling:
+            self.memory = plan.memory[1]  # the block the last rewrite rendered
+        else:
+            self.memory = render_notes(notes, max_chars=ceiling)  # a quarter of it, in chars
         self.memory_msg = Message("user", self.memory.text) if self.memory.text else None
         self.memory_tokens = message_tokens(self.memory_msg) if self.memory_msg else 0
         self.first_step = history[0].step if history else 0
@@ -53,9 +59,11 @@ class Build:
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
         self.live.sync(history[start:])
+        self.live.apply_rewrites(plan.rewritten_at)
         self.out = 0  # how many of the oldest live steps are out of the window
         self.collapsed = 0  # how many of them are collapsed into one line
         self.collapse_msg: Message | None = None
+        self.est_tokens = 0  # what the assembly carries, once emitted
 
     def _live_start(self) -> int:
         if self.summary is None:
@@ -63,18 +71,64 @@ class Build:
         return bisect_right(self.history, self.summary.through_step, key=lambda r: r.step)
 
     async def run(self, force_fold: bool) -> Assembly:
+        probe = self.engine.probe
+        if probe is not None:
+            watched = self.live.watched()
+            self.live.mark_drift(await probe(watched) if watched else {})
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
-        demand, _ = self._demand(len(self.live))
-        reserves = (0, self.reserve) if demand <= window else (self.reserve,)
-        for reserve in reserves:
-            self.out = await fit(self.live, window - reserve, self.cap, self.resolver)
-            if self.out == 0:
-                break
+        self.out = await self._window(window)
         self.collapse_msg = stub_out(self.live, self.out, self.reserve)
         if self.collapse_msg is not None:
             self.collapsed = self.out
-        return emit(self)
+        assembly = emit(self)
+        self.est_tokens = assembly.est_tokens
+        return assembly
+
+    async def _window(self, window: int) -> int:
+        """How many of the oldest live steps are out: those before the plan's floor while the
+        rest fits; when it no longer does, cut ahead of the coming steps, at a step boundary
+        (``plan.py``). Stubs of the steps out are reserved for (an eighth of the ceiling)."""
+        live, cap, resolver = self.live, self.cap, self.resolver
+        floor = bisect_left(live.records, self.plan.floor, key=lambda r: r.step)
+        if floor == 0 and live.demand(cap, above=window) <= window:
+            out, cut = await fit(live, window, cap, resolver)
+            if out == 0 and not cut:
+                return 0  # everything fits: no stubs
+        budget = window - self.reserve
+        out, cut = await fit(live, budget, cap, resolver, floor)
+        if out == floor and not cut:
+            return floor  # the planned window still holds
+        ahead = min(budget // 3, CUT_AHEAD * live.growth(cap))
+        out, cut = await fit(live, budget - ahead, cap, resolver, floor)
+        if cut and out + 1 < len(live):  # the step cut in the middle leaves the window whole
+            out, cut = await fit(live, budget, cap, resolver, out + 1)
+        return out
+
+    def floor(self) -> int:
+        """The plan's floor after this build: the oldest step its window carries."""
+        records = self.live.records
+        if self.out < len(records):
+            return records[self.out].step
+        return records[-1].step + 1 if records else self.plan.floor
+
+    def pending(self) -> tuple[int, int]:
+        """The tokens the pending entries in the window would save as stubs, and the tokens
+        from the oldest step holding one to the end of the request (what stubbing rewrites)."""
+        live = self.live
+        held = [
+            (owner.index, e)
+            for owner, e in live.pending
+            if owner.index >= self.out and e.state is EntryState.FULL
+        ]
+        if not held:
+            return 0, 0
+        saved = sum(e.tokens - e.stub_cost() for _, e in held)
+        oldest = min(index for index, _ in held)
+        rewritten = sum(
+            live[i].cost + sum(e.tokens for e in live[i].entries) for i in range(oldest, len(live))
+        )
+        return saved, rewritten
 
     def summary_msg(self) -> Message | None:
         if self.summary is None:
@@ -90,12 +144,6 @@ class Build:
         msg = self.summary_msg()
         return message_tokens(msg) if msg else 0
 
-    def _demand(self, boundary: int) -> tuple[int, int]:
-        """What carrying every live step whole would cost, and what the steps from ``boundary``
-        on (the ones a fold keeps) cost, memory included (prefix sums kept by ``LiveSteps``)."""
-        steps, kept = self.live.demand(self.cap, boundary)
-        return self.memory_tokens + self._summary_tokens() + steps, self.memory_tokens + kept
-
     async def _maybe_fold(self, force: bool) -> None:
         policy = self.engine.frame.contract.compaction
         records = self.live.records
@@ -107,7 +155,11 @@ class Build:
             boundary = next(
                 (i for i in range(len(records) - 1, -1, -1) if records[i].observations), 0
             )
-        demand, kept = self._demand(boundary)
+        # what carrying every live step whole would cost (known only up to the threshold), and
+        # what the steps a fold keeps cost, memory included
+        around = self.memory_tokens + self._summary_tokens()
+        demand = around + self.live.demand(self.cap, above=policy.threshold * self.ceiling - around)
+        kept = self.memory_tokens + self.live.demand(self.cap, boundary)
         if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
             return
         budget = notes_budget_chars(self.ceiling, self.summary)

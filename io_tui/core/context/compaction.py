@@ -118,11 +118,11 @@ def fold_steps(
         results = []
         for e in st.entries:
             obs = e.obs
+            stale = e.stale
             if e.by is not None:
-                state, body = "superseded", superseded_stub(obs, e.by)
-            elif e.stale_by is not None:
-                state = "stale"
-                body = f"[stale: step {e.stale_by} wrote this path after the read]"
+                state, body = "superseded", superseded_stub(obs, e.by, e.covered)
+            elif stale is not None:
+                state, body = "stale", f"[stale: {stale}]"
             else:
                 state, body = "full", bound_text(obs.text, cap, how_to_get_back(obs))
             if not whole:

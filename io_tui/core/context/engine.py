@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.refresh import Refresher
+from io_tui.core.context.plan import Plan, extends, worth_rewriting
+from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
@@ -35,13 +36,17 @@ class ContextEngine:
     """Builds every request of one run. Holds the run's summaries so none is bought twice, and
     what does not change between builds: the frame's messages, each step's rendered turn, the
     live steps already classified with their costs and emitted messages (``live.py``), the
-    manifest entries of collapsed and folded steps."""
+    manifest entries of collapsed and folded steps. ``plan`` is what the last request committed
+    to (``plan.py``): a build that would change an earlier message anyway, or whose pending
+    rewrites pay for themselves, is made again with every pending rewrite applied."""
 
     frame: Frame
     refresh: Refresher | None = None
+    probe: Probe | None = None  # what no longer holds on disk (stat, then hash), before each build
     summarize: Summarizer | None = None
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
+    plan: Plan = field(default_factory=Plan)  # what the requests keep stable (``plan.py``)
     turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
     live: LiveSteps = field(init=False, repr=False)
     _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
@@ -66,11 +71,43 @@ class ContextEngine:
         """Assemble the next request over ``history`` (oldest step first) under the ceiling.
 
         ``force_fold`` (after a provider's context-overflow error) folds once even below the
-        threshold. Refreshes and the summarizer are the only awaits.
+        threshold. The probe, refreshes and the summarizer are the only awaits.
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")
-        return await Build(self, history, ceiling_tokens, notes).run(force_fold)
+        step = history[-1].step if history else 0
+        plan = self.plan if self.plan.sent else self.plan.rewriting(step)
+        build = Build(self, history, ceiling_tokens, notes, plan)
+        assembly = await build.run(force_fold)
+        forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
+        if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
+            # a rewrite: take every pending one with it, and the memory block if it gets there
+            kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
+            reaches = kept <= len(self.frame_parts()[0]) + 1  # memory or what follows it
+            plan, reread = plan.rewriting(step, forced, reaches), build.resolver.refreshed
+            build = Build(self, history, ceiling_tokens, notes, plan)
+            build.resolver.refreshed = reread  # each stale read is re-read once per request
+            assembly = replace(await build.run(False), folded=assembly.folded)
+        self.plan = Plan(
+            plan.rewritten_at,
+            build.floor(),
+            (ceiling_tokens, build.memory),
+            assembly.messages,
+            plan.requests + 1,
+            plan.forced,
+        )
+        return assembly
+
+    def _worth_rewriting(self, build: Build, step: int, plan: Plan) -> bool:
+        """Whether to stub the pending results now rather than at the next rewrite that must
+        happen: when the window fills, when the run ends, or as often as one has so far."""
+        saved, rewritten = build.pending()
+        if saved <= 0:
+            return False
+        contract = self.frame.contract
+        until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
+        horizon = max(1, min(contract.max_steps - step, until_cut, plan.until_forced()))
+        return worth_rewriting(saved, rewritten, horizon, contract.cache)
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
         if self._frame_cache is None:

@@ -13,8 +13,12 @@ from io_tui.core.context.settled import decisions, measure
 from io_tui.core.providers.base import Message
 
 
-async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int:
-    """Carry the newest entries that fit ``budget``; return how many oldest steps are out.
+async def fit(
+    live: LiveSteps, budget: int, cap: int, resolver: Resolver, stop: int = 0
+) -> tuple[int, bool]:
+    """Carry the newest entries that fit ``budget``, down to step ``stop`` at most (the older
+    ones are out by plan); return how many oldest steps are out, and whether the step after
+    them is cut in the middle.
 
     The window is one newest-first run: once an entry does not fit, it and everything older
     are out. A step cut in the middle keeps its turn and stubs its older results (their
@@ -28,11 +32,13 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
     used = 0
     settle, resolve = resolver.settle, resolver.resolve
     settled = live.settle(cap)
-    for index in range(len(live) - 1, -1, -1):
-        if index + 1 == settled.length and await settled.all_fit(
-            used, budget, resolver, live.steps
+    for index in range(len(live) - 1, stop - 1, -1):
+        if (
+            stop == 0
+            and index + 1 == settled.length
+            and await settled.all_fit(used, budget, resolver, live.steps)
         ):
-            return 0
+            return 0, False
         st = live[index]
         volatile = st.volatile
         if volatile and index < settled.length:
@@ -42,7 +48,7 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
         below = st.below()  # stub tokens of entries[:i]
         base = st.prepare(cap)
         if not entries and used + base > budget:
-            return index + 1
+            return index + 1, False
         for i in range(len(entries) - 1, -1, -1):
             e = entries[i]
             if not settle(e):
@@ -50,12 +56,12 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
             need = e.tokens + below[i] + (0 if st.in_window else base)
             if used + need > budget:
                 if not st.in_window:
-                    return index + 1
+                    return index + 1, False
                 st.unsettle()
                 for older in entries[: i + 1]:
                     older.to_stub()
                 used += below[i + 1]
-                return index
+                return index, True
             used += need - below[i]
             st.in_window = True
         if not entries:
@@ -64,7 +70,7 @@ async def fit(live: LiveSteps, budget: int, cap: int, resolver: Resolver) -> int
         if volatile or st.settled is None or st.settled[:2] != (st.version, cap):
             full, peak = measure(st)
             st.settled = (st.version, cap, full, peak, decisions(st) if volatile else None)
-    return 0
+    return stop, False
 
 
 def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:

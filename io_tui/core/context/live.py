@@ -2,10 +2,12 @@
 
 History is append-only, so the engine does not re-decide every step on every request. It keeps
 one ``Step`` per live step with its supersession and staleness already decided (``LiveSteps``),
-and on each build only appends the new steps: a new read or grep re-points the earlier ones of
-the same key at itself, a new write marks the open reads of its path stale. A step whose
-entries changed that way gets a new ``version``, and everything cached on it (its costs, its
-stubs, what it emitted) is recomputed; everything else is reused as is.
+and on each build only appends the new steps: a new call supersedes the still-open earlier
+results it covers (each is superseded once, so appending is linear), a new write marks the open
+results made from its path stale. A step whose entries changed that way gets a new ``version``,
+and everything cached on it (its costs, its stubs, what it emitted) is recomputed; everything
+else is reused as is. What changed on disk is marked per build (``mark_drift``), and what the
+rewrite plan leaves pending is released per build (``apply_rewrites``, ``plan.py``).
 
 What a step sends in one build (full or compact turn, each entry's state and content) is decided
 by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit, except
@@ -16,8 +18,11 @@ and every newer one, out of the prefix first (``Step.unsettle``).
 
 from __future__ import annotations
 
+import functools
+import math
 import posixpath
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -27,27 +32,31 @@ from io_tui.core.context.settled import Settled
 from io_tui.core.context.stubs import elided_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message
 
-_READ, _WRITE = ObsKind.READ, ObsKind.WRITE  # enum member lookups are slow in hot loops
+_READ, _WRITE, _EXEC = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC  # member lookups are slow
 _K = TypeVar("_K")
-_SUPERSEDING = frozenset({ObsKind.READ, ObsKind.GREP})  # ledger.SUPERSEDING_KINDS, by identity
+_SUPERSEDING = SUPERSEDING_KINDS
 
 
 @dataclass(slots=True, eq=False)
 class Entry:
-    """One observation: how it is classified (``by``, ``stale_by``) and what the current build
-    decided to send for it (``state``, ``content``, ``reason``, ``tokens``).
+    """One observation: how it is classified (``by``, ``stale_by``, ``drift``) and what the
+    current build decided to send for it (``state``, ``content``, ``reason``, ``tokens``).
 
     ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
     decide; ``reclassified`` drops them.
     """
 
     obs: Observation
-    by: int | None = None  # the newest step that made the same call (supersession)
-    stale_by: int | None = None  # the first later write to the same path
+    by: int | None = None  # the later step that made the same call or covered it (supersession)
+    covered: bool = False  # superseded by a read of more lines of the same file
+    pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
+    stale_by: int | None = None  # the first later write to a path it was made from
+    stale_path: str = ""  # that path
+    drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
     state: EntryState = EntryState.FULL
     reason: str = ""
     content: str = ""
@@ -55,11 +64,27 @@ class Entry:
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
 
+    @property
+    def stale(self) -> str | None:
+        """Why what it carries no longer holds (a later write, or a change on disk), or None."""
+        if self.by is not None and not self.pending:
+            return None
+        if self.stale_by is not None:
+            return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
+        return self.drift[0] if self.drift is not None else None
+
+    @property
+    def invalidated_by(self) -> int | None:
+        """The step that made it stale, when one is known."""
+        if self.stale_by is not None or self.drift is None:
+            return self.stale_by
+        return self.drift[1]
+
     def stub(self) -> str:
         """What this entry becomes when it leaves the window."""
         if self.by is not None:
-            return superseded_stub(self.obs, self.by)
-        return elided_stub(self.obs, self.stale_by)
+            return superseded_stub(self.obs, self.by, self.covered)
+        return elided_stub(self.obs, self.stale)
 
     def stub_cost(self) -> int:
         if self.stub_tokens < 0:
@@ -70,12 +95,14 @@ class Entry:
         """Send the stub instead of the result, and say why."""
         if self.by is not None:
             self.state = EntryState.SUPERSEDED
-            self.reason = f"step {self.by} made the same call"
+            again = "read these lines again" if self.covered else "made the same call"
+            self.reason = f"step {self.by} {again}"
         else:
             self.state = EntryState.ELIDED
             self.reason = "older than this request's window"
-            if self.stale_by is not None:
-                self.reason += f"; stale since step {self.stale_by}"
+            stale = self.stale
+            if stale is not None:
+                self.reason += f"; stale: {stale}"
         self.content = self.stub()
         self.tokens = self.stub_cost()
 
@@ -138,8 +165,8 @@ class Step:
 
     @property
     def volatile(self) -> bool:
-        """Holds a stale read, re-read on every build while in the window."""
-        return any(e.by is None and e.stale_by is not None for e in self.entries)
+        """Holds a stale result, re-read (or re-run) on every build while in the window."""
+        return any(e.stale is not None for e in self.entries)
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size)."""
@@ -169,34 +196,66 @@ class Step:
         entry.reclassified()
         self.version += 1
         self.unsettle()
-        self.owner.desire_changed(self.index)
 
 
+@functools.lru_cache(maxsize=4096)
 def _norm(path: str) -> str:
     return posixpath.normpath(path) if path else path
+
+
+_WHOLE = (1, 1 << 62)
+_SPAN = re.compile(r"lines (\d+)-(\d+)")
+
+
+def _lines(span: str) -> tuple[int, int] | None:
+    """The lines a read's span covers: all of them for a whole read; None for a span that is
+    not a line range (then only the same span covers it)."""
+    if not span:
+        return _WHOLE
+    match = _SPAN.fullmatch(span)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
+    return new is not None and old is not None and new[0] <= old[0] and old[1] <= new[1]
+
+
+# what a tool run may change on disk: a file changed while one of these ran is put down to it
+_CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
+MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
 
 
 class LiveSteps:
     """The live steps, classified as they are appended, reused by every build of a run.
 
-    Supersession: the newest call of a key (``Observation.key``) supersedes every earlier one,
-    so a new read or grep re-points all earlier ones of its key (``_groups``). Staleness: a read
-    is stale when a successful write to the same path follows it, and the first such write
-    invalidated it; a superseded read is never stale, its successor is (``_open_reads`` holds
-    the reads a write would invalidate). Appending oldest-first gives exactly what deciding
-    newest-first from scratch gives; the property tests check it.
+    Supersession: a later call of the same key (``Observation.key``, for the superseding kinds)
+    supersedes the one before it, and a later read supersedes the earlier reads of the same
+    path whose lines it covers (a whole read covers every range). Each entry is superseded
+    once, by the first later call that covers it, so a new call re-points only the entries
+    still open (``_newest``, ``_reads``): appending is linear in the history. Staleness: a
+    successful write to a path makes the open results made from it stale (reads of it, greps
+    and finds whose ``seen`` names it: ``_deps``); a superseded result is never stale, its
+    successor is. Appending oldest-first gives exactly what deciding newest-first from scratch
+    gives; the property tests check it.
+
+    A superseded result that is still current is *pending* (``plan.py``): carried until the
+    next rewrite. A change on disk (``drift``) is not part of the history: each build stats what
+    the open results saw (``watched``) and marks the ones that no longer hold (``mark_drift``);
+    a write or a supersession says more, and clears it.
     """
 
     def __init__(self, cache: TurnCache) -> None:
         self.cache = cache
         self.records: list[StepRecord] = []
         self.steps: list[Step] = []
-        self._groups: dict[tuple[Any, str, str], list[tuple[Step, Entry]]] = {}
-        self._open_reads: dict[str, list[tuple[Step, Entry]]] = {}
+        self._newest: dict[tuple[Any, str, str], tuple[Step, Entry]] = {}
+        self._reads: dict[str, list[tuple[Step, Entry]]] = {}
+        self._deps: dict[str, list[tuple[Step, Entry]]] = {}
+        self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
+        self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
+        self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
-        self._desired = [0]  # _desired[k]: what carrying steps[:k] whole costs, at _desired_cap
-        self._desired_cap = -1
 
     def __len__(self) -> int:
         return len(self.records)
@@ -219,22 +278,38 @@ class LiveSteps:
             keep = 0
         del self.records[keep:], self.steps[keep:]
         self.settled.truncate(keep)
-        self.desire_changed(keep)
         for record in records[keep:]:
             self._append(record)
 
-    def demand(self, cap: int, boundary: int) -> tuple[int, int]:
-        """What carrying every live step whole costs, and what the steps from ``boundary`` on
-        cost (``Step.desired``), from prefix sums extended over the steps added or changed."""
-        if cap != self._desired_cap:
-            self._desired, self._desired_cap = [0], cap
-        sums = self._desired
-        for st in self.steps[len(sums) - 1 :]:
-            sums.append(sums[-1] + st.desired(cap))
-        return sums[-1], sums[-1] - sums[boundary]
+    def growth(self, cap: int, newest: int = 8) -> int:
+        """What one of the ``newest`` steps costs carried whole, on average."""
+        count = min(newest, len(self.steps))
+        return self.demand(cap, len(self.steps) - count) // max(1, count)
 
-    def desire_changed(self, index: int) -> None:
-        del self._desired[index + 1 :]
+    def apply_rewrites(self, rewritten_at: int) -> None:
+        """Results superseded by steps up to ``rewritten_at`` are stubbed from now on: a
+        request rewrote there (``plan.py``); the ones superseded since stay pending."""
+        kept = []
+        for held in self.pending:
+            owner, e = held
+            if e.by is not None and e.by <= rewritten_at:
+                e.pending = False
+                owner.changed(e)
+            else:
+                kept.append(held)
+        self.pending = kept
+
+    def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
+        """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
+        and only until it passes ``above``: the callers ask whether it does, and the answer
+        is known after the steps one window holds, however long the history."""
+        total = 0
+        steps = self.steps
+        for index in range(len(steps) - 1, start - 1, -1):
+            total += steps[index].desired(cap)
+            if total > above:
+                break
+        return total
 
     def settle(self, cap: int) -> Settled:
         """The settled prefix for a fit at ``cap``, taking in what the last fits settled."""
@@ -249,15 +324,17 @@ class LiveSteps:
         for index, st in enumerate(self.steps):
             st.index = index
         self.settled.reset(-1)
-        self.desire_changed(0)
-        self._groups = _without(self._groups, gone)
-        self._open_reads = _without(self._open_reads, gone)
+        self._newest = {k: v for k, v in self._newest.items() if id(v[0]) not in gone}
+        self._reads = _without(self._reads, gone)
+        self._deps = _without(self._deps, gone)
+        self._watch = [h for h in self._watch if id(h[0]) not in gone]
+        self.pending = [h for h in self.pending if id(h[0]) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
-        self._groups, self._open_reads = {}, {}
+        self._newest, self._reads, self._deps = {}, {}, {}
+        self._watch, self._ran, self.pending = [], [], []
         self.settled.reset(-1)
-        self.desire_changed(0)
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in record.observations]
@@ -265,23 +342,115 @@ class LiveSteps:
         for e in st.entries:  # in order: a later result of the same step is the newer one
             obs = e.obs
             kind = obs.kind
+            if obs.ran_ns[0] and kind in _CHANGERS:
+                self._ran.append((obs.ran_ns[0], obs.ran_ns[1], obs))
             if kind is _WRITE:
                 if not obs.is_error:
-                    for owner, read in self._open_reads.pop(_norm(obs.target), ()):
-                        if read.by is None:
-                            read.stale_by = obs.step
-                            owner.changed(read)
+                    path = _norm(obs.target)
+                    for owner, dep in self._deps.pop(path, ()):
+                        if dep.by is None and dep.stale_by is None:
+                            dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
+                            owner.changed(dep)
+                        elif dep.pending and dep.stale_by is None:  # re-read from now on
+                            dep.stale_by, dep.stale_path = obs.step, path
+                            owner.changed(dep)
                 continue
-            if kind in _SUPERSEDING and not obs.is_error:
-                group = self._groups.setdefault((kind, obs.target, obs.span), [])
-                for owner, older in group:
-                    older.by, older.stale_by = obs.step, None
-                    owner.changed(older)
-                group.append((st, e))
             if kind is _READ:
-                self._open_reads.setdefault(_norm(obs.target), []).append((st, e))
+                path = _norm(obs.target)
+                self._deps.setdefault(path, []).append((st, e))
+                if not obs.is_error:
+                    self._supersede_reads(path, st, e)
+            elif kind in _SUPERSEDING and (not obs.is_error or kind is _EXEC):
+                # a command that exits non-zero has an output like any other: its rerun's is
+                # the current one (a failed read or grep, though, answers nothing)
+                key = (kind, obs.target, obs.span)
+                older = self._newest.get(key)
+                if older is not None:
+                    self._superseded(older, obs)
+                self._newest[key] = (st, e)
+                for seen in obs.seen:
+                    self._deps.setdefault(seen.path, []).append((st, e))
+            if obs.seen and not obs.is_error:
+                self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _supersede_reads(self, path: str, st: Step, e: Entry) -> None:
+        """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
+        span, lines = e.obs.span, _lines(e.obs.span)
+        open_reads = self._reads.setdefault(path, [])
+        kept = []
+        for held in open_reads:
+            older = held[1]
+            if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
+                self._superseded(held, e.obs, covered=older.obs.span != span)
+            else:
+                kept.append(held)
+        kept.append((st, e))
+        self._reads[path] = kept
+
+    def _superseded(
+        self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
+    ) -> None:
+        """``newer`` supersedes ``held``. If what it carries is still current, it is pending:
+        carried until the next rewrite (``plan.py``)."""
+        owner, older = held
+        older.by, older.covered, older.drift = newer.step, covered, None
+        # still current: the files it was made from as ``newer`` saw them, or a stale result
+        # that is re-read (re-run) for every request anyway
+        older.pending = older.stale_by is not None or _same_content(older.obs, newer)
+        if older.pending:
+            self.pending.append(held)
+        owner.changed(older)
+
+    # -- changes on disk ------------------------------------------------------------------------
+
+    def watched(self) -> set[Seen]:
+        """What the open results (not superseded, or pending; not made stale by a write) saw
+        on disk."""
+        self._watch = [h for h in self._watch if _open(h[1])]
+        return {seen for _, e in self._watch for seen in e.obs.seen}
+
+    def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
+        """Mark the open results whose ``seen`` no longer holds: ``changed`` maps each such
+        record to the file's mtime now (None: it is gone). Results that held again lose it."""
+        for owner, e in self._watch:
+            drift = None
+            for seen in e.obs.seen:
+                if seen in changed:
+                    drift = self._cause(e.obs, seen, changed[seen])
+                    break
+            if drift != e.drift:
+                e.drift = drift
+                owner.changed(e)
+
+    def _cause(self, obs: Observation, seen: Seen, mtime_ns: int | None) -> tuple[str, int | None]:
+        """Why ``obs`` no longer holds: which file changed, and the tool run that changed it
+        when one of the later ones ran at the file's mtime."""
+        if mtime_ns is None:
+            return f"{seen.path} is gone from disk since step {obs.step}", None
+        what = f"{seen.path} changed on disk after step {obs.step}"
+        for start, end, changer in reversed(self._ran):
+            if end < mtime_ns:
+                break
+            ran_then = changer.step >= obs.step and start - MTIME_SLACK_NS <= mtime_ns
+            if ran_then and (changer.kind is not _WRITE or _norm(changer.target) == seen.path):
+                return f"{what} ({changer.tool} at step {changer.step})", changer.step
+        return what, None
+
+
+def _open(e: Entry) -> bool:
+    """Whether a change on disk could make ``e`` stale: it carries what it saw."""
+    return (e.by is None or e.pending) and e.stale_by is None
+
+
+def _same_content(older: Observation, newer: Observation) -> bool:
+    """Whether ``newer`` saw every file ``older`` was made from as it was (a command's output
+    is made from no file it knows of; a result recorded without ``seen`` is taken as it is)."""
+    if not older.seen or not newer.seen:
+        return True
+    now = {s.path: s.digest for s in newer.seen}
+    return all(now.get(s.path) == s.digest for s in older.seen)
 
 
 def _without(

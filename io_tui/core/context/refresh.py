@@ -1,26 +1,34 @@
 """What an in-window entry carries, re-reading stale reads (DESIGN §3.2, step 4).
 
-A read followed by a write to its path is never sent stale: it is re-read through the injected
-``Refresher`` (the run loop's, which goes through the same policy and workspace containment as
-any read). If that fails, a stub names the write and the reason.
+A result is stale when a later write changed a path it was made from, or when the file it saw
+changed on disk since (``Probe``: the run loop stats what the open results saw before each
+build; ``live.py`` marks them). A stale read is never sent stale: it is re-read through the
+injected ``Refresher`` (the run loop's, which goes through the same policy and workspace
+containment as any read); a stale grep or find is run again through it. If that fails, a stub
+names the cause and the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, bound_keeps, bound_text
+from io_tui.core.ledger import Observation, ObsKind, Seen, bound_keeps, bound_text
 
 
 class RefreshFailed(Exception):
-    """A stale read could not be re-read; ``str(exc)`` says why (policy, gone, too large)."""
+    """A stale result could not be re-read or re-run; ``str(exc)`` says why (policy, gone, too
+    large)."""
 
 
+# The current result of a stale read, grep or find: the same call made again, now.
 Refresher = Callable[[Observation], Awaitable[str]]
+# Which of these records no longer hold on disk: each maps to the file's mtime now (None when
+# it is gone); records that still hold are left out. Stat first, hash only when the stat changed.
+Probe = Callable[[Collection[Seen]], Awaitable[Mapping[Seen, int | None]]]
 
 
 class Resolver:
@@ -33,12 +41,13 @@ class Resolver:
         self.refreshed: dict[str, tuple[str, str | None]] = {}  # call id -> (text, failure)
 
     def settle(self, e: Entry) -> bool:
-        """Decide an in-window entry that needs no re-read: superseded stub, carried whole
-        (``full``) or cut to the entry cap (``capped``). False for a stale read: ``resolve`` it."""
-        if e.by is not None:
-            e.to_stub()
+        """Decide an in-window entry that needs no re-read: superseded stub (or carried while
+        pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
+        stale result: ``resolve`` it."""
+        if e.by is not None and (not e.pending or e.drift is not None):
+            e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
-        if e.stale_by is not None:
+        if e.stale is not None:
             return False
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
@@ -52,6 +61,9 @@ class Resolver:
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
         _, e.content, e.reason, e.tokens = carried
         e.state = EntryState.FULL if len(e.obs.text) <= self.cap else EntryState.CAPPED
+        if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
+            again = "read these lines again" if e.covered else "made the same call"
+            e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
         return True
 
     async def resolve(self, e: Entry) -> None:
@@ -59,19 +71,23 @@ class Resolver:
         if self.settle(e):
             return
         obs = e.obs
-        assert e.stale_by is not None
-        fresh, failure = await self._reread(obs, e.stale_by)
-        wrote = f"step {e.stale_by} wrote {obs.target} after this read"
+        stale = e.stale
+        assert stale is not None
+        fresh, failure = await self._reread(obs, stale)
+        again = "re-read" if obs.kind is ObsKind.READ else "re-run"
         if failure is None:
-            e.decide(EntryState.REFRESHED, fresh, f"{wrote}; re-read now")
+            pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
+            e.decide(
+                EntryState.REFRESHED, fresh, f"{stale}; {again} now{pending if e.pending else ''}"
+            )
             return
         e.decide(
             EntryState.REFRESH_FAILED,
-            refresh_failed_stub(obs, e.stale_by, failure),
-            f"{wrote}; re-read failed: {failure}",
+            refresh_failed_stub(obs, stale, failure),
+            f"{stale}; {again} failed: {failure}",
         )
 
-    async def _reread(self, obs: Observation, stale_by: int) -> tuple[str, str | None]:
+    async def _reread(self, obs: Observation, stale: str) -> tuple[str, str | None]:
         """Returns (content, failure)."""
         if obs.call_id in self.refreshed:
             return self.refreshed[obs.call_id]
@@ -86,9 +102,10 @@ class Resolver:
             except OSError as exc:
                 result = ("", f"the re-read failed: {exc}")
             else:
+                again = "re-read" if obs.kind is ObsKind.READ else "re-run"
                 head = (
-                    f"[re-read for this request: step {stale_by} wrote {obs.target} after step "
-                    f"{obs.step}'s read; this is the current content]\n"
+                    f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
+                    f"{stale}); this is the current result]\n"
                 )
                 if len(head) + len(text) > self.cap:
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"

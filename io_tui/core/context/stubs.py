@@ -28,24 +28,24 @@ def how_to_get_back(obs: Observation) -> str:
             return f"call {obs.tool} again with the same arguments"
 
 
-def superseded_stub(obs: Observation, by: int) -> str:
+def superseded_stub(obs: Observation, by: int, covered: bool = False) -> str:
+    again = "read these lines again" if covered else "made the same call"
     return (
-        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which made the "
-        "same call; its result is the current one]"
+        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {again}; "
+        "the newest such result is the current one]"
     )
 
 
-def elided_stub(obs: Observation, stale_by: int | None) -> str:
-    stale = f" (and stale: step {stale_by} wrote it since)" if stale_by is not None else ""
+def elided_stub(obs: Observation, stale: str | None) -> str:
+    why = f" (and stale: {stale})" if stale is not None else ""
     return (
         f"[step {obs.step} {obs.tool} {what(obs)}: elided, older than this request's "
-        f"window{stale}; {how_to_get_back(obs)} to see it]"
+        f"window{why}; {how_to_get_back(obs)} to see it]"
     )
 
 
-def refresh_failed_stub(obs: Observation, stale_by: int, failure: str) -> str:
+def refresh_failed_stub(obs: Observation, stale: str, failure: str) -> str:
     return (
-        f"[step {obs.step} {obs.tool} {what(obs)}: stale, step {stale_by} wrote this path "
-        f"after the read, and re-reading it failed: {failure}. {how_to_get_back(obs)} if "
-        "you still need it]"
+        f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}, and redoing it failed: "
+        f"{failure}. {how_to_get_back(obs)} if you still need it]"
     )

@@ -14,7 +14,7 @@ from typing import Any
 import aiosqlite
 
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database
 from io_tui.core.store.encoded import JSONText
@@ -361,6 +361,8 @@ class RunRepo:
 
 
 def _observation(row: aiosqlite.Row) -> Observation:
+    seen = json.loads(row["seen"]) if row["seen"] else {}
+    start, end = seen.get("ran_ns", (0, 0))
     return Observation(
         step=row["step"],
         call_id=row["call_id"],
@@ -371,7 +373,15 @@ def _observation(row: aiosqlite.Row) -> Observation:
         span=row["span"],
         full_chars=len(row["full_text"]),
         is_error=bool(row["is_error"]),
+        seen=tuple(Seen.from_json(s) for s in seen.get("seen", ())),
+        ran_ns=(int(start), int(end)),
     )
+
+
+def _seen_json(obs: Observation) -> str:
+    if not obs.seen and obs.ran_ns == (0, 0):
+        return ""
+    return json.dumps({"seen": [s.to_json() for s in obs.seen], "ran_ns": list(obs.ran_ns)})
 
 
 def _commit_step(
@@ -415,7 +425,7 @@ def _commit_step(
         )
     conn.executemany(
         "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
-        " text, full_text, is_error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " text, full_text, is_error, seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -428,6 +438,7 @@ def _commit_step(
                 obs.text,
                 full,
                 int(obs.is_error),
+                _seen_json(obs),
             )
             for obs, full in commit.observations
         ],

@@ -162,6 +162,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE requests ADD COLUMN messages_keep INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE requests ADD COLUMN entries_keep INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: what each result was made from (Observation.seen: path, size, mtime_ns, digest) and when
+    # its tool ran, as JSON {"seen": [...], "ran_ns": [start, end]}; '' for older rows
+    """
+    ALTER TABLE observations ADD COLUMN seen TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from io_tui.core.ledger import ObsKind
+from io_tui.core.ledger import ObsKind, Seen
 from io_tui.core.policy import Act
 from io_tui.core.providers.base import ToolSpec
 
@@ -41,7 +41,8 @@ class Gate:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """A tool's result, before it is bounded into an Observation."""
+    """A tool's result, before it is bounded into an Observation. ``seen``: the files it was
+    made from, as they were (``Observation.seen``)."""
 
     text: str
     kind: ObsKind
@@ -49,6 +50,7 @@ class ToolOutcome:
     span: str = ""
     is_error: bool = False
     data: dict[str, Any] = field(default_factory=dict)
+    seen: tuple[Seen, ...] = ()
 
 
 @dataclass

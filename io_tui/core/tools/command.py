@@ -95,11 +95,12 @@ class RunCommand(Tool):
         else:
             status = f"exit code {result.exit_code}"
         output = result.output if result.output else "(no output)"
-        text = f"$ {shlex.join(args.argv)}\n{status}\n{output}"
-        return ToolOutcome(
+        line = shlex.join(args.argv)
+        text = f"$ {line}\n{status}\n{output}"
+        return ToolOutcome(  # the whole argv is the target: a rerun of it supersedes this one
             text,
             ObsKind.EXEC,
-            args.argv[0],
+            line,
             is_error=result.timed_out or result.exit_code != 0,
             data={"exit_code": result.exit_code, "timed_out": result.timed_out},
         )

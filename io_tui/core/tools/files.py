@@ -49,11 +49,11 @@ class ReadFile(Tool):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutcome:
         rel = ctx.workspace.relative(args.path)
-        text = await ctx.workspace.read_text(args.path)
+        text, seen = await ctx.workspace.read_text_seen(args.path)
         lines = text.splitlines()
         total = len(lines)
         if total == 0:
-            return ToolOutcome(f"({rel} is empty)", ObsKind.READ, rel)
+            return ToolOutcome(f"({rel} is empty)", ObsKind.READ, rel, seen=(seen,))
         first = args.offset or 1
         if first > total:
             raise ToolError(f"{rel} has {total} lines; offset {first} is past the end")
@@ -65,7 +65,7 @@ class ReadFile(Tool):
         span = "" if whole else f"lines {first}-{last}"
         if not whole:
             body += f"\n(lines {first}-{last} of {total})"
-        return ToolOutcome(body, ObsKind.READ, rel, span=span, data={"lines": total})
+        return ToolOutcome(body, ObsKind.READ, rel, span=span, data={"lines": total}, seen=(seen,))
 
 
 def _too_large(rel: str, total: int, chars: int, first: int, last: int, body: str, cap: int) -> str:

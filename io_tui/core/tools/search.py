@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from pydantic import Field
 
-from io_tui.core.ledger import ObsKind
+from io_tui.core.ledger import ObsKind, Seen, content_digest
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 from io_tui.core.workspace import BINARY_SNIFF_BYTES, Workspace, is_binary
@@ -168,7 +168,10 @@ class Find(Tool):
         lines = list(shown) or [f"no paths match {args.pattern!r}"]
         if len(hits) > len(shown):
             lines.append(marker(len(hits) - len(shown), "matches", "narrow the pattern"))
-        return ToolOutcome("\n".join(lines), ObsKind.FIND, args.pattern, data={"hits": len(hits)})
+        seen = tuple(Seen(hit.rstrip("/"), -1, -1) for hit in shown)  # they exist
+        return ToolOutcome(
+            "\n".join(lines), ObsKind.FIND, args.pattern, data={"hits": len(hits)}, seen=seen
+        )
 
 
 class GrepArgs(ToolArgs):
@@ -192,6 +195,7 @@ class _GrepResult:
     files: int = 0
     policy_skipped: int = 0
     large_skipped: int = 0
+    seen: list[Seen] = field(default_factory=list)  # the files whose hits are shown
 
 
 class Grep(Tool):
@@ -236,6 +240,7 @@ class Grep(Tool):
             args.pattern,
             span=span,
             data={"hits": result.total, "files": result.files},
+            seen=tuple(result.seen),
         )
 
 
@@ -256,14 +261,18 @@ def _scan(
         if not _readable(ws, entry, policy):
             result.policy_skipped += 1
             continue
-        text = _read_for_grep(entry, result)
-        if text is None or (literal is not None and literal not in text):
+        read = _read_for_grep(entry, result)
+        if read is None or (literal is not None and literal not in read[0]):
             continue
+        text, seen = read
         lines = text.splitlines()
         matched = [i for i, line in enumerate(lines) if search(line)]
         result.total += len(matched)
         result.files += bool(matched)
-        for i in matched[: MAX_GREP_HITS - len(result.hits)]:
+        shown = matched[: MAX_GREP_HITS - len(result.hits)]
+        if shown:
+            result.seen.append(seen())
+        for i in shown:
             line = lines[i]
             if len(line) > MAX_GREP_LINE_CHARS:
                 line = line[:MAX_GREP_LINE_CHARS] + "…"
@@ -278,11 +287,13 @@ def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
     return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
 
 
-def _read_for_grep(entry: Entry, result: _GrepResult) -> str | None:
-    """The file's text, or None for files grep passes over (binary, huge, unreadable)."""
+def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Callable[[], Seen]] | None:
+    """The file's text and what it was (made only for a file whose hits are shown), or None
+    for files grep passes over (binary, huge, unreadable)."""
     try:
         with open(entry.path, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_GREP_FILE_BYTES:
+            st = os.fstat(f.fileno())
+            if st.st_size > MAX_GREP_FILE_BYTES:
                 result.large_skipped += 1
                 return None
             head = f.read(BINARY_SNIFF_BYTES)
@@ -291,7 +302,11 @@ def _read_for_grep(entry: Entry, result: _GrepResult) -> str | None:
             data = head + f.read()
     except OSError:
         return None
-    return data.decode("utf-8", errors="replace")
+
+    def seen() -> Seen:
+        return Seen(entry.rel, len(data), st.st_mtime_ns, content_digest(data))
+
+    return data.decode("utf-8", errors="replace"), seen
 
 
 def _render(result: _GrepResult, pattern: str, scope: str) -> str:

@@ -1,0 +1,71 @@
+"""The rewrite plan: what a run's requests keep stable between planned rewrites (DESIGN §3.2).
+
+Providers bill the prefix they cached from the previous request at a fraction of the price
+(``CachePrices``: Anthropic reads a cached token at 0.1, writes one at 1.25). A request that
+changes an earlier message throws away the cached prefix from there on, so the engine keeps
+history append-only between rewrites and makes the optional ones in batches:
+
+- a result superseded since the last rewrite, whose content is still current (a rerun of a
+  command, a read of an unchanged file), stays carried whole, *pending*, until the next rewrite
+  stubs it with every other pending one;
+- the window's floor (the oldest step it carries) stays put while what it carries fits; when it
+  no longer does, the window is cut ahead of the coming steps (``CUT_AHEAD`` of them), at a step
+  boundary, so it does not move again at the next request;
+- the memory block (right after the frame) is the one the last rewrite that reached it
+  rendered: a note remembered since shows in its tool result until then.
+
+A rewrite happens when a request would change an earlier message anyway (a stale read re-read,
+a cut, a fold, a new ceiling: correctness never waits for the cache), and then every pending
+rewrite is applied with it; or when the tokens the pending stubs save over the coming requests
+outweigh the cached prefix they throw away (``worth_rewriting``) before the next rewrite that
+must happen (the window filling, the run ending, or as often as forced rewrites came so far).
+A fresh engine given the same plan sends exactly what a reused one sends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from io_tui.core.contract import CachePrices
+from io_tui.core.memory import RenderedMemory
+from io_tui.core.providers.base import Message
+
+CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming ones
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the last request committed to. ``rewritten_at``: the step whose request last
+    rewrote (results superseded by later steps are pending); ``floor``: the oldest step the
+    window carries; ``memory``: the block the last rewrite rendered, at its ceiling;
+    ``sent``: the last request's messages."""
+
+    rewritten_at: int = 0
+    floor: int = 0
+    memory: tuple[int, RenderedMemory] | None = None
+    sent: tuple[Message, ...] = ()
+    requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
+    forced: int = 0
+
+    def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
+        """The plan of a request that rewrites at ``step``: every pending rewrite applied, and
+        the memory block rendered again when the rewrite reaches it (``memory``)."""
+        kept = None if memory else self.memory
+        return Plan(step, self.floor, kept, requests=self.requests, forced=self.forced + forced)
+
+    def until_forced(self) -> int:
+        """How many requests a rewrite that must happen has come after, on average, so far:
+        waiting that long for one costs only the tokens the pending stubs would save."""
+        return (self.requests + 1) // (self.forced + 1)
+
+
+def extends(messages: tuple[Message, ...], sent: tuple[Message, ...]) -> bool:
+    """Whether ``messages`` keep every message of ``sent`` as it was (only append)."""
+    return len(messages) >= len(sent) and messages[: len(sent)] == sent
+
+
+def worth_rewriting(saved: int, rewritten: int, horizon: int, prices: CachePrices) -> bool:
+    """Whether stubbing ``saved`` tokens now pays for rewriting the ``rewritten`` tokens after
+    the first message it changes: those are written again instead of read from the cache once,
+    and each of the ``horizon`` coming requests reads ``saved`` tokens fewer."""
+    return saved * prices.read * horizon >= rewritten * (prices.write - prices.read)

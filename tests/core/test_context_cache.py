@@ -1,0 +1,97 @@
+"""Cache-aware assembly (DESIGN §3.2, ``core/context/plan.py``): between planned rewrites a run's
+requests only append; superseded results that are still current wait for the next rewrite, and
+the window moves in steps that leave room for the coming ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context.plan import extends
+from io_tui.core.contract import CachePrices, Compaction, TaskContract
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.providers.base import ToolCall
+
+
+def frame(prices: CachePrices | None = None, max_steps: int = 100) -> Frame:
+    contract = TaskContract(
+        "fix",
+        Path("/ws"),
+        max_steps=max_steps,
+        compaction=Compaction(enabled=False),
+        cache=prices or CachePrices(),
+    )
+    return Frame("SYSTEM", (), contract)
+
+
+def rerun(step: int, line: str = "pytest -q", text: str = "") -> StepRecord:
+    obs = Observation(
+        step, f"c{step}", "run_command", ObsKind.EXEC, line, text or f"run {step}: " + "F" * 800
+    )
+    return StepRecord(step, f"turn {step}", (ToolCall(obs.call_id, obs.tool, {}),), (obs,))
+
+
+def entry(assembly, call_id: str):
+    return next(e for e in assembly.entries if e.call_id == call_id)
+
+
+async def grow(engine: ContextEngine, records: list[StepRecord], ceiling: int) -> list:
+    """Build every request of a run whose steps are ``records``, as the run loop does."""
+    built = []
+    for n in range(len(records) + 1):
+        asking = StepRecord(n + 1, "")
+        built.append(await engine.build([*records[:n], asking], ceiling_tokens=ceiling))
+    return built
+
+
+async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
+    records = [StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,))]
+    records += [rerun(2), rerun(3)]
+    built = await grow(engine, records, 24_000)
+    last = built[-1]
+    assert extends(last.messages, built[-2].messages)  # nothing earlier rewritten
+    e = entry(last, "c2")
+    assert e.state is EntryState.FULL and e.superseded_by == 3
+    assert "step 3 made the same call, stubbed at the next rewrite" in e.reason
+    # a request that must rewrite anyway (step 1's read went stale) stubs it with it
+    write = Observation(4, "w4", "edit_file", ObsKind.WRITE, "a.py", "edited")
+    records.append(StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)))
+    again = await engine.build([*records, StepRecord(5, "")], ceiling_tokens=24_000)
+    assert entry(again, "r1").state is EntryState.REFRESHED
+    assert entry(again, "c2").state is EntryState.SUPERSEDED
+
+
+async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:
+    engine = ContextEngine(frame(CachePrices(write=1.0, read=1.0)))
+    built = await grow(engine, [rerun(1), rerun(2)], 24_000)
+    assert entry(built[-1], "c1").state is EntryState.SUPERSEDED
+
+
+async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite() -> None:
+    """Stubbing a rerun's older output saves its tokens on each coming request and rewrites
+    everything after it once: not worth it twenty steps back when a cached token costs a tenth
+    and a written one 1.25, worth it when caching saves little."""
+    records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
+    records.append(rerun(21, text="F" * 6_000))
+    cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
+    for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.SUPERSEDED)):
+        built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)
+        assert entry(built[-1], "c1").state is state
+
+
+async def test_a_long_run_moves_its_window_rarely() -> None:
+    """Sixty distinct commands at a small ceiling: the window is cut ahead of the coming steps,
+    so at most one request in four rewrites an earlier message."""
+    engine = ContextEngine(frame())
+    records = [rerun(n, f"pytest -k t{n}") for n in range(1, 61)]
+    built = await grow(engine, records, 8_000)
+    rewrites = sum(
+        not extends(built[i].messages, built[i - 1].messages) for i in range(1, len(built))
+    )
+    assert rewrites <= len(built) // 4
+    assert all(a.est_tokens <= 8_000 for a in built)

@@ -1,0 +1,207 @@
+"""Staleness from any cause (DESIGN §3.2, step 4): every read, grep and find records what it saw,
+and a file that changed on disk since — by a command, an MCP tool, a sub-agent or the user's
+editor — is re-read (a read) or run again (a grep, a find), the reason naming the cause.
+
+The engine only sees the injected probe; the probe itself is the workspace's, on real files;
+and the whole path runs once through ``run.py`` with a real command changing a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from io_tui.core.approvals import ApproveAll
+from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.contract import TaskContract
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
+from io_tui.core.policy import Policy
+from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.scripted import ScriptedProvider
+from io_tui.core.run import Harness, start_run
+from io_tui.core.workspace import Workspace
+
+SEEN = Seen("a.txt", 10, 1_000, "d1")
+T0 = 5_000_000_000  # a step's tool ran from T0 to T0 + 1 s
+
+
+class Disk:
+    """A probe over a dict: what changed, and the mtime now (None: gone)."""
+
+    def __init__(self) -> None:
+        self.changed: dict[Seen, int | None] = {}
+        self.asked: list[set[Seen]] = []
+
+    async def __call__(self, seen: Collection[Seen]) -> Mapping[Seen, int | None]:
+        self.asked.append(set(seen))
+        return {s: m for s, m in self.changed.items() if s in seen}
+
+
+def read(step: int, text: str, seen: Seen = SEEN, span: str = "") -> Observation:
+    return Observation(
+        step, f"c{step}", "read_file", ObsKind.READ, seen.path, text, span=span, seen=(seen,)
+    )
+
+
+def command(step: int, line: str = "sed -i s/a/b/ a.txt") -> Observation:
+    ran = (T0 + step * 10_000_000_000, T0 + step * 10_000_000_000 + 1_000_000_000)
+    return Observation(step, f"c{step}", "run_command", ObsKind.EXEC, line, "exit 0", ran_ns=ran)
+
+
+def record(*observations: Observation, number: int | None = None) -> StepRecord:
+    calls = tuple(ToolCall(o.call_id, o.tool, {}) for o in observations)
+    return StepRecord(number or observations[0].step, "turn", calls, observations)
+
+
+def entry(assembly, call_id: str):
+    return next(e for e in assembly.entries if e.call_id == call_id)
+
+
+def sent(assembly, call_id: str) -> str:
+    return next(m.content for m in assembly.messages if m.tool_call_id == call_id)
+
+
+async def refresh(obs: Observation) -> str:
+    return "CURRENT CONTENT"
+
+
+def engine(disk: Disk) -> ContextEngine:
+    frame = Frame("SYSTEM", (), TaskContract("fix", Path("/ws")))
+    return ContextEngine(frame, refresh=refresh, probe=disk)
+
+
+async def test_a_file_a_command_changed_is_re_read_and_the_reason_names_the_command() -> None:
+    disk = Disk()
+    history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
+    eng = engine(disk)
+    first = await eng.build(history, ceiling_tokens=8_000)
+    assert entry(first, "c3").state is EntryState.FULL and disk.asked == [{SEEN}]
+    disk.changed[SEEN] = T0 + 50_000_000_000 + 400_000_000  # while step 5's command ran
+    second = await eng.build(history, ceiling_tokens=8_000)
+    e = entry(second, "c3")
+    assert e.state is EntryState.REFRESHED and e.superseded_by == 5
+    assert e.reason == "a.txt changed on disk after step 3 (run_command at step 5); re-read now"
+    assert "CURRENT CONTENT" in sent(second, "c3") and "OLD CONTENT" not in sent(second, "c3")
+    fresh = await engine(disk).build(history, ceiling_tokens=8_000)
+    assert fresh.messages == second.messages and fresh.entries == second.entries
+
+
+async def test_a_change_no_tool_made_says_changed_on_disk_and_a_revert_is_current_again() -> None:
+    disk = Disk()
+    history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
+    eng = engine(disk)
+    disk.changed[SEEN] = T0 + 90_000_000_000  # between tool runs: the user's editor
+    e = entry(await eng.build(history, ceiling_tokens=8_000), "c3")
+    assert (e.state, e.superseded_by) == (EntryState.REFRESHED, None)
+    assert e.reason == "a.txt changed on disk after step 3; re-read now"
+    disk.changed[SEEN] = None
+    e = entry(await eng.build(history, ceiling_tokens=8_000), "c3")
+    assert e.reason.startswith("a.txt is gone from disk since step 3")
+    disk.changed.clear()  # reverted (git checkout): what step 3 read is current again
+    again = await eng.build(history, ceiling_tokens=8_000)
+    assert entry(again, "c3").state is EntryState.FULL
+    assert sent(again, "c3") == "OLD CONTENT"
+
+
+async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> None:
+    disk = Disk()
+    hit = Seen("src/b.py", 40, 7, "d2")
+    grep = Observation(
+        2, "c2", "grep", ObsKind.GREP, "def parse", "src/b.py:1:def parse", seen=(hit,)
+    )
+    history = [record(grep), record(command(4, "black src")), StepRecord(5, "")]
+    disk.changed[hit] = T0 + 40_000_000_000 + 10_000_000
+    assembly = await engine(disk).build(history, ceiling_tokens=8_000)
+    e = entry(assembly, "c2")
+    assert e.state is EntryState.REFRESHED and e.superseded_by == 4
+    assert e.reason == "src/b.py changed on disk after step 2 (run_command at step 4); re-run now"
+    carried = sent(assembly, "c2")
+    assert "src/b.py:1:def parse" not in carried and "CURRENT CONTENT" in carried
+    assert carried.startswith("[re-run for this request (step 2's grep is stale:")
+
+
+async def test_a_write_to_a_matched_file_makes_a_grep_stale() -> None:
+    hit = Seen("src/b.py", 40, 7, "d2")
+    grep = Observation(2, "c2", "grep", ObsKind.GREP, "parse", "src/b.py:1:parse", seen=(hit,))
+    write = Observation(3, "c3", "edit_file", ObsKind.WRITE, "src/b.py", "edited")
+    history = [record(grep), record(write), StepRecord(4, "")]
+    assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
+    e = entry(assembly, "c2")
+    assert e.state is EntryState.REFRESHED and e.superseded_by == 3
+    assert e.reason == "step 3 wrote src/b.py after this grep; re-run now"
+
+
+async def test_only_open_results_are_probed() -> None:
+    """A superseded read or one a write already made stale is not stat'ed again."""
+    disk = Disk()
+    later = Seen("a.txt", 12, 2_000, "d9")
+    history = [record(read(1, "v1")), record(read(2, "v2", later)), StepRecord(3, "")]
+    await engine(disk).build(history, ceiling_tokens=8_000)
+    assert disk.asked == [{later}]
+
+
+# -- the workspace's probe, on real files --------------------------------------------------
+
+
+async def test_the_workspace_probe_stats_first_and_hashes_only_when_the_stat_moved(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    ws = Workspace(tmp_path)
+    text, seen = await ws.read_text_seen("a.txt")
+    assert text == "one\n" and (seen.path, seen.size) == ("a.txt", 4)
+    assert await ws.changed([seen]) == {}
+    os.utime(tmp_path / "a.txt", ns=(seen.mtime_ns + 10**9, seen.mtime_ns + 10**9))  # a touch
+    assert await ws.changed([seen]) == {}
+    (tmp_path / "a.txt").write_text("two\n")
+    now = (tmp_path / "a.txt").stat().st_mtime_ns
+    assert await ws.changed([seen]) == {seen: now}
+    (tmp_path / "a.txt").unlink()
+    assert await ws.changed([seen]) == {seen: None}
+
+
+# -- through the run loop ---------------------------------------------------------------------
+
+
+async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, write_script):
+    change = "open('src/app.py', 'w').write('def parse(x):\\n    return 42\\n')"
+    argv = [sys.executable, "-c", change]
+    script = write_script(
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "src/app.py"}},
+                    {"name": "grep", "arguments": {"pattern": "return", "path": "src"}},
+                ]
+            },
+            {"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]},
+            {"text": "done"},
+        ]
+    )
+    h = Harness(
+        store=store,
+        provider=ScriptedProvider.from_file(script),
+        approver=ApproveAll(),
+        sink=type("Sink", (), {"emit": lambda self, e: None})(),
+        policy=Policy(),
+    )
+    result = await start_run(h, TaskContract("fix", workspace))
+    requests = await store.runs.requests(result.run_id)
+    last = requests[-1]
+    manifest, messages = json.loads(last["manifest"]), json.loads(last["messages"])
+    read_entry = next(e for e in manifest["entries"] if e["kind"] == "read")
+    assert read_entry["state"] == "refreshed"
+    assert read_entry["reason"] == (
+        "src/app.py changed on disk after step 1 (run_command at step 2); re-read now"
+    )
+    carried = "\n".join(m["content"] for m in messages if m.get("role") == "tool")
+    assert "return 42" in carried and "return a\n" not in carried
+    grep_entry = next(e for e in manifest["entries"] if e["kind"] == "grep")
+    assert grep_entry["state"] == "refreshed"
+    assert grep_entry["reason"] == (
+        "src/app.py changed on disk after step 1 (run_command at step 2); re-run now"
+    )
+    assert "src/app.py:2:    return 42" in carried and "return a" not in carried
