@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -99,13 +100,40 @@ class Observation:
         return self.kind in SUPERSEDING_KINDS and not self.is_error
 
     @property
+    def recorded_keeps(self) -> int:
+        """How many characters of the tool's whole output ``text`` holds: all of them, unless
+        it was cut where it entered (``bound_text``'s marker says how many were elided)."""
+        if self.full_chars <= len(self.text):
+            return self.full_chars or len(self.text)
+        found = _ELIDED.search(self.text)
+        return self.full_chars - int(found[1].replace(",", "")) if found else len(self.text)
+
+    @property
     def elided_chars(self) -> int:
         return max(0, self.full_chars - len(self.text))
+
+
+_ELIDED = re.compile(r"\n\[… ([\d,]+) of [\d,]+ chars elided here; ")
 
 
 def bound_keeps(chars: int, cap_chars: int) -> int:
     """How many of a text's ``chars`` characters ``bound_text`` keeps under ``cap_chars``."""
     return chars if chars <= cap_chars else max(0, cap_chars - 200)  # 200: the marker's budget
+
+
+def is_capped(obs: Observation, cap: int) -> bool:
+    """Whether what is sent of ``obs`` is less than the tool's whole output: cut where it
+    entered (``Observation.full_chars``), or now, at this request's entry cap."""
+    return len(obs.text) > cap or obs.full_chars > len(obs.text)
+
+
+def capped_chars(obs: Observation, cap: int) -> tuple[int, int]:
+    """(kept, total): how many characters of the tool's whole output a capped entry sends."""
+    total = max(obs.full_chars, len(obs.text))
+    kept = obs.recorded_keeps
+    if len(obs.text) > cap:
+        kept = min(kept, bound_keeps(len(obs.text), cap))
+    return kept, total
 
 
 def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from io_tui.core.context import (
     message_tokens,
 )
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall, ToolSpec
 
@@ -316,6 +317,19 @@ async def test_a_result_cut_at_the_cap_is_capped_with_chars_kept_of_total() -> N
     assert whole.state is EntryState.FULL and whole.reason == "carried whole"
     assert (whole.kept_chars, whole.total_chars) == (None, None)
     assert by_call(assembly)["c2_1"] == "a" * cap
+
+
+async def test_a_result_cut_where_it_entered_is_capped_not_full() -> None:
+    """The tool printed 8,809 chars; the run recorded them bounded (the marker says 4,903 were
+    elided): sent whole as recorded, the entry is still capped, with 3,906 of 8,809 kept."""
+    full = "o" * 8_809
+    recorded = bound_text(full, 4_106, "run it again to see the rest")
+    cut = dataclasses.replace(obs(1, ObsKind.EXEC, "pytest", recorded), full_chars=len(full))
+    assembly = await ContextEngine(frame()).build([step(1, cut)], ceiling_tokens=24_000)
+    e = entry(assembly, "c1_1")
+    assert by_call(assembly)["c1_1"] == recorded  # what was sent
+    assert e.state is EntryState.CAPPED and (e.kept_chars, e.total_chars) == (3_906, 8_809)
+    assert "3,906 of 8,809 kept" in e.reason and "whole" not in e.reason
 
 
 async def test_long_tool_arguments_in_old_turns_are_clipped_but_calls_keep_their_ids() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import clip
-from io_tui.core.contract import CHARS_PER_TOKEN
+from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
 
@@ -88,5 +88,10 @@ def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> 
         line += " Operator messages then: " + " | ".join(made.said) + "."
     parts = [f"{tool}: {', '.join(t)}" for tool, t in made.tools.items()]
     line += " Asked, newest first: " + "; ".join(parts)
-    limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000))
-    return Message("user", clip(" ".join(line.split()), limit - 40))
+    text = " ".join(line.split())
+    limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000)) - 40
+    clipped = clip(text, limit)
+    while (tokens := estimate_tokens(clipped)) > reserve and limit > 80:  # dense text: digits
+        limit = max(80, limit * reserve // tokens - 1)
+        clipped = clip(text, limit)
+    return Message("user", clipped)

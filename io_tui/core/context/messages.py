@@ -14,7 +14,7 @@ from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Se
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT, message_tokens
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import bound_keeps
+from io_tui.core.ledger import capped_chars
 from io_tui.core.providers.base import Message
 
 if TYPE_CHECKING:
@@ -164,8 +164,7 @@ def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> Manifest
     by = e.by if e.by is not None else e.invalidated_by
     kept = total = None
     if e.state is EntryState.CAPPED and e.carried is not None:
-        total = len(obs.text)
-        kept = bound_keeps(total, e.carried[0])
+        kept, total = capped_chars(obs, e.carried[0])
     return ManifestEntry(
         obs.step, obs.call_id, obs.kind.value, obs.target, e.state, e.reason, by,
         len(e.content) if chars is None else chars, tokens, kept, total,

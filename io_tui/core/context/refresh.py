@@ -16,7 +16,7 @@ from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, ObsKind, Seen, bound_keeps, bound_text
+from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text, capped_chars, is_capped
 
 
 class RefreshFailed(Exception):
@@ -52,15 +52,17 @@ class Resolver:
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
             obs = e.obs
-            if len(obs.text) <= self.cap:
-                content, reason = obs.text, "carried whole"
-            else:
+            content = obs.text
+            if len(obs.text) > self.cap:
                 content = bound_text(obs.text, self.cap, how_to_get_back(obs))
-                kept, total = bound_keeps(len(obs.text), self.cap), len(obs.text)
+            if is_capped(obs, self.cap):
+                kept, total = capped_chars(obs, self.cap)
                 reason = f"cut to the entry cap ({self.cap:,} chars): {kept:,} of {total:,} kept"
+            else:
+                reason = "carried whole"
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
         _, e.content, e.reason, e.tokens = carried
-        e.state = EntryState.FULL if len(e.obs.text) <= self.cap else EntryState.CAPPED
+        e.state = EntryState.CAPPED if is_capped(e.obs, self.cap) else EntryState.FULL
         if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
             again = "read these lines again" if e.covered else "made the same call"
             e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
