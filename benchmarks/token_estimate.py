@@ -51,9 +51,7 @@ from io_tui.core.tokens import estimate_tokens
 from io_tui.core.tools.files import number_lines
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent.parent / "shared"  # the worktree layout: /work/wt/<name>, /work/shared
-if not SHARED.is_dir():
-    SHARED = ROOT.parent / "shared"
+SHARED = ROOT.parent / "shared"  # the project's shared folder beside the checkout, if present
 WIRE = [SHARED / "fixtures" / "wire", ROOT / "tests" / "fixtures" / "wire"]
 KINDS = ("code", "code, numbered read", "prose", "log", "log, identifiers", "json", "request")
 
