@@ -8,7 +8,7 @@ from typing import Any
 
 from io_tui.cli.common import EXIT_OK, UsageError, print_json
 from io_tui.config import ConfigError, load_settings, masked
-from io_tui.core.providers.presets import PRESETS, probe
+from io_tui.core.providers.presets import PRESETS, probe_models
 from io_tui.paths import config_file
 
 
@@ -46,17 +46,17 @@ async def config_command(args: argparse.Namespace) -> int:
 
 async def providers_command(args: argparse.Namespace) -> int:
     names = list(PRESETS)
-    results = await asyncio.gather(*(probe(name, timeout_s=args.timeout) for name in names))
+    results = await asyncio.gather(*(probe_models(name, timeout_s=args.timeout) for name in names))
     rows = [
         {
             "name": name,
             "wire": PRESETS[name].wire,
             "base_url": PRESETS[name].base_url,
             "key_env": PRESETS[name].key_env,
-            "reachable": ok,
-            "detail": detail,
+            "reachable": result.reachable,
+            "detail": result.detail,
         }
-        for name, (ok, detail) in zip(names, results, strict=True)
+        for name, result in zip(names, results, strict=True)
     ]
     if args.json:
         print_json(rows)

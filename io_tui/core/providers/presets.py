@@ -269,27 +269,6 @@ class ProbeResult:
     models: tuple[str, ...] = ()
 
 
-async def probe(
-    preset: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    env: Mapping[str, str] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-    timeout_s: float = 3.0,
-) -> tuple[bool, str]:
-    """Whether the preset's server answers a model listing, and a line saying what happened."""
-    result = await probe_models(
-        preset,
-        base_url=base_url,
-        api_key=api_key,
-        env=env,
-        transport=transport,
-        timeout_s=timeout_s,
-    )
-    return result.reachable, result.detail
-
-
 async def probe_models(
     preset: str,
     *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import pickle
 from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from io_tui.core.providers.presets import (
     PRESETS,
     cache_prices,
     make_provider,
-    probe,
+    probe_models,
     provider_from_description,
     provider_from_settings,
 )
@@ -188,30 +189,35 @@ def test_secret_masks_itself() -> None:
         pickle.dumps(secret)
 
 
+async def _probe(preset: str, **kwargs: Any) -> tuple[bool, str]:
+    result = await probe_models(preset, **kwargs)
+    return result.reachable, result.detail
+
+
 async def test_probe_reachable_and_not(server: ReplayServer) -> None:
     server.add(json_reply(200, {"object": "list", "data": [{"id": "llama3"}, {"id": "qwen"}]}))
-    ok, detail = await probe("openai-compatible", base_url=server.base_url + "/v1", env={})
+    ok, detail = await _probe("openai-compatible", base_url=server.base_url + "/v1", env={})
     assert ok is True
     assert detail == f"2 model(s) at {server.base_url}/v1: llama3, qwen"
     assert server.requests[0].method == "GET" and server.requests[0].path == "/v1/models"
 
     server.add(json_reply(401, {"error": {"message": f"bad key {KEY}"}}))
-    ok, detail = await probe(
+    ok, detail = await _probe(
         "openai-compatible", base_url=server.base_url + "/v1", api_key=KEY, env={}
     )
     assert ok is False and "HTTP 401" in detail and KEY not in detail
 
-    ok, detail = await probe("openai", env={})
+    ok, detail = await _probe("openai", env={})
     assert ok is False and "OPENAI_API_KEY" in detail
 
     await server.stop()
-    ok, detail = await probe("llamacpp", base_url=server.base_url + "/v1", timeout_s=1.0)
+    ok, detail = await _probe("llamacpp", base_url=server.base_url + "/v1", timeout_s=1.0)
     assert ok is False and detail.startswith("cannot reach")
 
 
 async def test_probe_anthropic_uses_its_models_path() -> None:
     script = Script([httpx.Response(200, json={"data": [{"id": "claude-x"}]})])
-    ok, _ = await probe("anthropic", env={"ANTHROPIC_API_KEY": KEY}, transport=script.transport)
+    ok, _ = await _probe("anthropic", env={"ANTHROPIC_API_KEY": KEY}, transport=script.transport)
     [request] = script.requests
     assert ok is True
     assert str(request.url) == "https://api.anthropic.com/v1/models"
