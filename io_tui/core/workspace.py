@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,8 +217,8 @@ class Workspace:
         known = self._digests.get(rel)
         if known is not None and known[0] == key:
             return known[1]
-        if st.st_size > MAX_READ_BYTES:
-            return ""
+        if st.st_size > MAX_READ_BYTES or not stat.S_ISREG(st.st_mode):
+            return ""  # never opened: a FIFO or device put in the file's place would block
         try:
             digest = content_digest((self.root / rel).read_bytes())
         except OSError:

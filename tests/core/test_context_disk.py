@@ -8,6 +8,7 @@ and the whole path runs once through ``run.py`` with a real command changing a f
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -161,6 +162,16 @@ async def test_the_workspace_probe_stats_first_and_hashes_only_when_the_stat_mov
     assert await ws.changed([seen]) == {seen: now}
     (tmp_path / "a.txt").unlink()
     assert await ws.changed([seen]) == {seen: None}
+
+
+async def test_a_read_file_replaced_by_a_fifo_is_changed_and_never_opened(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    ws = Workspace(tmp_path)
+    _, seen = await ws.read_text_seen("a.txt")
+    (tmp_path / "a.txt").unlink()
+    os.mkfifo(tmp_path / "a.txt")  # opening it to hash would block until a writer came
+    changed = await asyncio.wait_for(ws.changed([seen]), timeout=10)
+    assert changed == {seen: (tmp_path / "a.txt").stat().st_mtime_ns}
 
 
 # -- through the run loop ---------------------------------------------------------------------
