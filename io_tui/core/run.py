@@ -11,7 +11,6 @@ The model request path (context engine, working completions, request records) li
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -374,8 +373,8 @@ class Run:
         """On resume: carry out the decided approval of the paused step, then its other calls."""
         if not self.history:
             return None
-        rows = await self.store.runs.steps(self.run_id)
-        decision = json.loads(rows[-1]["decision"]) if rows else {}
+        rows = await self.store.trace.steps(self.run_id)
+        decision = rows[-1].decision if rows else {}
         approval_id = decision.get("awaiting_approval")
         if approval_id is None:
             return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import time
 from collections import deque
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from textual.worker import Worker, WorkerState
 from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.events import EventKind
-from io_tui.core.store import Store, StoreError
+from io_tui.core.store import StepSummary, Store, StoreError
 from io_tui.ui import steering, ui_state
 from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.bridge import EventPump
@@ -378,7 +377,7 @@ class IoApp(App[int]):
     @work(group="db", exit_on_error=False)
     async def refresh_runs(self, run_ids: list[int] | None) -> None:
         if run_ids is None:
-            rows = await self.store.runs.list()
+            rows = await self.store.runs.all()
         else:
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
         self.post_message(StoreChanged(rows))
@@ -408,7 +407,7 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
-        rows = await self.store.runs.step_summaries(run_ids)
+        rows = await self.store.trace.step_summaries(run_ids)
         self.post_message(StepsLoaded(tuple(_step_view(row) for row in rows)))
 
     @on(StepsLoaded)
@@ -496,9 +495,8 @@ def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
     return ProcessHost(app, names[type(approver)])
 
 
-def _step_view(row: Any) -> tuple[int, StepView]:
-    names = [c["name"] for c in json.loads(row["tool_calls"])]
-    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
+def _step_view(row: StepSummary) -> tuple[int, StepView]:
+    return row.run_id, StepView(row.step, row.tokens, list(row.tool_names), committed=True)
 
 
 __all__ = ["IoApp", "create_app"]

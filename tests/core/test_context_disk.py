@@ -9,7 +9,6 @@ and the whole path runs once through ``run.py`` with a real command changing a f
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Collection, Mapping
@@ -200,9 +199,9 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
         policy=Policy(),
     )
     result = await start_run(h, TaskContract("fix", workspace))
-    requests = await store.runs.requests(result.run_id)
+    requests = await store.trace.requests(result.run_id)
     last = requests[-1]
-    manifest, messages = json.loads(last["manifest"]), json.loads(last["messages"])
+    manifest, messages = last.manifest, last.messages
     read_entry = next(e for e in manifest["entries"] if e["kind"] == "read")
     assert read_entry["state"] == "refreshed"
     assert read_entry["reason"] == (

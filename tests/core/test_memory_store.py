@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -218,9 +217,9 @@ async def test_operator_changes_are_audited_as_run_zero_events(store: Store) -> 
     assert not await repo.delete("missing", "global", None)
     await repo.set("c", "third", "workspace", WS)
     assert await repo.clear("workspace", WS) == 2
-    events = await store.runs.events(0)
-    details = [json.loads(e["detail"]) for e in events]
-    assert {e["kind"] for e in events} == {"memory"}
+    events = await store.trace.events(0)
+    details = [e.detail for e in events]
+    assert {e.kind for e in events} == {"memory"}
     assert [(d["op"], d.get("key")) for d in details] == [
         ("set", "a"),
         ("pin", "a"),

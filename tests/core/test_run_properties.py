@@ -11,7 +11,6 @@ exactly the recorded result, ``capped`` is exactly its bounded form, stubs name 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import sys
 import tempfile
@@ -166,8 +165,8 @@ async def drive(tmp: Path, script: dict[str, Any], contract_kw: dict[str, Any]) 
         run = await store.runs.get(result.run_id)
         assert run is not None
         trace = await build_trace(store, result.run_id)
-        rows = await store.runs.requests(result.run_id)
-        manifests = [json.loads(r["manifest"]) for r in rows if r["purpose"] == "work"]
+        rows = await store.trace.requests(result.run_id)
+        manifests = [r.manifest for r in rows if r.purpose == "work"]
         history = await store.runs.history(result.run_id)
     observations = {o.call_id: o for rec in history for o in rec.observations}
     return Session(result.outcome, run.error, trace, manifests, observations, provider.seen)

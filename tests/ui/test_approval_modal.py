@@ -102,8 +102,8 @@ async def test_deny_with_reason(paused: Path, store_path: Path) -> None:
         (record,) = await store.approvals.pending()
         decided = await decide(store, record.request.id, app.results[0])
         assert decided.result is not None
-        obs = await store.runs.observations(decided.run_id)
-        assert any("generated file" in row["text"] for row in obs)
+        obs = await store.trace.observations(decided.run_id)
+        assert any("generated file" in row.text for row in obs)
 
 
 async def test_deny_escape_goes_back_to_the_request(paused: Path, store_path: Path) -> None:

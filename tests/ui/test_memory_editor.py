@@ -4,7 +4,6 @@ history, caps as gauges, and every change audited; snapshot of the editor."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +112,7 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
     async with await Store.open(store_path) as store:
         note = await store.memory.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -q" and note.pinned
-        ops = [json.loads(e["detail"])["op"] for e in await store.runs.events(0)]
+        ops = [e.detail["op"] for e in await store.trace.events(0)]
         assert ops[-4:] == ["set", "pin", "delete", "clear"]
 
 

@@ -4,7 +4,7 @@ Agent writes (``write``/``forget``) come from the ``remember``/``forget`` tools,
 happened as run events through their ``emit`` hook. Operator edits (``set``, ``delete``,
 ``clear``, ``pin``, ``unpin``) have no run, so each one is recorded in the ``events`` table with
 ``run_id = 0, step = 0, kind = 'memory'`` and ``detail.actor = 'operator'`` in the same
-transaction as the change (``store.runs.events(0)`` reads the audit trail back). Evictions caused
+transaction as the change (``store.trace.events(0)`` reads the audit trail back). Evictions caused
 by an operator write are recorded the same way.
 
 Notes are ordered by row id: a rewrite deletes the old row and inserts a new one, so "oldest" is

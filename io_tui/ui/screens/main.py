@@ -9,7 +9,6 @@ and repaint the gauges at most ~10 times a second.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -298,7 +297,7 @@ class MainScreen(Screen[None]):
     @work(group="gauges", exclusive=True, exit_on_error=False)
     async def load_gauges(self, run_id: int, step: int | None) -> None:
         store = self.io_app.store
-        row = await store.runs.latest_request(run_id, step)
+        row = await store.trace.latest_request(run_id, step)
         view = self.io_app.runs.get(run_id)
         workspace = view.workspace if view is not None else None
         if workspace is None:
@@ -311,15 +310,15 @@ class MainScreen(Screen[None]):
             self.GaugesLoaded(
                 GaugeFigures(
                     run_id,
-                    row["step"] if row else step,
-                    row["ceiling_tokens"] if row else None,
-                    row["est_tokens"] if row else None,
-                    row["frame_tokens"] if row else None,
-                    row["reported_tokens"] if row else None,
+                    row.step if row else step,
+                    row.ceiling_tokens if row else None,
+                    row.est_tokens if row else None,
+                    row.frame_tokens if row else None,
+                    row.reported_tokens if row else None,
                     entries,
                     chars,
-                    json.loads(row["usage"]) if row and row["usage"] else None,
-                    tuple(json.loads(row["sections"])) if row and row["sections"] else (),
+                    row.usage if row else None,
+                    row.sections if row else (),
                 )
             )
         )

@@ -220,7 +220,7 @@ class ChooseWorkspaceScreen(ModalScreen[str | None]):
 
 async def known_workspaces(store: Store) -> list[str]:
     """Every workspace the store knows: of its runs and of its workspace notes, sorted."""
-    found = {run.workspace for run in await store.runs.list() if run.workspace}
+    found = {run.workspace for run in await store.runs.all() if run.workspace}
     found |= {n.workspace for n in await store.memory.list() if n.scope == "workspace"}
     return sorted(found)
 
