@@ -23,11 +23,12 @@ from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApproveAll, Approver, TerminalApprover
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.events import EventSink
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.launch import cache_prices_for, policy_for, provider_for
 from io_tui.core.mcp import McpHub
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
-from io_tui.core.run import Harness, Outcome, RunResult, harness_registry, start_run
+from io_tui.core.run import Outcome, RunResult, start_run
 from io_tui.core.workspace import Workspace, WorkspaceError
 
 APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
