@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_tui.core.contract import MemoryLimits
+from io_tui.core.errors import ToolError
 from io_tui.core.ledger import ObsKind, Seen
 from io_tui.core.policy import Act, Policy, Rule
 from io_tui.core.providers.base import ToolSpec
@@ -17,10 +18,6 @@ from io_tui.core.providers.base import ToolSpec
 if TYPE_CHECKING:
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.workspace import Workspace
-
-
-class ToolError(Exception):
-    """A failure the model should read and adapt to (bad arguments, missing file, no match)."""
 
 
 class ToolArgs(BaseModel):
