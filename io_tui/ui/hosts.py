@@ -1,8 +1,10 @@
 """Where the app's runs execute: in a harness worker process (the default) or in the app's loop.
 
 Both hosts take the same orders — start a run, start the demo, interrupt, decide a paused run's
-request — and report the same way: events into the app's ``EventPump``, asks as
-``ApprovalRequested`` messages with a Future, ends as ``RunEnded``.
+request — and report the same way, in messages to the app they are given (never calls into it):
+events into the app's ``EventPump``, asks as ``ApprovalRequested`` with a Future, ``RunStarted``
+/ ``RunStopped`` as they take and drop a run, ends as ``RunEnded``, a dead worker as
+``RunsLost`` and ``HarnessNotice``. What they need (store, settings, approver) is passed in.
 
 - ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use and
   speaks ``core.worker.protocol`` with it. The runs get a core of their own: the app's frames
@@ -26,20 +28,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.app import App
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_worker
 
+from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.events import OPERATOR_CANCEL, EventSink, NullSink
+from io_tui.core.events import OPERATOR_CANCEL
 from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.store import Store
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
-from io_tui.ui.bridge import BridgeSink
-from io_tui.ui.messages import ApprovalRequested, RunEnded
+from io_tui.ui.bridge import BridgeSink, EventPump
+from io_tui.ui.messages import (
+    ApprovalRequested,
+    HarnessNotice,
+    RunEnded,
+    RunsLost,
+    RunStarted,
+    RunStopped,
+)
 
 if TYPE_CHECKING:
     from io_tui.core.contract import TaskContract
     from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Provider
-    from io_tui.core.store import Store
-    from io_tui.ui.app import IoApp
 
 WORKER_MODULE = "io_tui.core.worker"
 CLOSE_TIMEOUT_S = 10.0
@@ -63,8 +72,18 @@ class RunHost(Protocol):
 class ProcessHost:
     """Runs in a harness worker process; one per app, started on the first order."""
 
-    def __init__(self, app: IoApp, approve: str | None = None) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: App[Any],
+        pump: EventPump,
+        store: Store,
+        settings: Settings,
+        approve: str | None = None,
+    ) -> None:
+        self.app = app  # where its messages go and its workers run
+        self.pump = pump
+        self.store = store
+        self.settings = settings
         self.approve = approve  # None: asks go to the app; else a FIXED_APPROVERS name
         self.live: dict[int, str] = {}  # run id → tag
         self.stderr_tail: deque[str] = deque(maxlen=20)
@@ -165,13 +184,13 @@ class ProcessHost:
             "-m",
             WORKER_MODULE,
             "--store",
-            str(self.app.store_path),
+            str(self.store.path),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         assert process.stdin is not None
-        settings = self.app.settings.model_dump(mode="json")
+        settings = self.settings.model_dump(mode="json")
         process.stdin.write(encode({"op": "hello", "settings": settings}))
         self._reader = asyncio.ensure_future(self._read(process))  # until the worker exits
         return process
@@ -200,22 +219,23 @@ class ProcessHost:
     def _receive(self, message: dict[str, Any]) -> None:
         kind = message.get("t")
         if kind == "event":
-            self.app.event_pump.put(event_from(message["e"]))
+            self.pump.put(event_from(message["e"]))
         elif kind == "started":
             self.live[message["run_id"]] = message["tag"]
-            self.app.run_started(message["run_id"])
+            self.app.post_message(RunStarted(message["run_id"]))
         elif kind == "ask":
             self._ask(ApprovalRequest.from_json(message["request"]))
         elif kind in ("ended", "failed"):
             self._ended(message)
         elif kind == "notice":
-            self.app.notify(str(message["text"]), title="Harness", severity="warning", timeout=15)
+            notice = HarnessNotice(str(message["text"]), title="Harness", timeout=15)
+            self.app.post_message(notice)
         else:
             self._unexpected(str(message))
 
     def _unexpected(self, what: str) -> None:
         """A line the protocol does not know: reported, skipped; the runs go on."""
-        self.app.notify(f"unexpected line from the harness: {what[:300]}", severity="warning")
+        self.app.post_message(HarnessNotice(f"unexpected line from the harness: {what[:300]}"))
 
     def _ask(self, request: ApprovalRequest) -> None:
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
@@ -239,7 +259,7 @@ class ProcessHost:
         tag = message["tag"]
         for run_id in [r for r, t in self.live.items() if t == tag]:
             del self.live[run_id]
-            self.app.run_stopped(run_id)
+            self.app.post_message(RunStopped(run_id))
         result = RunResult.from_json(message["result"]) if message.get("result") else None
         error = message.get("error")
         decision = self._decisions.pop(tag, None)
@@ -257,7 +277,7 @@ class ProcessHost:
         lost = sorted(self.live)
         self.live.clear()
         for run_id in lost:
-            self.app.run_stopped(run_id)
+            self.app.post_message(RunStopped(run_id))
         for ask in self._asks.values():
             ask.cancel()  # nobody is waiting for the answer any more
         for decision in self._decisions.values():
@@ -271,47 +291,50 @@ class ProcessHost:
             self.app.run_worker(self._mark_lost(lost, code), group="db", exit_on_error=False)
         tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
         runs = f"; runs lost: {', '.join(map(str, lost))}" if lost else ""
-        self.app.notify(
-            f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
-            title="Harness stopped",
-            severity="error",
-            timeout=30,
+        self.app.post_message(
+            HarnessNotice(
+                f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
+                title="Harness stopped",
+                severity="error",
+                timeout=30,
+            )
         )
 
     async def _mark_lost(self, run_ids: list[int], code: int) -> None:
         """The runs the dead worker held end ``failed`` in the store (they would say 'running'
-        forever), and the app reloads them."""
-        store = self.app.store
+        forever), and the app reloads them (``RunsLost``)."""
+        store = self.store
         for run_id in run_ids:
             row = await store.runs.get(run_id)
             if row is not None and row.status in ("running", "asking"):
                 error = f"the harness process exited (code {code}) while the run was live"
                 await store.runs.set_status(run_id, "failed", "failed", error=error)
-        self.app.refresh_runs(run_ids)
+        self.app.post_message(RunsLost(run_ids))
 
 
 class InlineHost:
-    """Runs in the app's own event loop, one Textual worker each (``group="runs"``).
+    """Runs in the app's own event loop, one Textual worker each (``group="runs"``); its runs ask
+    ``approver`` (the app's ``UIApprover``, or a fixed one)."""
 
-    Works for any app with a ``store``: without an ``event_pump`` its runs emit nothing (the
-    steering screens' own test apps decide through it).
-    """
-
-    def __init__(self, app: App[Any], approver: Approver | None = None) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: App[Any],
+        pump: EventPump,
+        store: Store,
+        settings: Settings,
+        approver: Approver,
+    ) -> None:
+        self.app = app  # where its messages go and its workers run
+        self.pump = pump
+        self.store = store
+        self.settings = settings
         self.approver = approver
         self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
         self.tasks: dict[int, asyncio.Task[Any]] = {}  # run id → the asyncio task it runs in
         self.asking: set[int] = set()  # runs waiting on an approver's answer
 
-    @property
-    def _store(self) -> Store:
-        return getattr(self.app, "store")  # noqa: B009 - any app with a store
-
     def build_approver(self) -> Approver:
-        from io_tui.ui.approver import UIApprover
-
-        return _Asking(self.approver or UIApprover(self.app), self.asking)
+        return _Asking(self.approver, self.asking)
 
     async def prepare(self) -> None:
         return None
@@ -348,7 +371,7 @@ class InlineHost:
         sink = self._sink()
         try:
             decided = await decide(
-                self._store, approval_id, decision, approver=self.build_approver(), sink=sink
+                self.store, approval_id, decision, approver=self.build_approver(), sink=sink
             )
         except DecideError as exc:
             raise HostError(str(exc)) from None
@@ -368,27 +391,24 @@ class InlineHost:
             worker.cancel()
         await _settled(live, PAUSE_WAIT)
 
-    def _sink(self) -> EventSink:
-        pump = getattr(self.app, "event_pump", None)
-        if pump is None:
-            return NullSink()
+    def _sink(self) -> BridgeSink:
         worker = get_current_worker()
 
         def named(run_id: int) -> None:
             self.workers[run_id] = worker
             if (task := asyncio.current_task()) is not None:  # the first event is the run's own
                 self.tasks[run_id] = task
-            getattr(self.app, "run_started", lambda run_id: None)(run_id)
+            self.app.post_message(RunStarted(run_id))
 
-        return BridgeSink(pump, on_run_id=named)
+        return BridgeSink(self.pump, on_run_id=named)
 
-    def _stopped(self, sink: EventSink) -> None:
-        run_id = getattr(sink, "run_id", None)
+    def _stopped(self, sink: BridgeSink) -> None:
+        run_id = sink.run_id
         if run_id is None:
             return
         self.tasks.pop(run_id, None)
         if self.workers.pop(run_id, None) is not None:
-            getattr(self.app, "run_stopped", lambda run_id: None)(run_id)
+            self.app.post_message(RunStopped(run_id))
 
     def run(
         self,
@@ -408,7 +428,7 @@ class InlineHost:
 
         sink = self._sink()
         harness = Harness(
-            store=self._store,
+            store=self.store,
             provider=provider,
             approver=self.build_approver(),
             sink=sink,
@@ -423,9 +443,8 @@ class InlineHost:
     async def _start_request(self, request: NewRunRequest) -> None:
         from io_tui.core.launch import build_run
 
-        settings = getattr(self.app, "settings")  # noqa: B009 - IoApp's
         try:
-            contract, provider, policy = await build_run(self._store, settings, request)
+            contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return

@@ -301,15 +301,13 @@ async def test_markup_and_escapes_in_arguments_are_shown_as_text(
 ) -> None:
     """A command may hold "[/]" (markup to Textual) or escape sequences: the modal and the
     inbox show them as text, and nothing reaches the terminal raw."""
-    from io_tui.ui.screens.inbox import InboxScreen
 
     ws = make_workspace(tmp_path / "ws")
     argv = ["echo", "[/]", "[bold]x", "\x1b[2J"]
     turn = {"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]}
     async with await Store.open(store_path) as store:
         await paused_run(store, ws, [turn], tmp_path / "s.json")
-    for make in (_screen, lambda store: InboxScreen(store, poll_interval=None)):
-        app = StoreHost(store_path, make)
+    for app in (StoreHost(store_path, _screen), StoreHost.inbox(store_path)):
         async with app.run_test(size=(100, 32)) as pilot:
             await app.workers.wait_for_complete()
             await pilot.pause()

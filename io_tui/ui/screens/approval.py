@@ -30,6 +30,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Input, Label, RadioButton, RadioSet, Static, TextArea
 
+from io_tui.config import UISettings
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule, RuleScope
 from io_tui.core.policy import Act
 from io_tui.core.rule_preview import (
@@ -159,7 +160,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         goal: str | None = None,
         parent_run_id: int | None = None,
         initial_action: str | None = None,
-        arm_s: float | None = None,
+        arm_s: float = UISettings().approval_arm_ms / 1000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(classes=f"-act-{request.act.value} -arming")
@@ -182,16 +183,9 @@ class ApprovalScreen(ModalScreen[Decision]):
     def armed(self) -> bool:
         return self.armed_at is not None and self.clock() >= self.armed_at
 
-    def _arm_delay(self) -> float:
-        if self.arm_s is not None:
-            return self.arm_s
-        from io_tui.ui.approver import ui_settings
-
-        return ui_settings(self.app).approval_arm_ms / 1000
-
     def _start_arming(self) -> None:
         """(Re)start the arming time: after the first paint, and after each key pressed early."""
-        self.armed_at = self.clock() + self._arm_delay()
+        self.armed_at = self.clock() + self.arm_s
         self._check_armed()
 
     def _check_armed(self) -> None:
