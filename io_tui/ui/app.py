@@ -3,7 +3,8 @@
 Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
 own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
 ``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
-applied), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
+applied), are folded into the run views by the app's ``RunBoard`` (``self.runs``) and the
+changes applied to the screen under ``batch_update()``.
 Hosts and screens talk to the app in messages (``RunStarted``, ``HarnessNotice``, ``StartRun``…);
 the app hands each what it needs when it builds it (store, host, settings, the run views).
 Human decisions arrive as ``ApprovalRequested`` with a Future, answered by the app's
@@ -16,11 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,6 @@ from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
-from io_tui.core.events import EventKind
 from io_tui.core.store import Store, StoreError
 from io_tui.ui import ui_state
 from io_tui.ui.approver import ApprovalDesk, UIApprover, letter_keymap
@@ -63,6 +61,7 @@ from io_tui.ui.messages import (
     StepsLoaded,
     StoreChanged,
 )
+from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.screens.help import HelpScreen
@@ -73,7 +72,7 @@ from io_tui.ui.screens.memory_editor import MemoryEditorScreen
 from io_tui.ui.screens.new_run import NewRunScreen
 from io_tui.ui.screens.rules import RulesScreen
 from io_tui.ui.screens.trace import TraceScreen
-from io_tui.ui.state import RunView, StepView
+from io_tui.ui.state import RunView
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.widgets.transcript import Transcript
@@ -124,7 +123,8 @@ class IoApp(App[int]):
         self.demo = demo
         self.poll_interval = poll_interval
         self.store: Store = Store(store_path)
-        self.runs: dict[int, RunView] = {}
+        self.board = RunBoard()
+        self.runs: dict[int, RunView] = self.board.runs  # every run the app knows, by id
         self.demo_workspace: Path | None = demo_workspace
         self.event_pump = EventPump(self)
         self.activity = Activity()  # when the operator last pressed a key
@@ -380,37 +380,16 @@ class IoApp(App[int]):
     def _on_run_events(self, message: RunEventsReceived) -> None:
         """Fold a batch into the run views, then apply the net changes to the screen at once."""
         events = message.events
-        changed_runs: set[int] = set()
-        changed_steps: set[tuple[int, int]] = set()
-        committed: set[tuple[int, int]] = set()
-        new_runs: list[int] = []
-        runs = self.runs
-        for event in events:
-            run = runs.get(event.run_id)
-            if run is None:
-                detail = event.detail
-                run = RunView(
-                    event.run_id,
-                    str(detail.get("goal", "")),
-                    str(detail.get("workspace", "")),
-                )
-                runs[event.run_id] = run
-                new_runs.append(event.run_id)
-            if run.apply(event):
-                changed_runs.add(run.id)
-                if event.step:
-                    changed_steps.add((run.id, event.step))
-            if event.kind is EventKind.STEP_COMMITTED:
-                committed.add((run.id, event.step))
+        changes = self.board.apply(events)
         self.events_applied += len(events)
         main = self.main_screen()
         if main is not None:
             with self.batch_update():
-                main.apply_changes(changed_runs, changed_steps, committed)
+                main.apply_changes(changes)
         self.call_after_refresh(self._painted, [e.at for e in events])
         self.event_pump.applied()
-        if new_runs:
-            self.refresh_runs(new_runs)
+        if changes.new:
+            self.refresh_runs(changes.new)
 
     def _painted(self, stamps: list[float]) -> None:
         now = time.time()
@@ -443,22 +422,9 @@ class IoApp(App[int]):
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
-        stale: list[int] = []
-        for row in message.runs:
-            run = self.runs.get(row.id)
-            local = self.host.is_live(row.id)
-            if run is None:
-                run = self.runs[row.id] = RunView.from_row(row)
-                stale.append(row.id)
-            elif not local:
-                if (row.status, row.tokens) != (run.status, run.tokens) or row.steps > len(
-                    run.steps
-                ):
-                    stale.append(row.id)
-                run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
-            run.parent_run_id = row.parent_run_id
-            run.token_budget = (row.contract or {}).get("token_budget")
-            if main is not None:
+        shown, stale = self.board.apply_rows(message.runs, self.host.is_live)
+        if main is not None:
+            for run in shown:
                 main.upsert_run(run)
         if stale:
             self.load_steps_of(stale)
@@ -466,21 +432,15 @@ class IoApp(App[int]):
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
         rows = await self.store.runs.step_summaries(run_ids)
-        self.post_message(StepsLoaded(tuple(_step_view(row) for row in rows)))
+        self.post_message(StepsLoaded(tuple(step_view(row) for row in rows)))
 
     @on(StepsLoaded)
     def _on_steps_loaded(self, message: StepsLoaded) -> None:
         main = self.main_screen()
         with self.batch_update():
-            for run_id, fresh in message.steps:
-                run = self.runs.get(run_id)
-                if run is None:
-                    continue
-                view = run.steps.get(fresh.step)
-                if view != fresh:
-                    run.steps[fresh.step] = replace(fresh, asking=view.asking if view else False)
-                    if main is not None:
-                        main.upsert_step(run, run.steps[fresh.step])
+            for run, step in self.board.apply_steps(message.steps):
+                if main is not None:
+                    main.upsert_step(run, step)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -575,11 +535,6 @@ def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
 
 def _cockpit(app: IoApp) -> Cockpit:
     return app  # mypy: the app is what the palette's providers take it for
-
-
-def _step_view(row: Any) -> tuple[int, StepView]:
-    names = [c["name"] for c in json.loads(row["tool_calls"])]
-    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
 
 
 __all__ = ["IoApp", "create_app"]

@@ -35,6 +35,7 @@ from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
+from io_tui.ui.run_board import Changes
 from io_tui.ui.screens.inspector import InspectorScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView, StepView
@@ -191,12 +192,9 @@ class MainScreen(Screen[None]):
     def upsert_step(self, run: RunView, step: StepView) -> None:
         self.run_tree.upsert_step(run, step)
 
-    def apply_changes(
-        self,
-        changed_runs: set[int],
-        changed_steps: set[tuple[int, int]],
-        committed: set[tuple[int, int]],
-    ) -> None:
+    def apply_changes(self, changes: Changes) -> None:
+        """Show what a batch of events changed (``RunBoard.apply``)."""
+        changed_runs, changed_steps, committed = changes.runs, changes.steps, changes.committed
         runs = self.runs
         for run_id in sorted(changed_runs):
             self.run_tree.upsert_run(runs[run_id])
