@@ -366,7 +366,7 @@ class InlineHost:
         return run_id in self.workers
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
-        from io_tui.core.decide import DecideError, decide
+        from io_tui.core.decisions import DecideError, decide
 
         sink = self._sink()
         try:

@@ -18,7 +18,7 @@ from io_tui.core.approvals import (
     RememberRule,
 )
 from io_tui.core.contract import TaskContract
-from io_tui.core.decide import decide
+from io_tui.core.decisions import decide
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider

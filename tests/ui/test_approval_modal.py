@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import DataTable, Input, TextArea
 
 from io_tui.core.approvals import Decision, DecisionKind, RememberRule
-from io_tui.core.decide import decide
+from io_tui.core.decisions import decide
 from io_tui.core.policy import Act
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import (

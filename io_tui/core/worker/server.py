@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
-from io_tui.core.decide import DecideError, decide
+from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.launch import build_run
 from io_tui.core.policy import Policy
