@@ -6,8 +6,9 @@ events into the app's ``EventPump``, asks as ``ApprovalRequested`` with a Future
 / ``RunStopped`` as they take and drop a run, ends as ``RunEnded``, a dead worker as
 ``RunsLost`` and ``HarnessNotice``. What they need (store, settings, approver) is passed in.
 
-- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use and
-  speaks ``core.worker.protocol`` with it. The runs get a core of their own: the app's frames
+- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use,
+  through the worker's client (``core.worker.client``, no Textual), and turns what the worker
+  says into the app's messages. The runs get a core of their own: the app's frames
   never wait for a SQLite commit, and a run's CPU never delays a key press. If the worker dies,
   the app says so (with the tail of its stderr) and starts a fresh one for the next run.
 - ``InlineHost`` runs each run as a Textual worker in the app's own loop; tests use it to drive
@@ -18,10 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import sys
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,11 +28,11 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_wo
 
 from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.events import OPERATOR_CANCEL
+from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
-from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
+from io_tui.core.worker.client import WorkerClient, WorkerError
 from io_tui.ui.bridge import BridgeSink, EventPump
 from io_tui.ui.messages import (
     ApprovalRequested,
@@ -50,8 +48,6 @@ if TYPE_CHECKING:
     from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Provider
 
-WORKER_MODULE = "io_tui.core.worker"
-CLOSE_TIMEOUT_S = 10.0
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
 
@@ -70,7 +66,8 @@ class RunHost(Protocol):
 
 
 class ProcessHost:
-    """Runs in a harness worker process; one per app, started on the first order."""
+    """Runs in a harness worker process (``core.worker.client``); one per app, started on the
+    first order. It turns what the worker says into the app's messages."""
 
     def __init__(
         self,
@@ -83,214 +80,65 @@ class ProcessHost:
         self.app = app  # where its messages go and its workers run
         self.pump = pump
         self.store = store
-        self.settings = settings
-        self.approve = approve  # None: asks go to the app; else a FIXED_APPROVERS name
-        self.live: dict[int, str] = {}  # run id → tag
-        self.stderr_tail: deque[str] = deque(maxlen=20)
-        self._process: asyncio.subprocess.Process | None = None
-        self._starting = asyncio.Lock()  # one worker, however many orders race to start it
-        self._tags = itertools.count(1)
-        self._decisions: dict[str, asyncio.Future[RunResult | None]] = {}
-        self._asks: dict[int, asyncio.Future[Decision]] = {}
-        self._closing = False
-        self._reader: asyncio.Future[None] | None = None
+        self.client = WorkerClient(store.path, settings, self, self._spawn, approve)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        self.app.run_worker(work, group="harness-io", exit_on_error=False)
 
     # -- orders --
 
     async def prepare(self) -> None:
-        """Start the worker now (the app does after its first frame), so the first run need not
-        wait for the worker's imports."""
-        await self._ensure()
+        await self.client.prepare()
 
     def start(self, request: NewRunRequest) -> None:
-        self._order("start", request=request.to_json(), approve=self.approve)
+        self.client.start(request)
 
     def start_demo(self, workspace: Path) -> None:
-        self._order("demo", workspace=str(workspace), approve=self.approve)
+        self.client.start_demo(workspace)
 
     def interrupt(self, run_id: int) -> bool:
-        if run_id not in self.live:
-            return False
-        self._order("cancel", run_id=run_id)
-        return True
+        return self.client.interrupt(run_id)
 
     def is_live(self, run_id: int) -> bool:
-        return run_id in self.live
+        return self.client.is_live(run_id)
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
-        tag = self._tag()
-        future: asyncio.Future[RunResult | None] = asyncio.get_running_loop().create_future()
-        self._decisions[tag] = future
-        msg = {
-            "op": "decide",
-            "tag": tag,
-            "approval_id": approval_id,
-            "decision": decision.to_json(),
-        }
-        await self._send(msg)
-        return await future
+        try:
+            return await self.client.decide(approval_id, decision)
+        except WorkerError as exc:
+            raise HostError(str(exc)) from None
 
     async def close(self) -> None:
-        """Close the worker's stdin: it defers open asks, cancels the other runs and exits."""
-        self._closing = True
-        process = self._process
-        if process is None or process.returncode is not None:
-            return
-        assert process.stdin is not None
-        process.stdin.close()
-        try:  # the reader keeps draining stdout meanwhile, so the worker never blocks on it
-            await asyncio.wait_for(process.wait(), CLOSE_TIMEOUT_S)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-        if self._reader is not None:
-            await asyncio.wait([self._reader], timeout=1.0)
+        await self.client.close()
 
-    # -- the pipe --
+    # -- what the worker says (``WorkerListener``) --
 
-    def _tag(self) -> str:
-        return f"t{next(self._tags)}"
+    def event(self, event: RunEvent) -> None:
+        self.pump.put(event)
 
-    def _order(self, op: str, **fields: Any) -> None:
-        """Send an order from a worker; a worker that cannot be started or written to is
-        reported as a run that did not start."""
+    def started(self, run_id: int) -> None:
+        self.app.post_message(RunStarted(run_id))
 
-        async def send() -> None:
-            try:
-                await self._send({"op": op, "tag": self._tag(), **fields})
-            except (OSError, HostError) as exc:
-                error = f"the harness process is not available: {exc}"
-                self.app.post_message(RunEnded(None, error=error))
+    def stopped(self, run_id: int) -> None:
+        self.app.post_message(RunStopped(run_id))
 
-        self.app.run_worker(send(), group="harness-io", exit_on_error=False)
+    def asked(self, request: ApprovalRequest, answer: asyncio.Future[Decision]) -> None:
+        self.app.post_message(ApprovalRequested(request, answer))
 
-    async def _send(self, message: dict[str, Any]) -> None:
-        process = await self._ensure()
-        assert process.stdin is not None
-        process.stdin.write(encode(message))
-        await process.stdin.drain()
+    def ended(self, result: RunResult | None, error: str | None) -> None:
+        self.app.post_message(RunEnded(result, error=error))
 
-    async def _ensure(self) -> asyncio.subprocess.Process:
-        if self._closing:
-            raise HostError("the app is closing")
-        async with self._starting:
-            if self._process is None or self._process.returncode is not None:
-                self._process = await self._spawn()
-            return self._process
+    def notice(self, text: str) -> None:
+        self.app.post_message(HarnessNotice(text, title="Harness", timeout=15))
 
-    async def _spawn(self) -> asyncio.subprocess.Process:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            WORKER_MODULE,
-            "--store",
-            str(self.store.path),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert process.stdin is not None
-        settings = self.settings.model_dump(mode="json")
-        process.stdin.write(encode({"op": "hello", "settings": settings}))
-        self._reader = asyncio.ensure_future(self._read(process))  # until the worker exits
-        return process
-
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdout is not None and process.stderr is not None
-        errors = asyncio.ensure_future(self._read_stderr(process.stderr))
-        lines = LineBuffer()
-        try:
-            while chunk := await process.stdout.read(READ_CHUNK):
-                for message in lines.feed(chunk):
-                    try:
-                        self._receive(message)
-                    except (KeyError, TypeError, ValueError) as exc:
-                        self._unexpected(f"{exc!r} in {message}")
-            code = await process.wait()
-            await errors
-        finally:
-            errors.cancel()
-        self._lost(code)
-
-    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            self.stderr_tail.append(line.decode(errors="replace").rstrip())
-
-    def _receive(self, message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if kind == "event":
-            self.pump.put(event_from(message["e"]))
-        elif kind == "started":
-            self.live[message["run_id"]] = message["tag"]
-            self.app.post_message(RunStarted(message["run_id"]))
-        elif kind == "ask":
-            self._ask(ApprovalRequest.from_json(message["request"]))
-        elif kind in ("ended", "failed"):
-            self._ended(message)
-        elif kind == "notice":
-            notice = HarnessNotice(str(message["text"]), title="Harness", timeout=15)
-            self.app.post_message(notice)
-        else:
-            self._unexpected(str(message))
-
-    def _unexpected(self, what: str) -> None:
-        """A line the protocol does not know: reported, skipped; the runs go on."""
+    def unexpected(self, what: str) -> None:
         self.app.post_message(HarnessNotice(f"unexpected line from the harness: {what[:300]}"))
 
-    def _ask(self, request: ApprovalRequest) -> None:
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        self._asks[request.id] = future
-
-        def answered(done: asyncio.Future[Decision]) -> None:
-            self._asks.pop(request.id, None)
-            if done.cancelled() or self._closing:
-                return
-            answer = {
-                "op": "answer",
-                "approval_id": request.id,
-                "decision": done.result().to_json(),
-            }
-            self.app.run_worker(self._send(answer), group="harness-io", exit_on_error=False)
-
-        future.add_done_callback(answered)
-        self.app.post_message(ApprovalRequested(request, future))
-
-    def _ended(self, message: dict[str, Any]) -> None:
-        tag = message["tag"]
-        for run_id in [r for r, t in self.live.items() if t == tag]:
-            del self.live[run_id]
-            self.app.post_message(RunStopped(run_id))
-        result = RunResult.from_json(message["result"]) if message.get("result") else None
-        error = message.get("error")
-        decision = self._decisions.pop(tag, None)
-        if decision is not None:
-            if error is not None:
-                decision.set_exception(HostError(error))
-            else:
-                decision.set_result(result)
-            return
-        if result is not None or error is not None:
-            self.app.post_message(RunEnded(result, error=error))
-
-    def _lost(self, code: int) -> None:
-        """The worker exited: expected at close; otherwise its live runs are lost with it."""
-        lost = sorted(self.live)
-        self.live.clear()
-        for run_id in lost:
-            self.app.post_message(RunStopped(run_id))
-        for ask in self._asks.values():
-            ask.cancel()  # nobody is waiting for the answer any more
-        for decision in self._decisions.values():
-            if not decision.done():
-                decision.set_exception(HostError(f"the harness process exited (code {code})"))
-        self._asks.clear()
-        self._decisions.clear()
-        if self._closing:
-            return
-        if lost:
-            self.app.run_worker(self._mark_lost(lost, code), group="db", exit_on_error=False)
-        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
-        runs = f"; runs lost: {', '.join(map(str, lost))}" if lost else ""
+    def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
+        if run_ids:
+            self.app.run_worker(self._mark_lost(run_ids, code), group="db", exit_on_error=False)
+        tail = stderr or "(nothing on stderr)"
+        runs = f"; runs lost: {', '.join(map(str, run_ids))}" if run_ids else ""
         self.app.post_message(
             HarnessNotice(
                 f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
