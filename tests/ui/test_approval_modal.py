@@ -12,12 +12,10 @@ from io_tui.core.approvals import Decision, DecisionKind, RememberRule
 from io_tui.core.decisions import decide
 from io_tui.core.policy import Act
 from io_tui.core.store import Store
-from io_tui.ui.screens.approval import (
-    ApprovalScreen,
-    DenyScreen,
-    RememberScreen,
-    RewriteScreen,
-)
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.deny import DenyScreen
+from io_tui.ui.screens.remember import RememberScreen
+from io_tui.ui.screens.rewrite import RewriteScreen
 from io_tui.ui.widgets.diff_view import DiffView
 from ui._steering import (
     EDIT_TURN,

@@ -27,7 +27,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.store import ApprovalRecord, Store
-from io_tui.ui.screens.approval import ApprovalScreen, is_file_write, read_current, request_body
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
