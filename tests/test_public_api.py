@@ -77,7 +77,6 @@ PUBLIC = [  # sorted
     "preview_matches",
     "probe_models",
     "provider_for",
-    "recall_history",
     "start_run",
     "suggest_pattern",
     "usage_hit_rate",

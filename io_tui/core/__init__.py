@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         RuleScope,
         TerminalApprover,
     )
+    from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide
@@ -32,25 +33,20 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.rule_preview import (
+    from io_tui.core.remember import (
         SCOPE_LABELS,
         SCOPES,
-        Recall,
-        RewriteCheck,
-        audit_row,
-        audit_stats,
         blast_radius,
-        check_rewrite,
         command_examples,
         grant_text,
         preview_matches,
-        recall_history,
         suggest_pattern,
         validate_pattern,
     )
+    from io_tui.core.rewrite import RewriteCheck, check_rewrite
     from io_tui.core.run import start_run
     from io_tui.core.run_request import NewRunRequest
-    from io_tui.core.store import ApprovalRecord, RememberedRule, Store, StoreError
+    from io_tui.core.store import ApprovalRecord, Recall, RememberedRule, Store, StoreError
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.trace import TraceNotFound, build_trace
     from io_tui.core.workspace import Workspace, WorkspaceError
@@ -90,24 +86,20 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         (
             "SCOPE_LABELS",
             "SCOPES",
-            "Recall",
-            "RewriteCheck",
-            "audit_row",
-            "audit_stats",
             "blast_radius",
-            "check_rewrite",
             "command_examples",
             "grant_text",
             "preview_matches",
-            "recall_history",
             "suggest_pattern",
             "validate_pattern",
         ),
-        "rule_preview",
+        "remember",
     ),
+    **dict.fromkeys(("RewriteCheck", "check_rewrite"), "rewrite"),
+    **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
-    **dict.fromkeys(("ApprovalRecord", "RememberedRule", "Store", "StoreError"), "store"),
+    **dict.fromkeys(("ApprovalRecord", "Recall", "RememberedRule", "Store", "StoreError"), "store"),
     "MemoryRepo": "store.memory",
     # providers and MCP servers
     "Provider": "providers.base",
@@ -179,7 +171,6 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
-    "recall_history",
     "start_run",
     "suggest_pattern",
     "usage_hit_rate",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
-from io_tui.core.store.memory import MemoryRepo
+from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
@@ -18,6 +18,7 @@ __all__ = [
     "ApprovalRecord",
     "EventRow",
     "ObservationRow",
+    "Recall",
     "RememberedRule",
     "RequestFigures",
     "RequestRecord",

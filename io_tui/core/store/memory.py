@@ -59,6 +59,24 @@ def _note(row: aiosqlite.Row) -> MemoryNote:
 
 
 @dataclass(frozen=True, slots=True)
+class Recall:
+    """One request that carried a note (a row of ``memory_recalls``)."""
+
+    request_id: int | None
+    run_id: int
+    step: int
+    scope: Scope
+    key: str
+    at: float
+
+
+def _recall(row: aiosqlite.Row) -> Recall:
+    return Recall(
+        row["request_id"], row["run_id"], row["step"], row["scope"], row["key"], row["at"]
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did. ``status`` is ``written``, ``pinned`` (refused: the operator pinned the
     key) or ``full`` (refused: pinned notes leave no room). Refusals change nothing."""
@@ -179,10 +197,20 @@ class MemoryRepo:
                         break
         return recorded
 
-    async def recalls(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
+    async def recalls(self, run_id: int) -> builtins.list[Recall]:
+        """The recalls logged for one run, oldest first."""
+        rows = await self.db.fetchall(
             "SELECT * FROM memory_recalls WHERE run_id = ? ORDER BY id", (run_id,)
         )
+        return [_recall(r) for r in rows]
+
+    async def recalls_of(self, key: str, scope: Scope, workspace: str) -> builtins.list[Recall]:
+        """Which requests carried a note, oldest first (the memory editor's "recalled by")."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM memory_recalls WHERE scope = ? AND workspace = ? AND key = ? ORDER BY id",
+            (scope, workspace if scope != "global" else "", key),
+        )
+        return [_recall(r) for r in rows]
 
     # -- writing --------------------------------------------------------------------------------
 

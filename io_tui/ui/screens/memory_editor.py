@@ -33,8 +33,7 @@ from textual.widgets.option_list import Option
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory import MemoryNote, Scope, check_key
-from io_tui.core.rule_preview import Recall, recall_history
-from io_tui.core.store import Store
+from io_tui.core.store import Recall, Store
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.gauges import Gauge
@@ -391,7 +390,7 @@ class MemoryEditorScreen(Screen[None]):
         recalls = (
             []
             if note is None
-            else await recall_history(self.store, note.scope, note.workspace, note.key)
+            else await self.store.memory.recalls_of(note.key, note.scope, note.workspace)
         )
         self.post_message(self.RecallsLoaded(note, recalls))
 

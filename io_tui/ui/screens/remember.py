@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, RadioButton, RadioSet, Static
 
 from io_tui.core.approvals import ApprovalRequest, RememberRule, RuleScope
-from io_tui.core.rule_preview import (
+from io_tui.core.remember import (
     SCOPE_LABELS,
     SCOPES,
     blast_radius,

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static, TextArea
 
 from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.rule_preview import RewriteCheck, check_rewrite
+from io_tui.core.rewrite import RewriteCheck, check_rewrite
 from io_tui.core.store import Store
 
 
