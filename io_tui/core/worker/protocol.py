@@ -2,7 +2,8 @@
 
 App → worker (``op``):
 
-- ``hello``   ``settings``: the app's settings (the worker's defaults for new runs)
+- ``hello``   ``settings``: the app's settings (their ``RunSettings``: the worker's defaults for
+  new runs)
 - ``start``   ``tag``, ``request`` (a ``NewRunRequest``), ``approve`` (``None``: ask the app,
   or a name from ``FIXED_APPROVERS``)
 - ``demo``    ``tag``, ``workspace`` (a prepared copy of the demo project), ``approve``

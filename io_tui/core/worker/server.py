@@ -19,7 +19,6 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
@@ -29,6 +28,7 @@ from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
@@ -42,7 +42,7 @@ class WorkerServer:
 
     def __init__(self, store: Store, write: Callable[[bytes], object]) -> None:
         self.store = store
-        self.settings = Settings()
+        self.settings = RunSettings()
         self._write = write
         self._pending: list[bytes] = []
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -80,7 +80,7 @@ class WorkerServer:
     def handle(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "hello":
-            self.settings = Settings.model_validate(message["settings"])
+            self.settings = RunSettings.from_json(message["settings"])
             self._hub = asyncio.ensure_future(self._open_hub())
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
