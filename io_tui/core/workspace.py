@@ -173,6 +173,20 @@ class Workspace:
         """The file as text, refusing binary and non-UTF-8 files with a clear error."""
         return (await self.read_text_seen(path))[0]
 
+    def current_text(self, path: str, *, max_bytes: int) -> str | None:
+        """The file at ``path`` as text as it is now, for showing a proposed change against it
+        (an approval's diff): None when it resolves outside the root, does not exist, is not a
+        regular file (a FIFO would block), is larger than ``max_bytes`` or is not UTF-8 text.
+        Blocking: call it from a thread. Never raises."""
+        try:
+            target = self.resolve(path)
+            st = target.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return None
+            return target.read_text(encoding="utf-8")
+        except (WorkspaceError, OSError, UnicodeDecodeError):
+            return None
+
     async def read_text_seen(self, path: str) -> tuple[str, Seen]:
         """``read_text``, and what was read (for ``Observation.seen``)."""
         data, seen = await self._read(path, MAX_READ_BYTES)
