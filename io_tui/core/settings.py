@@ -1,7 +1,7 @@
 """The settings the core builds runs from: the provider and its fallback, the policy file, a
 run's limits, prompt-cache prices, MCP servers. Validated here; where they come from (the TOML
-file, ``IO_TUI_*`` variables, flags) is the app's business (``io_tui.config``), whose ``Settings``
-is a ``RunSettings`` plus the app's own.
+file, ``IO_TUI_*`` variables, flags) is the app's business: its config loader's ``Settings`` is a
+``RunSettings`` plus the app's own.
 """
 
 from __future__ import annotations
