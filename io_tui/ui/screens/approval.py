@@ -214,7 +214,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         # Buttons are for the mouse: a focused button must never turn enter into an approve.
         for button in self.query(Button):
             button.can_focus = False
-        self.query_one("#approval").border_title = "Approval"
+        self.query_one("#approval", Vertical).border_title = "Approval"
         if is_file_write(self.request) and not self.current_known:
             self._load_current()
         self.call_after_refresh(self._start_arming)
