@@ -21,8 +21,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from io_tui.core.errors import WorkspaceError
 from io_tui.core.ledger import Seen, content_digest
-from io_tui.core.tools.base import ToolError
 
 BINARY_SNIFF_BYTES = 8_192
 MAX_READ_BYTES = 32 * 1024 * 1024
@@ -45,10 +45,6 @@ def command_env() -> dict[str, str]:
         for name, value in os.environ.items()
         if not name.upper().endswith(SECRET_ENV_SUFFIXES)
     }
-
-
-class WorkspaceError(ToolError):
-    """A path or file operation the workspace refuses; the message is written for the model."""
 
 
 @dataclass(frozen=True, slots=True)
