@@ -275,6 +275,19 @@ def check_requests(s: Session) -> list[str]:
                         else bound_text(obs.text, cap, how_to_get_back(obs))
                     )
                     assert content == sent, e
+                case EntryState.SUPERSEDED if e["reason"].endswith("the file unchanged"):
+                    # an earlier read of the same file content shows every line of it
+                    by = e["superseded_by"]
+                    assert by is not None and by <= obs.step, e
+                    assert f"these lines are in step {by}'s read of {obs.target}" in content, e
+                    assert any(
+                        o.step == by
+                        and o.call_id != obs.call_id
+                        and o.kind is ObsKind.READ
+                        and o.target == obs.target
+                        and o.seen[0].digest == obs.seen[0].digest
+                        for o in s.observations.values()
+                    ), e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
                     assert by is not None and by >= obs.step, e  # the same step: a later call

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
-from io_tui.core.context.stubs import elided_stub, superseded_stub
+from io_tui.core.context.stubs import elided_stub, shown_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
@@ -53,6 +53,7 @@ class Entry:
     obs: Observation
     by: int | None = None  # the later step that made the same call or covered it (supersession)
     covered: bool = False  # superseded by a read of more lines of the same file
+    shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
@@ -67,7 +68,7 @@ class Entry:
     @property
     def stale(self) -> str | None:
         """Why what it carries no longer holds (a later write, or a change on disk), or None."""
-        if self.by is not None and not self.pending:
+        if (self.by is not None and not self.pending) or self.shown_by is not None:
             return None
         if self.stale_by is not None:
             return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
@@ -82,6 +83,8 @@ class Entry:
 
     def stub(self) -> str:
         """What this entry becomes when it leaves the window."""
+        if self.shown_by is not None:
+            return shown_stub(self.obs, self.shown_by)
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered)
         return elided_stub(self.obs, self.stale)
@@ -93,7 +96,10 @@ class Entry:
 
     def to_stub(self) -> None:
         """Send the stub instead of the result, and say why."""
-        if self.by is not None:
+        if self.shown_by is not None:
+            self.state = EntryState.SUPERSEDED
+            self.reason = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        elif self.by is not None:
             self.state = EntryState.SUPERSEDED
             again = "read these lines again" if self.covered else "made the same call"
             self.reason = f"step {self.by} {again}"
@@ -175,7 +181,7 @@ class Step:
             return cost
         cost = render_turn(self.record, cap, self.cache).cost
         for e in self.entries:
-            if e.by is not None:
+            if e.by is not None or e.shown_by is not None:
                 cost += e.stub_cost()
             else:
                 cost += estimate_tokens(e.obs.text[:cap])
@@ -357,6 +363,8 @@ class LiveSteps:
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
+                if not obs.is_error and self._shown(path, e):
+                    continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
                 if not obs.is_error:
                     self._supersede_reads(path, st, e)
@@ -374,6 +382,28 @@ class LiveSteps:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _shown(self, path: str, e: Entry) -> bool:
+        """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
+        the same file content (same digest) and recorded whole: then ``e`` adds nothing, and is
+        sent as a stub pointing at it (``shown_by``). Repeating those lines would make each
+        request, and what compaction weighs, larger by what the model already has."""
+        mine = e.obs.seen[0].digest if e.obs.seen else ""
+        lines = _lines(e.obs.span)
+        if not mine or lines is None:
+            return False
+        for _, older in reversed(self._reads.get(path, ())):
+            obs = older.obs
+            if (
+                older.stale is None
+                and obs.seen
+                and obs.seen[0].digest == mine
+                and obs.recorded_keeps >= obs.full_chars
+                and _covers(_lines(obs.span), lines)
+            ):
+                e.shown_by = obs.step
+                return True
+        return False
 
     def _supersede_reads(self, path: str, st: Step, e: Entry) -> None:
         """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
@@ -441,7 +471,7 @@ class LiveSteps:
 
 def _open(e: Entry) -> bool:
     """Whether a change on disk could make ``e`` stale: it carries what it saw."""
-    return (e.by is None or e.pending) and e.stale_by is None
+    return (e.by is None or e.pending) and e.stale_by is None and e.shown_by is None
 
 
 def _same_content(older: Observation, newer: Observation) -> bool:

@@ -161,7 +161,7 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
 
 def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> ManifestEntry:
     obs = e.obs
-    by = e.by if e.by is not None else e.invalidated_by
+    by = next((b for b in (e.shown_by, e.by) if b is not None), e.invalidated_by)
     kept = total = None
     if e.state is EntryState.CAPPED and e.carried is not None:
         kept, total = capped_chars(obs, e.carried[0])
