@@ -293,12 +293,14 @@ class LiveSteps:
         return self.demand(cap, len(self.steps) - count) // max(1, count)
 
     def apply_rewrites(self, rewritten_at: int) -> None:
-        """Results superseded by steps up to ``rewritten_at`` are stubbed from now on: a
-        request rewrote there (``plan.py``); the ones superseded since stay pending."""
+        """Results superseded by steps before ``rewritten_at`` are stubbed from now on: the
+        last rewrite applied them (``plan.py``). Those superseded by the results of the step it
+        asked for, and by later steps, came after it and stay pending (stubbing them now would
+        rewrite again)."""
         kept = []
         for held in self.pending:
             owner, e = held
-            if e.by is not None and e.by <= rewritten_at:
+            if e.by is not None and e.by < rewritten_at:
                 e.pending = False
                 owner.changed(e)
             else:
