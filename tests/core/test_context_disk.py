@@ -250,3 +250,25 @@ async def test_lines_read_twice_do_not_count_twice_towards_a_fold() -> None:
     assembly = await engine(Disk()).build(history, ceiling_tokens=24_000)
     assert not assembly.folded
     assert all(entry(assembly, f"c{10 + n}").state is EntryState.FULL for n in range(5))
+
+
+async def test_a_stale_grep_whose_re_run_gives_the_same_result_is_sent_as_it_was() -> None:
+    """An edit of a file a grep searched, that changes none of its hits: the re-run answers
+    what was recorded, so the entry is current and its message (and the prefix) unchanged."""
+    hit = Seen("src/b.py", 40, 7, "d2")
+    grep = Observation(2, "c2", "grep", ObsKind.GREP, "parse", "src/b.py:1:parse", seen=(hit,))
+    write = Observation(3, "c3", "edit_file", ObsKind.WRITE, "src/b.py", "edited")
+
+    async def same(obs: Observation) -> str:
+        return "src/b.py:1:parse"
+
+    frame = Frame("SYSTEM", (), TaskContract("fix", Path("/ws")))
+    eng = ContextEngine(frame, refresh=same, probe=Disk())
+    before = await eng.build([record(grep), StepRecord(3, "")], ceiling_tokens=8_000)
+    after = await eng.build([record(grep), record(write), StepRecord(4, "")], ceiling_tokens=8_000)
+    e = entry(after, "c2")
+    assert e.state is EntryState.FULL and sent(after, "c2") == grep.text
+    assert (
+        e.reason == "carried whole; step 3 wrote src/b.py after this grep; re-run: the same result"
+    )
+    assert after.messages[: len(before.messages) - 1] == before.messages[:-1]

@@ -77,10 +77,17 @@ class Resolver:
         assert stale is not None
         fresh, failure = await self._reread(obs, stale)
         again = "re-read" if obs.kind is ObsKind.READ else "re-run"
+        pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
+        pending = pending if e.pending else ""
+        if failure is None and _unchanged(obs, fresh, self.cap):
+            # what changed did not change the result: it is current as recorded, and sent as
+            # it was (the request's prefix holds)
+            why = f"carried whole; {stale}; {again}: the same result{pending}"
+            e.decide(EntryState.FULL, fresh, why)
+            return
         if failure is None:
-            pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
             e.decide(
-                EntryState.REFRESHED, fresh, f"{stale}; {again} now{pending if e.pending else ''}"
+                EntryState.REFRESHED, _head(obs, stale) + fresh, f"{stale}; {again} now{pending}"
             )
             return
         e.decide(
@@ -90,7 +97,7 @@ class Resolver:
         )
 
     async def _reread(self, obs: Observation, stale: str) -> tuple[str, str | None]:
-        """Returns (content, failure)."""
+        """Returns (the current result, failure)."""
         if obs.call_id in self.refreshed:
             return self.refreshed[obs.call_id]
         result: tuple[str, str | None]
@@ -104,15 +111,25 @@ class Resolver:
             except OSError as exc:
                 result = ("", f"the re-read failed: {exc}")
             else:
-                again = "re-read" if obs.kind is ObsKind.READ else "re-run"
-                head = (
-                    f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
-                    f"{stale}); this is the current result]\n"
-                )
-                if len(head) + len(text) > self.cap:
+                if len(_head(obs, stale)) + len(text) > self.cap and not _unchanged(
+                    obs, text, self.cap
+                ):
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"
                     result = ("", f"{why} > {self.cap:,})")
                 else:
-                    result = (head + text, None)
+                    result = (text, None)
         self.refreshed[obs.call_id] = result
         return result
+
+
+def _head(obs: Observation, stale: str) -> str:
+    again = "re-read" if obs.kind is ObsKind.READ else "re-run"
+    return (
+        f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
+        f"{stale}); this is the current result]\n"
+    )
+
+
+def _unchanged(obs: Observation, current: str, cap: int) -> bool:
+    """Whether the current result is the recorded one, whole, within this request's cap."""
+    return current == obs.text and len(current) <= cap
