@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from io_tui.core.context.live import Entry, Step
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT, message_tokens
 from io_tui.core.contract import estimate_tokens

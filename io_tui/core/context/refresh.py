@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping
 
-from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text, capped_chars, is_capped
