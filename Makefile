@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck check screenshots bench clean
+.PHONY: run test lint typecheck check screenshots bench fixture-archive clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ screenshots: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+# The benchmarks' pinned fixture (benchmarks/fixture_repo.tar.gz), rewritten from its git commit.
+fixture-archive: $(STAMP)
+	$(BIN)/python benchmarks/fixture_repo.py --build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -4,7 +4,7 @@
                                                 [--ceiling 8000 24000 64000] [--json FILE]
 
 Each session is a real run: the run loop (``start_run``) with a real SQLite store, the real
-tools over a copy of ``benchmarks/fixture_repo`` and the scripted provider answering from a
+tools over a copy of ``benchmarks/fixture_repo.tar.gz`` and the scripted provider answering from a
 generated script: whole and range reads, edits by ``edit_file`` and ``write_file``, edits by
 ``run_command`` (``sed -i``), greps, repeated test runs with long output (a pytest-like check
 script), memory notes, and a final answer. Every 40-line block of every file carries a unique
@@ -37,7 +37,6 @@ import hashlib
 import json
 import random
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -47,23 +46,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fixture_repo
+
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.cache import cached_prefix, message_key, request_cost
 from io_tui.core.context import message_tokens
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.contract import estimate_tokens as estimate
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory import MemoryNote, render_notes
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, harness_registry, start_run
+from io_tui.core.run import start_run
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError
 from io_tui.core.tools.files import GUTTER, number_lines
 from io_tui.core.trace import build_trace
 from io_tui.core.workspace import Workspace
 
-FIXTURE = Path(__file__).parent / "fixture_repo"
 BLOCK_LINES = 40
 MARKER = re.compile(r"rev: (\S+)@b(\d+) v(\d+)")
 SESSION = re.compile(r"\(session [0-9a-f]{12}\)")
@@ -117,16 +118,15 @@ class World:
     """The workspace as the script generator tracks it, to write edits that apply exactly."""
 
     def __init__(self) -> None:
-        self.files = {
-            rel: plant_markers((FIXTURE / rel).read_text(), rel)
-            for rel in (p.relative_to(FIXTURE).as_posix() for p in sorted(FIXTURE.rglob("*.py")))
-        }
+        fixture = fixture_repo.files()
+        self.pyproject = fixture.pop("pyproject.toml")
+        self.files = {rel: plant_markers(text, rel) for rel, text in fixture.items()}
 
     def write_to(self, root: Path) -> None:
         for rel, text in self.files.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
-        shutil.copy(FIXTURE / "pyproject.toml", root / "pyproject.toml")
+        (root / "pyproject.toml").write_text(self.pyproject)
 
     def markers(self, path: str) -> list[str]:
         return [m.group(0) for m in MARKER.finditer(self.files[path])]

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/context_growth.py [--ceiling 24000] [--workload a|b|c]
 
 The workloads are synthetic step histories over a real fixture repository
-(``benchmarks/fixture_repo``, real source text held in memory and edited there), as the run loop
+(``benchmarks/fixture_repo.tar.gz``, real source text held in memory and edited there), as the run loop
 would record them: every result bounded at entry to the entry cap. After every step each strategy
 builds the next request:
 
@@ -32,20 +32,21 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fixture_repo
+
 from io_tui.core.context import ContextEngine, Frame, RefreshFailed, message_tokens
 from io_tui.core.context.compaction import fold
 from io_tui.core.context.compaction import fold_boundary as compaction_boundary
 from io_tui.core.context.digest import digest_request
 from io_tui.core.context.summary import FoldResult, FoldStep, Summary
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
+from io_tui.core.harness import SYSTEM_PROMPT
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, Message, ToolCall
-from io_tui.core.run import SYSTEM_PROMPT
 from io_tui.core.tools.files import number_lines
 from io_tui.core.tools.registry import default_registry
 
-FIXTURE = Path(__file__).parent / "fixture_repo"
 HOW_TO_REST = "ask for a narrower range"
 HANDFUL = [f"src/harness/{n}.py" for n in ("contract", "ledger", "policy", "approvals", "events")]
 
@@ -57,9 +58,7 @@ class World:
     """The fixture repository in memory: reads, greps and edits of real source text."""
 
     def __init__(self) -> None:
-        self.files = {
-            p.relative_to(FIXTURE).as_posix(): p.read_text() for p in sorted(FIXTURE.rglob("*.py"))
-        }
+        self.files = {rel: t for rel, t in fixture_repo.files().items() if rel.endswith(".py")}
         self.version = dict.fromkeys(self.files, 0)
 
     def read(self, path: str, span: str = "") -> str:
@@ -460,7 +459,7 @@ def recall(run: Run, messages: Sequence[Message]) -> float:
 def make_frame() -> Frame:
     contract = TaskContract(
         "Make the policy tests pass without weakening any rule.",
-        FIXTURE,
+        Path("fixture_repo"),
         verify=("pytest", "-q"),
         constraints=("touch only src/",),
     )

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/soak.py --steps 500 --ceiling 8000
 
 Each run is ``io-tui run TASK --workspace WS --provider scripted:FILE --approve all --json`` in a
-new process started in a copy of ``benchmarks/fixture_repo`` (the workspace), with a fresh store
+new process started in a copy of ``benchmarks/fixture_repo.tar.gz`` (the workspace), with a fresh store
 (``PYTHONPATH=DIR`` runs another checkout's io-tui; the first line says which ran). The script (seeded,
 the same every time) mixes what a long real session does: whole and range reads of the repo's
 files, edits and rewrites (by ``write_file`` and by ``run_command``), greps and finds, test runs
@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -32,7 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).parent / "fixture_repo"
+import fixture_repo
+
 STEPS = (50, 500)
 CEILINGS = (8_000, 24_000)
 PY = sys.executable
@@ -108,7 +108,7 @@ class Result:
 
 def soak(tmp: Path, steps: int, ceiling: int) -> Result:
     workspace = tmp / f"ws-{steps}-{ceiling}"
-    shutil.copytree(REPO, workspace)
+    fixture_repo.write_to(workspace)
     (workspace / "NOTES.md").write_text("# notes\nrevision 0\n")
     files = sorted(p.relative_to(workspace).as_posix() for p in workspace.rglob("*.py"))
     files += ["NOTES.md"] * 3  # the file the session keeps editing

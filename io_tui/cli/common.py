@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
-    from io_tui.core.store import Store
+    from io_tui.core import Store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -30,7 +30,7 @@ def store_path(args: Namespace) -> Path:
 
 
 async def open_store(args: Namespace) -> Store:
-    from io_tui.core.store import Store, StoreError
+    from io_tui.core import Store, StoreError
 
     try:
         return await Store.open(store_path(args))

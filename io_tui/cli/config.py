@@ -8,7 +8,7 @@ from typing import Any
 
 from io_tui.cli.common import EXIT_OK, UsageError, print_json
 from io_tui.config import ConfigError, load_settings, masked
-from io_tui.core.providers.presets import PRESETS, probe_models
+from io_tui.core import PRESETS, probe_models
 from io_tui.paths import config_file
 
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core.mcp.config import McpConfigError, load_mcp_file
+from io_tui.core import McpConfigError, load_mcp_file
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub, ServerSource
+    from io_tui.core import McpHub, ServerSource
 
 
 def register(sub: Any) -> None:
@@ -58,7 +58,7 @@ async def opened_hub(servers: dict[str, ServerSource]) -> AsyncIterator[McpHub |
     if not servers:
         yield None
         return
-    from io_tui.core.mcp import McpHub
+    from io_tui.core import McpHub
 
     async with McpHub(servers) as hub:
         for problem in hub.problems:
@@ -78,7 +78,7 @@ async def list_command(args: argparse.Namespace) -> int:
         else:
             print("no MCP servers configured: add [mcp.servers.NAME] tables (see docs/MCP.md)")
         return EXIT_OK
-    from io_tui.core.mcp import McpHub
+    from io_tui.core import McpHub
 
     async with McpHub(servers) as hub:
         statuses = hub.statuses()

@@ -23,9 +23,7 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import MemoryNote, Scope
-from io_tui.core.store.memory import MemoryRepo
+from io_tui.core import MemoryLimits, MemoryNote, MemoryRepo, Scope
 
 ACTIONS_WITH_KEY = ("get", "delete", "pin", "unpin")
 VALUE_COLUMN = 60

@@ -20,15 +20,28 @@ from io_tui.cli.common import (
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core.approvals import FIXED_APPROVERS, ApproveAll, Approver, TerminalApprover
-from io_tui.core.contract import ContextBudget, TaskContract
-from io_tui.core.events import EventSink
-from io_tui.core.launch import cache_prices_for, policy_for, provider_for
-from io_tui.core.mcp import McpHub
-from io_tui.core.policy import Policy
-from io_tui.core.providers.base import Provider
-from io_tui.core.run import Harness, Outcome, RunResult, harness_registry, start_run
-from io_tui.core.workspace import Workspace, WorkspaceError
+from io_tui.core import (
+    FIXED_APPROVERS,
+    ApproveAll,
+    Approver,
+    ContextBudget,
+    EventSink,
+    Harness,
+    McpHub,
+    Outcome,
+    Policy,
+    Provider,
+    RunResult,
+    TaskContract,
+    TerminalApprover,
+    Workspace,
+    WorkspaceError,
+    cache_prices_for,
+    harness_registry,
+    policy_for,
+    provider_for,
+    start_run,
+)
 
 APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
 
@@ -140,7 +153,7 @@ async def demo_command(args: argparse.Namespace) -> int:
 
 def build_demo_provider() -> Provider:
     from io_tui import demo
-    from io_tui.core.providers.scripted import ScriptedProvider
+    from io_tui.core import ScriptedProvider
 
     return ScriptedProvider.from_file(demo.SCRIPT)
 

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import TextIO
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core import EventKind, RunEvent
 
 
 class JsonLinesSink:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core.trace import TraceNotFound, build_trace
+from io_tui.core import TraceNotFound, build_trace
 
 
 def register(sub: Any) -> None:

@@ -1,1 +1,202 @@
-"""The harness: runs agent tasks headless. Never imports textual, rich or io_tui.ui."""
+"""The harness: runs agent tasks headless. Never imports textual, rich or io_tui.ui.
+
+This is the core's face: what the UI and the CLI use, by name (``from io_tui.core import Store``).
+The modules behind it are the core's own business and may move; the names here stay. Each name
+is loaded from its module on first use (PEP 562), so ``import io_tui.core`` loads nothing else.
+``tests/test_public_api.py`` pins the list; a name joins it when a caller outside the core needs it.
+"""
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy reads it the same
+if TYPE_CHECKING:
+    from io_tui.core.approvals import (
+        FIXED_APPROVERS,
+        ApprovalRequest,
+        ApproveAll,
+        Approver,
+        Decision,
+        DecisionKind,
+        RememberRule,
+        RuleScope,
+        TerminalApprover,
+    )
+    from io_tui.core.cache import usage_hit_rate
+    from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
+    from io_tui.core.decisions import DecideError, decide
+    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, NullSink, RunEvent
+    from io_tui.core.harness import Harness, harness_registry
+    from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
+    from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
+    from io_tui.core.memory import MemoryNote, Scope, check_key
+    from io_tui.core.outcome import Outcome, RunResult
+    from io_tui.core.policy import Act, Policy
+    from io_tui.core.providers.base import Provider
+    from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
+    from io_tui.core.providers.scripted import ScriptedProvider
+    from io_tui.core.rule_preview import (
+        SCOPE_LABELS,
+        SCOPES,
+        Recall,
+        RewriteCheck,
+        audit_row,
+        audit_stats,
+        blast_radius,
+        check_rewrite,
+        command_examples,
+        grant_text,
+        preview_matches,
+        recall_history,
+        suggest_pattern,
+        validate_pattern,
+    )
+    from io_tui.core.run import start_run
+    from io_tui.core.run_request import NewRunRequest
+    from io_tui.core.store import ApprovalRecord, RememberedRule, Store, StoreError
+    from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.trace import TraceNotFound, build_trace
+    from io_tui.core.workspace import Workspace, WorkspaceError
+
+_HOME = {  # name → the module (under io_tui.core) that it is loaded from
+    # starting, resuming and describing runs
+    **dict.fromkeys(("Harness", "harness_registry"), "harness"),
+    "start_run": "run",
+    **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
+    "NewRunRequest": "run_request",
+    **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
+    **dict.fromkeys(("DecideError", "decide"), "decisions"),
+    **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
+    **dict.fromkeys(
+        ("OPERATOR_CANCEL", "EventKind", "EventSink", "NullSink", "RunEvent"), "events"
+    ),
+    **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    "usage_hit_rate": "cache",
+    **dict.fromkeys(("Workspace", "WorkspaceError"), "workspace"),
+    # approvals, the policy and remembered rules
+    **dict.fromkeys(
+        (
+            "FIXED_APPROVERS",
+            "ApprovalRequest",
+            "ApproveAll",
+            "Approver",
+            "Decision",
+            "DecisionKind",
+            "RememberRule",
+            "RuleScope",
+            "TerminalApprover",
+        ),
+        "approvals",
+    ),
+    **dict.fromkeys(("Act", "Policy"), "policy"),
+    **dict.fromkeys(
+        (
+            "SCOPE_LABELS",
+            "SCOPES",
+            "Recall",
+            "RewriteCheck",
+            "audit_row",
+            "audit_stats",
+            "blast_radius",
+            "check_rewrite",
+            "command_examples",
+            "grant_text",
+            "preview_matches",
+            "recall_history",
+            "suggest_pattern",
+            "validate_pattern",
+        ),
+        "rule_preview",
+    ),
+    # memory and the store
+    **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
+    **dict.fromkeys(("ApprovalRecord", "RememberedRule", "Store", "StoreError"), "store"),
+    "MemoryRepo": "store.memory",
+    # providers and MCP servers
+    "Provider": "providers.base",
+    **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
+    "ScriptedProvider": "providers.scripted",
+    **dict.fromkeys(("McpConfigError", "McpHub", "ServerSource", "load_mcp_file"), "mcp"),
+}
+
+__all__ = [
+    "FIXED_APPROVERS",
+    "OPERATOR_CANCEL",
+    "PRESETS",
+    "SCOPES",
+    "SCOPE_LABELS",
+    "Act",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "ApproveAll",
+    "Approver",
+    "ContextBudget",
+    "DecideError",
+    "Decision",
+    "DecisionKind",
+    "EventKind",
+    "EventSink",
+    "Harness",
+    "McpConfigError",
+    "McpHub",
+    "MemoryLimits",
+    "MemoryNote",
+    "MemoryRepo",
+    "NewRunRequest",
+    "NullSink",
+    "Outcome",
+    "Policy",
+    "ProbeResult",
+    "Provider",
+    "Recall",
+    "RememberRule",
+    "RememberedRule",
+    "RewriteCheck",
+    "RuleScope",
+    "RunEvent",
+    "RunResult",
+    "Scope",
+    "ScriptedProvider",
+    "ServerSource",
+    "Store",
+    "StoreError",
+    "TaskContract",
+    "TerminalApprover",
+    "TraceNotFound",
+    "Workspace",
+    "WorkspaceError",
+    "audit_row",
+    "audit_stats",
+    "blast_radius",
+    "build_run",
+    "build_trace",
+    "cache_prices_for",
+    "check_key",
+    "check_rewrite",
+    "command_examples",
+    "decide",
+    "grant_text",
+    "harness_registry",
+    "load_mcp_file",
+    "policy_for",
+    "preview_matches",
+    "probe_models",
+    "provider_for",
+    "recall_history",
+    "start_run",
+    "suggest_pattern",
+    "usage_hit_rate",
+    "validate_pattern",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Load ``name`` from its module on first use, and keep it here for the next."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

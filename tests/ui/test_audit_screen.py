@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from io_tui.core.approvals import Decision
-from io_tui.core.decide import decide
+from io_tui.core.decisions import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.widgets.table import Table

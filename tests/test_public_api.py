@@ -1,0 +1,127 @@
+"""The core's face: the names the UI and the CLI take from ``io_tui.core``, pinned (as httpx
+pins its own). A name joins or leaves the face here and in ``io_tui/core/__init__.py`` together."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import io_tui.core as core
+
+PUBLIC = [  # sorted
+    "Act",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "ApproveAll",
+    "Approver",
+    "ContextBudget",
+    "DecideError",
+    "Decision",
+    "DecisionKind",
+    "EventKind",
+    "EventSink",
+    "FIXED_APPROVERS",
+    "Harness",
+    "McpConfigError",
+    "McpHub",
+    "MemoryLimits",
+    "MemoryNote",
+    "MemoryRepo",
+    "NewRunRequest",
+    "NullSink",
+    "OPERATOR_CANCEL",
+    "Outcome",
+    "PRESETS",
+    "Policy",
+    "ProbeResult",
+    "Provider",
+    "Recall",
+    "RememberRule",
+    "RememberedRule",
+    "RewriteCheck",
+    "RuleScope",
+    "RunEvent",
+    "RunResult",
+    "SCOPES",
+    "SCOPE_LABELS",
+    "Scope",
+    "ScriptedProvider",
+    "ServerSource",
+    "Store",
+    "StoreError",
+    "TaskContract",
+    "TerminalApprover",
+    "TraceNotFound",
+    "Workspace",
+    "WorkspaceError",
+    "audit_row",
+    "audit_stats",
+    "blast_radius",
+    "build_run",
+    "build_trace",
+    "cache_prices_for",
+    "check_key",
+    "check_rewrite",
+    "command_examples",
+    "decide",
+    "grant_text",
+    "harness_registry",
+    "load_mcp_file",
+    "policy_for",
+    "preview_matches",
+    "probe_models",
+    "provider_for",
+    "recall_history",
+    "start_run",
+    "suggest_pattern",
+    "usage_hit_rate",
+    "validate_pattern",
+]
+
+
+def test_the_public_names_are_pinned() -> None:
+    assert sorted(core.__all__) == PUBLIC
+    assert sorted(core._HOME) == PUBLIC
+    assert set(PUBLIC) <= set(dir(core))
+
+
+def test_every_name_is_the_object_its_module_defines() -> None:
+    homes = {
+        name: importlib.import_module(f"io_tui.core.{home}") for name, home in core._HOME.items()
+    }
+    # every home is imported now: a submodule named like a name would have replaced it
+    for name, module in homes.items():
+        value = getattr(core, name)
+        assert not isinstance(value, ModuleType), name
+        assert value is getattr(module, name), name
+
+
+def test_type_checkers_see_the_same_names_from_the_same_modules() -> None:
+    tree = ast.parse(Path(core.__file__).read_text())
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    seen = {
+        alias.name: node.module.removeprefix("io_tui.core.")
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    assert seen == core._HOME
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        core.NoSuchName  # noqa: B018
+
+
+def test_importing_the_face_loads_nothing_behind_it() -> None:
+    probe = "import sys; before = set(sys.modules); import io_tui.core; print(sorted(set(sys.modules) - before))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['io_tui', 'io_tui.core']"
