@@ -17,8 +17,9 @@ from io_tui.core.providers.base import Message
 
 @dataclass(slots=True, eq=False)
 class Entry:
-    """One observation: how it is classified (``by``, ``stale_by``, ``drift``) and what the
-    current build decided to send for it (``state``, ``content``, ``reason``, ``tokens``).
+    """One observation: how it is classified (``by``, ``shown_by``, ``stale_by``, ``drift``)
+    and what the current build decided to send for it (``state``, ``content``, ``reason``,
+    ``tokens``).
 
     ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
     decide; ``reclassified`` drops them.
