@@ -159,11 +159,11 @@ def demo_run(store: Path) -> tuple[str, list[dict[str, Any]]]:
 
 
 def stored_requests(store: Path) -> list[dict[str, Any]]:
-    from io_tui.core.store.requests import whole
+    from io_tui.core.store.requests import expand_deltas
 
     con = sqlite3.connect(store)
     con.row_factory = sqlite3.Row
-    rows = whole(
+    rows = expand_deltas(
         con.execute("SELECT * FROM requests WHERE purpose = 'work' ORDER BY id").fetchall()
     )
     con.close()

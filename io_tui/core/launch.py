@@ -14,8 +14,8 @@ from pathlib import Path
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
 from io_tui.core.policy import Policy, PolicyError
-from io_tui.core.providers.base import Provider
-from io_tui.core.providers.factory import ProviderConfigError, build_provider
+from io_tui.core.providers.base import Provider, ProviderConfigError
+from io_tui.core.providers.factory import build_provider
 from io_tui.core.providers.scripted import ScriptError
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store

@@ -169,6 +169,10 @@ class ProviderError(Exception):
         return f"{self.kind.value}{status}: {self.message}"
 
 
+class ProviderConfigError(ValueError):
+    """A provider cannot be built from the given settings; the message says why."""
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     text: str

@@ -17,7 +17,7 @@ import stat
 import tomllib
 from pathlib import Path
 
-from io_tui.core.providers.factory import ProviderConfigError
+from io_tui.core.providers.base import ProviderConfigError
 from io_tui.paths import config_dir
 
 

@@ -1,19 +1,30 @@
-"""Recreate a provider from what a run recorded (``Provider.describe()``), in any process."""
+"""Build a provider from settings, or recreate one from what a run recorded
+(``Provider.describe()``), in any process: the one place that dispatches on a provider's kind.
+
+``presets`` (and with it httpx) is imported only when an HTTP provider is asked for.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from io_tui.core.providers.base import Provider
+from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.scripted import ScriptedProvider
 
+if TYPE_CHECKING:
+    import httpx
 
-class ProviderConfigError(ValueError):
-    """A provider cannot be built from the given settings; the message says why."""
 
-
-def provider_from_description(desc: dict[str, Any]) -> Provider:
+def provider_from_description(
+    desc: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Provider:
+    """Rebuild a provider from its ``describe()``; an HTTP provider's key comes from this
+    process's environment (``env``, default ``os.environ``), never from the description."""
     kind = desc.get("kind")
     if kind == "scripted":
         if not desc.get("path"):
@@ -23,11 +34,28 @@ def provider_from_description(desc: dict[str, Any]) -> Provider:
             consumed=int(desc.get("consumed", 0)),
             summaries_used=int(desc.get("summaries_used", 0)),
         )
-    try:
-        from io_tui.core.providers import presets
-    except ImportError as exc:  # pragma: no cover - presets ship with the package
-        raise ProviderConfigError(f"provider kind {kind!r} is not available: {exc}") from None
-    return presets.provider_from_description(desc)
+    if kind == "fallback":
+        from io_tui.core.providers.fallback import FallbackProvider
+
+        chain = [
+            provider_from_description(d, env=env, transport=transport)
+            for d in desc.get("chain") or []
+        ]
+        if len(chain) < 2:
+            raise ProviderConfigError("a recorded fallback provider needs at least two entries")
+        return FallbackProvider(*chain)
+    if kind != "http":
+        raise ProviderConfigError(f"cannot recreate a provider of kind {kind!r}")
+    from io_tui.core.providers.presets import make_provider
+
+    return make_provider(
+        str(desc.get("preset") or ""),
+        model=str(desc.get("model") or ""),
+        base_url=desc.get("base_url"),
+        env=env,
+        transport=transport,
+        streaming=bool(desc.get("streaming", True)),
+    )
 
 
 def build_provider(settings: Any) -> Provider:
@@ -37,8 +65,6 @@ def build_provider(settings: Any) -> Provider:
         return ScriptedProvider.from_file(Path(spec.removeprefix("scripted:")).expanduser())
     if spec == "scripted":
         raise ProviderConfigError("the scripted provider needs a script: --provider scripted:FILE")
-    try:
-        from io_tui.core.providers import presets
-    except ImportError as exc:  # pragma: no cover
-        raise ProviderConfigError(f"provider {spec!r} is not available: {exc}") from None
-    return presets.provider_from_settings(settings)
+    from io_tui.core.providers.presets import provider_from_settings
+
+    return provider_from_settings(settings)

@@ -1,4 +1,5 @@
-"""Named providers a user can pick with ``--provider NAME``, and the factories that build them.
+"""Named providers a user can pick with ``--provider NAME``, and the factories that build them
+(``factory`` dispatches to these by a provider's kind).
 
 A preset fixes the wire format, the default base URL and the environment variable that holds the
 API key. Keys come from the environment (or an explicit ``api_key``), never from settings or a
@@ -17,10 +18,9 @@ import httpx
 
 from io_tui.core.contract import CachePrices
 from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
-from io_tui.core.providers.base import Provider
+from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.credentials import credentials_path, read_credential
 from io_tui.core.providers.errors import body_detail, describe_exception
-from io_tui.core.providers.factory import ProviderConfigError
 from io_tui.core.providers.fallback import FallbackProvider
 from io_tui.core.providers.http_provider import HttpProvider
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
@@ -226,38 +226,6 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
         retry=retry,
     )
     return FallbackProvider(primary, secondary)
-
-
-def provider_from_description(
-    desc: Mapping[str, Any],
-    *,
-    env: Mapping[str, str] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> Provider:
-    """Rebuild a provider from its ``describe()``; the key comes from this process's env."""
-    kind = desc.get("kind")
-    if kind == "fallback":
-        from io_tui.core.providers import factory  # chains may hold any kind of provider
-
-        chain = [
-            provider_from_description(d, env=env, transport=transport)
-            if d.get("kind") in ("http", "fallback")
-            else factory.provider_from_description(dict(d))
-            for d in desc.get("chain") or []
-        ]
-        if len(chain) < 2:
-            raise ProviderConfigError("a recorded fallback provider needs at least two entries")
-        return FallbackProvider(*chain)
-    if kind != "http":
-        raise ProviderConfigError(f"cannot recreate a provider of kind {kind!r}")
-    return make_provider(
-        str(desc.get("preset") or ""),
-        model=str(desc.get("model") or ""),
-        base_url=desc.get("base_url"),
-        env=env,
-        transport=transport,
-        streaming=bool(desc.get("streaming", True)),
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
 from io_tui.core.store.memory import MemoryRepo
-from io_tui.core.store.runs import RequestRecord, RunRepo, RunRow, StepCommit
+from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 
 __all__ = [
     "ApprovalRecord",

@@ -1,4 +1,4 @@
-"""Requests stored as deltas, read back whole.
+"""Requests of a run (``RequestRecord``), stored as deltas, read back whole.
 
 Consecutive requests of a run mostly repeat each other: the next one carries the previous
 one's messages and manifest entries and a few more. A request encoded by the run's
@@ -6,8 +6,8 @@ one's messages and manifest entries and a few more. A request encoded by the run
 one, the row holds only what is new: ``base_id``, how many of the base's messages and entries
 it keeps (``messages_keep``, ``entries_keep``), and the rest in the usual columns. Anything
 else (the first request of a process, a summary request, a base that was never stored) is
-stored whole. ``whole`` rebuilds every row of a run as if it had been stored whole, so readers
-(the trace, the inspector) never see a delta.
+stored whole. ``expand_deltas`` rebuilds every row of a run as if it had been stored whole, so
+readers (the trace, the inspector) never see a delta.
 """
 
 from __future__ import annotations
@@ -16,12 +16,29 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from io_tui.core.store.encoded import JSONText, ManifestText, dumps
 
-if TYPE_CHECKING:
-    from io_tui.core.store.runs import RequestRecord
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request as sent, with its manifest, ready to commit with its step."""
+
+    step: int
+    attempt: int
+    purpose: str
+    ceiling_tokens: int
+    est_tokens: int
+    frame_tokens: int
+    reported_tokens: int | None
+    usage: dict[str, Any] | None
+    messages: list[dict[str, Any]] | JSONText  # JSONText: already encoded (``encoded.py``)
+    manifest: dict[str, Any] | JSONText
+    attempts: list[dict[str, Any]]
+    provider: str
+    model: str
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +106,7 @@ def insert_request(
     return Written(messages, manifest.entries, cursor.lastrowid)
 
 
-def whole(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
+def expand_deltas(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
     """``rows`` of one run's requests (in any order, all of them) with every delta rebuilt:
     ``messages`` and ``manifest`` hold the JSON the request would have been stored as whole."""
     parsed: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # bases, as lists and dicts

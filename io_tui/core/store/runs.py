@@ -17,8 +17,7 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database
-from io_tui.core.store.encoded import JSONText
-from io_tui.core.store.requests import Written, insert_request, whole
+from io_tui.core.store.requests import RequestRecord, Written, expand_deltas, insert_request
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,26 +59,6 @@ class RunRow:
             updated_at=row["updated_at"],
             finished_at=row["finished_at"],
         )
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRecord:
-    """One request as sent, with its manifest, ready to commit with its step."""
-
-    step: int
-    attempt: int
-    purpose: str
-    ceiling_tokens: int
-    est_tokens: int
-    frame_tokens: int
-    reported_tokens: int | None
-    usage: dict[str, Any] | None
-    messages: list[dict[str, Any]] | JSONText  # JSONText: already encoded (``encoded.py``)
-    manifest: dict[str, Any] | JSONText
-    attempts: list[dict[str, Any]]
-    provider: str
-    model: str
-    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +220,7 @@ class RunRepo:
         rows = await self.db.fetchall(
             "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
         )
-        return whole(rows)
+        return expand_deltas(rows)
 
     async def latest_request(self, run_id: int, step: int | None = None) -> aiosqlite.Row | None:
         """The last working request of a run (or of one step): what the budget gauges show,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from io_tui.core.providers.factory import ProviderConfigError
+from io_tui.core.providers.base import ProviderConfigError
 from io_tui.core.providers.presets import make_provider
 
 KEY = "sk-from-file-7f3a9c"

@@ -14,8 +14,14 @@ from replay_server import ReplayServer, json_reply
 
 from io_tui.core.contract import CachePrices
 from io_tui.core.providers.anthropic import AnthropicProvider
-from io_tui.core.providers.base import CompletionRequest, ErrorKind, Message, ProviderError
-from io_tui.core.providers.factory import ProviderConfigError
+from io_tui.core.providers.base import (
+    CompletionRequest,
+    ErrorKind,
+    Message,
+    ProviderConfigError,
+    ProviderError,
+)
+from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.providers.fallback import FallbackProvider
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.presets import (
@@ -23,10 +29,10 @@ from io_tui.core.providers.presets import (
     cache_prices,
     make_provider,
     probe_models,
-    provider_from_description,
     provider_from_settings,
 )
 from io_tui.core.providers.retry import RetryPolicy
+from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.providers.secret import Secret
 
 KEY = "sk-proj-SECRETSECRET-0123456789"
@@ -120,6 +126,20 @@ def test_recreate_from_description() -> None:
     assert isinstance(rebuilt, FallbackProvider) and rebuilt.describe() == chain.describe()
     with pytest.raises(ProviderConfigError):
         provider_from_description({"kind": "http", "preset": "anthropic", "model": "c"}, env={})
+
+
+def test_recreate_a_chain_of_any_kinds(write_script: Any) -> None:
+    """One dispatcher: a recorded fallback chain may hold a scripted provider beside HTTP ones."""
+    scripted = ScriptedProvider.from_file(write_script([{"text": "hi"}]))
+    chain = FallbackProvider(make_provider("ollama", model="llama3", env={}), scripted)
+    rebuilt = provider_from_description(chain.describe(), env={})
+    assert isinstance(rebuilt, FallbackProvider) and rebuilt.describe() == chain.describe()
+    with pytest.raises(ProviderConfigError, match="cannot recreate a provider of kind 'mcp'"):
+        provider_from_description(
+            {"kind": "fallback", "chain": [chain.describe(), {"kind": "mcp"}]}
+        )
+    with pytest.raises(ProviderConfigError, match="needs at least two entries"):
+        provider_from_description({"kind": "fallback", "chain": [scripted.describe()]})
 
 
 def test_from_settings_builds_fallback_and_retries() -> None:
