@@ -171,7 +171,7 @@ def stored_requests(store: Path) -> list[dict[str, Any]]:
 
 
 def tool_schemas() -> str:
-    from io_tui.core.run import harness_registry
+    from io_tui.core.harness import harness_registry
 
     specs = harness_registry().specs()
     return json.dumps(
@@ -399,10 +399,11 @@ async def calibrated_run(
     prompt tokens ``report`` counts for the same request; the run's stored requests."""
     from io_tui.core.approvals import ApproveAll
     from io_tui.core.contract import ContextBudget, TaskContract
+    from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Completed, CompletionRequest, Response, Usage
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.run import Harness, harness_registry, start_run
+    from io_tui.core.run import start_run
     from io_tui.core.store import Store
 
     scripted = ScriptedProvider.from_file(script)

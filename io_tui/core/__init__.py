@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide
     from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, NullSink, RunEvent
+    from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
     from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
     from io_tui.core.memory import MemoryNote, Scope, check_key
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
         suggest_pattern,
         validate_pattern,
     )
-    from io_tui.core.run import Harness, harness_registry, start_run
+    from io_tui.core.run import start_run
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import ApprovalRecord, RememberedRule, Store, StoreError
     from io_tui.core.store.memory import MemoryRepo
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
-    **dict.fromkeys(("Harness", "harness_registry", "start_run"), "run"),
+    **dict.fromkeys(("Harness", "harness_registry"), "harness"),
+    "start_run": "run",
     **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
-from io_tui.core.run import Harness, RunResult, harness_registry, resume_run
+from io_tui.core.run import RunResult, resume_run
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry
 

@@ -2,8 +2,8 @@
 schemas, stale-read refresh, the disk probe, summaries), asking the model for one working completion, and
 recording each request and its tokens.
 
-Plain functions over a ``Run``; the loop in ``run.py`` calls ``build_engine`` once and
-``ask_model`` each step.
+Plain functions over a ``RunState``, which they change only through its methods; the loop in
+``run.py`` calls ``build_engine`` once and ``ask_model`` each step.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from io_tui.core.context import (
     Assembly,
@@ -34,82 +34,69 @@ from io_tui.core.providers.base import (
     ProviderError,
     Response,
     TextDelta,
-    ToolSpec,
 )
-from io_tui.core.skills import ReadSkill, catalogue, discover_async
+from io_tui.core.run_state import RunState
+from io_tui.core.skills import discover_async
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
 from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
 from io_tui.paths import bundled_dir, config_dir
 
-if TYPE_CHECKING:
-    from io_tui.core.run import Run
-
-
 # -- the context engine --
 
 
-async def build_engine(run: Run) -> ContextEngine:
+async def build_engine(state: RunState) -> ContextEngine:
     """Load skills and instructions, fix the frame, and wire refresh and summaries to the run."""
-    await load_skills(run)
-    run.tool_specs = None
+    await load_skills(state)
     frame = Frame(
-        system_prompt=run.system_prompt,
-        tools=specs(run),
-        contract=run.contract,
-        instructions=await instructions(run),
+        system_prompt=state.system_prompt,
+        tools=state.specs(),
+        contract=state.contract,
+        instructions=await instructions(state),
     )
-    summaries = [Summary(s, t) for s, t in await run.store.runs.summaries(run.run_id)]
+    summaries = [Summary(s, t) for s, t in await state.store.runs.summaries(state.run_id)]
 
     async def on_summary(summary: Summary) -> None:
-        await run.store.runs.add_summary(run.run_id, summary.through_step, summary.text)
-        run.emit(
+        await state.store.runs.add_summary(state.run_id, summary.through_step, summary.text)
+        state.publish(
             EventKind.COMPACTED,
             {"through_step": summary.through_step, "chars": len(summary.text)},
         )
 
     return ContextEngine(
         frame,
-        refresh=partial(refresh_stale_read, run),
-        probe=run.workspace.changed,
-        summarize=partial(summarize, run),
+        refresh=partial(refresh_stale_read, state),
+        probe=state.workspace.changed,
+        summarize=partial(summarize, state),
         summaries=summaries,
         on_summary=on_summary,
     )
 
 
-async def instructions(run: Run) -> tuple[InstructionFile, ...]:
+async def instructions(state: RunState) -> tuple[InstructionFile, ...]:
     """AGENTS.md / CLAUDE.md, carried whole; a warning event when one is oversized."""
-    found = await load_instructions(run.workspace.root)
-    ceiling = run.contract.context.ceiling(remaining_tokens(run))
+    found = await load_instructions(state.workspace.root)
+    ceiling = state.contract.context.ceiling(state.remaining_tokens())
     for warning in oversized(found, ceiling):
-        run.emit(EventKind.WARNING, {"message": warning})
+        state.publish(EventKind.WARNING, {"message": warning})
     return found
 
 
-async def load_skills(run: Run) -> None:
+async def load_skills(state: RunState) -> None:
     skills = await discover_async(
-        run.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
+        state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
     )
     if skills:
-        run.registry.register(ReadSkill(skills), replace=True)
-        run.system_prompt = f"{run.h.system_prompt}\n\n{catalogue(skills)}"
+        state.use_skills(skills)
 
 
-def specs(run: Run) -> tuple[ToolSpec, ...]:
-    """The tools' schemas, generated once: the registry is fixed after skills load."""
-    if run.tool_specs is None:
-        run.tool_specs = run.registry.specs()
-    return run.tool_specs
-
-
-async def refresh_stale_read(run: Run, obs: Observation) -> str:
+async def refresh_stale_read(state: RunState, obs: Observation) -> str:
     """The current result of a stale read (re-read through the same policy and containment as
     any read), grep or find (the same call run again)."""
     if obs.tool in ("grep", "find"):
-        return await _run_again(run, obs, _arguments(run, obs))
-    verdict = run.h.policy.explain(Act.READ, obs.target)
+        return await _run_again(state, obs, _arguments(state, obs))
+    verdict = state.policy.explain(Act.READ, obs.target)
     if verdict.effect is not Effect.ALLOW:
         raise RefreshFailed(
             f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
@@ -120,12 +107,12 @@ async def refresh_stale_read(run: Run, obs: Observation) -> str:
         arguments["offset"] = int(first)
         if last:
             arguments["limit"] = int(last) - int(first) + 1
-    return await _run_again(run, obs, arguments, "read_file")
+    return await _run_again(state, obs, arguments, "read_file")
 
 
-def _arguments(run: Run, obs: Observation) -> dict[str, Any]:
+def _arguments(state: RunState, obs: Observation) -> dict[str, Any]:
     """The arguments of the call that made ``obs``."""
-    for record in reversed(run.history):
+    for record in reversed(state.history):
         if record.step == obs.step:
             for call in record.tool_calls:
                 if call.id == obs.call_id:
@@ -134,10 +121,10 @@ def _arguments(run: Run, obs: Observation) -> dict[str, Any]:
 
 
 async def _run_again(
-    run: Run, obs: Observation, arguments: dict[str, Any], name: str | None = None
+    state: RunState, obs: Observation, arguments: dict[str, Any], name: str | None = None
 ) -> str:
-    tool = run.registry.get(name or obs.tool)
-    ctx = run.tool_context(run.step)
+    tool = state.registry.get(name or obs.tool)
+    ctx = state.tool_context(state.step)
     try:
         outcome = await tool.run(tool.parse(arguments), ctx)
     except ToolError as exc:
@@ -151,7 +138,7 @@ async def _run_again(
 
 
 async def ask_model(
-    run: Run,
+    state: RunState,
     engine: ContextEngine,
     operator_messages: tuple[str, ...],
     requests: list[RequestRecord],
@@ -160,11 +147,11 @@ async def ask_model(
 
     Every attempt, failed or not, is appended to ``requests`` for the step's commit.
     """
-    ceiling = run.contract.context.ceiling(remaining_tokens(run))
-    key = run.calibration.next_key(run.h.provider.name, run.h.provider.model)
-    factor = run.calibration.factor(*key)
-    history = [*run.history, StepRecord(run.step, "", operator_messages=operator_messages)]
-    notes = await memory_notes(run)
+    ceiling = state.contract.context.ceiling(state.remaining_tokens())
+    key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
+    factor = state.calibration.factor(*key)
+    history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
+    notes = await memory_notes(state)
     for attempt in (1, 2):
         assembly = await engine.build(
             history,
@@ -173,9 +160,9 @@ async def ask_model(
             force_fold=attempt == 2,
         )
         tools = tool_tokens(assembly)
-        dropped = 0 if run.calibration.counts_tools(*key) else tools
+        dropped = 0 if state.calibration.counts_tools(*key) else tools
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
-        run.emit(
+        state.publish(
             EventKind.REQUEST_STARTED,
             {
                 "attempt": attempt,
@@ -188,27 +175,27 @@ async def ask_model(
         )
         started = time.monotonic()
         try:
-            response = await stream(run, assembly, len(engine.frame_parts()[0]))
+            response = await stream(state, assembly, len(engine.frame_parts()[0]))
         except ProviderError as exc:
-            requests.append(request_record(run, assembly, estimate, ceiling, attempt, None, exc))
-            run.emit(
+            requests.append(request_record(state, assembly, estimate, ceiling, attempt, None, exc))
+            state.publish(
                 EventKind.REQUEST_FAILED,
                 {"attempt": attempt, "error": str(exc), "kind": exc.kind.value},
             )
             if exc.kind is ErrorKind.CONTEXT_OVERFLOW and attempt == 1:
                 continue
             raise
-        requests.append(request_record(run, assembly, estimate, ceiling, attempt, response, None))
+        requests.append(request_record(state, assembly, estimate, ceiling, attempt, response, None))
         if response.usage:
-            run.calibration.observe(
+            state.calibration.observe(
                 response.provider,
                 response.model,
                 assembly.total_est_tokens,
                 response.usage.prompt_tokens,
                 tools=tools,
             )
-        await record_recall(run, assembly)
-        run.emit(
+        await record_recall(state, assembly)
+        state.publish(
             EventKind.REQUEST_FINISHED,
             {
                 "attempt": attempt,
@@ -222,32 +209,34 @@ async def ask_model(
     raise AssertionError("unreachable")
 
 
-async def stream(run: Run, assembly: Assembly, frame_messages: int) -> Response:
+async def stream(state: RunState, assembly: Assembly, frame_messages: int) -> Response:
     """One working completion. Its prompt-cache breakpoints end the frame (never rewritten in a
     run) and the request (what the next one repeats while history is only appended to)."""
     ends = {frame_messages - 1, len(assembly.messages) - 1} - {-1}
     request = CompletionRequest(
         messages=assembly.messages,
-        tools=specs(run),
+        tools=state.specs(),
         cache_breakpoints=tuple(sorted(ends)),
-        cache_key=cache_key(run),
+        cache_key=cache_key(state),
     )
-    async for event in run.h.provider.stream(request):
+    async for event in state.harness.provider.stream(request):
         if isinstance(event, TextDelta):
-            run.emit(EventKind.TEXT_DELTA, {"text": event.text})
+            state.publish(EventKind.TEXT_DELTA, {"text": event.text})
         elif isinstance(event, Completed):
             return event.response
     raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")
 
 
-def cache_key(run: Run) -> str:
+def cache_key(state: RunState) -> str:
     """One stable prompt-cache key per run (and store): OpenAI routes requests sharing it to the
     same cache."""
-    return "io-tui-" + hashlib.sha256(f"{run.store.path}:{run.run_id}".encode()).hexdigest()[:16]
+    return (
+        "io-tui-" + hashlib.sha256(f"{state.store.path}:{state.run_id}".encode()).hexdigest()[:16]
+    )
 
 
 def request_record(
-    run: Run,
+    state: RunState,
     assembly: Assembly,
     estimate: Calibrated,
     ceiling: int,
@@ -267,7 +256,7 @@ def request_record(
         "tools_counted": frame == assembly.frame_tokens,
     }
     return RequestRecord(
-        step=run.step,
+        step=state.step,
         attempt=attempt,
         purpose="work",
         ceiling_tokens=ceiling,
@@ -275,32 +264,31 @@ def request_record(
         frame_tokens=round(frame * estimate.factor),
         reported_tokens=usage.prompt_tokens if usage else None,
         usage=usage.to_json() if usage else None,
-        messages=run.messages_json.encode(assembly.messages),
-        manifest=manifest_text(head, run.entries_json.encode(assembly.entries)),
+        messages=state.messages_json.encode(assembly.messages),
+        manifest=manifest_text(head, state.entries_json.encode(assembly.entries)),
         attempts=[a.to_json() for a in attempts],
-        provider=response.provider if response else run.h.provider.name,
-        model=response.model if response else run.h.provider.model,
+        provider=response.provider if response else state.harness.provider.name,
+        model=response.model if response else state.harness.provider.model,
         error=str(error) if error else None,
     )
 
 
-async def summarize(run: Run, request: CompletionRequest) -> str:
+async def summarize(state: RunState, request: CompletionRequest) -> str:
     """The context engine's summarizer: one summary completion, recorded and charged to the run."""
     started = time.monotonic()
     response: Response | None = None
-    async for event in run.h.provider.stream(request):
+    async for event in state.harness.provider.stream(request):
         if isinstance(event, Completed):
             response = event.response
     if response is None:
         raise ProviderError(ErrorKind.MALFORMED, "summary stream ended without a response")
     usage = response.usage
     tokens = usage.total if usage else sum(estimate_tokens(m.content) for m in request.messages)
-    run.tokens += tokens
-    run.extra_tokens += tokens
-    await run.store.runs.add_request(
-        run.run_id,
+    state.charge(tokens)
+    await state.store.runs.add_request(
+        state.run_id,
         RequestRecord(
-            step=run.step,
+            step=state.step,
             attempt=0,
             purpose="summary",
             ceiling_tokens=0,
@@ -316,7 +304,7 @@ async def summarize(run: Run, request: CompletionRequest) -> str:
             error=None,
         ),
     )
-    run.emit(
+    state.publish(
         EventKind.COMPACTED,
         {"summary_tokens": tokens, "latency_s": round(time.monotonic() - started, 3)},
     )
@@ -331,11 +319,6 @@ def tool_tokens(assembly: Assembly) -> int:
     return sum(s.est_tokens for s in assembly.sections if s.name == "tools")
 
 
-def remaining_tokens(run: Run) -> int | None:
-    budget = run.contract.token_budget
-    return None if budget is None else max(0, budget - run.tokens)
-
-
 def request_tokens(request: RequestRecord) -> int:
     if request.usage:
         return int(request.usage.get("prompt_tokens", 0)) + int(
@@ -347,17 +330,17 @@ def request_tokens(request: RequestRecord) -> int:
 # -- memory recall --
 
 
-async def memory_notes(run: Run) -> list[MemoryNote]:
-    return await run.store.memory.notes_for(str(run.workspace.root))
+async def memory_notes(state: RunState) -> list[MemoryNote]:
+    return await state.store.memory.notes_for(str(state.workspace.root))
 
 
-async def record_recall(run: Run, assembly: Assembly) -> None:
+async def record_recall(state: RunState, assembly: Assembly) -> None:
     if not assembly.memory_keys:
         return
-    resolved = await run.store.memory.record_recall(
-        run.run_id, run.step, None, list(assembly.memory_keys), str(run.workspace.root)
+    resolved = await state.store.memory.record_recall(
+        state.run_id, state.step, None, list(assembly.memory_keys), str(state.workspace.root)
     )
-    run.emit(
+    state.publish(
         EventKind.MEMORY,
         {"op": "recall", "keys": list(assembly.memory_keys), "resolved": resolved},
     )

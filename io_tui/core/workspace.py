@@ -21,8 +21,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from io_tui.core.errors import WorkspaceError
 from io_tui.core.ledger import Seen, content_digest
-from io_tui.core.tools.base import ToolError
 
 BINARY_SNIFF_BYTES = 8_192
 MAX_READ_BYTES = 32 * 1024 * 1024
@@ -45,10 +45,6 @@ def command_env() -> dict[str, str]:
         for name, value in os.environ.items()
         if not name.upper().endswith(SECRET_ENV_SUFFIXES)
     }
-
-
-class WorkspaceError(ToolError):
-    """A path or file operation the workspace refuses; the message is written for the model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +172,20 @@ class Workspace:
     async def read_text(self, path: str) -> str:
         """The file as text, refusing binary and non-UTF-8 files with a clear error."""
         return (await self.read_text_seen(path))[0]
+
+    def current_text(self, path: str, *, max_bytes: int) -> str | None:
+        """The file at ``path`` as text as it is now, for showing a proposed change against it
+        (an approval's diff): None when it resolves outside the root, does not exist, is not a
+        regular file (a FIFO would block), is larger than ``max_bytes`` or is not UTF-8 text.
+        Blocking: call it from a thread. Never raises."""
+        try:
+            target = self.resolve(path)
+            st = target.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+                return None
+            return target.read_text(encoding="utf-8")
+        except (WorkspaceError, OSError, UnicodeDecodeError):
+            return None
 
     async def read_text_seen(self, path: str) -> tuple[str, Seen]:
         """``read_text``, and what was read (for ``Observation.seen``)."""

@@ -3,8 +3,12 @@
 Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
 own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
 ``RunEventsReceived`` batches (one in flight at a time, the next posted once the last is
-applied), are folded into ``self.runs`` and applied to the screen under ``batch_update()``.
-Human decisions arrive as ``ApprovalRequested`` with a Future, answered in ``ask_human``. The
+applied), are folded into the run views by the app's ``RunBoard`` (``self.runs``) and the
+changes applied to the screen under ``batch_update()``.
+Hosts and screens talk to the app in messages (``RunStarted``, ``HarnessNotice``, ``StartRun``…);
+the app hands each what it needs when it builds it (store, host, settings, the run views).
+Human decisions arrive as ``ApprovalRequested`` with a Future, answered by the app's
+``ApprovalDesk``. The
 store opens in the background while the first frame is drawn (every store call waits for it;
 one it cannot open ends the app with exit code 2 and the store's error) and is read after it.
 """
@@ -13,47 +17,65 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import events, on, work
 from textual.app import App
-from textual.binding import Binding
-from textual.notifications import SeverityLevel
+from textual.binding import Binding, BindingType
+from textual.notifications import Notification, SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
-from io_tui.core.events import EventKind
 from io_tui.core.store import Store, StoreError
-from io_tui.ui import steering, ui_state
-from io_tui.ui.approver import ApprovalDesk
+from io_tui.ui import ui_state
+from io_tui.ui.approver import ApprovalDesk, UIApprover, letter_keymap
+from io_tui.ui.attention import Activity
 from io_tui.ui.bridge import EventPump
-from io_tui.ui.commands import KeyCommands, MemoryCommands, RunCommands, ThemeCommands
+from io_tui.ui.commands import (
+    Cockpit,
+    KeyCommands,
+    MemoryCommands,
+    RunCommands,
+    SteeringCommands,
+    ThemeCommands,
+)
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.messages import (
     ApprovalRequested,
+    HarnessNotice,
     NewRunRequest,
+    NewRunRequested,
     RunEnded,
     RunEventsReceived,
+    RunsLost,
+    RunStarted,
+    RunStopped,
     StartRun,
     StepsLoaded,
     StoreChanged,
 )
-from io_tui.ui.state import RunView, StepView
-from io_tui.ui.steering import SteeringCommands
+from io_tui.ui.run_board import RunBoard, step_view
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.audit import AuditScreen
+from io_tui.ui.screens.help import HelpScreen
+from io_tui.ui.screens.inbox import InboxScreen
+from io_tui.ui.screens.inspector import InspectorScreen
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.memory_editor import MemoryEditorScreen
+from io_tui.ui.screens.new_run import NewRunScreen
+from io_tui.ui.screens.rules import RulesScreen
+from io_tui.ui.screens.trace import TraceScreen
+from io_tui.ui.state import RunView
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
-
-if TYPE_CHECKING:
-    from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.widgets.transcript import Transcript
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 
@@ -101,10 +123,25 @@ class IoApp(App[int]):
         self.demo = demo
         self.poll_interval = poll_interval
         self.store: Store = Store(store_path)
-        self.runs: dict[int, RunView] = {}
+        self.board = RunBoard()
+        self.runs: dict[int, RunView] = self.board.runs  # every run the app knows, by id
         self.demo_workspace: Path | None = demo_workspace
         self.event_pump = EventPump(self)
+        self.activity = Activity()  # when the operator last pressed a key
         self.host: RunHost = _host(self, harness or settings.ui.harness, approver)
+        self.desk = ApprovalDesk(
+            self,
+            store=self.store,
+            host=self.host,
+            ui=settings.ui,
+            activity=self.activity,
+            inbox_key=self._inbox_key,
+            withdraw=self.withdraw_notification,
+        )
+        # The config's ``[ui.keys]`` (and the letters of ``letter_shortcuts``; a user's own
+        # remap wins over them), by binding id: set on mount, shown by the help and palette.
+        letters = letter_keymap() if settings.ui.letter_shortcuts else {}
+        self.key_remaps: dict[str, str] = {**letters, **settings.ui.keys}
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
@@ -153,13 +190,11 @@ class IoApp(App[int]):
         super().refresh_css(animate)
 
     def get_default_screen(self) -> Screen[Any]:
-        from io_tui.ui.screens.main import MainScreen
-
-        return MainScreen()
+        return MainScreen(self.runs, self.store, self.host, self.activity)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):  # approvals: every key, wherever it goes (typing?)
-            ApprovalDesk.of(self).key_pressed()
+            self.activity.key_pressed()
         await super().on_event(event)
 
     def on_mount(self) -> None:
@@ -168,12 +203,12 @@ class IoApp(App[int]):
                 self.notify(problem, title="Theme file ignored", severity="error", timeout=10)
             else:
                 self.notify(problem, severity="warning")
-        if self.settings.ui.keys:
-            self.set_keymap(self.settings.ui.keys)
+        if self.key_remaps:
+            self.set_keymap(self.key_remaps)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.poll_store)
-        ApprovalDesk.of(self).attach(self.poll_interval)  # approvals: inbox badge in the title
+        self.desk.attach(self.poll_interval)  # approvals: inbox badge in the title
         if self.demo:
             self.start_demo()
         else:  # the harness worker starts while the user reads the first screen
@@ -199,6 +234,12 @@ class IoApp(App[int]):
             plain(message), title=plain(title), severity=severity, timeout=timeout, markup=False
         )
 
+    def withdraw_notification(self, notification: Notification) -> None:
+        """Take a notification off the screen before its timeout (a no-op once it is gone);
+        Textual has no public call for one notification."""
+        if notification in self._notifications:
+            self._unnotify(notification)
+
     def _remember_theme(self, theme: Theme) -> None:
         """The theme chosen now is the next start's (``ui_state``; not the config file).
         Written at once (one small file, replaced atomically), so a quit right after keeps it."""
@@ -212,7 +253,7 @@ class IoApp(App[int]):
 
     async def action_quit(self) -> None:
         """Stop the runs (asking ones pause durably, the others end ``cancelled``), then exit."""
-        ApprovalDesk.of(self).shutdown()
+        self.desk.shutdown()
         await self.host.close()
         self.exit(0)
 
@@ -225,37 +266,48 @@ class IoApp(App[int]):
     async def ask_human(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
         """Queue the approval modal for ``request`` (shown one at a time from a worker); the
         desk resolves ``future`` with the Decision, or a defer if the app closes first."""
-        ApprovalDesk.of(self).ask(request, future)
+        self.desk.ask(request, future)
 
-    # approvals: the steering screens (bindings app.inbox / app.rules / app.memory / app.audit)
+    # approvals: the steering screens (bindings app.inbox / app.rules / app.memory / app.audit,
+    # and their palette entries)
     def action_inbox(self) -> None:
-        self.switch_to(steering.open_inbox)
+        self.switch_to(lambda: InboxScreen(self.store, self.desk, poll_interval=self.poll_interval))
 
     def action_rules(self) -> None:
-        self.switch_to(steering.open_rules)
+        self.switch_to(lambda: RulesScreen(self.store))
 
     def action_memory(self) -> None:
-        self.switch_to(steering.open_memory)
+        self.switch_to(lambda: MemoryEditorScreen(self.store, self.selected_workspace()))
 
     def action_audit(self) -> None:
-        self.switch_to(steering.open_audit)
+        self.switch_to(lambda: AuditScreen(self.store))
 
-    def switch_to(self, open_screen: Callable[[IoApp], None]) -> None:
+    def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the
         inspector, the help…) close first, so escape goes back to the main screen. A dialog
         waiting for an answer (an approval, a confirmation) stays, and the screen opens over it.
         """
-        from io_tui.ui.screens.help import HelpScreen
-
         while len(self.screen_stack) > 1 and (
             not isinstance(self.screen, ModalScreen) or isinstance(self.screen, HelpScreen)
         ):
             self.pop_screen()
-        open_screen(self)
+        self.push_screen(open_screen())
+
+    def selected_workspace(self) -> str | None:
+        """The workspace of the run selected on the main screen, else the demo's, if any."""
+        main = self.main_screen()
+        run_id = main.selected_run if main is not None else None
+        run = self.runs.get(run_id) if run_id is not None else None
+        workspace = (run.workspace if run is not None else None) or self.demo_workspace
+        return str(workspace) if workspace else None
 
     @on(ApprovalRequested)
     async def _on_approval_requested(self, message: ApprovalRequested) -> None:
         await self.ask_human(message.request, message.future)
+
+    @on(NewRunRequested)
+    def _on_new_run_requested(self, message: NewRunRequested) -> None:
+        self.action_new_run(task=message.task)
 
     def start_demo(self, *, fresh: bool = False) -> None:
         """Start the bundled demo: on the prepared workspace if there is one, else (and always
@@ -281,20 +333,23 @@ class IoApp(App[int]):
     def interrupt(self, run_id: int) -> bool:
         return self.host.interrupt(run_id)
 
-    def run_started(self, run_id: int) -> None:
-        """A host names a run it drives: its keys (interrupt) apply while it is live."""
-        self._live_changed(run_id)
-
-    def run_stopped(self, run_id: int) -> None:
-        self._live_changed(run_id)
-
-    def _live_changed(self, run_id: int) -> None:
-        main = self._main_screen()
-        if main is not None and main.selected_run == run_id:
+    @on(RunStarted)
+    @on(RunStopped)
+    def _on_live_changed(self, message: RunStarted | RunStopped) -> None:
+        """A host took or dropped a run: its keys (interrupt) apply while it is live."""
+        main = self.main_screen()
+        if main is not None and main.selected_run == message.run_id:
             main.refresh_bindings()  # the footer is recomposed: only for the selected run
 
-    async def send_operator_message(self, run_id: int, text: str) -> None:
-        await self.store.runs.add_operator_message(run_id, text)
+    @on(RunsLost)
+    def _on_runs_lost(self, message: RunsLost) -> None:
+        self.refresh_runs(message.run_ids)
+
+    @on(HarnessNotice)
+    def _on_harness_notice(self, message: HarnessNotice) -> None:
+        self.notify(
+            message.text, title=message.title, severity=message.severity, timeout=message.timeout
+        )
 
     @on(RunEnded)
     def _on_run_ended(self, message: RunEnded) -> None:
@@ -325,45 +380,22 @@ class IoApp(App[int]):
     def _on_run_events(self, message: RunEventsReceived) -> None:
         """Fold a batch into the run views, then apply the net changes to the screen at once."""
         events = message.events
-        changed_runs: set[int] = set()
-        changed_steps: set[tuple[int, int]] = set()
-        committed: set[tuple[int, int]] = set()
-        new_runs: list[int] = []
-        runs = self.runs
-        for event in events:
-            run = runs.get(event.run_id)
-            if run is None:
-                detail = event.detail
-                run = RunView(
-                    event.run_id,
-                    str(detail.get("goal", "")),
-                    str(detail.get("workspace", "")),
-                )
-                runs[event.run_id] = run
-                new_runs.append(event.run_id)
-            if run.apply(event):
-                changed_runs.add(run.id)
-                if event.step:
-                    changed_steps.add((run.id, event.step))
-            if event.kind is EventKind.STEP_COMMITTED:
-                committed.add((run.id, event.step))
+        changes = self.board.apply(events)
         self.events_applied += len(events)
-        main = self._main_screen()
+        main = self.main_screen()
         if main is not None:
             with self.batch_update():
-                main.apply_changes(changed_runs, changed_steps, committed)
+                main.apply_changes(changes)
         self.call_after_refresh(self._painted, [e.at for e in events])
         self.event_pump.applied()
-        if new_runs:
-            self.refresh_runs(new_runs)
+        if changes.new:
+            self.refresh_runs(changes.new)
 
     def _painted(self, stamps: list[float]) -> None:
         now = time.time()
         self.paint_delays.extend(now - at for at in stamps)
 
-    def _main_screen(self) -> MainScreen | None:
-        from io_tui.ui.screens.main import MainScreen
-
+    def main_screen(self) -> MainScreen | None:
         for screen in self.screen_stack:
             # once its panes are mounted: it then shows every run of ``self.runs``
             if isinstance(screen, MainScreen) and screen.ready:
@@ -373,6 +405,10 @@ class IoApp(App[int]):
     # -- the store: initial load, polling, refresh ---------------------------------------------
 
     def poll_store(self) -> None:
+        self.refresh_runs(None)
+
+    @on(MainScreen.Ready)
+    def _on_main_ready(self) -> None:
         self.refresh_runs(None)
 
     @work(group="db", exit_on_error=False)
@@ -385,23 +421,10 @@ class IoApp(App[int]):
 
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
-        main = self._main_screen()
-        stale: list[int] = []
-        for row in message.runs:
-            run = self.runs.get(row.id)
-            local = self.host.is_live(row.id)
-            if run is None:
-                run = self.runs[row.id] = RunView.from_row(row)
-                stale.append(row.id)
-            elif not local:
-                if (row.status, row.tokens) != (run.status, run.tokens) or row.steps > len(
-                    run.steps
-                ):
-                    stale.append(row.id)
-                run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
-            run.parent_run_id = row.parent_run_id
-            run.token_budget = (row.contract or {}).get("token_budget")
-            if main is not None:
+        main = self.main_screen()
+        shown, stale = self.board.apply_rows(message.runs, self.host.is_live)
+        if main is not None:
+            for run in shown:
                 main.upsert_run(run)
         if stale:
             self.load_steps_of(stale)
@@ -409,44 +432,57 @@ class IoApp(App[int]):
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
         rows = await self.store.runs.step_summaries(run_ids)
-        self.post_message(StepsLoaded(tuple(_step_view(row) for row in rows)))
+        self.post_message(StepsLoaded(tuple(step_view(row) for row in rows)))
 
     @on(StepsLoaded)
     def _on_steps_loaded(self, message: StepsLoaded) -> None:
-        main = self._main_screen()
+        main = self.main_screen()
         with self.batch_update():
-            for run_id, fresh in message.steps:
-                run = self.runs.get(run_id)
-                if run is None:
-                    continue
-                view = run.steps.get(fresh.step)
-                if view != fresh:
-                    run.steps[fresh.step] = replace(fresh, asking=view.asking if view else False)
-                    if main is not None:
-                        main.upsert_step(run, run.steps[fresh.step])
+            for run, step in self.board.apply_steps(message.steps):
+                if main is not None:
+                    main.upsert_step(run, step)
 
     # -- actions -------------------------------------------------------------------------------
 
     def action_new_run(self, task: str = "") -> None:
-        from io_tui.ui.screens.new_run import NewRunScreen
-
         def started(request: NewRunRequest | None) -> None:
             if request is not None:
                 self.start_request(request)
 
         default = self.demo_workspace or Path.cwd()
-        self.push_screen(NewRunScreen(self.settings, default, task=task), started)
+        self.push_screen(NewRunScreen(self.store, self.settings, default, task=task), started)
 
     def action_help(self) -> None:
-        from io_tui.ui.screens.help import HelpScreen
+        self.push_screen(HelpScreen(self.help_sections(), self.key_remaps))
 
-        self.push_screen(HelpScreen())
+    def help_sections(self) -> list[tuple[str, Iterable[BindingType]]]:
+        """Every key the help lists: the app's, then each screen's (and a widget's own)."""
+        return [
+            ("app", self.BINDINGS),
+            ("main", MainScreen.BINDINGS),
+            ("transcript", Transcript.BINDINGS),
+            ("inspector", InspectorScreen.BINDINGS),
+            ("trace", TraceScreen.BINDINGS),
+            ("new run", NewRunScreen.BINDINGS),
+            ("approval", ApprovalScreen.BINDINGS),
+            ("inbox", InboxScreen.BINDINGS),
+            ("rules", RulesScreen.BINDINGS),
+            ("memory", MemoryEditorScreen.BINDINGS),
+            ("audit", AuditScreen.BINDINGS),
+        ]
 
     def keymap_key(self, binding: Binding) -> str:
         """The key(s) ``binding`` answers to as shown, after the config's ``[ui.keys]``."""
-        keymap = dict(getattr(self, "_keymap", {}) or {})
-        keys = keymap.get(binding.id, binding.key) if binding.id else binding.key
+        keys = self.key_remaps.get(binding.id, binding.key) if binding.id else binding.key
         return ", ".join(self.get_key_display(Binding(k, "")) for k in keys.split(","))
+
+    def _inbox_key(self) -> str:
+        """The key that opens the inbox (``app.inbox``, as remapped): the approval banner's."""
+        keys = self.key_remaps.get("app.inbox")
+        if keys is None:
+            bindings = [b for b in self.BINDINGS if isinstance(b, Binding)]
+            keys = next((b.key for b in bindings if b.id == "app.inbox"), "f2")
+        return keys.split(",", 1)[0]
 
     def action_next_theme(self) -> None:
         names = sorted(n for n in self.available_themes if n.startswith("io-"))
@@ -486,19 +522,19 @@ def create_app(
 
 
 def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
+    pump, store, settings = app.event_pump, app.store, app.settings
     if mode == "inline":
-        return InlineHost(app, approver)
+        return InlineHost(app, pump, store, settings, approver or UIApprover(app))
     if approver is None:
-        return ProcessHost(app)
+        return ProcessHost(app, pump, store, settings)
     names: dict[type, str] = {kind: name for name, kind in FIXED_APPROVERS.items()}
     if type(approver) not in names:
         raise ValueError(f"{type(approver).__name__} cannot answer in a worker process")
-    return ProcessHost(app, names[type(approver)])
+    return ProcessHost(app, pump, store, settings, names[type(approver)])
 
 
-def _step_view(row: Any) -> tuple[int, StepView]:
-    names = [c["name"] for c in json.loads(row["tool_calls"])]
-    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
+def _cockpit(app: IoApp) -> Cockpit:
+    return app  # mypy: the app is what the palette's providers take it for
 
 
 __all__ = ["IoApp", "create_app"]

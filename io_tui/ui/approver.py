@@ -3,11 +3,13 @@
 - ``UIApprover`` is the runs' Approver: it posts ``ApprovalRequested`` with a Future and awaits it.
   An app that is closed (or closing) cannot ask anyone, so the answer is a defer: the run pauses
   durably and the request waits in the inbox.
-- ``ApprovalDesk`` (one per app, ``ApprovalDesk.of(app)``) answers: it rings the bell and marks
+- ``ApprovalDesk`` (one per app, built by it with its store, run host and ``[ui]`` settings:
+  ``IoApp.desk``) answers: it rings the bell and marks
   the title when a run starts asking, queues modals so that several runs asking at once are shown
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
   decides inbox requests — resolving a live run's Future, or having the app's run host resume a
   paused run (also one paused in an earlier session).
+- When the operator last pressed a key is the app's ``attention.Activity``, which the desk reads.
 - No ask takes keys typed for something else: while the operator types (an input has focus and
   text, or a key arrived within ``typing_quiet_ms``) a new ask waits as a banner in the title and
   a notification naming the inbox key; while the inbox or another approval is open it waits its
@@ -19,8 +21,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +32,11 @@ from textual.widgets import Input, TextArea
 from io_tui.config import UISettings
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.store import Store
-from io_tui.ui.hosts import HostError, InlineHost
+from io_tui.ui.attention import Activity
+from io_tui.ui.hosts import HostError, RunHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.inbox import InboxScreen
 from io_tui.ui.terminal_text import plain
 
 ASKING_MARK = "asking"
@@ -47,9 +50,6 @@ LETTERS = {"approve": "y", "rewrite": "e", "remember": "a", "deny": "n", "defer"
 def letter_keymap() -> dict[str, str]:
     """Keymap entries giving the approval modal's and the inbox's decision bindings their letter
     as well as their own keys (``approval.approve`` → ``1,y``)."""
-    from io_tui.ui.screens.approval import ApprovalScreen
-    from io_tui.ui.screens.inbox import InboxScreen
-
     keymap: dict[str, str] = {}
     for screen in (ApprovalScreen, InboxScreen):
         for binding in screen.BINDINGS:
@@ -59,12 +59,6 @@ def letter_keymap() -> dict[str, str]:
             if letter is not None:
                 keymap[binding.id] = f"{binding.key},{letter}"
     return keymap
-
-
-def ui_settings(app: App[Any]) -> UISettings:
-    """The app's ``[ui]`` settings (defaults for an app without settings, as tests' hosts)."""
-    ui = getattr(getattr(app, "settings", None), "ui", None)
-    return ui if isinstance(ui, UISettings) else UISettings()
 
 
 def settle(future: asyncio.Future[Decision], decision: Decision) -> bool:
@@ -95,48 +89,50 @@ class UIApprover:
             raise
 
 
-_DESKS: weakref.WeakKeyDictionary[App[Any], ApprovalDesk] = weakref.WeakKeyDictionary()
-
-
 class ApprovalDesk:
-    def __init__(self, app: App[Any]) -> None:
+    """``app`` shows the modals and runs the desk's workers; ``inbox_key`` names the key that
+    opens the inbox (as remapped) and ``withdraw`` takes a notification back off the screen."""
+
+    def __init__(
+        self,
+        app: App[Any],
+        *,
+        store: Store,
+        host: RunHost,
+        ui: UISettings,
+        activity: Activity,
+        inbox_key: Callable[[], str],
+        withdraw: Callable[[Notification], None],
+    ) -> None:
         self.app = app
+        self.store = store
+        self.host = host
+        self.ui = ui
+        self.activity = activity
+        self._inbox_key = inbox_key
+        self._withdraw = withdraw
         self.live: dict[int, asyncio.Future[Decision]] = {}
         self.queue: list[int] = []  # approval ids waiting for or showing a modal, oldest first
         self._lock = asyncio.Lock()
         self._base_title: str | None = None
-        self.showing: Any = None  # the ApprovalScreen on display, if any
+        self.showing: ApprovalScreen | None = None  # the modal on display, if any
         self.inbox_count = 0  # pending requests in the store, across all runs
         self.held: dict[int, ApprovalRequest] = {}  # asks shown as a banner, the operator busy
         self.toasts: dict[int, Notification] = {}  # the banner's notification, by approval id
-        self.clock: Callable[[], float] = time.monotonic
-        self.last_key = float("-inf")  # when the app last saw a key (``key_pressed``)
-
-    @classmethod
-    def of(cls, app: App[Any]) -> ApprovalDesk:
-        desk = _DESKS.get(app)
-        if desk is None:
-            desk = _DESKS[app] = cls(app)
-        return desk
 
     @property
-    def store(self) -> Store:
-        store = getattr(self.app, "store", None)
-        if not isinstance(store, Store):
-            raise RuntimeError("the app has no open store")
-        return store
+    def clock(self) -> Callable[[], float]:
+        """The operator's clock (``Activity.clock``): the modals arm by it."""
+        return self.activity.clock
+
+    @property
+    def arm_s(self) -> float:
+        return self.ui.approval_arm_ms / 1000
 
     # -- is the operator busy? --
 
-    def key_pressed(self) -> None:
-        """The app saw a key (``IoApp.on_event`` calls this for every key, wherever it goes)."""
-        self.last_key = self.clock()
-
     def busy(self) -> str | None:
         """Why a modal must not open now (None: the operator is idle and nothing else is open)."""
-        from io_tui.ui.screens.approval import ApprovalScreen
-        from io_tui.ui.screens.inbox import InboxScreen
-
         app = self.app
         if any(isinstance(screen, ApprovalScreen) for screen in app.screen_stack):
             return "deciding"
@@ -147,24 +143,16 @@ class ApprovalDesk:
             return TYPING
         if isinstance(focused, TextArea) and focused.text:
             return TYPING
-        if self.clock() - self.last_key < ui_settings(app).typing_quiet_ms / 1000:
+        if self.activity.since_key() < self.ui.typing_quiet_ms / 1000:
             return TYPING
         return None
-
-    def inbox_key(self) -> str:
-        """The key that opens the inbox (``app.inbox``, as remapped)."""
-        keys = self.app._keymap.get("app.inbox")  # the user's remap, if any
-        if keys is None:
-            bindings = [b for b in self.app.BINDINGS if isinstance(b, Binding)]
-            keys = next((b.key for b in bindings if b.id == "app.inbox"), "f2")
-        return keys.split(",", 1)[0]
 
     def banner(self, request: ApprovalRequest) -> str:
         """``run 3 asks: write a.txt — f2 to review``."""
         what = "call" if request.tool.startswith("mcp__") else request.act.value
         return (
             f"run {request.run_id} asks: {what} {plain(request.target)}"
-            f" — {self.inbox_key()} to review"
+            f" — {self._inbox_key()} to review"
         )
 
     # -- asks from live runs --
@@ -197,8 +185,6 @@ class ApprovalDesk:
         )
 
     async def _show(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
-        from io_tui.ui.screens.approval import ApprovalScreen
-
         try:
             async with self._lock:
                 await self._until_idle(request, future)
@@ -214,7 +200,7 @@ class ApprovalDesk:
                     position=self._position(request.id),
                     goal=goal,
                     parent_run_id=parent,
-                    arm_s=ui_settings(self.app).approval_arm_ms / 1000,
+                    arm_s=self.arm_s,
                     clock=self.clock,
                 )
                 self.showing = screen
@@ -244,11 +230,9 @@ class ApprovalDesk:
     def _withdraw_toast(self, approval_id: int) -> None:
         toast = self.toasts.pop(approval_id, None)
         if toast is not None:
-            self.app._unnotify(toast)  # a no-op once it has timed out
+            self._withdraw(toast)  # a no-op once it has timed out
 
     def _reload_inbox(self) -> None:
-        from io_tui.ui.screens.inbox import InboxScreen
-
         for screen in self.app.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.load()
@@ -267,14 +251,13 @@ class ApprovalDesk:
 
     def _announce(self, *, ring: bool = False) -> None:
         """Bell when a run starts asking; mark the title while any run here asks (Settings.ui)."""
-        ui = getattr(getattr(self.app, "settings", None), "ui", None)
         if self.showing is not None:
             self.showing.set_position(self._position(self.showing.request.id))
         if self._base_title is None:
             self._base_title = self.app.title
-        if ring and getattr(ui, "bell_on_ask", True):
+        if ring and self.ui.bell_on_ask:
             self.app.bell()
-        if getattr(ui, "title_on_ask", True):
+        if self.ui.title_on_ask:
             self.app.title = self.title_text()
 
     def title_text(self) -> str:
@@ -296,10 +279,6 @@ class ApprovalDesk:
         """Keep the inbox badge (in the title) current: now, and every ``poll_interval``."""
         if self._base_title is None:
             self._base_title = self.app.title
-        if ui_settings(self.app).letter_shortcuts:  # a user's own remap wins over the letters
-            self.app.update_keymap(
-                {k: v for k, v in letter_keymap().items() if k not in self.app._keymap}
-            )
         self.refresh_count()
         if poll_interval:
             self.app.set_interval(poll_interval, self.refresh_count)
@@ -337,8 +316,7 @@ class ApprovalDesk:
         if decision.kind is DecisionKind.DEFER:
             return f"request {approval_id} stays pending"
         try:
-            host = getattr(self.app, "host", None) or InlineHost(self.app)
-            result = await host.decide(approval_id, decision)
+            result = await self.host.decide(approval_id, decision)
         except HostError as exc:
             return f"request {approval_id}: {exc}"
         self.refresh_count()

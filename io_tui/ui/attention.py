@@ -2,7 +2,8 @@
 
 A run that asks is selected — the transcript and gauges follow it — unless the operator is
 working elsewhere: typing (an input or editor has focus and text) or having pressed a key in
-the last ``IDLE_S`` seconds (any key, wherever it went: ``ApprovalDesk.last_key``). A new run
+the last ``IDLE_S`` seconds (any key, wherever it went: ``Activity``, which the app keeps and
+the approval desk reads too). A new run
 is selected unless the operator is typing (it was most likely just started from the new-run
 dialog). Otherwise the tree only scrolls to it: the cursor, and what a typed message would go
 to, stay put.
@@ -10,16 +11,32 @@ to, stay put.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from textual.app import App
 from textual.widgets import Input, TextArea
 
-from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.state import RunView
 
 IDLE_S = 3.0  # seconds without a key before an asking run may take the selection
+
+
+class Activity:
+    """When the operator last pressed a key, by ``clock`` (the app notes every key, wherever it
+    goes: ``key_pressed``). Tests move a fake clock (the modals arm by it too)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.last_key = float("-inf")
+
+    def key_pressed(self) -> None:
+        self.last_key = self.clock()
+
+    def since_key(self) -> float:
+        """Seconds since the last key (infinite before the first)."""
+        return self.clock() - self.last_key
 
 
 def typing(app: App[Any]) -> bool:
@@ -29,9 +46,8 @@ def typing(app: App[Any]) -> bool:
     return isinstance(focused, TextArea) and bool(focused.text)
 
 
-def busy(app: App[Any]) -> bool:
-    desk = ApprovalDesk.of(app)
-    return typing(app) or desk.clock() - desk.last_key < IDLE_S
+def busy(app: App[Any], activity: Activity) -> bool:
+    return typing(app) or activity.since_key() < IDLE_S
 
 
 def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> tuple[int, bool] | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from textual.app import App
 
@@ -25,16 +25,27 @@ from io_tui.ui.messages import RunEventsReceived
 HOLD = 0.004  # seconds: batches go out at most this often (a quarter of a 60 Hz frame)
 
 
+class Clock(Protocol):
+    """The time and the timers the pump posts by: the running loop's (``asyncio``), or a test's."""
+
+    def time(self) -> float: ...
+
+    def call_soon(self, callback: Callable[[], object]) -> object: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object]) -> object: ...
+
+
 class EventPump:
     """Gathers the events of every run in the app; posts them in batches (``RunEventsReceived``).
 
     Producers only append to a list and maybe schedule one post; the app's handler receives a
     tuple it owns and calls ``applied`` once the batch is folded into its views. A producer in
-    another thread hands its event to the app's loop.
+    another thread hands its event to the app's loop. ``clock``: the loop's by default.
     """
 
-    def __init__(self, app: App[Any]) -> None:
+    def __init__(self, app: App[Any], clock: Clock | None = None) -> None:
         self.app = app
+        self.clock = clock
         self._buffer: list[RunEvent] = []
         self._scheduled = False
         self._in_flight = False
@@ -47,27 +58,27 @@ class EventPump:
             self.app.call_from_thread(self.put, event)
             return
         self._buffer.append(event)
-        self._schedule(loop)
+        self._schedule(self.clock or loop)
 
     def applied(self) -> None:
         """The app has applied the batch in flight: the next one may go."""
         self._in_flight = False
         if self._buffer:
-            self._schedule(asyncio.get_running_loop())
+            self._schedule(self.clock or asyncio.get_running_loop())
 
-    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _schedule(self, clock: Clock) -> None:
         if self._scheduled or self._in_flight:
             return
         self._scheduled = True
-        wait = self._posted_at + HOLD - loop.time()
+        wait = self._posted_at + HOLD - clock.time()
         if wait > 0:
-            loop.call_later(wait, self._post)
+            clock.call_later(wait, self._post)
         else:
-            loop.call_soon(self._post)
+            clock.call_soon(self._post)
 
     def _post(self) -> None:
         self._scheduled = False
-        self._posted_at = asyncio.get_running_loop().time()
+        self._posted_at = (self.clock or asyncio.get_running_loop()).time()
         events, self._buffer = tuple(self._buffer), []
         if events:
             self._in_flight = True

@@ -1,29 +1,53 @@
-"""Command-palette providers (ctrl+p): every key of the app and the main screen, runs, themes
-and memory.
+"""Command-palette providers (ctrl+p): every key of the app and the main screen, runs, themes,
+memory and the steering screens.
 
-Each provider reads the app's current state when the palette opens; actions that touch the
-store run as workers on the app.
+Each provider reads the app's current state when the palette opens, through ``Cockpit`` (what
+the providers use of ``IoApp``); actions that touch the store run as workers on the app, and
+the steering screens open through the app's own actions (so they switch, never stack).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
+from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from io_tui.ui.app import IoApp
+from io_tui.core.store import Store
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.trace import TraceScreen
+from io_tui.ui.state import RunView
+
+
+class Cockpit(Protocol):
+    """What the palette's providers use of the app (``IoApp``), besides Textual's ``App``."""
+
+    @property
+    def runs(self) -> Mapping[int, RunView]: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def main_screen(self) -> MainScreen | None: ...
+
+    def keymap_key(self, binding: Binding) -> str: ...
+
+    def action_new_run(self, task: str = "") -> None: ...
+
+    def start_demo(self, *, fresh: bool = False) -> None: ...
+
+    def interrupt(self, run_id: int) -> bool: ...
 
 
 class ListedCommands(Provider):
     """A provider over a fixed list of (name, callback, help): subclasses say what is listed."""
 
     @property
-    def io_app(self) -> IoApp:
-        return self.app  # type: ignore[return-value]
+    def io_app(self) -> Cockpit:
+        return cast(Cockpit, self.app)
 
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         return []
@@ -47,15 +71,13 @@ class KeyCommands(ListedCommands):
     """
 
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
-        from io_tui.ui.screens.main import MainScreen
-
-        app = self.io_app
+        app = self.app
         out: list[tuple[str, Callable[[], Any], str]] = [
             (f"App: {b.description}", partial(app.run_action, b.action), self._help(b))
             for b in _bindings(type(app).BINDINGS)
             if b.action != "command_palette"
         ]
-        main = app._main_screen()
+        main = self.io_app.main_screen()
         if main is not None:
             for binding in _bindings(MainScreen.BINDINGS):
                 name = binding.action.partition("(")[0]
@@ -64,7 +86,7 @@ class KeyCommands(ListedCommands):
                 out.append(
                     (
                         f"Main: {binding.description}",
-                        partial(_on_main, app, binding.action),
+                        partial(_on_main, app, main, binding.action),
                         self._help(binding),
                     )
                 )
@@ -92,7 +114,11 @@ class RunCommands(ListedCommands):
                 (f"Run: select {label}", partial(_select, app, run.id), f"status {run.status}")
             )
             out.append(
-                (f"Run: trace {label}", partial(_trace, app, run.id), "full, searchable trace")
+                (
+                    f"Run: trace {label}",
+                    partial(_trace, self.app, app.store, run.id),
+                    "full, searchable trace",
+                )
             )
             if run.live:
                 out.append(
@@ -107,7 +133,7 @@ class RunCommands(ListedCommands):
 
 class ThemeCommands(ListedCommands):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
-        app = self.io_app
+        app = self.app
         return [
             (f"Theme: {name}", partial(setattr, app, "theme", name), "switch theme")
             for name in sorted(app.available_themes)
@@ -120,70 +146,82 @@ class MemoryCommands(ListedCommands):
         app = self.io_app
         workspace = _selected_workspace(app)
         out: list[tuple[str, Callable[[], Any], str]] = [
-            ("Memory: show usage and notes", partial(_memory_show, app), "of the selected run")
+            (
+                "Memory: show usage and notes",
+                partial(_memory_show, self.app, app),
+                "of the selected run",
+            )
         ]
         if workspace:
             out.append(
                 (
                     "Memory: clear this workspace's notes (keeps pinned)",
-                    partial(_memory_clear, app, workspace),
+                    partial(_memory_clear, self.app, app.store, workspace),
                     workspace,
                 )
             )
-        # approvals: "Memory: open editor" is added by the memory editor's provider
+        # approvals: "Memory: open editor" is listed by ``SteeringCommands``
         return out
+
+
+class SteeringCommands(ListedCommands):
+    """The steering screens, opened as their keys open them (``IoApp.action_inbox`` …)."""
+
+    def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
+        run = self.app.run_action
+        return [
+            ("Approvals: inbox", partial(run, "inbox"), "every pending request, oldest first"),
+            ("Approvals: remembered rules", partial(run, "rules"), "list and revoke"),
+            ("Approvals: audit", partial(run, "audit"), "every decision, rate, median wait"),
+            ("Memory: open editor", partial(run, "memory"), "notes, pins, recalls, caps"),
+        ]
 
 
 def _bindings(items: Any) -> list[Binding]:
     return [item for item in items if isinstance(item, Binding)]
 
 
-def _on_main(app: IoApp, action: str) -> None:
+def _on_main(app: App[Any], main: MainScreen, action: str) -> None:
     """Run a main-screen action on the main screen, closing what is open over it first."""
-    main = app._main_screen()
-    if main is None:
-        return
     while app.screen is not main and len(app.screen_stack) > 1:
         app.pop_screen()
     app.call_later(main.run_action, action)
 
 
-def _select(app: IoApp, run_id: int) -> None:
-    main = app._main_screen()
+def _select(app: Cockpit, run_id: int) -> None:
+    main = app.main_screen()
     if main is not None:
         main.select_run(run_id)
 
 
-def _trace(app: IoApp, run_id: int) -> None:
-    from io_tui.ui.screens.trace import TraceScreen
-
-    app.push_screen(TraceScreen(run_id))
+def _trace(app: App[Any], store: Store, run_id: int) -> None:
+    app.push_screen(TraceScreen(store, run_id))
 
 
-def _selected_workspace(app: IoApp) -> str | None:
-    main = app._main_screen()
+def _selected_workspace(app: Cockpit) -> str | None:
+    main = app.main_screen()
     run_id = main.selected_run if main is not None else None
     run = app.runs.get(run_id) if run_id is not None else None
     return run.workspace if run is not None else None
 
 
-def _memory_show(app: IoApp) -> None:
-    app.run_worker(_memory_show_worker(app), group="db", exit_on_error=False)
+def _memory_show(app: App[Any], cockpit: Cockpit) -> None:
+    app.run_worker(_memory_show_worker(app, cockpit), group="db", exit_on_error=False)
 
 
-async def _memory_show_worker(app: IoApp) -> None:
-    workspace = _selected_workspace(app)
+async def _memory_show_worker(app: App[Any], cockpit: Cockpit) -> None:
+    workspace = _selected_workspace(cockpit)
     if workspace:
-        notes = await app.store.memory.notes_for(workspace)
+        notes = await cockpit.store.memory.notes_for(workspace)
     else:
-        notes = await app.store.memory.list("global", None)
+        notes = await cockpit.store.memory.list("global", None)
     lines = [f"{n.scope}:{n.key} = {n.value[:60]}" for n in notes[:12]] or ["(no notes)"]
     app.notify("\n".join(lines), title=f"Memory ({len(notes)} notes)", timeout=12)
 
 
-def _memory_clear(app: IoApp, workspace: str) -> None:
+def _memory_clear(app: App[Any], store: Store, workspace: str) -> None:
     async def clear() -> None:
-        await app.store.memory.clear("workspace", workspace)
+        await store.memory.clear("workspace", workspace)
         app.notify(f"cleared the notes of {workspace} (pinned notes kept)")
 
     app.run_worker(clear(), group="db", exit_on_error=False)

@@ -1,11 +1,14 @@
 """Where the app's runs execute: in a harness worker process (the default) or in the app's loop.
 
 Both hosts take the same orders — start a run, start the demo, interrupt, decide a paused run's
-request — and report the same way: events into the app's ``EventPump``, asks as
-``ApprovalRequested`` messages with a Future, ends as ``RunEnded``.
+request — and report the same way, in messages to the app they are given (never calls into it):
+events into the app's ``EventPump``, asks as ``ApprovalRequested`` with a Future, ``RunStarted``
+/ ``RunStopped`` as they take and drop a run, ends as ``RunEnded``, a dead worker as
+``RunsLost`` and ``HarnessNotice``. What they need (store, settings, approver) is passed in.
 
-- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use and
-  speaks ``core.worker.protocol`` with it. The runs get a core of their own: the app's frames
+- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use,
+  through the worker's client (``core.worker.client``, no Textual), and turns what the worker
+  says into the app's messages. The runs get a core of their own: the app's frames
   never wait for a SQLite commit, and a run's CPU never delays a key press. If the worker dies,
   the app says so (with the tail of its stderr) and starts a fresh one for the next run.
 - ``InlineHost`` runs each run as a Textual worker in the app's own loop; tests use it to drive
@@ -16,33 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
-import sys
-from collections import deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_worker
 
+from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.events import OPERATOR_CANCEL, EventSink, NullSink
+from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
-from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
-from io_tui.ui.bridge import BridgeSink
-from io_tui.ui.messages import ApprovalRequested, RunEnded
+from io_tui.core.store import Store
+from io_tui.core.worker.client import WorkerClient, WorkerError
+from io_tui.ui.bridge import BridgeSink, EventPump
+from io_tui.ui.messages import (
+    ApprovalRequested,
+    HarnessNotice,
+    RunEnded,
+    RunsLost,
+    RunStarted,
+    RunStopped,
+)
 
 if TYPE_CHECKING:
     from io_tui.core.contract import TaskContract
     from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Provider
-    from io_tui.core.store import Store
-    from io_tui.ui.app import IoApp
 
-WORKER_MODULE = "io_tui.core.worker"
-CLOSE_TIMEOUT_S = 10.0
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
 
@@ -61,257 +66,123 @@ class RunHost(Protocol):
 
 
 class ProcessHost:
-    """Runs in a harness worker process; one per app, started on the first order."""
+    """Runs in a harness worker process (``core.worker.client``); one per app, started on the
+    first order. It turns what the worker says into the app's messages."""
 
-    def __init__(self, app: IoApp, approve: str | None = None) -> None:
-        self.app = app
-        self.approve = approve  # None: asks go to the app; else a FIXED_APPROVERS name
-        self.live: dict[int, str] = {}  # run id → tag
-        self.stderr_tail: deque[str] = deque(maxlen=20)
-        self._process: asyncio.subprocess.Process | None = None
-        self._starting = asyncio.Lock()  # one worker, however many orders race to start it
-        self._tags = itertools.count(1)
-        self._decisions: dict[str, asyncio.Future[RunResult | None]] = {}
-        self._asks: dict[int, asyncio.Future[Decision]] = {}
-        self._closing = False
-        self._reader: asyncio.Future[None] | None = None
+    def __init__(
+        self,
+        app: App[Any],
+        pump: EventPump,
+        store: Store,
+        settings: Settings,
+        approve: str | None = None,
+    ) -> None:
+        self.app = app  # where its messages go and its workers run
+        self.pump = pump
+        self.store = store
+        self.client = WorkerClient(store.path, settings, self, self._spawn, approve)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        self.app.run_worker(work, group="harness-io", exit_on_error=False)
 
     # -- orders --
 
     async def prepare(self) -> None:
-        """Start the worker now (the app does after its first frame), so the first run need not
-        wait for the worker's imports."""
-        await self._ensure()
+        await self.client.prepare()
 
     def start(self, request: NewRunRequest) -> None:
-        self._order("start", request=request.to_json(), approve=self.approve)
+        self.client.start(request)
 
     def start_demo(self, workspace: Path) -> None:
-        self._order("demo", workspace=str(workspace), approve=self.approve)
+        self.client.start_demo(workspace)
 
     def interrupt(self, run_id: int) -> bool:
-        if run_id not in self.live:
-            return False
-        self._order("cancel", run_id=run_id)
-        return True
+        return self.client.interrupt(run_id)
 
     def is_live(self, run_id: int) -> bool:
-        return run_id in self.live
+        return self.client.is_live(run_id)
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
-        tag = self._tag()
-        future: asyncio.Future[RunResult | None] = asyncio.get_running_loop().create_future()
-        self._decisions[tag] = future
-        msg = {
-            "op": "decide",
-            "tag": tag,
-            "approval_id": approval_id,
-            "decision": decision.to_json(),
-        }
-        await self._send(msg)
-        return await future
+        try:
+            return await self.client.decide(approval_id, decision)
+        except WorkerError as exc:
+            raise HostError(str(exc)) from None
 
     async def close(self) -> None:
-        """Close the worker's stdin: it defers open asks, cancels the other runs and exits."""
-        self._closing = True
-        process = self._process
-        if process is None or process.returncode is not None:
-            return
-        assert process.stdin is not None
-        process.stdin.close()
-        try:  # the reader keeps draining stdout meanwhile, so the worker never blocks on it
-            await asyncio.wait_for(process.wait(), CLOSE_TIMEOUT_S)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-        if self._reader is not None:
-            await asyncio.wait([self._reader], timeout=1.0)
+        await self.client.close()
 
-    # -- the pipe --
+    # -- what the worker says (``WorkerListener``) --
 
-    def _tag(self) -> str:
-        return f"t{next(self._tags)}"
+    def event(self, event: RunEvent) -> None:
+        self.pump.put(event)
 
-    def _order(self, op: str, **fields: Any) -> None:
-        """Send an order from a worker; a worker that cannot be started or written to is
-        reported as a run that did not start."""
+    def started(self, run_id: int) -> None:
+        self.app.post_message(RunStarted(run_id))
 
-        async def send() -> None:
-            try:
-                await self._send({"op": op, "tag": self._tag(), **fields})
-            except (OSError, HostError) as exc:
-                error = f"the harness process is not available: {exc}"
-                self.app.post_message(RunEnded(None, error=error))
+    def stopped(self, run_id: int) -> None:
+        self.app.post_message(RunStopped(run_id))
 
-        self.app.run_worker(send(), group="harness-io", exit_on_error=False)
+    def asked(self, request: ApprovalRequest, answer: asyncio.Future[Decision]) -> None:
+        self.app.post_message(ApprovalRequested(request, answer))
 
-    async def _send(self, message: dict[str, Any]) -> None:
-        process = await self._ensure()
-        assert process.stdin is not None
-        process.stdin.write(encode(message))
-        await process.stdin.drain()
+    def ended(self, result: RunResult | None, error: str | None) -> None:
+        self.app.post_message(RunEnded(result, error=error))
 
-    async def _ensure(self) -> asyncio.subprocess.Process:
-        if self._closing:
-            raise HostError("the app is closing")
-        async with self._starting:
-            if self._process is None or self._process.returncode is not None:
-                self._process = await self._spawn()
-            return self._process
+    def notice(self, text: str) -> None:
+        self.app.post_message(HarnessNotice(text, title="Harness", timeout=15))
 
-    async def _spawn(self) -> asyncio.subprocess.Process:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            WORKER_MODULE,
-            "--store",
-            str(self.app.store_path),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        assert process.stdin is not None
-        settings = self.app.settings.model_dump(mode="json")
-        process.stdin.write(encode({"op": "hello", "settings": settings}))
-        self._reader = asyncio.ensure_future(self._read(process))  # until the worker exits
-        return process
+    def unexpected(self, what: str) -> None:
+        self.app.post_message(HarnessNotice(f"unexpected line from the harness: {what[:300]}"))
 
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdout is not None and process.stderr is not None
-        errors = asyncio.ensure_future(self._read_stderr(process.stderr))
-        lines = LineBuffer()
-        try:
-            while chunk := await process.stdout.read(READ_CHUNK):
-                for message in lines.feed(chunk):
-                    try:
-                        self._receive(message)
-                    except (KeyError, TypeError, ValueError) as exc:
-                        self._unexpected(f"{exc!r} in {message}")
-            code = await process.wait()
-            await errors
-        finally:
-            errors.cancel()
-        self._lost(code)
-
-    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            self.stderr_tail.append(line.decode(errors="replace").rstrip())
-
-    def _receive(self, message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if kind == "event":
-            self.app.event_pump.put(event_from(message["e"]))
-        elif kind == "started":
-            self.live[message["run_id"]] = message["tag"]
-            self.app.run_started(message["run_id"])
-        elif kind == "ask":
-            self._ask(ApprovalRequest.from_json(message["request"]))
-        elif kind in ("ended", "failed"):
-            self._ended(message)
-        elif kind == "notice":
-            self.app.notify(str(message["text"]), title="Harness", severity="warning", timeout=15)
-        else:
-            self._unexpected(str(message))
-
-    def _unexpected(self, what: str) -> None:
-        """A line the protocol does not know: reported, skipped; the runs go on."""
-        self.app.notify(f"unexpected line from the harness: {what[:300]}", severity="warning")
-
-    def _ask(self, request: ApprovalRequest) -> None:
-        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-        self._asks[request.id] = future
-
-        def answered(done: asyncio.Future[Decision]) -> None:
-            self._asks.pop(request.id, None)
-            if done.cancelled() or self._closing:
-                return
-            answer = {
-                "op": "answer",
-                "approval_id": request.id,
-                "decision": done.result().to_json(),
-            }
-            self.app.run_worker(self._send(answer), group="harness-io", exit_on_error=False)
-
-        future.add_done_callback(answered)
-        self.app.post_message(ApprovalRequested(request, future))
-
-    def _ended(self, message: dict[str, Any]) -> None:
-        tag = message["tag"]
-        for run_id in [r for r, t in self.live.items() if t == tag]:
-            del self.live[run_id]
-            self.app.run_stopped(run_id)
-        result = RunResult.from_json(message["result"]) if message.get("result") else None
-        error = message.get("error")
-        decision = self._decisions.pop(tag, None)
-        if decision is not None:
-            if error is not None:
-                decision.set_exception(HostError(error))
-            else:
-                decision.set_result(result)
-            return
-        if result is not None or error is not None:
-            self.app.post_message(RunEnded(result, error=error))
-
-    def _lost(self, code: int) -> None:
-        """The worker exited: expected at close; otherwise its live runs are lost with it."""
-        lost = sorted(self.live)
-        self.live.clear()
-        for run_id in lost:
-            self.app.run_stopped(run_id)
-        for ask in self._asks.values():
-            ask.cancel()  # nobody is waiting for the answer any more
-        for decision in self._decisions.values():
-            if not decision.done():
-                decision.set_exception(HostError(f"the harness process exited (code {code})"))
-        self._asks.clear()
-        self._decisions.clear()
-        if self._closing:
-            return
-        if lost:
-            self.app.run_worker(self._mark_lost(lost, code), group="db", exit_on_error=False)
-        tail = "\n".join(self.stderr_tail) or "(nothing on stderr)"
-        runs = f"; runs lost: {', '.join(map(str, lost))}" if lost else ""
-        self.app.notify(
-            f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
-            title="Harness stopped",
-            severity="error",
-            timeout=30,
+    def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
+        if run_ids:
+            self.app.run_worker(self._mark_lost(run_ids, code), group="db", exit_on_error=False)
+        tail = stderr or "(nothing on stderr)"
+        runs = f"; runs lost: {', '.join(map(str, run_ids))}" if run_ids else ""
+        self.app.post_message(
+            HarnessNotice(
+                f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
+                title="Harness stopped",
+                severity="error",
+                timeout=30,
+            )
         )
 
     async def _mark_lost(self, run_ids: list[int], code: int) -> None:
         """The runs the dead worker held end ``failed`` in the store (they would say 'running'
-        forever), and the app reloads them."""
-        store = self.app.store
+        forever), and the app reloads them (``RunsLost``)."""
+        store = self.store
         for run_id in run_ids:
             row = await store.runs.get(run_id)
             if row is not None and row.status in ("running", "asking"):
                 error = f"the harness process exited (code {code}) while the run was live"
                 await store.runs.set_status(run_id, "failed", "failed", error=error)
-        self.app.refresh_runs(run_ids)
+        self.app.post_message(RunsLost(run_ids))
 
 
 class InlineHost:
-    """Runs in the app's own event loop, one Textual worker each (``group="runs"``).
+    """Runs in the app's own event loop, one Textual worker each (``group="runs"``); its runs ask
+    ``approver`` (the app's ``UIApprover``, or a fixed one)."""
 
-    Works for any app with a ``store``: without an ``event_pump`` its runs emit nothing (the
-    steering screens' own test apps decide through it).
-    """
-
-    def __init__(self, app: App[Any], approver: Approver | None = None) -> None:
-        self.app = app
+    def __init__(
+        self,
+        app: App[Any],
+        pump: EventPump,
+        store: Store,
+        settings: Settings,
+        approver: Approver,
+    ) -> None:
+        self.app = app  # where its messages go and its workers run
+        self.pump = pump
+        self.store = store
+        self.settings = settings
         self.approver = approver
         self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
         self.tasks: dict[int, asyncio.Task[Any]] = {}  # run id → the asyncio task it runs in
         self.asking: set[int] = set()  # runs waiting on an approver's answer
 
-    @property
-    def _store(self) -> Store:
-        return getattr(self.app, "store")  # noqa: B009 - any app with a store
-
     def build_approver(self) -> Approver:
-        from io_tui.ui.approver import UIApprover
-
-        return _Asking(self.approver or UIApprover(self.app), self.asking)
+        return _Asking(self.approver, self.asking)
 
     async def prepare(self) -> None:
         return None
@@ -348,7 +219,7 @@ class InlineHost:
         sink = self._sink()
         try:
             decided = await decide(
-                self._store, approval_id, decision, approver=self.build_approver(), sink=sink
+                self.store, approval_id, decision, approver=self.build_approver(), sink=sink
             )
         except DecideError as exc:
             raise HostError(str(exc)) from None
@@ -368,27 +239,24 @@ class InlineHost:
             worker.cancel()
         await _settled(live, PAUSE_WAIT)
 
-    def _sink(self) -> EventSink:
-        pump = getattr(self.app, "event_pump", None)
-        if pump is None:
-            return NullSink()
+    def _sink(self) -> BridgeSink:
         worker = get_current_worker()
 
         def named(run_id: int) -> None:
             self.workers[run_id] = worker
             if (task := asyncio.current_task()) is not None:  # the first event is the run's own
                 self.tasks[run_id] = task
-            getattr(self.app, "run_started", lambda run_id: None)(run_id)
+            self.app.post_message(RunStarted(run_id))
 
-        return BridgeSink(pump, on_run_id=named)
+        return BridgeSink(self.pump, on_run_id=named)
 
-    def _stopped(self, sink: EventSink) -> None:
-        run_id = getattr(sink, "run_id", None)
+    def _stopped(self, sink: BridgeSink) -> None:
+        run_id = sink.run_id
         if run_id is None:
             return
         self.tasks.pop(run_id, None)
         if self.workers.pop(run_id, None) is not None:
-            getattr(self.app, "run_stopped", lambda run_id: None)(run_id)
+            self.app.post_message(RunStopped(run_id))
 
     def run(
         self,
@@ -408,7 +276,7 @@ class InlineHost:
 
         sink = self._sink()
         harness = Harness(
-            store=self._store,
+            store=self.store,
             provider=provider,
             approver=self.build_approver(),
             sink=sink,
@@ -423,9 +291,8 @@ class InlineHost:
     async def _start_request(self, request: NewRunRequest) -> None:
         from io_tui.core.launch import build_run
 
-        settings = getattr(self.app, "settings")  # noqa: B009 - IoApp's
         try:
-            contract, provider, policy = await build_run(self._store, settings, request)
+            contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return

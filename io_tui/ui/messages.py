@@ -10,6 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.events import RunEvent
@@ -46,6 +47,56 @@ class RunEnded(Message):
         self.error = error
 
 
+class RunStarted(Message):
+    """A host drives run ``run_id`` now: its keys (interrupt) apply while it is live."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
+class RunStopped(Message):
+    """A host no longer drives run ``run_id`` (it ended, paused, or its worker died)."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
+class RunsLost(Message):
+    """The harness worker died holding these runs; the store now says how they ended."""
+
+    def __init__(self, run_ids: list[int]) -> None:
+        super().__init__()
+        self.run_ids = run_ids
+
+
+class HarnessNotice(Message):
+    """Something the operator should read about the harness (a notice, a dead worker)."""
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "warning",
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.text = text
+        self.title = title
+        self.severity = severity
+        self.timeout = timeout
+
+
+class NewRunRequested(Message):
+    """Open the new-run dialog, its task filled in (a prompt typed with no run selected)."""
+
+    def __init__(self, task: str = "") -> None:
+        super().__init__()
+        self.task = task
+
+
 class StoreChanged(Message):
     """Something outside this process's runs changed the store (a poll noticed it)."""
 
@@ -68,12 +119,3 @@ class StartRun(Message):
     def __init__(self, request: NewRunRequest) -> None:
         super().__init__()
         self.request = request
-
-
-class StepSelected(Message):
-    """The operator selected a step (run_id, step) — or a run (step None)."""
-
-    def __init__(self, run_id: int, step: int | None) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.step = step

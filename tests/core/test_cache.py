@@ -22,11 +22,12 @@ from io_tui.core.cache import (
     usage_hit_rate,
 )
 from io_tui.core.contract import CachePrices, TaskContract
+from io_tui.core.harness import Harness
 from io_tui.core.memory import MEMORY_HEADER
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, Outcome, start_run
+from io_tui.core.run import Outcome, start_run
 from io_tui.core.trace import build_trace
 
 WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire"

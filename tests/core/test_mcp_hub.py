@@ -25,12 +25,13 @@ from mcp_test_server import PNG_1PX, build_server
 
 from io_tui.core.approvals import ApproveAll, DenyAll
 from io_tui.core.contract import TaskContract
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import ObsKind
 from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer, open_hub
 from io_tui.core.mcp.connection import MAX_RESTARTS
 from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, Outcome, harness_registry, start_run
+from io_tui.core.run import Outcome, start_run
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry

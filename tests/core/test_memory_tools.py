@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,9 @@ class Harness:
             run_id=run_id,
             step=step,
             cap_chars=8_000,
-            services={
-                "memory": self.store.memory,
-                "memory_limits": self.limits,
-                "emit": lambda kind, detail: self.events.append((kind, detail)),
-            },
+            memory=self.store.memory,
+            memory_limits=self.limits,
+            emit=lambda kind, detail: self.events.append((kind, detail)),
         )
 
     def ops(self) -> list[tuple[str, str | None]]:
@@ -146,7 +145,6 @@ async def test_bad_arguments_and_missing_service(h: Harness) -> None:
         Remember().parse({"key": "k", "value": "v", "scope": "team"})
     with pytest.raises(ToolError, match="one line"):
         await remember(h, "a\nb", "v")
-    ctx = h.ctx()
-    ctx.services.clear()
+    ctx = replace(h.ctx(), memory=None)
     with pytest.raises(ToolError, match="not available"):
         await Remember().run(Remember().parse({"key": "k", "value": "v"}), ctx)

@@ -20,9 +20,10 @@ from io_tui.core.approvals import (
 from io_tui.core.contract import TaskContract
 from io_tui.core.decisions import decide
 from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.harness import Harness
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, Outcome, resume_run, start_run
+from io_tui.core.run import Outcome, resume_run, start_run
 from io_tui.core.store import Store
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.trace import build_trace

@@ -29,10 +29,11 @@ from io_tui.core.approvals import ApproveAll
 from io_tui.core.context import EntryState
 from io_tui.core.context.stubs import how_to_get_back, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
+from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind, bound_text
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
-from io_tui.core.run import Harness, Outcome, start_run
+from io_tui.core.run import Outcome, start_run
 from io_tui.core.store import Store
 from io_tui.core.trace import build_trace
 

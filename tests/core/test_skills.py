@@ -6,9 +6,10 @@ import json
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.contract import TaskContract
+from io_tui.core.harness import Harness
 from io_tui.core.policy import Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, start_run
+from io_tui.core.run import start_run
 from io_tui.core.skills import catalogue, discover, parse_front_matter
 from io_tui.core.trace import build_trace
 from io_tui.paths import bundled_dir

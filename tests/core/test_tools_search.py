@@ -223,9 +223,9 @@ async def test_grep_never_reads_secrets(ctx: ToolContext, root: Path) -> None:
         await call(Grep(), ctx, pattern="API_KEY", path=".env")
 
 
-async def test_grep_uses_the_runs_policy_from_services(root: Path) -> None:
+async def test_grep_uses_the_runs_policy_from_its_context(root: Path) -> None:
     policy = Policy().with_layer(Layer("project", (Rule(Act.READ, Effect.DENY, "src/util/*"),)))
-    ctx = ToolContext(Workspace(root), 1, 1, 10_000, services={"policy": policy})
+    ctx = ToolContext(Workspace(root), 1, 1, 10_000, policy=policy)
     out = await call(Grep(), ctx, pattern="NEEDLE", path="src")
     assert "helpers.py" not in out.text.split("(")[0]
     assert "1 file(s) skipped" in out.text

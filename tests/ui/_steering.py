@@ -1,4 +1,6 @@
-"""Shared helpers for the steering UI tests: real paused runs in a real store, and host apps."""
+"""Shared helpers for the steering UI tests: real paused runs in a real store, and a host app
+that shows one steering screen alone (its snapshots show that screen, without the main screen
+and the app's keys; flows go through the real app, ``create_app``)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,18 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import Static
 
+from io_tui.config import Settings, UISettings
 from io_tui.core.approvals import ApprovalRequest, DeferAll
 from io_tui.core.contract import TaskContract
 from io_tui.core.policy import Act, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Harness, RunResult, start_run
 from io_tui.core.store import Store
+from io_tui.ui.approver import ApprovalDesk
+from io_tui.ui.attention import Activity
+from io_tui.ui.bridge import EventPump
+from io_tui.ui.hosts import InlineHost
+from io_tui.ui.screens.inbox import InboxScreen
 
 APP_PY = "def parse(x):\n    return a\n\n\ndef helper():\n    return 1\n"
 
@@ -124,7 +132,9 @@ class Blank(Screen[None]):
 
 
 class StoreHost(App[None]):
-    """Opens a store, then pushes the screen ``make(store)`` builds; records dismiss results."""
+    """Opens a store, then pushes the screen ``make(store)`` builds; records dismiss results.
+    A paused run decided here is resumed by the real desk and host of the real app (in this
+    app's loop)."""
 
     def __init__(self, store_path: Path, make: Callable[[Store], Any]) -> None:
         super().__init__()
@@ -132,6 +142,26 @@ class StoreHost(App[None]):
         self.make = make
         self.store: Store = Store(store_path)
         self.results: list[Any] = []
+
+    @classmethod
+    def inbox(cls, store_path: Path) -> StoreHost:
+        """The inbox alone, deciding through a real ``ApprovalDesk``."""
+
+        def make(store: Store) -> InboxScreen:
+            host = InlineHost(app, EventPump(app), store, Settings(), DeferAll())
+            desk = ApprovalDesk(
+                app,
+                store=store,
+                host=host,
+                ui=UISettings(),
+                activity=Activity(),
+                inbox_key=lambda: "f2",
+                withdraw=lambda _toast: None,
+            )
+            return InboxScreen(store, desk, poll_interval=None)
+
+        app = cls(store_path, make)
+        return app
 
     async def on_load(self) -> None:
         await self.store.db.open()

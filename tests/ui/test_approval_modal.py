@@ -12,12 +12,10 @@ from io_tui.core.approvals import Decision, DecisionKind, RememberRule
 from io_tui.core.decisions import decide
 from io_tui.core.policy import Act
 from io_tui.core.store import Store
-from io_tui.ui.screens.approval import (
-    ApprovalScreen,
-    DenyScreen,
-    RememberScreen,
-    RewriteScreen,
-)
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.deny import DenyScreen
+from io_tui.ui.screens.remember import RememberScreen
+from io_tui.ui.screens.rewrite import RewriteScreen
 from io_tui.ui.widgets.diff_view import DiffView
 from ui._steering import (
     EDIT_TURN,
@@ -301,15 +299,13 @@ async def test_markup_and_escapes_in_arguments_are_shown_as_text(
 ) -> None:
     """A command may hold "[/]" (markup to Textual) or escape sequences: the modal and the
     inbox show them as text, and nothing reaches the terminal raw."""
-    from io_tui.ui.screens.inbox import InboxScreen
 
     ws = make_workspace(tmp_path / "ws")
     argv = ["echo", "[/]", "[bold]x", "\x1b[2J"]
     turn = {"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]}
     async with await Store.open(store_path) as store:
         await paused_run(store, ws, [turn], tmp_path / "s.json")
-    for make in (_screen, lambda store: InboxScreen(store, poll_interval=None)):
-        app = StoreHost(store_path, make)
+    for app in (StoreHost(store_path, _screen), StoreHost.inbox(store_path)):
         async with app.run_test(size=(100, 32)) as pilot:
             await app.workers.wait_for_complete()
             await pilot.pause()

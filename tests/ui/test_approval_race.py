@@ -21,7 +21,6 @@ from io_tui.core.approvals import DecisionKind
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
-from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
 from io_tui.ui.screens.main import MainScreen
@@ -55,7 +54,7 @@ async def _type_while_a_run_asks(app: IoApp, pilot: Pilot[Any], tmp_path: Path) 
     await pilot.press(*"pl")
     app.start_request(NewRunRequest("fix parse", workspace, f"scripted:{path}"))
     await pilot.press(*"ease wait")  # the ask arrives somewhere in here
-    desk = ApprovalDesk.of(app)
+    desk = app.desk
     await until(lambda: desk.queue, pilot)
     await pilot.press(*" try yeand 12345", "enter")
     await pilot.pause()
@@ -75,7 +74,7 @@ async def _pending(app: IoApp) -> list[Any]:
 async def test_keys_typed_into_the_prompt_never_decide_an_ask(tmp_path: Path, harness: str) -> None:
     app = _app(tmp_path, harness)
     clock = FakeClock()
-    ApprovalDesk.of(app).clock = clock
+    app.activity.clock = clock
     async with app.run_test(size=SIZE) as pilot:
         prompt = await _type_while_a_run_asks(app, pilot, tmp_path)
         # enter sent the text as a message; nothing else took a key
@@ -109,7 +108,7 @@ async def test_a_held_ask_is_decided_from_the_inbox(tmp_path: Path, harness: str
     decision resolves the live run as the modal of the ask would have."""
     app = _app(tmp_path, harness)
     clock = FakeClock()
-    ApprovalDesk.of(app).clock = clock
+    app.activity.clock = clock
     async with app.run_test(size=SIZE) as pilot:
         prompt = await _type_while_a_run_asks(app, pilot, tmp_path)
         prompt.value = "still typing"
@@ -143,7 +142,7 @@ async def test_a_recent_key_alone_holds_the_ask(tmp_path: Path) -> None:
     decide in the modal once it is armed."""
     app = _app(tmp_path, "inline", letter_shortcuts=True)
     clock = FakeClock()
-    ApprovalDesk.of(app).clock = clock
+    app.activity.clock = clock
     workspace = make_workspace(tmp_path / "ws")
     path = script(tmp_path / "s.json", [EDIT_TURN, {"text": "done"}])
     async with app.run_test(size=SIZE) as pilot:
@@ -152,7 +151,7 @@ async def test_a_recent_key_alone_holds_the_ask(tmp_path: Path) -> None:
         )
         await pilot.press("down")
         app.start_request(NewRunRequest("fix parse", workspace, f"scripted:{path}"))
-        await until(lambda: ApprovalDesk.of(app).held, pilot)
+        await until(lambda: app.desk.held, pilot)
         assert not isinstance(app.screen, ApprovalScreen)
         clock.advance(0.7)  # past typing_quiet_ms (600)
         await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)

@@ -9,7 +9,6 @@ from typing import Any
 
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import ApprovalScreen
-from io_tui.ui.screens.inbox import InboxScreen
 from io_tui.ui.testing import freeze
 from ui._steering import (
     EDIT_TURN,
@@ -83,7 +82,7 @@ def test_modal_exec(snap_compare: Any, store_path: Path, tmp_path: Path) -> None
 def test_inbox(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
     """Three pending requests from three runs, oldest first, "1 of 3"."""
     _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN], [EDIT_TURN]])
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = StoreHost.inbox(store_path)
     assert snap_compare(app, terminal_size=(120, 20), run_before=_settle)
 
 
@@ -163,14 +162,14 @@ def test_small_inbox(snap_compare: Any, store_path: Path, tmp_path: Path) -> Non
     """80×24: three requests (write, exec, MCP), every column, the first highlighted and its
     diff previewed below."""
     _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN]], mcp=True)
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = StoreHost.inbox(store_path)
     assert snap_compare(app, terminal_size=SMALL, run_before=_settle)
 
 
 def test_small_inbox_mcp_preview(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
     """80×24: the MCP call highlighted, its arguments previewed."""
     _seed(store_path, tmp_path, [[EDIT_TURN], [EXEC_TURN]], mcp=True)
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = StoreHost.inbox(store_path)
     assert snap_compare(app, terminal_size=SMALL, run_before=_pressed("down", "down"))
 
 

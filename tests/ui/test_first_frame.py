@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from textual.command import CommandPalette
@@ -49,15 +50,20 @@ async def panes_held(
         yield pilot, release
 
 
+async def _until(pilot: Pilot[int], done: Callable[[], object], turns: int = 1000) -> None:
+    """Process the app's messages until ``done()`` (at most ``turns`` rounds; no fixed sleep)."""
+    for _ in range(turns):
+        if done():
+            return
+        await pilot.pause()
+    raise AssertionError("condition not reached")
+
+
 async def _ready(pilot) -> MainScreen:  # type: ignore[no-untyped-def]
     screen = pilot.app.screen
     assert isinstance(screen, MainScreen)
-    for _ in range(50):
-        if screen.ready and screen.query(Footer):
-            break
-        await pilot.pause(0.02)
+    await _until(pilot, lambda: screen.ready and screen.query(Footer))
     await pilot.pause()
-    assert screen.ready
     return screen
 
 
@@ -122,13 +128,40 @@ async def test_keys_before_the_panes_do_nothing(make_app, monkeypatch) -> None:
         assert screen.focused is screen.prompt
 
 
-async def test_quitting_while_the_panes_mount_is_clean(make_app) -> None:
+async def test_quitting_while_the_panes_mount_is_clean(make_app, monkeypatch) -> None:
     """Textual's Header raised NoMatches from its title watcher when the app closed while the
-    Header mounted; the title bar has no children to look up. Quit at many points of start-up."""
-    for delay in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08):
+    Header mounted; the title bar has no children to look up. Quit at every point of start-up:
+    at once, on the skeleton, while the panes mount, while the footer mounts, once ready."""
+    mount_all, mount = MainScreen.mount_all, MainScreen.mount
+    quit_in: set[str] = set()
+
+    def quitting_mount_all(self: MainScreen, *args: Any, **kw: Any) -> Any:
+        mounting = mount_all(self, *args, **kw)
+        if "panes" in quit_in:
+            self.app.exit()  # while they mount
+        return mounting
+
+    def quitting_mount(self: MainScreen, *args: Any, **kw: Any) -> Any:
+        mounting = mount(self, *args, **kw)
+        if "footer" in quit_in and any(isinstance(w, Footer) for w in args):
+            self.app.exit()
+        return mounting
+
+    monkeypatch.setattr(MainScreen, "mount_all", quitting_mount_all)
+    monkeypatch.setattr(MainScreen, "mount", quitting_mount)
+    for point in ("start", "skeleton", "panes", "footer", "ready"):
+        quit_in.clear()
+        quit_in.add(point)
         app = make_app(demo=False)
-        async with app.run_test(size=SIZE):
-            await asyncio.sleep(delay)
+        async with app.run_test(size=SIZE) as pilot:
+            if point == "skeleton":
+                await _until(pilot, lambda: isinstance(app.screen, MainScreen))  # noqa: B023
+            elif point == "ready":
+                await _ready(pilot)
+            elif point in ("panes", "footer"):
+                await _until(pilot, lambda: app.return_code is not None)  # noqa: B023
+            if point in ("start", "skeleton", "ready"):
+                app.exit()
         assert app.return_code in (None, 0)
 
 
@@ -178,22 +211,24 @@ async def test_a_run_written_by_another_process_appears_at_the_next_poll(
     app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _ready(pilot)
-        await pilot.pause(0.2)
+        await app.workers.wait_for_complete()  # the first read of the store
+        await pilot.pause()
         assert app.runs == {} and app.return_code is None
         async with await Store.open(app.store_path) as other:  # a second connection
             run_id = await other.runs.create(
                 goal="goal", workspace=str(tmp_path), contract={}, provider={}, policy={}
             )
         app.poll_store()
-        await pilot.pause(0.2)
-        assert run_id in screen.run_tree.run_nodes
+        await app.workers.wait_for_complete()
+        await _until(pilot, lambda: run_id in screen.run_tree.run_nodes)
 
 
 async def test_a_corrupt_store_ends_the_app_with_its_reason(make_app, tmp_path) -> None:
     bad = tmp_path / "store.db"  # the store make_app opens
     bad.write_bytes(b"this is not sqlite" * 100)
     app = make_app(demo=False)
-    async with app.run_test(size=SIZE):
-        await asyncio.sleep(0.3)
+    async with app.run_test(size=SIZE) as pilot:
+        await asyncio.wait([app.store.db.open_soon()])  # the background open, failed
+        await _until(pilot, lambda: app.return_code is not None)
     assert app.return_code == 2
     assert bad.read_bytes() == b"this is not sqlite" * 100

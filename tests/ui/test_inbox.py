@@ -6,58 +6,40 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual import on
-from textual.app import App, ComposeResult
+from textual.containers import Vertical
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
+from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, DecisionKind
-from io_tui.core.contract import TaskContract
 from io_tui.core.policy import Act
-from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, RunResult, start_run
+from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
-from io_tui.ui.approver import ApprovalDesk, UIApprover
-from io_tui.ui.messages import ApprovalRequested
+from io_tui.ui.app import IoApp, create_app
+from io_tui.ui.approver import UIApprover
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
-from ui._steering import EDIT_TURN, StoreHost, make_workspace, paused_run, script
+from ui._steering import EDIT_TURN, make_workspace, paused_run, script
 
 FIXED = "def parse(x):\n    return x\n"
 
 
-class RunsHost(App[None]):
-    """A minimal app that runs tasks with the UI approver and answers asks through the desk."""
+def _app(store_path: Path) -> IoApp:
+    """The real app, its runs in its own loop, asking through its own desk."""
+    return create_app(Settings(ui={"harness": "inline"}), store_path, poll_interval=None)
 
-    def __init__(self, store_path: Path) -> None:
-        super().__init__()
-        self.store = Store(store_path)
-        self.results: list[RunResult] = []
 
-    async def on_load(self) -> None:
-        await self.store.db.open()
+async def _inbox(app: IoApp, pilot: Pilot[None]) -> InboxScreen:
+    app.action_inbox()
+    await _until(
+        lambda: isinstance(app.screen, InboxScreen) and app.screen.query("#inbox-table"), pilot
+    )
+    assert isinstance(app.screen, InboxScreen)
+    return app.screen
 
-    def compose(self) -> ComposeResult:
-        yield Static("runs")
 
-    @on(ApprovalRequested)
-    def _asked(self, message: ApprovalRequested) -> None:
-        ApprovalDesk.of(self).ask(message.request, message.future)
-
-    def start(self, workspace: Path, script_path: Path) -> None:
-        async def go() -> None:
-            harness = Harness(
-                store=self.store,
-                provider=ScriptedProvider.from_file(script_path),
-                approver=UIApprover(self),
-            )
-            contract = TaskContract(goal="fix parse", workspace=workspace, max_steps=5)
-            self.results.append(await start_run(harness, contract))
-
-        self.run_worker(go(), group="runs", exit_on_error=False)
-
-    async def on_unmount(self) -> None:
-        ApprovalDesk.of(self).shutdown()
-        await self.store.close()
+def _start(app: IoApp, workspace: Path, script_path: Path) -> None:
+    app.start_request(NewRunRequest("fix parse", workspace, f"scripted:{script_path}"))
 
 
 async def _until(predicate, pilot, limit: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -73,31 +55,31 @@ async def test_defer_quit_reopen_and_decide_from_the_inbox(
 ) -> None:
     ws = make_workspace(tmp_path / "ws")
     path = script(tmp_path / "s.json", [EDIT_TURN, {"text": "done"}])
-    first = RunsHost(store_path)
+    first = _app(store_path)
     async with first.run_test(size=(100, 32)) as pilot:
-        first.start(ws, path)
+        _start(first, ws, path)
         await _until(lambda: isinstance(first.screen, ApprovalScreen), pilot)
         assert "1 asking" in first.title
         await _until(lambda: first.screen.armed, pilot)  # type: ignore[attr-defined]
         await pilot.press("5")
-        await _until(lambda: bool(first.results), pilot)
-        assert first.results[0].status == "paused"
-        assert "asking" not in first.title
+        await _until(lambda: 1 in first.runs and first.runs[1].status == "paused", pilot)
+        await _until(lambda: "asking" not in first.title, pilot)
     assert "return a" in (ws / "src" / "app.py").read_text()
 
-    second = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    second = _app(store_path)
     async with second.run_test(size=(100, 32)) as pilot:
+        inbox = await _inbox(second, pilot)
         await second.workers.wait_for_complete()
         await pilot.pause()
-        assert "1 of 1" in str(second.screen.query_one("#inbox-title").render())
+        assert "1 of 1" in str(inbox.query_one("#inbox-title", Static).render())
         await pilot.press("1")
         await _until(lambda: not [w for w in second.workers if w.group == "runs"], pilot)
         await second.workers.wait_for_complete()
         await pilot.pause()
-        assert second.screen.query_one("#inbox-table", DataTable).row_count == 0
+        assert inbox.query_one("#inbox-table", DataTable).row_count == 0
     assert (ws / "src" / "app.py").read_text().startswith(FIXED)
     async with await Store.open(store_path) as store:
-        run = await store.runs.get(first.results[0].run_id)
+        run = await store.runs.get(1)
         assert run is not None and (run.status, run.outcome) == ("finished", "finished")
         (record,) = await store.approvals.history()
         assert record.decision is not None and record.decision.kind is DecisionKind.APPROVE
@@ -107,12 +89,12 @@ async def test_defer_quit_reopen_and_decide_from_the_inbox(
 async def test_several_runs_asking_at_once_queue_one_modal_each(
     tmp_path: Path, store_path: Path
 ) -> None:
-    app = RunsHost(store_path)
+    app = _app(store_path)
     workspaces = [make_workspace(tmp_path / f"ws{i}") for i in range(3)]
     async with app.run_test(size=(100, 32)) as pilot:
         for i, ws in enumerate(workspaces):
-            app.start(ws, script(tmp_path / f"s{i}.json", [EDIT_TURN, {"text": "done"}]))
-        await _until(lambda: len(ApprovalDesk.of(app).queue) == 3, pilot)
+            _start(app, ws, script(tmp_path / f"s{i}.json", [EDIT_TURN, {"text": "done"}]))
+        await _until(lambda: len(app.desk.queue) == 3, pilot)
         assert "3 asking" in app.title
         seen = []
         for key in ("1", "4", "1"):
@@ -127,9 +109,10 @@ async def test_several_runs_asking_at_once_queue_one_modal_each(
                 await pilot.pause()
                 await pilot.press("enter")
             await _until(lambda s=screen: app.screen is not s, pilot)  # type: ignore[misc]
-        await _until(lambda: len(app.results) == 3, pilot)
+        ended = lambda: [r for r in app.runs.values() if not r.live]  # noqa: E731
+        await _until(lambda: len(ended()) == 3, pilot)
+        statuses = sorted(str(r.outcome) for r in ended())
     assert seen == sorted(seen) and len(set(seen)) == 3
-    statuses = sorted(r.outcome.value for r in app.results)
     assert statuses == ["denied", "finished", "finished"]
     async with await Store.open(store_path) as store:
         kinds = [r.decision.kind for r in await store.approvals.history() if r.decision]
@@ -144,15 +127,16 @@ async def test_inbox_lists_every_pending_request_oldest_first(
             ws = make_workspace(tmp_path / f"ws{i}")
             await paused_run(store, ws, [EDIT_TURN], tmp_path / f"s{i}.json")
         ids = [r.request.id for r in await store.approvals.pending()]
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = _app(store_path)
     async with app.run_test(size=(100, 32)) as pilot:
+        inbox = await _inbox(app, pilot)
         await app.workers.wait_for_complete()
         await pilot.pause()
-        table = app.screen.query_one("#inbox-table", DataTable)
+        table = inbox.query_one("#inbox-table", DataTable)
         assert [int(k.value or 0) for k in table.rows] == ids
-        assert "1 of 3" in str(app.screen.query_one("#inbox-title").render())
+        assert "1 of 3" in str(inbox.query_one("#inbox-title", Static).render())
         await pilot.press("down")
-        assert "2 of 3" in str(app.screen.query_one("#inbox-title").render())
+        assert "2 of 3" in str(inbox.query_one("#inbox-title", Static).render())
         await pilot.press("4")
         await pilot.pause()
         await pilot.press(*"no", "enter")
@@ -168,7 +152,7 @@ async def test_inbox_lists_every_pending_request_oldest_first(
 
 async def test_an_app_that_is_not_running_defers(store_path: Path) -> None:
     request = ApprovalRequest(1, 1, 1, "c", "write_file", {}, Act.WRITE, "x", "", "r", "l", "/w")
-    decision = await asyncio.wait_for(UIApprover(RunsHost(store_path)).decide(request), 1)
+    decision = await asyncio.wait_for(UIApprover(_app(store_path)).decide(request), 1)
     assert decision.kind is DecisionKind.DEFER
 
 
@@ -186,15 +170,16 @@ async def test_the_preview_follows_the_highlighted_request(
         await paused_run(store, ws, [EDIT_TURN], tmp_path / "a.json")
         await paused_run(store, ws, [EXEC_TURN], tmp_path / "b.json")
         await mcp_request(store, ws)
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = _app(store_path)
 
     def preview() -> str:
-        pane = app.screen.query_one("#inbox-preview")
+        pane = app.screen.query_one("#inbox-preview", Vertical)
         return " ".join(str(w.render()) for w in pane.query("Static, Label"))
 
     async with app.run_test(size=(80, 24)) as pilot:
+        await _inbox(app, pilot)
         await _until(lambda: app.screen.query("#inbox-preview DiffView"), pilot)
-        view = app.screen.query_one("#inbox-preview").query_one(DiffView)
+        view = app.screen.query_one("#inbox-preview", Vertical).query_one(DiffView)
         assert view.old is not None and "return a" in view.old and "return x" in view.new
         await pilot.press("down")
         await _until(lambda: '["git", "status", "--short"]' in preview(), pilot)
@@ -210,8 +195,9 @@ async def test_enter_opens_the_modal_and_its_decision_resumes_the_paused_run(
     ws = make_workspace(tmp_path / "ws")
     async with await Store.open(store_path) as store:
         await paused_run(store, ws, [EDIT_TURN, {"text": "done"}], tmp_path / "s.json")
-    app = StoreHost(store_path, lambda store: InboxScreen(store, poll_interval=None))
+    app = _app(store_path)
     async with app.run_test(size=(80, 24)) as pilot:
+        await _inbox(app, pilot)
         await _until(lambda: app.screen.query_one("#inbox-table", DataTable).row_count, pilot)
         await pilot.press("enter")
         await _until(lambda: isinstance(app.screen, ApprovalScreen), pilot)

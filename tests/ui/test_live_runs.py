@@ -17,7 +17,6 @@ from io_tui.core.contract import TaskContract
 from io_tui.core.events import OPERATOR_CANCEL
 from io_tui.core.policy import Policy
 from io_tui.ui.app import IoApp
-from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.hosts import InlineHost
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import freeze, prepare_demo_workspace, wait_until_idle
@@ -177,7 +176,7 @@ async def test_an_asking_run_is_selected_and_its_ask_has_a_timer(make_app, clock
         await until(pilot, lambda: 2 in tree.run_nodes, "the second run")
         await until(pilot, lambda: screen.selected_run == 2, "the new run selected (idle)")
         screen.select_run(1)  # the operator looks at run 1 again, and waits
-        ApprovalDesk.of(app).last_key = float("-inf")  # and has pressed no key for a while
+        app.activity.last_key = float("-inf")  # and has pressed no key for a while
         second.release(2)
         await until(pilot, lambda: app.runs[2].status == "asking", "asking")
         await until(pilot, lambda: screen.selected_run == 2, "the asking run selected")

@@ -11,6 +11,7 @@ from io_tui.core.events import EventKind
 from io_tui.core.store import Store
 from io_tui.demo import DEMO_CONTEXT
 from io_tui.ui.messages import RunEventsReceived
+from io_tui.ui.run_board import Changes
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge
@@ -229,11 +230,11 @@ async def test_a_live_run_repaints_the_gauges_at_most_ten_times_a_second(
         gauge = screen.query_one("#gauge-run", Gauge)
         for tokens in range(100, 2_100, 100):  # twenty batches in one loop turn
             run.tokens = tokens
-            screen.apply_changes({1}, set(), set())
+            screen.apply_changes(Changes(runs={1}))
         await pilot.pause()
         assert gauge.value == 2_000  # one repaint, with the latest figure
         run.tokens = 2_500
-        screen.apply_changes({1}, set(), set())
+        screen.apply_changes(Changes(runs={1}))
         await pilot.pause()
         assert gauge.value == 2_000  # within the interval of the last repaint: waits for the tick
         await pilot.pause(1.1)

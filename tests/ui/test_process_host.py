@@ -98,8 +98,8 @@ async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
         app.start_request(NewRunRequest("wait", workspace, sleepy_script(tmp_path / "s.json")))
         await until(lambda: app.host.is_live(1), pilot)
         host = app.host
-        assert isinstance(host, ProcessHost) and host._process is not None
-        host._process.kill()
+        assert isinstance(host, ProcessHost) and host.client._process is not None
+        host.client._process.kill()
         await until(lambda: not app.host.is_live(1), pilot)
         await until(lambda: any("harness process exited" in n for n in notes), pilot)
         assert "runs lost: 1" in next(n for n in notes if "harness process exited" in n)

@@ -8,14 +8,13 @@ with ``parent_run_id`` set, so the run tree shows it under its parent.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from io_tui.core.ledger import ObsKind
 from io_tui.core.policy import Act, Effect, Rule
-from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+from io_tui.core.tools.base import SubTask, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 
 class NarrowingRule(BaseModel):
@@ -40,9 +39,6 @@ class SpawnAgentArgs(ToolArgs):
     )
 
 
-Spawner = Callable[[SpawnAgentArgs], Awaitable[ToolOutcome]]
-
-
 class SpawnAgent(Tool):
     name = "spawn_agent"
     description = (
@@ -53,10 +49,10 @@ class SpawnAgent(Tool):
     Args = SpawnAgentArgs
 
     async def run(self, args: SpawnAgentArgs, ctx: ToolContext) -> ToolOutcome:
-        spawn: Spawner | None = ctx.services.get("spawn")
-        if spawn is None:
+        if ctx.spawn is None:
             raise ToolError("sub-agents are not available here (nesting limit reached)")
-        outcome = await spawn(args)
+        task = SubTask(args.goal, args.max_steps, tuple(r.rule() for r in args.rules))
+        outcome = await ctx.spawn(task)
         return ToolOutcome(
             text=outcome.text,
             kind=ObsKind.AGENT,

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.errors import ToolError
 from io_tui.core.ledger import ObsKind, Seen
-from io_tui.core.policy import Act
+from io_tui.core.policy import Act, Policy, Rule
 from io_tui.core.providers.base import ToolSpec
 
 if TYPE_CHECKING:
+    from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.workspace import Workspace
-
-
-class ToolError(Exception):
-    """A failure the model should read and adapt to (bad arguments, missing file, no match)."""
 
 
 class ToolArgs(BaseModel):
@@ -53,16 +53,34 @@ class ToolOutcome:
     seen: tuple[Seen, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class SubTask:
+    """What ``spawn_agent`` hands the harness: a child run's goal, step cap (None: the default)
+    and the deny/ask rules that narrow its policy."""
+
+    goal: str
+    max_steps: int | None = None
+    rules: tuple[Rule, ...] = ()
+
+
+Spawner = Callable[[SubTask], Awaitable[ToolOutcome]]
+Emit = Callable[[str, dict[str, Any]], None]  # (kind, detail): records a trace event
+
+
 @dataclass
 class ToolContext:
-    """What a tool may touch while it runs. ``services`` carries optional harness hooks
-    (memory store, skills, sub-agent spawner, MCP hub) keyed by name."""
+    """What a tool may touch while it runs. The harness's hooks are None where the run offers
+    none (a tool's own tests; ``spawn`` at the sub-agents' nesting limit)."""
 
     workspace: Workspace
     run_id: int
     step: int
     cap_chars: int
-    services: dict[str, Any] = field(default_factory=dict)
+    policy: Policy | None = None  # the run's policy, for tools that check reads themselves
+    memory: MemoryRepo | None = None  # the store's notes, for remember / forget
+    memory_limits: MemoryLimits = field(default_factory=MemoryLimits)
+    emit: Emit | None = None
+    spawn: Spawner | None = None  # runs a sub-agent to an outcome
 
 
 class Tool(ABC):

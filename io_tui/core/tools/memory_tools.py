@@ -1,11 +1,11 @@
 """remember / forget: the agent's durable notes (DESIGN §3.3, §3.7).
 
 They write io-tui's own store, never the workspace, so they are not path acts and ``gate``
-returns None. The run loop provides, in ``ToolContext.services``:
+returns None. The run loop provides, in the ``ToolContext``:
 
-- ``"memory"``: a ``MemoryRepo``;
-- ``"memory_limits"``: the run's ``MemoryLimits`` (defaults apply when absent);
-- ``"emit"``: ``(kind: str, detail: dict) -> None``, which records a trace event. Every write,
+- ``memory``: a ``MemoryRepo``;
+- ``memory_limits``: the run's ``MemoryLimits`` (defaults apply when absent);
+- ``emit``: ``(kind: str, detail: dict) -> None``, which records a trace event. Every write,
   eviction, refusal and forget is emitted as kind ``"memory"`` with ``detail["op"]`` one of
   ``write``, ``evict``, ``refuse``, ``forget``.
 
@@ -16,7 +16,6 @@ restates another, naming it, so two notes never disagree silently.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -26,9 +25,7 @@ from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
 from io_tui.core.memory import MAX_KEY_CHARS, MemoryNote, Scope
 from io_tui.core.store.memory import ForgetResult, MemoryRepo, WriteResult
-from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-
-Emit = Callable[[str, dict[str, Any]], None]
+from io_tui.core.tools.base import Emit, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 SCOPE_HELP = (
     "'workspace' (default): only runs in this workspace recall it. 'global': every workspace "
@@ -52,13 +49,11 @@ class ForgetArgs(ToolArgs):
     scope: Scope = Field(default="workspace", description="The scope the note is in.")
 
 
-def _services(ctx: ToolContext) -> tuple[MemoryRepo, MemoryLimits, Emit]:
-    repo = ctx.services.get("memory")
-    if repo is None:
+def _memory(ctx: ToolContext) -> tuple[MemoryRepo, MemoryLimits, Emit]:
+    if ctx.memory is None:
         raise ToolError("memory is not available in this run")
-    limits = ctx.services.get("memory_limits") or MemoryLimits()
-    emit: Emit = ctx.services.get("emit") or (lambda kind, detail: None)
-    return repo, limits, emit
+    emit: Emit = ctx.emit or (lambda kind, detail: None)
+    return ctx.memory, ctx.memory_limits, emit
 
 
 def _workspace(ctx: ToolContext, scope: Scope) -> str | None:
@@ -87,7 +82,7 @@ class Remember(Tool):
     Args = RememberArgs
 
     async def run(self, args: RememberArgs, ctx: ToolContext) -> ToolOutcome:
-        repo, limits, emit = _services(ctx)
+        repo, limits, emit = _memory(ctx)
         try:
             result = await repo.write(
                 key=args.key,
@@ -191,7 +186,7 @@ class Forget(Tool):
     Args = ForgetArgs
 
     async def run(self, args: ForgetArgs, ctx: ToolContext) -> ToolOutcome:
-        repo, _, emit = _services(ctx)
+        repo, _, emit = _memory(ctx)
         key = args.key.strip()
         result = await repo.forget(
             key=key, scope=args.scope, workspace=_workspace(ctx, args.scope), operator=False

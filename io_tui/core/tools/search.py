@@ -2,7 +2,7 @@
 
 Neither is gated by the policy, so both stay inside the workspace on their own: symlinks that lead
 out are skipped, and grep only opens files the policy lets the run read without asking (it looks
-for the run's policy in ``ctx.services["policy"]`` and falls back to the defaults, whose
+for the run's policy in ``ctx.policy`` and falls back to the defaults, whose
 ``builtin-secrets`` layer keeps ``.env`` and keys out of grep results).
 
 Both cap their hits with a visible marker saying how many more there were, so a broad pattern is
@@ -31,7 +31,6 @@ MAX_FIND_HITS = 200
 MAX_GREP_HITS = 100
 MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
-POLICY_SERVICE = "policy"
 _REGEX_META = frozenset(".^$*+?{}[]\\|()")
 
 
@@ -216,7 +215,7 @@ class Grep(Tool):
         ws = ctx.workspace
         start = ws.resolve(args.path or ".")
         scope = ws.relative(start)
-        policy = ctx.services.get(POLICY_SERVICE) or Policy()
+        policy = ctx.policy or Policy()
         if start.is_file():
             verdict = policy.explain(Act.READ, scope)
             if verdict.effect is not Effect.ALLOW:

@@ -23,10 +23,11 @@ from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.launch import build_run
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
-from io_tui.core.run import Harness, harness_registry, start_run
+from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry

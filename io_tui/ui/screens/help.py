@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -14,26 +13,22 @@ from textual.widgets import Static
 
 from io_tui.ui.widgets.table import Table
 
-# Screens (and widgets with keys of their own) whose keys the help lists: (module, class, where). Missing modules are skipped.
-SCREENS = (
-    ("io_tui.ui.screens.main", "MainScreen", "main"),
-    ("io_tui.ui.widgets.transcript", "Transcript", "transcript"),
-    ("io_tui.ui.screens.inspector", "InspectorScreen", "inspector"),
-    ("io_tui.ui.screens.trace", "TraceScreen", "trace"),
-    ("io_tui.ui.screens.new_run", "NewRunScreen", "new run"),
-    ("io_tui.ui.screens.approval", "ApprovalScreen", "approval"),
-    ("io_tui.ui.screens.inbox", "InboxScreen", "inbox"),
-    ("io_tui.ui.screens.rules", "RulesScreen", "rules"),
-    ("io_tui.ui.screens.memory_editor", "MemoryEditorScreen", "memory"),
-    ("io_tui.ui.screens.audit", "AuditScreen", "audit"),
-)
-
 
 class HelpScreen(ModalScreen[None]):
+    """``sections``: (where, its bindings) for the app and every screen (and widget with keys
+    of its own), as the app lists them; ``keymap``: the config's remaps, by binding id."""
+
     CSS_PATH = "help.tcss"
     BINDINGS = [
         Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Close the help"),
     ]
+
+    def __init__(
+        self, sections: Sequence[tuple[str, Iterable[BindingType]]], keymap: Mapping[str, str]
+    ) -> None:
+        super().__init__()
+        self.sections = sections
+        self.keymap = keymap
 
     def compose(self) -> ComposeResult:
         with Vertical(id="panel"):
@@ -49,7 +44,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column("key", key="key", priority=5)
         table.add_column("does", key="does", priority=3, shrink_to=12)
         table.add_column("binding id", key="binding id", priority=6)
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        keymap = self.keymap
         seen: set[tuple[str, str]] = set()
         for where, bindings in self.all_bindings():
             for binding in bindings:
@@ -70,13 +65,8 @@ class HelpScreen(ModalScreen[None]):
         table.focus()
 
     def all_bindings(self) -> Iterable[tuple[str, list[Binding]]]:
-        yield "app", _bindings(type(self.app).BINDINGS)
-        for module, name, where in SCREENS:
-            try:
-                cls = getattr(importlib.import_module(module), name)
-            except (ImportError, AttributeError):
-                continue
-            yield where, _bindings(cls.BINDINGS)
+        for where, bindings in self.sections:
+            yield where, _bindings(bindings)
         yield "help", _bindings(self.BINDINGS)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, Protocol
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -26,12 +27,31 @@ from textual.widgets import DataTable, Footer, Static
 
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.store import ApprovalRecord, Store
-from io_tui.ui.approver import ApprovalDesk
-from io_tui.ui.screens.approval import ApprovalScreen, is_file_write, read_current, request_body
+from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
 ACTIONS = {"approve", "rewrite", "remember", "deny", "defer"}
+
+
+class Desk(Protocol):
+    """What the inbox uses of the app's approval desk (``approver.ApprovalDesk``)."""
+
+    @property
+    def live(self) -> dict[int, asyncio.Future[Decision]]:
+        """The asks a live run is waiting on now, by approval id."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+
+    @property
+    def arm_s(self) -> float:
+        """How long an approval modal takes no decision key (``[ui] approval_arm_ms``)."""
+        ...
+
+    async def decide_pending(self, approval_id: int, decision: Decision) -> str: ...
 
 
 def format_time(at: float | None) -> str:
@@ -117,9 +137,10 @@ class InboxScreen(Screen[None]):
             self.approval_id = approval_id
             self.current = current
 
-    def __init__(self, store: Store, *, poll_interval: float | None = 2.0) -> None:
+    def __init__(self, store: Store, desk: Desk, *, poll_interval: float | None = 2.0) -> None:
         super().__init__()
         self.store = store
+        self.desk = desk
         self.poll_interval = poll_interval
         self.records: list[ApprovalRecord] = []
         self.deciding: set[int] = set()
@@ -198,7 +219,7 @@ class InboxScreen(Screen[None]):
         if self._placed or not self.records:
             return
         self._placed = True
-        live = ApprovalDesk.of(self.app).live
+        live = self.desk.live
         table = self.query_one("#inbox-table", DataTable)
         for index, record in enumerate(self.records):
             if record.request.id in live:
@@ -238,7 +259,7 @@ class InboxScreen(Screen[None]):
         record = self.selected()
         if record is not None:
             req = record.request
-            live = " · waiting now" if req.id in ApprovalDesk.of(self.app).live else ""
+            live = " · waiting now" if req.id in self.desk.live else ""
             line = f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}{live}"
             detail.update(Content(plain(line)))  # not markup: a command may hold "[/]"
         self._preview(record.request if record is not None else None)
@@ -307,7 +328,7 @@ class InboxScreen(Screen[None]):
         def decided(decision: Decision | None) -> None:
             if decision is None:
                 return
-            live = record.request.id in ApprovalDesk.of(self.app).live
+            live = record.request.id in self.desk.live
             if decision.kind is not DecisionKind.DEFER or live:  # a live run's defer pauses it
                 self.decide(record, decision)
 
@@ -317,7 +338,8 @@ class InboxScreen(Screen[None]):
                 store=self.store,
                 position=position,
                 initial_action=initial_action,
-                clock=ApprovalDesk.of(self.app).clock,
+                arm_s=self.desk.arm_s,
+                clock=self.desk.clock,
             ),
             decided,
         )
@@ -336,9 +358,8 @@ class InboxScreen(Screen[None]):
         )
 
     async def _decide(self, approval_id: int, decision: Decision) -> None:
-        desk = ApprovalDesk.of(self.app)
         try:
-            line = await desk.decide_pending(approval_id, decision)
+            line = await self.desk.decide_pending(approval_id, decision)
         finally:
             self.deciding.discard(approval_id)
         self.app.notify(line, title="Inbox")

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
+from io_tui.core.store import Store
 from io_tui.core.trace import TraceNotFound, build_trace
 from io_tui.ui.manifest import (
     FILTERS,
@@ -79,8 +80,9 @@ class InspectorScreen(Screen[None]):
     detail = query_one("#detail", Static)
     diff = query_one("#diff", Static)
 
-    def __init__(self, run_id: int, step: int) -> None:
+    def __init__(self, store: Store, run_id: int, step: int) -> None:
         super().__init__()
+        self.store = store
         self.run_id = run_id
         self.step = step
         self.state_filter = "all"
@@ -114,7 +116,7 @@ class InspectorScreen(Screen[None]):
 
     @work(group="inspector", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        store = self.app.store  # type: ignore[attr-defined]
+        store = self.store
         try:
             trace = await build_trace(store, self.run_id)
         except TraceNotFound as exc:

@@ -4,15 +4,18 @@ The screen owns selection. Moving the cursor updates the selection at once; the 
 implies (transcript, gauges) go out at most ~10 times a second, for the latest selection only,
 and a transcript already showing the selected run is kept (a step in it is scrolled to). Workers
 post typed messages back; live changes arrive from the app already coalesced (``apply_changes``)
-and repaint the gauges at most ~10 times a second.
+and repaint the gauges at most ~10 times a second. What it shows and drives comes in through its
+constructor (the app's run views, store, run host and the operator's activity); what it asks of
+the app goes up as messages (``Ready``, ``StartRun``, ``NewRunRequested``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,11 +30,15 @@ from textual.widgets import Footer, Input, Tree
 
 from io_tui.core.cache import usage_hit_rate
 from io_tui.core.contract import MemoryLimits
+from io_tui.core.store import Store
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
-from io_tui.ui.messages import NewRunRequest
+from io_tui.ui.hosts import RunHost
+from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
+from io_tui.ui.run_board import Changes
+from io_tui.ui.screens.inspector import InspectorScreen
+from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView, StepView
-from io_tui.ui.steering import hand_back
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
@@ -43,9 +50,6 @@ VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
 PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
-
-if TYPE_CHECKING:
-    from io_tui.ui.app import IoApp
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +89,25 @@ class MainScreen(Screen[None]):
             super().__init__()
             self.figures = figures
 
+    class Ready(Message):
+        """The panes are mounted and show every run the app knew: time to read the store."""
+
     run_tree = query_one("#runs", RunTree)
     transcript = query_one("#transcript", Transcript)
     prompt = query_one("#prompt", Input)
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        runs: Mapping[int, RunView],
+        store: Store,
+        host: RunHost,
+        activity: attention.Activity,
+    ) -> None:
         super().__init__()
+        self.runs = runs  # the app's run views (``RunBoard``), kept current by the app
+        self.store = store
+        self.host = host
+        self.activity = activity
         self.selected_run: int | None = None
         self.selected_step: int | None = None
         self._auto_select = True
@@ -155,18 +172,13 @@ class MainScreen(Screen[None]):
         self.ready = True
         if self.focused is None:
             self.run_tree.focus()
-        app = self.io_app
-        for run in app.runs.values():  # what the app learnt while the skeleton was shown
+        for run in self.runs.values():  # what the app learnt while the skeleton was shown
             self.upsert_run(run)
             for step in run.steps.values():
                 self.run_tree.upsert_step(run, step)
-        app.refresh_runs(None)
+        self.post_message(self.Ready())
         # Last, so that it lays out its keys once, for the bindings they now have.
         await self.mount(Footer())
-
-    @property
-    def io_app(self) -> IoApp:
-        return self.app  # type: ignore[return-value]
 
     # -- keyed updates from the app ------------------------------------------------------------
 
@@ -180,13 +192,10 @@ class MainScreen(Screen[None]):
     def upsert_step(self, run: RunView, step: StepView) -> None:
         self.run_tree.upsert_step(run, step)
 
-    def apply_changes(
-        self,
-        changed_runs: set[int],
-        changed_steps: set[tuple[int, int]],
-        committed: set[tuple[int, int]],
-    ) -> None:
-        runs = self.io_app.runs
+    def apply_changes(self, changes: Changes) -> None:
+        """Show what a batch of events changed (``RunBoard.apply``)."""
+        changed_runs, changed_steps, committed = changes.runs, changes.steps, changes.committed
+        runs = self.runs
         for run_id in sorted(changed_runs):
             self.run_tree.upsert_run(runs[run_id])
         for run_id, step in sorted(changed_steps):
@@ -197,7 +206,7 @@ class MainScreen(Screen[None]):
             self.select_run(max(changed_runs))
         self._bring_into_view(attention.claimant(runs, changed_runs))
         for run_id in changed_runs:
-            hand_back(self.app, self.prompt, runs[run_id], selected=run_id == self.selected_run)
+            self._hand_back(runs[run_id], selected=run_id == self.selected_run)
         selected = self.selected_run
         if selected is None or selected not in runs:
             return
@@ -215,7 +224,7 @@ class MainScreen(Screen[None]):
     def _follow_tail(self) -> None:
         """Load the selected run's new steps (at once when it has ended, else ≤2×/s)."""
         run_id = self._loaded_run
-        run = self.io_app.runs.get(run_id) if run_id is not None else None
+        run = self.runs.get(run_id) if run_id is not None else None
         if run_id is None or run is None or run_id != self.selected_run:
             return
         since = self.transcript.last_step
@@ -233,7 +242,8 @@ class MainScreen(Screen[None]):
         if claim is None or claim[0] == self.selected_run:
             return
         run_id, asking = claim
-        if not (attention.busy(self.app) if asking else attention.typing(self.app)):
+        busy = attention.busy(self.app, self.activity) if asking else attention.typing(self.app)
+        if not busy:
             self.select_run(run_id)
         elif (node := self.run_tree.run_nodes.get(run_id)) is not None:
             self.run_tree.scroll_to_node(node, animate=False)
@@ -267,26 +277,26 @@ class MainScreen(Screen[None]):
             self._loaded_run = run_id
             self.transcript.run_id = run_id
             self.load_transcript(run_id)
-            run = self.io_app.runs.get(run_id)
+            run = self.runs.get(run_id)
             if run is not None:
                 self.transcript.follow(run)
         self.load_gauges(run_id, step)
 
     @work(group="view", exclusive=True, exit_on_error=False)
     async def load_transcript(self, run_id: int) -> None:
-        steps = await load_steps(self.io_app.store, run_id, limit=MAX_STEPS)
+        steps = await load_steps(self.store, run_id, limit=MAX_STEPS)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=True))
 
     @work(group="tail", exclusive=True, exit_on_error=False)
     async def load_tail(self, run_id: int, since: int) -> None:
-        steps = await load_steps(self.io_app.store, run_id, since=since)
+        steps = await load_steps(self.store, run_id, since=since)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=False))
 
     @on(TranscriptLoaded)
     def _on_transcript_loaded(self, message: TranscriptLoaded) -> None:
         if message.run_id != self.selected_run:
             return
-        run = self.io_app.runs.get(message.run_id)
+        run = self.runs.get(message.run_id)
         with self.app.batch_update():
             if message.replace:
                 self.transcript.show_run(message.run_id, message.steps, run.goal if run else "")
@@ -297,9 +307,9 @@ class MainScreen(Screen[None]):
 
     @work(group="gauges", exclusive=True, exit_on_error=False)
     async def load_gauges(self, run_id: int, step: int | None) -> None:
-        store = self.io_app.store
+        store = self.store
         row = await store.runs.latest_request(run_id, step)
-        view = self.io_app.runs.get(run_id)
+        view = self.runs.get(run_id)
         workspace = view.workspace if view is not None else None
         if workspace is None:
             run = await store.runs.get(run_id)
@@ -331,7 +341,7 @@ class MainScreen(Screen[None]):
             self._refresh_gauges()
 
     def _refresh_gauges(self) -> None:
-        run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
+        run = self.runs.get(self.selected_run) if self.selected_run is not None else None
         if run is None:
             return
         budget = run.token_budget
@@ -423,23 +433,19 @@ class MainScreen(Screen[None]):
             return self.selected_run is not None
         if action == "interrupt":
             run_id = self.selected_run
-            return run_id is not None and self.io_app.host.is_live(run_id)
+            return run_id is not None and self.host.is_live(run_id)
         return True
 
     def action_inspect(self) -> None:
-        from io_tui.ui.screens.inspector import InspectorScreen
-
         if self.selected_run is None:
             return
-        run = self.io_app.runs.get(self.selected_run)
+        run = self.runs.get(self.selected_run)
         step = self.selected_step or (max(run.steps) if run and run.steps else 1)
-        self.app.push_screen(InspectorScreen(self.selected_run, step))
+        self.app.push_screen(InspectorScreen(self.store, self.selected_run, step))
 
     def action_trace(self) -> None:
-        from io_tui.ui.screens.trace import TraceScreen
-
         if self.selected_run is not None:
-            self.app.push_screen(TraceScreen(self.selected_run))
+            self.app.push_screen(TraceScreen(self.store, self.selected_run))
 
     def action_prompt(self) -> None:
         self.prompt.focus()
@@ -448,8 +454,8 @@ class MainScreen(Screen[None]):
         self.run_tree.focus()
 
     def action_interrupt(self) -> None:
-        run = self.io_app.runs.get(self.selected_run) if self.selected_run is not None else None
-        if run is not None and self.io_app.interrupt(run.id):
+        run = self.runs.get(self.selected_run) if self.selected_run is not None else None
+        if run is not None and self.host.interrupt(run.id):
             run.interrupt_requested = True
             self.transcript.follow(run)
             self.notify(f"interrupting run {run.id}…")
@@ -463,10 +469,9 @@ class MainScreen(Screen[None]):
         if not text:
             return
         self.prompt.clear()
-        app = self.io_app
-        run = app.runs.get(self.selected_run) if self.selected_run is not None else None
+        run = self.runs.get(self.selected_run) if self.selected_run is not None else None
         if run is None:
-            app.action_new_run(task=text)
+            self.post_message(NewRunRequested(text))
             return
         if run.status in {"running", "asking", "paused"}:
             self.steer(run.id, text)
@@ -474,15 +479,38 @@ class MainScreen(Screen[None]):
             self.transcript.follow(run)
             self.notify(f"message queued for run {run.id}: delivered at its next step")
         else:
-            app.start_request(
-                NewRunRequest(task=text, workspace=_path(run.workspace), seed_run_id=run.id)
-            )
+            request = NewRunRequest(task=text, workspace=_path(run.workspace), seed_run_id=run.id)
+            self.post_message(StartRun(request))
             self.notify(f"follow-up on run {run.id} started as a new run")
         self.run_tree.focus()
 
     @work(group="db", exit_on_error=False)
     async def steer(self, run_id: int, text: str) -> None:
-        await self.io_app.send_operator_message(run_id, text)
+        await self.store.runs.add_operator_message(run_id, text)
+
+    def _hand_back(self, run: RunView, *, selected: bool) -> None:
+        """Messages queued for ``run`` that it ended without receiving are never dropped: they
+        stay in its transcript marked "not delivered", and their text goes back into the prompt
+        (when the run is selected and the prompt empty: enter sends it as a follow-up) or into
+        a notification."""
+        if run.live or run.status == "paused":
+            return  # a paused run still gets them when it resumes
+        lost = [m for m in run.queued if m.delivered_step is None and not m.returned]
+        if not lost:
+            return
+        for message in lost:
+            message.returned = True
+        text = " ".join(m.text for m in lost)
+        prompt = self.prompt
+        if selected and not prompt.value:
+            prompt.value = text
+            self.notify(
+                f"run {run.id} ended ({run.status}) before your message reached it; it is back in "
+                "the prompt: enter sends it as a follow-up",
+                severity="warning",
+            )
+        else:
+            self.notify(f"not delivered to run {run.id} ({run.status}): {text}", severity="warning")
 
 
 def _estimate_note(est: int, reported: int, *, short: bool = False) -> str:

@@ -31,6 +31,7 @@ from io_tui import demo
 from io_tui.config import Settings
 from io_tui.core.launch import build_run
 from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
+from io_tui.core.store import Store
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
 
@@ -108,8 +109,11 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     status = query_one("#status", Static)
     error = query_one("#error", Static)
 
-    def __init__(self, settings: Settings, workspace: Path, *, task: str = "") -> None:
+    def __init__(
+        self, store: Store, settings: Settings, workspace: Path, *, task: str = ""
+    ) -> None:
         super().__init__()
+        self.store = store
         self.settings = settings
         self.workspace = workspace
         self.initial_task = task
@@ -327,10 +331,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @work(group="check", exclusive=True, exit_on_error=False)
     async def check(self, request: NewRunRequest) -> None:
         """Build the run as the harness will (provider, policy, workspace), then let it go."""
-        store = getattr(self.app, "store")  # noqa: B009 - IoApp.store
         error: FieldError | None = None
         try:
-            _, provider, _ = await build_run(store, self.settings, request)
+            _, provider, _ = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             error = FieldError(_field_of(str(exc)), str(exc))
         else:

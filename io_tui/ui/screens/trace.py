@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
+from io_tui.core.store import Store
 from io_tui.core.trace import TraceNotFound, build_trace
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -40,8 +41,9 @@ class TraceScreen(Screen[None]):
     search = query_one("#search", Input)
     status = query_one("#status", Static)
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, store: Store, run_id: int) -> None:
         super().__init__()
+        self.store = store
         self.run_id = run_id
         self.matches: list[tuple[int, int, int]] = []  # (line, start col, end col)
         self.current = -1
@@ -61,7 +63,7 @@ class TraceScreen(Screen[None]):
     @work(group="trace", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
         try:
-            trace = await build_trace(self.app.store, self.run_id)  # type: ignore[attr-defined]
+            trace = await build_trace(self.store, self.run_id)
         except TraceNotFound as exc:
             self.post_message(self.TraceLoaded("", str(exc)))
             return

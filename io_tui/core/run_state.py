@@ -1,0 +1,176 @@
+"""One run's mutable state, in one place: its step, history, tokens, current policy, events on
+their way to the store, and the tools it offers.
+
+The loop (``run``) and the model request path (``model_turn``) read it and change it only
+through its methods: publishing and recording events, charging tokens, handing tools their
+context, committing a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from io_tui.core.calls import CallResult
+from io_tui.core.context import ManifestEntry
+from io_tui.core.contract import TaskContract, entry_cap_chars
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.harness import Harness
+from io_tui.core.ledger import StepRecord
+from io_tui.core.providers.base import Message, ToolCall, ToolSpec
+from io_tui.core.skills import ReadSkill, Skill, catalogue
+from io_tui.core.store import RequestRecord, StepCommit
+from io_tui.core.store.encoded import ListEncoder
+from io_tui.core.tokens import Calibration
+from io_tui.core.tools.base import Spawner, ToolContext
+from io_tui.core.tools.registry import ToolRegistry
+from io_tui.core.workspace import Workspace
+
+
+class RunState:
+    def __init__(
+        self,
+        harness: Harness,
+        contract: TaskContract,
+        run_id: int,
+        workspace: Workspace,
+        *,
+        parent_run_id: int | None = None,
+    ) -> None:
+        self.parent_run_id = parent_run_id
+        self.harness = harness
+        self.store = harness.store
+        self.contract = contract
+        self.run_id = run_id
+        self.workspace = workspace
+        self.tokens = 0
+        self.history: list[StepRecord] = []
+        self.pending_events: list[RunEvent] = []
+        self.step = 0
+        self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
+        self.policy = harness.policy  # plus the store's remembered rules, refreshed per step
+        self.registry = ToolRegistry(harness.registry)  # plus read_skill, once skills are found
+        self.system_prompt = harness.system_prompt
+        self.spawn: Spawner | None = None  # set by the loop while the harness may nest deeper
+        self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
+        # consecutive requests share most messages and manifest entries: each is encoded once
+        self.messages_json = ListEncoder(Message.to_json)
+        self.entries_json = ListEncoder(ManifestEntry.to_json)
+        self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+
+    # -- events --
+
+    def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None:
+        """An event for the sink now and for the store with the next flush or commit."""
+        event = RunEvent(self.run_id, self.step, kind, detail or {})
+        if kind is not EventKind.TEXT_DELTA:
+            self.pending_events.append(event)
+        self.harness.sink.emit(event)
+
+    def record(self, kind: EventKind, detail: dict[str, Any], step: int | None = None) -> RunEvent:
+        """An event to persist now and announce only once it is stored (``announce``), so a
+        view that reloads from the store on hearing it finds everything it announces."""
+        event = RunEvent(self.run_id, self.step if step is None else step, kind, detail)
+        self.pending_events.append(event)
+        return event
+
+    def announce(self, event: RunEvent) -> None:
+        self.harness.sink.emit(event)
+
+    async def flush_events(self) -> None:
+        events, self.pending_events = self.pending_events, []
+        if events:
+            await self.store.runs.add_events(events)
+
+    # -- budget --
+
+    def remaining_tokens(self) -> int | None:
+        budget = self.contract.token_budget
+        return None if budget is None else max(0, budget - self.tokens)
+
+    def charge(self, tokens: int) -> None:
+        """Tokens spent outside the step's working request (a summary, a sub-agent): they count
+        against the budget now and go to the store with the step's commit."""
+        self.tokens += tokens
+        self.extra_tokens += tokens
+
+    # -- tools --
+
+    def use_skills(self, skills: dict[str, Skill]) -> None:
+        """Offer ``read_skill`` over ``skills`` and list them in the system prompt."""
+        self.registry.register(ReadSkill(skills), replace=True)
+        self.system_prompt = f"{self.harness.system_prompt}\n\n{catalogue(skills)}"
+        self._tool_specs = None
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools' schemas, generated once: the registry is fixed after skills load."""
+        if self._tool_specs is None:
+            self._tool_specs = self.registry.specs()
+        return self._tool_specs
+
+    def tool_context(self, step: int) -> ToolContext:
+        ceiling = self.contract.context.ceiling(self.remaining_tokens())
+        return ToolContext(
+            self.workspace,
+            self.run_id,
+            step,
+            entry_cap_chars(ceiling),
+            policy=self.policy,
+            memory=self.store.memory,
+            memory_limits=self.contract.memory,
+            emit=lambda _kind, detail: self.publish(EventKind.MEMORY, detail),
+            spawn=self.spawn,
+        )
+
+    # -- committing --
+
+    async def commit_step(
+        self,
+        step: int,
+        *,
+        decision: dict[str, Any],
+        text: str = "",
+        calls: tuple[ToolCall, ...] = (),
+        results: Sequence[CallResult] = (),
+        requests: Sequence[RequestRecord] = (),
+        operator_messages: tuple[str, ...] = (),
+        tokens: int = 0,
+        update: bool = False,
+    ) -> None:
+        """The step's text, tool calls, decision, observations, requests, events and tokens go
+        to the store in one transaction, then into the history. ``update``: add ``results``
+        to the last step (a paused step finished on resume) instead of appending one."""
+        observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
+        tokens, self.extra_tokens = tokens + self.extra_tokens, 0
+        committed = self.record(
+            EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens}, step
+        )
+        events, self.pending_events = self.pending_events, []
+        await self.store.runs.commit_step(
+            self.run_id,
+            StepCommit(
+                step,
+                text,
+                calls,
+                decision,
+                observations,
+                requests,
+                events,
+                tokens,
+                operator_messages,
+            ),
+            provider=self.harness.provider.describe(),
+        )
+        self.announce(committed)
+        new_obs = tuple(o for o, _ in observations)
+        if update and self.history and self.history[-1].step == step:
+            last = self.history[-1]
+            self.history[-1] = StepRecord(
+                step,
+                last.text,
+                last.tool_calls,
+                last.observations + new_obs,
+                last.operator_messages,
+            )
+        else:
+            self.history.append(StepRecord(step, text, calls, new_obs, operator_messages))

@@ -1,0 +1,104 @@
+"""``RunBoard``: the app's run views, kept in step with the runs' events and the store's rows.
+
+A pure fold, without Textual: ``apply(events)`` folds a batch of events into the views and says
+what changed (``Changes``); ``apply_rows`` and ``apply_steps`` do the same for what the app read
+from the store. The app applies the changes to the screen (``MainScreen.apply_changes``); the
+store is the authority, and any view can be rebuilt from it (``RunView.from_row``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.ui.state import RunView, StepView
+
+
+@dataclass
+class Changes:
+    """What one batch of events changed, for the screen to repaint at once."""
+
+    runs: set[int] = field(default_factory=set)  # runs whose label changed
+    steps: set[tuple[int, int]] = field(default_factory=set)  # (run, step) whose label changed
+    committed: set[tuple[int, int]] = field(default_factory=set)  # (run, step) now committed
+    new: list[int] = field(default_factory=list)  # runs first seen here (read their rows)
+
+
+class RunBoard:
+    """Every run the app knows, by id (``runs``), and the folds that keep them current."""
+
+    def __init__(self) -> None:
+        self.runs: dict[int, RunView] = {}
+
+    def apply(self, events: Iterable[RunEvent]) -> Changes:
+        """Fold a batch of events into the run views, in order."""
+        changes = Changes()
+        runs = self.runs
+        for event in events:
+            run = runs.get(event.run_id)
+            if run is None:
+                detail = event.detail
+                run = RunView(
+                    event.run_id,
+                    str(detail.get("goal", "")),
+                    str(detail.get("workspace", "")),
+                )
+                runs[event.run_id] = run
+                changes.new.append(event.run_id)
+            if run.apply(event):
+                changes.runs.add(run.id)
+                if event.step:
+                    changes.steps.add((run.id, event.step))
+            if event.kind is EventKind.STEP_COMMITTED:
+                changes.committed.add((run.id, event.step))
+        return changes
+
+    def apply_rows(
+        self, rows: Iterable[Any], is_live: Callable[[int], bool]
+    ) -> tuple[list[RunView], list[int]]:
+        """Fold run rows read from the store: a run this process does not drive (``is_live``)
+        takes the row's status and tokens. Returns the views to show again, and the runs whose
+        steps must be read (new here, or changed elsewhere)."""
+        shown: list[RunView] = []
+        stale: list[int] = []
+        for row in rows:
+            run = self.runs.get(row.id)
+            if run is None:
+                run = self.runs[row.id] = RunView.from_row(row)
+                stale.append(row.id)
+            elif not is_live(row.id):
+                if (row.status, row.tokens) != (run.status, run.tokens) or row.steps > len(
+                    run.steps
+                ):
+                    stale.append(row.id)
+                run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
+            run.parent_run_id = row.parent_run_id
+            run.token_budget = (row.contract or {}).get("token_budget")
+            shown.append(run)
+        return shown, stale
+
+    def apply_steps(self, steps: Iterable[tuple[int, StepView]]) -> list[tuple[RunView, StepView]]:
+        """Fold step views read from the store (``step_view``); a step asking now keeps saying
+        so. Returns the (run, step) pairs that changed."""
+        changed: list[tuple[RunView, StepView]] = []
+        for run_id, fresh in steps:
+            run = self.runs.get(run_id)
+            if run is None:
+                continue
+            view = run.steps.get(fresh.step)
+            if view != fresh:
+                run.steps[fresh.step] = replace(fresh, asking=view.asking if view else False)
+                changed.append((run, run.steps[fresh.step]))
+        return changed
+
+
+def step_view(row: Any) -> tuple[int, StepView]:
+    """A committed step's view from its store row (``RunStore.step_summaries``)."""
+    names = [c["name"] for c in json.loads(row["tool_calls"])]
+    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
+
+
+__all__ = ["Changes", "RunBoard", "step_view"]

@@ -1,0 +1,123 @@
+"""The app's end of the worker pipe (``core.worker.client``), without Textual: a real worker
+process, its asks answered through the listener's Future, a worker that dies reported lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from io_tui.config import Settings
+from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.outcome import RunResult
+from io_tui.core.run_request import NewRunRequest
+from io_tui.core.worker.client import WorkerClient
+
+WRITE = {
+    "text": "Writing.",
+    "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}],
+}
+SLEEP = {"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", "60"]}}]}
+
+
+class Heard:
+    """A ``WorkerListener`` that keeps what it hears and approves every ask."""
+
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+        self.said: list[tuple[str, Any]] = []
+        self.changed = asyncio.Event()
+
+    def _note(self, what: str, detail: Any) -> None:
+        self.said.append((what, detail))
+        self.changed.set()
+
+    def event(self, event: RunEvent) -> None:
+        self.events.append(event)
+        self.changed.set()
+
+    def started(self, run_id: int) -> None:
+        self._note("started", run_id)
+
+    def stopped(self, run_id: int) -> None:
+        self._note("stopped", run_id)
+
+    def asked(self, request: ApprovalRequest, answer: asyncio.Future[Decision]) -> None:
+        self._note("asked", request.target)
+        answer.set_result(Decision.approve())
+
+    def ended(self, result: RunResult | None, error: str | None) -> None:
+        self._note("ended", (result.status if result else None, error))
+
+    def notice(self, text: str) -> None:
+        self._note("notice", text)
+
+    def unexpected(self, what: str) -> None:
+        self._note("unexpected", what)
+
+    def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
+        self._note("lost", run_ids)
+
+    async def until(self, done: Callable[[], bool], limit: float = 30.0) -> None:
+        async with asyncio.timeout(limit):
+            while not done():
+                self.changed.clear()
+                await self.changed.wait()
+
+    def kinds(self) -> list[str]:
+        return [what for what, _ in self.said]
+
+
+def _client(tmp_path: Path, heard: Heard) -> tuple[WorkerClient, set[asyncio.Task[None]]]:
+    tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    return WorkerClient(tmp_path / "store.db", Settings(), heard, spawn), tasks
+
+
+def _script(path: Path, turns: list[dict[str, Any]]) -> str:
+    path.write_text(json.dumps({"turns": turns}))
+    return f"scripted:{path}"
+
+
+async def test_a_run_in_the_worker_asks_through_the_listener_and_ends(tmp_path: Path) -> None:
+    heard = Heard()
+    client, _ = _client(tmp_path, heard)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = _script(tmp_path / "s.json", [WRITE, {"text": "done"}])
+    try:
+        client.start(NewRunRequest("write a", workspace, script))
+        await heard.until(lambda: "ended" in heard.kinds())
+    finally:
+        await client.close()
+    assert heard.kinds() == ["started", "asked", "stopped", "ended"]
+    assert dict(heard.said)["ended"] == ("finished", None)
+    assert (workspace / "a.txt").read_text() == "new\n"
+    kinds = [e.kind for e in heard.events]
+    assert kinds[0] is EventKind.RUN_STARTED and kinds[-1] is EventKind.RUN_FINISHED
+    assert not client.is_live(1)
+
+
+async def test_a_worker_that_dies_reports_its_runs_lost(tmp_path: Path) -> None:
+    heard = Heard()
+    client, _ = _client(tmp_path, heard)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    try:
+        client.start(NewRunRequest("sleep", workspace, _script(tmp_path / "s.json", [SLEEP])))
+        await heard.until(lambda: client.is_live(1))
+        assert client._process is not None
+        client._process.kill()
+        await heard.until(lambda: "lost" in heard.kinds())
+    finally:
+        await client.close()
+    assert dict(heard.said)["lost"] == [1]
+    assert heard.kinds()[-2:] == ["stopped", "lost"] and not client.is_live(1)
