@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core import EventKind, RunEvent
 from io_tui.ui.state import RunView, StepView
 
 
