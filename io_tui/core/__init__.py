@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, NullSink, RunEvent
+    from io_tui.core.errors import WorkspaceError
+    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
     from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
     from io_tui.core.store import ApprovalRecord, Recall, RememberedRule, Store, StoreError
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.trace import TraceNotFound, build_trace
-    from io_tui.core.workspace import Workspace, WorkspaceError
+    from io_tui.core.worker.client import WorkerClient, WorkerError
+    from io_tui.core.workspace import Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
@@ -60,12 +62,12 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide"), "decisions"),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(
-        ("OPERATOR_CANCEL", "EventKind", "EventSink", "NullSink", "RunEvent"), "events"
-    ),
+    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     "usage_hit_rate": "cache",
-    **dict.fromkeys(("Workspace", "WorkspaceError"), "workspace"),
+    "Workspace": "workspace",
+    "WorkspaceError": "errors",
+    **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
     **dict.fromkeys(
         (
@@ -132,7 +134,6 @@ __all__ = [
     "MemoryNote",
     "MemoryRepo",
     "NewRunRequest",
-    "NullSink",
     "Outcome",
     "Policy",
     "ProbeResult",
@@ -152,6 +153,8 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TraceNotFound",
+    "WorkerClient",
+    "WorkerError",
     "Workspace",
     "WorkspaceError",
     "audit_row",

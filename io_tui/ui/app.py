@@ -33,8 +33,7 @@ from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
-from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
-from io_tui.core.store import Store, StoreError
+from io_tui.core import FIXED_APPROVERS, ApprovalRequest, Approver, Decision, Store, StoreError
 from io_tui.ui import ui_state
 from io_tui.ui.attention import Activity
 from io_tui.ui.bridge import EventPump

@@ -16,7 +16,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from io_tui.core.store import Store
+from io_tui.core import Store
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.state import RunView
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.store import Store
+from io_tui.core import Store
 
 
 @dataclass(frozen=True, slots=True)

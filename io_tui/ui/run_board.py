@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core import EventKind, RunEvent
 from io_tui.ui.state import RunView, StepView
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.events import OPERATOR_CANCEL, EventKind, RunEvent
+from io_tui.core import OPERATOR_CANCEL, EventKind, RunEvent
 
 STATUSES = ("running", "asking", "paused", "finished", "failed", "cancelled")
 LIVE = frozenset({"running", "asking"})

@@ -30,8 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from io_tui.config import UISettings
-from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule
-from io_tui.core.store import Store
+from io_tui.core import ApprovalRequest, Decision, DecisionKind, RememberRule, Store
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView

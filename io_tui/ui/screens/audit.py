@@ -14,8 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from io_tui.core.audit import audit_row, audit_stats
-from io_tui.core.store import ApprovalRecord, Store
+from io_tui.core import ApprovalRecord, Store, audit_row, audit_stats
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.table import Table
 

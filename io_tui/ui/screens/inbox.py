@@ -26,8 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
-from io_tui.core.store import ApprovalRecord, Store
+from io_tui.core import ApprovalRecord, ApprovalRequest, Decision, DecisionKind, Store
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain

@@ -27,9 +27,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
-from io_tui.core.cache import usage_hit_rate
-from io_tui.core.contract import MemoryLimits
-from io_tui.core.store import Store
+from io_tui.core import MemoryLimits, Store, usage_hit_rate
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost

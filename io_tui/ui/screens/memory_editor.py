@@ -32,9 +32,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import MemoryNote, Scope, check_key
-from io_tui.core.store import Recall, Store
+from io_tui.core import MemoryLimits, MemoryNote, Recall, Scope, Store, check_key
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.gauges import Gauge
