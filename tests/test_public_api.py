@@ -52,6 +52,7 @@ PUBLIC = [  # sorted
     "Scope",
     "ScriptedProvider",
     "ServerSource",
+    "StepSummary",
     "Store",
     "StoreError",
     "TaskContract",

@@ -47,7 +47,14 @@ if TYPE_CHECKING:
     from io_tui.core.rewrite import RewriteCheck, check_rewrite
     from io_tui.core.run import start_run
     from io_tui.core.run_request import NewRunRequest
-    from io_tui.core.store import ApprovalRecord, Recall, RememberedRule, Store, StoreError
+    from io_tui.core.store import (
+        ApprovalRecord,
+        Recall,
+        RememberedRule,
+        StepSummary,
+        Store,
+        StoreError,
+    )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.trace import TraceNotFound, build_trace
     from io_tui.core.worker.client import WorkerClient, WorkerError
@@ -101,7 +108,10 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
-    **dict.fromkeys(("ApprovalRecord", "Recall", "RememberedRule", "Store", "StoreError"), "store"),
+    **dict.fromkeys(
+        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        "store",
+    ),
     "MemoryRepo": "store.memory",
     # providers and MCP servers
     "Provider": "providers.base",
@@ -148,6 +158,7 @@ __all__ = [
     "Scope",
     "ScriptedProvider",
     "ServerSource",
+    "StepSummary",
     "Store",
     "StoreError",
     "TaskContract",

@@ -16,7 +16,7 @@ from io_tui.core import EventKind, RunEvent
 from io_tui.ui.state import RunView, StepView
 
 if TYPE_CHECKING:
-    from io_tui.core.store import StepSummary
+    from io_tui.core import StepSummary
 
 
 @dataclass
