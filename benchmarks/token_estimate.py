@@ -44,12 +44,15 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fixture_repo
 
 from io_tui.core.tokens import estimate_tokens
 from io_tui.core.tools.files import number_lines
+
+if TYPE_CHECKING:
+    from io_tui.core.store import RequestRow
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"  # the project's shared folder beside the checkout, if present
@@ -138,19 +141,19 @@ def logs(demo_events: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def request_texts(rows: list[dict[str, Any]], schemas: str) -> list[tuple[str, str, str]]:
+def request_texts(rows: list[RequestRow], schemas: str) -> list[tuple[str, str, str]]:
     out = [("request", "tool schemas", schemas)]
     for row in rows:
         parts = []
-        for message in json.loads(row["messages"]):
+        for message in row.messages:
             parts.append(message.get("content") or "")
             for call in message.get("tool_calls") or []:
                 parts += [call["name"], json.dumps(call["arguments"])]
-        out.append(("request", f"demo request {row['step']}", "\n".join(parts)))
+        out.append(("request", f"demo request {row.step}", "\n".join(parts)))
     return out
 
 
-def demo_run(store: Path) -> tuple[str, list[dict[str, Any]]]:
+def demo_run(store: Path) -> tuple[str, list[RequestRow]]:
     """The scripted demo, headless, through the CLI; its events and its stored requests."""
     events = sh(
         sys.executable, "-m", "io_tui", "demo", "--headless", "--json", "--store", str(store)
@@ -158,7 +161,7 @@ def demo_run(store: Path) -> tuple[str, list[dict[str, Any]]]:
     return events, stored_requests(store)
 
 
-def stored_requests(store: Path) -> list[dict[str, Any]]:
+def stored_requests(store: Path) -> list[RequestRow]:
     from io_tui.core.store.requests import expand_deltas
 
     con = sqlite3.connect(store)
@@ -301,9 +304,9 @@ def assembly_strings() -> list[str]:
     import assembly_speed
 
     import io_tui.core.context.frame as frame_mod
-    import io_tui.core.context.live as live_mod
     import io_tui.core.context.messages as messages_mod
     import io_tui.core.context.refresh as refresh_mod
+    import io_tui.core.context.step as step_mod
     import io_tui.core.context.turns as turns_mod
     from io_tui.core.context import ContextEngine
 
@@ -313,7 +316,7 @@ def assembly_strings() -> list[str]:
         seen.append(text)
         return estimate_tokens(text)
 
-    modules = (frame_mod, live_mod, messages_mod, refresh_mod, turns_mod)
+    modules = (frame_mod, messages_mod, refresh_mod, step_mod, turns_mod)
     for module in modules:
         module.estimate_tokens = recording  # type: ignore[attr-defined]
     try:
@@ -394,7 +397,7 @@ def reported_by_llamacpp(llama: LlamaCpp) -> Reporter:
 
 async def calibrated_run(
     report: Reporter, store: Path, script: Path, workspace: Path, goal: str, ceiling: int
-) -> list[dict[str, Any]]:
+) -> list[RequestRow]:
     """A scripted run through ``run.py``, each request answered by its scripted turn but with the
     prompt tokens ``report`` counts for the same request; the run's stored requests."""
     from io_tui.core.approvals import ApproveAll
@@ -453,15 +456,15 @@ async def calibrated_run(
     return stored_requests(store)
 
 
-def calibration_table(label: str, rows: list[dict[str, Any]]) -> None:
+def calibration_table(label: str, rows: list[RequestRow]) -> None:
     print(f"\ncalibration: {label}")
     print(
         f"{'request':>8}{'raw est':>9}{'factor':>8}{'calibrated':>12}{'reported':>10}{'error':>8}  tools"
     )
     errors = []
     for n, row in enumerate(rows, start=1):
-        cal = json.loads(row["manifest"])["calibration"]
-        reported = row["reported_tokens"]
+        cal = row.manifest["calibration"]
+        reported = row.reported_tokens
         error = cal["calibrated_tokens"] / reported - 1
         if n >= 3:
             errors.append(abs(error))

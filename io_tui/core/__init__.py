@@ -19,10 +19,12 @@ if TYPE_CHECKING:
         RuleScope,
         TerminalApprover,
     )
+    from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, NullSink, RunEvent
+    from io_tui.core.errors import WorkspaceError
+    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
     from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
@@ -32,28 +34,31 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.rule_preview import (
+    from io_tui.core.remember import (
         SCOPE_LABELS,
         SCOPES,
-        Recall,
-        RewriteCheck,
-        audit_row,
-        audit_stats,
         blast_radius,
-        check_rewrite,
         command_examples,
         grant_text,
         preview_matches,
-        recall_history,
         suggest_pattern,
         validate_pattern,
     )
+    from io_tui.core.rewrite import RewriteCheck, check_rewrite
     from io_tui.core.run import start_run
     from io_tui.core.run_request import NewRunRequest
-    from io_tui.core.store import ApprovalRecord, RememberedRule, Store, StoreError
+    from io_tui.core.store import (
+        ApprovalRecord,
+        Recall,
+        RememberedRule,
+        StepSummary,
+        Store,
+        StoreError,
+    )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.trace import TraceNotFound, build_trace
-    from io_tui.core.workspace import Workspace, WorkspaceError
+    from io_tui.core.worker.client import WorkerClient, WorkerError
+    from io_tui.core.workspace import Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
@@ -64,12 +69,12 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide"), "decisions"),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(
-        ("OPERATOR_CANCEL", "EventKind", "EventSink", "NullSink", "RunEvent"), "events"
-    ),
+    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     "usage_hit_rate": "cache",
-    **dict.fromkeys(("Workspace", "WorkspaceError"), "workspace"),
+    "Workspace": "workspace",
+    "WorkspaceError": "errors",
+    **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
     **dict.fromkeys(
         (
@@ -90,24 +95,23 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         (
             "SCOPE_LABELS",
             "SCOPES",
-            "Recall",
-            "RewriteCheck",
-            "audit_row",
-            "audit_stats",
             "blast_radius",
-            "check_rewrite",
             "command_examples",
             "grant_text",
             "preview_matches",
-            "recall_history",
             "suggest_pattern",
             "validate_pattern",
         ),
-        "rule_preview",
+        "remember",
     ),
+    **dict.fromkeys(("RewriteCheck", "check_rewrite"), "rewrite"),
+    **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
-    **dict.fromkeys(("ApprovalRecord", "RememberedRule", "Store", "StoreError"), "store"),
+    **dict.fromkeys(
+        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        "store",
+    ),
     "MemoryRepo": "store.memory",
     # providers and MCP servers
     "Provider": "providers.base",
@@ -140,7 +144,6 @@ __all__ = [
     "MemoryNote",
     "MemoryRepo",
     "NewRunRequest",
-    "NullSink",
     "Outcome",
     "Policy",
     "ProbeResult",
@@ -155,11 +158,14 @@ __all__ = [
     "Scope",
     "ScriptedProvider",
     "ServerSource",
+    "StepSummary",
     "Store",
     "StoreError",
     "TaskContract",
     "TerminalApprover",
     "TraceNotFound",
+    "WorkerClient",
+    "WorkerError",
     "Workspace",
     "WorkspaceError",
     "audit_row",
@@ -179,7 +185,6 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
-    "recall_history",
     "start_run",
     "suggest_pattern",
     "usage_hit_rate",

@@ -8,7 +8,6 @@ provider (a fresh copy from its description) and policy are the earlier run's.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
@@ -107,11 +106,11 @@ async def _follow_up(
 
 
 async def _final_answer(store: Store, run_id: int) -> str:
-    steps = await store.runs.steps(run_id)
+    steps = await store.trace.steps(run_id)
     for row in reversed(steps):
-        if row["text"] and json.loads(row["decision"]).get("final"):
-            return str(row["text"])[:FINAL_ANSWER_CHARS]
-    return str(steps[-1]["text"])[:FINAL_ANSWER_CHARS] if steps else ""
+        if row.text and row.decision.get("final"):
+            return row.text[:FINAL_ANSWER_CHARS]
+    return steps[-1].text[:FINAL_ANSWER_CHARS] if steps else ""
 
 
 def provider_for(settings: RunSettings) -> Provider:

@@ -13,7 +13,6 @@ completions, request records) in ``model_turn``. A sub-agent is a child run this
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -305,8 +304,8 @@ class Run:
         state = self.state
         if not state.history:
             return None
-        rows = await self.store.runs.steps(self.run_id)
-        decision = json.loads(rows[-1]["decision"]) if rows else {}
+        rows = await self.store.trace.steps(self.run_id)
+        decision = rows[-1].decision if rows else {}
         approval_id = decision.get("awaiting_approval")
         if approval_id is None:
             return None

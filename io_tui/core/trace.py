@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from io_tui.core.cache import annotate
-from io_tui.core.store import Store
+from io_tui.core.store import RequestRow, Store
 
 
 class TraceNotFound(LookupError):
@@ -17,25 +16,25 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     run = await store.runs.get(run_id)
     if run is None:
         raise TraceNotFound(f"no run {run_id} in {store.path}")
-    steps = await store.runs.steps(run_id)
-    requests = await store.runs.requests(run_id)
-    events = await store.runs.events(run_id)
+    steps = await store.trace.steps(run_id)
+    requests = await store.trace.requests(run_id)
+    events = await store.trace.events(run_id)
     approvals = await store.approvals.for_run(run_id)
-    observations = await store.runs.observations(run_id)
+    observations = await store.trace.observations(run_id)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
     for o in observations:
-        obs_by_step.setdefault(o["step"], []).append(
+        obs_by_step.setdefault(o.step, []).append(
             {
-                "call_id": o["call_id"],
-                "tool": o["tool"],
-                "kind": o["kind"],
-                "target": o["target"],
-                "span": o["span"],
-                "is_error": bool(o["is_error"]),
-                "text": o["text"],
-                "full_text": o["full_text"],
+                "call_id": o.call_id,
+                "tool": o.tool,
+                "kind": o.kind,
+                "target": o.target,
+                "span": o.span,
+                "is_error": o.is_error,
+                "text": o.text,
+                "full_text": o.full_text,
             }
         )
     return {
@@ -55,24 +54,20 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
         },
         "steps": [
             {
-                "step": s["step"],
-                "text": s["text"],
-                "tool_calls": [
-                    {"id": c["id"], "name": c["name"], "arguments": c["arguments"]}
-                    for c in json.loads(s["tool_calls"])
-                ],
-                "decision": json.loads(s["decision"]),
-                "result": s["result"],
-                "observations": obs_by_step.get(s["step"], []),
-                "operator_messages": json.loads(s["operator_messages"]),
-                "tokens": s["tokens"],
+                "step": s.step,
+                "text": s.text,
+                "tool_calls": [c.to_json() for c in s.tool_calls],
+                "decision": s.decision,
+                "result": s.result,
+                "observations": obs_by_step.get(s.step, []),
+                "operator_messages": list(s.operator_messages),
+                "tokens": s.tokens,
             }
             for s in steps
         ],
         "requests": request_rows,
         "events": [
-            {"step": e["step"], "kind": e["kind"], "detail": json.loads(e["detail"]), "at": e["at"]}
-            for e in events
+            {"step": e.step, "kind": e.kind, "detail": e.detail, "at": e.at} for e in events
         ],
         "approvals": [
             {
@@ -93,22 +88,22 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     }
 
 
-def _request(row: Any) -> dict[str, Any]:
-    manifest = json.loads(row["manifest"])
+def _request(row: RequestRow) -> dict[str, Any]:
+    manifest = row.manifest
     return {
-        "step": row["step"],
-        "attempt": row["attempt"],
-        "purpose": row["purpose"],
-        "ceiling_tokens": row["ceiling_tokens"],
-        "est_tokens": row["est_tokens"],
-        "frame_tokens": row["frame_tokens"],
-        "reported_tokens": row["reported_tokens"],
-        "usage": json.loads(row["usage"]) if row["usage"] else None,
-        "provider": row["provider"],
-        "model": row["model"],
-        "attempts": json.loads(row["attempts"]),
-        "error": row["error"],
-        "messages": json.loads(row["messages"]),
+        "step": row.step,
+        "attempt": row.attempt,
+        "purpose": row.purpose,
+        "ceiling_tokens": row.ceiling_tokens,
+        "est_tokens": row.est_tokens,
+        "frame_tokens": row.frame_tokens,
+        "reported_tokens": row.reported_tokens,
+        "usage": row.usage,
+        "provider": row.provider,
+        "model": row.model,
+        "attempts": row.attempts,
+        "error": row.error,
+        "messages": row.messages,
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),

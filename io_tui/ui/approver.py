@@ -30,8 +30,7 @@ from textual.notifications import Notification, Notify
 from textual.widgets import Input, TextArea
 
 from io_tui.config import UISettings
-from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind
-from io_tui.core.store import Store
+from io_tui.core import ApprovalRequest, Decision, DecisionKind, Store
 from io_tui.ui.attention import Activity
 from io_tui.ui.hosts import HostError, RunHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded

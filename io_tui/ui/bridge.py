@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from textual.app import App
 
-from io_tui.core.events import RunEvent
+from io_tui.core import RunEvent
 from io_tui.ui.messages import RunEventsReceived
 
 HOLD = 0.004  # seconds: batches go out at most this often (a quarter of a 60 Hz frame)

@@ -1,6 +1,6 @@
 """Read-only views the screens rebuild from. Every function here is async (aiosqlite).
 
-The SQL lives in the store's repos (``RunRepo.steps_after`` and friends); this module shapes
+The SQL lives in the store's repos (``TraceRepo.steps_after`` and friends); this module shapes
 the rows for the transcript. Following a live run costs three small queries per repaint.
 """
 
@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.store import Store
+from io_tui.core import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,32 +49,32 @@ async def load_steps(
     store: Store, run_id: int, *, since: int = 0, limit: int | None = None
 ) -> list[StepData]:
     """Steps of ``run_id`` numbered above ``since`` (the newest ``limit`` of them)."""
-    runs = store.runs
-    rows = await runs.steps_after(run_id, since, limit=limit)
+    trace = store.trace
+    rows = await trace.steps_after(run_id, since, limit=limit)
     if not rows:
         return []
-    first = rows[0]["step"]
-    obs = await runs.results_from(run_id, first)
-    events = await runs.events_of_kinds(run_id, first, NOTE_KINDS)
-    results = {o["call_id"]: (o["full_text"], bool(o["is_error"])) for o in obs}
+    first = rows[0].step
+    obs = await trace.observations(run_id, first)
+    events = await trace.events(run_id, first, NOTE_KINDS)
+    results = {o.call_id: (o.full_text, o.is_error) for o in obs}
     notes: dict[int, list[tuple[str, str]]] = {}
     for e in events:
-        notes.setdefault(e["step"], []).append(describe_event(e["kind"], json.loads(e["detail"])))
+        notes.setdefault(e.step, []).append(describe_event(e.kind, e.detail))
     out = []
     for row in rows:
         tools = []
-        for call in json.loads(row["tool_calls"]):
-            result, is_error = results.get(call["id"], (None, False))
-            tools.append(ToolBlock(call["id"], call["name"], call["arguments"], result, is_error))
+        for call in row.tool_calls:
+            result, is_error = results.get(call.id, (None, False))
+            tools.append(ToolBlock(call.id, call.name, call.arguments, result, is_error))
         out.append(
             StepData(
                 run_id=run_id,
-                step=row["step"],
-                text=row["text"],
-                tokens=row["tokens"],
+                step=row.step,
+                text=row.text,
+                tokens=row.tokens,
                 tools=tools,
-                notes=notes.get(row["step"], []),
-                operator_messages=json.loads(row["operator_messages"]),
+                notes=notes.get(row.step, []),
+                operator_messages=list(row.operator_messages),
             )
         )
     return out

@@ -27,12 +27,18 @@ from textual.app import App
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, get_current_worker
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApprovalRequest, Approver, Decision
-from io_tui.core.events import OPERATOR_CANCEL, RunEvent
-from io_tui.core.outcome import RunResult
-from io_tui.core.run_request import NewRunRequest
-from io_tui.core.store import Store
-from io_tui.core.worker.client import WorkerClient, WorkerError
+from io_tui.core import (
+    OPERATOR_CANCEL,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    NewRunRequest,
+    RunEvent,
+    RunResult,
+    Store,
+    WorkerClient,
+    WorkerError,
+)
 from io_tui.ui.bridge import BridgeSink, EventPump
 from io_tui.ui.messages import (
     ApprovalRequested,
@@ -44,9 +50,7 @@ from io_tui.ui.messages import (
 )
 
 if TYPE_CHECKING:
-    from io_tui.core.contract import TaskContract
-    from io_tui.core.policy import Policy
-    from io_tui.core.providers.base import Provider
+    from io_tui.core import Policy, Provider, TaskContract
 
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
@@ -214,7 +218,7 @@ class InlineHost:
         return run_id in self.workers
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
-        from io_tui.core.decisions import DecideError, decide
+        from io_tui.core import DecideError, decide
 
         sink = self._sink()
         try:
@@ -272,7 +276,7 @@ class InlineHost:
     async def _run(
         self, contract: TaskContract, provider: Provider, policy: Policy, seed_run_id: int | None
     ) -> None:
-        from io_tui.core.run import Harness, start_run
+        from io_tui.core import Harness, start_run
 
         sink = self._sink()
         harness = Harness(
@@ -289,7 +293,7 @@ class InlineHost:
         self.app.post_message(RunEnded(result))
 
     async def _start_request(self, request: NewRunRequest) -> None:
-        from io_tui.core.launch import build_run
+        from io_tui.core import build_run
 
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)

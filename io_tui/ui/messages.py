@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
-from io_tui.core.approvals import ApprovalRequest, Decision
-from io_tui.core.events import RunEvent
-from io_tui.core.run_request import NewRunRequest
+from io_tui.core import ApprovalRequest, Decision, NewRunRequest, RunEvent
 
 if TYPE_CHECKING:
-    from io_tui.core.outcome import RunResult
+    from io_tui.core import RunResult
 
 
 class ApprovalRequested(Message):

@@ -8,13 +8,15 @@ store is the authority, and any view can be rebuilt from it (``RunView.from_row`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core import EventKind, RunEvent
 from io_tui.ui.state import RunView, StepView
+
+if TYPE_CHECKING:
+    from io_tui.core import StepSummary
 
 
 @dataclass
@@ -95,10 +97,9 @@ class RunBoard:
         return changed
 
 
-def step_view(row: Any) -> tuple[int, StepView]:
-    """A committed step's view from its store row (``RunStore.step_summaries``)."""
-    names = [c["name"] for c in json.loads(row["tool_calls"])]
-    return row["run_id"], StepView(row["step"], row["tokens"], names, committed=True)
+def step_view(row: StepSummary) -> tuple[int, StepView]:
+    """A committed step's view from its store row (``TraceRepo.step_summaries``)."""
+    return row.run_id, StepView(row.step, row.tokens, list(row.tool_names), committed=True)
 
 
 __all__ = ["Changes", "RunBoard", "step_view"]

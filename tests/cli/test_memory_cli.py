@@ -164,7 +164,7 @@ def test_operator_edits_are_in_the_audit_trail(cli: Cli) -> None:
 
     async def audit() -> list[dict[str, Any]]:
         async with await Store.open(cli.db) as store:
-            return [json.loads(e["detail"]) for e in await store.runs.events(0)]
+            return [e.detail for e in await store.trace.events(0)]
 
     assert [(d["op"], d["key"]) for d in asyncio.run(audit())] == [("set", "k"), ("delete", "k")]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -189,9 +188,7 @@ async def test_two_runs_over_one_workspace_recall_each_others_notes(store: Store
     note = await repo.get("test-cmd", "workspace", WS)
     assert note is not None and note.recalls == 1 and note.last_recalled is not None
     rows = await repo.recalls(2)
-    assert [(r["run_id"], r["step"], r["key"], r["scope"]) for r in rows] == [
-        (2, 1, "test-cmd", "workspace")
-    ]
+    assert [(r.run_id, r.step, r.key, r.scope) for r in rows] == [(2, 1, "test-cmd", "workspace")]
     # run 2 corrects it; a third run sees the correction attributed to run 2.
     await _remember(repo, "test-cmd", "make test", run_id=2, step=4)
     (latest,) = await repo.notes_for(WS)
@@ -218,9 +215,9 @@ async def test_operator_changes_are_audited_as_run_zero_events(store: Store) -> 
     assert not await repo.delete("missing", "global", None)
     await repo.set("c", "third", "workspace", WS)
     assert await repo.clear("workspace", WS) == 2
-    events = await store.runs.events(0)
-    details = [json.loads(e["detail"]) for e in events]
-    assert {e["kind"] for e in events} == {"memory"}
+    events = await store.trace.events(0)
+    details = [e.detail for e in events]
+    assert {e.kind for e in events} == {"memory"}
     assert [(d["op"], d.get("key")) for d in details] == [
         ("set", "a"),
         ("pin", "a"),
@@ -253,3 +250,18 @@ async def test_notes_survive_reopening_the_store(tmp_path: Path) -> None:
     async with await Store.open(path) as second:
         note = await second.memory.get("k", "workspace", WS)
         assert note is not None and note.value == "v"
+
+
+async def test_the_requests_that_carried_a_note(store: Store) -> None:
+    await store.memory.write(
+        key="k",
+        value="v",
+        scope="workspace",
+        workspace="/ws/a",
+        run_id=1,
+        step=1,
+        limits=MemoryLimits(),
+    )
+    await store.memory.record_recall(3, 2, 17, ["k"], "/ws/a")
+    found = await store.memory.recalls_of("k", "workspace", "/ws/a")
+    assert [(r.request_id, r.run_id, r.step) for r in found] == [(17, 3, 2)]

@@ -301,7 +301,7 @@ async def test_cancelling_a_run_leaves_the_store_consistent(store, workspace, wr
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    run = (await store.runs.list())[0]
+    run = (await store.runs.all())[0]
     assert (run.status, run.outcome) == ("cancelled", "cancelled")
 
 
@@ -352,7 +352,7 @@ async def test_a_sub_agent_runs_as_a_child_sharing_the_token_ledger(store, works
     parent = await start_run(
         harness(store, script, sink=sink), TaskContract("x", workspace, token_budget=5_000)
     )
-    runs = await store.runs.list()
+    runs = await store.runs.all()
     child = next(r for r in runs if r.parent_run_id == parent.run_id)
     assert (child.goal, child.status, child.tokens) == (
         "report what parse returns",
@@ -372,7 +372,7 @@ async def test_sub_agents_cannot_nest_without_limit(store, workspace, write_scri
     spawn = {"name": "spawn_agent", "arguments": {"goal": "go deeper"}}
     script = write_script([{"tool_calls": [spawn]}] * 4)
     await start_run(harness(store, script), TaskContract("x", workspace, max_steps=2))
-    runs = await store.runs.list()
+    runs = await store.runs.all()
     depth = {r.id: 0 for r in runs}
     for r in runs:
         if r.parent_run_id:

@@ -76,7 +76,7 @@ async def test_a_store_that_fails_to_open_fails_every_waiting_call(tmp_path):
     store = Store(bad)
     store.db.open_soon()
     with pytest.raises(StoreError, match="not an io-tui store"):
-        await store.runs.list()
+        await store.runs.all()
     await store.close()
     assert bad.read_text() == "hello" * 1000
 
@@ -93,9 +93,9 @@ async def test_a_step_commits_whole_or_not_at_all(store):
     )
     with pytest.raises(sqlite3.IntegrityError):
         await store.runs.commit_step(run_id, bad)
-    assert [s["step"] for s in await store.runs.steps(run_id)] == [1]
-    assert len(await store.runs.observations(run_id)) == 1
-    assert len(await store.runs.events(run_id)) == 1
+    assert [s.step for s in await store.trace.steps(run_id)] == [1]
+    assert len(await store.trace.observations(run_id)) == 1
+    assert len(await store.trace.events(run_id)) == 1
     run = await store.runs.get(run_id)
     assert run is not None and (run.steps, run.tokens) == (1, 10)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import weakref
 from pathlib import Path
@@ -31,8 +30,8 @@ class Encoders:
             [], "scripted", "m",
         )  # fmt: skip
         expected = (
-            json.dumps([m.to_json() for m in messages]),
-            json.dumps({**head, "entries": [e.to_json() for e in entries]}),
+            [m.to_json() for m in messages],
+            {**head, "entries": [e.to_json() for e in entries]},
         )
         return record, expected
 
@@ -81,16 +80,14 @@ async def test_each_request_reads_back_whole_though_most_are_stored_as_deltas(st
         expected.append(whole)
         messages += turn(step)
         entries.append(entry(step))
-    rows = await store.runs.requests(run_id)
-    assert [(r["messages"], r["manifest"]) for r in rows] == expected
+    rows = await store.trace.requests(run_id)
+    assert [(r.messages, r.manifest) for r in rows] == expected
     stored = raw(store_path)
     assert stored[0][0] is None and all(base is not None for base, *_ in stored[1:])
     assert stored[6][1:3] == (2, 0)  # where the window moved: only the frame is kept
     # another process (another store on the file) reads them whole too
     async with await Store.open(store_path) as other:
-        assert [(r["messages"], r["manifest"]) for r in await other.runs.requests(run_id)] == (
-            expected
-        )
+        assert [(r.messages, r.manifest) for r in await other.trace.requests(run_id)] == (expected)
 
 
 async def test_a_request_whose_base_was_rolled_back_is_stored_whole(store, store_path):
@@ -104,8 +101,8 @@ async def test_a_request_whose_base_was_rolled_back_is_stored_whole(store, store
     third, third_whole = enc.request(2, [Message("system", "s"), *turn(1), *turn(2)], [entry(1)])
     await store.runs.commit_step(run_id, commit(2, third))
     assert [base for base, *_ in raw(store_path)] == [None, None]
-    rows = await store.runs.requests(run_id)
-    assert [(r["messages"], r["manifest"]) for r in rows] == [first_whole, third_whole]
+    rows = await store.trace.requests(run_id)
+    assert [(r.messages, r.manifest) for r in rows] == [first_whole, third_whole]
 
 
 async def test_requests_without_encoders_are_stored_and_read_as_before(store):
@@ -114,8 +111,8 @@ async def test_requests_without_encoders_are_stored_and_read_as_before(store):
         1, 0, "summary", 0, 5, 0, None, None, [{"role": "user"}], {}, [], "p", "m"
     )
     await store.runs.add_request(run_id, plain)
-    (row,) = await store.runs.requests(run_id)
-    assert (json.loads(row["messages"]), json.loads(row["manifest"])) == ([{"role": "user"}], {})
+    (row,) = await store.trace.requests(run_id)
+    assert (row.messages, row.manifest) == ([{"role": "user"}], {})
 
 
 async def test_a_request_text_does_not_keep_the_ones_it_extends_alive(store, store_path):

@@ -120,38 +120,38 @@ async def calibrated_requests(
     )
     contract = TaskContract("look", workspace, context=ContextBudget(max_tokens=4_000))
     result = await start_run(harness, contract)
-    return [r for r in await store.runs.requests(result.run_id) if r["purpose"] == "work"]
+    return [r for r in await store.trace.requests(result.run_id) if r.purpose == "work"]
 
 
 async def test_the_run_calibrates_from_the_reported_usage(store, workspace, write_script) -> None:
     requests = await calibrated_requests(store, workspace, write_script, tools=True)
     assert len(requests) == 7
     for n, request in enumerate(requests, start=1):
-        manifest = json.loads(request["manifest"])
+        manifest = request.manifest
         cal = manifest["calibration"]
-        assert cal["tools_counted"] and cal["ceiling_tokens"] == request["ceiling_tokens"] == 4_000
+        assert cal["tools_counted"] and cal["ceiling_tokens"] == request.ceiling_tokens == 4_000
         assert cal["raw_est_tokens"] == manifest["est_tokens"] + manifest["frame_tokens"]
-        assert request["est_tokens"] == cal["calibrated_tokens"]
-        assert request["est_tokens"] == round(cal["raw_est_tokens"] * cal["factor"])
+        assert request.est_tokens == cal["calibrated_tokens"]
+        assert request.est_tokens == round(cal["raw_est_tokens"] * cal["factor"])
         # the engine fitted the ceiling in raw estimated tokens
         assert manifest["ceiling_tokens"] == raw_ceiling(4_000, cal["factor"])
         if n == 1:
             assert cal["factor"] == 1.0
         if n >= 3:
             assert 1.35 < cal["factor"] < 1.5
-            assert abs(request["est_tokens"] / request["reported_tokens"] - 1) <= 0.05
+            assert abs(request.est_tokens / request.reported_tokens - 1) <= 0.05
 
 
 async def test_a_server_that_drops_the_tool_schemas_is_not_charged_for_them(
     store, workspace, write_script
 ) -> None:
     requests = await calibrated_requests(store, workspace, write_script, tools=False)
-    first = json.loads(requests[0]["manifest"])
+    first = requests[0].manifest
     tools = next(s["est_tokens"] for s in first["sections"] if s["name"] == "tools")
     assert tools > 1_000 and first["calibration"]["tools_counted"]
     for request in requests[1:]:
-        manifest = json.loads(request["manifest"])
+        manifest = request.manifest
         cal = manifest["calibration"]
         assert not cal["tools_counted"]
         assert cal["raw_est_tokens"] == manifest["est_tokens"] + manifest["frame_tokens"] - tools
-        assert abs(request["est_tokens"] / request["reported_tokens"] - 1) <= 0.05
+        assert abs(request.est_tokens / request.reported_tokens - 1) <= 0.05

@@ -3,13 +3,14 @@ changed (runs, steps, commits, new runs), store rows for runs driven elsewhere, 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.store import StepSummary
 from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.state import StepView
 
@@ -95,12 +96,12 @@ def test_step_rows_keep_an_asking_step_asking_and_skip_unknown_runs() -> None:
             _event(1, 1, EventKind.APPROVAL_REQUESTED),
         ]
     )
-    row = {"run_id": 1, "step": 1, "tokens": 5, "tool_calls": json.dumps([{"name": "edit"}])}
+    row = StepSummary(run_id=1, step=1, tokens=5, tool_names=("edit",))
     changed = board.apply_steps([step_view(row), (9, StepView(1))])
     ((run, step),) = changed
     assert run.id == 1 and step.asking and step.tools == ["edit"] and step.tokens == 5
     board.apply([_event(2, 0, EventKind.RUN_STARTED)])
-    other = row | {"run_id": 2}
+    other = replace(row, run_id=2)
     assert len(board.apply_steps([step_view(other)])) == 1
     assert board.apply_steps([step_view(other)]) == []  # nothing new: no change
 

@@ -1,4 +1,7 @@
-"""The store: one SQLite file holding runs of every workspace (DESIGN §3.5)."""
+"""The store: one SQLite file holding runs of every workspace (DESIGN §3.5).
+
+``runs`` writes what a run does, ``trace`` reads it back, ``approvals`` and ``rules`` hold the
+human's decisions, ``memory`` the notes that outlive a run."""
 
 from __future__ import annotations
 
@@ -6,16 +9,24 @@ from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
-from io_tui.core.store.memory import MemoryRepo
-from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.memory import MemoryRepo, Recall
+from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
+from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
     "ApprovalRecord",
+    "EventRow",
+    "ObservationRow",
+    "Recall",
     "RememberedRule",
+    "RequestFigures",
     "RequestRecord",
+    "RequestRow",
     "RunRow",
     "StepCommit",
+    "StepRow",
+    "StepSummary",
     "Store",
     "StoreError",
 ]
@@ -28,6 +39,7 @@ class Store:
         self.path = path
         self.db = Database(path)
         self.runs = RunRepo(self.db)
+        self.trace = TraceRepo(self.db)
         self.approvals = ApprovalRepo(self.db)
         self.rules = RuleRepo(self.db)
         self.memory = MemoryRepo(self.db)

@@ -4,7 +4,7 @@ Agent writes (``write``/``forget``) come from the ``remember``/``forget`` tools,
 happened as run events through their ``emit`` hook. Operator edits (``set``, ``delete``,
 ``clear``, ``pin``, ``unpin``) have no run, so each one is recorded in the ``events`` table with
 ``run_id = 0, step = 0, kind = 'memory'`` and ``detail.actor = 'operator'`` in the same
-transaction as the change (``store.runs.events(0)`` reads the audit trail back). Evictions caused
+transaction as the change (``store.trace.events(0)`` reads the audit trail back). Evictions caused
 by an operator write are recorded the same way.
 
 Notes are ordered by row id: a rewrite deletes the old row and inserts a new one, so "oldest" is
@@ -34,7 +34,7 @@ from io_tui.core.memory import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Database, row_as
 
 OPERATOR_RUN_ID = 0
 
@@ -56,6 +56,18 @@ def _note(row: aiosqlite.Row) -> MemoryNote:
     return MemoryNote(
         row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8], row[9]
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """One request that carried a note (a row of ``memory_recalls``)."""
+
+    request_id: int | None
+    run_id: int
+    step: int
+    scope: Scope
+    key: str
+    at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +191,20 @@ class MemoryRepo:
                         break
         return recorded
 
-    async def recalls(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
+    async def recalls(self, run_id: int) -> builtins.list[Recall]:
+        """The recalls logged for one run, oldest first."""
+        rows = await self.db.fetchall(
             "SELECT * FROM memory_recalls WHERE run_id = ? ORDER BY id", (run_id,)
         )
+        return [row_as(Recall, r) for r in rows]
+
+    async def recalls_of(self, key: str, scope: Scope, workspace: str) -> builtins.list[Recall]:
+        """Which requests carried a note, oldest first (the memory editor's "recalled by")."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM memory_recalls WHERE scope = ? AND workspace = ? AND key = ? ORDER BY id",
+            (scope, workspace if scope != "global" else "", key),
+        )
+        return [row_as(Recall, r) for r in rows]
 
     # -- writing --------------------------------------------------------------------------------
 

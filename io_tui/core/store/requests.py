@@ -1,4 +1,4 @@
-"""Requests of a run (``RequestRecord``), stored as deltas, read back whole.
+"""Requests of a run: written (``RequestRecord``) as deltas, read back whole (``RequestRow``).
 
 Consecutive requests of a run mostly repeat each other: the next one carries the previous
 one's messages and manifest entries and a few more. A request encoded by the run's
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from io_tui.core.store.db import row_as
 from io_tui.core.store.encoded import JSONText, ManifestText, dumps
 
 
@@ -39,6 +40,55 @@ class RequestRecord:
     provider: str
     model: str
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRow:
+    """One stored request, read back whole (``expand_deltas``): what the trace shows."""
+
+    id: int
+    run_id: int
+    step: int
+    attempt: int
+    purpose: str
+    ceiling_tokens: int
+    est_tokens: int
+    frame_tokens: int
+    reported_tokens: int | None
+    usage: dict[str, Any] | None
+    messages: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    attempts: list[dict[str, Any]]
+    provider: str
+    model: str
+    error: str | None
+    created_at: float
+
+    @classmethod
+    def from_row(
+        cls, row: sqlite3.Row, messages: list[dict[str, Any]], manifest: dict[str, Any]
+    ) -> RequestRow:
+        return row_as(
+            cls,
+            row,
+            usage=json.loads(row["usage"]) if row["usage"] else None,
+            messages=messages,
+            manifest=manifest,
+            attempts=json.loads(row["attempts"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFigures:
+    """A request's figures without its messages or entries: what the budget gauges show."""
+
+    step: int
+    ceiling_tokens: int
+    est_tokens: int
+    frame_tokens: int
+    reported_tokens: int | None
+    usage: dict[str, Any] | None
+    sections: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,26 +156,23 @@ def insert_request(
     return Written(messages, manifest.entries, cursor.lastrowid)
 
 
-def expand_deltas(rows: Sequence[sqlite3.Row]) -> list[dict[str, Any]]:
+def expand_deltas(rows: Sequence[sqlite3.Row]) -> list[RequestRow]:
     """``rows`` of one run's requests (in any order, all of them) with every delta rebuilt:
-    ``messages`` and ``manifest`` hold the JSON the request would have been stored as whole."""
+    ``messages`` and ``manifest`` hold what the request would have been stored as whole."""
     parsed: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # bases, as lists and dicts
     wanted = {r["base_id"] for r in rows if r["base_id"] is not None}
-    rebuilt: dict[int, dict[str, Any]] = {}
+    rebuilt: dict[int, RequestRow] = {}
     for row in sorted(rows, key=lambda r: r["id"]):  # a base is always older than its delta
-        out = dict(row)
+        messages, manifest = json.loads(row["messages"]), json.loads(row["manifest"])
         base_id = row["base_id"]
-        if base_id is not None or row["id"] in wanted:
-            messages, manifest = json.loads(row["messages"]), json.loads(row["manifest"])
-            if base_id is not None:
-                if base_id not in parsed:
-                    raise MissingBase(f"request {row['id']} extends request {base_id}, not found")
-                base_messages, base_manifest = parsed[base_id]
-                messages = base_messages[: row["messages_keep"]] + messages
-                entries = base_manifest["entries"][: row["entries_keep"]] + manifest["entries"]
-                manifest = {**manifest, "entries": entries}
-                out["messages"], out["manifest"] = json.dumps(messages), json.dumps(manifest)
-            if row["id"] in wanted:
-                parsed[row["id"]] = (messages, manifest)
-        rebuilt[row["id"]] = out
+        if base_id is not None:
+            if base_id not in parsed:
+                raise MissingBase(f"request {row['id']} extends request {base_id}, not found")
+            base_messages, base_manifest = parsed[base_id]
+            messages = base_messages[: row["messages_keep"]] + messages
+            entries = base_manifest["entries"][: row["entries_keep"]] + manifest["entries"]
+            manifest = {**manifest, "entries": entries}
+        if row["id"] in wanted:
+            parsed[row["id"]] = (messages, manifest)
+        rebuilt[row["id"]] = RequestRow.from_row(row, messages, manifest)
     return [rebuilt[r["id"]] for r in rows]

@@ -1,8 +1,9 @@
-"""Runs, steps, observations, requests and events: the authority every view rebuilds from."""
+"""Runs as the run loop writes them: created, stepped (steps, observations, requests, events in
+one transaction), paused, finished; their summaries and operator messages. The authority every
+view rebuilds from, read back through ``TraceRepo`` (``trace.py``)."""
 
 from __future__ import annotations
 
-import builtins
 import json
 import sqlite3
 import time
@@ -16,8 +17,9 @@ import aiosqlite
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store.db import Database
-from io_tui.core.store.requests import RequestRecord, Written, expand_deltas, insert_request
+from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.requests import RequestRecord, Written, insert_request
+from io_tui.core.store.trace import tool_calls
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,23 +43,12 @@ class RunRow:
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> RunRow:
-        return cls(
-            id=row["id"],
-            goal=row["goal"],
-            workspace=row["workspace"],
-            status=row["status"],
-            outcome=row["outcome"],
-            parent_run_id=row["parent_run_id"],
-            seed_run_id=row["seed_run_id"],
+        return row_as(
+            cls,
+            row,
             contract=json.loads(row["contract"]),
             provider=json.loads(row["provider"]),
             policy=json.loads(row["policy"]),
-            steps=row["steps"],
-            tokens=row["tokens"],
-            error=row["error"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            finished_at=row["finished_at"],
         )
 
 
@@ -117,7 +108,8 @@ class RunRepo:
         row = await self.db.fetchone("SELECT * FROM runs WHERE id = ?", (run_id,))
         return RunRow.from_row(row) if row else None
 
-    async def list(self, *, limit: int = 10_000) -> list[RunRow]:
+    async def all(self, *, limit: int = 10_000) -> list[RunRow]:
+        """The first ``limit`` runs, oldest first."""
         rows = await self.db.fetchall("SELECT * FROM runs ORDER BY id LIMIT ?", (limit,))
         return [RunRow.from_row(r) for r in rows]
 
@@ -176,7 +168,7 @@ class RunRepo:
         written = await self.db.write(partial(insert_request, run_id, request, time.time(), last))
         self._remember(run_id, written)
 
-    async def history(self, run_id: int) -> builtins.list[StepRecord]:
+    async def history(self, run_id: int) -> list[StepRecord]:
         """The run's steps as the context engine sees them (bounded observations)."""
         steps = await self.db.fetchall(
             "SELECT step, text, tool_calls, operator_messages FROM steps"
@@ -191,103 +183,18 @@ class RunRepo:
             by_step.setdefault(row["step"], []).append(_observation(row))
         records = []
         for row in steps:
-            calls = tuple(
-                ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(row["tool_calls"])
-            )
             records.append(
                 StepRecord(
                     step=row["step"],
                     text=row["text"],
-                    tool_calls=calls,
+                    tool_calls=tool_calls(row["tool_calls"]),
                     observations=tuple(by_step.get(row["step"], ())),
                     operator_messages=tuple(json.loads(row["operator_messages"])),
                 )
             )
         return records
 
-    async def steps(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
-            "SELECT * FROM steps WHERE run_id = ? ORDER BY step", (run_id,)
-        )
-
-    async def observations(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
-            "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
-        )
-
-    async def requests(self, run_id: int) -> builtins.list[dict[str, Any]]:
-        """Every request of the run, whole (a request stored as a delta is rebuilt)."""
-        rows = await self.db.fetchall(
-            "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
-        )
-        return expand_deltas(rows)
-
-    async def latest_request(self, run_id: int, step: int | None = None) -> aiosqlite.Row | None:
-        """The last working request of a run (or of one step): what the budget gauges show,
-        with its usage and its manifest's sections (JSON texts; not its entries)."""
-        where, params = ("AND step = ?", (run_id, step)) if step is not None else ("", (run_id,))
-        return await self.db.fetchone(
-            "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens, usage,"
-            " json_extract(manifest, '$.sections') AS sections FROM requests"
-            f" WHERE run_id = ? {where} AND purpose = 'work'"
-            " ORDER BY step DESC, attempt DESC LIMIT 1",
-            params,
-        )
-
-    # -- views: the narrow reads the TUI rebuilds from --
-
-    async def step_summaries(self, run_ids: Sequence[int]) -> builtins.list[aiosqlite.Row]:
-        """``run_id, step, tokens, tool_calls`` of every step of ``run_ids`` (the run tree)."""
-        if not run_ids:
-            return []
-        marks = ",".join("?" * len(run_ids))
-        return await self.db.fetchall(
-            "SELECT run_id, step, tokens, tool_calls FROM steps"
-            f" WHERE run_id IN ({marks}) ORDER BY run_id, step",
-            tuple(run_ids),
-        )
-
-    async def steps_after(
-        self, run_id: int, since: int = 0, *, limit: int | None = None
-    ) -> builtins.list[aiosqlite.Row]:
-        """Steps numbered above ``since``, oldest first; with ``limit``, only the newest ones."""
-        if limit is None:
-            return await self.db.fetchall(
-                "SELECT * FROM steps WHERE run_id = ? AND step > ? ORDER BY step", (run_id, since)
-            )
-        return await self.db.fetchall(
-            "SELECT * FROM (SELECT * FROM steps WHERE run_id = ? AND step > ?"
-            " ORDER BY step DESC LIMIT ?) ORDER BY step",
-            (run_id, since, limit),
-        )
-
-    async def results_from(self, run_id: int, first_step: int) -> builtins.list[aiosqlite.Row]:
-        """``call_id, tool, step, full_text, is_error`` of observations from ``first_step`` on."""
-        return await self.db.fetchall(
-            "SELECT call_id, tool, step, full_text, is_error FROM observations"
-            " WHERE run_id = ? AND step >= ? ORDER BY id",
-            (run_id, first_step),
-        )
-
-    async def events_of_kinds(
-        self, run_id: int, first_step: int, kinds: Sequence[str]
-    ) -> builtins.list[aiosqlite.Row]:
-        """``step, kind, detail`` of the run's events of ``kinds`` from ``first_step`` on."""
-        if not kinds:
-            return []
-        marks = ",".join("?" * len(kinds))
-        return await self.db.fetchall(
-            "SELECT step, kind, detail FROM events WHERE run_id = ? AND step >= ?"
-            f" AND kind IN ({marks}) ORDER BY id",
-            (run_id, first_step, *kinds),
-        )
-
-    async def events(self, run_id: int) -> builtins.list[aiosqlite.Row]:
-        return await self.db.fetchall(
-            "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,)
-        )
-
-    async def children(self, run_id: int) -> builtins.list[RunRow]:
+    async def children(self, run_id: int) -> list[RunRow]:
         rows = await self.db.fetchall(
             "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY id", (run_id,)
         )
@@ -295,7 +202,7 @@ class RunRepo:
 
     # -- summaries (compaction is bought once per run, reused across resume) --
 
-    async def summaries(self, run_id: int) -> builtins.list[tuple[int, str]]:
+    async def summaries(self, run_id: int) -> list[tuple[int, str]]:
         rows = await self.db.fetchall(
             "SELECT through_step, text FROM summaries WHERE run_id = ? ORDER BY through_step",
             (run_id,),
@@ -321,8 +228,8 @@ class RunRepo:
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-    async def take_operator_messages(self, run_id: int, step: int) -> builtins.list[str]:
-        def take(conn: sqlite3.Connection) -> builtins.list[str]:
+    async def take_operator_messages(self, run_id: int, step: int) -> list[str]:
+        def take(conn: sqlite3.Connection) -> list[str]:
             rows = conn.execute(
                 "SELECT id, text FROM operator_messages"
                 " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",

@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from io_tui.core.approvals import ApprovalRequest
+from io_tui.core import ApprovalRequest
 from io_tui.ui.terminal_text import plain
 
 

@@ -24,8 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
-from io_tui.core.store import Store
-from io_tui.core.trace import TraceNotFound, build_trace
+from io_tui.core import Store, TraceNotFound, build_trace
 from io_tui.ui.manifest import (
     FILTERS,
     EntryRow,

@@ -11,7 +11,6 @@ the app goes up as messages (``Ready``, ``StartRun``, ``NewRunRequested``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,16 +27,12 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
-from io_tui.core.cache import usage_hit_rate
-from io_tui.core.contract import MemoryLimits
-from io_tui.core.store import Store
+from io_tui.core import MemoryLimits, Store, usage_hit_rate
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
 from io_tui.ui.run_board import Changes
-from io_tui.ui.screens.inspector import InspectorScreen
-from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
@@ -308,7 +303,7 @@ class MainScreen(Screen[None]):
     @work(group="gauges", exclusive=True, exit_on_error=False)
     async def load_gauges(self, run_id: int, step: int | None) -> None:
         store = self.store
-        row = await store.runs.latest_request(run_id, step)
+        row = await store.trace.latest_request(run_id, step)
         view = self.runs.get(run_id)
         workspace = view.workspace if view is not None else None
         if workspace is None:
@@ -321,15 +316,15 @@ class MainScreen(Screen[None]):
             self.GaugesLoaded(
                 GaugeFigures(
                     run_id,
-                    row["step"] if row else step,
-                    row["ceiling_tokens"] if row else None,
-                    row["est_tokens"] if row else None,
-                    row["frame_tokens"] if row else None,
-                    row["reported_tokens"] if row else None,
+                    row.step if row else step,
+                    row.ceiling_tokens if row else None,
+                    row.est_tokens if row else None,
+                    row.frame_tokens if row else None,
+                    row.reported_tokens if row else None,
                     entries,
                     chars,
-                    json.loads(row["usage"]) if row and row["usage"] else None,
-                    tuple(json.loads(row["sections"])) if row and row["sections"] else (),
+                    row.usage if row else None,
+                    row.sections if row else (),
                 )
             )
         )
@@ -437,6 +432,8 @@ class MainScreen(Screen[None]):
         return True
 
     def action_inspect(self) -> None:
+        from io_tui.ui.screens.inspector import InspectorScreen  # Pygments: when first opened
+
         if self.selected_run is None:
             return
         run = self.runs.get(self.selected_run)
@@ -444,6 +441,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(InspectorScreen(self.store, self.selected_run, step))
 
     def action_trace(self) -> None:
+        from io_tui.ui.screens.trace import TraceScreen
+
         if self.selected_run is not None:
             self.app.push_screen(TraceScreen(self.store, self.selected_run))
 

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
@@ -31,10 +32,7 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import MemoryNote, Scope, check_key
-from io_tui.core.rule_preview import Recall, recall_history
-from io_tui.core.store import Store
+from io_tui.core import MemoryLimits, MemoryNote, Recall, Scope, Store, check_key
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.gauges import Gauge
@@ -220,7 +218,7 @@ class ChooseWorkspaceScreen(ModalScreen[str | None]):
 
 async def known_workspaces(store: Store) -> list[str]:
     """Every workspace the store knows: of its runs and of its workspace notes, sorted."""
-    found = {run.workspace for run in await store.runs.list() if run.workspace}
+    found = {run.workspace for run in await store.runs.all() if run.workspace}
     found |= {n.workspace for n in await store.memory.list() if n.scope == "workspace"}
     return sorted(found)
 
@@ -284,6 +282,8 @@ class MemoryEditorScreen(Screen[None]):
             self.note = note
             self.recalls = recalls
 
+    memory_table = query_one("#memory-table", Table)
+
     def __init__(
         self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
     ) -> None:
@@ -313,10 +313,10 @@ class MemoryEditorScreen(Screen[None]):
         self.query_one("#memory-title", Static).update(
             Content.assemble(plain(title), ("  w: switch", "dim"))
         )
-        self.query_one("#gauges-workspace").display = self.workspace is not None
+        self.query_one("#gauges-workspace", Horizontal).display = self.workspace is not None
 
     def on_mount(self) -> None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         for label, priority, shrink_to in NOTE_COLUMNS:
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         recalls = self.query_one("#memory-recalls", DataTable)
@@ -346,7 +346,7 @@ class MemoryEditorScreen(Screen[None]):
         self.refresh_bindings()  # edit / pin / delete apply to a highlighted note
 
     def _apply(self) -> None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         wanted = {note_key(n): n for n in self.notes}
         for gone in [k for k in table.rows if k.value not in wanted]:
             table.remove_row(gone)
@@ -370,7 +370,7 @@ class MemoryEditorScreen(Screen[None]):
         self._show_selected()
 
     def selected(self) -> MemoryNote | None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         if table.row_count == 0:
             return None
         key = table.ordered_rows[min(table.cursor_row, table.row_count - 1)].key.value
@@ -391,7 +391,7 @@ class MemoryEditorScreen(Screen[None]):
         recalls = (
             []
             if note is None
-            else await recall_history(self.store, note.scope, note.workspace, note.key)
+            else await self.store.memory.recalls_of(note.key, note.scope, note.workspace)
         )
         self.post_message(self.RecallsLoaded(note, recalls))
 
@@ -460,7 +460,7 @@ class MemoryEditorScreen(Screen[None]):
         if choice is None:
             return
         self.workspace = choice or None
-        self.query_one("#memory-table", Table).clear()  # other notes: rows in scope order
+        self.memory_table.clear()  # other notes: rows in scope order
         self._show_where()
         self.load()
 

@@ -29,9 +29,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from io_tui import demo
 from io_tui.config import Settings
-from io_tui.core.launch import build_run
-from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
-from io_tui.core.store import Store
+from io_tui.core import PRESETS, ProbeResult, Store, build_run, probe_models
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
 

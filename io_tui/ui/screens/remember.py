@@ -13,10 +13,14 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Label, RadioButton, RadioSet, Static
 
-from io_tui.core.approvals import ApprovalRequest, RememberRule, RuleScope
-from io_tui.core.rule_preview import (
+from io_tui.core import (
     SCOPE_LABELS,
     SCOPES,
+    ApprovalRecord,
+    ApprovalRequest,
+    RememberRule,
+    RuleScope,
+    Store,
     blast_radius,
     command_examples,
     grant_text,
@@ -24,7 +28,6 @@ from io_tui.core.rule_preview import (
     suggest_pattern,
     validate_pattern,
 )
-from io_tui.core.store import ApprovalRecord, Store
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 

@@ -11,9 +11,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.policy import Act
-from io_tui.core.workspace import Workspace, WorkspaceError
+from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView
 

@@ -14,9 +14,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static, TextArea
 
-from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.rule_preview import RewriteCheck, check_rewrite
-from io_tui.core.store import Store
+from io_tui.core import ApprovalRequest, RewriteCheck, Store, check_rewrite
 
 
 class RewriteScreen(ModalScreen[dict[str, Any] | None]):

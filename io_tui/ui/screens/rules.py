@@ -11,8 +11,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from io_tui.core.rule_preview import SCOPE_LABELS
-from io_tui.core.store import RememberedRule, Store
+from io_tui.core import SCOPE_LABELS, RememberedRule, Store
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.table import Table
 

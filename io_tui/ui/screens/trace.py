@@ -15,8 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
-from io_tui.core.store import Store
-from io_tui.core.trace import TraceNotFound, build_trace
+from io_tui.core import Store, TraceNotFound, build_trace
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.title_bar import TitleBar
 
