@@ -6,16 +6,33 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from functools import partial
+from dataclasses import fields
+from functools import cache, partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiosqlite
 
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 BUSY_TIMEOUT_MS = 5_000
 T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
+
+
+def row_as(cls: type[D], row: sqlite3.Row, **decoded: Any) -> D:
+    """The dataclass ``cls`` from a row whose columns are named like its fields; ``decoded``
+    gives the fields whose columns need decoding first (JSON text, 0/1 flags, enums)."""
+    return cls(**{name: row[name] for name in _plain(cls, tuple(decoded))}, **decoded)
+
+
+@cache
+def _plain(cls: type[DataclassInstance], decoded: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields of ``cls`` read straight from their columns."""
+    return tuple(f.name for f in fields(cls) if f.name not in decoded)
 
 
 class StoreError(Exception):

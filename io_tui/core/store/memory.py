@@ -34,7 +34,7 @@ from io_tui.core.memory import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Database, row_as
 
 OPERATOR_RUN_ID = 0
 
@@ -68,12 +68,6 @@ class Recall:
     scope: Scope
     key: str
     at: float
-
-
-def _recall(row: aiosqlite.Row) -> Recall:
-    return Recall(
-        row["request_id"], row["run_id"], row["step"], row["scope"], row["key"], row["at"]
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +196,7 @@ class MemoryRepo:
         rows = await self.db.fetchall(
             "SELECT * FROM memory_recalls WHERE run_id = ? ORDER BY id", (run_id,)
         )
-        return [_recall(r) for r in rows]
+        return [row_as(Recall, r) for r in rows]
 
     async def recalls_of(self, key: str, scope: Scope, workspace: str) -> builtins.list[Recall]:
         """Which requests carried a note, oldest first (the memory editor's "recalled by")."""
@@ -210,7 +204,7 @@ class MemoryRepo:
             "SELECT * FROM memory_recalls WHERE scope = ? AND workspace = ? AND key = ? ORDER BY id",
             (scope, workspace if scope != "global" else "", key),
         )
-        return [_recall(r) for r in rows]
+        return [row_as(Recall, r) for r in rows]
 
     # -- writing --------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from io_tui.core.store.db import row_as
 from io_tui.core.store.encoded import JSONText, ManifestText, dumps
 
 
@@ -67,24 +68,13 @@ class RequestRow:
     def from_row(
         cls, row: sqlite3.Row, messages: list[dict[str, Any]], manifest: dict[str, Any]
     ) -> RequestRow:
-        return cls(
-            id=row["id"],
-            run_id=row["run_id"],
-            step=row["step"],
-            attempt=row["attempt"],
-            purpose=row["purpose"],
-            ceiling_tokens=row["ceiling_tokens"],
-            est_tokens=row["est_tokens"],
-            frame_tokens=row["frame_tokens"],
-            reported_tokens=row["reported_tokens"],
+        return row_as(
+            cls,
+            row,
             usage=json.loads(row["usage"]) if row["usage"] else None,
             messages=messages,
             manifest=manifest,
             attempts=json.loads(row["attempts"]),
-            provider=row["provider"],
-            model=row["model"],
-            error=row["error"],
-            created_at=row["created_at"],
         )
 
 

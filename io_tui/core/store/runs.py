@@ -17,7 +17,7 @@ import aiosqlite
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Database, row_as
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
 
@@ -43,23 +43,12 @@ class RunRow:
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> RunRow:
-        return cls(
-            id=row["id"],
-            goal=row["goal"],
-            workspace=row["workspace"],
-            status=row["status"],
-            outcome=row["outcome"],
-            parent_run_id=row["parent_run_id"],
-            seed_run_id=row["seed_run_id"],
+        return row_as(
+            cls,
+            row,
             contract=json.loads(row["contract"]),
             provider=json.loads(row["provider"]),
             policy=json.loads(row["policy"]),
-            steps=row["steps"],
-            tokens=row["tokens"],
-            error=row["error"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            finished_at=row["finished_at"],
         )
 
 

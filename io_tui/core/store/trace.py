@@ -15,7 +15,7 @@ from typing import Any
 import aiosqlite
 
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Database, row_as
 from io_tui.core.store.requests import RequestFigures, RequestRow, expand_deltas
 
 
@@ -33,16 +33,12 @@ class StepRow:
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> StepRow:
-        return cls(
-            run_id=row["run_id"],
-            step=row["step"],
-            text=row["text"],
+        return row_as(
+            cls,
+            row,
             tool_calls=tool_calls(row["tool_calls"]),
             decision=json.loads(row["decision"]),
-            result=row["result"],
-            tokens=row["tokens"],
             operator_messages=tuple(json.loads(row["operator_messages"])),
-            created_at=row["created_at"],
         )
 
 
@@ -73,18 +69,7 @@ class ObservationRow:
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> ObservationRow:
-        return cls(
-            run_id=row["run_id"],
-            step=row["step"],
-            call_id=row["call_id"],
-            tool=row["tool"],
-            kind=row["kind"],
-            target=row["target"],
-            span=row["span"],
-            text=row["text"],
-            full_text=row["full_text"],
-            is_error=bool(row["is_error"]),
-        )
+        return row_as(cls, row, is_error=bool(row["is_error"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +82,7 @@ class EventRow:
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> EventRow:
-        return cls(row["run_id"], row["step"], row["kind"], json.loads(row["detail"]), row["at"])
+        return row_as(cls, row, detail=json.loads(row["detail"]))
 
 
 def tool_calls(text: str) -> tuple[ToolCall, ...]:
@@ -178,12 +163,9 @@ class TraceRepo:
         )
         if row is None:
             return None
-        return RequestFigures(
-            step=row["step"],
-            ceiling_tokens=row["ceiling_tokens"],
-            est_tokens=row["est_tokens"],
-            frame_tokens=row["frame_tokens"],
-            reported_tokens=row["reported_tokens"],
+        return row_as(
+            RequestFigures,
+            row,
             usage=json.loads(row["usage"]) if row["usage"] else None,
             sections=tuple(json.loads(row["sections"])) if row["sections"] else (),
         )
