@@ -463,11 +463,15 @@ class Pricer:
 
 
 ECHO = re.compile(r"^\$ .*\n?", re.M)  # run_command's echo of its argv (a sed's markers)
+STUB = re.compile(r"\[step \d+ \w+ ")  # a stub: names the call (a sed's argv), shows nothing
 
 
 def shown(message: Message) -> str:
-    """What a message shows of the workspace: its text without the commands it echoes."""
-    return ECHO.sub("", message.content) if message.role == "tool" else message.content
+    """What a message shows of the workspace: its text without the commands it echoes (a
+    stub shows none of it)."""
+    if message.role != "tool":
+        return message.content
+    return "" if STUB.match(message.content) else ECHO.sub("", message.content)
 
 
 def stale_results(messages: Sequence[Message], current: dict[str, int]) -> int:

@@ -173,14 +173,14 @@ async def measure(steps: int, ceiling: int, threads: int, n_ctx: int) -> None:
     estimated = run_cache([{**r, "usage": None} for r in work])
     prompt = sum(r["usage"]["prompt_tokens"] for r in work if r["usage"])
     reused = sum(r["usage"]["cache_read_tokens"] for r in work if r["usage"])
-    est = sum(r["est_tokens"] for r in work)
+    est = sum(r["cache"]["prompt_tokens_est"] for r in work)  # counted as the prefix is
     print(
         f"\n{steps} steps, ceiling {ceiling:,}: run {result.outcome.value}, {len(work)} working "
         f"requests ({proxy.requests - len(work)} summary), {seconds:.0f} s"
     )
     print(f"{'':<28} {'prompt tokens':>14} {'cached':>12} {'hit rate':>9}")
     print(f"{'reported (llama.cpp)':<28} {prompt:>14,} {reused:>12,} {reported.hit_rate:>9.1%}")
-    cached = round((estimated.hit_rate or 0) * est)
+    cached = sum(r["cache"]["cached_prefix_tokens"] for r in work)
     print(
         f"{'estimated (io-tui, messages)':<28} {est:>14,} {cached:>12,} {estimated.hit_rate:>9.1%}"
     )

@@ -304,9 +304,9 @@ def assembly_strings() -> list[str]:
     import assembly_speed
 
     import io_tui.core.context.frame as frame_mod
-    import io_tui.core.context.live as live_mod
     import io_tui.core.context.messages as messages_mod
     import io_tui.core.context.refresh as refresh_mod
+    import io_tui.core.context.step as step_mod
     import io_tui.core.context.turns as turns_mod
     from io_tui.core.context import ContextEngine
 
@@ -316,7 +316,7 @@ def assembly_strings() -> list[str]:
         seen.append(text)
         return estimate_tokens(text)
 
-    modules = (frame_mod, live_mod, messages_mod, refresh_mod, turns_mod)
+    modules = (frame_mod, messages_mod, refresh_mod, step_mod, turns_mod)
     for module in modules:
         module.estimate_tokens = recording  # type: ignore[attr-defined]
     try:

@@ -19,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from io_tui.core.mcp.config import McpSettings
+from io_tui.core.settings import RunSettings
 from io_tui.paths import config_file
 
 ApproveMode = Literal["ask", "all", "deny", "defer"]
@@ -28,17 +28,6 @@ HarnessMode = Literal["process", "inline"]  # where the app's runs execute (ui.h
 
 class ConfigError(ValueError):
     """The config file or environment does not validate; the message names the field."""
-
-
-class CacheSettings(BaseModel):
-    """Prompt-cache prices per input token, relative to an uncached one; each unset field is
-    the provider preset's (``io_tui.core.providers.presets``). ``[cache]`` in the file."""
-
-    model_config = ConfigDict(extra="forbid")
-    uncached: float | None = Field(default=None, ge=0)
-    write: float | None = Field(default=None, ge=0)
-    read: float | None = Field(default=None, ge=0)
-    min_prefix_tokens: int | None = Field(default=None, ge=0)
 
 
 class UISettings(BaseModel):
@@ -73,28 +62,16 @@ class UISettings(BaseModel):
     )
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, RunSettings):
+    """The core's ``RunSettings`` plus the app's own: the store, how asks are answered, the UI."""
+
     model_config = SettingsConfigDict(
         env_prefix="IO_TUI_", env_nested_delimiter="__", extra="forbid"
     )
 
-    provider: str = "scripted"
-    model: str | None = None
-    base_url: str | None = None
-    fallback_provider: str | None = None
-    fallback_model: str | None = None
     store: Path | None = None
-    policy: Path | None = None
     approve: ApproveMode = "ask"
-    max_steps: int = Field(default=12, ge=1, le=10_000)
-    token_budget: int | None = Field(default=None, ge=1)
-    context_max_tokens: int = Field(default=24_000, ge=256)
-    context_share: float = Field(default=0.5, gt=0, le=1)
-    request_timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0, le=20)
     ui: UISettings = Field(default_factory=UISettings)
-    mcp: McpSettings = Field(default_factory=McpSettings)
-    cache: CacheSettings = Field(default_factory=CacheSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -125,6 +102,16 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(f"config ({path} or IO_TUI_* env): {where}: {err['msg']}") from None
 
 
+# ``io-tui config show`` lists the settings in this order (the core's fields come first in the
+# model, which inherits them)
+SHOWN = (
+    *("provider", "model", "base_url", "fallback_provider", "fallback_model", "store", "policy"),
+    *("approve", "max_steps", "token_budget", "context_max_tokens", "context_share"),
+    *("request_timeout_s", "max_retries", "ui", "mcp", "cache"),
+)
+
+
 def masked(settings: Settings) -> dict[str, Any]:
     """Settings as JSON for ``io-tui config show``. Holds no keys by construction."""
-    return settings.model_dump(mode="json")
+    data = settings.model_dump(mode="json")
+    return {key: data[key] for key in sorted(data, key=SHOWN.index)}

@@ -278,10 +278,17 @@ def request_hit_rate(request: Mapping[str, Any]) -> tuple[float | None, str]:
     reported = usage_hit_rate(request.get("usage"))
     if reported is not None:
         return reported, "reported"
-    cache, total = request.get("cache"), request.get("est_tokens")
+    cache = request.get("cache")
+    total = _whole(request)
     if not cache or not total:
         return None, "estimated"
     return cache["cached_prefix_tokens"] / total, "estimated"
+
+
+def _whole(request: Mapping[str, Any]) -> int:
+    """A stored request's prompt, estimated as its cached prefix is (``annotate``)."""
+    cache = request.get("cache") or {}
+    return int(cache.get("prompt_tokens_est") or request.get("est_tokens") or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,7 +312,7 @@ def run_cache(requests: Sequence[Mapping[str, Any]]) -> RunCache:
         prompt = sum(u["prompt_tokens"] for u in reported)
         read = sum(u.get("cache_read_tokens", 0) for u in reported)
         return RunCache(len(work), rewrites, read / prompt if prompt else None, "reported")
-    total = sum(r.get("est_tokens") or 0 for r in work)
+    total = sum(_whole(r) for r in work)
     cached = sum(r["cache"]["cached_prefix_tokens"] for r in work)
     return RunCache(len(work), rewrites, cached / total if total else None, "estimated")
 
@@ -327,5 +334,10 @@ def annotate(requests: Sequence[dict[str, Any]]) -> None:
             continue
         keys = [message_key(m) for m in request["messages"]]
         found = explain(previous[0], request, (previous[1], keys)) if previous else NO_PREVIOUS
-        request["cache"] = found.to_json() | figures
+        # the whole prompt counted as its cached prefix is (not the calibrated ``est_tokens``,
+        # which leaves out tool schemas a server drops): the hit rate's denominator
+        n = found.cached_messages
+        rest = sum(stored_tokens(m) for m in request["messages"][n:])
+        whole = found.cached_tokens + rest + (0 if n else tools_tokens(request))
+        request["cache"] = found.to_json() | figures | {"prompt_tokens_est": whole}
         previous = (request, keys)

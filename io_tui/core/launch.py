@@ -10,13 +10,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
 from io_tui.core.policy import Policy, PolicyError
 from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.factory import build_provider
 from io_tui.core.providers.scripted import ScriptError
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store
 from io_tui.core.workspace import Workspace, WorkspaceError
 
@@ -24,7 +24,7 @@ FINAL_ANSWER_CHARS = 2_000
 
 
 async def build_run(
-    store: Store, settings: Settings, request: NewRunRequest
+    store: Store, settings: RunSettings, request: NewRunRequest
 ) -> tuple[TaskContract, Provider, Policy]:
     """Raises ValueError with a readable message when the request cannot start."""
     if not request.task.strip():
@@ -37,18 +37,18 @@ async def build_run(
         raise ValueError(str(exc)) from None
     provider = request.provider or settings.provider
     same_provider = provider == settings.provider
-    try:
-        run_settings = load_settings(
-            provider=provider,
-            model=request.model or (settings.model if same_provider else None),
-            # the config's base URL belongs to the config's provider, not to another preset
-            base_url=request.base_url or (settings.base_url if same_provider else None),
-            max_steps=request.max_steps,
-            token_budget=request.token_budget,
-            context_max_tokens=request.context_max_tokens,
-        )
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
+    limits = {
+        "max_steps": request.max_steps,
+        "token_budget": request.token_budget,
+        "context_max_tokens": request.context_max_tokens,
+    }
+    run_settings = settings.updated(
+        provider=provider,
+        model=request.model or (settings.model if same_provider else None),
+        # the config's base URL belongs to the config's provider, not to another preset
+        base_url=request.base_url or (settings.base_url if same_provider else None),
+        **{name: value for name, value in limits.items() if value is not None},
+    )
     policy = policy_for(run_settings)
     contract = TaskContract(
         goal=request.task.strip(),
@@ -61,7 +61,7 @@ async def build_run(
     return contract, provider_for(run_settings), policy
 
 
-def cache_prices_for(settings: Settings) -> CachePrices:
+def cache_prices_for(settings: RunSettings) -> CachePrices:
     """The provider preset's cache prices, with the ``[cache]`` settings that are set."""
     from io_tui.core.providers.presets import cache_prices
 
@@ -70,7 +70,7 @@ def cache_prices_for(settings: Settings) -> CachePrices:
 
 
 async def _follow_up(
-    store: Store, settings: Settings, request: NewRunRequest
+    store: Store, settings: RunSettings, request: NewRunRequest
 ) -> tuple[TaskContract, Provider, Policy]:
     from io_tui.core.providers.factory import provider_from_description
 
@@ -113,7 +113,7 @@ async def _final_answer(store: Store, run_id: int) -> str:
     return steps[-1].text[:FINAL_ANSWER_CHARS] if steps else ""
 
 
-def provider_for(settings: Settings) -> Provider:
+def provider_for(settings: RunSettings) -> Provider:
     """The settings' provider; ValueError with a readable message when it cannot be built."""
     try:
         return build_provider(settings)
@@ -121,7 +121,7 @@ def provider_for(settings: Settings) -> Provider:
         raise ValueError(str(exc)) from None
 
 
-def policy_for(settings: Settings) -> Policy:
+def policy_for(settings: RunSettings) -> Policy:
     """The settings' policy file, or the defaults; ValueError when the file does not load."""
     if settings.policy is None:
         return Policy()

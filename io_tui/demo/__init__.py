@@ -9,6 +9,7 @@ from pathlib import Path
 
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.policy import Policy
+from io_tui.core.providers.base import Provider
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "script.json"
@@ -37,3 +38,11 @@ def demo_contract(workspace: Path) -> TaskContract:
 
 def demo_policy() -> Policy:
     return Policy.load(POLICY)
+
+
+def demo_run(workspace: Path) -> tuple[TaskContract, Provider, Policy]:
+    """The demo on ``workspace``: its contract, scripted model and policy, as the app hands them
+    to a host (the harness knows nothing of the demo)."""
+    from io_tui.core.providers.scripted import ScriptedProvider
+
+    return demo_contract(workspace), ScriptedProvider.from_file(SCRIPT), demo_policy()

@@ -20,8 +20,9 @@ import gc
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, on, work
 from textual.app import App
@@ -35,7 +36,6 @@ from io_tui.config import HarnessMode, Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
 from io_tui.core.store import Store, StoreError
 from io_tui.ui import ui_state
-from io_tui.ui.approver import ApprovalDesk, UIApprover, letter_keymap
 from io_tui.ui.attention import Activity
 from io_tui.ui.bridge import EventPump
 from io_tui.ui.commands import (
@@ -62,20 +62,14 @@ from io_tui.ui.messages import (
     StoreChanged,
 )
 from io_tui.ui.run_board import RunBoard, step_view
-from io_tui.ui.screens.approval import ApprovalScreen
-from io_tui.ui.screens.audit import AuditScreen
-from io_tui.ui.screens.help import HelpScreen
-from io_tui.ui.screens.inbox import InboxScreen
-from io_tui.ui.screens.inspector import InspectorScreen
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.screens.memory_editor import MemoryEditorScreen
-from io_tui.ui.screens.new_run import NewRunScreen
-from io_tui.ui.screens.rules import RulesScreen
-from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from io_tui.ui.approver import ApprovalDesk
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 
@@ -129,22 +123,29 @@ class IoApp(App[int]):
         self.event_pump = EventPump(self)
         self.activity = Activity()  # when the operator last pressed a key
         self.host: RunHost = _host(self, harness or settings.ui.harness, approver)
-        self.desk = ApprovalDesk(
-            self,
-            store=self.store,
-            host=self.host,
-            ui=settings.ui,
-            activity=self.activity,
-            inbox_key=self._inbox_key,
-            withdraw=self.withdraw_notification,
-        )
         # The config's ``[ui.keys]`` (and the letters of ``letter_shortcuts``; a user's own
         # remap wins over them), by binding id: set on mount, shown by the help and palette.
-        letters = letter_keymap() if settings.ui.letter_shortcuts else {}
+        letters = _letter_keymap() if settings.ui.letter_shortcuts else {}
         self.key_remaps: dict[str, str] = {**letters, **settings.ui.keys}
         self._theme_problems = self._choose_theme()
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
+
+    @cached_property
+    def desk(self) -> ApprovalDesk:
+        """The approval desk, built on first use (after the first frame: it brings the approval
+        modal and the inbox with it), with the app's store, host and ``[ui]`` settings."""
+        from io_tui.ui.approver import ApprovalDesk
+
+        return ApprovalDesk(
+            self,
+            store=self.store,
+            host=self.host,
+            ui=self.settings.ui,
+            activity=self.activity,
+            inbox_key=self._inbox_key,
+            withdraw=self.withdraw_notification,
+        )
 
     # -- start and stop ------------------------------------------------------------------------
 
@@ -208,7 +209,8 @@ class IoApp(App[int]):
         self.theme_changed_signal.subscribe(self, self._remember_theme)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self.poll_store)
-        self.desk.attach(self.poll_interval)  # approvals: inbox badge in the title
+        # approvals: the inbox badge in the title, once the first frame is drawn
+        self.call_after_refresh(lambda: self.desk.attach(self.poll_interval))
         if self.demo:
             self.start_demo()
         else:  # the harness worker starts while the user reads the first screen
@@ -269,17 +271,26 @@ class IoApp(App[int]):
         self.desk.ask(request, future)
 
     # approvals: the steering screens (bindings app.inbox / app.rules / app.memory / app.audit,
-    # and their palette entries)
+    # and their palette entries). Screens not on the first frame are imported when first opened:
+    # the new-run dialog alone pulls in every provider and httpx.
     def action_inbox(self) -> None:
+        from io_tui.ui.screens.inbox import InboxScreen
+
         self.switch_to(lambda: InboxScreen(self.store, self.desk, poll_interval=self.poll_interval))
 
     def action_rules(self) -> None:
+        from io_tui.ui.screens.rules import RulesScreen
+
         self.switch_to(lambda: RulesScreen(self.store))
 
     def action_memory(self) -> None:
+        from io_tui.ui.screens.memory_editor import MemoryEditorScreen
+
         self.switch_to(lambda: MemoryEditorScreen(self.store, self.selected_workspace()))
 
     def action_audit(self) -> None:
+        from io_tui.ui.screens.audit import AuditScreen
+
         self.switch_to(lambda: AuditScreen(self.store))
 
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
@@ -287,6 +298,8 @@ class IoApp(App[int]):
         inspector, the help…) close first, so escape goes back to the main screen. A dialog
         waiting for an answer (an approval, a confirmation) stays, and the screen opens over it.
         """
+        from io_tui.ui.screens.help import HelpScreen
+
         while len(self.screen_stack) > 1 and (
             not isinstance(self.screen, ModalScreen) or isinstance(self.screen, HelpScreen)
         ):
@@ -445,6 +458,8 @@ class IoApp(App[int]):
     # -- actions -------------------------------------------------------------------------------
 
     def action_new_run(self, task: str = "") -> None:
+        from io_tui.ui.screens.new_run import NewRunScreen
+
         def started(request: NewRunRequest | None) -> None:
             if request is not None:
                 self.start_request(request)
@@ -453,10 +468,21 @@ class IoApp(App[int]):
         self.push_screen(NewRunScreen(self.store, self.settings, default, task=task), started)
 
     def action_help(self) -> None:
+        from io_tui.ui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.help_sections(), self.key_remaps))
 
     def help_sections(self) -> list[tuple[str, Iterable[BindingType]]]:
         """Every key the help lists: the app's, then each screen's (and a widget's own)."""
+        from io_tui.ui.screens.approval import ApprovalScreen
+        from io_tui.ui.screens.audit import AuditScreen
+        from io_tui.ui.screens.inbox import InboxScreen
+        from io_tui.ui.screens.inspector import InspectorScreen
+        from io_tui.ui.screens.memory_editor import MemoryEditorScreen
+        from io_tui.ui.screens.new_run import NewRunScreen
+        from io_tui.ui.screens.rules import RulesScreen
+        from io_tui.ui.screens.trace import TraceScreen
+
         return [
             ("app", self.BINDINGS),
             ("main", MainScreen.BINDINGS),
@@ -524,6 +550,8 @@ def create_app(
 def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
     pump, store, settings = app.event_pump, app.store, app.settings
     if mode == "inline":
+        from io_tui.ui.approver import UIApprover
+
         return InlineHost(app, pump, store, settings, approver or UIApprover(app))
     if approver is None:
         return ProcessHost(app, pump, store, settings)
@@ -531,6 +559,12 @@ def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
     if type(approver) not in names:
         raise ValueError(f"{type(approver).__name__} cannot answer in a worker process")
     return ProcessHost(app, pump, store, settings, names[type(approver)])
+
+
+def _letter_keymap() -> dict[str, str]:
+    from io_tui.ui.approver import letter_keymap
+
+    return letter_keymap()
 
 
 def _cockpit(app: IoApp) -> Cockpit:

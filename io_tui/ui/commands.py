@@ -18,7 +18,6 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from io_tui.core.store import Store
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView
 
 
@@ -195,6 +194,8 @@ def _select(app: Cockpit, run_id: int) -> None:
 
 
 def _trace(app: App[Any], store: Store, run_id: int) -> None:
+    from io_tui.ui.screens.trace import TraceScreen
+
     app.push_screen(TraceScreen(store, run_id))
 
 

@@ -94,7 +94,9 @@ class ProcessHost:
         self.client.start(request)
 
     def start_demo(self, workspace: Path) -> None:
-        self.client.start_demo(workspace)
+        from io_tui.demo import demo_run
+
+        self.client.run(*demo_run(workspace))
 
     def interrupt(self, run_id: int) -> bool:
         return self.client.interrupt(run_id)
@@ -191,11 +193,9 @@ class InlineHost:
         self.app.run_worker(self._start_request(request), group="runs", exit_on_error=False)
 
     def start_demo(self, workspace: Path) -> None:
-        from io_tui import demo
-        from io_tui.core.providers.scripted import ScriptedProvider
+        from io_tui.demo import demo_run
 
-        provider = ScriptedProvider.from_file(demo.SCRIPT)
-        self.run(demo.demo_contract(workspace), provider, demo.demo_policy())
+        self.run(*demo_run(workspace))
 
     def interrupt(self, run_id: int) -> bool:
         """Cancel the run's task with ``OPERATOR_CANCEL``, which the run records as its reason

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from io_tui.core.events import OPERATOR_CANCEL, EventKind, RunEvent
@@ -89,10 +88,6 @@ class RunView:
         )
         view.provider, view.model = provider_of(row.provider or {})
         return view
-
-    @property
-    def workspace_name(self) -> str:
-        return Path(self.workspace).name or self.workspace
 
     @property
     def live(self) -> bool:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
+from textual.worker import WorkerCancelled
 
 from io_tui import demo
 
@@ -31,7 +33,9 @@ async def wait_until_idle(pilot: Pilot[object], *, within_s: float = 30.0) -> No
         if not busy:
             break
     await pilot.pause(0.3)
-    await app.workers.wait_for_complete()
+    for worker in list(app.workers):  # a newer exclusive worker may cancel one meanwhile
+        with contextlib.suppress(WorkerCancelled):
+            await worker.wait()
     await pilot.pause(0.1)
 
 

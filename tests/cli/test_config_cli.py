@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from io_tui.cli import main
+from io_tui.config import SHOWN
 
 
 def test_config_path_follows_the_env(tmp_path, monkeypatch, capsys):
@@ -28,6 +29,7 @@ def test_config_show_merges_file_and_env(tmp_path, monkeypatch, capsys):
         30,
         "io-light",
     )
+    assert list(shown) == list(SHOWN)  # every field, in the order config show has always used
 
 
 def test_malformed_config_is_one_line_exit_2(tmp_path, monkeypatch, capsys):

@@ -11,6 +11,7 @@ import pytest
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.cache import (
+    annotate,
     cached_prefix,
     explain,
     message_key,
@@ -148,7 +149,9 @@ async def test_a_run_explains_each_prefix_break(store, workspace, write_script) 
     assert (summary.requests, summary.rewrites, summary.source) == (5, 1, "estimated")
     rate, source = request_hit_rate(requests[1])
     assert source == "estimated"
-    assert rate == pytest.approx(caches[1]["cached_prefix_tokens"] / requests[1]["est_tokens"])
+    whole = sum(stored_tokens(m) for m in requests[1]["messages"]) + tools_tokens(requests[1])
+    assert caches[1]["prompt_tokens_est"] == whole  # counted as the cached prefix is
+    assert rate == pytest.approx(caches[1]["cached_prefix_tokens"] / whole)
     assert request_hit_rate(requests[0]) == (0.0, "estimated")
     assert summary.hit_rate is not None and 0.3 < summary.hit_rate < 1
 
@@ -252,3 +255,21 @@ def test_a_changed_memory_block_names_the_notes() -> None:
                    result(1, "x"), entries=[entry(1, "full")], memory_keys=["style", "lint"])  # fmt: skip
     assert explain(before, after).why == "the memory block changed: +lint"
     assert explain(before, before).broke_at is None
+
+
+def test_the_estimated_hit_rate_counts_the_prompt_as_its_cached_prefix_is() -> None:
+    """A llama.cpp run: its calibrated ``est_tokens`` leave out the tool schemas the server
+    drops, but the cached prefix counts them; the hit rate compares like with like (it was
+    121% on a real llama.cpp session)."""
+    first = stored(turn(1), result(1, "1 failed")) | {"purpose": "work", "est_tokens": 9}
+    second = stored(turn(1), result(1, "1 failed"), turn(2), result(2, "ok"))
+    second |= {"purpose": "work", "est_tokens": 12}
+    annotate([first, second])
+    whole = sum(stored_tokens(m) for m in second["messages"]) + 40
+    assert second["cache"]["prompt_tokens_est"] == whole
+    rate, source = request_hit_rate(second)
+    assert source == "estimated" and rate == pytest.approx(
+        second["cache"]["cached_prefix_tokens"] / whole
+    )
+    summary = run_cache([first, second])
+    assert summary.hit_rate is not None and summary.hit_rate < 1

@@ -95,3 +95,29 @@ async def test_a_long_run_moves_its_window_rarely() -> None:
     )
     assert rewrites <= len(built) // 4
     assert all(a.est_tokens <= 8_000 for a in built)
+
+
+async def test_what_the_rewriting_step_supersedes_waits_for_the_next_rewrite() -> None:
+    """The request for step 4 must rewrite (a write made step 1's read stale); step 4 then runs
+    the tests again. That rerun came after the rewrite, so the next request keeps the earlier
+    output pending instead of rewriting a second time in a row."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
+    write = Observation(3, "w3", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,)),
+        rerun(2),
+        StepRecord(3, "edit", (ToolCall("w3", "edit_file", {}),), (write,)),
+        rerun(4),
+    ]
+    built = await grow(engine, records, 24_000)
+    assert not extends(built[3].messages, built[2].messages)  # step 4's request: re-read
+    assert entry(built[3], "r1").state is EntryState.REFRESHED
+    assert extends(built[4].messages, built[3].messages)  # and no second rewrite after it
+    e = entry(built[4], "c2")
+    assert e.state is EntryState.FULL and e.superseded_by == 4
+    assert "stubbed at the next rewrite" in e.reason

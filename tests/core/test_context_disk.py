@@ -216,3 +216,59 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
         "src/app.py changed on disk after step 1 (run_command at step 2); re-run now"
     )
     assert "src/app.py:2:    return 42" in carried and "return a" not in carried
+
+
+async def test_a_range_an_earlier_read_of_the_same_content_shows_is_a_stub_pointing_at_it() -> None:
+    whole = read(2, "line 1\nline 2\nline 3\n")
+    again = read(4, "line 2\n", span="lines 2-2")
+    changed = read(6, "line 2 (new)\n", seen=Seen("a.txt", 13, 2_000, "d2"), span="lines 2-2")
+    history = [record(whole), record(again), record(changed), StepRecord(7, "")]
+    assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
+    e = entry(assembly, "c4")
+    assert (e.state, e.superseded_by) == (EntryState.SUPERSEDED, 2)
+    assert e.reason == "step 2's read shows these lines, the file unchanged"
+    assert sent(assembly, "c4").startswith(
+        "[step 4 read_file a.txt (lines 2-2): these lines are in"
+    )
+    assert entry(assembly, "c2").state is EntryState.FULL  # the earlier read stays whole
+    assert entry(assembly, "c6").state is EntryState.FULL  # another version of the file: shown
+
+
+async def test_lines_read_twice_do_not_count_twice_towards_a_fold() -> None:
+    """Five files read whole, then each again in a range holding all of it, unchanged: what is
+    live fits the fold threshold once, so nothing current is folded (it was when the repeated
+    lines counted twice)."""
+    history = []
+    for n in range(5):
+        seen = Seen(f"f{n}.py", 10_000, 1_000, f"d{n}")
+        text = "".join(f"{n} line {i} of some code\n" for i in range(400))[:9_000]
+        history.append(record(read(10 + n, text, seen=seen)))
+        history.append(record(read(20 + n, text, seen=seen, span="lines 1-400")))
+    for n in range(30, 39):
+        history.append(record(Observation(n, f"c{n}", "list_dir", ObsKind.LIST, f"d{n}", "x")))
+    history.append(StepRecord(40, ""))
+    assembly = await engine(Disk()).build(history, ceiling_tokens=24_000)
+    assert not assembly.folded
+    assert all(entry(assembly, f"c{10 + n}").state is EntryState.FULL for n in range(5))
+
+
+async def test_a_stale_grep_whose_re_run_gives_the_same_result_is_sent_as_it_was() -> None:
+    """An edit of a file a grep searched, that changes none of its hits: the re-run answers
+    what was recorded, so the entry is current and its message (and the prefix) unchanged."""
+    hit = Seen("src/b.py", 40, 7, "d2")
+    grep = Observation(2, "c2", "grep", ObsKind.GREP, "parse", "src/b.py:1:parse", seen=(hit,))
+    write = Observation(3, "c3", "edit_file", ObsKind.WRITE, "src/b.py", "edited")
+
+    async def same(obs: Observation) -> str:
+        return "src/b.py:1:parse"
+
+    frame = Frame("SYSTEM", (), TaskContract("fix", Path("/ws")))
+    eng = ContextEngine(frame, refresh=same, probe=Disk())
+    before = await eng.build([record(grep), StepRecord(3, "")], ceiling_tokens=8_000)
+    after = await eng.build([record(grep), record(write), StepRecord(4, "")], ceiling_tokens=8_000)
+    e = entry(after, "c2")
+    assert e.state is EntryState.FULL and sent(after, "c2") == grep.text
+    assert (
+        e.reason == "carried whole; step 3 wrote src/b.py after this grep; re-run: the same result"
+    )
+    assert after.messages[: len(before.messages) - 1] == before.messages[:-1]

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line
-from io_tui.core.context.live import LiveSteps, Step
+from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.plan import Plan
+from io_tui.core.context.step import Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote

@@ -188,6 +188,23 @@ async def test_grep_caps_hits_with_marker(ctx: ToolContext, root: Path) -> None:
     assert out.data["hits"] == MAX_GREP_HITS + 40
 
 
+async def test_grep_records_every_file_it_searched_even_those_past_the_cap(
+    ctx: ToolContext, root: Path
+) -> None:
+    """What a grep saw includes the files counted in '… N more hits' and those without hits: a
+    change to any of them can change the result, so the context engine must be able to tell."""
+    (root / "many.txt").write_text("hit\n" * MAX_GREP_HITS)
+    (root / "z_hidden.txt").write_text("hit\n")
+    out = await call(Grep(), ctx, pattern="^hit$")
+    assert "z_hidden.txt" not in out.text and out.text.endswith(
+        "… 1 more hits; narrow the pattern or path"
+    )
+    seen = {s.path: s for s in out.seen}
+    assert {"many.txt", "z_hidden.txt", "README.md", "src/app.py"} <= set(seen)
+    assert seen["z_hidden.txt"].size == 4 and seen["z_hidden.txt"].digest
+    assert ".git/config" not in seen and "logo.bin" not in seen  # never searched
+
+
 async def test_grep_cuts_very_long_lines(ctx: ToolContext, root: Path) -> None:
     (root / "min.js").write_text("x" * 5_000 + "NEEDLE2\n")
     out = await call(Grep(), ctx, pattern="x+NEEDLE2")

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from mcp_support import server_script_args
 
+from io_tui.core.contract import contract_to_json
+from io_tui.core.policy import Policy
 from io_tui.core.store import Store
 from io_tui.core.trace import build_trace
 from io_tui.core.worker.protocol import LineBuffer, encode
+from io_tui.demo import demo_run, make_workspace
 
 EDIT = {
     "text": "Fixing.",
@@ -111,6 +114,31 @@ async def test_a_run_asks_the_app_and_goes_on_with_its_answer(tmp_path: Path) ->
     assert "approval_decided" in kinds
     code, _ = await worker.close()
     assert code == 0
+
+
+async def test_the_demo_runs_from_the_parts_the_app_sends(tmp_path: Path) -> None:
+    """The worker knows nothing of the demo: the app sends its contract, provider and policy."""
+    contract, provider, policy = demo_run(make_workspace(tmp_path))
+    worker = await Worker.start(tmp_path / "store.db")
+    parts = {
+        "contract": contract_to_json(contract),
+        "provider": provider.describe(),
+        "policy": policy.to_json(),
+    }
+    await worker.send({"op": "run", "tag": "d1", **parts, "approve": "all"})
+    started = await worker.until("started")
+    ended = await worker.until("ended")
+    assert (started["tag"], ended["result"]["outcome"]) == ("d1", "success")
+    unknown = {**parts, "provider": {"kind": "carrier-pigeon"}}
+    await worker.send({"op": "run", "tag": "d2", **unknown})
+    failed = await worker.until("failed")
+    assert failed["tag"] == "d2" and "carrier-pigeon" in failed["error"]
+    code, _ = await worker.close()
+    assert code == 0
+    async with await Store.open(tmp_path / "store.db") as store:
+        row = await store.runs.get(started["run_id"])
+    assert row is not None
+    assert Policy.from_json(row.policy) == policy and row.goal == contract.goal
 
 
 async def test_closing_stdin_pauses_an_asking_run_and_exits(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Input, TextArea
+from textual.widgets import DataTable, Input, Static, TextArea
 
 from io_tui.core.approvals import Decision, DecisionKind, RememberRule
 from io_tui.core.decisions import decide
@@ -163,15 +163,15 @@ async def test_rewrite_across_a_deny_is_refused_and_stays_open(
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.screen is screen
-        error = str(screen.query_one("#rewrite-error").render())
+        error = str(screen.query_one("#rewrite-error", Static).render())
         assert "refused" in error and "builtin-secrets" in error
-        assert screen.query_one("#rewrite-error").has_class("-shown")
+        assert screen.query_one("#rewrite-error", Static).has_class("-shown")
         # Invalid arguments are refused the same way.
         screen.query_one("#rewrite-json", TextArea).text = '{"path": "src/app.py"}'
         await pilot.press("ctrl+s")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert "invalid arguments" in str(screen.query_one("#rewrite-error").render())
+        assert "invalid arguments" in str(screen.query_one("#rewrite-error", Static).render())
         assert app.results == []
 
 
@@ -240,17 +240,17 @@ async def test_remember_prefills_pattern_and_previews_earlier_requests(
             ids[f"src/a.py{first.run_id}"],
             ids[f"src/b.py{elsewhere.run_id}"],
         ]
-        status = str(screen.query_one("#remember-status").render())
+        status = str(screen.query_one("#remember-status", Static).render())
         assert "matches this request" in status
         assert "would have allowed 2 of the 3 earlier write requests (2 runs)" in status
         assert "everywhere: every run in every workspace" in str(
-            screen.query_one("#remember-grant").render()
+            screen.query_one("#remember-grant", Static).render()
         )
         pattern = screen.query_one("#remember-pattern", Input)
         pattern.value = "docs/*"
         await pilot.pause()
         assert len(table.rows) == 1
-        assert "does NOT match" in str(screen.query_one("#remember-status").render())
+        assert "does NOT match" in str(screen.query_one("#remember-status", Static).render())
         pattern.value = "src/*"
         await pilot.pause()
         await pilot.press("ctrl+s")
@@ -285,11 +285,11 @@ async def test_exec_shows_argv_and_cwd(tmp_path: Path, store_path: Path) -> None
         screen = app.screen
         # The exact command line, not the bare program; the hint's wider examples all match it.
         assert screen.query_one("#remember-pattern", Input).value == "git status --short"
-        hint = str(screen.query_one("#remember-exec-hint").render())
+        hint = str(screen.query_one("#remember-exec-hint", Static).render())
         assert "'git status --short' only this command" in hint
         assert "'git status *' 'git status' with any arguments" in hint
         assert "'git' every git command" in hint
-        grant = str(screen.query_one("#remember-grant").render())
+        grant = str(screen.query_one("#remember-grant", Static).render())
         assert "exactly the command 'git status --short'" in grant
         assert f"this workspace: every run in {ws}" in grant
 
@@ -382,7 +382,7 @@ async def test_remember_a_rule_that_does_not_match_needs_a_second_ctrl_s(
         assert isinstance(screen, RememberScreen)
         screen.query_one("#remember-pattern", Input).value = "pytest"
         await pilot.pause()
-        status = screen.query_one("#remember-status")
+        status = screen.query_one("#remember-status", Static)
         assert "does NOT match this request" in str(status.render())
         await pilot.press("ctrl+s")
         await pilot.pause()

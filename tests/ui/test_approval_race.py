@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input
+from textual.widgets import DataTable, Input, Static
 
 from io_tui.config import Settings
 from io_tui.core.approvals import DecisionKind
@@ -119,7 +119,7 @@ async def test_a_held_ask_is_decided_from_the_inbox(tmp_path: Path, harness: str
         clock.advance(5.0)  # idle, but in the inbox: no modal pops over it
         await pilot.pause(0.3)
         assert isinstance(app.screen, InboxScreen)
-        assert "waiting now" in str(app.screen.query_one("#inbox-detail").render())
+        assert "waiting now" in str(app.screen.query_one("#inbox-detail", Static).render())
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
         screen = app.screen

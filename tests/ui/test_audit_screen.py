@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import Static
+
 from io_tui.core.approvals import Decision
 from io_tui.core.decisions import decide
 from io_tui.core.store import Store
@@ -25,7 +27,7 @@ async def test_audit_lists_decisions_with_stats(tmp_path: Path, store_path: Path
     async with app.run_test(size=(160, 24)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
-        stats = str(app.screen.query_one("#audit-stats").render())
+        stats = str(app.screen.query_one("#audit-stats", Static).render())
         assert "3 requests: 2 decided, 1 pending" in stats
         assert "approval rate 50%" in stats and "median time to decide 45.0s" in stats
         table = app.screen.query_one("#audit-table", Table)

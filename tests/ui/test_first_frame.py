@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from textual.command import CommandPalette
+from textual.containers import Vertical
 from textual.css.stylesheet import Stylesheet
 from textual.geometry import Size
 from textual.pilot import Pilot
@@ -94,7 +95,7 @@ async def test_the_panes_take_the_places_the_skeleton_drew(make_app, size) -> No
         layout = main_layout(Size(*size))
         assert screen.query_one(TitleBar).region == layout.header
         assert screen.query_one(RunTree).region == layout.runs
-        assert screen.query_one("#gauges").region == layout.gauges
+        assert screen.query_one("#gauges", Vertical).region == layout.gauges
         assert screen.query_one(Transcript).region == layout.transcript
         assert screen.query_one(Input).region == layout.prompt
         assert screen.query_one(Footer).region == layout.footer

@@ -7,7 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable, Input, RadioButton, TextArea
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Input, RadioButton, Static, TextArea
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
@@ -131,7 +132,7 @@ async def test_a_note_the_agent_wrote_with_markup_and_escapes_is_shown_as_text(
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(120, 36)) as pilot:
         await _settle(pilot)
-        view = str(app.screen.query_one("#memory-value-view").render())
+        view = str(app.screen.query_one("#memory-value-view", Static).render())
         assert view == "use [/] then [bold]x"
         table = app.screen.query_one("#memory-table", Table)
         assert str(table.cell(next(iter(table.rows)), "key")) == "odd [/]"
@@ -148,7 +149,7 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
         assert isinstance(dialog, AddNoteScreen)
         await pilot.press("ctrl+s")  # no key yet: said in the dialog, which stays open
         assert app.screen is dialog
-        assert "must not be empty" in str(dialog.query_one("#note-error").render())
+        assert "must not be empty" in str(dialog.query_one("#note-error", Static).render())
         await pilot.press(*"lint")
         await pilot.press("ctrl+s")  # no value yet
         assert app.screen is dialog and dialog.query_one("#note-key", Input).value == "lint"
@@ -184,10 +185,10 @@ async def test_switch_to_another_workspace_the_store_knows_or_global_only(
         await _settle(pilot)
         table = editor.query_one("#memory-table", Table)
         assert [str(table.cell(k, "key")) for k in table.rows] == ["deploy", "editor"]
-        assert "project-b" in str(editor.query_one("#memory-title").render())
+        assert "project-b" in str(editor.query_one("#memory-title", Static).render())
         await pilot.press("w")
         await pilot.pause()
         await pilot.press("home", "enter")  # global notes only
         await _settle(pilot)
         assert [str(table.cell(k, "key")) for k in table.rows] == ["editor"]
-        assert not editor.query_one("#gauges-workspace").display
+        assert not editor.query_one("#gauges-workspace", Horizontal).display

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from replay_server import ReplayServer, json_reply, sse_reply
 from textual.pilot import Pilot
-from textual.widgets import Input, Select
+from textual.widgets import Input, Select, Static
 
 from io_tui.config import Settings
 from io_tui.core.providers.presets import ProbeResult
@@ -84,7 +84,9 @@ async def until(pilot: Pilot[object], condition, what: str, tries: int = 100) ->
             return
         await pilot.pause(0.05)
     screen = pilot.app.screen
-    shown = str(screen.query_one("#error").render()) if isinstance(screen, NewRunScreen) else ""
+    shown = (
+        str(screen.query_one("#error", Static).render()) if isinstance(screen, NewRunScreen) else ""
+    )
     raise AssertionError(f"never happened: {what} (error line: {shown!r})")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, TabbedContent, TextArea
+from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
 
 from io_tui.core.trace import build_trace
 from io_tui.ui.messages import NewRunRequest
@@ -94,7 +94,7 @@ async def test_inspector_steps_and_diff(make_app) -> None:
         assert inspector.step == 6
         await pilot.press("d")
         assert inspector.query_one(TabbedContent).active == "tab-diff"
-        diff = str(inspector.query_one("#diff").render())
+        diff = str(inspector.query_one("#diff", Static).render())
         assert "step 5 → step 6" in diff and "added (1)" in diff
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
@@ -160,12 +160,12 @@ async def test_new_run_dialog_validates_and_returns_a_request(make_app, tmp_path
         assert isinstance(dialog, NewRunScreen)
         await pilot.click("#start")
         await pilot.pause(0.1)
-        assert "the task is empty" in str(dialog.query_one("#error").render())
+        assert "the task is empty" in str(dialog.query_one("#error", Static).render())
         dialog.query_one("#task", Input).value = "count lines"
         dialog.query_one("#workspace", Input).value = str(tmp_path / "missing")
         await pilot.click("#start")
         await pilot.pause(0.1)
-        assert "no such directory" in str(dialog.query_one("#error").render())
+        assert "no such directory" in str(dialog.query_one("#error", Static).render())
         assert app.screen is dialog
         dialog.query_one("#task", Input).value = "count lines"
         dialog.query_one("#workspace", Input).value = str(tmp_path)
@@ -267,10 +267,10 @@ async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(make_app)
         whole = next(r for r in work[1:] if r["cache"]["broke_at"] is None)
         inspector = await _inspector_at(app, pilot, broken["step"])
         await pilot.press("d")
-        diff = str(inspector.query_one("#diff").render())
+        diff = str(inspector.query_one("#diff", Static).render())
         assert f"broke at message {broken['cache']['broke_at']}: " in diff
         assert broken["cache"]["why"] in diff.replace("\n", " ")
         inspector.step = whole["step"]
         inspector.show_step()
-        diff = str(inspector.query_one("#diff").render())
+        diff = str(inspector.query_one("#diff", Static).render())
         assert "prompt cache: extends the previous request whole" in diff

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from io_tui.core.context.compaction import (
     fold,
@@ -14,18 +14,39 @@ from io_tui.core.context.compaction import (
     notes_budget_chars,
 )
 from io_tui.core.context.fit import fit, stub_out
-from io_tui.core.context.manifest import Assembly, EntryState
-from io_tui.core.context.messages import emit
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.messages import emit_step
 from io_tui.core.context.plan import CUT_AHEAD, Plan
-from io_tui.core.context.refresh import Resolver
+from io_tui.core.context.refresh import Probe, Refresher, Resolver
+from io_tui.core.context.summary import Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
 
-if TYPE_CHECKING:
-    from io_tui.core.context.engine import ContextEngine
+
+class Engine(Protocol):
+    """What a build uses of the engine that runs it (``engine.py``'s ``ContextEngine``): what
+    lasts from one build to the next."""
+
+    frame: Frame
+    refresh: Refresher | None
+    probe: Probe | None
+    summarize: Summarizer | None
+    summaries: list[Summary]
+    on_summary: Callable[[Summary], Awaitable[None]] | None
+    live: LiveSteps
+
+    def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]: ...
+
+    def stable_run(
+        self, records: Sequence[StepRecord], state: EntryState
+    ) -> list[ManifestEntry]: ...
+
+    def latest_summary(self, last_step: int) -> Summary | None: ...
 
 
 class Build:
@@ -33,7 +54,7 @@ class Build:
 
     def __init__(
         self,
-        engine: ContextEngine,
+        engine: Engine,
         history: Sequence[StepRecord],
         ceiling: int,
         notes: Sequence[MemoryNote],
@@ -81,9 +102,88 @@ class Build:
         self.collapse_msg = stub_out(self.live, self.out, self.reserve)
         if self.collapse_msg is not None:
             self.collapsed = self.out
-        assembly = emit(self)
+        assembly = self.emit()
         self.est_tokens = assembly.est_tokens
         return assembly
+
+    def emit(self) -> Assembly:
+        """The assembled request: the frame, the memory block, the summary, the collapse line,
+        then each kept step (``messages.py``). Its window, stubs and collapse are decided."""
+        frame_messages, frame_sections = self.engine.frame_parts()
+        messages = list(frame_messages)
+        entries: list[ManifestEntry] = []
+        turns_tokens = 0
+
+        def add(msg: Message) -> int:
+            messages.append(msg)
+            return message_tokens(msg)
+
+        est = 0
+        if self.memory_msg is not None:
+            est += add(self.memory_msg)
+        summary_msg = self.summary_msg()
+        if summary_msg is not None and self.summary is not None:
+            entries += self.engine.stable_run(self.folded_records, EntryState.SUMMARY)
+            tokens = add(summary_msg)
+            est += tokens
+            through = self.summary.through_step
+            entries.append(
+                ManifestEntry(
+                    through, f"summary:{through}", "summary", f"steps {self.first_step}–{through}",
+                    EntryState.SUMMARY,
+                    f"compaction summary ({self.summary.source}"
+                    f"{', written for this request' if self.folded else ', reused'})",
+                    None, len(summary_msg.content), tokens,
+                )
+            )  # fmt: skip
+        records = self.live.records
+        entries += self.engine.stable_run(records[: self.collapsed], EntryState.COLLAPSED)
+        if self.collapse_msg is not None:
+            tokens = add(self.collapse_msg)
+            est += tokens
+            first, last = records[0].step, records[self.collapsed - 1].step
+            entries.append(
+                ManifestEntry(
+                    last, "collapse", "collapse", f"steps {first}–{last}", EntryState.COLLAPSED,
+                    f"their stubs passed an eighth of the ceiling ({self.reserve:,} tokens)",
+                    None, len(self.collapse_msg.content), tokens,
+                )
+            )  # fmt: skip
+        start, settled = self.collapsed, self.live.settled
+        if start == 0 and settled.emitted:  # the settled steps, as the last request sent them
+            messages += settled.msgs
+            entries += settled.entries
+            _, _, turns_tokens, spent = settled.ends[-1]
+            est += turns_tokens + spent
+            start = settled.emitted
+        for index in range(start, len(records)):
+            st = self.live[index]
+            step_turns, step_entries = emit_step(st, messages, entries)
+            turns_tokens += step_turns
+            est += step_turns + step_entries
+            if self.collapsed == 0 and index == settled.emitted < settled.length:
+                chunk = st.chunk
+                settled.add_emitted(chunk.messages, chunk.entries, chunk.turns, chunk.spent)
+        sections = [*frame_sections]
+        if self.memory_msg:
+            sections.append(Section("memory", "store", self.memory_tokens, fixed=False))
+        sections.append(
+            Section("turns", "assistant turns and operator messages", turns_tokens, fixed=False)
+        )
+        policy = self.engine.frame.contract.compaction
+        return Assembly(
+            messages=tuple(messages),
+            sections=tuple(sections),
+            entries=tuple(entries),
+            ceiling_tokens=self.ceiling,
+            est_tokens=est,
+            frame_tokens=sum(s.est_tokens for s in frame_sections),
+            memory_keys=self.memory.keys,
+            compaction_due=policy.enabled and est > policy.threshold * self.ceiling,
+            entry_cap_chars=self.cap,
+            summary=self.summary,
+            folded=self.folded,
+        )
 
     async def _window(self, window: int) -> int:
         """How many of the oldest live steps are out: those before the plan's floor while the

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from io_tui.core.context.digest import digest
 from io_tui.core.context.live import LiveSteps
-from io_tui.core.context.stubs import how_to_get_back, superseded_stub, what
+from io_tui.core.context.stubs import how_to_get_back, what
 from io_tui.core.context.summary import (
     FoldResult,
     FoldStep,
@@ -119,8 +119,8 @@ def fold_steps(
         for e in st.entries:
             obs = e.obs
             stale = e.stale
-            if e.by is not None:
-                state, body = "superseded", superseded_stub(obs, e.by, e.covered)
+            if e.shown_by is not None or e.by is not None:
+                state, body = "superseded", e.stub()
             elif stale is not None:
                 state, body = "stale", f"[stale: {stale}]"
             else:

@@ -76,7 +76,10 @@ class ContextEngine:
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")
         step = history[-1].step if history else 0
-        plan = self.plan if self.plan.sent else self.plan.rewriting(step)
+        # a rewrite stubs what the steps before this one superseded, and this one's too when
+        # its results are in (a resumed step): supersessions by later steps stay pending
+        applied = step + 1 if history and history[-1].observations else step
+        plan = self.plan if self.plan.sent else self.plan.rewriting(applied)
         build = Build(self, history, ceiling_tokens, notes, plan)
         assembly = await build.run(force_fold)
         forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
@@ -84,7 +87,7 @@ class ContextEngine:
             # a rewrite: take every pending one with it, and the memory block if it gets there
             kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
             reaches = kept <= len(self.frame_parts()[0]) + 1  # memory or what follows it
-            plan, reread = plan.rewriting(step, forced, reaches), build.resolver.refreshed
+            plan, reread = plan.rewriting(applied, forced, reaches), build.resolver.refreshed
             build = Build(self, history, ceiling_tokens, notes, plan)
             build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)

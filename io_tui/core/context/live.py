@@ -13,7 +13,7 @@ What a step sends in one build (full or compact turn, each entry's state and con
 by that build's passes (``fit.py``, ``refresh.py``), which visit every step they emit, except
 the settled prefix (``settled.py``): steps whose decisions from an earlier build still stand.
 Anything that would change those (a new classification, a compact turn, a cut) takes the step,
-and every newer one, out of the prefix first (``Step.unsettle``).
+and every newer one, out of the prefix first (``Step.unsettle``, ``step.py``).
 """
 
 from __future__ import annotations
@@ -23,179 +23,18 @@ import math
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from io_tui.core.context.collapse import Asked
-from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
-from io_tui.core.context.stubs import elided_stub, superseded_stub
-from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
-from io_tui.core.contract import estimate_tokens
+from io_tui.core.context.step import Entry, Step
+from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
-from io_tui.core.providers.base import Message
 
 _READ, _WRITE, _EXEC = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC  # member lookups are slow
 _K = TypeVar("_K")
 _SUPERSEDING = SUPERSEDING_KINDS
-
-
-@dataclass(slots=True, eq=False)
-class Entry:
-    """One observation: how it is classified (``by``, ``stale_by``, ``drift``) and what the
-    current build decided to send for it (``state``, ``content``, ``reason``, ``tokens``).
-
-    ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
-    decide; ``reclassified`` drops them.
-    """
-
-    obs: Observation
-    by: int | None = None  # the later step that made the same call or covered it (supersession)
-    covered: bool = False  # superseded by a read of more lines of the same file
-    pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
-    stale_by: int | None = None  # the first later write to a path it was made from
-    stale_path: str = ""  # that path
-    drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
-    state: EntryState = EntryState.FULL
-    reason: str = ""
-    content: str = ""
-    tokens: int = 0  # estimate_tokens(content)
-    stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
-    carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
-
-    @property
-    def stale(self) -> str | None:
-        """Why what it carries no longer holds (a later write, or a change on disk), or None."""
-        if self.by is not None and not self.pending:
-            return None
-        if self.stale_by is not None:
-            return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
-        return self.drift[0] if self.drift is not None else None
-
-    @property
-    def invalidated_by(self) -> int | None:
-        """The step that made it stale, when one is known."""
-        if self.stale_by is not None or self.drift is None:
-            return self.stale_by
-        return self.drift[1]
-
-    def stub(self) -> str:
-        """What this entry becomes when it leaves the window."""
-        if self.by is not None:
-            return superseded_stub(self.obs, self.by, self.covered)
-        return elided_stub(self.obs, self.stale)
-
-    def stub_cost(self) -> int:
-        if self.stub_tokens < 0:
-            self.stub_tokens = estimate_tokens(self.stub())
-        return self.stub_tokens
-
-    def to_stub(self) -> None:
-        """Send the stub instead of the result, and say why."""
-        if self.by is not None:
-            self.state = EntryState.SUPERSEDED
-            again = "read these lines again" if self.covered else "made the same call"
-            self.reason = f"step {self.by} {again}"
-        else:
-            self.state = EntryState.ELIDED
-            self.reason = "older than this request's window"
-            stale = self.stale
-            if stale is not None:
-                self.reason += f"; stale: {stale}"
-        self.content = self.stub()
-        self.tokens = self.stub_cost()
-
-    def decide(self, state: EntryState, content: str, reason: str) -> None:
-        self.state, self.content, self.reason = state, content, reason
-        self.tokens = estimate_tokens(content)
-
-    def reclassified(self) -> None:
-        self.stub_tokens, self.carried = -1, None
-
-
-@dataclass(slots=True, eq=False)
-class Step:
-    """One live step. Its turn is rendered lazily (from the engine's ``TurnCache``): most steps
-    of a long run are only ever counted. ``version`` changes whenever one of its entries is
-    reclassified; the caches below are valid for one version (and one entry cap)."""
-
-    record: StepRecord
-    entries: list[Entry]
-    cache: TurnCache
-    owner: LiveSteps
-    index: int  # in ``owner.steps``
-    version: int = 0
-    in_window: bool = False
-    # when the last fit carried it whole: version, cap, full, peak, decisions if volatile
-    settled: tuple[int, int, int, int, Any] | None = None
-    rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
-    _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
-    _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
-    chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
-
-    @property
-    def turn(self) -> Message | None:
-        return self.rendered.turn if self.rendered else None
-
-    @property
-    def ops(self) -> tuple[Message, ...]:
-        return self.rendered.ops if self.rendered else ()
-
-    @property
-    def cost(self) -> int:
-        """What the rendering this build sends costs (turn, operator lines, placeholders)."""
-        return self.rendered.cost if self.rendered else 0
-
-    def prepare(self, cap: int) -> int:
-        """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = render_turn(self.record, cap, self.cache)
-        return self.rendered.cost
-
-    def compact(self) -> int:
-        """Send the turn as an out-of-window step shows it; return the same cost."""
-        self.unsettle()
-        self.rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
-        return self.rendered.cost
-
-    def unsettle(self) -> None:
-        """Its window decisions are about to change: it leaves the settled prefix."""
-        self.settled = None
-        self.owner.settled.truncate(self.index)
-
-    @property
-    def volatile(self) -> bool:
-        """Holds a stale result, re-read (or re-run) on every build while in the window."""
-        return any(e.stale is not None for e in self.entries)
-
-    def desired(self, cap: int) -> int:
-        """What carrying this step whole would cost (stale reads priced at their old size)."""
-        version, at, cost = self._desired
-        if version == self.version and at == cap:
-            return cost
-        cost = render_turn(self.record, cap, self.cache).cost
-        for e in self.entries:
-            if e.by is not None:
-                cost += e.stub_cost()
-            else:
-                cost += estimate_tokens(e.obs.text[:cap])
-        self._desired = (self.version, cap, cost)
-        return cost
-
-    def below(self) -> list[int]:
-        """``below()[i]``: the stub tokens of ``entries[:i]`` (what a cut there must reserve)."""
-        version, sums = self._below
-        if version != self.version:
-            sums = [0] * (len(self.entries) + 1)
-            for i, e in enumerate(self.entries):
-                sums[i + 1] = sums[i] + e.stub_cost()
-            self._below = (self.version, sums)
-        return sums
-
-    def changed(self, entry: Entry) -> None:
-        entry.reclassified()
-        self.version += 1
-        self.unsettle()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -287,12 +126,14 @@ class LiveSteps:
         return self.demand(cap, len(self.steps) - count) // max(1, count)
 
     def apply_rewrites(self, rewritten_at: int) -> None:
-        """Results superseded by steps up to ``rewritten_at`` are stubbed from now on: a
-        request rewrote there (``plan.py``); the ones superseded since stay pending."""
+        """Results superseded by steps before ``rewritten_at`` are stubbed from now on: the
+        last rewrite applied them (``plan.py``). Those superseded by the results of the step it
+        asked for, and by later steps, came after it and stay pending (stubbing them now would
+        rewrite again)."""
         kept = []
         for held in self.pending:
             owner, e = held
-            if e.by is not None and e.by <= rewritten_at:
+            if e.by is not None and e.by < rewritten_at:
                 e.pending = False
                 owner.changed(e)
             else:
@@ -338,7 +179,7 @@ class LiveSteps:
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in record.observations]
-        st = Step(record, entries, self.cache, self, len(self.steps))
+        st = Step(record, entries, self.cache, self.settled.truncate, len(self.steps))
         for e in st.entries:  # in order: a later result of the same step is the newer one
             obs = e.obs
             kind = obs.kind
@@ -357,6 +198,8 @@ class LiveSteps:
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
+                if not obs.is_error and self._shown(path, e):
+                    continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
                 if not obs.is_error:
                     self._supersede_reads(path, st, e)
@@ -374,6 +217,28 @@ class LiveSteps:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _shown(self, path: str, e: Entry) -> bool:
+        """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
+        the same file content (same digest) and recorded whole: then ``e`` adds nothing, and is
+        sent as a stub pointing at it (``shown_by``). Repeating those lines would make each
+        request, and what compaction weighs, larger by what the model already has."""
+        mine = e.obs.seen[0].digest if e.obs.seen else ""
+        lines = _lines(e.obs.span)
+        if not mine or lines is None:
+            return False
+        for _, older in reversed(self._reads.get(path, ())):
+            obs = older.obs
+            if (
+                older.stale is None
+                and obs.seen
+                and obs.seen[0].digest == mine
+                and obs.recorded_keeps >= obs.full_chars
+                and _covers(_lines(obs.span), lines)
+            ):
+                e.shown_by = obs.step
+                return True
+        return False
 
     def _supersede_reads(self, path: str, st: Step, e: Entry) -> None:
         """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
@@ -441,7 +306,7 @@ class LiveSteps:
 
 def _open(e: Entry) -> bool:
     """Whether a change on disk could make ``e`` stale: it carries what it saw."""
-    return (e.by is None or e.pending) and e.stale_by is None
+    return (e.by is None or e.pending) and e.stale_by is None and e.shown_by is None
 
 
 def _same_content(older: Observation, newer: Observation) -> bool:

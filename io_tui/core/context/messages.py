@@ -1,103 +1,21 @@
-"""The window as role-tagged messages, with a manifest entry for everything it stands for.
+"""Each kept step as role-tagged messages, with a manifest entry for each of its results.
 
-Order: the frame, the memory block, the summary, the collapse line, then each kept step as its
-operator lines, its turn and one tool message per call. A call without a recorded result gets a
-placeholder result; a result without a call in the transcript never becomes a tool message.
+A step is its operator lines, its turn and one tool message per call. A call without a recorded
+result gets a placeholder result; a result without a call in the transcript never becomes a tool
+message. The request around them (frame, memory, summary, collapse line) is ``Build.emit``'s.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from io_tui.core.context.live import Entry, Step
-from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.manifest import EntryState, ManifestEntry
+from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import what
-from io_tui.core.context.turns import NO_RESULT, message_tokens
+from io_tui.core.context.turns import NO_RESULT
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import capped_chars
 from io_tui.core.providers.base import Message
-
-if TYPE_CHECKING:
-    from io_tui.core.context.build import Build
-
-
-def emit(b: Build) -> Assembly:
-    """The assembled request of a build whose window, stubs and collapse are decided."""
-    frame_messages, frame_sections = b.engine.frame_parts()
-    messages = list(frame_messages)
-    entries: list[ManifestEntry] = []
-    turns_tokens = 0
-
-    def add(msg: Message) -> int:
-        messages.append(msg)
-        return message_tokens(msg)
-
-    est = 0
-    if b.memory_msg is not None:
-        est += add(b.memory_msg)
-    summary_msg = b.summary_msg()
-    if summary_msg is not None and b.summary is not None:
-        entries += b.engine.stable_run(b.folded_records, EntryState.SUMMARY)
-        tokens = add(summary_msg)
-        est += tokens
-        through = b.summary.through_step
-        entries.append(
-            ManifestEntry(
-                through, f"summary:{through}", "summary", f"steps {b.first_step}–{through}",
-                EntryState.SUMMARY,
-                f"compaction summary ({b.summary.source}"
-                f"{', written for this request' if b.folded else ', reused'})",
-                None, len(summary_msg.content), tokens,
-            )
-        )  # fmt: skip
-    records = b.live.records
-    entries += b.engine.stable_run(records[: b.collapsed], EntryState.COLLAPSED)
-    if b.collapse_msg is not None:
-        tokens = add(b.collapse_msg)
-        est += tokens
-        first, last = records[0].step, records[b.collapsed - 1].step
-        entries.append(
-            ManifestEntry(
-                last, "collapse", "collapse", f"steps {first}–{last}", EntryState.COLLAPSED,
-                f"their stubs passed an eighth of the ceiling ({b.reserve:,} tokens)",
-                None, len(b.collapse_msg.content), tokens,
-            )
-        )  # fmt: skip
-    start, settled = b.collapsed, b.live.settled
-    if start == 0 and settled.emitted:  # the settled steps, as the last request sent them
-        messages += settled.msgs
-        entries += settled.entries
-        _, _, turns_tokens, spent = settled.ends[-1]
-        est += turns_tokens + spent
-        start = settled.emitted
-    for index in range(start, len(records)):
-        st = b.live[index]
-        step_turns, step_entries = _emit_step(st, messages, entries)
-        turns_tokens += step_turns
-        est += step_turns + step_entries
-        if b.collapsed == 0 and index == settled.emitted < settled.length:
-            chunk = st.chunk
-            settled.add_emitted(chunk.messages, chunk.entries, chunk.turns, chunk.spent)
-    sections = [*frame_sections]
-    if b.memory_msg:
-        sections.append(Section("memory", "store", b.memory_tokens, fixed=False))
-    sections.append(
-        Section("turns", "assistant turns and operator messages", turns_tokens, fixed=False)
-    )
-    policy = b.engine.frame.contract.compaction
-    return Assembly(
-        messages=tuple(messages),
-        sections=tuple(sections),
-        entries=tuple(entries),
-        ceiling_tokens=b.ceiling,
-        est_tokens=est,
-        frame_tokens=sum(s.est_tokens for s in frame_sections),
-        memory_keys=b.memory.keys,
-        compaction_due=policy.enabled and est > policy.threshold * b.ceiling,
-        entry_cap_chars=b.cap,
-        summary=b.summary,
-        folded=b.folded,
-    )
 
 
 class Chunk(NamedTuple):
@@ -110,7 +28,7 @@ class Chunk(NamedTuple):
     spent: int
 
 
-def _emit_step(st: Step, messages: list[Message], entries: list[ManifestEntry]) -> tuple[int, int]:
+def emit_step(st: Step, messages: list[Message], entries: list[ManifestEntry]) -> tuple[int, int]:
     """One kept step: operator lines, the turn, then one tool message per call, in order.
 
     Returns the tokens of its turn, operator lines and placeholder results (the step's rendered
@@ -161,7 +79,7 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
 
 def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> ManifestEntry:
     obs = e.obs
-    by = e.by if e.by is not None else e.invalidated_by
+    by = next((b for b in (e.shown_by, e.by) if b is not None), e.invalidated_by)
     kept = total = None
     if e.state is EntryState.CAPPED and e.carried is not None:
         kept, total = capped_chars(obs, e.carried[0])

@@ -35,10 +35,10 @@ CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What the last request committed to. ``rewritten_at``: the step whose request last
-    rewrote (results superseded by later steps are pending); ``floor``: the oldest step the
-    window carries; ``memory``: the block the last rewrite rendered, at its ceiling;
-    ``sent``: the last request's messages."""
+    """What the last request committed to. ``rewritten_at``: results superseded by steps
+    before it were stubbed by the last rewrite (those superseded since are pending);
+    ``floor``: the oldest step the window carries; ``memory``: the block the last rewrite
+    rendered, at its ceiling; ``sent``: the last request's messages."""
 
     rewritten_at: int = 0
     floor: int = 0
@@ -48,8 +48,9 @@ class Plan:
     forced: int = 0
 
     def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
-        """The plan of a request that rewrites at ``step``: every pending rewrite applied, and
-        the memory block rendered again when the rewrite reaches it (``memory``)."""
+        """The plan of a request that rewrites what steps before ``step`` superseded (every
+        pending rewrite applied), and the memory block rendered again when the rewrite
+        reaches it (``memory``)."""
         kept = None if memory else self.memory
         return Plan(step, self.floor, kept, requests=self.requests, forced=self.forced + forced)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping
 
-from io_tui.core.context.live import Entry
 from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text, capped_chars, is_capped
@@ -44,7 +44,7 @@ class Resolver:
         """Decide an in-window entry that needs no re-read: superseded stub (or carried while
         pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
         stale result: ``resolve`` it."""
-        if e.by is not None and (not e.pending or e.drift is not None):
+        if e.shown_by is not None or (e.by is not None and (not e.pending or e.drift is not None)):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
         if e.stale is not None:
@@ -77,10 +77,17 @@ class Resolver:
         assert stale is not None
         fresh, failure = await self._reread(obs, stale)
         again = "re-read" if obs.kind is ObsKind.READ else "re-run"
+        pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
+        pending = pending if e.pending else ""
+        if failure is None and _unchanged(obs, fresh, self.cap):
+            # what changed did not change the result: it is current as recorded, and sent as
+            # it was (the request's prefix holds)
+            why = f"carried whole; {stale}; {again}: the same result{pending}"
+            e.decide(EntryState.FULL, fresh, why)
+            return
         if failure is None:
-            pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
             e.decide(
-                EntryState.REFRESHED, fresh, f"{stale}; {again} now{pending if e.pending else ''}"
+                EntryState.REFRESHED, _head(obs, stale) + fresh, f"{stale}; {again} now{pending}"
             )
             return
         e.decide(
@@ -90,7 +97,7 @@ class Resolver:
         )
 
     async def _reread(self, obs: Observation, stale: str) -> tuple[str, str | None]:
-        """Returns (content, failure)."""
+        """Returns (the current result, failure)."""
         if obs.call_id in self.refreshed:
             return self.refreshed[obs.call_id]
         result: tuple[str, str | None]
@@ -104,15 +111,25 @@ class Resolver:
             except OSError as exc:
                 result = ("", f"the re-read failed: {exc}")
             else:
-                again = "re-read" if obs.kind is ObsKind.READ else "re-run"
-                head = (
-                    f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
-                    f"{stale}); this is the current result]\n"
-                )
-                if len(head) + len(text) > self.cap:
+                if len(_head(obs, stale)) + len(text) > self.cap and not _unchanged(
+                    obs, text, self.cap
+                ):
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"
                     result = ("", f"{why} > {self.cap:,})")
                 else:
-                    result = (head + text, None)
+                    result = (text, None)
         self.refreshed[obs.call_id] = result
         return result
+
+
+def _head(obs: Observation, stale: str) -> str:
+    again = "re-read" if obs.kind is ObsKind.READ else "re-run"
+    return (
+        f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
+        f"{stale}); this is the current result]\n"
+    )
+
+
+def _unchanged(obs: Observation, current: str, cap: int) -> bool:
+    """Whether the current result is the recorded one, whole, within this request's cap."""
+    return current == obs.text and len(current) <= cap

@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from io_tui.core.context.live import Step
     from io_tui.core.context.manifest import ManifestEntry
     from io_tui.core.context.refresh import Resolver
+    from io_tui.core.context.step import Step
     from io_tui.core.providers.base import Message
 
 NEVER = -(1 << 62)  # H(0): the maximum over no steps

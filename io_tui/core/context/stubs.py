@@ -36,6 +36,14 @@ def superseded_stub(obs: Observation, by: int, covered: bool = False) -> str:
     )
 
 
+def shown_stub(obs: Observation, by: int) -> str:
+    return (
+        f"[step {obs.step} {obs.tool} {what(obs)}: these lines are in step {by}'s read of "
+        f"{obs.target}, the file unchanged since; call {obs.tool} {what(obs)} again if that "
+        "result is not above]"
+    )
+
+
 def elided_stub(obs: Observation, stale: str | None) -> str:
     why = f" (and stale: {stale})" if stale is not None else ""
     return (

@@ -200,7 +200,7 @@ def _timeout(seconds: float) -> httpx.Timeout:
 
 
 def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = None) -> Provider:
-    """The provider ``io_tui.config.Settings`` asks for, with its fallback if one is set.
+    """The provider ``RunSettings`` (``core.settings``) asks for, with its fallback if one is set.
 
     Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
     ``request_timeout_s`` and ``max_retries`` (attempts = retries + 1).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
@@ -194,7 +194,7 @@ class _GrepResult:
     files: int = 0
     policy_skipped: int = 0
     large_skipped: int = 0
-    seen: list[Seen] = field(default_factory=list)  # the files whose hits are shown
+    seen: list[Seen] = field(default_factory=list)  # every file searched, with or without hits
 
 
 class Grep(Tool):
@@ -261,16 +261,19 @@ def _scan(
             result.policy_skipped += 1
             continue
         read = _read_for_grep(entry, result)
-        if read is None or (literal is not None and literal not in read[0]):
+        if read is None:
             continue
         text, seen = read
+        # every file searched: a change to one can change the hits, shown or counted in
+        # "… N more hits", including those of a file that had none
+        result.seen.append(seen)
+        if literal is not None and literal not in text:
+            continue
         lines = text.splitlines()
         matched = [i for i, line in enumerate(lines) if search(line)]
         result.total += len(matched)
         result.files += bool(matched)
         shown = matched[: MAX_GREP_HITS - len(result.hits)]
-        if shown:
-            result.seen.append(seen())
         for i in shown:
             line = lines[i]
             if len(line) > MAX_GREP_LINE_CHARS:
@@ -286,9 +289,9 @@ def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
     return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
 
 
-def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Callable[[], Seen]] | None:
-    """The file's text and what it was (made only for a file whose hits are shown), or None
-    for files grep passes over (binary, huge, unreadable)."""
+def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Seen] | None:
+    """The file's text and what it was, or None for files grep passes over (binary, huge,
+    unreadable)."""
     try:
         with open(entry.path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -301,10 +304,7 @@ def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Callable[[],
             data = head + f.read()
     except OSError:
         return None
-
-    def seen() -> Seen:
-        return Seen(entry.rel, len(data), st.st_mtime_ns, content_digest(data))
-
+    seen = Seen(entry.rel, len(data), st.st_mtime_ns, content_digest(data))
     return data.decode("utf-8", errors="replace"), seen
 
 

@@ -18,11 +18,14 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Protocol
 
-from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.contract import TaskContract, contract_to_json
 from io_tui.core.events import RunEvent
 from io_tui.core.outcome import RunResult
+from io_tui.core.policy import Policy
+from io_tui.core.providers.base import Provider
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.settings import RunSettings
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
 
 WORKER_MODULE = "io_tui.core.worker"
@@ -65,7 +68,7 @@ class WorkerClient:
     def __init__(
         self,
         store_path: Path,
-        settings: Settings,
+        settings: RunSettings,
         listener: WorkerListener,
         spawn: Callable[[Coroutine[Any, Any, None]], object],
         approve: str | None = None,
@@ -95,8 +98,16 @@ class WorkerClient:
     def start(self, request: NewRunRequest) -> None:
         self._order("start", request=request.to_json(), approve=self.approve)
 
-    def start_demo(self, workspace: Path) -> None:
-        self._order("demo", workspace=str(workspace), approve=self.approve)
+    def run(self, contract: TaskContract, provider: Provider, policy: Policy) -> None:
+        """Start a run from ready parts (the demo's); the worker rebuilds the provider from
+        its description."""
+        self._order(
+            "run",
+            contract=contract_to_json(contract),
+            provider=provider.describe(),
+            policy=policy.to_json(),
+            approve=self.approve,
+        )
 
     def interrupt(self, run_id: int) -> bool:
         if run_id not in self.live:

@@ -2,10 +2,12 @@
 
 App → worker (``op``):
 
-- ``hello``   ``settings``: the app's settings (the worker's defaults for new runs)
+- ``hello``   ``settings``: the app's settings (their ``RunSettings``: the worker's defaults for
+  new runs)
 - ``start``   ``tag``, ``request`` (a ``NewRunRequest``), ``approve`` (``None``: ask the app,
   or a name from ``FIXED_APPROVERS``)
-- ``demo``    ``tag``, ``workspace`` (a prepared copy of the demo project), ``approve``
+- ``run``     ``tag``, ``contract`` (``contract_to_json``), ``provider`` (its ``describe()``),
+  ``policy`` (``Policy.to_json``), ``approve``: a run from parts the app made (the demo's)
 - ``decide``  ``tag``, ``approval_id``, ``decision``: decide a *paused* run's request and resume it
 - ``answer``  ``approval_id``, ``decision``: the answer to an ``ask`` of a live run
 - ``cancel``  ``run_id``: interrupt a live run (it ends ``cancelled``, its error ``OPERATOR_CANCEL``)
@@ -16,7 +18,7 @@ pause durably) and the worker exits.
 Worker → app (``t``):
 
 - ``event``   ``e``: a ``RunEvent`` (``RunEvent.as_json``)
-- ``started`` ``tag``, ``run_id``: the run a ``start`` / ``demo`` / ``decide`` drives
+- ``started`` ``tag``, ``run_id``: the run a ``start`` / ``run`` / ``decide`` drives
 - ``ask``     ``request``: an ``ApprovalRequest`` waiting for an ``answer``
 - ``ended``   ``tag``, ``result``: a ``RunResult``, or ``null`` after a deferring ``decide``
 - ``failed``  ``tag``, ``error``: the run could not start, or its task failed (the message)

@@ -1,6 +1,6 @@
 """The worker process: runs the app's runs and speaks ``protocol`` on stdin and stdout.
 
-Each ``start``, ``demo`` and ``decide`` becomes one asyncio task keyed by the app's tag. Events
+Each ``start``, ``run`` and ``decide`` becomes one asyncio task keyed by the app's tag. Events
 are written as they come; writes made in one loop turn leave in one ``write`` (a burst of events
 is one pipe write, not hundreds). A run's asks go to the app (``AppApprover``) unless the app
 asked for a fixed approver. stdout carries only protocol lines; anything else goes to stderr,
@@ -19,16 +19,18 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from io_tui.config import Settings
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
+from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.launch import build_run
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
+from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
@@ -42,7 +44,7 @@ class WorkerServer:
 
     def __init__(self, store: Store, write: Callable[[bytes], object]) -> None:
         self.store = store
-        self.settings = Settings()
+        self.settings = RunSettings()
         self._write = write
         self._pending: list[bytes] = []
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -80,18 +82,15 @@ class WorkerServer:
     def handle(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "hello":
-            self.settings = Settings.model_validate(message["settings"])
+            self.settings = RunSettings.from_json(message["settings"])
             self._hub = asyncio.ensure_future(self._open_hub())
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
             self._spawn(
                 message["tag"], self._start(message["tag"], request, message.get("approve"))
             )
-        elif op == "demo":
-            self._spawn(
-                message["tag"],
-                self._demo(message["tag"], Path(message["workspace"]), message.get("approve")),
-            )
+        elif op == "run":
+            self._spawn(message["tag"], self._run(message))
         elif op == "decide":
             decision = Decision.from_json(message["decision"])
             self._spawn(
@@ -171,18 +170,22 @@ class WorkerServer:
             return
         await self._drive(tag, contract, provider, policy, approve, request.seed_run_id)
 
-    async def _demo(self, tag: str, workspace: Path, approve: str | None) -> None:
-        from io_tui import demo
-        from io_tui.core.providers.scripted import ScriptedProvider
-
-        provider = ScriptedProvider.from_file(demo.SCRIPT)
-        contract = demo.demo_contract(workspace)
-        await self._drive(tag, contract, provider, demo.demo_policy(), approve)
+    async def _run(self, message: dict[str, Any]) -> None:
+        """A run from the parts the app made (the demo's): its contract, provider and policy."""
+        tag = message["tag"]
+        try:
+            contract = contract_from_json(message["contract"])
+            policy = Policy.from_json(message["policy"], source="the app's policy")
+            provider = provider_from_description(message["provider"])
+        except ValueError as exc:
+            self.send({"t": "failed", "tag": tag, "error": str(exc)})
+            return
+        await self._drive(tag, contract, provider, policy, message.get("approve"))
 
     async def _drive(
         self,
         tag: str,
-        contract: Any,
+        contract: TaskContract,
         provider: Provider,
         policy: Policy,
         approve: str | None,

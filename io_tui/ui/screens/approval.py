@@ -32,10 +32,7 @@ from textual.widgets import Button, Static
 from io_tui.config import UISettings
 from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule
 from io_tui.core.store import Store
-from io_tui.ui.screens.deny import DenyScreen
-from io_tui.ui.screens.remember import RememberScreen
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
-from io_tui.ui.screens.rewrite import RewriteScreen
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView
 
@@ -214,7 +211,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         # Buttons are for the mouse: a focused button must never turn enter into an approve.
         for button in self.query(Button):
             button.can_focus = False
-        self.query_one("#approval").border_title = "Approval"
+        self.query_one("#approval", Vertical).border_title = "Approval"
         if is_file_write(self.request) and not self.current_known:
             self._load_current()
         self.call_after_refresh(self._start_arming)
@@ -266,7 +263,10 @@ class ApprovalScreen(ModalScreen[Decision]):
     def action_toggle_diff(self) -> None:
         self.query_one(DiffView).toggle()
 
+    # The three editors are imported when first opened (rule previews, the tools' models).
     def action_deny(self) -> None:
+        from io_tui.ui.screens.deny import DenyScreen
+
         def denied(reason: str | None) -> None:
             if reason is not None:
                 self.dismiss(Decision.deny(reason or None))
@@ -274,6 +274,8 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.app.push_screen(DenyScreen(self.request), denied)
 
     def action_rewrite(self) -> None:
+        from io_tui.ui.screens.rewrite import RewriteScreen
+
         if self.store is None:
             return
 
@@ -284,6 +286,8 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.app.push_screen(RewriteScreen(self.request, self.store), rewritten)
 
     def action_remember(self) -> None:
+        from io_tui.ui.screens.remember import RememberScreen
+
         if self.store is None:
             return
 

@@ -9,6 +9,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -48,6 +49,8 @@ class AuditScreen(Screen[None]):
             super().__init__()
             self.records = records
 
+    audit_table = query_one("#audit-table", Table)
+
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
@@ -59,7 +62,7 @@ class AuditScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#audit-table", Table)
+        table = self.audit_table
         for label, priority, shrink_to in COLUMNS:
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         self.load()
@@ -75,7 +78,7 @@ class AuditScreen(Screen[None]):
     def _on_loaded(self, message: Loaded) -> None:
         records = message.records
         self.query_one("#audit-stats", Static).update(audit_stats(records).summary())
-        table = self.query_one("#audit-table", Table)
+        table = self.audit_table
         have = {k.value for k in table.rows}
         for record in records:
             row = audit_row(record)
@@ -104,7 +107,7 @@ class AuditScreen(Screen[None]):
                 table.add_row(*cells, key=str(row.id))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        row = self.query_one("#audit-table", Table).row_cells(event.row_key)
+        row = self.audit_table.row_cells(event.row_key)
         detail = (
             f"#{row['#']} {row['act']} {row['target']} — asked by {row['asked by']}: "
             f"{row['decision']}\nproposed: {row['proposed']}\nperformed: {row['performed']}"

@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.coordinate import Coordinate
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -137,6 +138,8 @@ class InboxScreen(Screen[None]):
             self.approval_id = approval_id
             self.current = current
 
+    inbox_table = query_one("#inbox-table", DataTable)
+
     def __init__(self, store: Store, desk: Desk, *, poll_interval: float | None = 2.0) -> None:
         super().__init__()
         self.store = store
@@ -155,7 +158,7 @@ class InboxScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         # Fixed widths: columns that never jump as requests come and go (and render the same
         # however the rows arrive); the target's follows the screen's width.
         for label, key, width in COLUMNS:
@@ -169,7 +172,7 @@ class InboxScreen(Screen[None]):
         self._fit_columns(event.size.width)
 
     def _fit_columns(self, width: int) -> None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         fixed = sum(w for _, _, w in COLUMNS) + CELL_PADDING * len(COLUMNS) + 1
         column = table.columns.get("target")  # type: ignore[call-overload]
         if column is not None:
@@ -190,7 +193,7 @@ class InboxScreen(Screen[None]):
 
     def _apply(self, records: list[ApprovalRecord]) -> None:
         """Update the table by key (no clear): the cursor stays on its request."""
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         self.records = records
         wanted = {str(r.request.id) for r in records}
         for key in [k for k in table.rows if k.value not in wanted]:
@@ -220,14 +223,14 @@ class InboxScreen(Screen[None]):
             return
         self._placed = True
         live = self.desk.live
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         for index, record in enumerate(self.records):
             if record.request.id in live:
                 table.move_cursor(row=index)
                 return
 
     def selected(self) -> ApprovalRecord | None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         if not self.records or table.row_count == 0:
             return None
         row = min(max(table.cursor_row, 0), table.row_count - 1)
@@ -247,7 +250,7 @@ class InboxScreen(Screen[None]):
     def _show_position(self) -> None:
         title = self.query_one("#inbox-title", Static)
         detail = self.query_one("#inbox-detail", Static)
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         total = table.row_count
         if not total:
             title.update("Inbox — nothing waiting for a decision")
@@ -303,7 +306,7 @@ class InboxScreen(Screen[None]):
         self.dismiss(None)
 
     def action_next(self) -> None:
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         if table.row_count:
             table.move_cursor(row=(table.cursor_row + 1) % table.row_count)
 
@@ -322,7 +325,7 @@ class InboxScreen(Screen[None]):
         record = self.selected()
         if record is None:
             return
-        table = self.query_one("#inbox-table", DataTable)
+        table = self.inbox_table
         position = f"{table.cursor_row + 1} of {table.row_count}"
 
         def decided(decision: Decision | None) -> None:

@@ -35,8 +35,6 @@ from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
 from io_tui.ui.run_board import Changes
-from io_tui.ui.screens.inspector import InspectorScreen
-from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
@@ -436,6 +434,8 @@ class MainScreen(Screen[None]):
         return True
 
     def action_inspect(self) -> None:
+        from io_tui.ui.screens.inspector import InspectorScreen  # Pygments: when first opened
+
         if self.selected_run is None:
             return
         run = self.runs.get(self.selected_run)
@@ -443,6 +443,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(InspectorScreen(self.store, self.selected_run, step))
 
     def action_trace(self) -> None:
+        from io_tui.ui.screens.trace import TraceScreen
+
         if self.selected_run is not None:
             self.app.push_screen(TraceScreen(self.store, self.selected_run))
 

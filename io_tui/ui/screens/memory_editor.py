@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
@@ -283,6 +284,8 @@ class MemoryEditorScreen(Screen[None]):
             self.note = note
             self.recalls = recalls
 
+    memory_table = query_one("#memory-table", Table)
+
     def __init__(
         self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
     ) -> None:
@@ -312,10 +315,10 @@ class MemoryEditorScreen(Screen[None]):
         self.query_one("#memory-title", Static).update(
             Content.assemble(plain(title), ("  w: switch", "dim"))
         )
-        self.query_one("#gauges-workspace").display = self.workspace is not None
+        self.query_one("#gauges-workspace", Horizontal).display = self.workspace is not None
 
     def on_mount(self) -> None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         for label, priority, shrink_to in NOTE_COLUMNS:
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         recalls = self.query_one("#memory-recalls", DataTable)
@@ -345,7 +348,7 @@ class MemoryEditorScreen(Screen[None]):
         self.refresh_bindings()  # edit / pin / delete apply to a highlighted note
 
     def _apply(self) -> None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         wanted = {note_key(n): n for n in self.notes}
         for gone in [k for k in table.rows if k.value not in wanted]:
             table.remove_row(gone)
@@ -369,7 +372,7 @@ class MemoryEditorScreen(Screen[None]):
         self._show_selected()
 
     def selected(self) -> MemoryNote | None:
-        table = self.query_one("#memory-table", Table)
+        table = self.memory_table
         if table.row_count == 0:
             return None
         key = table.ordered_rows[min(table.cursor_row, table.row_count - 1)].key.value
@@ -459,7 +462,7 @@ class MemoryEditorScreen(Screen[None]):
         if choice is None:
             return
         self.workspace = choice or None
-        self.query_one("#memory-table", Table).clear()  # other notes: rows in scope order
+        self.memory_table.clear()  # other notes: rows in scope order
         self._show_where()
         self.load()
 

@@ -1,0 +1,179 @@
+"""One live step and its entries: how each observation is classified, and what the current build
+decided to send for it (``live.py`` classifies them; the build's passes decide them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.stubs import elided_stub, shown_stub, superseded_stub
+from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
+from io_tui.core.contract import estimate_tokens
+from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.providers.base import Message
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """One observation: how it is classified (``by``, ``shown_by``, ``stale_by``, ``drift``)
+    and what the current build decided to send for it (``state``, ``content``, ``reason``,
+    ``tokens``).
+
+    ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
+    decide; ``reclassified`` drops them.
+    """
+
+    obs: Observation
+    by: int | None = None  # the later step that made the same call or covered it (supersession)
+    covered: bool = False  # superseded by a read of more lines of the same file
+    shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
+    pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
+    stale_by: int | None = None  # the first later write to a path it was made from
+    stale_path: str = ""  # that path
+    drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
+    state: EntryState = EntryState.FULL
+    reason: str = ""
+    content: str = ""
+    tokens: int = 0  # estimate_tokens(content)
+    stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
+    carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
+
+    @property
+    def stale(self) -> str | None:
+        """Why what it carries no longer holds (a later write, or a change on disk), or None."""
+        if (self.by is not None and not self.pending) or self.shown_by is not None:
+            return None
+        if self.stale_by is not None:
+            return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
+        return self.drift[0] if self.drift is not None else None
+
+    @property
+    def invalidated_by(self) -> int | None:
+        """The step that made it stale, when one is known."""
+        if self.stale_by is not None or self.drift is None:
+            return self.stale_by
+        return self.drift[1]
+
+    def stub(self) -> str:
+        """What this entry becomes when it leaves the window."""
+        if self.shown_by is not None:
+            return shown_stub(self.obs, self.shown_by)
+        if self.by is not None:
+            return superseded_stub(self.obs, self.by, self.covered)
+        return elided_stub(self.obs, self.stale)
+
+    def stub_cost(self) -> int:
+        if self.stub_tokens < 0:
+            self.stub_tokens = estimate_tokens(self.stub())
+        return self.stub_tokens
+
+    def to_stub(self) -> None:
+        """Send the stub instead of the result, and say why."""
+        if self.shown_by is not None:
+            self.state = EntryState.SUPERSEDED
+            self.reason = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        elif self.by is not None:
+            self.state = EntryState.SUPERSEDED
+            again = "read these lines again" if self.covered else "made the same call"
+            self.reason = f"step {self.by} {again}"
+        else:
+            self.state = EntryState.ELIDED
+            self.reason = "older than this request's window"
+            stale = self.stale
+            if stale is not None:
+                self.reason += f"; stale: {stale}"
+        self.content = self.stub()
+        self.tokens = self.stub_cost()
+
+    def decide(self, state: EntryState, content: str, reason: str) -> None:
+        self.state, self.content, self.reason = state, content, reason
+        self.tokens = estimate_tokens(content)
+
+    def reclassified(self) -> None:
+        self.stub_tokens, self.carried = -1, None
+
+
+@dataclass(slots=True, eq=False)
+class Step:
+    """One live step. Its turn is rendered lazily (from the engine's ``TurnCache``): most steps
+    of a long run are only ever counted. ``version`` changes whenever one of its entries is
+    reclassified; the caches below are valid for one version (and one entry cap)."""
+
+    record: StepRecord
+    entries: list[Entry]
+    cache: TurnCache
+    on_unsettle: Callable[[int], None]  # its owner's settled prefix loses steps from this index
+    index: int  # among its owner's steps
+    version: int = 0
+    in_window: bool = False
+    # when the last fit carried it whole: version, cap, full, peak, decisions if volatile
+    settled: tuple[int, int, int, int, Any] | None = None
+    rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
+    _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
+    _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
+    chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
+
+    @property
+    def turn(self) -> Message | None:
+        return self.rendered.turn if self.rendered else None
+
+    @property
+    def ops(self) -> tuple[Message, ...]:
+        return self.rendered.ops if self.rendered else ()
+
+    @property
+    def cost(self) -> int:
+        """What the rendering this build sends costs (turn, operator lines, placeholders)."""
+        return self.rendered.cost if self.rendered else 0
+
+    def prepare(self, cap: int) -> int:
+        """Send the full turn; return its cost with the operator lines and missing results."""
+        self.rendered = render_turn(self.record, cap, self.cache)
+        return self.rendered.cost
+
+    def compact(self) -> int:
+        """Send the turn as an out-of-window step shows it; return the same cost."""
+        self.unsettle()
+        self.rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
+        return self.rendered.cost
+
+    def unsettle(self) -> None:
+        """Its window decisions are about to change: it leaves the settled prefix."""
+        self.settled = None
+        self.on_unsettle(self.index)
+
+    @property
+    def volatile(self) -> bool:
+        """Holds a stale result, re-read (or re-run) on every build while in the window."""
+        return any(e.stale is not None for e in self.entries)
+
+    def desired(self, cap: int) -> int:
+        """What carrying this step whole would cost (stale reads priced at their old size)."""
+        version, at, cost = self._desired
+        if version == self.version and at == cap:
+            return cost
+        cost = render_turn(self.record, cap, self.cache).cost
+        for e in self.entries:
+            if e.by is not None or e.shown_by is not None:
+                cost += e.stub_cost()
+            else:
+                cost += estimate_tokens(e.obs.text[:cap])
+        self._desired = (self.version, cap, cost)
+        return cost
+
+    def below(self) -> list[int]:
+        """``below()[i]``: the stub tokens of ``entries[:i]`` (what a cut there must reserve)."""
+        version, sums = self._below
+        if version != self.version:
+            sums = [0] * (len(self.entries) + 1)
+            for i, e in enumerate(self.entries):
+                sums[i + 1] = sums[i] + e.stub_cost()
+            self._below = (self.version, sums)
+        return sums
+
+    def changed(self, entry: Entry) -> None:
+        entry.reclassified()
+        self.version += 1
+        self.unsettle()

@@ -1,0 +1,61 @@
+"""The settings the core builds runs from: the provider and its fallback, the policy file, a
+run's limits, prompt-cache prices, MCP servers. Validated here; where they come from (the TOML
+file, ``IO_TUI_*`` variables, flags) is the app's business: its config loader's ``Settings`` is a
+``RunSettings`` plus the app's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from io_tui.core.mcp.config import McpSettings
+
+
+class CacheSettings(BaseModel):
+    """Prompt-cache prices per input token, relative to an uncached one; each unset field is
+    the provider preset's (``io_tui.core.providers.presets``). ``[cache]`` in the file."""
+
+    model_config = ConfigDict(extra="forbid")
+    uncached: float | None = Field(default=None, ge=0)
+    write: float | None = Field(default=None, ge=0)
+    read: float | None = Field(default=None, ge=0)
+    min_prefix_tokens: int | None = Field(default=None, ge=0)
+
+
+class RunSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str = "scripted"
+    model: str | None = None
+    base_url: str | None = None
+    fallback_provider: str | None = None
+    fallback_model: str | None = None
+    policy: Path | None = None
+    max_steps: int = Field(default=12, ge=1, le=10_000)
+    token_budget: int | None = Field(default=None, ge=1)
+    context_max_tokens: int = Field(default=24_000, ge=256)
+    context_share: float = Field(default=0.5, gt=0, le=1)
+    request_timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunSettings:
+        """The run settings within ``data`` (the app's settings as JSON: its own keys are left
+        out)."""
+        return cls.model_validate({k: v for k, v in data.items() if k in cls.model_fields})
+
+    def updated(self, **changes: Any) -> RunSettings:
+        """A validated copy with ``changes``; ValueError naming the field that does not validate."""
+        data = self.model_dump(include=set(RunSettings.model_fields))
+        try:
+            return RunSettings.model_validate({**data, **changes})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"settings: {where}: {err['msg']}") from None
