@@ -392,6 +392,7 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
 
 # -- staleness from any cause (issue 13 item 2) --------------------------------------------
 
+
 def test_a_read_rewritten_by_a_command_is_not_carried_as_current() -> None:
     rewrite = "import pathlib; pathlib.Path('a.py').write_text('CMD-2\\n')"
     turns = [
