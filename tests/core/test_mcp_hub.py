@@ -21,7 +21,8 @@ from mcp_support import (
     server_script_args,
     wait_until_gone,
 )
-from mcp_test_server import PNG_1PX, build_server
+from mcp_test_server import HANGING_VAR, PNG_1PX, build_server
+from waits import until
 
 from io_tui.core.approvals import ApproveAll, DenyAll
 from io_tui.core.contract import TaskContract
@@ -40,8 +41,10 @@ from io_tui.core.trace import build_trace
 SERVER_SOURCE = TEST_SERVER.read_text()
 
 
-def stdio(mode: str = "serve", *, mark: str = "", **timeouts: float) -> StdioServer:
-    env = {MARK_VAR: mark} if mark else {}
+def stdio(
+    mode: str = "serve", *, mark: str = "", env: dict[str, str] | None = None, **timeouts: float
+) -> StdioServer:
+    env = {**({MARK_VAR: mark} if mark else {}), **(env or {})}
     return StdioServer(command=sys.executable, args=server_script_args(mode), env=env, **timeouts)
 
 
@@ -275,20 +278,18 @@ async def test_invalid_arguments_never_reach_the_server() -> None:
 
 
 @needs_proc
-async def test_cancelling_the_owner_of_a_hub_leaves_no_process() -> None:
+async def test_cancelling_the_owner_of_a_hub_leaves_no_process(tmp_path: Path) -> None:
     """A run cancelled while a call is in flight still closes the hub and its servers."""
     mark = new_mark()
 
+    hanging = tmp_path / "hanging"
+
     async def session() -> None:
-        async with McpHub({"t": stdio(mark=mark)}) as hub:
+        async with McpHub({"t": stdio(mark=mark, env={HANGING_VAR: str(hanging)})}) as hub:
             await call(hub, "mcp__t__hang")
 
     task = asyncio.create_task(session())
-    for _ in range(100):
-        await asyncio.sleep(0.1)
-        if processes_with_mark(mark):
-            break
-    await asyncio.sleep(0.5)
+    await until(hanging.exists, "the server to be inside the call")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -299,10 +300,7 @@ async def test_cancelling_the_owner_of_a_hub_leaves_no_process() -> None:
 async def test_cancelling_a_hub_while_it_starts_leaves_no_process() -> None:
     mark = new_mark()
     task = asyncio.create_task(McpHub({"t": stdio("hang-at-start", mark=mark)}).__aenter__())
-    for _ in range(100):
-        await asyncio.sleep(0.05)
-        if processes_with_mark(mark):
-            break
+    await until(lambda: processes_with_mark(mark), "the server's process to start")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import weakref
 from pathlib import Path
 from typing import Any
+
+from waits import until
 
 from io_tui.core.approvals import (
     ApproveAll,
@@ -282,25 +285,19 @@ async def test_bad_tool_calls_become_observations_the_model_reads(store, workspa
 
 
 async def test_cancelling_a_run_leaves_the_store_consistent(store, workspace, write_script):
-    script = write_script(
-        [{"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", "30"]}}]}]
-    )
+    argv = [sys.executable, "-c", "open('running', 'w').close(); import time; time.sleep(30)"]
+    script = write_script([{"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]}])
     policy = Policy.from_json(
         {
             "layers": [
-                {"name": "t", "rules": [{"act": "exec", "effect": "allow", "pattern": "sleep"}]}
+                {"name": "t", "rules": [{"act": "exec", "effect": "allow", "pattern": "python*"}]}
             ]
         }
     )
     task = asyncio.create_task(
         start_run(harness(store, script, policy=policy), TaskContract("x", workspace))
     )
-    for _ in range(200):
-        await asyncio.sleep(0.02)
-        runs = await store.runs.all()
-        if runs and runs[0].status == "running":
-            break
-    await asyncio.sleep(0.3)
+    await until((workspace / "running").exists, "the run's command to start")
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from mcp_support import server_script_args
+from waits import until
 
 from io_tui.core.contract import contract_to_json
 from io_tui.core.policy import Policy
@@ -188,12 +189,12 @@ async def test_a_paused_run_is_decided_and_resumed_in_the_worker(tmp_path: Path)
 async def test_cancel_ends_a_run_cancelled(tmp_path: Path) -> None:
     store_path = tmp_path / "store.db"
     worker = await Worker.start(store_path)
-    turns = [{"tool_calls": [{"name": "run_command", "arguments": {"argv": ["sleep", "60"]}}]}]
+    argv = [sys.executable, "-c", "open('running', 'w').close(); import time; time.sleep(60)"]
+    turns = [{"tool_calls": [{"name": "run_command", "arguments": {"argv": argv}}]}]
     spec = request(tmp_path, script(tmp_path, turns))
     await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "all"})
     started = await worker.until("started")
-    await worker.until("event")  # running
-    await asyncio.sleep(0.3)
+    await until((tmp_path / "ws" / "running").exists, "the run's command to start")
     await worker.send({"op": "cancel", "run_id": started["run_id"]})
     ended = await worker.until("ended", limit=10)
     assert ended["result"] is None

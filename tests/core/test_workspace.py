@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from waits import until
 
 from io_tui.core.tools.base import ToolError
 from io_tui.core.workspace import Workspace, WorkspaceError
@@ -264,12 +264,8 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-async def _wait_dead(pid: int) -> bool:
-    for _ in range(100):
-        if not _alive(pid):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+async def _wait_dead(pid: int) -> None:
+    await until(lambda: not _alive(pid), f"process {pid} to end", timeout_s=5)
 
 
 _SPAWN_GRANDCHILD = (
@@ -286,7 +282,7 @@ async def test_exec_timeout_kills_the_process_group(ws: Workspace) -> None:
     assert result.timed_out
     assert result.exit_code is not None and result.exit_code < 0
     grandchild = int(result.output.split()[0])  # output printed before the timeout is kept
-    assert await _wait_dead(grandchild)
+    await _wait_dead(grandchild)
 
 
 async def test_exec_does_not_wait_for_stragglers_holding_the_pipe(ws: Workspace) -> None:
@@ -295,20 +291,18 @@ async def test_exec_does_not_wait_for_stragglers_holding_the_pipe(ws: Workspace)
     result = await ws.exec([sys.executable, "-c", code], timeout_s=20)
     assert not result.timed_out
     assert result.exit_code == 0
-    assert await _wait_dead(int(result.output.split()[0]))
+    await _wait_dead(int(result.output.split()[0]))
 
 
 async def test_exec_cancelled_kills_the_process_group(ws: Workspace, root: Path) -> None:
     code = "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
     task = asyncio.create_task(ws.exec([sys.executable, "-c", code], timeout_s=60))
-    deadline = time.monotonic() + 20
-    while not (root / "pid").exists() or not (root / "pid").read_text():
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.05)
+    pid = root / "pid"
+    await until(lambda: pid.exists() and pid.read_text(), "the command to write its pid")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await _wait_dead(int((root / "pid").read_text()))
+    await _wait_dead(int((root / "pid").read_text()))
 
 
 async def test_exec_keeps_head_and_tail_of_runaway_output(

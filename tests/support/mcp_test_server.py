@@ -11,9 +11,12 @@ import asyncio
 import os
 import sys
 import time
+from pathlib import Path
 
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+HANGING_VAR = "IO_TUI_MCP_TEST_HANGING"  # a file ``hang`` creates once it is called
 
 PNG_1PX = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -56,6 +59,8 @@ def build_server() -> MCPServer:
 
     @server.tool(description="Never answer.")
     async def hang(seconds: float = 3600) -> str:
+        if hanging := os.environ.get(HANGING_VAR):
+            await asyncio.to_thread(Path(hanging).touch)  # the test's sign: the call is in flight
         await asyncio.sleep(seconds)
         return "woke up"
 

@@ -156,7 +156,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: a request may be stored as a delta against an earlier request of its run: the first
     # messages_keep messages and entries_keep manifest entries of request base_id, then the ones
-    # its own columns hold (RunRepo.requests reads every request whole)
+    # its own columns hold (TraceRepo.requests reads every request whole)
     """
     ALTER TABLE requests ADD COLUMN base_id INTEGER REFERENCES requests(id);
     ALTER TABLE requests ADD COLUMN messages_keep INTEGER NOT NULL DEFAULT 0;
