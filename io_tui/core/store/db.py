@@ -196,7 +196,7 @@ def _identify(path: Path, conn: sqlite3.Connection) -> tuple[int, int]:
     if app_id != APPLICATION_ID:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         empty = app_id == 0 and version == 0 and not names
-        legacy = app_id == 0 and version >= 1 and FIRST_TABLES <= names
+        legacy = app_id == 0 and version >= 1 and names >= FIRST_TABLES
         if not (empty or legacy):
             raise StoreError(
                 f"{path} is not an io-tui store (a SQLite file of something else); "
