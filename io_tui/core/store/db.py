@@ -38,6 +38,8 @@ FIRST_TABLES = frozenset(
     }
 )
 _LOCKED = "database is locked"
+_FOREIGN = "is not an io-tui store (a SQLite file of something else); io-tui leaves it untouched"
+_DAMAGED = "io-tui will not write to it: move it aside or restore a backup"
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 
@@ -98,17 +100,16 @@ class Database:
         exists = path.exists()
         if not exists and not self.create:
             raise StoreError(f"no store at {path} (nothing has run with this store yet)")
-        # a WAL file left at open: a process died with the store open (or one has it open now)
-        check = _wal_left(path)
         conn: aiosqlite.Connection | None = None
         try:
-            if not exists:
+            if exists:
+                await asyncio.to_thread(_inspect, path)
+            else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(
-                _uri(path, create=self.create), uri=True, isolation_level=None
-            )
+            mode = "rwc" if self.create else "rw"
+            conn = await aiosqlite.connect(_uri(path, mode), uri=True, isolation_level=None)
             conn.row_factory = aiosqlite.Row
-            await _on_thread(conn, partial(_prepare, path, check))
+            await _on_thread(conn, partial(_prepare, path))
         except BaseException as exc:
             if conn is not None:
                 await conn.close()
@@ -169,14 +170,30 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return await conn._execute(lambda: fn(conn._conn))
 
 
-def _prepare(path: Path, check: bool, conn: sqlite3.Connection) -> None:
+def _inspect(path: Path) -> None:
+    """Identify an existing file through a read-only connection, which can neither roll back a
+    journal nor checkpoint a WAL into it: a file that is not an io-tui store, or is damaged, is
+    refused with its bytes as they were. A WAL file left at open means a process died with the
+    store open (or one has it open now): then ``quick_check`` it first."""
+    if not _may_be_ours(path):
+        raise StoreError(f"{path} {_FOREIGN}")
+    wal_left = _wal_left(path)
+    conn = sqlite3.connect(_uri(path, "ro"), uri=True)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
+        _identify(path, conn)
+        if wal_left:
+            _quick_check(path, conn)
+    finally:
+        conn.close()
+
+
+def _prepare(path: Path, conn: sqlite3.Connection) -> None:
     """Set the connection up and migrate, in one hand-off to its thread (the app's first frame
-    waits for it). The file is identified before anything is written to it: not even the
-    journal mode changes on a file that is not an io-tui store."""
+    waits for it). The file is identified again (it may have been made since ``_inspect``)
+    before anything is written to it: not even the journal mode changes on a foreign file."""
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
     version, app_id = _identify(path, conn)
-    if check:
-        _quick_check(path, conn)
     conn.execute("PRAGMA journal_mode = WAL")
     # WAL's recommended level: a commit is not fsynced until a checkpoint, so a power cut may
     # lose the last commits but never corrupts the file; an app crash loses nothing.
@@ -198,10 +215,7 @@ def _identify(path: Path, conn: sqlite3.Connection) -> tuple[int, int]:
         empty = app_id == 0 and version == 0 and not names
         legacy = app_id == 0 and version >= 1 and names >= FIRST_TABLES
         if not (empty or legacy):
-            raise StoreError(
-                f"{path} is not an io-tui store (a SQLite file of something else); "
-                "io-tui leaves it untouched"
-            )
+            raise StoreError(f"{path} {_FOREIGN}")
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"store {path} has schema version {version}, newer than this io-tui "
@@ -229,12 +243,28 @@ def _migrate(path: Path, conn: sqlite3.Connection) -> None:
 
 
 def _quick_check(path: Path, conn: sqlite3.Connection) -> None:
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
     if problems != ["ok"]:
-        raise StoreError(
-            f"store {path} is damaged ({problems[0]}); io-tui will not write to it: "
-            "move it aside or restore a backup"
-        )
+        raise StoreError(f"store {path} is damaged ({problems[0]}); {_DAMAGED}")
+
+
+def _may_be_ours(path: Path) -> bool:
+    """What the file's first 100 bytes (SQLite's header) say, read without SQLite, so that a
+    foreign file is refused before any connection leaves a ``-wal`` or ``-shm`` beside it: false
+    for another application's id, or no id, no version and tables already (pages beyond the
+    first). An empty file, io-tui's id, or a version (an io-tui from before the id?) are
+    looked at closer; so is what is not SQLite at all (SQLite says so)."""
+    with path.open("rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return True
+    pages, version, app_id = (int.from_bytes(header[at : at + 4], "big") for at in (28, 60, 68))
+    if app_id:
+        return app_id == APPLICATION_ID
+    return version > 0 or pages <= 1
 
 
 def _wal_left(path: Path) -> bool:
@@ -245,8 +275,8 @@ def _wal_left(path: Path) -> bool:
         return False
 
 
-def _uri(path: Path, *, create: bool) -> str:
-    return f"{path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+def _uri(path: Path, mode: str) -> str:
+    return f"{path.absolute().as_uri()}?mode={mode}"
 
 
 def busy_timeout_ms() -> int:
@@ -298,6 +328,8 @@ def _describe(exc: BaseException) -> str:
     if _LOCKED in text or "database is busy" in text:
         waited = busy_timeout_ms() / 1000
         return f"the database is locked by another process (waited {waited:g} s); try again"
+    if "malformed" in text:
+        return f"the file is damaged ({text}); {_DAMAGED}"
     if "unable to open" in text:
         return "the path cannot be opened (missing directory or no permission)"
     return text
