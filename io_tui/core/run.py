@@ -41,7 +41,8 @@ async def start_run(
     seed_run_id: int | None = None,
 ) -> RunResult:
     """Create a run in the store and drive it to an outcome."""
-    workspace = Workspace(contract.workspace)  # raises WorkspaceError for a bad root
+    # raises WorkspaceError for a bad root
+    workspace = Workspace(contract.workspace, env_allow=contract.env_allow)
     run_id = await harness.store.runs.create(
         goal=contract.goal,
         workspace=str(workspace.root),
@@ -62,7 +63,11 @@ async def resume_run(harness: Harness, run_id: int) -> RunResult:
         raise ValueError(f"no run {run_id} in the store")
     contract = contract_from_json(row.contract)
     state = RunState(
-        harness, contract, run_id, Workspace(contract.workspace), parent_run_id=row.parent_run_id
+        harness,
+        contract,
+        run_id,
+        Workspace(contract.workspace, env_allow=contract.env_allow),
+        parent_run_id=row.parent_run_id,
     )
     state.tokens = row.tokens
     return await Run(state).drive(resumed=True)
