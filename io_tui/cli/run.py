@@ -169,7 +169,7 @@ async def execute(
     hub: McpHub | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
-    store = await open_store(args)
+    store = await open_store(args, create=True)
     registry = harness_registry()
     if hub is not None:
         hub.register_into(registry)

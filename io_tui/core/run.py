@@ -106,6 +106,7 @@ class Run:
         self.run_id = state.run_id
         self.last_step_denied = False
         self.verify_feedback_given = False
+        self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
         if state.harness.can_spawn:
             state.spawn = partial(spawn, state)
 
@@ -131,7 +132,7 @@ class Run:
                 if paused is not None:
                     return await self._end(paused)
             outcome = await self._loop()
-            return await self._end(outcome)
+            return await self._end(outcome, error=self.failure)
         except asyncio.CancelledError as exc:
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
             reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
@@ -185,6 +186,7 @@ class Run:
             try:
                 response = await ask_model(state, engine, operator_messages, requests)
             except ProviderError as exc:
+                self.failure = str(exc)
                 await state.commit_step(
                     step,
                     decision={"error": str(exc)},
@@ -242,6 +244,7 @@ class Run:
             return Outcome.SUCCESS
         step = self.state.step
         if self.verify_feedback_given or step >= self.contract.max_steps:
+            self.failure = f"verification `{' '.join(self.contract.verify)}` failed"
             return Outcome.FAILED if step < self.contract.max_steps else Outcome.STEP_CAP
         self.verify_feedback_given = True
         await self.store.runs.add_operator_message(
