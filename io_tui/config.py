@@ -7,6 +7,7 @@ settings: providers read them from the environment or the credentials file.
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -93,9 +94,22 @@ def load_settings(**overrides: Any) -> Settings:
     """Load and validate settings, turning every failure into one readable ConfigError."""
     path = config_file()
     try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None  # no file: the defaults
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ConfigError(f"{path}: the config file is {kind}")
+    try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (undecodable byte at offset {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])

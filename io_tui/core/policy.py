@@ -7,6 +7,7 @@ happens. Evaluation runs across the whole stack: deny > ask > allow > the act's 
 from __future__ import annotations
 
 import fnmatch
+import stat
 import tomllib
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -213,11 +214,19 @@ class Policy:
     @classmethod
     def load(cls, path: Path) -> Policy:
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read
+                raise PolicyError(f"{path}: the policy file is not a regular file")
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise PolicyError(f"policy file not found: {path}") from None
         except tomllib.TOMLDecodeError as exc:
             raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise PolicyError(
+                f"{path}: cannot read the policy file: {exc.strerror or exc}"
+            ) from None
         return cls.from_json(data, source=str(path))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -59,9 +60,13 @@ class Script(BaseModel):
     @classmethod
     def load(cls, path: Path) -> Script:
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read
+                raise ScriptError(f"script {path} is not a regular file")
             raw = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ScriptError(f"script not found: {path}") from None
+        except UnicodeDecodeError as exc:
+            raise ScriptError(f"{path}: not UTF-8 text (byte {exc.start})") from None
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror}") from None
         try:
