@@ -222,18 +222,14 @@ async def test_a_range_an_earlier_read_of_the_same_content_shows_is_a_stub_point
     whole = read(2, "line 1\nline 2\nline 3\n")
     again = read(4, "line 2\n", span="lines 2-2")
     changed = read(6, "line 2 (new)\n", seen=Seen("a.txt", 13, 2_000, "d2"), span="lines 2-2")
-    first = await engine(Disk()).build([record(whole), record(again), StepRecord(5, "")], ceiling_tokens=8_000)  # fmt: skip
-    e = entry(first, "c4")
-    assert (e.state, e.superseded_by) == (EntryState.SUPERSEDED, 2)
-    assert e.reason == "step 2's read shows these lines, the file unchanged"
-    assert sent(first, "c4").startswith("[step 4 read_file a.txt (lines 2-2): these lines are in")
-    # once the model has answered that stub, a rewrite leaves its step out (dead weight)
     history = [record(whole), record(again), record(changed), StepRecord(7, "")]
     assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c4")
-    assert (e.state, e.superseded_by) == (EntryState.DROPPED, 2)
-    assert e.reason.startswith("step 2's read shows these lines, the file unchanged; every result")
-    assert not any(m.tool_call_id == "c4" for m in assembly.messages)
+    assert (e.state, e.superseded_by) == (EntryState.SUPERSEDED, 2)
+    assert e.reason == "step 2's read shows these lines, the file unchanged"
+    assert sent(assembly, "c4").startswith(
+        "[step 4 read_file a.txt (lines 2-2): these lines are in"
+    )
     assert entry(assembly, "c2").state is EntryState.FULL  # the earlier read stays whole
     assert entry(assembly, "c6").state is EntryState.FULL  # another version of the file: shown
 

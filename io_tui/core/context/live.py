@@ -92,7 +92,6 @@ class LiveSteps:
         self._deps: dict[str, list[tuple[Step, Entry]]] = {}
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
         self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
-        self.shown: list[tuple[Step, Entry]] = []  # shown stubs no rewrite has found sent yet
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
@@ -140,17 +139,6 @@ class LiveSteps:
             else:
                 kept.append(held)
         self.pending = kept
-        # a shown stub the model has seen and answered (its step is older than the one asked
-        # for before this rewrite's) is dead weight: its step may go (``Step.dead``)
-        unsent = []
-        for held in self.shown:
-            owner, e = held
-            if e.obs.step < rewritten_at - 1:
-                e.stub_sent = True
-                owner.changed(e)
-            else:
-                unsent.append(held)
-        self.shown = unsent
 
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
@@ -182,12 +170,11 @@ class LiveSteps:
         self._deps = _without(self._deps, gone)
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
         self.pending = [h for h in self.pending if id(h[0]) not in gone]
-        self.shown = [h for h in self.shown if id(h[0]) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
-        self._watch, self._ran, self.pending, self.shown = [], [], [], []
+        self._watch, self._ran, self.pending = [], [], []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -212,7 +199,6 @@ class LiveSteps:
             if kind is _READ:
                 path = _norm(obs.target)
                 if not obs.is_error and self._shown(path, e):
-                    self.shown.append((st, e))
                     continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
                 if not obs.is_error:

@@ -30,7 +30,6 @@ class Entry:
     covered: bool = False  # superseded by a read of more lines of the same file
     shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
-    stub_sent: bool = False  # shown: a rewrite since found its stub already sent, so it may go
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
     drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
@@ -90,14 +89,11 @@ class Entry:
 
     def drop(self) -> None:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
-        if self.shown_by is not None:
-            why = f"step {self.shown_by}'s read shows these lines, the file unchanged"
-        else:
-            again = "read these lines again" if self.covered else "made the same call"
-            why = f"step {self.by} {again}"
+        again = "read these lines again" if self.covered else "made the same call"
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
         self.reason = (
-            f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
+            f"step {self.by} {again}; every result of step {self.obs.step} was superseded, "
+            "so the step is left out"
         )
 
     def decide(self, state: EntryState, content: str, reason: str) -> None:
@@ -144,11 +140,10 @@ class Step:
 
     @property
     def dead(self) -> bool:
-        """Dead weight: every result of it is a stub now — superseded by a later call (none
-        pending), or shown by an earlier read of the unchanged file and sent as a stub before
-        the last rewrite — its turn says no more than an out-of-window turn keeps, and the
-        operator said nothing then. It is left out of the transcript (``drop``): what each of
-        its calls answered is in the request's newer (or showing) results."""
+        """Dead weight: every result of it was superseded by a later call and is a stub now
+        (none pending), its turn says no more than an out-of-window turn keeps, and the
+        operator said nothing then. It is left out of the transcript (``drop``): the newer
+        result of each of its calls is in the request, later in it."""
         return self._deadness()[1]
 
     @property
@@ -160,16 +155,13 @@ class Step:
         if self._dead[0] == self.version:
             return self._dead
         rec, entries = self.record, self.entries
-        later = all(e.by is not None or e.shown_by is not None for e in entries)
+        later = all(e.by is not None for e in entries)
         if later and (rec.operator_messages or len(rec.text) > COMPACT_CHARS or not entries):
             later = False
         if later:
             answered = {e.obs.call_id for e in entries}
             later = all(c.id in answered for c in rec.tool_calls)
-        dead = later and all(
-            e.stub_sent if e.shown_by is not None else not e.pending or e.drift is not None
-            for e in entries
-        )
+        dead = later and all(not e.pending or e.drift is not None for e in entries)
         self._dead = (self.version, dead, later)
         return self._dead
 
