@@ -222,10 +222,9 @@ class MainScreen(Screen[None]):
         run = self.runs.get(run_id) if run_id is not None else None
         if run_id is None or run is None or run_id != self.selected_run:
             return
-        since = self.transcript.last_step
-        if not run.live:
-            # Facts recorded after the last commit (the verification) belong to that step.
-            since = max(0, since - 1)
+        # The last step shown is read again: a step is in the store from the model's answer
+        # on and gains its results call by call (and, once the run ended, the verification).
+        since = max(0, self.transcript.last_step - 1)
         self.load_tail(run_id, since)
         self.load_gauges(run_id, self.selected_step)
 
