@@ -359,6 +359,13 @@ class Run:
         if not history:
             return None
         last = history[-1]
+        if not last.tool_calls:
+            # the model's final answer was committed and the process died before the run
+            # ended: end it as it would have (verify, finish), never ask the model again
+            rows = await self.store.trace.steps_after(self.run_id, last.step - 1, limit=1)
+            if rows and rows[-1].decision.get("final"):
+                return await self._after_model_stopped()
+            return None
         observed = {o.call_id for o in last.observations}
         pending = [c for c in last.tool_calls if c.id not in observed]
         if not pending:
