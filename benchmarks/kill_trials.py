@@ -135,8 +135,10 @@ def snapshot(trial: Trial) -> tuple[object, ...]:
     )
     trace = json.loads(out.stdout.replace(str(trial.root), "<T>"))
     steps = [(s["step"], s["text"], s["tool_calls"]) for s in trace["steps"]]
+    # the one expected difference: a write re-run after the crashed attempt had written the
+    # file reports "overwrote" where the uninterrupted run said "created"
     obs = [
-        (s["step"], o["call_id"], o["tool"], o["full_text"])
+        (s["step"], o["call_id"], o["tool"], o["full_text"].replace("overwrote ", "created "))
         for s in trace["steps"]
         for o in s["observations"]
     ]

@@ -110,7 +110,7 @@ async def resume(
         raise DecideError(f"no run {run_id} in the store")
     if run.status not in RESUMABLE:
         holder = await store.leases.holder(run_id)
-        owner = f" by {holder.describe()}" if holder is not None else ""
+        owner = f", driven by {holder.describe()}" if holder is not None else ""
         raise DecideError(
             f"run {run_id} is {run.status}{owner}; only an interrupted or paused run resumes"
         )
