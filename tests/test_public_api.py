@@ -79,6 +79,7 @@ PUBLIC = [  # sorted
     "decide",
     "grant_text",
     "harness_registry",
+    "in_flight_calls",
     "load_mcp_file",
     "policy_for",
     "preview_matches",

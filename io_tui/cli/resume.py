@@ -25,7 +25,7 @@ from io_tui.core import (
     resume,
 )
 
-RECONCILE = ("ask", "rerun", "skip")
+RECONCILE = ("ask", "rerun", "done", "skip")
 
 
 def register(sub: Any) -> None:
@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
         "--reconcile",
         choices=RECONCILE,
         default="ask",
-        help="calls in flight at the crash: ask on the terminal (default), rerun, or skip",
+        help="calls in flight at the crash: ask on the terminal (default), rerun, done, skip",
     )
     parser.add_argument(
         "--approve",

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         ReconcileChoice,
         Reconciler,
         TerminalReconciler,
+        in_flight_calls,
     )
     from io_tui.core.remember import (
         SCOPE_LABELS,
@@ -76,7 +77,14 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
-        ("FixedReconciler", "InFlight", "ReconcileChoice", "Reconciler", "TerminalReconciler"),
+        (
+            "FixedReconciler",
+            "InFlight",
+            "ReconcileChoice",
+            "Reconciler",
+            "TerminalReconciler",
+            "in_flight_calls",
+        ),
         "reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
@@ -196,6 +204,7 @@ __all__ = [
     "decide",
     "grant_text",
     "harness_registry",
+    "in_flight_calls",
     "load_mcp_file",
     "policy_for",
     "preview_matches",

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from io_tui.core.errors import WorkspaceError
-from io_tui.core.store import IntentRow
+from io_tui.core.store import IntentRow, Store
 from io_tui.core.workspace import Workspace
 
 AUTO_RERUN_ACTS = frozenset({"", "read"})
@@ -153,3 +153,11 @@ def _file_diff(intent: IntentRow, workspace: Workspace) -> str:
     if len(diff) > DIFF_MAX_LINES:
         diff = [*diff[:DIFF_MAX_LINES], f"… {len(diff) - DIFF_MAX_LINES} more lines"]
     return "Workspace diff since the intent:\n" + "\n".join(diff)
+
+
+async def in_flight_calls(store: Store, run_id: int, workspace: Workspace) -> list[InFlight]:
+    """The run's calls in flight at a crash that need the operator's word, with what is known
+    (what the TUI's reconcile modal shows before a resume)."""
+    latest = {i.call_id: i for i in await store.intents.for_run(run_id)}
+    waiting = [i for i in latest.values() if i.in_flight and needs_operator(i)]
+    return [await asyncio.to_thread(what_is_known, run_id, i, workspace) for i in waiting]

@@ -109,7 +109,13 @@ class LeaseRepo:
 
     async def reap(self) -> list[int]:
         """Turn every live-looking run whose lease expired (or that has none) ``interrupted``;
-        the ids turned."""
+        the ids turned. Only a store with such a run is written to."""
+        live = await self.db.fetchone(
+            f"SELECT 1 FROM runs WHERE status IN ({','.join('?' * len(LIVE_STATUSES))}) LIMIT 1",
+            LIVE_STATUSES,
+        )
+        if live is None:
+            return []
         return await self.db.write(partial(_reap, time.time()))
 
 
