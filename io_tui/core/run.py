@@ -16,6 +16,7 @@ completions, request records) in ``model_turn``. A sub-agent is a child run this
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -38,7 +39,7 @@ from io_tui.core.reconcile import (
     what_is_known,
 )
 from io_tui.core.run_state import RunState
-from io_tui.core.store import IntentRow, RequestRecord
+from io_tui.core.store import IntentRow, RequestRecord, StoreError
 from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
@@ -136,7 +137,10 @@ class Run:
         """Refresh the run's lease while it goes: a stale heartbeat means its owner is gone."""
         while True:
             await asyncio.sleep(HEARTBEAT_S)
-            await self.store.leases.heartbeat([self.run_id])
+            try:
+                await self.store.leases.heartbeat([self.run_id])
+            except (StoreError, sqlite3.Error):
+                continue  # a busy store: the next beat tries again, the lease has 30 s
 
     async def _drive(self, *, resumed: bool) -> RunResult:
         state = self.state
@@ -180,7 +184,8 @@ class Run:
             self.run_id,
             status,
             outcome.value,
-            error=error,
+            # why a resume stopped short is the caller's to print, not the run's to keep
+            error=None if outcome is Outcome.INTERRUPTED else error,
             provider=state.harness.provider.describe(),
         )
         state.announce(finished)
