@@ -97,10 +97,12 @@ def env() -> dict[str, str]:
 
 
 def run_killed(argv: list[str], kill_after: int | None, delay: float) -> tuple[int, bool]:
-    """Run ``argv``; with ``kill_after``, kill -9 it after that many event lines (+ delay)."""
+    """Run ``argv``; with ``kill_after``, kill -9 it after that many event lines (+ delay).
+    Returns how many lines it printed and whether the kill landed."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
     assert proc.stdout is not None
     killed = False
+    lines = 0
     for lines, _ in enumerate(proc.stdout, start=1):
         if kill_after is not None and lines >= kill_after:
             time.sleep(delay)
@@ -108,7 +110,8 @@ def run_killed(argv: list[str], kill_after: int | None, delay: float) -> tuple[i
             killed = True
             break
     proc.stdout.close()
-    return proc.wait(), killed and proc.returncode == -signal.SIGKILL
+    proc.wait()
+    return lines, killed and proc.returncode == -signal.SIGKILL
 
 
 def pending_approval(store: Path) -> int | None:
@@ -165,7 +168,10 @@ def drive(
 ) -> dict[str, object]:
     """One trial: run (paused at the gate), decide approve, each maybe killed; then resume."""
     trial.setup(steps)
-    _, killed = run_killed(trial.run_args("defer"), kill_after if kill == "run" else None, delay)
+    run_lines, killed = run_killed(
+        trial.run_args("defer"), kill_after if kill == "run" else None, delay
+    )
+    decide_lines = 0
     approval = pending_approval(trial.store) if trial.store.exists() else None
     if not trial.store.exists() or run_status(trial.store) is None:
         # killed before the run was created: nothing to resume, the operator starts it again
@@ -173,7 +179,7 @@ def drive(
         approval = pending_approval(trial.store)
     if approval is not None and run_status(trial.store) == "paused":
         argv = trial.cli("decide", str(approval), "approve", "--approve", "all", "--json")
-        _rc, k = run_killed(argv, kill_after if kill == "decide" else None, delay)
+        decide_lines, k = run_killed(argv, kill_after if kill == "decide" else None, delay)
         killed |= k
     resumes = 0
     while run_status(trial.store) not in ("finished", "failed", "cancelled") and resumes < 5:
@@ -181,6 +187,7 @@ def drive(
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
         resumes += 1
     return {
+        "lines": (run_lines, decide_lines),  # uninterrupted: the range of kill points
         "killed": killed,
         "resumes": resumes,
         "status": run_status(trial.store),
@@ -189,18 +196,8 @@ def drive(
     }
 
 
-def event_lines(trial: Trial, steps: int) -> tuple[int, int]:
-    """How many event lines the uninterrupted run and decide print (the kill points' range)."""
-    trial.setup(steps)
-    run = subprocess.run(trial.run_args("defer"), capture_output=True, text=True, env=env())
-    approval = pending_approval(trial.store)
-    argv = trial.cli("decide", str(approval), "approve", "--approve", "all", "--json")
-    decide = subprocess.run(argv, capture_output=True, text=True, env=env())
-    return len(run.stdout.splitlines()), len(decide.stdout.splitlines())
-
-
 def first_difference(want: object, got: object) -> str:
-    for part, (a, b) in enumerate(zip(want, got, strict=False)):  # type: ignore[call-overload]
+    for part, (a, b) in enumerate(zip(want, got, strict=False)):
         if a != b:
             if isinstance(a, list):
                 pairs = [(x, y) for x, y in zip(a, b, strict=False) if x != y] or [(len(a), len(b))]
@@ -213,8 +210,8 @@ def trials(count: int, seed: int, steps: int) -> list[dict[str, object]]:
     rng = random.Random(seed)
     base = Path(tempfile.mkdtemp(prefix="io-kill-"))
     try:
-        run_lines, decide_lines = event_lines(Trial(base / "l0000"), steps)
         baseline = drive(Trial(base / "b0000"), steps, None, 0, 0)
+        run_lines, decide_lines = baseline["lines"]
         rows = []
         for n in range(count):
             kill = "run" if n % 2 == 0 else "decide"
@@ -254,7 +251,7 @@ def main() -> int:
         print(
             f"{kill:<7} {len(part):>6} {sum(bool(r['killed']) for r in part):>6}"
             f" {sum(bool(r['resumable']) for r in part):>9} {sum(bool(r['equal']) for r in part):>6}"
-            f" {sum(bool(r['effects_ok']) for r in part):>10} {sum(int(r['resumes']) for r in part):>7}"  # type: ignore[call-overload]
+            f" {sum(bool(r['effects_ok']) for r in part):>10} {sum(int(r['resumes']) for r in part):>7}"
         )
     bad = [r["trial"] for r in rows if not (r["resumable"] and r["equal"] and r["effects_ok"])]
     print(f"{len(rows)} trials in {time.monotonic() - started:.0f} s; failing: {bad or 'none'}")
