@@ -37,6 +37,7 @@ import hashlib
 import json
 import random
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -522,8 +523,12 @@ class Result:
 
 async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="io-tui-cost-") as tmp:
-        base = Path(tmp)
+    # A fixed path, not a random temporary name: the path shows up in tool output, and its
+    # characters move the token estimate and so the plan's decisions between runs.
+    base = Path(tempfile.gettempdir()) / f"io-tui-cost-{steps}x{ceiling}"
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir()
+    try:
         root = base / "repo"
         session = Session(steps, entry_cap_chars(ceiling))
         session.world.write_to(root)
@@ -549,6 +554,8 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
         drift = [p for p, t in session.world.files.items() if (root / p).read_text() != t]
         if drift:
             raise SystemExit(f"the workspace drifted from the script's world: {drift} ({result})")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     shots = provider.shots
     frame = shots[0].io_tui
     per_step = [step_messages(r) for r in history]

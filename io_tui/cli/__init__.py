@@ -82,6 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         sys.stderr.write(f"io-tui: {exc}\n")
         return EXIT_USAGE
+    except Exception as exc:
+        from io_tui.core import StoreError  # only when something failed: startup stays light
+
+        if not isinstance(exc, StoreError):
+            raise
+        sys.stderr.write(f"io-tui: {exc}\n")  # e.g. a store another process held locked
+        return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("io-tui: interrupted\n")
         return EXIT_FAILED

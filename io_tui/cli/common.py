@@ -29,11 +29,13 @@ def store_path(args: Namespace) -> Path:
     return Path(explicit).expanduser() if explicit else default_store_path()
 
 
-async def open_store(args: Namespace) -> Store:
+async def open_store(args: Namespace, *, create: bool = False) -> Store:
+    """The store of ``args``; only commands that write a run or a note ``create`` a missing one:
+    the others say "no store at PATH" instead of leaving an empty file behind."""
     from io_tui.core import Store, StoreError
 
     try:
-        return await Store.open(store_path(args))
+        return await Store.open(store_path(args), create=create)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 

@@ -73,7 +73,7 @@ def _scope(args: argparse.Namespace) -> tuple[Scope, str | None]:
 
 async def _handler(args: argparse.Namespace) -> int:
     try:
-        store = await open_store(args)
+        store = await open_store(args, create=args.action == "set")
     except UsageError as exc:
         sys.stderr.write(f"io-tui: {exc}\n")
         return EXIT_USAGE

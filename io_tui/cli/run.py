@@ -125,6 +125,7 @@ async def run_command(args: argparse.Namespace) -> int:
             token_budget=settings.token_budget,
             context=ContextBudget(settings.context_max_tokens, settings.context_share),
             cache=cache_prices_for(settings),
+            env_allow=tuple(settings.run.env_allow),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -168,7 +169,7 @@ async def execute(
     hub: McpHub | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
-    store = await open_store(args)
+    store = await open_store(args, create=True)
     registry = harness_registry()
     if hub is not None:
         hub.register_into(registry)

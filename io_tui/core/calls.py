@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind
@@ -24,6 +24,7 @@ from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import Store
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
+from io_tui.core.untrusted import frame
 
 Emit = Callable[[EventKind, dict[str, Any]], None]
 
@@ -226,7 +227,7 @@ class CallRunner:
         )
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
-            outcome = await tool.run(args, ctx)
+            outcome = framed(call.name, await tool.run(args, ctx))
         except ToolError as exc:
             return self._error(call, step, note + str(exc), ctx.cap_chars)
         return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
@@ -319,6 +320,11 @@ def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
     except (WorkspaceError, OSError):
         exists = False
     return {"exists": exists, "text": text}
+
+
+def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
+    """``outcome`` headed with its source, as untrusted data (``untrusted.frame``)."""
+    return replace(outcome, text=frame(tool, outcome.target, outcome.text))
 
 
 def _rest_hint(kind: ObsKind, target: str) -> str:

@@ -97,6 +97,7 @@ class TaskContract:
     compaction: Compaction = field(default_factory=Compaction)
     memory: MemoryLimits = field(default_factory=MemoryLimits)
     cache: CachePrices = field(default_factory=CachePrices)
+    env_allow: tuple[str, ...] = ()  # variables its commands see besides the harmless defaults
 
     def success_criterion(self) -> str:
         if self.verify:
@@ -105,6 +106,7 @@ class TaskContract:
 
 
 def contract_to_json(contract: TaskContract) -> dict[str, object]:
+    extra: dict[str, object] = {"env_allow": list(contract.env_allow)} if contract.env_allow else {}
     return {
         "goal": contract.goal,
         "workspace": str(contract.workspace),
@@ -129,6 +131,7 @@ def contract_to_json(contract: TaskContract) -> dict[str, object]:
             "read": contract.cache.read,
             "min_prefix_tokens": contract.cache.min_prefix_tokens,
         },
+        **extra,
     }
 
 
@@ -144,4 +147,5 @@ def contract_from_json(data: dict[str, Any]) -> TaskContract:
         compaction=Compaction(**data.get("compaction", {})),
         memory=MemoryLimits(**data.get("memory", {})),
         cache=CachePrices(**data.get("cache", {})),
+        env_allow=tuple(data.get("env_allow", ())),
     )

@@ -57,6 +57,7 @@ async def build_run(
         token_budget=run_settings.token_budget,
         context=ContextBudget(run_settings.context_max_tokens, run_settings.context_share),
         cache=cache_prices_for(run_settings),
+        env_allow=tuple(run_settings.run.env_allow),
     )
     return contract, provider_for(run_settings), policy
 
@@ -97,6 +98,7 @@ async def _follow_up(
         compaction=earlier.compaction,
         memory=earlier.memory,
         cache=earlier.cache,
+        env_allow=earlier.env_allow,
     )
     try:
         provider = provider_from_description(row.provider)

@@ -13,6 +13,7 @@ import time
 from functools import partial
 from typing import Any
 
+from io_tui.core.calls import framed
 from io_tui.core.context import (
     Assembly,
     ContextEngine,
@@ -131,7 +132,7 @@ async def _run_again(
         raise RefreshFailed(str(exc)) from None
     if outcome.is_error:
         raise RefreshFailed(outcome.text)
-    return outcome.text
+    return framed(tool.name, outcome).text  # as the call's own result was
 
 
 # -- one working completion --

@@ -38,7 +38,15 @@ DEFAULT_EFFECTS: dict[Act, Effect] = {
     Act.NET: Effect.DENY,
 }
 
-SECRET_PATTERNS = (".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519")
+# Credential files, denied to read and write whatever a policy file says. A pattern without '/'
+# matches the basename anywhere; ``*/`` forms catch the same file in a subdirectory.
+SECRET_PATTERNS = (
+    ".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+    ".npmrc", ".netrc", "_netrc", ".pypirc", ".git-credentials",
+    ".aws/credentials", "*/.aws/credentials", ".kube/config", "*/.kube/config", "kubeconfig",
+    "*.kubeconfig", ".docker/config.json", "*/.docker/config.json",
+)  # fmt: skip
 BUILTIN_SECRETS_LAYER = "builtin-secrets"
 REMEMBERED_LAYER = "remembered"
 

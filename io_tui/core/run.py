@@ -55,7 +55,8 @@ async def start_run(
     seed_run_id: int | None = None,
 ) -> RunResult:
     """Create a run in the store and drive it to an outcome."""
-    workspace = Workspace(contract.workspace)  # raises WorkspaceError for a bad root
+    # raises WorkspaceError for a bad root
+    workspace = Workspace(contract.workspace, env_allow=contract.env_allow)
     run_id = await harness.store.runs.create(
         goal=contract.goal,
         workspace=str(workspace.root),
@@ -80,7 +81,11 @@ async def resume_run(
         raise ValueError(f"no run {run_id} in the store")
     contract = contract_from_json(row.contract)
     state = RunState(
-        harness, contract, run_id, Workspace(contract.workspace), parent_run_id=row.parent_run_id
+        harness,
+        contract,
+        run_id,
+        Workspace(contract.workspace, env_allow=contract.env_allow),
+        parent_run_id=row.parent_run_id,
     )
     state.tokens = row.tokens
     await harness.store.leases.acquire(run_id)
@@ -121,6 +126,7 @@ class Run:
         self.run_id = state.run_id
         self.last_step_denied = False
         self.verify_feedback_given = False
+        self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
         if state.harness.can_spawn:
             state.spawn = partial(spawn, state)
 
@@ -162,7 +168,7 @@ class Run:
                 if paused is not None:
                     return await self._end(paused)
             outcome = await self._loop()
-            return await self._end(outcome)
+            return await self._end(outcome, error=self.failure)
         except ReconcileNeeded as exc:
             return await self._end(Outcome.INTERRUPTED, error=str(exc))
         except asyncio.CancelledError as exc:
@@ -219,6 +225,7 @@ class Run:
             try:
                 response = await ask_model(state, engine, operator_messages, requests)
             except ProviderError as exc:
+                self.failure = str(exc)
                 await state.commit_step(
                     step,
                     decision={"error": str(exc)},
@@ -270,6 +277,7 @@ class Run:
             return Outcome.SUCCESS
         step = self.state.step
         if self.verify_feedback_given or step >= self.contract.max_steps:
+            self.failure = f"verification `{' '.join(self.contract.verify)}` failed"
             return Outcome.FAILED if step < self.contract.max_steps else Outcome.STEP_CAP
         self.verify_feedback_given = True
         await self.store.runs.add_operator_message(

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from io_tui.core.mcp.config import McpSettings
 
@@ -24,6 +24,24 @@ class CacheSettings(BaseModel):
     write: float | None = Field(default=None, ge=0)
     read: float | None = Field(default=None, ge=0)
     min_prefix_tokens: int | None = Field(default=None, ge=0)
+
+
+class CommandSettings(BaseModel):
+    """``[run]`` in the file: what the commands a run starts see of the environment."""
+
+    model_config = ConfigDict(extra="forbid")
+    # variables passed besides the harmless defaults (``workspace.ENV_ALLOW``); ``NAME_*`` a prefix
+    env_allow: list[str] = Field(default_factory=list)
+
+    @field_validator("env_allow")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or "=" in name or "\0" in name or "*" in name[:-1]:
+                raise ValueError(
+                    f"{name!r} is not a variable name (a name, or a prefix ending in '*')"
+                )
+        return value
 
 
 class RunSettings(BaseModel):
@@ -43,6 +61,7 @@ class RunSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    run: CommandSettings = Field(default_factory=CommandSettings)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunSettings:

@@ -55,6 +55,8 @@ def _scan(folder: Path, origin: str) -> list[Skill]:
         return []
     found = []
     for skill_file in sorted(folder.glob(f"*/{SKILL_FILE}")):
+        if not skill_file.is_file():
+            continue  # a FIFO in its place would block the run's start
         try:
             meta = parse_front_matter(skill_file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):

@@ -5,9 +5,14 @@ symlinked directories in the middle of a path and dangling links) and refuses an
 outside the root. The policy then matches the *resolved* relative path, so a link named
 ``notes.txt`` that points at ``.env`` is checked as ``.env``.
 
-Blocking work (disk I/O, directory walks) runs in ``asyncio.to_thread`` so a run never stalls the
-event loop the TUI shares. Commands run as an argv (never a shell) in their own process group, so a
-timeout or a cancelled run kills the whole tree.
+Only regular files are opened: a FIFO, socket or device is refused with what it is (opening a FIFO
+blocks until someone writes to it). Blocking work (disk I/O, directory walks) runs in
+``asyncio.to_thread`` so a run never stalls the event loop the TUI shares.
+
+Commands run as an argv (never a shell) in their own session, with an allow-listed environment
+(``command_env``) carrying a tag of their own: when the command ends, times out or is cancelled,
+everything in its session and everything that still carries its tag (a ``setsid`` or
+double-forked grandchild has left the session but not the environment) is killed.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import contextlib
 import os
 import signal
 import stat
-from collections.abc import Collection, Iterator, Sequence
+import uuid
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,17 +40,66 @@ STRAGGLER_GRACE_S = 1.0
 EXIT_POLL_S = 0.02
 
 
-SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+# What a command's environment keeps from the harness's: names of harmless variables (``*`` ends
+# a prefix), plus what the config's ``[run] env_allow`` adds. Everything else (keys, tokens,
+# database URLs, cloud credentials) stays out, whatever it is called.
+ENV_ALLOW = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "COLORTERM",
+    "NO_COLOR", "TZ", "TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES", "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "VIRTUAL_ENV",
+)  # fmt: skip
+KILL_ROUNDS = 100  # scans for tagged stragglers after a command; each kills what it finds
+KILL_POLL_S = 0.01
+EXEC_TAG_VAR = "IO_TUI_EXEC_TAG"
 
 
-def command_env() -> dict[str, str]:
-    """The harness's environment minus credentials: a command the model runs (``env``,
-    ``printenv``) must never read a provider key into the trace."""
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if not name.upper().endswith(SECRET_ENV_SUFFIXES)
-    }
+def command_env(allow: Iterable[str] = (), tag: str = "") -> dict[str, str]:
+    """The harness's environment cut to ``ENV_ALLOW`` and ``allow`` (exact names, or prefixes
+    ending in ``*``), plus the command's tag: a command the model runs (``env``, ``printenv``)
+    must never read a credential into the trace."""
+    names = (*ENV_ALLOW, *allow)
+    exact = {n for n in names if not n.endswith("*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith("*"))
+    env = {k: v for k, v in os.environ.items() if k in exact or k.startswith(prefixes)}
+    if tag:
+        env[EXEC_TAG_VAR] = tag
+    return env
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def refuse_special(display: str, mode: int) -> None:
+    """Raise unless ``mode`` is a regular file's: nothing else is read or written."""
+    if not stat.S_ISREG(mode):
+        raise WorkspaceError(
+            f"{display} is {file_kind(mode)}, not a regular file; only regular files are "
+            "read or written"
+        )
+
+
+def open_regular(path: str | os.PathLike[str], display: str) -> int:
+    """A read-only descriptor for ``path``, refused unless it is a regular file (a socket cannot
+    be opened at all). Opened non-blocking, so a FIFO swapped in after the first check answers at
+    once instead of waiting for a writer; the second check catches it."""
+    refuse_special(display, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        refuse_special(display, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +142,7 @@ def fs_errors(display: str) -> Iterator[None]:
 class Workspace:
     """The directory a run may touch, and nothing outside it."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, env_allow: Iterable[str] = ()) -> None:
         given = Path(root).expanduser()
         if not given.exists():
             raise WorkspaceError(f"workspace root does not exist: {given}")
@@ -95,6 +150,7 @@ class Workspace:
             raise WorkspaceError(f"workspace root is not a directory: {given}")
         self.root = given.resolve()
         self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # ``changed``'s last hashes
+        self.env_allow = tuple(env_allow)  # what commands see besides ``ENV_ALLOW``
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"
@@ -157,14 +213,14 @@ class Workspace:
         display = self.relative(target)
 
         def read() -> tuple[bytes, Seen]:
-            with fs_errors(display):
-                st = target.stat()  # before the read: a change during it shows as a new stat
+            with fs_errors(display), os.fdopen(open_regular(target, display), "rb") as f:
+                st = os.fstat(f.fileno())  # before the read: a change during it shows as a new stat
                 if st.st_size > max_bytes:
                     raise WorkspaceError(
                         f"{display} is {st.st_size:,} bytes, more than the {max_bytes:,} this "
                         "tool reads; use grep to find the part you need"
                     )
-                data = target.read_bytes()
+                data = f.read()
             return data, Seen(display, len(data), st.st_mtime_ns, content_digest(data))
 
         return await asyncio.to_thread(read)
@@ -248,9 +304,18 @@ class Workspace:
 
         def write() -> bool:
             with fs_errors(display):
-                existed = target.exists()
+                try:
+                    refuse_special(display, target.stat().st_mode)
+                    existed = True
+                except FileNotFoundError:
+                    existed = False
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(text.encode("utf-8"))
+                # non-blocking: a FIFO swapped in since the check fails at once (ENXIO)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC
+                fd = os.open(target, flags, 0o666)
+                with os.fdopen(fd, "wb") as f:
+                    refuse_special(display, os.fstat(fd).st_mode)
+                    f.write(text.encode("utf-8"))
                 return existed
 
         return await asyncio.to_thread(write)
@@ -281,13 +346,15 @@ class Workspace:
     # -- commands ----------------------------------------------------------------------------
 
     async def exec(self, argv: Sequence[str], timeout_s: float) -> ExecResult:
-        """Run ``argv`` in the root with stdout and stderr merged, killing its group on timeout.
+        """Run ``argv`` in the root with stdout and stderr merged, killing its tree on timeout.
 
-        The process gets no stdin (so a prompt cannot hang the run) and its own session, so the
-        timeout, a cancelled run, or stragglers it left behind are all ended together.
+        The process gets no stdin (so a prompt cannot hang the run), its own session and a tag
+        in its environment, so the timeout, a cancelled run, or stragglers it left behind (in
+        its session or out of it) are all ended together.
         """
         if not argv or not argv[0]:
             raise WorkspaceError("argv must name a program as its first element")
+        tag = uuid.uuid4().hex
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -296,7 +363,7 @@ class Workspace:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env=command_env(),
+                env=command_env(self.env_allow, tag),
             )
         except FileNotFoundError:
             raise WorkspaceError(f"command not found: {argv[0]}") from None
@@ -316,8 +383,9 @@ class Workspace:
                 # The pipe closes at exit unless a straggler inherited it; give those a moment.
                 await asyncio.wait({reader}, timeout=STRAGGLER_GRACE_S)
         finally:
-            # Also reached when the run is cancelled: never leave the tree running.
-            _kill_group(proc.pid)
+            # Also reached when the run is cancelled: never leave the tree running. Once all of
+            # it is gone the pipe is closed, so the transport is finished before the loop is.
+            await kill_tree(proc.pid, tag)
             await asyncio.wait({reader, waiter}, timeout=5)
             reader.cancel()
             waiter.cancel()
@@ -334,9 +402,43 @@ async def _exited(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(EXIT_POLL_S)
 
 
-def _kill_group(pid: int) -> None:
+async def kill_tree(pid: int, tag: str) -> None:
+    """SIGKILL the session ``pid`` leads and every process carrying ``tag`` in its environment,
+    until a scan finds none left (a process forked between a scan and its kill is found by the
+    next). Without ``/proc`` only the process group is killed."""
+    for _ in range(KILL_ROUNDS):
+        _signal_group(pid)
+        found = tagged_processes(tag)
+        if not found:
+            return
+        for victim in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(victim, signal.SIGKILL)
+        await asyncio.sleep(KILL_POLL_S)
+
+
+def _signal_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes whose environment holds ``IO_TUI_EXEC_TAG=tag`` (a zombie's reads empty)."""
+    needle = f"{EXEC_TAG_VAR}={tag}".encode()
+    found = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(pid)
+    return found
 
 
 class _OutputSink:

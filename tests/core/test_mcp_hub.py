@@ -37,6 +37,7 @@ from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.trace import build_trace
+from io_tui.core.untrusted import frame
 
 SERVER_SOURCE = TEST_SERVER.read_text()
 
@@ -128,7 +129,8 @@ async def test_a_run_calls_an_mcp_tool_under_the_policy(
     trace = await build_trace(store, result.run_id)
     steps = trace["steps"]
     echo = steps[0]["observations"][0]
-    assert (echo["kind"], echo["target"], echo["text"]) == ("mcp", "mcp__demo__echo", "echo: hi")
+    text = frame("mcp__demo__echo", "mcp__demo__echo", "echo: hi")  # a server's answer is data
+    assert (echo["kind"], echo["target"], echo["text"]) == ("mcp", "mcp__demo__echo", text)
     refused = steps[1]["observations"][0]
     assert refused["is_error"]
     assert "deny exec mcp__demo__add" in refused["text"] and "'project'" in refused["text"]
@@ -158,7 +160,7 @@ async def test_an_asked_mcp_call_persists_its_exact_arguments(
     [approval] = trace["approvals"]
     assert (approval["act"], approval["target"]) == ("exec", "mcp__demo__echo")
     assert approval["content"] == '{"message": "hi"}'
-    assert trace["steps"][0]["observations"][0]["text"] == "echo: hi"
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: hi")
 
 
 # -- stdio subprocess: the real transport, failures, cleanup --

@@ -66,7 +66,26 @@ SECRETS = [
     "id_rsa",
     "home/.ssh/id_rsa",
     ".ssh/id_ed25519",
+    ".ssh/id_ecdsa",
+    ".npmrc",
+    "web/.npmrc",
+    ".netrc",
+    ".pypirc",
+    ".git-credentials",
+    ".aws/credentials",
+    "home/.aws/credentials",
+    "certs/client.p12",
+    "certs/client.pfx",
+    ".kube/config",
+    "ops/.kube/config",
+    "ops/staging.kubeconfig",
+    ".envrc",
 ]
+
+
+@pytest.mark.parametrize("target", ["src/env.py", "docs/aws.md", ".kube/cache/x", "keys.txt"])
+def test_files_merely_named_like_secrets_are_not_denied(target: str) -> None:
+    assert Policy().explain(Act.READ, target).effect is Effect.ALLOW
 
 
 @pytest.mark.parametrize("target", SECRETS)

@@ -295,8 +295,9 @@ def check_requests(s: Session) -> list[str]:
                 case EntryState.ELIDED:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
                 case EntryState.REFRESHED:  # a whole read: the file as it is now
-                    head, fresh = content.split("\n", 1)
+                    head, source, fresh = content.split("\n", 2)
                     assert head.startswith("[re-") and "for this request" in head, e
+                    assert source.startswith(f"[untrusted data from {obs.tool} "), e
                     assert content != obs.text, e
                     now = files.get(obs.target, "")
                     if obs.kind is ObsKind.READ and now and not obs.span:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,10 +133,12 @@ async def test_read_permission_denied(
     """Faked, because the suite may run as root, which ignores file modes."""
     (root / "locked.txt").write_text("x")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    import io_tui.core.workspace as workspace
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(path: Path, display: str) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(workspace, "open_regular", refuse)
     with pytest.raises(ToolError, match=r"locked\.txt: permission denied"):
         await call(ReadFile(), ctx, path="locked.txt")
 
@@ -264,3 +269,37 @@ async def test_list_empty_dir(ctx: ToolContext, root: Path) -> None:
     (root / "empty").mkdir()
     out = await call(ListDir(), ctx, path="empty")
     assert out.text == "(empty is empty)"
+
+
+# -- nothing but regular files (a FIFO would block the run until someone wrote to it) ----------
+
+
+@pytest.fixture
+def specials(root: Path) -> Iterator[dict[str, str]]:
+    """A FIFO, a listening socket and an in-workspace link to a device, by name."""
+    import socket
+
+    os.mkfifo(root / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock"))
+    (root / "zero").symlink_to("/dev/zero")
+    yield {"pipe": "a named pipe (FIFO)", "sock": "a socket", "zero": "outside the workspace"}
+    sock.close()
+
+
+@pytest.mark.parametrize("name", ["pipe", "sock", "zero"])
+async def test_reading_anything_but_a_regular_file_is_refused(
+    ctx: ToolContext, specials: dict[str, str], name: str
+) -> None:
+    with pytest.raises(ToolError, match=re.escape(specials[name])):
+        await call(ReadFile(), ctx, path=name)
+
+
+@pytest.mark.parametrize("name", ["pipe", "sock"])
+async def test_writing_or_editing_a_special_file_is_refused(
+    ctx: ToolContext, specials: dict[str, str], name: str
+) -> None:
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(WriteFile(), ctx, path=name, content="x")
+    with pytest.raises(ToolError, match="not a regular file"):
+        await call(EditFile(), ctx, path=name, old="a", new="b")

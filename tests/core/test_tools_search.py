@@ -246,3 +246,50 @@ async def test_grep_uses_the_runs_policy_from_its_context(root: Path) -> None:
     out = await call(Grep(), ctx, pattern="NEEDLE", path="src")
     assert "helpers.py" not in out.text.split("(")[0]
     assert "1 file(s) skipped" in out.text
+
+
+# -- grep never hangs --------------------------------------------------------------------------
+
+
+async def test_grep_passes_over_a_fifo_and_refuses_one_named(ctx: ToolContext, root: Path) -> None:
+    import os
+
+    os.mkfifo(root / "src" / "pipe")
+    out = await call(Grep(), ctx, pattern="NEEDLE", path="src")
+    assert "src/app.py:4:" in out.text
+    assert "1 file(s) skipped: not regular files" in out.text
+    with pytest.raises(ToolError, match=r"src/pipe is a named pipe \(FIFO\)"):
+        await call(Grep(), ctx, pattern="NEEDLE", path="src/pipe")
+
+
+async def test_a_catastrophic_pattern_is_cut_off_and_said(
+    ctx: ToolContext, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io_tui.core.tools.search as search
+
+    monkeypatch.setattr(search, "GREP_FILE_TIMEOUT_S", 0.2)
+    (root / "src" / "slow.txt").write_text("a" * 60 + "b\n")
+    (root / "src" / "redos.txt").write_text("a" * 40 + "b\n")
+    for pattern in (r"^(a+)+$", r"(a|aa)+$"):  # the issue's; one the regex engine backtracks on
+        out = await call(Grep(), ctx, pattern=pattern, path="src")
+        assert out.data["hits"] == 0
+    assert "file(s) skipped: the pattern took over 0.2s" in out.text
+    assert not any(s.path == "src/slow.txt" for s in out.seen)  # not searched to the end
+
+
+async def test_the_call_stops_searching_when_its_time_runs_out(
+    ctx: ToolContext, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io_tui.core.tools.search as search
+
+    monkeypatch.setattr(search, "GREP_CALL_TIMEOUT_S", 0.0)
+    out = await call(Grep(), ctx, pattern="NEEDLE")
+    assert out.data["hits"] == 0
+    assert "not searched: the call's 0s ran out" in out.text
+
+
+async def test_an_oversized_pattern_is_refused(ctx: ToolContext) -> None:
+    from io_tui.core.tools.search import MAX_GREP_PATTERN_CHARS
+
+    with pytest.raises(ToolError, match="at most 1000 characters"):
+        await call(Grep(), ctx, pattern="a" * (MAX_GREP_PATTERN_CHARS + 1))

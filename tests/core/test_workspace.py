@@ -196,6 +196,14 @@ async def test_read_and_write_text_roundtrip_exact_bytes(ws: Workspace, root: Pa
     assert await ws.write_text("deep/new/file.txt", "c") is True
 
 
+async def test_write_to_a_fifo_is_refused_without_blocking(ws: Workspace, root: Path) -> None:
+    os.mkfifo(root / "pipe")
+    with pytest.raises(WorkspaceError, match=r"pipe is a named pipe \(FIFO\), not a regular"):
+        await ws.write_text("pipe", "x")
+    with pytest.raises(WorkspaceError, match="not a regular file"):
+        await ws.read_text("pipe")
+
+
 async def test_read_text_refuses_binary(ws: Workspace, root: Path) -> None:
     (root / "img.bin").write_bytes(b"\x89PNG\0\0\x01")
     with pytest.raises(WorkspaceError, match="binary"):
@@ -319,11 +327,57 @@ async def test_exec_keeps_head_and_tail_of_runaway_output(
     assert "bytes of output dropped" in result.output
 
 
-async def test_commands_never_see_provider_keys(tmp_path, monkeypatch):
-    from io_tui.core.workspace import Workspace
+_ESCAPE = (  # a grandchild that leaves the session (setsid) and its parent (double fork)
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(['setsid', 'sh', '-c', 'echo $$; exec sleep 1000'],\n"
+    "                     stdout=subprocess.PIPE, text=True)\n"
+    "print(p.stdout.readline().strip(), flush=True)\n"
+    "{tail}"
+)
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-leak-1234")
+
+@pytest.mark.parametrize("tail", ["import time; time.sleep(60)\n", ""], ids=["timeout", "exit"])
+async def test_exec_kills_setsid_grandchildren_that_left_its_session(
+    ws: Workspace, tail: str
+) -> None:
+    result = await ws.exec([sys.executable, "-c", _ESCAPE.format(tail=tail)], timeout_s=1.5)
+    escaped = int(result.output.split()[0])
+    assert os.getsid(escaped) != os.getsid(0) or not _alive(escaped)  # it did leave
+    await _wait_dead(escaped)
+
+
+async def test_a_setsid_background_job_through_a_shell_dies_at_the_timeout(
+    ws: Workspace, root: Path
+) -> None:
+    argv = ["sh", "-c", "setsid sh -c 'echo $$ > bg.pid; exec sleep 1000' & sleep 60"]
+    result = await ws.exec(argv, timeout_s=1)
+    assert result.timed_out
+    pid = root / "bg.pid"
+    await until(lambda: pid.exists() and pid.read_text().strip(), "the job to write its pid")
+    await _wait_dead(int(pid.read_text()))
+
+
+async def test_commands_see_only_allow_listed_variables(tmp_path, monkeypatch):
+    secrets = {
+        "OPENAI_API_KEY": "sk-test-never-leak-1234",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY",
+        "DATABASE_URL": "postgres://app:hunter2@db:5432/app",
+        "SOMETHING_ELSE": "not on the list",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("IO_TUI_HARMLESS", "visible")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
     result = await Workspace(tmp_path).exec(["env"], 10)
-    assert "sk-test-never-leak-1234" not in result.output
-    assert "IO_TUI_HARMLESS=visible" in result.output
+    for value in secrets.values():
+        assert value not in result.output
+    assert "IO_TUI_HARMLESS" not in result.output
+    assert "LC_ALL=C.UTF-8" in result.output  # LC_* is allowed
+    assert f"PATH={os.environ['PATH']}" in result.output
+
+    allowed = await Workspace(tmp_path, env_allow=["IO_TUI_HARM*", "DATABASE_URL"]).exec(
+        ["env"], 10
+    )
+    assert "IO_TUI_HARMLESS=visible" in allowed.output
+    assert "DATABASE_URL=postgres://app:hunter2@db:5432/app" in allowed.output  # asked for
+    assert "AWS_SECRET_ACCESS_KEY" not in allowed.output

@@ -38,11 +38,12 @@ __all__ = [
 
 
 class Store:
-    """Open with ``await Store.open(path)``; close with ``await store.close()``."""
+    """Open with ``await Store.open(path)``; close with ``await store.close()``. Without
+    ``create`` a missing file is an error (``StoreError``: "no store at PATH"), not a new store."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
-        self.db = Database(path)
+        self.db = Database(path, create=create)
         self.runs = RunRepo(self.db)
         self.trace = TraceRepo(self.db)
         self.approvals = ApprovalRepo(self.db)
@@ -52,10 +53,11 @@ class Store:
         self.leases = LeaseRepo(self.db)
 
     @classmethod
-    async def open(cls, path: Path) -> Store:
-        """Open (creating or migrating) the file; runs whose driving process died are turned
-        ``interrupted`` here (``LeaseRepo.reap``), so none says ``running`` forever."""
-        store = cls(path)
+    async def open(cls, path: Path, *, create: bool = True) -> Store:
+        """Open (with ``create``, creating or migrating) the file; runs whose driving process
+        died are turned ``interrupted`` here (``LeaseRepo.reap``), so none says ``running``
+        forever."""
+        store = cls(path, create=create)
         await store.db.open()
         await store.leases.reap()
         return store

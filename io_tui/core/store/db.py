@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import fields
 from functools import cache, partial
 from pathlib import Path
@@ -19,6 +20,26 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 BUSY_TIMEOUT_MS = 5_000
+APPLICATION_ID = 0x696F7475  # "iotu": the SQLite header field that marks a file as an io-tui store
+# the tables of io-tui's first schema: with user_version set, an io-tui store from before the id
+FIRST_TABLES = frozenset(
+    {
+        "runs",
+        "steps",
+        "observations",
+        "requests",
+        "events",
+        "approvals",
+        "rules",
+        "memory",
+        "memory_recalls",
+        "summaries",
+        "operator_messages",
+    }
+)
+_LOCKED = "database is locked"
+_FOREIGN = "is not an io-tui store (a SQLite file of something else); io-tui leaves it untouched"
+_DAMAGED = "io-tui will not write to it: move it aside or restore a backup"
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 
@@ -48,8 +69,9 @@ class Database:
     commit) use them.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        self.create = create
         self._conn: aiosqlite.Connection | None = None
         self._opening: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -68,38 +90,33 @@ class Database:
         return self.conn
 
     async def open(self) -> None:
-        """Connect, set the connection up and migrate; the connection is used by others only
-        once all of that is done (with ``open_soon`` they wait for it meanwhile)."""
+        """Check the file is an io-tui store (or absent, or empty), connect, set the connection
+        up and migrate; the connection is used by others only once all of that is done (with
+        ``open_soon`` they wait for it meanwhile). Nothing is written to a file that is not an
+        io-tui store, and without ``create`` no file is made."""
+        path = self.path
+        if path.is_dir():
+            raise StoreError(f"store path {path} is a directory; give a file path with --store")
+        exists = path.exists()
+        if not exists and not self.create:
+            raise StoreError(f"no store at {path} (nothing has run with this store yet)")
         conn: aiosqlite.Connection | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(self.path, isolation_level=None)
+            if exists:
+                await asyncio.to_thread(_inspect, path)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            mode = "rwc" if self.create else "rw"
+            conn = await aiosqlite.connect(_uri(path, mode), uri=True, isolation_level=None)
             conn.row_factory = aiosqlite.Row
-            await self._migrate(conn, await _on_thread(conn, _configure))
+            await _on_thread(conn, partial(_prepare, path))
         except BaseException as exc:
             if conn is not None:
                 await conn.close()
             if isinstance(exc, sqlite3.Error | OSError):
-                raise StoreError(f"cannot open store {self.path}: {_describe(exc)}") from None
+                raise StoreError(f"cannot open store {path}: {_describe(exc)}") from None
             raise
         self._conn = conn
-
-    async def _migrate(self, conn: aiosqlite.Connection, version: int) -> None:
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"store {self.path} has schema version {version}, newer than this io-tui "
-                f"({SCHEMA_VERSION}); upgrade io-tui"
-            )
-        for number in range(version, SCHEMA_VERSION):
-            await conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _statements(MIGRATIONS[number]):
-                    await conn.execute(statement)
-                await conn.execute(f"PRAGMA user_version = {number + 1}")
-                await conn.execute("COMMIT")
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -119,7 +136,8 @@ class Database:
         """``fn(connection)`` run on the connection's thread: any number of statements for one
         hand-off between threads (each ``aiosqlite`` await is one)."""
         conn = await self._connection()
-        return await _on_thread(conn, fn)
+        with _as_store_error(self.path):
+            return await _on_thread(conn, fn)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing."""
@@ -130,7 +148,8 @@ class Database:
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             conn = await self._connection()
-            await conn.execute("BEGIN IMMEDIATE")
+            with _as_store_error(self.path):
+                await conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
             except BaseException:
@@ -151,17 +170,132 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     return await conn._execute(lambda: fn(conn._conn))
 
 
-def _configure(conn: sqlite3.Connection) -> int:
-    """Set the connection up (one hand-off to its thread: the app's first frame waits for it)
-    and return the file's schema version."""
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+def _inspect(path: Path) -> None:
+    """Identify an existing file through a read-only connection, which can neither roll back a
+    journal nor checkpoint a WAL into it: a file that is not an io-tui store, or is damaged, is
+    refused with its bytes as they were. A WAL file left at open means a process died with the
+    store open (or one has it open now): then ``quick_check`` it first."""
+    if not _may_be_ours(path):
+        raise StoreError(f"{path} {_FOREIGN}")
+    wal_left = _wal_left(path)
+    conn = sqlite3.connect(_uri(path, "ro"), uri=True)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
+        _identify(path, conn)
+        if wal_left:
+            _quick_check(path, conn)
+    finally:
+        conn.close()
+
+
+def _prepare(path: Path, conn: sqlite3.Connection) -> None:
+    """Set the connection up and migrate, in one hand-off to its thread (the app's first frame
+    waits for it). The file is identified again (it may have been made since ``_inspect``)
+    before anything is written to it: not even the journal mode changes on a foreign file."""
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms()}")
+    version, app_id = _identify(path, conn)
     conn.execute("PRAGMA journal_mode = WAL")
     # WAL's recommended level: a commit is not fsynced until a checkpoint, so a power cut may
     # lose the last commits but never corrupts the file; an app crash loses nothing.
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
-    row = conn.execute("PRAGMA user_version").fetchone()
-    return int(row[0]) if row else 0
+    if version < SCHEMA_VERSION or app_id != APPLICATION_ID:
+        _migrate(path, conn)
+
+
+def _identify(path: Path, conn: sqlite3.Connection) -> tuple[int, int]:
+    """The file's schema version and application id, once it is known to be an io-tui store:
+    one that carries io-tui's ``application_id``, an empty file, or a store of an io-tui from
+    before the id (``user_version`` set and io-tui's first tables present). Anything else is
+    refused with ``StoreError``."""
+    app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if app_id != APPLICATION_ID:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        empty = app_id == 0 and version == 0 and not names
+        legacy = app_id == 0 and version >= 1 and names >= FIRST_TABLES
+        if not (empty or legacy):
+            raise StoreError(f"{path} {_FOREIGN}")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store {path} has schema version {version}, newer than this io-tui "
+            f"({SCHEMA_VERSION}); upgrade io-tui"
+        )
+    return version, app_id
+
+
+def _migrate(path: Path, conn: sqlite3.Connection) -> None:
+    """Every pending migration and the application id in one ``BEGIN IMMEDIATE`` transaction,
+    the version re-read inside it: of any number of processes opening one new store at once,
+    the first migrates and the others find the work done."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version, _ = _identify(path, conn)
+        for number in range(version, SCHEMA_VERSION):
+            for statement in _statements(MIGRATIONS[number]):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _quick_check(path: Path, conn: sqlite3.Connection) -> None:
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        raise StoreError(f"store {path} is damaged ({problems[0]}); {_DAMAGED}")
+
+
+def _may_be_ours(path: Path) -> bool:
+    """What the file's first 100 bytes (SQLite's header) say, read without SQLite, so that a
+    foreign file is refused before any connection leaves a ``-wal`` or ``-shm`` beside it: false
+    for another application's id, or no id, no version and tables already (pages beyond the
+    first). An empty file, io-tui's id, or a version (an io-tui from before the id?) are
+    looked at closer; so is what is not SQLite at all (SQLite says so)."""
+    with path.open("rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return True
+    pages, version, app_id = (int.from_bytes(header[at : at + 4], "big") for at in (28, 60, 68))
+    if app_id:
+        return app_id == APPLICATION_ID
+    return version > 0 or pages <= 1
+
+
+def _wal_left(path: Path) -> bool:
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _uri(path: Path, mode: str) -> str:
+    return f"{path.absolute().as_uri()}?mode={mode}"
+
+
+def busy_timeout_ms() -> int:
+    """How long a statement waits for another process's write lock before giving up
+    (``IO_TUI_BUSY_TIMEOUT_MS`` overrides the default, for tests and slow disks)."""
+    given = os.environ.get("IO_TUI_BUSY_TIMEOUT_MS", "")
+    return int(given) if given.isdigit() else BUSY_TIMEOUT_MS
+
+
+@contextmanager
+def _as_store_error(path: Path) -> Iterator[None]:
+    """A lock that outlasted the busy timeout becomes a ``StoreError`` (one line for the user),
+    not an ``OperationalError`` traceback."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if _LOCKED not in str(exc) and "database is busy" not in str(exc):
+            raise
+        raise StoreError(f"store {path}: {_describe(exc)}") from None
 
 
 def _in_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
@@ -191,8 +325,11 @@ def _describe(exc: BaseException) -> str:
     text = str(exc)
     if "file is not a database" in text:
         return "the file is not an io-tui store (not a SQLite database, or corrupt)"
-    if "database is locked" in text:
-        return "the database is locked by another process; try again"
+    if _LOCKED in text or "database is busy" in text:
+        waited = busy_timeout_ms() / 1000
+        return f"the database is locked by another process (waited {waited:g} s); try again"
+    if "malformed" in text:
+        return f"the file is damaged ({text}); {_DAMAGED}"
     if "unable to open" in text:
         return "the path cannot be opened (missing directory or no permission)"
     return text

@@ -14,6 +14,7 @@ from io_tui.core.errors import ToolError
 from io_tui.core.ledger import ObsKind, Seen
 from io_tui.core.policy import Act, Policy, Rule
 from io_tui.core.providers.base import ToolSpec
+from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
     from io_tui.core.store.memory import MemoryRepo
@@ -42,7 +43,8 @@ class Gate:
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
     """A tool's result, before it is bounded into an Observation. ``seen``: the files it was
-    made from, as they were (``Observation.seen``)."""
+    made from, as they were (``Observation.seen``). Its text and target are redacted as it is
+    made (``untrusted.redact``): no secret it shows goes further."""
 
     text: str
     kind: ObsKind
@@ -51,6 +53,10 @@ class ToolOutcome:
     is_error: bool = False
     data: dict[str, Any] = field(default_factory=dict)
     seen: tuple[Seen, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", redact(self.text))
+        object.__setattr__(self, "target", redact(self.target))
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,10 @@ for the run's policy in ``ctx.policy`` and falls back to the defaults, whose
 
 Both cap their hits with a visible marker saying how many more there were, so a broad pattern is
 answered with "narrow it" rather than a flood that crowds out the rest of the context.
+
+grep never hangs: its pattern is bounded in size and run by the ``regex`` engine with a timeout
+(a catastrophic pattern costs at most a second per file and ten per call, then says so), and only
+regular files are opened (a FIFO would block until written to).
 """
 
 from __future__ import annotations
@@ -14,23 +18,35 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+import regex
 from pydantic import Field
 
+from io_tui.core.errors import WorkspaceError
 from io_tui.core.ledger import ObsKind, Seen, content_digest
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-from io_tui.core.workspace import BINARY_SNIFF_BYTES, Workspace, is_binary
+from io_tui.core.workspace import (
+    BINARY_SNIFF_BYTES,
+    Workspace,
+    is_binary,
+    open_regular,
+    refuse_special,
+)
 
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 MAX_FIND_HITS = 200
 MAX_GREP_HITS = 100
 MAX_GREP_LINE_CHARS = 300
 MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
+MAX_GREP_PATTERN_CHARS = 1_000
+GREP_FILE_TIMEOUT_S = 1.0  # the regex's time on one file
+GREP_CALL_TIMEOUT_S = 10.0  # and on all of them
 _REGEX_META = frozenset(".^$*+?{}[]\\|()")
 
 
@@ -176,6 +192,7 @@ class Find(Tool):
 class GrepArgs(ToolArgs):
     pattern: str = Field(
         min_length=1,
+        max_length=MAX_GREP_PATTERN_CHARS,
         description="Python regular expression searched line by line, e.g. 'def parse\\(' or "
         "'(?i)todo'.",
     )
@@ -194,6 +211,9 @@ class _GrepResult:
     files: int = 0
     policy_skipped: int = 0
     large_skipped: int = 0
+    special_skipped: int = 0  # FIFOs, sockets, devices: never opened
+    slow_skipped: int = 0  # the regex ran out of time on them
+    unsearched: int = 0  # the call's time ran out before them
     seen: list[Seen] = field(default_factory=list)  # every file searched, with or without hits
 
 
@@ -208,8 +228,8 @@ class Grep(Tool):
 
     async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutcome:
         try:
-            regex = re.compile(args.pattern)
-        except re.error as exc:
+            compiled = regex.compile(args.pattern)
+        except (regex.error, RecursionError, OverflowError) as exc:
             raise ToolError(f"invalid regex {args.pattern!r}: {exc}") from None
         glob = PathGlob(args.glob) if args.glob else None
         ws = ctx.workspace
@@ -226,8 +246,10 @@ class Grep(Tool):
                     raise ToolError(f"grep cannot read {args.path}: {named.explain()}")
         elif not start.exists():
             raise ToolError(f"{scope}: no such file or directory")
+        elif not start.is_dir():
+            refuse_special(scope, start.stat().st_mode)
 
-        result = await asyncio.to_thread(_scan, ws, start, regex, glob, policy)
+        result = await asyncio.to_thread(_scan, ws, start, compiled, glob, policy)
         span = " ".join(
             part
             for part in (f"in {scope}" if scope != "." else "", f"glob {args.glob}" if glob else "")
@@ -244,18 +266,23 @@ class Grep(Tool):
 
 
 def _scan(
-    ws: Workspace, start: Path, regex: re.Pattern[str], glob: PathGlob | None, policy: Policy
+    ws: Workspace, start: Path, compiled: regex.Pattern[str], glob: PathGlob | None, policy: Policy
 ) -> _GrepResult:
     result = _GrepResult()
-    search = regex.search
+    deadline = time.monotonic() + GREP_CALL_TIMEOUT_S
     # A pattern without metacharacters can only match a line of a file that contains it.
-    literal = None if any(c in _REGEX_META for c in regex.pattern) else regex.pattern
+    pattern = compiled.pattern
+    literal = None if any(c in _REGEX_META for c in pattern) else pattern
     if start.is_file():  # already resolved, so never a link
         files: Iterable[Entry] = [Entry(ws.relative(start), str(start), False, False)]
     else:
         files = (e for e in walk(ws, start) if not e.is_dir)
     for entry in files:
         if glob is not None and not glob.matches(entry.rel):
+            continue
+        now = time.monotonic()
+        if now >= deadline:
+            result.unsearched += 1
             continue
         if not _readable(ws, entry, policy):
             result.policy_skipped += 1
@@ -264,13 +291,17 @@ def _scan(
         if read is None:
             continue
         text, seen = read
+        if literal is not None and literal not in text:
+            result.seen.append(seen)
+            continue
+        lines = text.splitlines()
+        matched = _matching(compiled, lines, min(now + GREP_FILE_TIMEOUT_S, deadline))
+        if matched is None:
+            result.slow_skipped += 1
+            continue
         # every file searched: a change to one can change the hits, shown or counted in
         # "… N more hits", including those of a file that had none
         result.seen.append(seen)
-        if literal is not None and literal not in text:
-            continue
-        lines = text.splitlines()
-        matched = [i for i, line in enumerate(lines) if search(line)]
         result.total += len(matched)
         result.files += bool(matched)
         shown = matched[: MAX_GREP_HITS - len(result.hits)]
@@ -280,6 +311,22 @@ def _scan(
                 line = line[:MAX_GREP_LINE_CHARS] + "…"
             result.hits.append(f"{entry.rel}:{i + 1}:{line}")
     return result
+
+
+def _matching(compiled: regex.Pattern[str], lines: list[str], deadline: float) -> list[int] | None:
+    """The indexes of the lines ``compiled`` matches, or None when it runs past ``deadline``."""
+    search, clock = compiled.search, time.monotonic
+    matched = []
+    try:
+        for i, line in enumerate(lines):
+            left = deadline - clock()
+            if left <= 0:
+                return None
+            if search(line, timeout=left):
+                matched.append(i)
+    except TimeoutError:
+        return None
+    return matched
 
 
 def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
@@ -293,7 +340,7 @@ def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Seen] | None
     """The file's text and what it was, or None for files grep passes over (binary, huge,
     unreadable)."""
     try:
-        with open(entry.path, "rb") as f:
+        with os.fdopen(open_regular(entry.path, entry.rel), "rb") as f:
             st = os.fstat(f.fileno())
             if st.st_size > MAX_GREP_FILE_BYTES:
                 result.large_skipped += 1
@@ -302,6 +349,9 @@ def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Seen] | None
             if is_binary(head):
                 return None
             data = head + f.read()
+    except WorkspaceError:
+        result.special_skipped += 1
+        return None
     except OSError:
         return None
     seen = Seen(entry.rel, len(data), st.st_mtime_ns, content_digest(data))
@@ -320,5 +370,20 @@ def _render(result: _GrepResult, pattern: str, scope: str) -> str:
     if result.large_skipped:
         lines.append(
             f"({result.large_skipped} file(s) over {MAX_GREP_FILE_BYTES // 1_048_576} MiB skipped)"
+        )
+    if result.special_skipped:
+        lines.append(
+            f"({result.special_skipped} file(s) skipped: not regular files (FIFOs, sockets, "
+            "devices))"
+        )
+    if result.slow_skipped:
+        lines.append(
+            f"({result.slow_skipped} file(s) skipped: the pattern took over "
+            f"{GREP_FILE_TIMEOUT_S:g}s on each; simplify it (nested quantifiers backtrack))"
+        )
+    if result.unsearched:
+        lines.append(
+            f"({result.unsearched} file(s) not searched: the call's {GREP_CALL_TIMEOUT_S:g}s ran "
+            "out; narrow the path or glob)"
         )
     return "\n".join(lines)

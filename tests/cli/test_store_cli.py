@@ -1,0 +1,255 @@
+"""The store defends itself, as a user meets it: real processes, real files, bytes compared.
+
+Every refusal is one line on stderr, exit 2, no traceback, and leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from io_tui.core.store.db import APPLICATION_ID
+from io_tui.core.store.schema import SCHEMA_VERSION
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "stores"
+READ_ONLY = (
+    ("trace", "1"),
+    ("approvals",),
+    ("approvals", "--history"),
+    ("rules", "list"),
+    ("memory", "list", "--global"),
+)
+
+
+def io_tui(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | env
+    return subprocess.run(
+        [sys.executable, "-m", "io_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environ,
+    )
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def refused(result: subprocess.CompletedProcess[str], message: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def foreign_with_runs(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO runs (name) VALUES ('theirs')")
+
+
+def foreign_versioned(path: Path) -> None:
+    foreign_with_runs(path)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA user_version = 2")
+
+
+def foreign_wal(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+
+
+def foreign_id(path: Path) -> None:
+    """io-tui's tables and a user_version, but another application's id."""
+    shutil.copy(FIXTURES / "v3.db", path)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA application_id = 42")
+
+
+def not_sqlite(path: Path) -> None:
+    path.write_bytes(b"this is not sqlite" * 100)
+
+
+FOREIGN = {
+    "own runs table": foreign_with_runs,
+    "own runs table and a user_version": foreign_versioned,
+    "another app in WAL mode": foreign_wal,
+    "another application_id": foreign_id,
+    "not SQLite": not_sqlite,
+}
+
+
+@pytest.mark.parametrize("make", FOREIGN.values(), ids=FOREIGN.keys())
+@pytest.mark.parametrize("command", [("memory", "set", "k", "v", "--global"), ("trace", "1")])
+def test_a_foreign_file_is_refused_untouched(tmp_path, make, command):
+    path = tmp_path / "theirs.db"
+    make(path)
+    before = sha(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]
+    refused(io_tui(*command, "--store", str(path)), "not an io-tui store")
+    assert sha(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]  # no -wal, no -shm
+
+
+def test_a_run_is_not_started_on_a_foreign_file(tmp_path, workspace, write_script):
+    path = tmp_path / "theirs.db"
+    foreign_with_runs(path)
+    before = sha(path)
+    script = write_script([{"text": "done"}])
+    result = io_tui(
+        "run", "x", "--workspace", str(workspace), "--provider", f"scripted:{script}",
+        "--store", str(path),
+    )  # fmt: skip
+    refused(result, "not an io-tui store")
+    assert sha(path) == before
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=" ".join)
+def test_read_only_commands_never_create_a_store(tmp_path, command):
+    path = tmp_path / "data" / "store.db"
+    refused(io_tui(*command, "--store", str(path)), f"no store at {path}")
+    assert not (tmp_path / "data").exists()
+
+
+def test_read_only_commands_never_create_the_default_store(tmp_path):
+    """Without --store: the user's data dir stays empty."""
+    home = tmp_path / "home"
+    result = io_tui("trace", "10", XDG_DATA_HOME=str(home), HOME=str(home), IO_TUI_STORE="")
+    refused(result, "no store at")
+    assert not home.exists() or not any(home.rglob("*.db"))
+
+
+@pytest.mark.parametrize("command", [("approvals",), ("memory", "set", "k", "v", "--global")])
+def test_a_directory_for_a_store_is_one_line(tmp_path, command):
+    for _ in range(3):  # it used to print a thread traceback only sometimes
+        refused(io_tui(*command, "--store", str(tmp_path)), "is a directory")
+
+
+def test_a_locked_store_is_waited_on_then_refused(tmp_path):
+    path = tmp_path / "store.db"
+    assert io_tui("memory", "set", "k", "v", "--global", "--store", str(path)).returncode == 0
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute(
+        "INSERT INTO memory_recalls (run_id, step, scope, key, at) VALUES (0,0,'g','k',0)"
+    )
+    before = sha(path)
+    try:
+        result = io_tui(
+            "memory", "set", "k2", "v", "--global", "--store", str(path),
+            IO_TUI_BUSY_TIMEOUT_MS="300",
+        )  # fmt: skip
+        refused(result, "locked by another process (waited 0.3 s)")
+        assert sha(path) == before
+        # reading goes on while another process writes (WAL)
+        assert io_tui("memory", "list", "--global", "--store", str(path)).returncode == 0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    listed = io_tui("memory", "list", "--global", "--json", "--store", str(path))
+    assert [n["key"] for n in json.loads(listed.stdout)] == ["k"]
+
+
+def _left_open_and_damaged(path: Path) -> None:
+    """A store whose process died with it open (its WAL left behind), then damaged on disk."""
+    assert io_tui("memory", "set", "k", "v", "--global", "--store", str(path)).returncode == 0
+    code = (
+        "import sqlite3, os, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN')\n"
+        "for i in range(300):\n"
+        '    c.execute("INSERT INTO memory (scope, workspace, key, value, written_at)'
+        " VALUES ('global', '', ?, ?, 0)\", (f'k{i}', 'x' * 200))\n"
+        "c.execute('COMMIT')\n"
+        "c.execute('PRAGMA wal_checkpoint(TRUNCATE)')\n"
+        'c.execute("INSERT INTO memory_recalls (run_id, step, scope, key, at)'
+        " VALUES (1, 1, 'g', 'k', 0)\")\n"
+        "root = c.execute(\"SELECT rootpage FROM sqlite_master WHERE name = 'memory'\").fetchone()\n"
+        "print(root[0])\n"
+        "os._exit(0)  # no close: the WAL stays, as after kill -9\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    root = int(done.stdout)
+    with path.open("r+b") as f:  # the memory table's root page: a bad cell count
+        f.seek((root - 1) * 4096 + 3)
+        f.write(b"\xff\xff")
+
+
+def test_a_store_left_open_is_checked_and_a_damaged_one_refused_untouched(tmp_path):
+    path = tmp_path / "store.db"
+    _left_open_and_damaged(path)
+    wal = path.with_name("store.db-wal")
+    assert wal.stat().st_size > 0
+    before = (sha(path), sha(wal))
+    refused(io_tui("memory", "set", "k2", "v", "--global", "--store", str(path)), "is damaged")
+    assert (sha(path), sha(wal)) == before
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_path, version):
+    fixture = FIXTURES / f"v{version}.db"
+    shipped = sha(fixture)
+    path = tmp_path / "store.db"
+    shutil.copy(fixture, path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == 0
+
+    store = ("--store", str(path))
+    trace = io_tui("trace", "1", "--json", *store)
+    assert trace.returncode == 0, trace.stderr
+    data = json.loads(trace.stdout)
+    assert (data["run"]["goal"], data["run"]["status"]) == ("fix the parser", "paused")
+    [step] = data["steps"]
+    assert step["text"] == "reading the parser"
+    assert step["operator_messages"] == ["look at parse()"]
+    assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
+    assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
+    assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    pending = json.loads(io_tui("approvals", "--json", *store).stdout)
+    assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
+    rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)
+    assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]
+    notes = json.loads(io_tui("memory", "list", "--global", "--json", *store).stdout)
+    assert [(n["key"], n["value"]) for n in notes] == [("style", "tabs, never spaces")]
+
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(observations)")}
+        assert {"seen"} <= columns  # migration 3
+    # and it still takes writes
+    assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0
+    assert sha(fixture) == shipped
+
+
+def test_processes_opening_one_new_store_at_once_never_fail():
+    """The small version of ``benchmarks/store_concurrency.py`` (its figure: 8 processes, 20
+    rounds): 4 processes, 2 rounds of each case, and the old runner still fails sometimes
+    (not asserted: the race is timing-dependent)."""
+    result = subprocess.run(
+        [
+            sys.executable, str(ROOT / "benchmarks" / "store_concurrency.py"),
+            "--processes", "4", "--rounds", "2",
+            "--case", "new store", "--case", "foreign file", "--case", "locked store",
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split("  ")[0].strip(): line.split() for line in result.stdout.splitlines()}
+    for case in ("new store", "foreign file", "locked store"):
+        assert case in rows, result.stdout
+    assert result.stdout.rstrip().endswith("failures outside the baseline: 0"), result.stdout
