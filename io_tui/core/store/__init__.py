@@ -10,14 +10,13 @@ from pathlib import Path
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
-from io_tui.core.store.leases import OWNER, LeaseRepo, RunBusy
+from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
-    "OWNER",
     "ApprovalRecord",
     "EventRow",
     "IntentRow",

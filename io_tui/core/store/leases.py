@@ -33,9 +33,6 @@ class Owner:
     host: str
     pid: int
 
-    def describe(self) -> str:
-        return f"pid {self.pid} on {self.host} (owner {self.id})"
-
 
 OWNER = Owner(uuid.uuid4().hex[:12], socket.gethostname(), os.getpid())
 
