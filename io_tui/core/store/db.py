@@ -293,7 +293,7 @@ def _as_store_error(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as exc:
-        if _LOCKED not in str(exc) and "database is busy" not in str(exc):
+        if _LOCKED not in str(exc):
             raise
         raise StoreError(f"store {path}: {_describe(exc)}") from None
 
@@ -325,7 +325,7 @@ def _describe(exc: BaseException) -> str:
     text = str(exc)
     if "file is not a database" in text:
         return "the file is not an io-tui store (not a SQLite database, or corrupt)"
-    if _LOCKED in text or "database is busy" in text:
+    if _LOCKED in text:
         waited = busy_timeout_ms() / 1000
         return f"the database is locked by another process (waited {waited:g} s); try again"
     if "malformed" in text:
