@@ -22,6 +22,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "trace": "io_tui.cli.trace",
     "approvals": "io_tui.cli.approvals",
     "decide": "io_tui.cli.approvals",
+    "resume": "io_tui.cli.resume",
     "rules": "io_tui.cli.rules",
     "memory": "io_tui.cli.memory",
     "config": "io_tui.cli.config",

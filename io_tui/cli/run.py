@@ -200,6 +200,8 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
     )
     if result.error:
         print(f"error: {result.error}")
+    if result.outcome is Outcome.INTERRUPTED:
+        print(f"interrupted: continue it with `io-tui resume {result.run_id} --reconcile …`")
     if result.outcome is Outcome.AWAITING_APPROVAL:
         print(
             "waiting for a decision: see `io-tui approvals`, then `io-tui decide ID approve|deny`"
@@ -208,7 +210,7 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
 
 
 def exit_code(result: RunResult) -> int:
-    """0 finished, 3 paused awaiting approval, 1 failed or cancelled."""
-    if result.status == "paused":
+    """0 finished, 3 paused awaiting approval or interrupted (resumable), 1 failed or cancelled."""
+    if result.status in ("paused", "interrupted"):
         return EXIT_PAUSED
     return EXIT_OK if result.status == "finished" else EXIT_FAILED

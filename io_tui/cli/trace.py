@@ -45,6 +45,8 @@ def print_readable(trace: dict[str, Any]) -> None:
     print(f"workspace: {run['workspace']}")
     if run["error"]:
         print(f"error: {run['error']}")
+    if run["status"] == "interrupted":
+        print(f"interrupted: its process died; continue it with `io-tui resume {run['id']}`")
     for step in trace["steps"]:
         print(f"\n── step {step['step']} " + "─" * 60)
         for message in step["operator_messages"]:
@@ -55,8 +57,13 @@ def print_readable(trace: dict[str, Any]) -> None:
             print(f"→ {call['name']} {call['arguments']}")
             if obs is not None:
                 print(obs["full_text"])
-        if step["decision"]:
-            print(f"decision: {step['decision']}")
+            elif step["unfinished_calls"].get(call["id"]) == "started":
+                print("(started, outcome unknown: in flight when its process died)")
+            else:
+                print("(not started)")
+        decision = {k: v for k, v in step["decision"].items() if v not in (None, [], {})}
+        if decision:
+            print(f"decision: {decision}")
 
 
 def _pairs(step: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
-    from io_tui.core.decisions import DecideError, decide
+    from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
@@ -34,6 +34,14 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
+    from io_tui.core.reconcile import (
+        FixedReconciler,
+        InFlight,
+        ReconcileChoice,
+        Reconciler,
+        TerminalReconciler,
+        in_flight_calls,
+    )
     from io_tui.core.remember import (
         SCOPE_LABELS,
         SCOPES,
@@ -67,7 +75,18 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
-    **dict.fromkeys(("DecideError", "decide"), "decisions"),
+    **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
+    **dict.fromkeys(
+        (
+            "FixedReconciler",
+            "InFlight",
+            "ReconcileChoice",
+            "Reconciler",
+            "TerminalReconciler",
+            "in_flight_calls",
+        ),
+        "reconcile",
+    ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
@@ -137,7 +156,9 @@ __all__ = [
     "DecisionKind",
     "EventKind",
     "EventSink",
+    "FixedReconciler",
     "Harness",
+    "InFlight",
     "McpConfigError",
     "McpHub",
     "MemoryLimits",
@@ -149,6 +170,8 @@ __all__ = [
     "ProbeResult",
     "Provider",
     "Recall",
+    "ReconcileChoice",
+    "Reconciler",
     "RememberRule",
     "RememberedRule",
     "RewriteCheck",
@@ -163,6 +186,7 @@ __all__ = [
     "StoreError",
     "TaskContract",
     "TerminalApprover",
+    "TerminalReconciler",
     "TraceNotFound",
     "WorkerClient",
     "WorkerError",
@@ -180,11 +204,13 @@ __all__ = [
     "decide",
     "grant_text",
     "harness_registry",
+    "in_flight_calls",
     "load_mcp_file",
     "policy_for",
     "preview_matches",
     "probe_models",
     "provider_for",
+    "resume",
     "start_run",
     "suggest_pattern",
     "usage_hit_rate",

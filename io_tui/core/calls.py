@@ -1,11 +1,14 @@
 """One tool call, from the model's arguments to a recorded observation.
 
-validate → gate → policy.explain → (ask: persist, then the approver) → perform → bound.
-The same ``apply_decision`` path serves a live decision and one made later, after a restart.
+validate → gate → policy.explain → (ask: persist, then the approver) → intent → perform →
+bound. The same ``apply_decision`` path serves a live decision and one made later, after a
+restart. Every call is written to the store as an intent (its exact arguments, the approval
+that allowed it) before it executes; the step commit of its observation closes the intent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -13,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind
+from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, bound_text
-from io_tui.core.policy import Effect, Policy, Verdict
+from io_tui.core.policy import Act, Effect, Policy, Verdict
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import Store
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
@@ -34,6 +38,7 @@ class CallResult:
     deferred_approval: int | None = None
     denied: bool = False
     decision: dict[str, Any] = field(default_factory=dict)
+    closes_intent: tuple[int, str] | None = None  # an operator's reconciliation (id, status)
 
 
 @dataclass
@@ -64,7 +69,7 @@ class CallRunner:
         if verdict.effect is Effect.DENY:
             return self._refused(call, step, verdict, ctx.cap_chars)
         if verdict.effect is Effect.ALLOW:
-            return await self._perform(call, step, tool, args, ctx)
+            return await self._perform(call, step, tool, args, ctx, gate=gate)
         request = await self.store.approvals.create(
             ApprovalRequest(
                 id=0,
@@ -91,6 +96,11 @@ class CallRunner:
                 "layer": verdict.layer,
             },
         )
+        return await self.ask(request)
+
+    async def ask(self, request: ApprovalRequest) -> CallResult:
+        """Put a persisted request to the approver and carry out its decision (a defer leaves
+        it pending)."""
         if self.on_asking:
             await self.on_asking(True)
         try:
@@ -165,7 +175,9 @@ class CallRunner:
                 note += (
                     "The file changed after you proposed this; the approved bytes were written.\n"
                 )
-        result = await self._perform(call, step, tool, args, ctx, note=note)
+        result = await self._perform(
+            call, step, tool, args, ctx, note=note, gate=gate, approval_id=request.id
+        )
         await self.store.approvals.record_performed(
             request.id,
             {
@@ -191,8 +203,28 @@ class CallRunner:
         return tool, args, await tool.gate(args, ctx)
 
     async def _perform(
-        self, call: ToolCall, step: int, tool: Tool, args: Any, ctx: ToolContext, note: str = ""
+        self,
+        call: ToolCall,
+        step: int,
+        tool: Tool,
+        args: Any,
+        ctx: ToolContext,
+        note: str = "",
+        *,
+        gate: Gate | None = None,
+        approval_id: int | None = None,
     ) -> CallResult:
+        await self.store.intents.begin(
+            run_id=self.run_id,
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+            act=gate.act.value if gate else "",
+            target=gate.target if gate else "",
+            approval_id=approval_id,
+            before=await _file_before(ctx, gate),
+        )
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = framed(call.name, await tool.run(args, ctx))
@@ -237,6 +269,12 @@ class CallRunner:
         )
         return CallResult(obs, full)
 
+    def noted(self, call: ToolCall, step: int, text: str, *, is_error: bool) -> CallResult:
+        """An observation the harness writes for a call it does not run (a reconciled one)."""
+        kind = ObsKind.ERROR if is_error else ObsKind.MESSAGE
+        outcome = ToolOutcome(text=text, kind=kind, target=call.name, is_error=is_error)
+        return self._observe(call, step, outcome, self.make_context(step).cap_chars)
+
     def _error(
         self, call: ToolCall, step: int, message: str, cap: int, kind: ObsKind = ObsKind.ERROR
     ) -> CallResult:
@@ -263,6 +301,25 @@ class CallRunner:
         result = self._error(call, step, text, cap)
         result.denied = True
         return result
+
+
+BEFORE_MAX_BYTES = 256_000  # a write's file kept in its intent up to this size
+
+
+async def _file_before(ctx: ToolContext, gate: Gate | None) -> dict[str, Any] | None:
+    """What a write's file holds before it: the reconciliation's diff after a crash."""
+    if gate is None or gate.act is not Act.WRITE:
+        return None
+    return await asyncio.to_thread(_before, ctx, gate.target)
+
+
+def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
+    text = ctx.workspace.current_text(path, max_bytes=BEFORE_MAX_BYTES)
+    try:
+        exists = ctx.workspace.resolve(path).exists()
+    except (WorkspaceError, OSError):
+        exists = False
+    return {"exists": exists, "text": text}
 
 
 def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:

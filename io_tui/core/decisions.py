@@ -1,4 +1,9 @@
-"""Decide a pending approval and resume its run, in this process or any other (DESIGN §3.4)."""
+"""Decide a pending approval and resume its run, in this process or any other (DESIGN §3.4);
+resume an interrupted run (its process died) the same way, from the store alone.
+
+Both are crash-safe: the decision is recorded before the run resumes, the resumed run holds
+its lease while it goes, so a killed ``decide`` or ``resume`` leaves a run that turns
+``interrupted`` and resumes again."""
 
 from __future__ import annotations
 
@@ -9,13 +14,17 @@ from io_tui.core.events import EventSink, NullSink
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
+from io_tui.core.reconcile import Reconciler
 from io_tui.core.run import RunResult, resume_run
-from io_tui.core.store import Store
+from io_tui.core.store import RunBusy, RunRow, Store
 from io_tui.core.tools.registry import ToolRegistry
 
 
 class DecideError(LookupError):
     """The request does not exist, was already decided, or its run cannot be resumed."""
+
+
+RESUMABLE = frozenset({"interrupted", "paused"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +71,16 @@ async def decide(
     record = await store.approvals.get(approval_id)
     if record is None:
         raise DecideError(f"no approval request {approval_id}")
-    if record.status != "pending":
-        raise DecideError(
-            f"request {approval_id} was already decided ({record.decision.kind.value if record.decision else '?'})"
-        )
     run_id = record.request.run_id
+    if record.status != "pending":
+        kind = record.decision.kind.value if record.decision else "?"
+        run = await store.runs.get(run_id)
+        hint = (
+            f"; its run {run_id} is {run.status}: continue it with `io-tui resume {run_id}`"
+            if run is not None and run.status in RESUMABLE
+            else ""
+        )
+        raise DecideError(f"request {approval_id} was already decided ({kind}){hint}")
     if decision.kind is DecisionKind.DEFER:
         return Decided(approval_id, run_id, None)
     if not await store.approvals.record_decision(approval_id, decision):
@@ -74,11 +88,47 @@ async def decide(
     if not resume:
         return Decided(approval_id, run_id, None)
     run = await store.runs.get(run_id)
-    if run is None or run.status != "paused":
+    if run is None or run.status not in RESUMABLE:
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)
-    harness = await harness_for_run(store, run_id, approver, sink, registry)
+    return Decided(approval_id, run_id, await _resume(store, run, approver, sink, registry, None))
+
+
+async def resume(
+    store: Store,
+    run_id: int,
+    *,
+    reconciler: Reconciler,
+    approver: Approver | None = None,
+    sink: EventSink | None = None,
+    registry: ToolRegistry | None = None,
+) -> RunResult:
+    """Continue an interrupted (or paused) run under its id, with the provider, contract and
+    policy it recorded: its calls in flight at the crash go to ``reconciler`` first."""
+    run = await store.runs.get(run_id)
+    if run is None:
+        raise DecideError(f"no run {run_id} in the store")
+    if run.status not in RESUMABLE:
+        holder = await store.leases.holder(run_id)
+        owner = f", driven by {holder.describe()}" if holder is not None else ""
+        raise DecideError(
+            f"run {run_id} is {run.status}{owner}; only an interrupted or paused run resumes"
+        )
+    return await _resume(store, run, approver, sink, registry, reconciler)
+
+
+async def _resume(
+    store: Store,
+    run: RunRow,
+    approver: Approver | None,
+    sink: EventSink | None,
+    registry: ToolRegistry | None,
+    reconciler: Reconciler | None,
+) -> RunResult:
+    harness = await harness_for_run(store, run.id, approver, sink, registry)
     try:
-        return Decided(approval_id, run_id, await resume_run(harness, run_id))
+        return await resume_run(harness, run.id, reconciler)
+    except RunBusy as exc:
+        raise DecideError(str(exc)) from None
     finally:
         await harness.provider.aclose()

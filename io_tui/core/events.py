@@ -30,6 +30,7 @@ class EventKind(StrEnum):
     OPERATOR_MESSAGE = "operator_message"
     VERIFY = "verify"
     WARNING = "warning"
+    RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
     RUN_FINISHED = "run_finished"
 
 

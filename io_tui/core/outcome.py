@@ -20,6 +20,7 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
     FAILED = "failed"
     CONTEXT_OVERFLOW = "context_overflow"
+    INTERRUPTED = "interrupted"  # its process died, or a resume waits for the operator's word
 
 
 _STATUS = {
@@ -27,6 +28,7 @@ _STATUS = {
     Outcome.CANCELLED: "cancelled",
     Outcome.FAILED: "failed",
     Outcome.CONTEXT_OVERFLOW: "failed",
+    Outcome.INTERRUPTED: "interrupted",
 }
 
 

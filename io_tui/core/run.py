@@ -1,8 +1,11 @@
 """The run loop: assemble → ask the model → gate each tool call → record → commit → repeat.
 
 A run is one asyncio task. It talks outward only through its EventSink and its Approver; the
-store is the authority, so a run paused on a deferred approval resumes in any process from the
-store alone (``resume_run``).
+store is the authority, so a run paused on a deferred approval, or interrupted by its process
+dying, resumes in any process from the store alone (``resume_run``). A step is committed as soon
+as the model answers; each call is written as an intent before it executes and its observation
+committed after, so a resume continues from the last committed call and reconciles the ones in
+flight (``reconcile``). The process driving a run holds its lease and refreshes its heartbeat.
 
 What a run is given lives in ``harness``; what changes while it goes (step, history, tokens,
 events, committing a step) in ``run_state``; the model request path (context engine, working
@@ -13,6 +16,8 @@ completions, request records) in ``model_turn``. A sub-agent is a child run this
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -25,8 +30,17 @@ from io_tui.core.ledger import ObsKind
 from io_tui.core.model_turn import ask_model, build_engine, request_tokens
 from io_tui.core.outcome import Outcome, RunResult, status_for
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
+from io_tui.core.reconcile import (
+    ReconcileChoice,
+    ReconcileNeeded,
+    Reconciler,
+    RefuseReconcile,
+    needs_operator,
+    what_is_known,
+)
 from io_tui.core.run_state import RunState
-from io_tui.core.store import RequestRecord
+from io_tui.core.store import IntentRow, RequestRecord, StoreError
+from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
 
@@ -56,8 +70,12 @@ async def start_run(
     return await run.drive(resumed=False)
 
 
-async def resume_run(harness: Harness, run_id: int) -> RunResult:
-    """Continue a paused run under the same id, from the store alone."""
+async def resume_run(
+    harness: Harness, run_id: int, reconciler: Reconciler | None = None
+) -> RunResult:
+    """Continue a paused or interrupted run under the same id, from the store alone: take its
+    lease (``RunBusy`` when a live process drives it), reconcile the calls in flight at a crash
+    (``reconciler``; without one, such a run stays interrupted), then go on."""
     row = await harness.store.runs.get(run_id)
     if row is None:
         raise ValueError(f"no run {run_id} in the store")
@@ -70,7 +88,8 @@ async def resume_run(harness: Harness, run_id: int) -> RunResult:
         parent_run_id=row.parent_run_id,
     )
     state.tokens = row.tokens
-    return await Run(state).drive(resumed=True)
+    await harness.store.leases.acquire(run_id)
+    return await Run(state, reconciler).drive(resumed=True)
 
 
 async def spawn(parent: RunState, task: SubTask) -> ToolOutcome:
@@ -99,8 +118,9 @@ async def spawn(parent: RunState, task: SubTask) -> ToolOutcome:
 class Run:
     """Drives one run's ``RunState`` to an outcome."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState, reconciler: Reconciler | None = None) -> None:
         self.state = state
+        self.reconciler = reconciler or RefuseReconcile()
         self.store = state.store
         self.contract = state.contract
         self.run_id = state.run_id
@@ -113,6 +133,22 @@ class Run:
     # -- driving --
 
     async def drive(self, *, resumed: bool) -> RunResult:
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            return await self._drive(resumed=resumed)
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self) -> None:
+        """Refresh the run's lease while it goes: a stale heartbeat means its owner is gone."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                await self.store.leases.heartbeat([self.run_id])
+            except (StoreError, sqlite3.Error):
+                continue  # a busy store: the next beat tries again, the lease has 30 s
+
+    async def _drive(self, *, resumed: bool) -> RunResult:
         state = self.state
         try:
             state.history = await self.store.runs.history(self.run_id)
@@ -128,11 +164,13 @@ class Run:
                 },
             )
             if resumed:
-                paused = await self._finish_paused_step()
+                paused = await self._finish_last_step()
                 if paused is not None:
                     return await self._end(paused)
             outcome = await self._loop()
             return await self._end(outcome, error=self.failure)
+        except ReconcileNeeded as exc:
+            return await self._end(Outcome.INTERRUPTED, error=str(exc))
         except asyncio.CancelledError as exc:
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
             reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
@@ -152,7 +190,8 @@ class Run:
             self.run_id,
             status,
             outcome.value,
-            error=error,
+            # why a resume stopped short is the caller's to print, not the run's to keep
+            error=None if outcome is Outcome.INTERRUPTED else error,
             provider=state.harness.provider.describe(),
         )
         state.announce(finished)
@@ -214,26 +253,20 @@ class Run:
                 if outcome is not None:
                     return outcome
                 continue
-            results, deferred = await self._run_calls(calls, step)
-            decision: dict[str, Any] = {}
-            if deferred is not None:
-                decision = {
-                    "awaiting_approval": deferred,
-                    "pending_calls": [c.id for c in calls[len(results) + 1 :]],
-                }
+            # the model's answer is durable before any call runs: a resume goes on from here
             await state.commit_step(
                 step,
-                decision=decision,
+                decision={"pending_calls": [c.id for c in calls]},
                 text=response.text,
                 calls=calls,
-                results=results,
                 requests=requests,
                 operator_messages=operator_messages,
                 tokens=tokens,
+                final=False,
             )
-            if deferred is not None:
-                return Outcome.AWAITING_APPROVAL
-            self.last_step_denied = any(r.denied for r in results)
+            paused = await self._run_step_calls(calls, step, resuming=False)
+            if paused is not None:
+                return paused
 
     async def _after_model_stopped(self) -> Outcome | None:
         """The model stopped calling tools: verify if the contract says how, else finish."""
@@ -295,61 +328,113 @@ class Run:
             on_asking=on_asking,
         )
 
-    async def _run_calls(
-        self, calls: tuple[ToolCall, ...], step: int
-    ) -> tuple[list[CallResult], int | None]:
+    async def _run_step_calls(
+        self, calls: Sequence[ToolCall], step: int, *, resuming: bool
+    ) -> Outcome | None:
+        """Run ``calls`` of ``step`` in order, committing each observation as it comes (the
+        last commit announces the step); a deferred approval pauses the run."""
+        state = self.state
         runner = await self._call_runner()
         results: list[CallResult] = []
-        for call in calls:
-            result = await runner.run(call, step)
+        for position, call in enumerate(calls):
+            if resuming:
+                result = await self._resume_call(runner, call, step)
+            else:
+                result = await runner.run(call, step)
+            rest = [c.id for c in calls[position + 1 :]]
             if result.deferred_approval is not None:
-                return results, result.deferred_approval
+                await state.commit_step(
+                    step,
+                    decision={
+                        "awaiting_approval": result.deferred_approval,
+                        "pending_calls": [call.id, *rest],
+                    },
+                    update=True,
+                )
+                return Outcome.AWAITING_APPROVAL
             results.append(result)
-        return results, None
-
-    async def _finish_paused_step(self) -> Outcome | None:
-        """On resume: carry out the decided approval of the paused step, then its other calls."""
-        state = self.state
-        if not state.history:
-            return None
-        rows = await self.store.trace.steps(self.run_id)
-        decision = rows[-1].decision if rows else {}
-        approval_id = decision.get("awaiting_approval")
-        if approval_id is None:
-            return None
-        record = await self.store.approvals.get(approval_id)
-        if record is None or record.decision is None:
-            return Outcome.AWAITING_APPROVAL
-        last = state.history[-1]
-        runner = await self._call_runner()
-        results = [await runner.apply_decision(record.request, record.decision)]
-        pending = [c for c in last.tool_calls if c.id in set(decision.get("pending_calls", []))]
-        deferred = None
-        still_pending: list[str] = []
-        for position, call in enumerate(pending):
-            result = await runner.run(call, last.step)
-            if result.deferred_approval is not None:
-                deferred = result.deferred_approval
-                still_pending = [c.id for c in pending[position + 1 :]]
-                break
-            results.append(result)
-        new_decision: dict[str, Any] = {
-            "awaiting_approval": deferred,
-            "resolved_approval": approval_id,
-            "pending_calls": still_pending,
-        }
-        await state.commit_step(
-            last.step,
-            decision=new_decision,
-            text=last.text,
-            calls=last.tool_calls,
-            results=results,
-            update=True,
-        )
-        if deferred is not None:
-            return Outcome.AWAITING_APPROVAL
+            decision: dict[str, Any] = {"pending_calls": rest}
+            if resuming and result.decision.get("approval_id") is not None:
+                decision |= {
+                    "awaiting_approval": None,
+                    "resolved_approval": result.decision["approval_id"],
+                }
+            await state.commit_step(
+                step, decision=decision, results=[result], update=True, final=not rest
+            )
         self.last_step_denied = any(r.denied for r in results)
         return None
+
+    async def _finish_last_step(self) -> Outcome | None:
+        """On resume: the calls of the last committed step that have no observation yet (a
+        paused step's, or those of a step its process died in), in order."""
+        history = self.state.history
+        if not history:
+            return None
+        last = history[-1]
+        if not last.tool_calls:
+            # the model's final answer was committed and the process died before the run
+            # ended: end it as it would have (verify, finish), never ask the model again
+            rows = await self.store.trace.steps_after(self.run_id, last.step - 1, limit=1)
+            if rows and rows[-1].decision.get("final"):
+                return await self._after_model_stopped()
+            return None
+        observed = {o.call_id for o in last.observations}
+        pending = [c for c in last.tool_calls if c.id not in observed]
+        if not pending:
+            return None
+        return await self._run_step_calls(pending, last.step, resuming=True)
+
+    async def _resume_call(self, runner: CallRunner, call: ToolCall, step: int) -> CallResult:
+        """A call with no observation, on resume: in flight at a crash → reconciled; asked and
+        decided (or still pending) → its approval carried on; never started → run."""
+        intent = await self.store.intents.latest(self.run_id, call.id)
+        if intent is not None and intent.in_flight:
+            return await self._reconcile(runner, call, intent)
+        approvals = [
+            a
+            for a in await self.store.approvals.for_run(self.run_id)
+            if a.request.call_id == call.id and a.request.step == step
+        ]
+        if approvals:
+            record = approvals[-1]
+            if record.decision is None:
+                return await runner.ask(record.request)
+            return await runner.apply_decision(record.request, record.decision)
+        return await runner.run(call, step)
+
+    async def _reconcile(self, runner: CallRunner, call: ToolCall, intent: IntentRow) -> CallResult:
+        """A read re-runs; anything else goes to the operator: re-run (through the gate),
+        mark done, or skip. The choice is an event and closes the intent with the result."""
+        choice = ReconcileChoice.RERUN
+        if needs_operator(intent):
+            in_flight = await asyncio.to_thread(
+                what_is_known, self.run_id, intent, self.state.workspace
+            )
+            choice = await self.reconciler.reconcile(in_flight)
+        self.state.publish(
+            EventKind.RECONCILED,
+            {"call_id": call.id, "tool": call.name, "intent_id": intent.id, "choice": choice.value},
+        )
+        if choice is ReconcileChoice.RERUN:
+            await self.store.intents.close(intent.id, "rerun")
+            return await runner.run(call, intent.step)
+        if choice is ReconcileChoice.DONE:
+            text = (
+                f"{call.name} was interrupted by a crash after it started; the operator "
+                "confirmed it took effect. Its output was not recorded."
+            )
+            result = runner.noted(call, intent.step, text, is_error=False)
+            result.closes_intent = (intent.id, "marked_done")
+        else:
+            text = (
+                f"{call.name} was interrupted by a crash after it started and the operator "
+                "chose not to re-run it: it may or may not have taken effect. Check before "
+                "relying on it."
+            )
+            result = runner.noted(call, intent.step, text, is_error=True)
+            result.closes_intent = (intent.id, "skipped")
+        return result
 
 
 def _one_line(exc: BaseException) -> str:

@@ -48,6 +48,7 @@ class RunState:
         self.pending_events: list[RunEvent] = []
         self.step = 0
         self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
+        self.step_tokens = 0  # committed so far for the current step (its commits add up)
         self.policy = harness.policy  # plus the store's remembered rules, refreshed per step
         self.registry = ToolRegistry(harness.registry)  # plus read_skill, once skills are found
         self.system_prompt = harness.system_prompt
@@ -136,15 +137,23 @@ class RunState:
         operator_messages: tuple[str, ...] = (),
         tokens: int = 0,
         update: bool = False,
+        final: bool = True,
     ) -> None:
         """The step's text, tool calls, decision, observations, requests, events and tokens go
         to the store in one transaction, then into the history. ``update``: add ``results``
-        to the last step (a paused step finished on resume) instead of appending one."""
+        to the last step (its calls' results, one by one, or a paused step finished on resume)
+        instead of appending one. A step is committed as soon as the model has answered and
+        then once per call; only its ``final`` commit announces ``step_committed``."""
         observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
         tokens, self.extra_tokens = tokens + self.extra_tokens, 0
-        committed = self.record(
-            EventKind.STEP_COMMITTED, {"tool_calls": len(calls), "tokens": tokens}, step
-        )
+        self.step_tokens = tokens + (self.step_tokens if update else 0)
+        committed = None
+        if final:
+            committed = self.record(
+                EventKind.STEP_COMMITTED,
+                {"tool_calls": len(calls or self._last_calls(step)), "tokens": self.step_tokens},
+                step,
+            )
         events, self.pending_events = self.pending_events, []
         await self.store.runs.commit_step(
             self.run_id,
@@ -158,10 +167,12 @@ class RunState:
                 events,
                 tokens,
                 operator_messages,
+                closed_intents=[r.closes_intent for r in results if r.closes_intent],
             ),
             provider=self.harness.provider.describe(),
         )
-        self.announce(committed)
+        if committed is not None:
+            self.announce(committed)
         new_obs = tuple(o for o, _ in observations)
         if update and self.history and self.history[-1].step == step:
             last = self.history[-1]
@@ -174,3 +185,7 @@ class RunState:
             )
         else:
             self.history.append(StepRecord(step, text, calls, new_obs, operator_messages))
+
+    def _last_calls(self, step: int) -> tuple[ToolCall, ...]:
+        last = self.history[-1] if self.history else None
+        return last.tool_calls if last is not None and last.step == step else ()

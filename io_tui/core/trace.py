@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from io_tui.core.cache import annotate
-from io_tui.core.store import RequestRow, Store
+from io_tui.core.store import IntentRow, RequestRow, Store
 
 
 class TraceNotFound(LookupError):
@@ -21,6 +21,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     events = await store.trace.events(run_id)
     approvals = await store.approvals.for_run(run_id)
     observations = await store.trace.observations(run_id)
+    intents = await store.intents.for_run(run_id)
+    latest = {i.call_id: i for i in intents}  # a re-run call's newest intent
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
@@ -62,9 +64,17 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
                 "observations": obs_by_step.get(s.step, []),
                 "operator_messages": list(s.operator_messages),
                 "tokens": s.tokens,
+                # each call without an observation: "started" (in flight at a crash, outcome
+                # unknown) or "not_started"
+                "unfinished_calls": {
+                    c.id: _unfinished(latest.get(c.id))
+                    for c in s.tool_calls
+                    if c.id not in {o["call_id"] for o in obs_by_step.get(s.step, [])}
+                },
             }
             for s in steps
         ],
+        "intents": [i.to_json() for i in intents],
         "requests": request_rows,
         "events": [
             {"step": e.step, "kind": e.kind, "detail": e.detail, "at": e.at} for e in events
@@ -86,6 +96,10 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             for a in approvals
         ],
     }
+
+
+def _unfinished(intent: IntentRow | None) -> str:
+    return intent.status if intent is not None and intent.in_flight else "not_started"
 
 
 def _request(row: RequestRow) -> dict[str, Any]:

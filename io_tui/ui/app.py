@@ -345,6 +345,24 @@ class IoApp(App[int]):
     def interrupt(self, run_id: int) -> bool:
         return self.host.interrupt(run_id)
 
+    @work(group="db", exit_on_error=False)
+    async def action_resume_run(self, run_id: int) -> None:
+        """Resume an interrupted run: its calls in flight at the crash go to the reconcile
+        modal first; the run continues in its own ``io-tui resume`` process (its asks deferred
+        to the inbox), which the store poll follows."""
+        from io_tui.core import Workspace, in_flight_calls
+        from io_tui.ui.screens.reconcile import ReconcileScreen
+
+        row = await self.store.runs.get(run_id)
+        if row is None or row.status != "interrupted":
+            self.notify(f"run {run_id} is not interrupted", severity="warning")
+            return
+        calls = await in_flight_calls(self.store, run_id, Workspace(row.workspace))
+        choice = await self.push_screen_wait(ReconcileScreen(calls)) if calls else "rerun"
+        if choice is not None:
+            launch_resume(self.store.path, run_id, choice)
+            self.notify(f"resuming run {run_id} ({choice} for calls in flight)")
+
     @on(RunStarted)
     @on(RunStopped)
     def _on_live_changed(self, message: RunStarted | RunStopped) -> None:
@@ -426,6 +444,7 @@ class IoApp(App[int]):
     @work(group="db", exit_on_error=False)
     async def refresh_runs(self, run_ids: list[int] | None) -> None:
         if run_ids is None:
+            await self.store.leases.reap()  # a run whose process died shows interrupted
             rows = await self.store.runs.all()
         else:
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
@@ -516,6 +535,22 @@ class IoApp(App[int]):
         index = names.index(self.theme) + 1 if self.theme in names else 0
         self.theme = names[index % len(names)]
         self.notify(f"theme: {self.theme}")
+
+
+def launch_resume(store: Path, run_id: int, choice: str) -> None:
+    """``io-tui resume RUN --reconcile CHOICE`` as its own process, detached from the app."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "io_tui", "resume", str(run_id), "--reconcile", choice,
+            "--approve", "defer", "--store", str(store)]  # fmt: skip
+    subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def create_app(

@@ -40,6 +40,8 @@ class Cockpit(Protocol):
 
     def interrupt(self, run_id: int) -> bool: ...
 
+    def action_resume_run(self, run_id: int) -> object: ...
+
 
 class ListedCommands(Provider):
     """A provider over a fixed list of (name, callback, help): subclasses say what is listed."""
@@ -119,6 +121,14 @@ class RunCommands(ListedCommands):
                     "full, searchable trace",
                 )
             )
+            if run.status == "interrupted":
+                out.append(
+                    (
+                        f"Run: resume {label}",
+                        partial(app.action_resume_run, run.id),
+                        "continue it; calls in flight at the crash are reconciled first",
+                    )
+                )
             if run.live:
                 out.append(
                     (

@@ -155,14 +155,14 @@ class ProcessHost:
         )
 
     async def _mark_lost(self, run_ids: list[int], code: int) -> None:
-        """The runs the dead worker held end ``failed`` in the store (they would say 'running'
-        forever), and the app reloads them (``RunsLost``)."""
+        """The runs the dead worker held turn ``interrupted`` in the store (resumable: R), as
+        any process's next open would find them (their owner is gone), and the app reloads
+        them (``RunsLost``)."""
         store = self.store
         for run_id in run_ids:
             row = await store.runs.get(run_id)
             if row is not None and row.status in ("running", "asking"):
-                error = f"the harness process exited (code {code}) while the run was live"
-                await store.runs.set_status(run_id, "failed", "failed", error=error)
+                await store.runs.set_status(run_id, "interrupted", "interrupted")
         self.app.post_message(RunsLost(run_ids))
 
 

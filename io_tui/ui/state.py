@@ -13,7 +13,7 @@ from typing import Any
 
 from io_tui.core import OPERATOR_CANCEL, EventKind, RunEvent
 
-STATUSES = ("running", "asking", "paused", "finished", "failed", "cancelled")
+STATUSES = ("running", "asking", "paused", "interrupted", "finished", "failed", "cancelled")
 LIVE = frozenset({"running", "asking"})
 
 # The clock of elapsed times on screen (wall seconds); tests replace it with a fixed one.

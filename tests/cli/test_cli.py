@@ -96,7 +96,7 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     )
     assert run.returncode == 0, run.stderr
     trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
-    assert set(trace) == {"run", "steps", "requests", "events", "approvals"}
+    assert set(trace) == {"run", "steps", "requests", "events", "approvals", "intents"}
     assert {
         "id",
         "goal",
@@ -108,7 +108,10 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
         "tokens",
     } <= set(trace["run"])
     step = trace["steps"][0]
-    assert {"step", "tool_calls", "decision", "result", "tokens"} <= set(step)
+    assert {"step", "tool_calls", "decision", "result", "tokens", "unfinished_calls"} <= set(step)
+    assert step["unfinished_calls"] == {}  # every call has its observation
+    (intent,) = trace["intents"]  # written before the read ran, closed with its observation
+    assert (intent["tool"], intent["status"], intent["act"]) == ("read_file", "done", "read")
     assert step["tool_calls"][0]["name"] == "read_file"
     assert "return a" in step["result"]  # the full, unelided result
     request = trace["requests"][0]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
 from io_tui.core.store.db import Database, StoreError
+from io_tui.core.store.intents import IntentRepo, IntentRow
+from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
@@ -17,12 +19,14 @@ from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSumma
 __all__ = [
     "ApprovalRecord",
     "EventRow",
+    "IntentRow",
     "ObservationRow",
     "Recall",
     "RememberedRule",
     "RequestFigures",
     "RequestRecord",
     "RequestRow",
+    "RunBusy",
     "RunRow",
     "StepCommit",
     "StepRow",
@@ -44,11 +48,17 @@ class Store:
         self.approvals = ApprovalRepo(self.db)
         self.rules = RuleRepo(self.db)
         self.memory = MemoryRepo(self.db)
+        self.intents = IntentRepo(self.db)
+        self.leases = LeaseRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path, *, create: bool = True) -> Store:
+        """Open (with ``create``, creating or migrating) the file; runs whose driving process
+        died are turned ``interrupted`` here (``LeaseRepo.reap``), so none says ``running``
+        forever."""
         store = cls(path, create=create)
         await store.db.open()
+        await store.leases.reap()
         return store
 
     async def close(self) -> None:

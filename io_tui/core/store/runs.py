@@ -18,8 +18,11 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.leases import LIVE_STATUSES, OWNER
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
+
+LEASE_RELEASED = ", lease_owner = NULL, lease_host = NULL, lease_pid = NULL, lease_heartbeat = NULL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,9 @@ class StepCommit:
     events: Sequence[RunEvent]
     tokens: int
     operator_messages: Sequence[str] = ()
+    # intents an operator's reconciliation closes (id, status); every other intent still
+    # ``started`` for an observation's call closes ``done`` with it
+    closed_intents: Sequence[tuple[int, str]] = ()
 
 
 class RunRepo:
@@ -87,8 +93,9 @@ class RunRepo:
         async with self.db.transaction() as conn:
             cursor = await conn.execute(
                 "INSERT INTO runs (goal, workspace, status, contract, provider, policy,"
-                " parent_run_id, seed_run_id, created_at, updated_at)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                " parent_run_id, seed_run_id, created_at, updated_at,"
+                " lease_owner, lease_host, lease_pid, lease_heartbeat)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     goal,
                     workspace,
@@ -98,6 +105,10 @@ class RunRepo:
                     parent_run_id,
                     seed_run_id,
                     now,
+                    now,
+                    OWNER.id,
+                    OWNER.host,
+                    OWNER.pid,
                     now,
                 ),
             )
@@ -122,14 +133,17 @@ class RunRepo:
         error: str | None = None,
         provider: dict[str, Any] | None = None,
     ) -> None:
+        """A status change; a run that stops going (paused, ended) gives its lease up."""
         now = time.time()
         finished = now if status in {"finished", "failed", "cancelled"} else None
         if finished or status == "paused":  # a resumed run starts new chains
             self._written.pop(run_id, None)
+        lease = "" if status in LIVE_STATUSES else LEASE_RELEASED
         async with self.db.transaction() as conn:
             await conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
-                " provider = COALESCE(?, provider), updated_at = ?, finished_at = ? WHERE id = ?",
+                " provider = COALESCE(?, provider), updated_at = ?, finished_at = ?"
+                f"{lease} WHERE id = ?",
                 (
                     status,
                     outcome,
@@ -328,6 +342,15 @@ def _commit_step(
             )
             for obs, full in commit.observations
         ],
+    )
+    conn.executemany(
+        "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",
+        [(status, now, intent_id) for intent_id, status in commit.closed_intents],
+    )
+    conn.executemany(
+        "UPDATE intents SET status = 'done', ended_at = ?"
+        " WHERE run_id = ? AND call_id = ? AND status = 'started'",
+        [(now, run_id, obs.call_id) for obs, _ in commit.observations],
     )
     for req in commit.requests:
         last = insert_request(run_id, req, now, last, conn)

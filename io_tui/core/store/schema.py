@@ -167,6 +167,32 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE observations ADD COLUMN seen TEXT NOT NULL DEFAULT '';
     """,
+    # 4: durable runs. An intent per tool call, written before the call executes (its exact
+    # arguments, act, target, the approval that allowed it, what a file held before) and closed
+    # in the transaction that commits its observation; a run's lease (who drives it: owner id,
+    # host, pid, heartbeat), so a run whose process died is found and turned `interrupted`
+    """
+    CREATE TABLE intents (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        act TEXT NOT NULL DEFAULT '',
+        target TEXT NOT NULL DEFAULT '',
+        approval_id INTEGER REFERENCES approvals(id),
+        before TEXT,
+        status TEXT NOT NULL DEFAULT 'started',
+        started_at REAL NOT NULL,
+        ended_at REAL
+    );
+    CREATE INDEX intents_call ON intents(run_id, call_id, id);
+    ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_host TEXT;
+    ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
+    ALTER TABLE runs ADD COLUMN lease_heartbeat REAL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

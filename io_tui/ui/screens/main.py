@@ -68,6 +68,7 @@ class MainScreen(Screen[None]):
         Binding("t", "trace", "Trace", id="main.trace", tooltip="Full, searchable trace of the selected run"),
         Binding("m", "prompt", "Message", id="main.prompt", tooltip="Steer the selected run, or follow up on a finished one"),
         Binding("x", "interrupt", "Interrupt", id="main.interrupt", tooltip="Cancel the selected live run"),
+        Binding("R", "resume", "Resume", id="main.resume", tooltip="Resume the selected interrupted run"),
         Binding("e", "expand", "Expand tools", id="main.expand", tooltip="Expand or collapse every tool block"),
         Binding("escape", "focus_tree", "Tree", id="main.focus_tree", show=False, tooltip="Back to the run tree"),
     ]  # fmt: skip
@@ -222,10 +223,9 @@ class MainScreen(Screen[None]):
         run = self.runs.get(run_id) if run_id is not None else None
         if run_id is None or run is None or run_id != self.selected_run:
             return
-        since = self.transcript.last_step
-        if not run.live:
-            # Facts recorded after the last commit (the verification) belong to that step.
-            since = max(0, since - 1)
+        # The last step shown is read again: a step is in the store from the model's answer
+        # on and gains its results call by call (and, once the run ended, the verification).
+        since = max(0, self.transcript.last_step - 1)
         self.load_tail(run_id, since)
         self.load_gauges(run_id, self.selected_step)
 
@@ -429,6 +429,9 @@ class MainScreen(Screen[None]):
         if action == "interrupt":
             run_id = self.selected_run
             return run_id is not None and self.host.is_live(run_id)
+        if action == "resume":
+            run = self.runs.get(self.selected_run) if self.selected_run is not None else None
+            return run is not None and run.status == "interrupted"
         return True
 
     def action_inspect(self) -> None:
@@ -458,6 +461,10 @@ class MainScreen(Screen[None]):
             run.interrupt_requested = True
             self.transcript.follow(run)
             self.notify(f"interrupting run {run.id}…")
+
+    async def action_resume(self) -> None:
+        if self.selected_run is not None:
+            await self.app.run_action(f"app.resume_run({self.selected_run})")
 
     def action_expand(self) -> None:
         self.transcript.set_all_expanded(self.transcript.has_collapsed_tools)

@@ -153,7 +153,8 @@ def render_trace(trace: dict[str, Any]) -> str:
                 f"(rule '{approval['rule']}', layer '{approval['layer']}') → "
                 f"{decision.get('kind', approval.get('status'))}"
             )
-        if step.get("decision"):
-            out.append(f"decision: {json.dumps(step['decision'])}")
+        decision = {k: v for k, v in (step.get("decision") or {}).items() if v not in (None, [])}
+        if decision:
+            out.append(f"decision: {json.dumps(decision)}")
         out.append("")
     return "\n".join(out)

@@ -1,0 +1,80 @@
+"""``io-tui resume RUN``: continue an interrupted run (its process died) or a paused one whose
+request was decided, under the same id, with the provider, contract and policy it recorded.
+
+Calls that were in flight at the crash are reconciled first (``--reconcile``): reads re-run
+on their own; a write, command or MCP call is put to the operator (``ask``, the default: a
+prompt on the terminal), re-run through the approval gate (``rerun``) or skipped (``skip``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
+from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
+from io_tui.cli.sinks import HumanSink, JsonLinesSink
+from io_tui.core import (
+    DecideError,
+    FixedReconciler,
+    ReconcileChoice,
+    Reconciler,
+    TerminalReconciler,
+    harness_registry,
+    resume,
+)
+
+RECONCILE = ("ask", "rerun", "done", "skip")
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("resume", help="continue an interrupted run under the same id")
+    parser.add_argument("run", type=int, help="run id")
+    parser.add_argument(
+        "--reconcile",
+        choices=RECONCILE,
+        default="ask",
+        help="calls in flight at the crash: ask on the terminal (default), rerun, done, skip",
+    )
+    parser.add_argument(
+        "--approve",
+        choices=sorted(APPROVERS),
+        help="how the resumed run's asks are answered (default: the config's, else ask)",
+    )
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    add_mcp_config_option(parser)
+    add_store_option(parser)
+    parser.set_defaults(handler=resume_command)
+
+
+def reconciler_for(name: str) -> Reconciler:
+    if name == "ask":
+        return TerminalReconciler()
+    return FixedReconciler(ReconcileChoice(name))
+
+
+async def resume_command(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    servers = mcp_servers(settings, args.mcp_config)
+    store = await open_store(args)
+    try:
+        async with opened_hub(servers) as hub:
+            registry = harness_registry()
+            if hub is not None:
+                hub.register_into(registry)
+            result = await resume(
+                store,
+                args.run,
+                reconciler=reconciler_for(args.reconcile),
+                approver=APPROVERS[settings.approve](),
+                sink=JsonLinesSink() if args.json else HumanSink(),
+                registry=registry,
+            )
+    except DecideError as exc:
+        print(f"io-tui: {exc}")
+        return EXIT_FAILED
+    finally:
+        await store.close()
+    report(args, result)
+    return exit_code(result)

@@ -1,0 +1,125 @@
+"""Tool calls as intents: each written before it executes, closed when its outcome commits.
+
+An intent holds the call's exact arguments, the act and target the policy checked, the approval
+that allowed it and, for a file write, what the file held before. The step commit that stores
+the call's observation closes it (``done``) in the same transaction, so an intent still
+``started`` is a call that was in flight when its process died: its effect may or may not have
+happened (``io-tui trace`` says "started, outcome unknown"; a resume reconciles it). An operator's
+reconciliation closes it as ``rerun``, ``marked_done`` or ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from io_tui.core.store.db import Database, row_as
+
+STARTED = "started"
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRow:
+    id: int
+    run_id: int
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    act: str  # '' for a call no policy checks
+    target: str
+    approval_id: int | None
+    before: dict[str, Any] | None  # a write's file before it: {"exists", "text"} or None
+    status: str
+    started_at: float
+    ended_at: float | None
+
+    @classmethod
+    def from_row(cls, row: aiosqlite.Row) -> IntentRow:
+        return row_as(
+            cls,
+            row,
+            arguments=json.loads(row["arguments"]),
+            before=json.loads(row["before"]) if row["before"] else None,
+        )
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status == STARTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "step": self.step,
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "act": self.act,
+            "target": self.target,
+            "approval_id": self.approval_id,
+            "status": self.status,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+
+class IntentRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def begin(
+        self,
+        *,
+        run_id: int,
+        step: int,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        act: str = "",
+        target: str = "",
+        approval_id: int | None = None,
+        before: dict[str, Any] | None = None,
+    ) -> int:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO intents (run_id, step, call_id, tool, arguments, act, target,"
+                " approval_id, before, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    step,
+                    call_id,
+                    tool,
+                    json.dumps(arguments),
+                    act,
+                    target,
+                    approval_id,
+                    json.dumps(before) if before is not None else None,
+                    time.time(),
+                ),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+
+    async def close(self, intent_id: int, status: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",
+                (status, time.time(), intent_id),
+            )
+
+    async def latest(self, run_id: int, call_id: str) -> IntentRow | None:
+        row = await self.db.fetchone(
+            "SELECT * FROM intents WHERE run_id = ? AND call_id = ? ORDER BY id DESC LIMIT 1",
+            (run_id, call_id),
+        )
+        return IntentRow.from_row(row) if row else None
+
+    async def for_run(self, run_id: int) -> list[IntentRow]:
+        rows = await self.db.fetchall(
+            "SELECT * FROM intents WHERE run_id = ? ORDER BY id", (run_id,)
+        )
+        return [IntentRow.from_row(r) for r in rows]
