@@ -103,13 +103,14 @@ async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
         await until(lambda: not app.host.is_live(1), pilot)
         await until(lambda: any("harness process exited" in n for n in notes), pilot)
         assert "runs lost: 1" in next(n for n in notes if "harness process exited" in n)
-        await until(lambda: app.runs[1].status == "failed", pilot)  # not 'running' forever
+        # not "running" forever: interrupted, so R (or io-tui resume) can continue it
+        await until(lambda: app.runs[1].status == "interrupted", pilot)
         # the app is still up, and a new run starts a new worker and finishes
         script = tmp_path / "quick.json"
         script.write_text(json.dumps({"turns": [{"text": "all done"}]}))
         app.start_request(NewRunRequest("quick", workspace, f"scripted:{script}"))
         await until(lambda: 2 in app.runs and app.runs[2].status == "finished", pilot)
-    assert await row(app, 1) == ("failed", "failed")
+    assert await row(app, 1) == ("interrupted", "interrupted")
 
 
 async def test_quitting_while_a_run_asks_pauses_it_durably(tmp_path: Path) -> None:
