@@ -62,6 +62,7 @@ PUBLIC = [  # sorted
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
     "WorkerError",

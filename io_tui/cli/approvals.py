@@ -13,7 +13,7 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
@@ -23,7 +23,6 @@ from io_tui.core import (
     audit_row,
     audit_stats,
     decide,
-    harness_registry,
 )
 
 
@@ -114,16 +113,13 @@ async def decide_command(args: argparse.Namespace) -> int:
     try:
         async with opened_hub(servers) as hub:
             # MCP tools the paused run may call again: the servers of this process's config.
-            registry = harness_registry()
-            if hub is not None:
-                hub.register_into(registry)
             decided = await decide(
                 store,
                 args.request,
                 decision,
                 approver=APPROVERS[args.approve](),
                 sink=JsonLinesSink() if args.json else HumanSink(),
-                registry=registry,
+                registry=tool_registry(hub),
             )
     except DecideError as exc:
         print(f"io-tui: {exc}")

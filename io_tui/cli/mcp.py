@@ -18,7 +18,7 @@ from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import McpConfigError, load_mcp_file
 
 if TYPE_CHECKING:
-    from io_tui.core import McpHub, ServerSource
+    from io_tui.core import McpHub, ServerSource, ToolRegistry
 
 
 def register(sub: Any) -> None:
@@ -64,6 +64,16 @@ async def opened_hub(servers: dict[str, ServerSource]) -> AsyncIterator[McpHub |
         for problem in hub.problems:
             sys.stderr.write(f"io-tui: warning: {problem}\n")
         yield hub
+
+
+def tool_registry(hub: McpHub | None) -> ToolRegistry:
+    """The built-in tools, plus the hub's MCP tools when there is a hub."""
+    from io_tui.core import harness_registry  # the harness loads only for commands that run
+
+    registry = harness_registry()
+    if hub is not None:
+        hub.register_into(registry)
+    return registry
 
 
 async def list_command(args: argparse.Namespace) -> int:

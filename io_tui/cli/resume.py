@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store
-from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
@@ -21,7 +21,6 @@ from io_tui.core import (
     ReconcileChoice,
     Reconciler,
     TerminalReconciler,
-    harness_registry,
     resume,
 )
 
@@ -60,16 +59,13 @@ async def resume_command(args: argparse.Namespace) -> int:
     store = await open_store(args)
     try:
         async with opened_hub(servers) as hub:
-            registry = harness_registry()
-            if hub is not None:
-                hub.register_into(registry)
             result = await resume(
                 store,
                 args.run,
                 reconciler=reconciler_for(args.reconcile),
                 approver=APPROVERS[settings.approve](),
                 sink=JsonLinesSink() if args.json else HumanSink(),
-                registry=registry,
+                registry=tool_registry(hub),
             )
     except DecideError as exc:
         print(f"io-tui: {exc}")

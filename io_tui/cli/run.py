@@ -17,7 +17,7 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import (
@@ -37,7 +37,6 @@ from io_tui.core import (
     Workspace,
     WorkspaceError,
     cache_prices_for,
-    harness_registry,
     policy_for,
     provider_for,
     start_run,
@@ -170,9 +169,7 @@ async def execute(
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
     store = await open_store(args, create=True)
-    registry = harness_registry()
-    if hub is not None:
-        hub.register_into(registry)
+    registry = tool_registry(hub)
     try:
         harness = Harness(
             store=store,

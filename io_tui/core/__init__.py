@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         StoreError,
     )
     from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import Workspace
@@ -91,6 +92,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     "usage_hit_rate": "cache",
+    "ToolRegistry": "tools.registry",
     "Workspace": "workspace",
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
@@ -187,6 +189,7 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
     "WorkerError",
