@@ -65,6 +65,7 @@ async def start_run(
         policy=harness.policy.to_json(),
         parent_run_id=parent_run_id,
         seed_run_id=seed_run_id,
+        origin=harness.origin.to_json() if harness.origin is not None else None,
     )
     run = Run(RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id))
     return await run.drive(resumed=False)

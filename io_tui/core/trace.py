@@ -50,6 +50,9 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             "steps": run.steps,
             "tokens": run.tokens,
             "provider": run.provider,
+            # how it was started (``origin.RunOrigin``): settings, MCP servers; null before
+            # schema 5
+            "origin": run.origin,
             "error": run.error,
             "created_at": run.created_at,
             "finished_at": run.finished_at,
