@@ -198,7 +198,7 @@ def test_a_store_left_open_is_checked_and_a_damaged_one_refused_untouched(tmp_pa
     assert (sha(path), sha(wal)) == before
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_path, version):
     fixture = FIXTURES / f"v{version}.db"
     shipped = sha(fixture)
@@ -206,7 +206,8 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
     shutil.copy(fixture, path)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == version
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        assert app_id == (APPLICATION_ID if version >= 4 else 0)  # the id came with 4
 
     store = ("--store", str(path))
     trace = io_tui("trace", "1", "--json", *store)
@@ -219,6 +220,7 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    assert data["run"]["origin"] is None  # from before migration 5: resumes say so
     pending = json.loads(io_tui("approvals", "--json", *store).stdout)
     assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
     rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)
@@ -231,6 +233,10 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         columns = {row[1] for row in conn.execute("PRAGMA table_info(observations)")}
         assert {"seen"} <= columns  # migration 3
+        intents = conn.execute("SELECT call_id, status FROM intents").fetchall()
+        assert intents == ([("c1", "done")] if version >= 4 else [])  # migration 4
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
     # and it still takes writes
     assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0
     assert sha(fixture) == shipped
