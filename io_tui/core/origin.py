@@ -5,7 +5,7 @@ servers, whatever the resuming process's own config says.
 
 No secret reaches the store: a server's ``env`` and ``headers`` values are recorded only where
 they name variables (``${NAME}``, ``Bearer ${TOKEN}``); a literal value is recorded as
-``${KEY}``, its own name. At resume each value comes from this process's environment, or, where
+``${KEY}``, its own name (made a variable name). At resume each value comes from this process's environment, or, where
 a variable is not set, from this process's config for a server of the same name; else that
 server does not start (a notice, the run goes on without it).
 """
@@ -93,9 +93,13 @@ def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServe
 
 
 def _names(values: Mapping[str, str]) -> dict[str, str]:
-    return {
-        key: value if _ENV_REF.search(value) else f"${{{key}}}" for key, value in values.items()
-    }
+    return {key: value if _ENV_REF.search(value) else _ref(key) for key, value in values.items()}
+
+
+def _ref(key: str) -> str:
+    """``${KEY}``, the key made a variable name (a header ``X-Api-Key``: ``${X_Api_Key}``)."""
+    name = re.sub(r"\W", "_", key, flags=re.ASCII)
+    return f"${{{name if not name[:1].isdigit() else '_' + name}}}"
 
 
 def _filled(
