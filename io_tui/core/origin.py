@@ -132,8 +132,8 @@ async def servers_to_resume(
     if origin is None:
         names = ", ".join(current) or "none"
         return dict(current), (
-            f"run {run_id} has no record of the settings it started with (an older io-tui):"
-            f" resuming with this process's, MCP servers: {names}"
+            f"run {run_id} has no record of the settings it started with (an older io-tui, or"
+            f" a demo): resuming with this process's, MCP servers: {names}"
         )
     if origin.servers == without_secrets(current):
         return origin.servers_here(current), None

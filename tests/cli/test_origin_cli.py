@@ -196,7 +196,7 @@ def test_a_run_from_before_the_record_resumes_with_this_process_servers_and_says
     assert decided.returncode == 0, decided.stdout + decided.stderr
     assert decided.stderr.splitlines()[0] == (
         f"io-tui: run {pending['run_id']} has no record of the settings it started with"
-        " (an older io-tui): resuming with this process's, MCP servers: time"
+        " (an older io-tui, or a demo): resuming with this process's, MCP servers: time"
     )
     assert paris_answer(trace(db, pending["run_id"]))["timezone"] == "Europe/Paris"
 
