@@ -5,9 +5,10 @@ servers, whatever the resuming process's own config says.
 
 No secret reaches the store: a server's ``env`` and ``headers`` values are recorded only where
 they name variables (``${NAME}``, ``Bearer ${TOKEN}``); a literal value is recorded as
-``${KEY}``, its own name (made a variable name). At resume each value comes from this process's environment, or, where
-a variable is not set, from this process's config for a server of the same name; else that
-server does not start (a notice, the run goes on without it).
+``${KEY}``, its own name (made a variable name), and a password in a URL as ``***``. At resume
+each value comes from this process's environment, or, where a variable is not set (or the URL
+lost its password), from this process's config for a server of the same name; else that server
+does not start (a notice, the run goes on without it).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from io_tui.core.mcp.config import HttpServer, McpSettings, StdioServer
+from io_tui.core.mcp.config import MASK, HttpServer, McpSettings, StdioServer
 from io_tui.core.settings import RunSettings
 
 if TYPE_CHECKING:
@@ -88,8 +90,17 @@ def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServe
         if isinstance(server, StdioServer):
             kept[name] = server.model_copy(update={"env": _names(server.env)})
         elif isinstance(server, HttpServer):
-            kept[name] = server.model_copy(update={"headers": _names(server.headers)})
+            update = {"headers": _names(server.headers), "url": _without_password(server.url)}
+            kept[name] = server.model_copy(update=update)
     return kept
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:{MASK}@{host}"))
 
 
 def _names(values: Mapping[str, str]) -> dict[str, str]:
@@ -106,13 +117,17 @@ def _filled(
     server: StdioServer | HttpServer, here: ServerSource | None, env: Mapping[str, str]
 ) -> ServerSource:
     field = "env" if isinstance(server, StdioServer) else "headers"
+    url = server.url if isinstance(server, HttpServer) else None
     recorded: dict[str, str] = getattr(server, field)
     theirs: dict[str, str] = getattr(here, field, {}) if type(here) is type(server) else {}
     values = {
         key: theirs[key] if key in theirs and not _all_set(value, env) else value
         for key, value in recorded.items()
     }
-    return server.model_copy(update={field: values})
+    update: dict[str, Any] = {field: values}
+    if isinstance(here, HttpServer) and _without_password(here.url) == url:
+        update["url"] = here.url  # with the password this process's config has
+    return server.model_copy(update=update)
 
 
 def _all_set(template: str, env: Mapping[str, str]) -> bool:

@@ -57,6 +57,12 @@ def test_values_come_from_the_environment_else_this_process_config() -> None:
     assert git.env == {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "HOME_DIR": "${HOME}", "LEVEL": "info"}
     api = RunOrigin.at_start(RunSettings(), {"api": API}).servers_here({"api": API}, env={})
     assert isinstance(api["api"], HttpServer) and api["api"].headers["X-Key"] == "literal-key"
+    with_password = HttpServer(url="https://bot:pa55@mcp.example/api")
+    [kept] = without_secrets({"api": with_password}).values()
+    assert isinstance(kept, HttpServer) and kept.url == "https://bot:***@mcp.example/api"
+    recorded = RunOrigin.at_start(RunSettings(), {"api": with_password})
+    assert "pa55" not in str(recorded.to_json())
+    assert recorded.servers_here({"api": with_password})["api"] == with_password
     bare = origin.servers_here({}, env={})["git"]
     assert isinstance(bare, StdioServer) and bare.env["LEVEL"] == "${LEVEL}"  # a start notice
 
