@@ -59,6 +59,8 @@ class RunSettings(BaseModel):
     context_share: float = Field(default=0.5, gt=0, le=1)
     request_timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
+    # the longest answer a request asks for; None: the preset's and model's (providers.presets)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     run: CommandSettings = Field(default_factory=CommandSettings)

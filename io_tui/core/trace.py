@@ -104,6 +104,7 @@ def _unfinished(intent: IntentRow | None) -> str:
 
 def _request(row: RequestRow) -> dict[str, Any]:
     manifest = row.manifest
+    last = row.attempts[-1] if row.attempts else {}
     return {
         "step": row.step,
         "attempt": row.attempt,
@@ -117,6 +118,11 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "model": row.model,
         "attempts": row.attempts,
         "error": row.error,
+        # the answer's stop reason (normalized, and the vendor's), and what a failed request
+        # had streamed before it failed (its last attempt's, marked partial)
+        "stop_reason": last.get("stop_reason"),
+        "raw_stop_reason": last.get("raw_stop_reason"),
+        "partial": last.get("partial"),
         "messages": row.messages,
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),

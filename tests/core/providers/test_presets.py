@@ -39,18 +39,18 @@ KEY = "sk-proj-SECRETSECRET-0123456789"
 
 
 @pytest.mark.parametrize(
-    ("preset", "wire", "url", "env"),
+    ("preset", "wire", "url", "env", "limit"),
     [
-        ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-        ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-        ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-        ("ollama", "openai", "http://localhost:11434/v1", None),
-        ("llamacpp", "openai", "http://localhost:8080/v1", None),
-        ("vllm", "openai", "http://localhost:8000/v1", None),
-        ("lmstudio", "openai", "http://localhost:1234/v1", None),
+        ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", 8_192),
+        ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", 8_192),
+        ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", 8_192),
+        ("ollama", "openai", "http://localhost:11434/v1", None, 2_048),
+        ("llamacpp", "openai", "http://localhost:8080/v1", None, 2_048),
+        ("vllm", "openai", "http://localhost:8000/v1", None, 2_048),
+        ("lmstudio", "openai", "http://localhost:1234/v1", None, 2_048),
     ],
 )
-def test_presets(preset: str, wire: str, url: str, env: str | None) -> None:
+def test_presets(preset: str, wire: str, url: str, env: str | None, limit: int) -> None:
     spec = PRESETS[preset]
     assert (spec.wire, spec.base_url, spec.key_env) == (wire, url, env)
     provider = make_provider(preset, model="m", env={env: KEY} if env else {})
@@ -61,6 +61,7 @@ def test_presets(preset: str, wire: str, url: str, env: str | None) -> None:
         "model": "m",
         "base_url": url,
         "streaming": True,
+        "max_output_tokens": limit,
     }
 
 
