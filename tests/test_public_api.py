@@ -86,6 +86,7 @@ PUBLIC = [  # sorted
     "preview_matches",
     "probe_models",
     "provider_for",
+    "request_notes",
     "resume",
     "start_run",
     "suggest_pattern",

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace
+    from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import Workspace
 
@@ -90,7 +90,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
-    **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     "Workspace": "workspace",
@@ -213,6 +213,7 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
+    "request_notes",
     "resume",
     "start_run",
     "suggest_pattern",

@@ -287,7 +287,9 @@ def provider_limits(provider: Provider) -> tuple[int | None, int | None]:
     window is unknown). HTTP providers have both attributes; a script has neither."""
     limit = getattr(provider, "max_output_tokens", None)
     window = getattr(provider, "window_tokens", None)
-    return (limit if isinstance(limit, int) else None), (window if isinstance(window, int) else None)
+    return (limit if isinstance(limit, int) else None), (
+        window if isinstance(window, int) else None
+    )
 
 
 async def complete(provider: Provider, request: CompletionRequest) -> Response:

@@ -42,7 +42,6 @@ from io_tui.core.providers.base import (
     Retrying,
     StreamEvent,
     TextDelta,
-    Usage,
 )
 from io_tui.core.providers.errors import (
     body_detail,
