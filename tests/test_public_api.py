@@ -78,6 +78,7 @@ PUBLIC = [  # sorted
     "check_rewrite",
     "command_examples",
     "decide",
+    "discover_mcp_files",
     "grant_text",
     "harness_registry",
     "in_flight_calls",

@@ -132,7 +132,7 @@ async def run_command(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config)
+    servers = mcp_servers(settings, args.mcp_config, workspace.root)
     provider = provider_from(settings)
     policy = policy_from(settings)
     async with opened_hub(servers) as hub:

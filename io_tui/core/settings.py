@@ -10,9 +10,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from io_tui.core.mcp.config import McpSettings
+from io_tui.core.mcp.config import McpSettings, client_servers
 
 
 class CacheSettings(BaseModel):
@@ -64,6 +71,19 @@ class RunSettings(BaseModel):
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     run: CommandSettings = Field(default_factory=CommandSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _client_servers(cls, data: Any) -> Any:
+        """``[mcpServers.NAME]`` (other clients' shape) joins ``[mcp.servers]``."""
+        if not isinstance(data, dict) or "mcpServers" not in data:
+            return data
+        data = dict(data)
+        extra = client_servers(data.pop("mcpServers"), source="config")
+        mcp = data.get("mcp")
+        mcp = dict(mcp) if isinstance(mcp, dict) else {}
+        mcp["servers"] = {**(mcp.get("servers") or {}), **extra}
+        return {**data, "mcp": mcp}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunSettings:
