@@ -77,7 +77,7 @@ async def providers_command(args: argparse.Namespace) -> int:
     results = await asyncio.gather(
         *(probe_models(name, base_url=url, timeout_s=args.timeout) for name, url in targets)
     )
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": name,
             "wire": PRESETS[name].wire,
