@@ -154,8 +154,8 @@ async def ask_model(
     Guarded before sending (``refuse``): a frame (system prompt, tools, contract, instructions)
     that with the answer's limit exceeds the model's known window is refused locally with the
     figures; a request the server found too long is compacted once and sent again only if that
-    changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is appended to
-    ``requests`` for the step's commit.
+    changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
+    appended to ``requests`` for the step's commit.
     """
     limit, window = provider_limits(state.harness.provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
@@ -193,16 +193,7 @@ async def ask_model(
                 "window_tokens": window,
             },
         )
-        refusal = refuse(
-            assembly, frame, ceiling, limit, window, factor, overflowed[1] if overflowed else None
-        )
-        if refusal is None and overflowed is not None and overflowed[0] == assembly.messages:
-            refusal = ProviderError(
-                ErrorKind.CONTEXT_OVERFLOW,
-                f"not sent again: the server found the prompt too long ({overflowed[1].message}),"
-                f" and compacting left it unchanged (~{estimate.tokens:,} tokens, of which the"
-                f" frame is ~{frame:,}); lower the frame or use a model with a larger window",
-            )
+        refusal = refuse(assembly, frame, estimate, ceiling, (limit, window), overflowed)
         if refusal is not None:
             requests.append(
                 request_record(state, assembly, estimate, ceiling, attempt, None, refusal)
@@ -279,21 +270,21 @@ def truncated_note(response: Response) -> str:
 def refuse(
     assembly: Assembly,
     frame: int,
+    estimate: Calibrated,
     ceiling: int,
-    limit: int | None,
-    window: int | None,
-    factor: float,
-    overflowed: ProviderError | None,
+    limits: tuple[int | None, int | None],
+    overflowed: tuple[tuple[Message, ...], ProviderError] | None,
 ) -> ProviderError | None:
     """Why a request is not sent, with the figures; None: send it.
 
     Its frame (which nothing folds) plus the answer's limit exceed the model's known window; or
-    the server already found the prompt too long and the frame alone exceeds the ceiling, so no
-    compaction can make it fit. (The ceiling bounds what is beside the frame, so a frame above it
-    is sent while the server takes it.)
+    the server already found the prompt too long (``overflowed``: what was sent, and the error)
+    and compaction left the request unchanged, or its frame alone exceeds the ceiling. (The
+    ceiling bounds what is beside the frame, so a larger frame is sent while the server takes it.)
     """
+    limit, window = limits
     parts = ", ".join(
-        f"{s.name} ~{round(s.est_tokens * factor):,}" for s in assembly.sections if s.fixed
+        f"{s.name} ~{round(s.est_tokens * estimate.factor):,}" for s in assembly.sections if s.fixed
     )
     if window is not None and limit is not None and frame + limit > window:
         return ProviderError(
@@ -302,11 +293,20 @@ def refuse(
             f" answer's limit of {limit:,} exceed the model's window of {window:,};"
             " lower max_output_tokens or trim the tools and instruction files",
         )
-    if overflowed is not None and frame > ceiling:
+    if overflowed is None:
+        return None
+    sent, error = overflowed
+    why = f"not sent again: the server found the prompt too long ({error.message}), and"
+    if sent == assembly.messages:
         return ProviderError(
             ErrorKind.CONTEXT_OVERFLOW,
-            f"not sent again: the server found the prompt too long ({overflowed.message}), and"
-            f" the fixed frame alone is ~{frame:,} tokens ({parts}) against a ceiling of"
+            f"{why} compacting left it unchanged (~{estimate.tokens:,} tokens, of which the"
+            f" frame is ~{frame:,}: {parts}); trim the frame or use a model with a larger window",
+        )
+    if frame > ceiling:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"{why} the fixed frame alone is ~{frame:,} tokens ({parts}) against a ceiling of"
             f" {ceiling:,}, which no compaction shortens; trim the tools and instruction files,"
             " or use a model with a larger window",
         )

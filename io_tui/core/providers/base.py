@@ -119,7 +119,6 @@ STOP_REASONS: dict[str, str] = {
     "stop": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "eos": "stop",
     "length": "length",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
