@@ -118,8 +118,8 @@ class HttpProvider:
     ``name`` is the preset it was built from (it labels attempts and traces); ``describe()``
     says how to build it again and never includes the key. ``max_output_tokens`` caps every
     answer whose request names no limit; ``window_tokens`` is the model's context window (prompt
-    plus answer) when known. Call ``aclose()`` (or use ``async with``) when done,
-    to release pooled connections.
+    plus answer) when known. Call ``aclose()`` (or use ``async with``) when done, to release
+    pooled connections.
     """
 
     def __init__(

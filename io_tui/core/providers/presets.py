@@ -27,6 +27,7 @@ from io_tui.core.providers.http_provider import HttpProvider
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.retry import RetryPolicy
 from io_tui.core.providers.secret import Secret
+from io_tui.core.providers.wire import DEFAULT_MAX_OUTPUT_TOKENS
 
 WireName = Literal["openai", "anthropic"]
 
@@ -99,7 +100,7 @@ def output_limits(preset: str, model: str, setting: int | None = None) -> tuple[
     if setting:
         return setting, window
     spec = PRESETS.get(preset)
-    default = spec.max_output_tokens if spec else 4_096
+    default = spec.max_output_tokens if spec else DEFAULT_MAX_OUTPUT_TOKENS
     return (min(default, limits.max_output_tokens) if limits else default), window
 
 
@@ -211,7 +212,8 @@ def make_provider(
 
     The key is ``api_key`` if given, else the preset's environment variable (read from ``env``,
     default ``os.environ``). ``max_output_tokens`` overrides the preset's and model's limit
-    (``output_limits``); the provider's ``window_tokens`` is the model's window if known. Raises ``ProviderConfigError`` with a message fit for the user when
+    (``output_limits``); the provider's ``window_tokens`` is the model's window if known.
+    Raises ``ProviderConfigError`` with a message fit for the user when
     the preset is unknown, a required key or base URL is missing, or the model is empty.
     """
     spec = get_preset(preset)
