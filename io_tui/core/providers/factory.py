@@ -60,6 +60,7 @@ def provider_from_description(
         streaming=bool(desc.get("streaming", True)),
         timeout=timeout,
         retry=retry,
+        max_output_tokens=desc.get("max_output_tokens"),
     )
 
 

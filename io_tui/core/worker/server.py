@@ -35,9 +35,10 @@ from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
+from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub
+    from io_tui.core.mcp import McpHub, ServerSource
 
 
 class WorkerServer:
@@ -54,6 +55,7 @@ class WorkerServer:
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
         self._hub: asyncio.Future[McpHub | None] | None = None  # the settings' MCP servers
+        self.servers: dict[str, ServerSource] = {}  # theirs and the user's mcp.json's
         self._exit = AsyncExitStack()
 
     # -- output --
@@ -123,12 +125,20 @@ class WorkerServer:
         self._flush()
 
     async def _open_hub(self) -> McpHub | None:
-        """Start the settings' MCP servers once, for every run this worker drives; a server
-        that fails to start is a notice to the app, and the runs go on without it."""
-        servers = self.settings.mcp.servers
+        """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
+        this worker drives; a server that fails to start is a notice to the app, and the runs go
+        on without it."""
+        from io_tui.core.mcp import McpConfigError, McpHub, discover_mcp_files, load_mcp_file
+
+        servers: dict[str, Any] = dict(self.settings.mcp.servers)
+        for file in discover_mcp_files(config_dir(), None):
+            try:
+                servers.update(load_mcp_file(file).servers)
+            except McpConfigError as exc:
+                self.send({"t": "notice", "text": str(exc)})
+        self.servers = servers  # what each run it starts records
         if not servers:
             return None
-        from io_tui.core.mcp import McpHub
 
         try:
             hub = await self._exit.enter_async_context(McpHub(servers))
@@ -147,12 +157,18 @@ class WorkerServer:
             hub.register_into(registry)
         return registry
 
+    async def _servers(self) -> dict[str, ServerSource]:
+        """The worker's MCP servers (its settings' and the user's ``mcp.json``), once known."""
+        if self._hub is not None:
+            await self._hub
+        return self.servers
+
     @asynccontextmanager
     async def _resume_tools(self, run_id: int | None) -> AsyncIterator[ToolRegistry]:
         """The tools for resuming ``run_id``: the MCP servers it started with. They are the
         worker's own (its hub serves) unless the run started elsewhere or under other
         settings: then a hub of its servers lives as long as the resume."""
-        current = self.settings.mcp.servers
+        current = await self._servers()
         servers, notice = (
             await servers_to_resume(self.store, run_id, current)
             if run_id is not None
@@ -199,7 +215,8 @@ class WorkerServer:
     async def _start(self, tag: str, request: NewRunRequest, approve: str | None) -> None:
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)
-            origin = RunOrigin.at_start(run_settings_for(self.settings, request))
+            servers = await self._servers()
+            origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
