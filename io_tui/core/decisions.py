@@ -21,7 +21,7 @@ from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.reconcile import Reconciler
 from io_tui.core.run import RunResult, resume_run
 from io_tui.core.store import RunBusy, RunRow, Store
-from io_tui.core.sub_agents import last_to_commit, waiting_chain
+from io_tui.core.sub_agents import last_active, waiting_chain
 from io_tui.core.tools.registry import ToolRegistry
 
 
@@ -142,7 +142,7 @@ async def _resume(
             )
             raise DecideError(f"run {member.id} (a sub-agent of run {root.id}){owner}")
     # the runs share one provider: recreate it where the last of them left it
-    provider_run = await last_to_commit(store, root)
+    provider_run = await last_active(store, root)
     harness = await harness_for_run(store, provider_run.id, approver, sink, registry)
     if provider_run.id != root.id:
         harness = replace(

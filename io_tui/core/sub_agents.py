@@ -55,15 +55,20 @@ async def pending_call(store: Store, run: RunRow) -> tuple[int, ToolCall] | None
     return next(((last.step, c) for c in last.tool_calls if c.id not in observed), None)
 
 
+async def pending_child(store: Store, run: RunRow) -> RunRow | None:
+    """The child run of the run's pending ``spawn_agent`` call, if it has one."""
+    pending = await pending_call(store, run)
+    if pending is None or pending[1].name != SpawnAgent.name:
+        return None
+    return await child_of_call(store, run.id, pending[0], pending[1].id)
+
+
 async def waiting_on(store: Store, run: RunRow) -> RunRow | None:
     """The sub-agent a paused or interrupted run waits on: the child of its pending
     ``spawn_agent`` call, while that child has not ended."""
     if run.status not in WAITING:
         return None
-    pending = await pending_call(store, run)
-    if pending is None or pending[1].name != SpawnAgent.name:
-        return None
-    child = await child_of_call(store, run.id, pending[0], pending[1].id)
+    child = await pending_child(store, run)
     return child if child is not None and child.status not in ENDED else None
 
 
@@ -84,13 +89,9 @@ async def waiting_chain(store: Store, run: RunRow) -> list[RunRow]:
     return chain
 
 
-async def last_to_commit(store: Store, run: RunRow) -> RunRow:
-    """Of ``run`` and its sub-agents (at any depth), the one written last: its recorded
-    provider is where the shared provider left off (a script's turns consumed)."""
-    latest, todo = run, [run]
-    while todo:
-        for child in await store.runs.children(todo.pop().id):
-            todo.append(child)
-            if child.updated_at > latest.updated_at:
-                latest = child
-    return latest
+async def last_active(store: Store, run: RunRow) -> RunRow:
+    """Down ``run``'s pending sub-agent calls, the run that went last (the others waited on
+    it): its recorded provider is where the one they share left off (a script's turns)."""
+    while (child := await pending_child(store, run)) is not None:
+        run = child
+    return run
