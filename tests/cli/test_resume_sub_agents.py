@@ -5,6 +5,7 @@ under the same run ids, and a killed ``decide`` leaves both resumable."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from io_tui.core import Store, Workspace, in_flight_calls
 
 ALLOW = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
@@ -68,6 +71,11 @@ def hang(tmp_path):
     call = {"id": "x1", "name": "run_command", "arguments": {"argv": ["sh", "-c", code]}}
     yield {"tool_calls": [call]}, marker
     release.touch()
+
+
+async def in_flight(store_path: Path, run: int, workspace: Path) -> list[Any]:
+    async with await Store.open(store_path) as store:
+        return await in_flight_calls(store, run, Workspace(workspace))
 
 
 def killed(proc: subprocess.Popen[bytes], marker: Path) -> None:
@@ -125,6 +133,9 @@ def test_a_child_killed_mid_call_resumes_with_its_parent(
     assert parent["run"]["waiting_on"] == 2
     assert "its sub-agent run 2 first" in io_tui("trace", "1", store=store_path).stdout
     assert trace(2, store_path)["steps"][0]["unfinished_calls"] == {"x1": "started"}
+    # what the TUI's reconcile modal shows for either run: the child's command, not the spawn
+    calls = asyncio.run(in_flight(store_path, int(resumed), workspace))
+    assert [(c.run_id, c.intent.tool) for c in calls] == [(2, "run_command")]
 
     # no answer for the child's command: both stay interrupted, never a dead end
     asked = io_tui("resume", resumed, store=store_path, input="")
