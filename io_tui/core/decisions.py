@@ -135,12 +135,10 @@ async def _resume(
     for member in chain:
         if member.status not in RESUMABLE:
             holder = await store.leases.holder(member.id)
-            owner = (
-                f" is driven by {holder.describe()}"
-                if holder is not None
-                else f" is {member.status}"
+            owner = f"driven by {holder.describe()}" if holder else member.status
+            raise DecideError(
+                f"run {member.id}, the sub-agent run {root.id} resumes with, is {owner}"
             )
-            raise DecideError(f"run {member.id} (a sub-agent of run {root.id}){owner}")
     # the runs share one provider: recreate it where the last of them left it
     provider_run = await last_active(store, root)
     harness = await harness_for_run(store, provider_run.id, approver, sink, registry)

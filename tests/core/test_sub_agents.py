@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from io_tui.core.approvals import ApproveAll, Decision, DeferAll
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import decide, resume
+from io_tui.core.decisions import DecideError, decide, resume
 from io_tui.core.harness import Harness
 from io_tui.core.outcome import Outcome
 from io_tui.core.policy import Policy
@@ -146,3 +148,16 @@ async def test_a_grandchild_keeps_its_parents_narrowing(store, workspace, write_
     assert (workspace / "src/app.py").read_text().endswith("return a\n")
     grandchild = await build_trace(store, 3)
     assert "spawn-narrowing-1" in grandchild["steps"][0]["observations"][0]["text"]
+
+
+async def test_a_chain_whose_child_is_driven_elsewhere_is_refused_with_the_owner_named(
+    store, workspace, write_script
+):
+    script = write_script([{"tool_calls": [spawn("s1", "fix")]}, {"tool_calls": [EDIT]}])
+    await start_run(harness(store, script), TaskContract("x", workspace))
+    await store.leases.acquire(2)  # as a live process driving the child would
+    with pytest.raises(
+        DecideError, match=r"run 2, the sub-agent run 1 resumes with, is driven by pid"
+    ):
+        await resume(store, 1, reconciler=FixedReconciler(ReconcileChoice.SKIP))
+    assert (await store.runs.get(1)).status == "paused"  # untouched
