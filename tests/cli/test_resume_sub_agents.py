@@ -11,11 +11,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waits import until
 
 from io_tui.core import Store, Workspace, in_flight_calls
 
@@ -54,14 +54,6 @@ def spawn(call_id: str, goal: str) -> dict[str, Any]:
     return {"tool_calls": [{"id": call_id, "name": "spawn_agent", "arguments": {"goal": goal}}]}
 
 
-def wait_for(path: Path, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {path.name}")
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def hang(tmp_path):
     """A command that says it started (``marker``) and waits until the test releases it; the
@@ -79,7 +71,7 @@ async def in_flight(store_path: Path, run: int, workspace: Path) -> list[Any]:
 
 
 def killed(proc: subprocess.Popen[bytes], marker: Path) -> None:
-    wait_for(marker)
+    asyncio.run(until(marker.exists, "the command to start", 60))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
 
