@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core import TraceNotFound, build_trace
+from io_tui.core import TraceNotFound, build_trace, request_notes
 
 
 def register(sub: Any) -> None:
@@ -60,6 +60,8 @@ def print_readable(trace: dict[str, Any]) -> None:
             print(f"[operator] {message}")
         if step["text"]:
             print(step["text"])
+        for line in request_notes([r for r in trace["requests"] if r["step"] == step["step"]]):
+            print(line)
         for call, obs in _pairs(step):
             print(f"→ {call['name']} {call['arguments']}")
             child = step["sub_agents"].get(call["id"])

@@ -19,6 +19,7 @@ class EventKind(StrEnum):
     TEXT_DELTA = "text_delta"
     REQUEST_FINISHED = "request_finished"
     REQUEST_FAILED = "request_failed"
+    REQUEST_RETRY = "request_retry"  # one attempt failed; the provider tries again after a wait
     TOOL_CALLED = "tool_called"
     TOOL_REFUSED = "tool_refused"
     APPROVAL_REQUESTED = "approval_requested"

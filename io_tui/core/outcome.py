@@ -13,6 +13,7 @@ from typing import Any
 class Outcome(StrEnum):
     SUCCESS = "success"
     FINISHED = "finished"
+    TRUNCATED = "finished_truncated"  # the final answer was cut by the output limit
     STEP_CAP = "step_cap_reached"
     TOKEN_BUDGET = "token_budget_exhausted"
     DENIED = "denied"

@@ -28,7 +28,7 @@ from io_tui.core.contract import TaskContract, contract_from_json, contract_to_j
 from io_tui.core.events import OPERATOR_CANCEL, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.ledger import ObsKind
-from io_tui.core.model_turn import ask_model, build_engine, request_tokens
+from io_tui.core.model_turn import ask_model, build_engine, request_tokens, truncated_note
 from io_tui.core.outcome import Outcome, RunResult, status_for
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
 from io_tui.core.reconcile import (
@@ -291,6 +291,9 @@ class Run:
                     operator_messages=operator_messages,
                     tokens=tokens,
                 )
+                if response.truncated:  # a cut answer is not a finished one (model_turn)
+                    self.failure = truncated_note(response)
+                    return Outcome.TRUNCATED
                 outcome = await self._after_model_stopped()
                 if outcome is not None:
                     return outcome

@@ -114,6 +114,7 @@ def _unfinished(intent: IntentRow | None) -> str:
 
 def _request(row: RequestRow) -> dict[str, Any]:
     manifest = row.manifest
+    last = row.attempts[-1] if row.attempts else {}
     return {
         "step": row.step,
         "attempt": row.attempt,
@@ -127,8 +128,51 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "model": row.model,
         "attempts": row.attempts,
         "error": row.error,
+        # the answer's stop reason (normalized, and the vendor's), and what a failed request
+        # had streamed before it failed (its last attempt's, marked partial)
+        "stop_reason": last.get("stop_reason"),
+        "raw_stop_reason": last.get("raw_stop_reason"),
+        "partial": last.get("partial"),
         "messages": row.messages,
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),
     }
+
+
+NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say
+
+
+def request_notes(requests: list[dict[str, Any]]) -> list[str]:
+    """Readable lines about a step's requests (``trace["requests"]`` of one step) where there
+    is something to say: a retried attempt, a failure, an unusual stop reason (``length``: the
+    answer was cut), and what a failed request had streamed, marked partial."""
+    lines: list[str] = []
+    for request in requests:
+        label = (
+            f"request {request['attempt']}" if request.get("purpose") != "summary" else "summary"
+        )
+        attempts = request.get("attempts") or []
+        for number, attempt in enumerate(attempts[:-1], 1):
+            lines.append(
+                f"{label}: attempt {number} failed ({attempt.get('error_kind')}:"
+                f" {attempt.get('error')}), retried"
+            )
+        if request.get("error"):
+            lines.append(f"{label} failed: {request['error']}")
+        stop = request.get("stop_reason")
+        if stop not in NOTABLE_STOPS:
+            limit = (attempts[-1] if attempts else {}).get("max_output_tokens")
+            cut = f": the answer was cut at {limit:,} tokens" if stop == "length" and limit else ""
+            lines.append(
+                f"{label}: stop reason {stop} (raw {request.get('raw_stop_reason')!r}){cut}"
+            )
+        partial = request.get("partial")
+        if partial:
+            lines.append("partial output (streamed before it failed):")
+            lines += ["  │ " + line for line in (partial.get("text") or "").splitlines()]
+            lines += [
+                f"  │ → {call.get('name') or '?'} {call.get('arguments') or ''} (incomplete)"
+                for call in partial.get("tool_calls") or []
+            ]
+    return lines

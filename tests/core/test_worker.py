@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -274,3 +275,29 @@ def test_encode_is_one_line_that_decodes_back(message: dict[str, Any]) -> None:
     data = encode(message)
     assert data.endswith(b"\n") and data.count(b"\n") == 1
     assert LineBuffer().feed(data) == [message]
+
+
+def write_user_mcp_json(name: str) -> None:
+    user_dir = Path(os.environ["IO_TUI_CONFIG_DIR"])
+    user_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"command": sys.executable, "args": server_script_args()}
+    (user_dir / "mcp.json").write_text(json.dumps({"mcpServers": {name: entry}}))
+
+
+async def test_the_worker_also_starts_the_users_mcp_json_servers(tmp_path: Path) -> None:
+    write_user_mcp_json("mine")
+    worker = await Worker.start(tmp_path / "store.db")
+    turns = [
+        {"tool_calls": [{"name": "mcp__mine__echo", "arguments": {"message": "from mcp.json"}}]},
+        {"text": "done"},
+    ]
+    await worker.send(
+        {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns)),
+         "approve": "all"}
+    )  # fmt: skip
+    ended = await worker.until("ended")
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, ended["result"]["run_id"])
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: from mcp.json")
+    code, _ = await worker.close()
+    assert code == 0

@@ -368,10 +368,30 @@ def _summary(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
+        *_answer_notes(request),
         f"\n{len(rows)} entries, {stubs} stubs · filter: ",
         (state_filter, "bold"),
         " (f)",
     )
+
+
+def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
+    """How the request's answer ended, when that is worth a line: an unusual stop reason (a cut
+    answer above all), a failure, and the partial output a failed request had streamed."""
+    out: list[tuple[str, str] | str] = []
+    stop = request.get("stop_reason")
+    if stop not in (None, "stop", "tool_calls"):
+        out.append((f"\nstop reason {stop} ({request.get('raw_stop_reason')})", "bold yellow"))
+    if request.get("error"):
+        out.append((f"\nfailed: {request['error']}", "bold red"))
+    partial = request.get("partial")
+    if partial:
+        text = partial.get("text") or ""
+        shown = text if len(text) <= 120 else text[:119] + "…"
+        calls = len(partial.get("tool_calls") or [])
+        out.append(("\npartial ", "bold yellow"))
+        out.append(f"output kept: {len(text):,} chars, {calls} tool-call fragments: {shown!r}")
+    return out
 
 
 def _render_entry(
