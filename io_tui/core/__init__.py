@@ -62,6 +62,8 @@ if TYPE_CHECKING:
         StepSummary,
         Store,
         StoreError,
+        StoreLocation,
+        store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.tools.registry import ToolRegistry
@@ -130,7 +132,16 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
     **dict.fromkeys(
-        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        (
+            "ApprovalRecord",
+            "Recall",
+            "RememberedRule",
+            "StepSummary",
+            "Store",
+            "StoreError",
+            "StoreLocation",
+            "store_location",
+        ),
         "store",
     ),
     "MemoryRepo": "store.memory",
@@ -186,6 +197,7 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "StoreLocation",
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
@@ -215,6 +227,7 @@ __all__ = [
     "provider_for",
     "resume",
     "start_run",
+    "store_location",
     "suggest_pattern",
     "usage_hit_rate",
     "validate_pattern",
