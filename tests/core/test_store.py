@@ -10,7 +10,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_cluster import store_on_both as store_path  # noqa: F401  (every test: both backends)
 
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
@@ -18,6 +17,12 @@ from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import StepCommit, Store, StoreError, store_location
 from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, _password
 from io_tui.core.store.schema import SCHEMA_VERSION
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 @pytest.fixture
