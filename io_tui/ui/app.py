@@ -110,7 +110,7 @@ class IoApp(App[int]):
     def __init__(
         self,
         settings: Settings,
-        store_path: Path,
+        store_path: StoreLocation,
         *,
         demo: bool = False,
         approver: Approver | None = None,
@@ -563,7 +563,7 @@ def launch_resume(store: StoreLocation, run_id: int, choice: str) -> None:
 
 def create_app(
     settings: Settings,
-    store_path: Path,
+    store_path: StoreLocation,
     *,
     demo: bool = False,
     approver: Approver | None = None,
