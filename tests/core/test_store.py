@@ -15,7 +15,7 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import StepCommit, Store, StoreError, store_location
-from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, _password
+from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, PgDatabase, _password
 from io_tui.core.store.schema import SCHEMA_VERSION
 
 
@@ -223,3 +223,35 @@ def test_the_password_may_come_from_the_credentials_file(tmp_path, monkeypatch):
     assert _password(store_location("postgresql://io@db.example/runs")) == "from-the-file"
     monkeypatch.setenv(PASSWORD_VARIABLE, "env-wins")  # libpq reads it itself
     assert _password(store_location("postgresql://io@db.example/runs")) is None
+
+
+async def test_postgresql_only_statements_run_through_the_backend(pg_url):
+    """What a module built on PostgreSQL does (the run queue): a claim with ``SKIP LOCKED``
+    outside the store-wide write lock, and ``LISTEN``/``pg_notify`` on a connection of its own."""
+    holder, claimer = await Store.open(pg_url), await Store.open(pg_url)
+    assert isinstance(claimer.db, PgDatabase) and claimer.db.dialect == "postgresql"
+    first, second = await new_run(holder), await new_run(holder)
+
+    def claim(conn):
+        return conn.execute(
+            "SELECT id FROM runs WHERE status = ? ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+            ("running",),
+        ).fetchone()["id"]
+
+    async with holder.db.transaction() as conn:  # holds the write lock and run 1's row
+        await conn.execute("SELECT id FROM runs WHERE id = ? FOR UPDATE", (first,))
+        assert await claimer.db.write(claim, exclusive=False) == second
+    assert await claimer.db.write(claim, exclusive=False) == first
+
+    listener = await claimer.db.connect()
+    try:
+        await listener.execute("LISTEN io_tui_events")
+        await holder.db.call(
+            lambda conn: conn.execute("SELECT pg_notify(?, ?)", ("io_tui_events", f"{first}:7"))
+        )
+        payloads = [n.payload async for n in listener.notifies(timeout=10, stop_after=1)]
+        assert payloads == [f"{first}:7"]
+    finally:
+        await listener.close()
+    await holder.close()
+    await claimer.close()

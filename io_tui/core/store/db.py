@@ -138,13 +138,18 @@ class Database(ABC):
 
     @staticmethod
     @abstractmethod
-    def begin(conn: Connection) -> None:
-        """Start a write transaction that excludes every other writer of the store."""
+    def begin(conn: Connection, exclusive: bool = True) -> None:
+        """Start a write transaction; ``exclusive``: one that excludes every other writer of
+        the store (SQLite's transactions always do)."""
 
-    async def write(self, fn: Callable[[Connection], T]) -> T:
-        """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing."""
+    async def write(self, fn: Callable[[Connection], T], *, exclusive: bool = True) -> T:
+        """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing.
+
+        Not ``exclusive`` is for statements made for concurrent writers (PostgreSQL's row locks,
+        ``FOR UPDATE SKIP LOCKED``): there the transaction takes no store-wide lock."""
         async with self._lock:
-            return await self.call(partial(_in_transaction, self.begin, fn))
+            begin = partial(self.begin, exclusive=exclusive)
+            return await self.call(partial(_in_transaction, begin, fn))
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
         return await self.call(partial(_fetch, sql, tuple(params), many=True))
@@ -222,7 +227,7 @@ class SqliteDatabase(Database):
             return await _on_thread(conn, fn)
 
     @staticmethod
-    def begin(conn: Connection) -> None:
+    def begin(conn: Connection, exclusive: bool = True) -> None:
         conn.execute("BEGIN IMMEDIATE")
 
     @asynccontextmanager

@@ -18,7 +18,8 @@ driver's own connection is ``conn.raw`` and ``PgDatabase.connect()`` opens a sec
 
 A write transaction takes a transaction-scoped advisory lock first (``pg_advisory_xact_lock``):
 writers of one store take turns, as SQLite's ``BEGIN IMMEDIATE`` makes them, so every repo's
-read-then-write stays correct across processes and machines. Reads take no lock.
+read-then-write stays correct across processes and machines. Reads take no lock; nor does
+``db.write(fn, exclusive=False)``, for statements made for concurrent writers (row locks).
 
 The schema is versioned in the table ``io_tui_schema`` (its application id and version, the
 migration numbers of SQLite's ``user_version``); a database with tables and no such table is not
@@ -326,9 +327,10 @@ class PgDatabase(Database):
             return await self._on_thread(partial(fn, conn))
 
     @staticmethod
-    def begin(conn: Connection) -> None:
+    def begin(conn: Connection, exclusive: bool = True) -> None:
         conn.execute("BEGIN")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
+        if exclusive:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
