@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,3 +124,9 @@ def store_on_both(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
     if request.param == "sqlite":
         return tmp_path / "store.db"
     return str(request.getfixturevalue("pg_url"))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say it at the end, not only in a skip count: the PostgreSQL cases did not run here."""
+    if not (PG_BIN / "initdb").exists():
+        terminalreporter.write_line(f"PostgreSQL store tests SKIPPED: {MISSING}", yellow=True)
