@@ -255,3 +255,14 @@ async def test_postgresql_only_statements_run_through_the_backend(pg_url):
         await listener.close()
     await holder.close()
     await claimer.close()
+
+
+async def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(pg_url):
+    store = await Store.open(pg_url)
+    run_id = await new_run(store)
+    pg(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+               " WHERE application_name = 'io-tui'")  # fmt: skip
+    with pytest.raises(StoreError, match=r"^store postgresql://"):
+        await store.runs.get(run_id)
+    assert (await store.runs.get(run_id)) is not None
+    await store.close()

@@ -221,7 +221,8 @@ class SqliteDatabase(Database):
             await conn.close()
 
     async def call(self, fn: Callable[[Connection], T]) -> T:
-        """(each ``aiosqlite`` await is one hand-off)"""
+        """``fn(connection)`` on aiosqlite's thread: one hand-off for all of it (each
+        ``aiosqlite`` await is one)."""
         conn = await self._connection()
         with _as_store_error(self.path):
             return await _on_thread(conn, fn)

@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from io_tui.core.store.db import APPLICATION_ID, Connection, Database, StoreError
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION, id_tables, postgresql
@@ -85,8 +85,6 @@ def store_url(text: str) -> StoreUrl:
     user, colon, password = userinfo.partition(":")
     url = StoreUrl(urlunsplit(parts._replace(netloc=f"{user}{at}{hostinfo}")))
     if colon and password:
-        from urllib.parse import unquote
-
         url.password = unquote(password)
         os.environ.setdefault(PASSWORD_VARIABLE, url.password)
     return url
@@ -324,7 +322,15 @@ class PgDatabase(Database):
         if conn is None:
             raise StoreError("store is not open")
         with self._as_store_error("store"):
-            return await self._on_thread(partial(fn, conn))
+            return await self._on_thread(partial(self._reconnected, fn, conn))
+
+    def _reconnected(self, fn: Callable[[Connection], T], conn: PgConnection) -> T:
+        """``fn(conn)``, on a new connection first if the server dropped the last one (a
+        restart, a failover): the call that met the drop failed with ``StoreError``; the next
+        ones go on."""
+        if conn.raw.broken:
+            conn.raw = self.connect_sync(self.path)
+        return fn(conn)
 
     @staticmethod
     def begin(conn: Connection, exclusive: bool = True) -> None:
