@@ -35,8 +35,9 @@ _UNPRIVILEGED = "nobody"
 class Cluster:
     """One running server; ``new_database()`` gives a fresh database's connection URL."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fsync: bool = False) -> None:
         self.root = root
+        self.fsync = fsync  # off for the tests: nothing there must outlive a crash
         self.data = root / "data"
         self.socket_dir = root
         self._names = itertools.count(1)
@@ -58,10 +59,9 @@ class Cluster:
             PG_BIN / "initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
             "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
         )  # fmt: skip
-        options = (
-            f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off"
-            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
+        options = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
+        if not self.fsync:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(PG_BIN / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-o", options,
                   "-w", "start")  # fmt: skip
 

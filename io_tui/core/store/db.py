@@ -149,7 +149,7 @@ class Database(ABC):
         ``FOR UPDATE SKIP LOCKED``): there the transaction takes no store-wide lock."""
         async with self._lock:
             begin = partial(self.begin, exclusive=exclusive)
-            return await self.call(partial(_in_transaction, begin, fn))
+            return await self.call(partial(in_transaction, begin, fn))
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
         return await self.call(partial(_fetch, sql, tuple(params), many=True))
@@ -379,7 +379,7 @@ def _as_store_error(path: Path) -> Iterator[None]:
         raise StoreError(f"store {path}: {_describe(exc)}") from None
 
 
-def _in_transaction(
+def in_transaction(
     begin: Callable[[Connection], None], fn: Callable[[Connection], T], conn: Connection
 ) -> T:
     begin(conn)

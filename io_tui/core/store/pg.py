@@ -46,7 +46,13 @@ from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from io_tui.core.store.db import APPLICATION_ID, Connection, Database, StoreError
+from io_tui.core.store.db import (
+    APPLICATION_ID,
+    Connection,
+    Database,
+    StoreError,
+    in_transaction,
+)
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION, id_tables, postgresql
 
 if TYPE_CHECKING:
@@ -130,18 +136,34 @@ def _rows(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
 
 
 class PgCursor:
-    """A statement's outcome as sqlite3's cursor gives it."""
+    """A statement's outcome as sqlite3's cursor gives it (in a pipeline, once it is back)."""
 
-    def __init__(self, cursor: psycopg.Cursor[Any], lastrowid: int | None) -> None:
+    def __init__(self, conn: PgConnection, cursor: psycopg.Cursor[Any], lastrowid: int | None):
+        self._conn = conn
         self._cursor = cursor
         self.lastrowid = lastrowid
-        self.rowcount = cursor.rowcount
+
+    @property
+    def rowcount(self) -> int:
+        if self._conn.pipeline is not None:
+            self._conn.pipeline.sync()
+        return self._cursor.rowcount
 
     def fetchone(self) -> Any:
-        return self._cursor.fetchone() if self._cursor.description else None
+        import psycopg
+
+        try:
+            return self._cursor.fetchone()
+        except psycopg.ProgrammingError:  # a statement without rows: sqlite3 says None
+            return None
 
     def fetchall(self) -> list[Any]:
-        return self._cursor.fetchall() if self._cursor.description else []
+        import psycopg
+
+        try:
+            return self._cursor.fetchall()
+        except psycopg.ProgrammingError:
+            return []
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
@@ -155,20 +177,38 @@ class PgConnection:
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
+        self.pipeline: psycopg.Pipeline | None = None
 
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
         text, returning = translate(sql)
         with _integrity():
             cursor = self.raw.execute(text, tuple(parameters))
             lastrowid = cursor.fetchone()[0] if returning else None  # type: ignore[index]
-        return PgCursor(cursor, lastrowid)
+        return PgCursor(self, cursor, lastrowid)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> PgCursor:
         text, _ = translate(sql, returning=False)
         cursor = self.raw.cursor()
         with _integrity():
             cursor.executemany(text, [tuple(p) for p in parameters])
-        return PgCursor(cursor, None)
+        return PgCursor(self, cursor, None)
+
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Statements sent without waiting for each answer (psycopg's pipeline mode): a wait
+        only where a result is read (a row, ``lastrowid``, ``rowcount``) and at the end. A
+        failure surfaces at the next wait; a transaction it left aborted is rolled back."""
+        from psycopg.pq import TransactionStatus
+
+        try:
+            with self.raw.pipeline() as self.pipeline:
+                yield
+        except BaseException:
+            if not self.raw.broken and self.raw.info.transaction_status != TransactionStatus.IDLE:
+                self.raw.execute("ROLLBACK")
+            raise
+        finally:
+            self.pipeline = None
 
 
 @contextmanager
@@ -332,6 +372,12 @@ class PgDatabase(Database):
             conn.raw = self.connect_sync(self.path)
         return fn(conn)
 
+    async def write(self, fn: Callable[[Connection], T], *, exclusive: bool = True) -> T:
+        """(pipelined: a step's commit waits for the server about three times, not once per
+        statement; the store's write lock is held that much shorter)"""
+        async with self._lock:
+            return await self.call(partial(_pipelined_transaction, exclusive, fn))
+
     @staticmethod
     def begin(conn: Connection, exclusive: bool = True) -> None:
         conn.execute("BEGIN")
@@ -362,6 +408,12 @@ class PgDatabase(Database):
             if self.path.password:
                 text = text.replace(self.path.password, "***")
             raise StoreError(f"{doing} {self.path}: {text}") from None
+
+
+def _pipelined_transaction(exclusive: bool, fn: Callable[[Connection], T], conn: Connection) -> T:
+    begin = partial(PgDatabase.begin, exclusive=exclusive)
+    with _integrity(), cast(PgConnection, conn).pipelined():
+        return in_transaction(begin, fn, conn)
 
 
 def _rollback(conn: Connection) -> None:
