@@ -285,6 +285,8 @@ class _AsyncConnection:
 
 
 class PgDatabase(Database):
+    """One PostgreSQL database through one psycopg connection on a thread of its own."""
+
     dialect = "postgresql"
 
     def __init__(self, url: StoreUrl, *, create: bool = True) -> None:
