@@ -21,9 +21,10 @@ from io_tui.ui.widgets.transcript import Transcript
 from .conftest import SIZE
 
 
-async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
+async def test_demo_fills_tree_transcript_and_gauges(make_app, store_on_both) -> None:
+    """The demo on a SQLite file and on PostgreSQL: the same tree, transcript and gauges."""
     messages: list[Message] = []
-    app = make_app()
+    app = make_app(store=store_on_both)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await wait_until_idle(pilot)
         run = app.runs[1]
