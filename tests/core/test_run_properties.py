@@ -237,6 +237,9 @@ def check_requests(s: Session) -> list[str]:
         entries = stored["entries"]
         assert entries == manifest["entries"]
         lines = {e["kind"] for e in entries if e["call_id"] == "collapse" or e["kind"] == "summary"}  # fmt: skip
+        # nothing of a recorded result is sent that the manifest does not list as sent
+        listed = {e["call_id"] for e in entries if EntryState(e["state"]) in SENT}
+        assert {i for i in by_call if i in s.observations} <= listed
         for e in entries:
             state = EntryState(e["state"])
             note(f"state {state.value}")
@@ -253,8 +256,14 @@ def check_requests(s: Session) -> list[str]:
                 by = e["superseded_by"]
                 assert by is not None and by >= obs.step and e["chars"] == e["est_tokens"] == 0, e
                 assert obs.call_id not in by_call and obs.call_id not in called, e
-                whole = all(d["state"] == "dropped" for d in entries if d["step"] == obs.step)
-                assert whole, e  # the whole step or none of it
+                of_step = [d for d in entries if d["step"] == obs.step]
+                assert all(d["state"] == "dropped" for d in of_step), e  # the whole step or none
+                assert max(d["superseded_by"] for d in of_step) > obs.step, e  # by a later step
+                assert any(  # the call that superseded it is the same call
+                    (o.step, o.kind, o.target) == (by, obs.kind, obs.target)
+                    and o.call_id != obs.call_id
+                    for o in s.observations.values()
+                ), e
                 continue
             if state not in SENT:  # counted in the collapse line or the summary
                 assert ("collapse" if state is EntryState.COLLAPSED else "summary") in lines, e
