@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import stat
 import tomllib
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,7 +69,7 @@ class Settings(BaseSettings, RunSettings):
         env_prefix="IO_TUI_", env_nested_delimiter="__", extra="forbid"
     )
 
-    store: Path | None = None
+    store: str | None = None  # a SQLite file's path or a postgresql:// URL
     approve: ApproveMode = "ask"
     ui: UISettings = Field(default_factory=UISettings)
 

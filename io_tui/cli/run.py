@@ -207,6 +207,11 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
         print(f"error: {result.error}")
     if result.outcome is Outcome.INTERRUPTED:
         print(f"interrupted: continue it with `io-tui resume {result.run_id} --reconcile …`")
+    if result.outcome is Outcome.AWAITING_SUB_AGENT:
+        print(
+            f"waiting on its sub-agent run {result.waiting_on}, paused: see `io-tui approvals`,"
+            f" then `io-tui decide ID approve|deny` (run {result.waiting_on} goes on first)"
+        )
     if result.outcome is Outcome.AWAITING_APPROVAL:
         print(
             "waiting for a decision: see `io-tui approvals`, then `io-tui decide ID approve|deny`"

@@ -45,8 +45,15 @@ def print_readable(trace: dict[str, Any]) -> None:
     print(f"workspace: {run['workspace']}")
     if run["error"]:
         print(f"error: {run['error']}")
+    child = run["waiting_on"]
+    if run["status"] == "paused" and child is not None:
+        print(
+            f"paused: waits on its sub-agent run {child} (`io-tui trace {child}`); decide that"
+            " run's request and both go on, the sub-agent first"
+        )
     if run["status"] == "interrupted":
-        print(f"interrupted: its process died; continue it with `io-tui resume {run['id']}`")
+        first = f" (its sub-agent run {child} first)" if child is not None else ""
+        print(f"interrupted: its process died; continue it with `io-tui resume {run['id']}`{first}")
     for step in trace["steps"]:
         print(f"\n── step {step['step']} " + "─" * 60)
         for message in step["operator_messages"]:
@@ -57,8 +64,11 @@ def print_readable(trace: dict[str, Any]) -> None:
             print(line)
         for call, obs in _pairs(step):
             print(f"→ {call['name']} {call['arguments']}")
+            child = step["sub_agents"].get(call["id"])
             if obs is not None:
                 print(obs["full_text"])
+            elif child is not None:
+                print(f"(handed to sub-agent run {child}; no answer yet: this run resumes with it)")
             elif step["unfinished_calls"].get(call["id"]) == "started":
                 print("(started, outcome unknown: in flight when its process died)")
             else:

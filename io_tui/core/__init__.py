@@ -69,6 +69,8 @@ if TYPE_CHECKING:
         StepSummary,
         Store,
         StoreError,
+        StoreLocation,
+        store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.tools.registry import ToolRegistry
@@ -138,7 +140,16 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
     **dict.fromkeys(
-        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        (
+            "ApprovalRecord",
+            "Recall",
+            "RememberedRule",
+            "StepSummary",
+            "Store",
+            "StoreError",
+            "StoreLocation",
+            "store_location",
+        ),
         "store",
     ),
     "MemoryRepo": "store.memory",
@@ -198,6 +209,7 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "StoreLocation",
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
@@ -230,6 +242,7 @@ __all__ = [
     "resume",
     "servers_to_resume",
     "start_run",
+    "store_location",
     "suggest_pattern",
     "usage_hit_rate",
     "validate_pattern",

@@ -32,6 +32,7 @@ class EventKind(StrEnum):
     VERIFY = "verify"
     WARNING = "warning"
     RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
+    SUB_AGENT = "sub_agent"  # a spawn_agent call handed to its child run (call_id, run_id)
     RUN_FINISHED = "run_finished"
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from io_tui.core.cache import annotate
+from io_tui.core.events import EventKind
 from io_tui.core.store import IntentRow, RequestRow, Store
+from io_tui.core.sub_agents import waiting_on
 
 
 class TraceNotFound(LookupError):
@@ -23,6 +25,11 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     observations = await store.trace.observations(run_id)
     intents = await store.intents.for_run(run_id)
     latest = {i.call_id: i for i in intents}  # a re-run call's newest intent
+    sub_agents: dict[int, dict[str, int]] = {}  # step → call → the child run carrying it out
+    for e in events:
+        if e.kind == EventKind.SUB_AGENT.value:
+            sub_agents.setdefault(e.step, {})[e.detail["call_id"]] = e.detail["run_id"]
+    waits = await waiting_on(store, run)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
@@ -54,6 +61,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             # schema 5
             "origin": run.origin,
             "error": run.error,
+            # paused or interrupted with its sub-agent: the child run it resumes with
+            "waiting_on": waits.id if waits is not None else None,
             "created_at": run.created_at,
             "finished_at": run.finished_at,
         },
@@ -74,6 +83,7 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
                     for c in s.tool_calls
                     if c.id not in {o["call_id"] for o in obs_by_step.get(s.step, [])}
                 },
+                "sub_agents": sub_agents.get(s.step, {}),
             }
             for s in steps
         ],

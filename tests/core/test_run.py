@@ -10,6 +10,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
 from waits import until
 
 from io_tui.core.approvals import (
@@ -36,6 +37,12 @@ EDIT = {
     "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
 }
 READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 class Recorder:

@@ -37,7 +37,7 @@ class Worker:
         self.received: list[dict[str, Any]] = []
 
     @classmethod
-    async def start(cls, store: Path, settings: dict[str, Any] | None = None) -> Worker:
+    async def start(cls, store: Path | str, settings: dict[str, Any] | None = None) -> Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -95,8 +95,11 @@ def request(tmp_path: Path, provider: str) -> dict[str, Any]:
     return {"task": "fix a.txt", "workspace": str(workspace), "provider": provider}
 
 
-async def test_a_run_asks_the_app_and_goes_on_with_its_answer(tmp_path: Path) -> None:
-    worker = await Worker.start(tmp_path / "store.db")
+async def test_a_run_asks_the_app_and_goes_on_with_its_answer(
+    tmp_path: Path, store_on_both: Path | str
+) -> None:
+    """On a SQLite file and on PostgreSQL: the worker process opens the store the app names."""
+    worker = await Worker.start(store_on_both)
     turns = [EDIT, {"text": "done"}]
     await worker.send(
         {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns))}

@@ -16,7 +16,6 @@ import sys
 import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -32,7 +31,7 @@ from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
-from io_tui.core.store import Store
+from io_tui.core.store import Store, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
 from io_tui.paths import config_dir
@@ -327,7 +326,7 @@ class AppApprover:
             self.server.asking.discard(self.tag)
 
 
-async def main(store_path: Path) -> int:
+async def main(store_path: StoreLocation) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK * 16)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)

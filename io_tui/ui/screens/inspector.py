@@ -322,7 +322,7 @@ class InspectorScreen(Screen[None]):
         self.load()
 
 
-_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic"}
+_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
 
 
 def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
@@ -354,6 +354,7 @@ def _summary(
         request.get("frame_tokens", 0),
     )
     stubs = sum(1 for r in rows.values() if r.is_stub)
+    dropped = sum(1 for r in rows.values() if r.state == "dropped")
     counted = (
         "no count from the provider"
         if reported is None
@@ -369,7 +370,9 @@ def _summary(
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
         *_answer_notes(request),
-        f"\n{len(rows)} entries, {stubs} stubs · filter: ",
+        f"\n{len(rows)} entries, {stubs} stubs"
+        + (f" ({dropped} dropped: left out with their steps)" if dropped else "")
+        + " · filter: ",
         (state_filter, "bold"),
         " (f)",
     )
@@ -411,6 +414,9 @@ def _render_entry(
             lines.append(Text(f"replaced / invalidated by step {row.superseded_by} — press j"))
         if sent is not None:
             lines += [Text("\nsent instead:", style="dim"), Text(plain(sent))]
+        elif row.state == "dropped":
+            left_out = f"step {row.step}'s turn and results are left out of this request"
+            lines.append(Text(f"\nsent instead: nothing ({left_out})"))
     else:
         lines.append(Text(f"why: {row.reason}", style="dim") if row.reason else Text(""))
         if sent is not None:
@@ -486,8 +492,10 @@ def _render_diff(
 
     section("added", d.added, "+", "green")
     section("stubbed", d.stubbed, "~", "yellow")
+    section("left out (dropped)", d.dropped, "-", "red")
     section("refreshed", d.refreshed, "↻", "cyan")
-    section("dropped", d.dropped, "-", "red")
+    if d.removed:
+        section("no longer listed", d.removed, "×", "red")
     out.append(f"memory recalled ({len(d.recalled)})\n", style="bold")
     for key in d.recalled:
         out.append(f"  ◆ {key}{' (new)' if key in d.newly_recalled else ''}\n")
