@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
-    from io_tui.core import Store, StoreLocation
+    from io_tui.core import ServerSource, Store, StoreLocation
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -59,6 +59,22 @@ async def open_store(args: Namespace, *, create: bool = False) -> Store:
         return await Store.open(store_path(args), create=create)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
+
+
+async def servers_for_run(
+    store: Store, run_id: int | None, current: dict[str, ServerSource]
+) -> dict[str, ServerSource]:
+    """The MCP servers to start for resuming ``run_id``: those it started with (this process's,
+    ``current``, for a run from before that record); one line on stderr when they are not
+    ``current``'s. No servers when nothing resumes (``run_id`` None)."""
+    if run_id is None:
+        return {}
+    from io_tui.core import servers_to_resume
+
+    servers, notice = await servers_to_resume(store, run_id, current)
+    if notice:
+        sys.stderr.write(f"io-tui: {notice}\n")
+    return servers
 
 
 def print_json(data: Any) -> None:

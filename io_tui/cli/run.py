@@ -31,6 +31,7 @@ from io_tui.core import (
     Outcome,
     Policy,
     Provider,
+    RunOrigin,
     RunResult,
     TaskContract,
     TerminalApprover,
@@ -135,9 +136,10 @@ async def run_command(args: argparse.Namespace) -> int:
     servers = mcp_servers(settings, args.mcp_config, workspace.root)
     provider = provider_from(settings)
     policy = policy_from(settings)
+    origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     async with opened_hub(servers) as hub:
         approver = APPROVERS[settings.approve]()
-        return await execute(args, contract, provider, policy, approver, hub=hub)
+        return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
 
 
 async def demo_command(args: argparse.Namespace) -> int:
@@ -170,6 +172,7 @@ async def execute(
     approver: Approver,
     *,
     hub: McpHub | None = None,
+    origin: RunOrigin | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
     store = await open_store(args, create=True)
@@ -182,6 +185,7 @@ async def execute(
             sink=sink,
             policy=policy,
             registry=registry,
+            origin=origin,
         )
         result = await start_run(harness, contract)
     finally:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         load_mcp_file,
     )
     from io_tui.core.memory import MemoryNote, Scope, check_key
+    from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Policy
     from io_tui.core.providers.base import Provider
@@ -83,6 +84,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "start_run": "run",
     **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
     "NewRunRequest": "run_request",
+    **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
@@ -199,6 +201,7 @@ __all__ = [
     "RewriteCheck",
     "RuleScope",
     "RunEvent",
+    "RunOrigin",
     "RunResult",
     "Scope",
     "ScriptedProvider",
@@ -237,6 +240,7 @@ __all__ = [
     "provider_for",
     "request_notes",
     "resume",
+    "servers_to_resume",
     "start_run",
     "store_location",
     "suggest_pattern",

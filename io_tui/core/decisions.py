@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
 from io_tui.core.harness import Harness, harness_registry
+from io_tui.core.origin import RunOrigin
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.reconcile import Reconciler
@@ -46,20 +47,26 @@ async def harness_for_run(
     sink: EventSink | None = None,
     registry: ToolRegistry | None = None,
 ) -> Harness:
-    """Recreate the provider and policy a run recorded, so it continues exactly where it was.
+    """Recreate the provider (with the timeout and retries of its ``RunOrigin``) and policy a
+    run recorded, so it continues exactly where it was.
 
-    ``registry`` carries tools that live outside the harness (MCP servers this process started).
+    ``registry`` carries tools that live outside the harness: the MCP servers the caller
+    started, the run's own (``origin.servers_to_resume``).
     """
     row = await store.runs.get(run_id)
     if row is None:
         raise DecideError(f"no run {run_id} in the store")
+    origin = RunOrigin.from_json(row.origin)
     return Harness(
         store=store,
-        provider=provider_from_description(row.provider),
+        provider=provider_from_description(
+            row.provider, settings=origin.settings if origin is not None else None
+        ),
         approver=approver or DeferAll(),
         sink=sink or NullSink(),
         registry=registry or harness_registry(),
         policy=Policy.from_json(row.policy, source=f"run {run_id} policy"),
+        origin=origin,
     )
 
 

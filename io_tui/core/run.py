@@ -70,6 +70,7 @@ async def start_run(
         policy=harness.policy.to_json(),
         parent_run_id=parent_run_id,
         seed_run_id=seed_run_id,
+        origin=harness.origin.to_json() if harness.origin is not None else None,
     )
     if on_created is not None:
         await on_created(run_id)

@@ -57,6 +57,9 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             "steps": run.steps,
             "tokens": run.tokens,
             "provider": run.provider,
+            # how it was started (``origin.RunOrigin``): settings, MCP servers; null before
+            # schema 5
+            "origin": run.origin,
             "error": run.error,
             # paused or interrupted with its sub-agent: the child run it resumes with
             "waiting_on": waits.id if waits is not None else None,

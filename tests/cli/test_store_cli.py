@@ -209,7 +209,8 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
     shutil.copy(fixture, path)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == version
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        assert app_id == (APPLICATION_ID if version >= 4 else 0)  # the id came with 4
 
     reads_back_the_shipped_data(("--store", str(path)))
     with sqlite3.connect(path) as conn:
@@ -217,6 +218,10 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
         columns = {row[1] for row in conn.execute("PRAGMA table_info(observations)")}
         assert {"seen"} <= columns  # migration 3
+        intents = conn.execute("SELECT call_id, status FROM intents").fetchall()
+        assert intents == ([("c1", "done")] if version >= 4 else [])  # migration 4
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
     assert sha(fixture) == shipped
 
 
@@ -266,6 +271,7 @@ def reads_back_the_shipped_data(store: tuple[str, str]) -> None:
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    assert data["run"]["origin"] is None  # from before migration 5: resumes say so
     pending = json.loads(io_tui("approvals", "--json", *store).stdout)
     assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
     rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)

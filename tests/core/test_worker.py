@@ -304,3 +304,37 @@ async def test_the_worker_also_starts_the_users_mcp_json_servers(tmp_path: Path)
     assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: from mcp.json")
     code, _ = await worker.close()
     assert code == 0
+
+
+async def test_a_run_is_decided_with_the_mcp_servers_it_started_with(tmp_path: Path) -> None:
+    """Started by one worker with an MCP server, decided by another whose settings have none
+    (the app restarted with another config): the run's own server starts for the resume."""
+    store_path = tmp_path / "store.db"
+    servers = {"t": {"command": sys.executable, "args": server_script_args()}}
+    first = await Worker.start(store_path, {"mcp": {"servers": servers}, "max_retries": 2})
+    turns = [
+        {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"message": "after a restart"}}]},
+        {"text": "done"},
+    ]
+    spec = request(tmp_path, script(tmp_path, turns))
+    await first.send({"op": "start", "tag": "t1", "request": spec, "approve": "defer"})
+    paused = await first.until("ended")
+    assert paused["result"]["status"] == "paused"
+    await first.close()
+
+    second = await Worker.start(store_path)
+    async with await Store.open(store_path) as store:
+        [pending] = await store.approvals.pending()
+    order = {"op": "decide", "tag": "t2", "approval_id": pending.request.id}
+    await second.send({**order, "decision": {"kind": "approve"}})
+    notice = await second.until("notice")
+    run_id = paused["result"]["run_id"]
+    assert notice["text"] == f"resuming run {run_id} with the MCP servers it started with: t"
+    resumed = await second.until("ended")
+    assert resumed["result"]["status"] == "finished"
+    await second.close()
+    async with await Store.open(store_path) as store:
+        trace = await build_trace(store, run_id)
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: after a restart")
+    settings = trace["run"]["origin"]["settings"]
+    assert (settings["provider"], settings["max_retries"]) == (spec["provider"], 2)

@@ -4,6 +4,7 @@ operator's word; the run then finishes under the same id in its own `io-tui resu
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from waits import until
 
@@ -23,22 +25,22 @@ from .conftest import SIZE
 POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
 
-def killed_in_a_command(tmp_path: Path) -> None:
-    """Run 1 of tmp_path/store.db, killed with SIGKILL while its command runs."""
+def killed_in_a_command(tmp_path: Path, then: tuple[dict[str, Any], ...] = (), *extra: str) -> None:
+    """Run 1 of tmp_path/store.db, killed with SIGKILL while its command runs (its later turns:
+    ``then``, and "done"; ``extra`` arguments for ``io-tui run``)."""
     ws, marker = tmp_path / "ws", tmp_path / "started"
     ws.mkdir()
     # the orphaned command ends when the test writes ``release``
     code = f"touch {marker}; while [ ! -e {tmp_path / 'release'} ]; do sleep 0.05; done"
+    command = {"id": "x1", "name": "run_command", "arguments": {"argv": ["sh", "-c", code]}}
+    turns = [{"tool_calls": [command]}, *then, {"text": "done"}]
     script = tmp_path / "script.json"
-    script.write_text(
-        '{"model": "scripted", "turns": [{"tool_calls": [{"id": "x1", "name": "run_command",'
-        f' "arguments": {{"argv": ["sh", "-c", "{code}"]}}}}]}}, {{"text": "done"}}]}}'
-    )
+    script.write_text(json.dumps({"model": "scripted", "turns": turns}))
     (tmp_path / "policy.toml").write_text(POLICY)
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     argv = [sys.executable, "-m", "io_tui", "run", "t", "-w", str(ws), "--provider",
             f"scripted:{script}", "--policy", str(tmp_path / "policy.toml"), "--approve", "all",
-            "--store", str(tmp_path / "store.db")]  # fmt: skip
+            "--store", str(tmp_path / "store.db"), *extra]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 60
     while not marker.exists():
@@ -76,3 +78,35 @@ async def test_an_interrupted_run_resumes_from_the_tui(tmp_path, make_app) -> No
         await wait_until_idle(pilot)
         await until(lambda: app.runs[1].status == "finished", "the app to see it finished")
     (tmp_path / "release").touch()
+
+
+async def test_a_run_resumed_from_the_tui_gets_the_mcp_servers_it_started_with(
+    tmp_path, make_app
+) -> None:
+    """Started with --mcp-config, killed; the app (no MCP servers in its settings) resumes it:
+    the resumed run calls the server it started with."""
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        f"[mcp.servers.time]\ncommand = {json.dumps(sys.executable)}\n"
+        'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\n'
+    )
+    clock = {"name": "mcp__time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+    killed_in_a_command(tmp_path, ({"tool_calls": [clock]},), "--mcp-config", str(config))
+    (tmp_path / "release").touch()
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        main = app.main_screen()
+        assert main is not None
+        main.select_run(1)
+        await wait_until_idle(pilot)
+        await pilot.press("R")
+        await until(lambda: isinstance(app.screen, ReconcileScreen), "the reconcile modal")
+        await pilot.press("s")
+        await until(lambda: status(tmp_path / "store.db") == "finished", "the resumed run", 90)
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        [(text, is_error)] = db.execute(
+            "SELECT text, is_error FROM observations WHERE tool = ?", (clock["name"],)
+        ).fetchall()
+    assert not is_error, text
+    assert json.loads(text.split("\n", 1)[1])["timezone"] == "Asia/Tokyo"

@@ -256,14 +256,19 @@ def _timeout(seconds: float) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=min(10.0, seconds))
 
 
+def timeout_and_retry(settings: Any) -> tuple[httpx.Timeout, RetryPolicy]:
+    """``request_timeout_s`` and ``max_retries`` of ``RunSettings`` (attempts = retries + 1)."""
+    timeout = _timeout(float(getattr(settings, "request_timeout_s", 120.0)))
+    return timeout, RetryPolicy(max_attempts=int(getattr(settings, "max_retries", 3)) + 1)
+
+
 def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = None) -> Provider:
     """The provider ``RunSettings`` (``core.settings``) asks for, with its fallback if one is set.
 
     Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
     ``request_timeout_s``, ``max_retries`` (attempts = retries + 1) and ``max_output_tokens``.
     """
-    timeout = _timeout(float(getattr(settings, "request_timeout_s", 120.0)))
-    retry = RetryPolicy(max_attempts=int(getattr(settings, "max_retries", 3)) + 1)
+    timeout, retry = timeout_and_retry(settings)
     limit = getattr(settings, "max_output_tokens", None)
     primary = make_provider(
         settings.provider,

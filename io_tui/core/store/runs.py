@@ -42,6 +42,8 @@ class RunRow:
     created_at: float
     updated_at: float
     finished_at: float | None
+    # how it was started (``core.origin.RunOrigin.to_json``); None for a run from before schema 5
+    origin: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> RunRow:
@@ -51,6 +53,7 @@ class RunRow:
             contract=json.loads(row["contract"]),
             provider=json.loads(row["provider"]),
             policy=json.loads(row["policy"]),
+            origin=json.loads(row["origin"]) if row["origin"] else None,
         )
 
 
@@ -87,20 +90,22 @@ class RunRepo:
         policy: dict[str, Any],
         parent_run_id: int | None = None,
         seed_run_id: int | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> int:
         now = time.time()
         async with self.db.transaction() as conn:
             cursor = await conn.execute(
-                "INSERT INTO runs (goal, workspace, status, contract, provider, policy,"
+                "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
                 " parent_run_id, seed_run_id, created_at, updated_at,"
                 " lease_owner, lease_host, lease_pid, lease_heartbeat)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     goal,
                     workspace,
                     json.dumps(contract),
                     json.dumps(provider),
                     json.dumps(policy),
+                    json.dumps(origin) if origin is not None else None,
                     parent_run_id,
                     seed_run_id,
                     now,

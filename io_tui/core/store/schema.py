@@ -197,6 +197,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
     ALTER TABLE runs ADD COLUMN lease_heartbeat REAL;
     """,
+    # 5: how a run was started (``core.origin.RunOrigin`` as JSON: its run settings and MCP
+    # servers, env and header values as names only), so a resume rebuilds the same harness;
+    # NULL for a run from before it
+    """
+    ALTER TABLE runs ADD COLUMN origin TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
