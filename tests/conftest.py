@@ -11,8 +11,11 @@ tests are dealt out among them in any order. So a test must not share anything o
   after another. Every test that takes ``snap_compare`` is put in that group here
   (``pytest_collection_modifyitems``), so snapshot tests need no mark of their own.
 - Ports: bind port 0 (``mcp_support.free_port``), never a fixed number.
-- Processes: find your own by a marker of your own (``mcp_support.new_mark``), never by name;
+- Processes: find your own by a marker of your own (``mcp_support.new_mark``), never by name
+  (tests that cannot, like ``tests/test_bad_input.py``, form an ``xdist_group`` of their own);
   tmux servers get a socket named after the worker's pid (``tmux -L io-tui-e2e-<pid>``).
+- Time: a wait gives up after a generous limit (tens of seconds: two workers and their
+  processes share the cores) and returns as soon as its condition holds.
 - Environment: ``monkeypatch.setenv`` only (``_isolated_dirs`` below points the config, store
   and UI state at ``tmp_path``); the user's real dirs are never touched.
 - A singleton service (a database server, say) is a session-scoped fixture, so one per worker:

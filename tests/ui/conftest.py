@@ -63,6 +63,16 @@ def _steady_verify_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "demo_contract", contract_with_steady_python)
 
 
+@pytest.fixture(autouse=True)
+def _toasts_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toast without its own timeout lasts ``NOTIFICATION_TIMEOUT`` (5 s) of the wall clock, the
+    one clock the fake cannot stop; on a loaded machine a test reached its check after the toast
+    had gone. Tests look at toasts, never at how long they last: here they stay."""
+    from textual.app import App
+
+    monkeypatch.setattr(App, "NOTIFICATION_TIMEOUT", 3600)
+
+
 class FakeClock:
     """The clock of elapsed times on screen (``ui.state.clock``), moved on by hand."""
 
