@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/io-tui demo
 
+# On every core (pytest-xdist); the tests that share a fixed path run on one worker (loadgroup,
+# see tests/conftest.py). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	env -u NO_COLOR $(BIN)/python -m pytest -q
+	env -u NO_COLOR $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check io_tui tests benchmarks scripts

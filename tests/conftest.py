@@ -1,4 +1,31 @@
-"""Shared fixtures: a real SQLite store in a temp dir, a small workspace, scripted providers."""
+"""Shared fixtures: a real SQLite store in a temp dir, a small workspace, scripted providers.
+
+``make test`` runs the suite on several pytest-xdist workers (``-n auto --dist loadgroup``): each
+worker is its own process with its own ``tmp_path`` root, environment and module state, and the
+tests are dealt out among them in any order. So a test must not share anything outside its
+``tmp_path`` with a test that may run at the same moment in another worker:
+
+- Files: write under ``tmp_path`` (or ``tmp_path_factory`` for a session fixture). A test that
+  needs a *fixed* path (a snapshot that shows it) declares it with
+  ``@pytest.mark.xdist_group(FIXED_PATHS)``: every test of one group runs on one worker, one
+  after another. Every test that takes ``snap_compare`` is put in that group here
+  (``pytest_collection_modifyitems``), so snapshot tests need no mark of their own.
+- Ports: bind port 0 (``mcp_support.free_port``), never a fixed number.
+- Processes: find your own by a marker of your own (``mcp_support.new_mark``), never by name
+  (tests that cannot, like ``tests/test_bad_input.py``, form an ``xdist_group`` of their own);
+  tmux servers get a socket named after the worker's pid (``tmux -L io-tui-e2e-<pid>``).
+- Time: a wait gives up after a generous limit (tens of seconds: two workers and their
+  processes share the cores) and returns as soon as its condition holds.
+- Environment: ``monkeypatch.setenv`` only (``_isolated_dirs`` below points the config, store
+  and UI state at ``tmp_path``); the user's real dirs are never touched.
+- A singleton service (a database server, say) is a session-scoped fixture, so one per worker:
+  put its data under ``tmp_path_factory`` and let the kernel pick its port, or, if it must be
+  shared, key what each worker creates in it by ``worker_id`` (pytest-xdist's fixture: ``gw0``,
+  ``gw1``..., ``master`` without xdist), e.g. one database per worker.
+
+``-n 0`` runs it all in one process, as before; ``--snapshot-update`` with ``-n 0`` also deletes
+snapshots no test uses any more (syrupy does that only without xdist).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +45,17 @@ pytest_plugins = ["pg_cluster"]  # a PostgreSQL server for the store's tests (te
 # Times on screen (inbox, audit, memory editor) are local: pin the zone so snapshots agree anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()
+
+
+FIXED_PATHS = "fixed-paths"
+"""The xdist group of the tests that use a fixed path (see above)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "snap_compare" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(FIXED_PATHS))
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,10 @@ corpus = importlib.util.module_from_spec(_spec)
 sys.modules["bad_input"] = corpus
 _spec.loader.exec_module(corpus)
 
+# The corpus finds leftover processes by their command line (``sleep 987654``, which one case
+# starts) and checks a fixed /tmp path: its cases run on one xdist worker, one at a time.
+pytestmark = pytest.mark.xdist_group("bad-input")
+
 FAST = [
     "read_file pipe",
     "grep over a workspace with a FIFO",

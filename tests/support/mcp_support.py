@@ -106,7 +106,7 @@ def processes_with_mark(mark: str) -> list[int]:
     return found
 
 
-def wait_until_gone(mark: str, timeout_s: float = 3.0) -> list[int]:
+def wait_until_gone(mark: str, timeout_s: float = 15.0) -> list[int]:
     """The marked processes still alive after ``timeout_s`` (empty when none leaked)."""
     deadline = time.monotonic() + timeout_s
     alive = processes_with_mark(mark)

@@ -63,6 +63,16 @@ def _steady_verify_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "demo_contract", contract_with_steady_python)
 
 
+@pytest.fixture(autouse=True)
+def _toasts_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toast without its own timeout lasts ``NOTIFICATION_TIMEOUT`` (5 s) of the wall clock, the
+    one clock the fake cannot stop; on a loaded machine a test reached its check after the toast
+    had gone. Tests look at toasts, never at how long they last: here they stay."""
+    from textual.app import App
+
+    monkeypatch.setattr(App, "NOTIFICATION_TIMEOUT", 3600)
+
+
 class FakeClock:
     """The clock of elapsed times on screen (``ui.state.clock``), moved on by hand."""
 
@@ -90,7 +100,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 def _snapshot_workspace_lock() -> Iterator[None]:
     """The demo's workspace is at one fixed path (snapshots show it), shared by every checkout
     on the machine: a test that uses it holds this lock, so that two test sessions running at
-    once do not replace it under each other's runs."""
+    once do not replace it under each other's runs. (Within one session, every snapshot test
+    runs on the same xdist worker: see ``tests/conftest.py``.)"""
     SNAPSHOT_WORKSPACE.parent.mkdir(parents=True, exist_ok=True)
     with open(SNAPSHOT_WORKSPACE.parent / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -101,12 +112,22 @@ def _snapshot_workspace_lock() -> Iterator[None]:
 
 
 @pytest.fixture
-def make_app(tmp_path: Path, _snapshot_workspace_lock: None) -> Callable[..., IoApp]:
+def demo_workspace_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """Where ``make_app`` copies the demo: the fixed path for a snapshot test (the picture shows
+    it), the test's own temp dir for any other, so that those run on any xdist worker."""
+    if "snap_compare" in request.fixturenames:
+        request.getfixturevalue("_snapshot_workspace_lock")
+        return SNAPSHOT_WORKSPACE
+    return tmp_path / "demo-workspace" / "textstats"
+
+
+@pytest.fixture
+def make_app(tmp_path: Path, demo_workspace_path: Path) -> Callable[..., IoApp]:
     def make(
         *, demo: bool = True, theme: str = "io-dark", approve: bool = True, **kw: object
     ) -> IoApp:
         settings = Settings(ui={"theme": theme, **kw.pop("ui", {})})  # type: ignore[arg-type]
-        workspace = prepare_demo_workspace(SNAPSHOT_WORKSPACE) if demo else None
+        workspace = prepare_demo_workspace(demo_workspace_path) if demo else None
         kw.setdefault("harness", "inline")  # in the test's loop: deterministic snapshots
         return create_app(
             settings,

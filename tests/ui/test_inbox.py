@@ -42,7 +42,7 @@ def _start(app: IoApp, workspace: Path, script_path: Path) -> None:
     app.start_request(NewRunRequest("fix parse", workspace, f"scripted:{script_path}"))
 
 
-async def _until(predicate, pilot, limit: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+async def _until(predicate, pilot, limit: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     for _ in range(int(limit / 0.05)):
         if predicate():
             return

@@ -48,7 +48,7 @@ class Holding:
 
 
 async def until(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    for _ in range(200):
+    for _ in range(600):
         if condition():
             return
         await pilot.pause(0.05)

@@ -78,7 +78,7 @@ async def open_dialog(pilot: Pilot[object]) -> NewRunScreen:
     return dialog
 
 
-async def until(pilot: Pilot[object], condition, what: str, tries: int = 100) -> None:
+async def until(pilot: Pilot[object], condition, what: str, tries: int = 600) -> None:
     for _ in range(tries):
         if condition():
             return

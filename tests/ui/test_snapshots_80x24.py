@@ -16,7 +16,7 @@ from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.screens.memory_editor import MemoryEditorScreen
 from io_tui.ui.screens.rules import RulesScreen
-from io_tui.ui.testing import wait_until_idle
+from io_tui.ui.testing import freeze, wait_until_idle
 from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, fixed_workspace, freeze_times, paused_run
 
 from .test_memory_editor import WS
@@ -137,6 +137,8 @@ def test_add_note_80x24(snap_compare: Any, store_path: Path) -> None:
     async def run_before(pilot: Any) -> None:
         await wait_until_idle(pilot)
         await pilot.press("a")
+        await pilot.pause()
+        freeze(pilot.app)  # the key field's cursor steady, not caught mid-blink
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
