@@ -525,6 +525,8 @@ def status_line(run: RunView) -> str:
         return f"✗ failed{after}: {run.error or run.outcome or 'no reason recorded'}"
     if run.status == "paused":
         return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
+    if run.status == "interrupted":
+        return "↯ interrupted: its process died; R resumes it"
     return ""
 
 
