@@ -101,16 +101,7 @@ _KEY_WORDS = (
 )
 # Found by its last word, then read back to the key's start (``_key``): a regex that began at
 # the key would try every length of every word in the text.
-_KEY_NEEDLES = (
-    "passw",
-    "pwd",
-    "passphrase",
-    "secret",
-    "token",
-    "key",
-    "credential",
-    "authorization",
-)
+_KEY_NEEDLES = ("passw", "pwd", "passphrase", "secret", "token", "key", "credential", "authorization")  # fmt: skip
 _KEYED = re.compile(
     r"(?:" + _KEY_WORDS + r")(?![\w.-])(?P<kq>[\"']?)"
     r"(?P<sep>[ \t]*(?:=>|:=|:|=)(?![=>])[ \t]*)"
