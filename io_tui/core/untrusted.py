@@ -205,11 +205,12 @@ def _row(name: str, needles: str, regex: str, flags: int = 0, real: Real = _any)
 PATTERNS: tuple[SecretPattern, ...] = (
     #    name              needles (lower case)
     #    regex
-    # a PEM block: to its END line, or as much body as there is (a key cut short)
+    # a PEM block: to its END line (a key is under 10 kB, line numbers and all), or as much
+    # body as there is (a key cut short)
     _row("private key",    "private",
          r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-         r"(?:[A-Za-z0-9+/=\s:,.-]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-         r"|[A-Za-z0-9+/=\s:,.-]{20,})"),
+         r"(?:[\s\S]{0,10000}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+         r"|[A-Za-z0-9+/=\s:,.│-]{20,})"),
     # scheme://user:password@host, also redis://:password@host
     _row("url password",   "://",
          r"(?<![\w+.-])[a-zA-Z][\w+.-]{0,30}://[^\s:/@]*:(?P<secret>[^\s@/]+)(?=@)",

@@ -27,6 +27,8 @@ CASES = [
      "[redacted private key]\nok", "MIIE"),
     ("private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", "[redacted private key]",
      "b3Blbn"),
+    ("private key", "   1│-----BEGIN EC PRIVATE KEY-----\n   2│MHcCAQEEIB\n   3│-----END EC PRIVATE KEY-----",
+     "   1│[redacted private key]", "MHcCAQ"),  # as read_file numbers it
     ("url password", "DATABASE_URL=postgres://app:hunter2@db:5432/app", "app:[redacted]@db", "hunter2"),
     ("url password", "see https://bob:s3cr3t@example.com/x", "https://bob:[redacted]@example.com",
      "s3cr3t"),
