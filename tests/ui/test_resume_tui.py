@@ -1,6 +1,7 @@
-"""The TUI meets a run whose process was killed: the run tree says interrupted, R (and the
-palette) resumes it, the reconcile modal shows the call that was in flight and takes the
-operator's word; the run then finishes under the same id in its own `io-tui resume` process."""
+"""The TUI meets a run whose process was killed (an `io-tui run`, or the app's own harness worker):
+the run tree and transcript say interrupted, R (and the palette) resumes it, the reconcile modal
+shows the call that was in flight and takes the operator's word; the run then finishes under the
+same id in its own `io-tui resume` process."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from textual.notifications import Notify
+from textual.widgets._footer import FooterKey
 from waits import until
 
+from io_tui.config import Settings
+from io_tui.core import ApproveAll, NewRunRequest
+from io_tui.ui.app import create_app
+from io_tui.ui.hosts import ProcessHost
 from io_tui.ui.screens.reconcile import ReconcileScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.widgets.run_tree import RunTree
+from io_tui.ui.widgets.transcript import Transcript
 
 from .conftest import SIZE
 
@@ -110,3 +118,58 @@ async def test_a_run_resumed_from_the_tui_gets_the_mcp_servers_it_started_with(
         ).fetchall()
     assert not is_error, text
     assert json.loads(text.split("\n", 1)[1])["timezone"] == "Asia/Tokyo"
+
+
+async def test_a_run_whose_worker_was_killed_shows_interrupted_and_resumes_with_r(
+    tmp_path: Path,
+) -> None:
+    ws, marker, release = tmp_path / "ws", tmp_path / "started", tmp_path / "release"
+    ws.mkdir()
+    # the first attempt waits for ``release``; its rerun finds the marker and ends at once
+    code = (
+        f"if [ -e {marker} ]; then echo again; else touch {marker};"
+        f" while [ ! -e {release} ]; do sleep 0.05; done; fi"
+    )
+    call = {"id": "x1", "name": "run_command", "arguments": {"argv": ["sh", "-c", code]}}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [call]}, {"text": "done"}]}))
+    (tmp_path / "policy.toml").write_text(POLICY)
+    store = tmp_path / "store.db"
+    settings = Settings(policy=tmp_path / "policy.toml")
+    app = create_app(settings, store, poll_interval=None, approver=ApproveAll())
+    assert isinstance(app.host, ProcessHost)  # the default: the app's runs in a worker process
+    notes: list[str] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, Notify):
+            notes.append(message.notification.message)
+
+    try:
+        async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+            app.start_request(NewRunRequest("t", ws, f"scripted:{script}"))
+            await until(marker.exists, "the command to start", 60)
+            pid = app.host.client.pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            await until(lambda: app.runs[1].status == "interrupted", "the run interrupted")
+            await until(lambda: any("(R resumes)" in n for n in notes), "the notice")
+            assert "was killed (SIGKILL); interrupted: run 1" in notes[-1]
+            main = app.main_screen()
+            assert main is not None
+            main.select_run(1)
+            await wait_until_idle(pilot)
+            assert "interrupted" in str(app.screen.query_one(RunTree).run_nodes[1].label)
+            transcript = app.screen.query_one(Transcript)
+            await until(lambda: "R resumes it" in transcript.live_text, "the status line")
+            assert "running" not in transcript.live_text
+            footer = [k.description for k in app.screen.query(FooterKey)]
+            assert "Resume" in footer, footer  # the footer offers R once the run is interrupted
+            await pilot.press("R")
+            await until(lambda: isinstance(app.screen, ReconcileScreen), "the reconcile modal")
+            await pilot.press("r")  # re-run the command
+            await until(lambda: status(store) == "finished", "the resumed run", 90)
+    finally:
+        release.touch()  # the first attempt's orphaned command ends
+    with sqlite3.connect(store) as db:
+        (text,) = db.execute("SELECT text FROM observations WHERE call_id = 'x1'").fetchone()
+    assert "again" in text  # the rerun's output, under the same run id

@@ -118,6 +118,12 @@ class WorkerClient:
     def is_live(self, run_id: int) -> bool:
         return run_id in self.live
 
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id while it runs (the kill trials kill it)."""
+        process = self._process
+        return process.pid if process is not None and process.returncode is None else None
+
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
         tag = self._tag()
         future: asyncio.Future[RunResult | None] = asyncio.get_running_loop().create_future()

@@ -531,6 +531,8 @@ def status_line(run: RunView) -> str:
         )
     if run.status == "paused":
         return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
+    if run.status == "interrupted":
+        return "↯ interrupted: its process died; R resumes it"
     if run.outcome == "finished_truncated":
         return f"✂ finished truncated{after}: {run.error or 'the final answer was cut'}"
     return ""
