@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
+    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_run
     from io_tui.core.reconcile import (
         FixedReconciler,
         InFlight,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        GitSource,
         Recall,
         RememberedRule,
         StepSummary,
@@ -91,6 +93,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     "Workspace": "workspace",
@@ -130,7 +133,15 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
     **dict.fromkeys(
-        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        (
+            "ApprovalRecord",
+            "GitSource",
+            "Recall",
+            "RememberedRule",
+            "StepSummary",
+            "Store",
+            "StoreError",
+        ),
         "store",
     ),
     "MemoryRepo": "store.memory",
@@ -159,6 +170,7 @@ __all__ = [
     "EventKind",
     "EventSink",
     "FixedReconciler",
+    "GitSource",
     "Harness",
     "InFlight",
     "McpConfigError",
@@ -171,6 +183,7 @@ __all__ = [
     "Policy",
     "ProbeResult",
     "Provider",
+    "QueueWorker",
     "Recall",
     "ReconcileChoice",
     "Reconciler",
@@ -193,6 +206,7 @@ __all__ = [
     "TraceNotFound",
     "WorkerClient",
     "WorkerError",
+    "WorkerOptions",
     "Workspace",
     "WorkspaceError",
     "audit_row",
@@ -205,6 +219,7 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "decide",
+    "enqueue_run",
     "grant_text",
     "harness_registry",
     "in_flight_calls",

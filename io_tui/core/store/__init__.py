@@ -12,15 +12,19 @@ from io_tui.core.store.db import Database, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
+from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
     "ApprovalRecord",
+    "Claim",
     "EventRow",
+    "GitSource",
     "IntentRow",
     "ObservationRow",
+    "QueueEntry",
     "Recall",
     "RememberedRule",
     "RequestFigures",
@@ -33,6 +37,7 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "WorkerRow",
 ]
 
 
@@ -50,6 +55,7 @@ class Store:
         self.memory = MemoryRepo(self.db)
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
+        self.queue = QueueRepo(self.db)
 
     @classmethod
     async def open(cls, path: Path, *, create: bool = True) -> Store:
