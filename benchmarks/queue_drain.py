@@ -111,15 +111,15 @@ def kill_trial(seed: int, runs: int) -> dict[str, object]:
         root = Path(tmp)
         workspace, policy, store = setup(root)
         log = root / "effects.log"
-        commands = 3
-        scripts = [script(root / f"s{i}.json", f"t{i}", log, commands, 0.1) for i in range(runs)]
+        commands = 5
+        scripts = [script(root / f"s{i}.json", f"t{i}", log, commands, 0.3) for i in range(runs)]
         enqueue(store, workspace, scripts, policy)
         victim = start_worker(store, "-j", "2")
-        # the victim claims first; the survivor joins once it holds runs
+        survivor = start_worker(store, "-j", "2", "--until-empty")
+        # both up (the takeover time is not a start-up) and the victim holding runs
+        _wait_registered(store, survivor.pid)
         held = _wait_held(store, victim.pid)
-        survivor = start_worker(store, "--until-empty")
-        _wait_registered(store, survivor.pid)  # the takeover time is not its start-up
-        time.sleep(rng.uniform(0.0, 1.5))
+        time.sleep(rng.uniform(0.0, 2.5))
         with sqlite3.connect(store) as conn:
             owned = [
                 r[0] for r in conn.execute("SELECT id FROM runs WHERE lease_pid = ?", (victim.pid,))
@@ -190,9 +190,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--command-s", type=float, default=0.2)
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--trial-runs", type=int, default=6)
+    parser.add_argument("--trial-runs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=19)
+    parser.add_argument("--kills-only", action="store_true", help="skip the throughput part")
     args = parser.parse_args()
+    if not args.kills_only:
+        print_throughput(args)
+    print_kill_trials(args)
+
+
+def print_throughput(args: argparse.Namespace) -> None:
 
     print(f"## throughput: {args.runs} queued runs (write, {args.command_s:g} s command, answer)")
     print("| workers | seconds | runs/s | ratio vs 1 | finished |")
@@ -207,6 +214,8 @@ def main() -> None:
         )
     sys.stdout.flush()
 
+
+def print_kill_trials(args: argparse.Namespace) -> None:
     print(f"\n## kill trials: {args.trials} x {args.trial_runs} runs, seed {args.seed}")
     rng = random.Random(args.seed)
     results = [kill_trial(rng.randrange(1 << 30), args.trial_runs) for _ in range(args.trials)]

@@ -302,17 +302,17 @@ class QueueRepo:
             held.setdefault(row["lease_owner"], []).append(row["id"])
         return held
 
-    async def run_hosts(self, run_ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-        """Who drives each of ``run_ids`` that has a lease: (worker id or owner id, host)."""
+    async def run_hosts(self, run_ids: Sequence[int]) -> dict[int, str]:
+        """Who drives each of ``run_ids`` that has a lease: ``HOST pid N``."""
         if not run_ids:
             return {}
         marks = ",".join("?" * len(run_ids))
         rows = await self.db.fetchall(
-            f"SELECT id, lease_owner, lease_host FROM runs WHERE id IN ({marks})"
+            f"SELECT id, lease_host, lease_pid FROM runs WHERE id IN ({marks})"
             " AND lease_owner IS NOT NULL",
             tuple(run_ids),
         )
-        return {row["id"]: (row["lease_owner"], row["lease_host"]) for row in rows}
+        return {row["id"]: f"{row['lease_host']} pid {row['lease_pid']}" for row in rows}
 
 
 def _update(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> bool:
