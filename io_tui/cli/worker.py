@@ -104,7 +104,7 @@ def check_queue_options(args: argparse.Namespace) -> GitSource | None:
     if args.approve:
         raise UsageError("a queued run's asks go to the inbox; --approve does not apply")
     if args.mcp_config:
-        raise UsageError("a queued run gets the MCP servers of its worker; give them there")
+        raise UsageError("MCP servers are not offered to queued runs yet; run it without --queue")
     if args.git is None:
         if args.ref or args.push_branch:
             raise UsageError("--ref and --push-branch apply with --git")

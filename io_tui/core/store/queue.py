@@ -236,8 +236,10 @@ class QueueRepo:
         await self.db.write(
             partial(
                 _update,
-                "INSERT OR REPLACE INTO workers (id, host, pid, labels, concurrency, started_at,"
-                " heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO workers (id, host, pid, labels, concurrency, started_at, heartbeat)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " labels = excluded.labels, concurrency = excluded.concurrency,"
+                " heartbeat = excluded.heartbeat, draining = 0, stopped_at = NULL",
                 (OWNER.id, OWNER.host, OWNER.pid, json.dumps(list(labels)), concurrency, now, now),
             )
         )

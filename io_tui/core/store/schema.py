@@ -201,7 +201,7 @@ MIGRATIONS: tuple[str, ...] = (
     # claims queued runs and drives them under their leases (``store/queue.py``)
     """
     CREATE TABLE queue (
-        run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+        run_id INTEGER NOT NULL PRIMARY KEY REFERENCES runs(id),
         labels TEXT NOT NULL DEFAULT '[]',
         git_remote TEXT,
         git_ref TEXT,
