@@ -73,8 +73,10 @@ def enqueue(store: Path, workspace: Path, scripts: list[Path], policy: Path) -> 
 
 
 def start_worker(store: Path, *args: str) -> subprocess.Popen[bytes]:
+    """A worker whose log goes to ``worker-PID.log`` beside the store (read when a run is lost)."""
     argv = [*IO_TUI, "worker", "--store", str(store), *args]
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    with tempfile.NamedTemporaryFile(dir=store.parent, suffix=".log", delete=False) as log:
+        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env())
 
 
 def statuses(store: Path) -> Counter[str]:
@@ -145,6 +147,11 @@ def kill_trial(seed: int, runs: int) -> dict[str, object]:
         lines = log.read_text().splitlines() if log.exists() else []
         counts = Counter(lines)
         done = statuses(store)
+        with sqlite3.connect(store) as conn:
+            unfinished = conn.execute(
+                "SELECT r.id, r.status, r.error, q.held, q.claims FROM runs r"
+                " JOIN queue q ON q.run_id = r.id WHERE r.status != 'finished'"
+            ).fetchall()
         return {
             "seed": seed,
             "held_at_start": held,
@@ -153,6 +160,10 @@ def kill_trial(seed: int, runs: int) -> dict[str, object]:
             "lost": runs - done["finished"],
             "duplicated": sum(c - 1 for c in counts.values() if c > 1),
             "takeover_s": takeovers,
+            "unfinished": unfinished,
+            "logs": "".join(p.read_text() for p in sorted(root.glob("*.log")))
+            if unfinished
+            else "",
         }
 
 
@@ -219,6 +230,9 @@ def print_kill_trials(args: argparse.Namespace) -> None:
     print(f"\n## kill trials: {args.trials} x {args.trial_runs} runs, seed {args.seed}")
     rng = random.Random(args.seed)
     results = [kill_trial(rng.randrange(1 << 30), args.trial_runs) for _ in range(args.trials)]
+    for r in results:
+        if r["unfinished"]:
+            print(f"seed {r['seed']}: not finished {r['unfinished']}\n{r['logs']}", file=sys.stderr)
     takeovers = [t for r in results for t in r["takeover_s"]]  # type: ignore[attr-defined]
     lost = sum(int(r["lost"]) for r in results)  # type: ignore[call-overload]
     duplicated = sum(int(r["duplicated"]) for r in results)  # type: ignore[call-overload]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -29,6 +30,8 @@ from io_tui.cli.common import (
 
 if TYPE_CHECKING:
     from io_tui.core import GitSource, Policy, Provider, TaskContract
+
+WORKER_BUSY_TIMEOUT_MS = 30_000
 
 
 def register(sub: Any) -> None:
@@ -174,6 +177,8 @@ async def worker_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         until_empty=args.until_empty,
     )
+    # a long-running service waits longer for a busy store than a command does (30 s, not 5)
+    os.environ.setdefault("IO_TUI_BUSY_TIMEOUT_MS", str(WORKER_BUSY_TIMEOUT_MS))
     store = await open_store(args, create=True)
     worker = QueueWorker(store, options)
     loop = asyncio.get_running_loop()

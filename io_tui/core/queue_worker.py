@@ -53,6 +53,7 @@ from io_tui.core.tools.registry import ToolRegistry
 
 POLL_S = 0.5  # how often an idle worker looks at the queue, and an ask at its request
 GIT_TIMEOUT_S = 300
+GIVE_BACK_TRIES = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +145,11 @@ class QueueWorker:
         beat = asyncio.create_task(self._beat())
         try:
             while not self.draining.is_set():
-                await self.store.leases.reap()
-                while len(self.tasks) < options.concurrency and not self.draining.is_set():
-                    claim = await self.store.queue.claim(options.labels)
-                    if claim is None:
+                try:
+                    if not await self._round():
                         break
-                    self._start(claim)
-                if options.until_empty and not self.tasks and not await self._unsettled():
-                    break
+                except StoreError as exc:  # a store busy past its timeout: the next round
+                    self.log(f"store: {exc}")
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), options.poll_s)
@@ -161,8 +159,18 @@ class QueueWorker:
             beat.cancel()
             await self.store.queue.stopped()
 
-    async def _unsettled(self) -> int:
-        return await self.store.queue.unsettled(self.options.labels)
+    async def _round(self) -> bool:
+        """Reap, claim what there is room for; False once ``until_empty`` has nothing left."""
+        options = self.options
+        await self.store.leases.reap()
+        while len(self.tasks) < options.concurrency and not self.draining.is_set():
+            claim = await self.store.queue.claim(options.labels)
+            if claim is None:
+                break
+            self._start(claim)
+        if options.until_empty and not self.tasks:
+            return bool(await self.store.queue.unsettled(options.labels))
+        return True
 
     async def _beat(self) -> None:
         while True:
@@ -175,7 +183,7 @@ class QueueWorker:
 
     def _start(self, claim: Claim) -> None:
         run_id = claim.entry.run_id
-        task = asyncio.create_task(self._drive(claim), name=f"run {run_id}")
+        task = asyncio.create_task(self._guarded(claim), name=f"run {run_id}")
         self.tasks[run_id] = task
 
         def done(_: asyncio.Task[None]) -> None:
@@ -183,6 +191,29 @@ class QueueWorker:
             self._wake.set()
 
         task.add_done_callback(done)
+
+    async def _guarded(self, claim: Claim) -> None:
+        """``_drive``; a run whose driving broke outside the run loop is given back
+        ``interrupted``, as a crash would leave it: for the next claim when the store was busy
+        past its timeout, held for the operator for anything else (its provider cannot be
+        rebuilt here, …), so that no worker claims a broken run over and over."""
+        run_id = claim.entry.run_id
+        try:
+            await self._drive(claim)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            self.log(f"run {run_id}: given back after {reason}")
+            for _ in range(GIVE_BACK_TRIES):
+                try:
+                    if not isinstance(exc, StoreError):
+                        await self.store.queue.hold(
+                            run_id, f"its worker could not drive it: {reason}"
+                        )
+                    await self.store.runs.set_status(run_id, "interrupted", "interrupted")
+                    return
+                except StoreError:
+                    await asyncio.sleep(self.options.poll_s)
+            # still busy: the lease dies with this process, and the run is reaped then
 
     async def _drive(self, claim: Claim) -> None:
         entry, run_id = claim.entry, claim.entry.run_id

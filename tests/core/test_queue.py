@@ -275,3 +275,18 @@ async def test_a_takeover_whose_workspace_is_gone_is_held(store, tmp_path, write
     assert entry is not None and entry.held and "not reachable" in entry.held
     row = await store.runs.get(run_id)
     assert row is not None and row.status == "interrupted"
+
+
+async def test_a_run_its_worker_cannot_drive_is_held_not_claimed_again(
+    store, workspace, write_script
+):
+    script = write_turns(write_script)
+    run_id = await put(store, script, workspace)
+    script.unlink()  # its provider cannot be rebuilt
+    w = worker(store, workspace.parent)
+    await asyncio.wait_for(w.serve(), 30)
+    row = await store.runs.get(run_id)
+    assert row is not None and row.status == "interrupted"
+    entry = await store.queue.entry(run_id)
+    assert entry is not None and entry.claims == 1
+    assert entry.held and "could not drive it" in entry.held
