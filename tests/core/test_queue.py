@@ -290,3 +290,29 @@ async def test_a_run_its_worker_cannot_drive_is_held_not_claimed_again(
     entry = await store.queue.entry(run_id)
     assert entry is not None and entry.claims == 1
     assert entry.held and "could not drive it" in entry.held
+
+
+async def test_a_busy_store_costs_a_worker_one_round_not_its_runs(
+    store, workspace, write_script, monkeypatch
+):
+    from io_tui.core import StoreError
+
+    run_id = await put(store, write_turns(write_script), workspace)
+    real, failures = store.queue.claim, []
+
+    async def busy_once(labels):
+        if not failures:
+            failures.append(1)
+            raise StoreError("store: the database is locked by another process (waited 5 s)")
+        return await real(labels)
+
+    monkeypatch.setattr(store.queue, "claim", busy_once)
+    lines: list[str] = []
+    w = QueueWorker(
+        store,
+        WorkerOptions(scratch=workspace.parent, poll_s=0.02, until_empty=True),
+        log=lines.append,
+    )
+    await asyncio.wait_for(w.serve(), 30)
+    assert failures == [1] and w.results[run_id].status == "finished"
+    assert any("locked" in line for line in lines)
