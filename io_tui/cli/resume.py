@@ -4,6 +4,10 @@ request was decided, under the same id, with the provider, contract and policy i
 Calls that were in flight at the crash are reconciled first (``--reconcile``): reads re-run
 on their own; a write, command or MCP call is put to the operator (``ask``, the default: a
 prompt on the terminal), re-run through the approval gate (``rerun``) or skipped (``skip``).
+
+A sub-agent resumes with the runs waiting on it: ``resume`` of a parent continues its child
+first, then the parent; ``resume`` of the child does the same (it is resumed through its
+outermost waiting parent, whose result is reported).
 """
 
 from __future__ import annotations
@@ -81,5 +85,7 @@ async def resume_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         await store.close()
+    if result.run_id != args.run and not args.json:
+        print(f"run {args.run} is a sub-agent of run {result.run_id}: both resumed, it first")
     report(args, result)
     return exit_code(result)

@@ -62,6 +62,9 @@ def register(sub: Any) -> None:
     run.add_argument("--token-budget", type=int)
     run.add_argument("--context-max-tokens", type=int)
     run.add_argument("--context-share", type=float)
+    run.add_argument(
+        "--max-output-tokens", type=int, help="the longest answer a request asks for (tokens)"
+    )
     run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     add_mcp_config_option(run)
@@ -91,6 +94,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             token_budget=getattr(args, "token_budget", None),
             context_max_tokens=getattr(args, "context_max_tokens", None),
             context_share=getattr(args, "context_share", None),
+            max_output_tokens=getattr(args, "max_output_tokens", None),
             policy=getattr(args, "policy", None),
         )
     except ConfigError as exc:
@@ -134,7 +138,7 @@ async def run_command(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config)
+    servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
     provider = provider_from(settings)
     policy = policy_from(settings)
     if args.queue:
@@ -207,6 +211,11 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
         print(f"error: {result.error}")
     if result.outcome is Outcome.INTERRUPTED:
         print(f"interrupted: continue it with `io-tui resume {result.run_id} --reconcile …`")
+    if result.outcome is Outcome.AWAITING_SUB_AGENT:
+        print(
+            f"waiting on its sub-agent run {result.waiting_on}, paused: see `io-tui approvals`,"
+            f" then `io-tui decide ID approve|deny` (run {result.waiting_on} goes on first)"
+        )
     if result.outcome is Outcome.AWAITING_APPROVAL:
         print(
             "waiting for a decision: see `io-tui approvals`, then `io-tui decide ID approve|deny`"
@@ -215,7 +224,10 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
 
 
 def exit_code(result: RunResult) -> int:
-    """0 finished, 3 paused awaiting approval or interrupted (resumable), 1 failed or cancelled."""
+    """0 finished, 3 paused awaiting approval or interrupted (resumable), 1 failed, cancelled or
+    finished with its final answer cut by the output limit."""
     if result.status in ("paused", "interrupted"):
         return EXIT_PAUSED
+    if result.outcome is Outcome.TRUNCATED:
+        return EXIT_FAILED
     return EXIT_OK if result.status == "finished" else EXIT_FAILED

@@ -27,6 +27,7 @@ from io_tui.cli.common import (
     print_json,
     store_path,
 )
+from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
     from io_tui.core import GitSource, Policy, Provider, TaskContract
@@ -170,7 +171,11 @@ async def worker_command(args: argparse.Namespace) -> int:
         raise UsageError("--concurrency must be at least 1")
     from io_tui.core import QueueWorker, WorkerOptions
 
-    scratch = args.scratch or store_path(args).parent / "scratch"
+    where = store_path(args)  # a file's directory, or the data dir for a PostgreSQL store
+    scratch = (
+        args.scratch
+        or (where if isinstance(where, Path) else default_store_path()).parent / "scratch"
+    )
     options = WorkerOptions(
         scratch=scratch.expanduser().absolute(),
         labels=tuple(sorted(set(args.label))),

@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
-    from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
+    from io_tui.core.mcp import (
+        McpConfigError,
+        McpHub,
+        ServerSource,
+        discover_mcp_files,
+        load_mcp_file,
+    )
     from io_tui.core.memory import MemoryNote, Scope, check_key
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Policy
@@ -64,10 +70,12 @@ if TYPE_CHECKING:
         StepSummary,
         Store,
         StoreError,
+        StoreLocation,
+        store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace
+    from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import Workspace
 
@@ -94,6 +102,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
+    **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     "Workspace": "workspace",
@@ -141,6 +150,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "StepSummary",
             "Store",
             "StoreError",
+            "StoreLocation",
+            "store_location",
         ),
         "store",
     ),
@@ -149,7 +160,10 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
     "ScriptedProvider": "providers.scripted",
-    **dict.fromkeys(("McpConfigError", "McpHub", "ServerSource", "load_mcp_file"), "mcp"),
+    **dict.fromkeys(
+        ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
+        "mcp",
+    ),
 }
 
 __all__ = [
@@ -199,6 +213,7 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "StoreLocation",
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
@@ -219,6 +234,7 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "decide",
+    "discover_mcp_files",
     "enqueue_run",
     "grant_text",
     "harness_registry",
@@ -228,8 +244,10 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
+    "request_notes",
     "resume",
     "start_run",
+    "store_location",
     "suggest_pattern",
     "usage_hit_rate",
     "validate_pattern",

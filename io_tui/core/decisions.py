@@ -3,11 +3,15 @@ resume an interrupted run (its process died) the same way, from the store alone.
 
 Both are crash-safe: the decision is recorded before the run resumes, the resumed run holds
 its lease while it goes, so a killed ``decide`` or ``resume`` leaves a run that turns
-``interrupted`` and resumes again."""
+``interrupted`` and resumes again.
+
+A sub-agent and the runs waiting on it resume together (``sub_agents.waiting_chain``): deciding
+a child's request, or resuming the child or any run of its chain, resumes the outermost run,
+which continues the child first and then goes on with the child's answer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
@@ -17,6 +21,7 @@ from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.reconcile import Reconciler
 from io_tui.core.run import RunResult, resume_run
 from io_tui.core.store import RunBusy, RunRow, Store
+from io_tui.core.sub_agents import last_active, waiting_chain
 from io_tui.core.tools.registry import ToolRegistry
 
 
@@ -128,9 +133,24 @@ async def _resume(
     registry: ToolRegistry | None,
     reconciler: Reconciler | None,
 ) -> RunResult:
-    harness = await harness_for_run(store, run.id, approver, sink, registry)
+    chain = await waiting_chain(store, run)
+    root = chain[0]
+    for member in chain:
+        if member.status not in RESUMABLE:
+            holder = await store.leases.holder(member.id)
+            owner = f"driven by {holder.describe()}" if holder else member.status
+            raise DecideError(
+                f"run {member.id}, the sub-agent run {root.id} resumes with, is {owner}"
+            )
+    # the runs share one provider: recreate it where the last of them left it
+    provider_run = await last_active(store, root)
+    harness = await harness_for_run(store, provider_run.id, approver, sink, registry)
+    if provider_run.id != root.id:
+        harness = replace(
+            harness, policy=Policy.from_json(root.policy, source=f"run {root.id} policy")
+        )
     try:
-        return await resume_run(harness, run.id, reconciler)
+        return await resume_run(harness, root.id, reconciler)
     except RunBusy as exc:
         raise DecideError(str(exc)) from None
     finally:

@@ -55,7 +55,8 @@ class Harness:
     def child(self, policy: Policy, rules: Iterable[Rule]) -> Harness:
         """A sub-agent's harness: one level deeper, under ``policy`` (the parent's current one)
         narrowed by ``rules``."""
-        narrowing = Layer(NARROWING_LAYER, tuple(rules))
+        # one layer per depth: a grandchild keeps its parent's narrowing and adds its own
+        narrowing = Layer(f"{NARROWING_LAYER}-{self.depth + 1}", tuple(rules))
         return replace(self, policy=policy.with_layer(narrowing), depth=self.depth + 1)
 
 

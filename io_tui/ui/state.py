@@ -70,6 +70,7 @@ class RunView:
     queued: list[QueuedMessage] = field(default_factory=list)
     wants_attention: bool = False  # it just started or began to ask: bring it into view
     worker: str = ""  # a queue run: the worker driving it (``on HOST pid N``), or "held …"
+    waiting_on: int | None = None  # paused or interrupted with this sub-agent run
 
     @classmethod
     def from_row(cls, row: Any) -> RunView:
@@ -193,6 +194,7 @@ class RunView:
             self.status = str(detail.get("status", "finished"))
             self.outcome = detail.get("outcome")
             self.error = detail.get("error") or self.error
+            self.waiting_on = detail.get("waiting_on")
             self.ended_at = clock()
             self.streaming = ""
             for view in self.steps.values():

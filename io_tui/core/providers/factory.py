@@ -55,6 +55,7 @@ def provider_from_description(
         env=env,
         transport=transport,
         streaming=bool(desc.get("streaming", True)),
+        max_output_tokens=desc.get("max_output_tokens"),
     )
 
 

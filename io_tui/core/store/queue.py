@@ -18,14 +18,13 @@ one holds are the runs whose lease it owns.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
 
 QUEUED = "queued"
@@ -116,7 +115,7 @@ def serves(worker_labels: Sequence[str], run_labels: Sequence[str]) -> bool:
     return set(run_labels) <= set(worker_labels)
 
 
-def _entry(row: sqlite3.Row) -> QueueEntry:
+def _entry(row: Any) -> QueueEntry:
     git = None
     if row["git_remote"] is not None:
         git = GitSource(row["git_remote"], row["git_ref"], row["push_branch"])
@@ -195,7 +194,7 @@ class QueueRepo:
     async def set_workspace(self, run_id: int, workspace: str) -> None:
         """Where a worker checked the run's git source out: the run's workspace from now on."""
 
-        def update(conn: sqlite3.Connection) -> None:
+        def update(conn: Connection) -> None:
             row = conn.execute("SELECT contract FROM runs WHERE id = ?", (run_id,)).fetchone()
             contract = {**json.loads(row["contract"]), "workspace": workspace}
             conn.execute(
@@ -261,7 +260,7 @@ class QueueRepo:
         """Ask workers to drain (their next heartbeat reads it); the ids found among the
         workers not stopped."""
 
-        def drain(conn: sqlite3.Connection) -> list[str]:
+        def drain(conn: Connection) -> list[str]:
             found = []
             for worker_id in worker_ids:
                 cursor = conn.execute(
@@ -317,7 +316,7 @@ class QueueRepo:
         return {row["id"]: f"{row['lease_host']} pid {row['lease_pid']}" for row in rows}
 
 
-def _update(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> bool:
+def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:
     return conn.execute(sql, params).rowcount > 0
 
 
@@ -326,7 +325,7 @@ def _enqueue(
     labels: str,
     git: GitSource | None,
     now: float,
-    conn: sqlite3.Connection,
+    conn: Connection,
 ) -> int:
     cursor = conn.execute(
         "INSERT INTO runs (goal, workspace, status, contract, provider, policy, created_at,"
@@ -350,7 +349,7 @@ def _enqueue(
     return run_id
 
 
-def _claim(labels: tuple[str, ...], now: float, conn: sqlite3.Connection) -> Claim | None:
+def _claim(labels: tuple[str, ...], now: float, conn: Connection) -> Claim | None:
     """Inside ``BEGIN IMMEDIATE``: no other process claims (or writes) until it commits."""
     candidates = conn.execute(
         f"SELECT run_id, labels FROM queue WHERE run_id IN ({CLAIM_SQL}) ORDER BY run_id"
@@ -376,7 +375,7 @@ def _claim(labels: tuple[str, ...], now: float, conn: sqlite3.Connection) -> Cla
     return Claim(entry, status)
 
 
-def _beat(worker_id: str, now: float, conn: sqlite3.Connection) -> bool:
+def _beat(worker_id: str, now: float, conn: Connection) -> bool:
     conn.execute("UPDATE workers SET heartbeat = ? WHERE id = ?", (now, worker_id))
     row = conn.execute("SELECT draining FROM workers WHERE id = ?", (worker_id,)).fetchone()
     return bool(row and row["draining"])

@@ -16,7 +16,6 @@ import sys
 import traceback
 from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -31,9 +30,10 @@ from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
-from io_tui.core.store import Store
+from io_tui.core.store import Store, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
+from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub
@@ -122,12 +122,19 @@ class WorkerServer:
         self._flush()
 
     async def _open_hub(self) -> McpHub | None:
-        """Start the settings' MCP servers once, for every run this worker drives; a server
-        that fails to start is a notice to the app, and the runs go on without it."""
-        servers = self.settings.mcp.servers
+        """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
+        this worker drives; a server that fails to start is a notice to the app, and the runs go
+        on without it."""
+        from io_tui.core.mcp import McpConfigError, McpHub, discover_mcp_files, load_mcp_file
+
+        servers: dict[str, Any] = dict(self.settings.mcp.servers)
+        for file in discover_mcp_files(config_dir(), None):
+            try:
+                servers.update(load_mcp_file(file).servers)
+            except McpConfigError as exc:
+                self.send({"t": "notice", "text": str(exc)})
         if not servers:
             return None
-        from io_tui.core.mcp import McpHub
 
         try:
             hub = await self._exit.enter_async_context(McpHub(servers))
@@ -270,7 +277,7 @@ class AppApprover:
             self.server.asking.discard(self.tag)
 
 
-async def main(store_path: Path) -> int:
+async def main(store_path: StoreLocation) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK * 16)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)

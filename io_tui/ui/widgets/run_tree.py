@@ -280,6 +280,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"{status} ", style),
         (f"{clock} · " if clock else "", style),
         (f"{run.worker} · " if run.worker else "", "dim"),
+        (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
         (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )
