@@ -43,6 +43,16 @@ async def until_stored(read: Any, what: str, count: int = 1) -> None:
             await asyncio.sleep(0.02)
 
 
+@pytest.fixture
+async def both(store_on_both):
+    """A store on SQLite, then on PostgreSQL (tests/support/pg_cluster.py)."""
+    opened = await Store.open(store_on_both)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
 def write_turns(write_script, n: int = 1) -> Path:
     turns: list[dict[str, Any]] = [
         {"tool_calls": [{"id": f"w{i}", "name": "write_file",
@@ -57,89 +67,89 @@ def worker(store: Store, tmp_path: Path, **options: Any) -> QueueWorker:
     return QueueWorker(store, opts, log=lambda line: None)
 
 
-async def test_a_queued_run_is_claimed_once_with_its_lease(store, workspace, write_script):
-    run_id = await put(store, write_turns(write_script), workspace)
-    row = await store.runs.get(run_id)
+async def test_a_queued_run_is_claimed_once_with_its_lease(both, workspace, write_script):
+    run_id = await put(both, write_turns(write_script), workspace)
+    row = await both.runs.get(run_id)
     assert row is not None and row.status == "queued"
-    assert await store.leases.holder(run_id) is None
-    claim = await store.queue.claim(())
+    assert await both.leases.holder(run_id) is None
+    claim = await both.queue.claim(())
     assert claim is not None and claim.entry.run_id == run_id and claim.status == "queued"
-    holder = await store.leases.holder(run_id)
+    holder = await both.leases.holder(run_id)
     assert holder is not None and holder.owner == OWNER.id
-    assert await store.queue.claim(()) is None  # nobody claims it twice
-    entry = await store.queue.entry(run_id)
+    assert await both.queue.claim(()) is None  # nobody claims it twice
+    entry = await both.queue.entry(run_id)
     assert entry is not None and entry.claims == 1 and entry.claimed_by == OWNER.id
 
 
-async def test_a_worker_claims_only_runs_whose_labels_it_serves(store, workspace, write_script):
+async def test_a_worker_claims_only_runs_whose_labels_it_serves(both, workspace, write_script):
     script = write_turns(write_script)
-    gpu = await put(store, script, workspace, labels=["gpu", "linux"])
-    plain = await put(store, script, workspace)
-    first = await store.queue.claim(())
+    gpu = await put(both, script, workspace, labels=["gpu", "linux"])
+    plain = await put(both, script, workspace)
+    first = await both.queue.claim(())
     assert first is not None and first.entry.run_id == plain
-    assert await store.queue.claim(("gpu",)) is None  # it lacks "linux"
-    claim = await store.queue.claim(("linux", "gpu", "big"))
+    assert await both.queue.claim(("gpu",)) is None  # it lacks "linux"
+    claim = await both.queue.claim(("linux", "gpu", "big"))
     assert claim is not None and claim.entry.run_id == gpu
     assert claim.entry.labels == ("gpu", "linux")
 
 
-async def test_an_interrupted_queue_run_is_taken_over_unless_held(store, workspace, write_script):
-    run_id = await put(store, write_turns(write_script), workspace)
-    assert await store.queue.claim(()) is not None
-    await store.runs.set_status(run_id, "interrupted", "interrupted")  # its worker died
-    await store.queue.hold(run_id, "a write was in flight")
-    assert await store.queue.claim(()) is None
-    assert await store.queue.release(run_id, "skip")
-    claim = await store.queue.claim(())
+async def test_an_interrupted_queue_run_is_taken_over_unless_held(both, workspace, write_script):
+    run_id = await put(both, write_turns(write_script), workspace)
+    assert await both.queue.claim(()) is not None
+    await both.runs.set_status(run_id, "interrupted", "interrupted")  # its worker died
+    await both.queue.hold(run_id, "a write was in flight")
+    assert await both.queue.claim(()) is None
+    assert await both.queue.release(run_id, "skip")
+    claim = await both.queue.claim(())
     assert claim is not None and claim.status == "interrupted"
     assert claim.entry.reconcile == "skip"
-    entry = await store.queue.entry(run_id)
+    entry = await both.queue.entry(run_id)
     assert entry is not None and entry.reconcile is None  # the choice is for one claim
 
 
-async def test_a_run_outside_the_queue_is_never_claimed(store, workspace):
-    run_id = await store.runs.create(
+async def test_a_run_outside_the_queue_is_never_claimed(both, workspace):
+    run_id = await both.runs.create(
         goal="t", workspace=str(workspace), contract={}, provider={}, policy={}
     )
-    await store.runs.set_status(run_id, "interrupted", "interrupted")
-    assert await store.queue.claim(()) is None
-    assert not await store.queue.release(run_id, "skip")
+    await both.runs.set_status(run_id, "interrupted", "interrupted")
+    assert await both.queue.claim(()) is None
+    assert not await both.queue.release(run_id, "skip")
 
 
 async def test_workers_register_beat_drain_and_list_the_runs_they_hold(
-    store, workspace, write_script
+    both, workspace, write_script
 ):
-    await store.queue.register(("gpu",), 2)
-    run_id = await put(store, write_turns(write_script), workspace)
-    await store.queue.claim(("gpu",))
-    assert await store.queue.beat() is False
-    (row,) = await store.queue.workers()
+    await both.queue.register(("gpu",), 2)
+    run_id = await put(both, write_turns(write_script), workspace)
+    await both.queue.claim(("gpu",))
+    assert await both.queue.beat() is False
+    (row,) = await both.queue.workers()
     assert (row.id, row.pid, row.labels, row.concurrency) == (OWNER.id, OWNER.pid, ("gpu",), 2)
     assert row.runs == (run_id,) and row.state(row.heartbeat) == "up"
-    assert await store.queue.request_drain([OWNER.id, "nobody"]) == [OWNER.id]
-    assert await store.queue.beat() is True
-    assert (await store.queue.workers())[0].state(row.heartbeat) == "draining"
-    assert (await store.queue.workers())[0].state(row.heartbeat + 31) == "gone"
-    await store.queue.stopped()
-    assert await store.queue.workers() == []
-    assert [w.to_json(0)["state"] for w in await store.queue.workers(include_stopped=True)] == [
+    assert await both.queue.request_drain([OWNER.id, "nobody"]) == [OWNER.id]
+    assert await both.queue.beat() is True
+    assert (await both.queue.workers())[0].state(row.heartbeat) == "draining"
+    assert (await both.queue.workers())[0].state(row.heartbeat + 31) == "gone"
+    await both.queue.stopped()
+    assert await both.queue.workers() == []
+    assert [w.to_json(0)["state"] for w in await both.queue.workers(include_stopped=True)] == [
         "stopped"
     ]
 
 
-async def test_a_worker_drives_the_queue_to_empty(store, workspace, write_script):
+async def test_a_worker_drives_the_queue_to_empty(both, workspace, write_script):
     script = write_turns(write_script, 2)
-    ids = [await put(store, script, workspace) for _ in range(3)]
-    w = worker(store, workspace.parent, concurrency=2)
+    ids = [await put(both, script, workspace) for _ in range(3)]
+    w = worker(both, workspace.parent, concurrency=2)
     await asyncio.wait_for(w.serve(), 30)
     assert sorted(w.results) == ids
     for run_id in ids:
-        row = await store.runs.get(run_id)
+        row = await both.runs.get(run_id)
         assert row is not None and row.status == "finished" and row.steps == 3
-        assert await store.leases.holder(run_id) is None
-        kinds = [e.kind for e in await store.trace.events(run_id, 0)]
+        assert await both.leases.holder(run_id) is None
+        kinds = [e.kind for e in await both.trace.events(run_id, 0)]
         assert kinds[0] == "run_started" and "run_resumed" not in kinds
-    assert (await store.queue.workers(include_stopped=True))[0].stopped_at is not None
+    assert (await both.queue.workers(include_stopped=True))[0].stopped_at is not None
 
 
 async def test_an_ask_on_a_worker_waits_in_the_store_for_any_decider(
