@@ -169,6 +169,8 @@ class QueueRepo:
         """The queue rows of ``run_ids`` (every one without), by run id."""
         if run_ids is None:
             rows = await self.db.fetchall("SELECT * FROM queue ORDER BY run_id")
+        elif not run_ids:
+            return {}
         else:
             marks = ",".join("?" * len(run_ids))
             rows = await self.db.fetchall(
