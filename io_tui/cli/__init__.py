@@ -23,6 +23,8 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "approvals": "io_tui.cli.approvals",
     "decide": "io_tui.cli.approvals",
     "resume": "io_tui.cli.resume",
+    "worker": "io_tui.cli.worker",
+    "workers": "io_tui.cli.worker",
     "rules": "io_tui.cli.rules",
     "memory": "io_tui.cli.memory",
     "config": "io_tui.cli.config",

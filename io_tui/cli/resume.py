@@ -47,6 +47,11 @@ def register(sub: Any) -> None:
         choices=sorted(APPROVERS),
         help="how the resumed run's asks are answered (default: the config's, else ask)",
     )
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="a queue run: hand it back to the workers with the --reconcile choice",
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     add_mcp_config_option(parser)
     add_store_option(parser)
@@ -60,6 +65,10 @@ def reconciler_for(name: str) -> Reconciler:
 
 
 async def resume_command(args: argparse.Namespace) -> int:
+    if args.queue:
+        from io_tui.cli.worker import requeue
+
+        return await requeue(args)
     settings = settings_from(args)
     current = mcp_servers(settings, args.mcp_config)
     store = await open_store(args)

@@ -70,6 +70,9 @@ def register(sub: Any) -> None:
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     add_mcp_config_option(run)
     add_store_option(run)
+    from io_tui.cli.worker import add_queue_options
+
+    add_queue_options(run)
     run.set_defaults(handler=run_command)
 
     demo = sub.add_parser("demo", help="the bundled demo task (the TUI, or --headless)")
@@ -114,16 +117,19 @@ def policy_from(settings: Settings) -> Policy:
 
 
 async def run_command(args: argparse.Namespace) -> int:
+    from io_tui.cli.worker import check_queue_options, enqueue
+
+    git = check_queue_options(args)
     settings = settings_from(args)
     try:
-        workspace = Workspace(Path(args.workspace))
+        workspace = Workspace(Path(args.workspace)) if git is None else None
     except WorkspaceError as exc:
         raise UsageError(str(exc)) from None
     try:
         verify = tuple(shlex.split(args.verify)) if args.verify else None
         contract = TaskContract(
             goal=args.task,
-            workspace=workspace.root,
+            workspace=workspace.root if workspace else Path(f"git:{args.git}@{args.ref}"),
             verify=verify,
             max_steps=settings.max_steps,
             token_budget=settings.token_budget,
@@ -133,9 +139,11 @@ async def run_command(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config, workspace.root)
+    servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
     provider = provider_from(settings)
     policy = policy_from(settings)
+    if args.queue:
+        return await enqueue(args, contract, provider, policy, git)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     async with opened_hub(servers) as hub:
         approver = APPROVERS[settings.approve]()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
+    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_run
     from io_tui.core.reconcile import (
         FixedReconciler,
         InFlight,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        GitSource,
         Recall,
         RememberedRule,
         StepSummary,
@@ -100,6 +102,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
+    **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
@@ -142,6 +146,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         (
             "ApprovalRecord",
+            "GitSource",
             "Recall",
             "RememberedRule",
             "StepSummary",
@@ -181,6 +186,7 @@ __all__ = [
     "EventKind",
     "EventSink",
     "FixedReconciler",
+    "GitSource",
     "Harness",
     "InFlight",
     "McpConfigError",
@@ -193,6 +199,7 @@ __all__ = [
     "Policy",
     "ProbeResult",
     "Provider",
+    "QueueWorker",
     "Recall",
     "ReconcileChoice",
     "Reconciler",
@@ -217,6 +224,7 @@ __all__ = [
     "TraceNotFound",
     "WorkerClient",
     "WorkerError",
+    "WorkerOptions",
     "Workspace",
     "WorkspaceError",
     "audit_row",
@@ -230,6 +238,7 @@ __all__ = [
     "command_examples",
     "decide",
     "discover_mcp_files",
+    "enqueue_run",
     "grant_text",
     "harness_registry",
     "in_flight_calls",

@@ -103,6 +103,9 @@ async def decide(
     if run is None or run.status not in RESUMABLE:
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)
+    if await store.queue.entry(run_id) is not None:
+        # a queue run: a worker claims it once its approvals are decided (store/queue.py)
+        return Decided(approval_id, run_id, None)
     return Decided(approval_id, run_id, await _resume(store, run, approver, sink, registry, None))
 
 

@@ -10,6 +10,9 @@ from typing import Any, Protocol
 # What an interrupt from the operator says: the reason a run's task is cancelled with
 # (``task.cancel(OPERATOR_CANCEL)``), recorded as the run's error and on its ``run_finished``.
 OPERATOR_CANCEL = "cancelled by the operator"
+# a worker that hands its runs back (``task.cancel(HAND_BACK)``): the run ends ``interrupted``,
+# for another worker to take over
+HAND_BACK = "handed back by its worker"
 
 
 class EventKind(StrEnum):

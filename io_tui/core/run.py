@@ -25,7 +25,7 @@ from typing import Any
 
 from io_tui.core.calls import CallResult, CallRunner
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
-from io_tui.core.events import OPERATOR_CANCEL, EventKind
+from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.ledger import ObsKind
 from io_tui.core.model_turn import ask_model, build_engine, request_tokens, truncated_note
@@ -79,11 +79,12 @@ async def start_run(
 
 
 async def resume_run(
-    harness: Harness, run_id: int, reconciler: Reconciler | None = None
+    harness: Harness, run_id: int, reconciler: Reconciler | None = None, *, first: bool = False
 ) -> RunResult:
     """Continue a paused or interrupted run under the same id, from the store alone: take its
     lease (``RunBusy`` when a live process drives it), reconcile the calls in flight at a crash
-    (``reconciler``; without one, such a run stays interrupted), then go on."""
+    (``reconciler``; without one, such a run stays interrupted), then go on. ``first``: the row
+    was queued and never driven (a worker's claim), so the run starts rather than resumes."""
     row = await harness.store.runs.get(run_id)
     if row is None:
         raise ValueError(f"no run {run_id} in the store")
@@ -97,7 +98,7 @@ async def resume_run(
     )
     state.tokens = row.tokens
     await harness.store.leases.acquire(run_id)
-    return await Run(state, reconciler).drive(resumed=True)
+    return await Run(state, reconciler).drive(resumed=not first)
 
 
 class SubAgentStopped(Exception):
@@ -214,6 +215,9 @@ class Run:
             return await self._end(Outcome.INTERRUPTED, error=str(exc))
         except asyncio.CancelledError as exc:
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
+            if HAND_BACK in exc.args:  # a draining worker's: another one takes it over
+                await asyncio.shield(self._end(Outcome.INTERRUPTED))
+                raise
             reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
             await asyncio.shield(self._end(Outcome.CANCELLED, error=reason))
             raise

@@ -347,8 +347,28 @@ class IoApp(App[int]):
         self.start_request(message.request)
 
     def start_request(self, request: NewRunRequest) -> None:
-        """Start a new run (or a follow-up); a request that cannot start ends in ``RunEnded``."""
-        self.host.start(request)
+        """Start a new run (or a follow-up); a request that cannot start ends in ``RunEnded``.
+        A request for the queue is put there for a worker to drive."""
+        if request.queue:
+            self.enqueue(request)
+        else:
+            self.host.start(request)
+
+    @work(group="db", exit_on_error=False)
+    async def enqueue(self, request: NewRunRequest) -> None:
+        from io_tui.core import build_run, enqueue_run
+
+        try:
+            contract, provider, policy = await build_run(self.store, self.settings, request)
+        except ValueError as exc:
+            self.post_message(RunEnded(None, error=str(exc)))
+            return
+        try:
+            run_id = await enqueue_run(self.store, contract, provider, policy)
+        finally:
+            await provider.aclose()
+        self.notify(f"run {run_id} is on the queue: the first free worker drives it")
+        self.refresh_runs([run_id])
 
     def interrupt(self, run_id: int) -> bool:
         return self.host.interrupt(run_id)
@@ -357,7 +377,8 @@ class IoApp(App[int]):
     async def action_resume_run(self, run_id: int) -> None:
         """Resume an interrupted run: its calls in flight at the crash go to the reconcile
         modal first; the run continues in its own ``io-tui resume`` process (its asks deferred
-        to the inbox), which the store poll follows."""
+        to the inbox), which the store poll follows. A queue run goes back to the queue with
+        the choice instead, for a worker to continue."""
         from io_tui.core import Workspace, in_flight_calls
         from io_tui.ui.screens.reconcile import ReconcileScreen
 
@@ -367,7 +388,10 @@ class IoApp(App[int]):
             return
         calls = await in_flight_calls(self.store, run_id, Workspace(row.workspace))
         choice = await self.push_screen_wait(ReconcileScreen(calls)) if calls else "rerun"
-        if choice is not None:
+        if choice is not None and await self.store.queue.release(run_id, choice):
+            self.notify(f"run {run_id} is back on the queue ({choice} for calls in flight)")
+            self.refresh_runs([run_id])
+        elif choice is not None:
             launch_resume(self.store.path, run_id, choice)
             self.notify(f"resuming run {run_id} ({choice} for calls in flight)")
 
@@ -456,12 +480,12 @@ class IoApp(App[int]):
             rows = await self.store.runs.all()
         else:
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
-        self.post_message(StoreChanged(rows))
+        self.post_message(StoreChanged(rows, await queue_workers(self.store, rows)))
 
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
-        shown, stale = self.board.apply_rows(message.runs, self.host.is_live)
+        shown, stale = self.board.apply_rows(message.runs, self.host.is_live, message.workers)
         if main is not None:
             for run in shown:
                 main.upsert_run(run)
@@ -543,6 +567,22 @@ class IoApp(App[int]):
         index = names.index(self.theme) + 1 if self.theme in names else 0
         self.theme = names[index % len(names)]
         self.notify(f"theme: {self.theme}")
+
+
+async def queue_workers(store: Store, rows: list[Any]) -> dict[int, str]:
+    """What the run tree says of each queue run among ``rows``: the worker driving it (``on
+    HOST pid N``) or that it waits for the operator; runs off the queue are not in it."""
+    entries = await store.queue.entries([r.id for r in rows])
+    if not entries:
+        return {}
+    hosts = await store.queue.run_hosts(list(entries))
+    out = {}
+    for run_id, entry in entries.items():
+        if run_id in hosts:
+            out[run_id] = f"on {hosts[run_id]}"
+        elif entry.held:
+            out[run_id] = "held for the operator (R)"
+    return out
 
 
 def launch_resume(store: StoreLocation, run_id: int, choice: str) -> None:

@@ -98,9 +98,10 @@ class NewRunRequested(Message):
 class StoreChanged(Message):
     """Something outside this process's runs changed the store (a poll noticed it)."""
 
-    def __init__(self, runs: list[Any]) -> None:
+    def __init__(self, runs: list[Any], workers: dict[int, str] | None = None) -> None:
         super().__init__()
         self.runs = runs
+        self.workers = workers or {}  # queue runs: who drives each (``RunView.worker``)
 
 
 class StepsLoaded(Message):

@@ -61,7 +61,10 @@ class RunBoard:
         return changes
 
     def apply_rows(
-        self, rows: Iterable[Any], is_live: Callable[[int], bool]
+        self,
+        rows: Iterable[Any],
+        is_live: Callable[[int], bool],
+        workers: dict[int, str] | None = None,
     ) -> tuple[list[RunView], list[int]]:
         """Fold run rows read from the store: a run this process does not drive (``is_live``)
         takes the row's status and tokens. Returns the views to show again, and the runs whose
@@ -80,6 +83,8 @@ class RunBoard:
                     stale.append(row.id)
                 run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
             run.parent_run_id = row.parent_run_id
+            if workers is not None:
+                run.worker = workers.get(row.id, "")
             run.token_budget = (row.contract or {}).get("token_budget")
             shown.append(run)
         self._find_waiting(shown)

@@ -69,6 +69,7 @@ class RunView:
     interrupt_requested: bool = False  # the operator pressed x; the run has not ended yet
     queued: list[QueuedMessage] = field(default_factory=list)
     wants_attention: bool = False  # it just started or began to ask: bring it into view
+    worker: str = ""  # a queue run: the worker driving it (``on HOST pid N``), or "held …"
     waiting_on: int | None = None  # paused or interrupted with this sub-agent run
 
     @classmethod

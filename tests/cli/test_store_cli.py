@@ -212,7 +212,7 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         assert app_id == (APPLICATION_ID if version >= 4 else 0)  # the id came with 4
 
-    reads_back_the_shipped_data(("--store", str(path)))
+    reads_back_the_shipped_data(("--store", str(path)), version)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
@@ -222,6 +222,8 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert intents == ([("c1", "done")] if version >= 4 else [])  # migration 4
         columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
         assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        assert {"queue", "workers"} <= tables  # migration 6
     assert sha(fixture) == shipped
 
 
@@ -254,12 +256,12 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                              f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)")  # fmt: skip
 
-    reads_back_the_shipped_data(("--store", pg_url))
+    reads_back_the_shipped_data(("--store", pg_url), version)
     with psycopg.connect(pg_url) as conn:
         assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone() == (SCHEMA_VERSION,)
 
 
-def reads_back_the_shipped_data(store: tuple[str, str]) -> None:
+def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     """What every shipped fixture store holds, read back through the CLI; then a write."""
     trace = io_tui("trace", "1", "--json", *store)
     assert trace.returncode == 0, trace.stderr
@@ -271,7 +273,11 @@ def reads_back_the_shipped_data(store: tuple[str, str]) -> None:
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
-    assert data["run"]["origin"] is None  # from before migration 5: resumes say so
+    origin = data["run"]["origin"]
+    if version < 5:
+        assert origin is None  # from before migration 5: resumes say so
+    else:
+        assert origin["settings"]["token_budget"] == 50_000
     pending = json.loads(io_tui("approvals", "--json", *store).stdout)
     assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
     rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)

@@ -14,15 +14,19 @@ from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
     "ApprovalRecord",
+    "Claim",
     "EventRow",
+    "GitSource",
     "IntentRow",
     "ObservationRow",
+    "QueueEntry",
     "Recall",
     "RememberedRule",
     "RequestFigures",
@@ -37,6 +41,7 @@ __all__ = [
     "StoreError",
     "StoreLocation",
     "StoreUrl",
+    "WorkerRow",
     "store_location",
 ]
 
@@ -73,6 +78,7 @@ class Store:
         self.memory = MemoryRepo(self.db)
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
+        self.queue = QueueRepo(self.db)
 
     @classmethod
     async def open(cls, path: StoreLocation | str, *, create: bool = True) -> Store:

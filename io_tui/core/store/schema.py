@@ -203,6 +203,39 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN origin TEXT;
     """,
+    # 6: the run queue and its workers. A queued run is a runs row (status 'queued') with a
+    # queue row: the labels a worker must serve, where its workspace comes from (the run's
+    # workspace path, or a git remote and ref a worker checks out, optionally pushing a branch
+    # back), who claimed it last and how often, the operator's reconcile choice for its next
+    # claim, and why it is held for the operator. A worker is a long-running process that
+    # claims queued runs and drives them under their leases (``store/queue.py``)
+    """
+    CREATE TABLE queue (
+        run_id INTEGER NOT NULL PRIMARY KEY REFERENCES runs(id),
+        labels TEXT NOT NULL DEFAULT '[]',
+        git_remote TEXT,
+        git_ref TEXT,
+        push_branch TEXT,
+        enqueued_at REAL NOT NULL,
+        claimed_by TEXT,
+        claimed_at REAL,
+        claims INTEGER NOT NULL DEFAULT 0,
+        reconcile TEXT,
+        held TEXT,
+        pushed TEXT
+    );
+    CREATE TABLE workers (
+        id TEXT PRIMARY KEY,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        labels TEXT NOT NULL DEFAULT '[]',
+        concurrency INTEGER NOT NULL,
+        started_at REAL NOT NULL,
+        heartbeat REAL NOT NULL,
+        draining INTEGER NOT NULL DEFAULT 0,
+        stopped_at REAL
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,4 +1,5 @@
-"""The new-run dialog: task, workspace, provider, base URL, model and budgets → ``NewRunRequest``.
+"""The new-run dialog: task, workspace, where it runs (this machine or the queue), provider, base
+URL, model and budgets → ``NewRunRequest``.
 
 Providers are the presets (``core.providers.presets``) plus the scripted demo, each labelled with
 what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
@@ -37,6 +38,8 @@ SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
 PROBE_TIMEOUT_S = 2.0
 REPROBE_DELAY_S = 0.4  # seconds a base URL must stay unchanged before it is probed
 MIN_CONTEXT = 256
+# where the run goes: driven by this app, or queued for an `io-tui worker` (docs/SCALE-OUT.md)
+RUN_ON = [("this machine", "here"), ("the queue (a worker drives it)", "queue")]
 
 
 class FieldError(ValueError):
@@ -127,6 +130,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             with VerticalScroll(id="fields", can_focus=False):
                 yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
                 yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
+                yield _row("Run on", Select(RUN_ON, value="here", allow_blank=False, id="run-on", compact=True))  # fmt: skip
                 yield _row(
                     "Provider",
                     Select(
@@ -310,6 +314,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             max_steps=max_steps,
             token_budget=self._int("token-budget", "the token budget", 1),
             context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
+            queue=self.query_one("#run-on", Select).value == "queue",
         )
 
     @on(Button.Pressed, "#start")

@@ -30,6 +30,7 @@ from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 TICK_S = 1.0  # seconds between relabels of live runs (their elapsed times)
 BADGES = {
+    "queued": ("◌", "queued"),
     "running": ("●", "running"),
     "asking": ("?", "asking"),
     "paused": ("‖", "paused"),
@@ -266,7 +267,8 @@ def _signature(lines: list[Any], y: int) -> tuple[object, ...] | None:
 
 
 def run_label(run: RunView, styles: dict[str, str]) -> Text:
-    """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures."""
+    """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures.
+    A queue run says which worker drives it (``on HOST pid N``) or that it is held."""
     glyph, status = BADGES.get(run.status, ("·", run.status))
     style = styles.get(status, "")
     goal = plain(run.goal)  # a goal is the user's or a parent run's text
@@ -277,6 +279,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"#{run.id} ", "bold"),
         (f"{status} ", style),
         (f"{clock} · " if clock else "", style),
+        (f"{run.worker} · " if run.worker else "", "dim"),
         (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
         (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
@@ -336,6 +339,7 @@ def _tok(tokens: int) -> str:
 
 
 _STATUS_VARIABLE = {
+    "queued": "foreground-darken-3",
     "running": "accent",
     "asking": "warning",
     "paused": "secondary",
@@ -345,6 +349,7 @@ _STATUS_VARIABLE = {
     "cancelled": "foreground-darken-3",
 }
 _FALLBACK_STYLE = {
+    "queued": "grey50",
     "running": "cyan",
     "asking": "yellow",
     "paused": "magenta",

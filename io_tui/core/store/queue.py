@@ -1,0 +1,383 @@
+"""The run queue and its workers, with the store as the only coordinator (docs/SCALE-OUT.md).
+
+A queued run is a ``runs`` row with status ``queued`` and a ``queue`` row beside it: the labels
+a worker must serve (all of them), where its workspace comes from (the recorded path, or a git
+remote and ref the claiming worker checks out into its scratch directory, with a branch to push
+back at the end), who claimed it last, the operator's reconcile choice for its next claim and,
+when it waits for the operator, why (``held``).
+
+A worker claims one run at a time in one transaction that takes the run's lease as well
+(``claim``): a ``queued`` run, an ``interrupted`` one (its last driver died: takeover) that is
+not held, or a ``paused`` one whose approvals are all decided. On SQLite the transaction is
+``BEGIN IMMEDIATE``, which serializes claims of every process on the machine; the claim query is
+``CLAIM_SQL``, the one statement a PostgreSQL backend runs with ``FOR UPDATE SKIP LOCKED``.
+Workers register in ``workers`` (host, pid, labels, concurrency, heartbeat, draining); the runs
+one holds are the runs whose lease it owns.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
+
+QUEUED = "queued"
+GIT_WORKSPACE = "git:"  # the workspace recorded for a git run until a worker checks it out
+# What a worker may claim: queued, interrupted (takeover) unless held for the operator, paused
+# with every approval decided. Whose labels the worker serves is checked on the rows read (on
+# PostgreSQL, ``labels <@ $1`` in the statement, with ``FOR UPDATE OF q SKIP LOCKED LIMIT 1``).
+CLAIM_SQL = """
+SELECT q.run_id FROM queue q JOIN runs r ON r.id = q.run_id
+WHERE r.status = 'queued'
+   OR (r.status = 'interrupted' AND q.held IS NULL)
+   OR (r.status = 'paused' AND NOT EXISTS (
+        SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending'))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class GitSource:
+    """A workspace a worker checks out: ``remote`` at ``ref``, ``push_branch`` pushed back."""
+
+    remote: str
+    ref: str = "HEAD"
+    push_branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    run_id: int
+    labels: tuple[str, ...]
+    git: GitSource | None
+    enqueued_at: float
+    claimed_by: str | None
+    claimed_at: float | None
+    claims: int
+    reconcile: str | None  # the operator's choice for calls in flight, for the next claim
+    held: str | None  # why it waits for the operator (no worker takes it meanwhile)
+    pushed: str | None  # the branch pushed back, or why not
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A run a worker took: its entry as it was before the claim and the status it had."""
+
+    entry: QueueEntry
+    status: str  # queued (a first drive), interrupted (a takeover) or paused (decided)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRow:
+    id: str
+    host: str
+    pid: int
+    labels: tuple[str, ...]
+    concurrency: int
+    started_at: float
+    heartbeat: float
+    draining: bool
+    stopped_at: float | None
+    runs: tuple[int, ...]  # the runs whose lease it holds
+
+    def state(self, now: float) -> str:
+        """``stopped``, ``gone`` (its heartbeat is stale or its pid dead here), ``draining`` or
+        ``up``."""
+        if self.stopped_at is not None:
+            return "stopped"
+        stale = now - self.heartbeat > LEASE_TTL_S
+        if stale or (self.host == OWNER.host and not pid_alive(self.pid)):
+            return "gone"
+        return "draining" if self.draining else "up"
+
+    def to_json(self, now: float) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "host": self.host,
+            "pid": self.pid,
+            "labels": list(self.labels),
+            "concurrency": self.concurrency,
+            "state": self.state(now),
+            "runs": list(self.runs),
+            "started_at": self.started_at,
+            "heartbeat": self.heartbeat,
+            "stopped_at": self.stopped_at,
+        }
+
+
+def serves(worker_labels: Sequence[str], run_labels: Sequence[str]) -> bool:
+    """A worker serves a run when it has every label the run asks for."""
+    return set(run_labels) <= set(worker_labels)
+
+
+def _entry(row: Any) -> QueueEntry:
+    git = None
+    if row["git_remote"] is not None:
+        git = GitSource(row["git_remote"], row["git_ref"], row["push_branch"])
+    return QueueEntry(
+        run_id=row["run_id"],
+        labels=tuple(json.loads(row["labels"])),
+        git=git,
+        enqueued_at=row["enqueued_at"],
+        claimed_by=row["claimed_by"],
+        claimed_at=row["claimed_at"],
+        claims=row["claims"],
+        reconcile=row["reconcile"],
+        held=row["held"],
+        pushed=row["pushed"],
+    )
+
+
+class QueueRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- the queue --
+
+    async def enqueue(
+        self,
+        *,
+        goal: str,
+        workspace: str,
+        contract: dict[str, Any],
+        provider: dict[str, Any],
+        policy: dict[str, Any],
+        labels: Sequence[str] = (),
+        git: GitSource | None = None,
+    ) -> int:
+        """A new run, ``queued`` with no lease, for a worker to claim; its id."""
+        return await self.db.write(
+            partial(
+                _enqueue,
+                (goal, workspace, json.dumps(contract), json.dumps(provider), json.dumps(policy)),
+                json.dumps(sorted(set(labels))),
+                git,
+                time.time(),
+            )
+        )
+
+    async def entry(self, run_id: int) -> QueueEntry | None:
+        row = await self.db.fetchone("SELECT * FROM queue WHERE run_id = ?", (run_id,))
+        return _entry(row) if row else None
+
+    async def entries(self, run_ids: Sequence[int] | None = None) -> dict[int, QueueEntry]:
+        """The queue rows of ``run_ids`` (every one without), by run id."""
+        if run_ids is None:
+            rows = await self.db.fetchall("SELECT * FROM queue ORDER BY run_id")
+        elif not run_ids:
+            return {}
+        else:
+            marks = ",".join("?" * len(run_ids))
+            rows = await self.db.fetchall(
+                f"SELECT * FROM queue WHERE run_id IN ({marks})", tuple(run_ids)
+            )
+        return {row["run_id"]: _entry(row) for row in rows}
+
+    async def claim(self, labels: Sequence[str]) -> Claim | None:
+        """Take the oldest claimable run whose labels this worker serves, with its lease, in one
+        transaction; None when there is none."""
+        return await self.db.write(partial(_claim, tuple(labels), time.time()))
+
+    async def unsettled(self, labels: Sequence[str]) -> int:
+        """How many runs this worker serves are claimable or driven now (by anyone): while
+        there are, a worker that stops once the queue is empty waits (a run whose worker dies
+        comes back to the queue)."""
+        rows = await self.db.fetchall(
+            f"SELECT q.labels FROM queue q JOIN runs r ON r.id = q.run_id"
+            f" WHERE r.status IN ('running', 'asking') OR q.run_id IN ({CLAIM_SQL})"
+        )
+        return sum(serves(labels, json.loads(row["labels"])) for row in rows)
+
+    async def set_workspace(self, run_id: int, workspace: str) -> None:
+        """Where a worker checked the run's git source out: the run's workspace from now on."""
+
+        def update(conn: Connection) -> None:
+            row = conn.execute("SELECT contract FROM runs WHERE id = ?", (run_id,)).fetchone()
+            contract = {**json.loads(row["contract"]), "workspace": workspace}
+            conn.execute(
+                "UPDATE runs SET workspace = ?, contract = ? WHERE id = ?",
+                (workspace, json.dumps(contract), run_id),
+            )
+
+        await self.db.write(update)
+
+    async def hold(self, run_id: int, reason: str) -> None:
+        """The run waits for the operator (a call in flight at a crash, a lost checkout): no
+        worker claims it until ``release`` with the operator's choice."""
+        await self.db.write(
+            partial(_update, "UPDATE queue SET held = ? WHERE run_id = ?", (reason, run_id))
+        )
+
+    async def release(self, run_id: int, reconcile: str | None) -> bool:
+        """The operator's word on a held (or any interrupted) queue run: workers may claim it
+        again, its calls in flight reconciled with ``reconcile`` on that claim. False when the
+        run is not on the queue."""
+        return await self.db.write(
+            partial(
+                _update,
+                "UPDATE queue SET held = NULL, reconcile = ? WHERE run_id = ?",
+                (reconcile, run_id),
+            )
+        )
+
+    async def set_pushed(self, run_id: int, pushed: str) -> None:
+        await self.db.write(
+            partial(_update, "UPDATE queue SET pushed = ? WHERE run_id = ?", (pushed, run_id))
+        )
+
+    # -- workers --
+
+    async def register(self, labels: Sequence[str], concurrency: int) -> None:
+        now = time.time()
+        await self.db.write(
+            partial(
+                _update,
+                "INSERT INTO workers (id, host, pid, labels, concurrency, started_at, heartbeat)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " labels = excluded.labels, concurrency = excluded.concurrency,"
+                " heartbeat = excluded.heartbeat, draining = 0, stopped_at = NULL",
+                (OWNER.id, OWNER.host, OWNER.pid, json.dumps(list(labels)), concurrency, now, now),
+            )
+        )
+
+    async def beat(self) -> bool:
+        """Refresh this worker's heartbeat; whether it has been asked to drain since."""
+        return await self.db.write(partial(_beat, OWNER.id, time.time()))
+
+    async def stopped(self) -> None:
+        await self.db.write(
+            partial(
+                _update,
+                "UPDATE workers SET stopped_at = ?, heartbeat = ? WHERE id = ?",
+                (time.time(), time.time(), OWNER.id),
+            )
+        )
+
+    async def request_drain(self, worker_ids: Sequence[str]) -> list[str]:
+        """Ask workers to drain (their next heartbeat reads it); the ids found among the
+        workers not stopped."""
+
+        def drain(conn: Connection) -> list[str]:
+            found = []
+            for worker_id in worker_ids:
+                cursor = conn.execute(
+                    "UPDATE workers SET draining = 1 WHERE id = ? AND stopped_at IS NULL",
+                    (worker_id,),
+                )
+                if cursor.rowcount:
+                    found.append(worker_id)
+            return found
+
+        return await self.db.write(drain)
+
+    async def workers(self, *, include_stopped: bool = False) -> list[WorkerRow]:
+        where = "" if include_stopped else " WHERE stopped_at IS NULL"
+        rows = await self.db.fetchall(f"SELECT * FROM workers{where} ORDER BY started_at")
+        held = await self.holders()
+        return [
+            WorkerRow(
+                id=row["id"],
+                host=row["host"],
+                pid=row["pid"],
+                labels=tuple(json.loads(row["labels"])),
+                concurrency=row["concurrency"],
+                started_at=row["started_at"],
+                heartbeat=row["heartbeat"],
+                draining=bool(row["draining"]),
+                stopped_at=row["stopped_at"],
+                runs=tuple(held.get(row["id"], ())),
+            )
+            for row in rows
+        ]
+
+    async def holders(self) -> dict[str, list[int]]:
+        """The runs each lease owner holds now, by owner id."""
+        rows = await self.db.fetchall(
+            "SELECT id, lease_owner FROM runs WHERE lease_owner IS NOT NULL ORDER BY id"
+        )
+        held: dict[str, list[int]] = {}
+        for row in rows:
+            held.setdefault(row["lease_owner"], []).append(row["id"])
+        return held
+
+    async def run_hosts(self, run_ids: Sequence[int]) -> dict[int, str]:
+        """Who drives each of ``run_ids`` that has a lease: ``HOST pid N``."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+        rows = await self.db.fetchall(
+            f"SELECT id, lease_host, lease_pid FROM runs WHERE id IN ({marks})"
+            " AND lease_owner IS NOT NULL",
+            tuple(run_ids),
+        )
+        return {row["id"]: f"{row['lease_host']} pid {row['lease_pid']}" for row in rows}
+
+
+def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:
+    return conn.execute(sql, params).rowcount > 0
+
+
+def _enqueue(
+    run: tuple[str, str, str, str, str],
+    labels: str,
+    git: GitSource | None,
+    now: float,
+    conn: Connection,
+) -> int:
+    cursor = conn.execute(
+        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, created_at,"
+        " updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
+        (*run, now, now),
+    )
+    run_id = cursor.lastrowid
+    assert run_id is not None
+    conn.execute(
+        "INSERT INTO queue (run_id, labels, git_remote, git_ref, push_branch, enqueued_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            labels,
+            git.remote if git else None,
+            git.ref if git else None,
+            git.push_branch if git else None,
+            now,
+        ),
+    )
+    return run_id
+
+
+def _claim(labels: tuple[str, ...], now: float, conn: Connection) -> Claim | None:
+    """Inside ``BEGIN IMMEDIATE``: no other process claims (or writes) until it commits."""
+    candidates = conn.execute(
+        f"SELECT run_id, labels FROM queue WHERE run_id IN ({CLAIM_SQL}) ORDER BY run_id"
+    ).fetchall()
+    run_id = next(
+        (r["run_id"] for r in candidates if serves(labels, json.loads(r["labels"]))), None
+    )
+    if run_id is None:
+        return None
+    entry = _entry(conn.execute("SELECT * FROM queue WHERE run_id = ?", (run_id,)).fetchone())
+    status = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()["status"]
+    conn.execute(
+        "UPDATE runs SET status = 'running', outcome = NULL, finished_at = NULL, lease_owner = ?,"
+        " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, updated_at = ? WHERE id = ?",
+        (OWNER.id, OWNER.host, OWNER.pid, now, now, run_id),
+    )
+    # the operator's reconcile choice is for this claim only: a later crash asks again
+    conn.execute(
+        "UPDATE queue SET claimed_by = ?, claimed_at = ?, claims = claims + 1, reconcile = NULL"
+        " WHERE run_id = ?",
+        (OWNER.id, now, run_id),
+    )
+    return Claim(entry, status)
+
+
+def _beat(worker_id: str, now: float, conn: Connection) -> bool:
+    conn.execute("UPDATE workers SET heartbeat = ? WHERE id = ?", (now, worker_id))
+    row = conn.execute("SELECT draining FROM workers WHERE id = ?", (worker_id,)).fetchone()
+    return bool(row and row["draining"])

@@ -1,0 +1,328 @@
+"""The run queue on a real SQLite store: enqueue, claim (labels, takeover, decided pauses),
+workers, and a worker driving scripted runs in-process (asks answered from another connection,
+calls in flight held for the operator, draining, git workspaces)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_tui.core import (
+    Decision,
+    GitSource,
+    Policy,
+    QueueWorker,
+    ScriptedProvider,
+    Store,
+    TaskContract,
+    WorkerOptions,
+    decide,
+    enqueue_run,
+)
+from io_tui.core.store.leases import OWNER
+
+ALLOW = Policy.from_json({"defaults": {"write": "allow", "exec": "allow"}}, source="test")
+
+
+async def put(store: Store, script: Path, workspace: Path, **kwargs: Any) -> int:
+    contract = TaskContract(goal="t", workspace=workspace, max_steps=6)
+    policy = kwargs.pop("policy", ALLOW)
+    return await enqueue_run(store, contract, ScriptedProvider.from_file(script), policy, **kwargs)
+
+
+async def until_stored(read: Any, what: str, count: int = 1) -> None:
+    """Until ``read()`` (a store query: the worker writes it from its own task) returns
+    ``count`` rows."""
+    async with asyncio.timeout(20):
+        while len(await read()) < count:  # noqa: ASYNC110 - the rows are the only signal
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def both(store_on_both):
+    """A store on SQLite, then on PostgreSQL (tests/support/pg_cluster.py)."""
+    opened = await Store.open(store_on_both)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def write_turns(write_script, n: int = 1) -> Path:
+    turns: list[dict[str, Any]] = [
+        {"tool_calls": [{"id": f"w{i}", "name": "write_file",
+                         "arguments": {"path": f"f{i}.txt", "content": f"{i}\n"}}]}
+        for i in range(n)
+    ]  # fmt: skip
+    return write_script([*turns, {"text": "done"}])
+
+
+def worker(store: Store, tmp_path: Path, **options: Any) -> QueueWorker:
+    opts = WorkerOptions(scratch=tmp_path / "scratch", poll_s=0.02, until_empty=True, **options)
+    return QueueWorker(store, opts, log=lambda line: None)
+
+
+async def test_a_queued_run_is_claimed_once_with_its_lease(both, workspace, write_script):
+    run_id = await put(both, write_turns(write_script), workspace)
+    row = await both.runs.get(run_id)
+    assert row is not None and row.status == "queued"
+    assert await both.leases.holder(run_id) is None
+    claim = await both.queue.claim(())
+    assert claim is not None and claim.entry.run_id == run_id and claim.status == "queued"
+    holder = await both.leases.holder(run_id)
+    assert holder is not None and holder.owner == OWNER.id
+    assert await both.queue.claim(()) is None  # nobody claims it twice
+    entry = await both.queue.entry(run_id)
+    assert entry is not None and entry.claims == 1 and entry.claimed_by == OWNER.id
+
+
+async def test_a_worker_claims_only_runs_whose_labels_it_serves(both, workspace, write_script):
+    script = write_turns(write_script)
+    gpu = await put(both, script, workspace, labels=["gpu", "linux"])
+    plain = await put(both, script, workspace)
+    first = await both.queue.claim(())
+    assert first is not None and first.entry.run_id == plain
+    assert await both.queue.claim(("gpu",)) is None  # it lacks "linux"
+    claim = await both.queue.claim(("linux", "gpu", "big"))
+    assert claim is not None and claim.entry.run_id == gpu
+    assert claim.entry.labels == ("gpu", "linux")
+
+
+async def test_an_interrupted_queue_run_is_taken_over_unless_held(both, workspace, write_script):
+    run_id = await put(both, write_turns(write_script), workspace)
+    assert await both.queue.claim(()) is not None
+    await both.runs.set_status(run_id, "interrupted", "interrupted")  # its worker died
+    await both.queue.hold(run_id, "a write was in flight")
+    assert await both.queue.claim(()) is None
+    assert await both.queue.release(run_id, "skip")
+    claim = await both.queue.claim(())
+    assert claim is not None and claim.status == "interrupted"
+    assert claim.entry.reconcile == "skip"
+    entry = await both.queue.entry(run_id)
+    assert entry is not None and entry.reconcile is None  # the choice is for one claim
+
+
+async def test_a_run_outside_the_queue_is_never_claimed(both, workspace):
+    run_id = await both.runs.create(
+        goal="t", workspace=str(workspace), contract={}, provider={}, policy={}
+    )
+    await both.runs.set_status(run_id, "interrupted", "interrupted")
+    assert await both.queue.claim(()) is None
+    assert not await both.queue.release(run_id, "skip")
+
+
+async def test_workers_register_beat_drain_and_list_the_runs_they_hold(
+    both, workspace, write_script
+):
+    await both.queue.register(("gpu",), 2)
+    run_id = await put(both, write_turns(write_script), workspace)
+    await both.queue.claim(("gpu",))
+    assert await both.queue.beat() is False
+    (row,) = await both.queue.workers()
+    assert (row.id, row.pid, row.labels, row.concurrency) == (OWNER.id, OWNER.pid, ("gpu",), 2)
+    assert row.runs == (run_id,) and row.state(row.heartbeat) == "up"
+    assert await both.queue.request_drain([OWNER.id, "nobody"]) == [OWNER.id]
+    assert await both.queue.beat() is True
+    assert (await both.queue.workers())[0].state(row.heartbeat) == "draining"
+    assert (await both.queue.workers())[0].state(row.heartbeat + 31) == "gone"
+    await both.queue.stopped()
+    assert await both.queue.workers() == []
+    assert [w.to_json(0)["state"] for w in await both.queue.workers(include_stopped=True)] == [
+        "stopped"
+    ]
+
+
+async def test_a_worker_drives_the_queue_to_empty(both, workspace, write_script):
+    script = write_turns(write_script, 2)
+    ids = [await put(both, script, workspace) for _ in range(3)]
+    w = worker(both, workspace.parent, concurrency=2)
+    await asyncio.wait_for(w.serve(), 30)
+    assert sorted(w.results) == ids
+    for run_id in ids:
+        row = await both.runs.get(run_id)
+        assert row is not None and row.status == "finished" and row.steps == 3
+        assert await both.leases.holder(run_id) is None
+        kinds = [e.kind for e in await both.trace.events(run_id, 0)]
+        assert kinds[0] == "run_started" and "run_resumed" not in kinds
+    assert (await both.queue.workers(include_stopped=True))[0].stopped_at is not None
+
+
+async def test_an_ask_on_a_worker_waits_in_the_store_for_any_decider(
+    store, store_path, workspace, write_script
+):
+    run_id = await put(store, write_turns(write_script), workspace, policy=Policy())
+    w = worker(store, workspace.parent)
+    serving = asyncio.create_task(w.serve())
+    await until_stored(lambda: store.approvals.pending(), "the ask")
+    (record,) = await store.approvals.pending()
+    other = await Store.open(store_path)  # another process's cockpit
+    try:
+        decided = await decide(other, record.request.id, Decision.approve())
+        assert decided.result is None  # the worker holding the run carries it out
+        second = decide(other, record.request.id, Decision.deny("late"))
+        with pytest.raises(Exception, match="already decided"):
+            await second
+    finally:
+        await other.close()
+    await asyncio.wait_for(serving, 30)
+    assert w.results[run_id].status == "finished"
+    assert (workspace / "f0.txt").read_text() == "0\n"
+
+
+async def test_draining_defers_an_ask_and_a_decided_pause_goes_back_to_the_queue(
+    store, workspace, write_script
+):
+    run_id = await put(store, write_turns(write_script), workspace, policy=Policy())
+    w = worker(store, workspace.parent)
+    serving = asyncio.create_task(w.serve())
+    await until_stored(lambda: store.approvals.pending(), "the ask")
+    w.drain()
+    await asyncio.wait_for(serving, 30)
+    row = await store.runs.get(run_id)
+    assert row is not None and row.status == "paused"
+    assert await store.queue.claim(()) is None  # its request is still pending
+    (record,) = await store.approvals.pending()
+    assert (
+        await decide(store, record.request.id, Decision.approve())
+    ).result is None  # not resumed here
+    again = worker(store, workspace.parent)
+    await asyncio.wait_for(again.serve(), 30)
+    assert again.results[run_id].status == "finished"
+    assert (workspace / "f0.txt").exists()
+
+
+async def test_handing_back_ends_a_run_interrupted_for_another_worker(
+    store, tmp_path, workspace, write_script
+):
+    release = tmp_path / "release"
+    code = f"while [ ! -e {release} ]; do sleep 0.02; done; echo ran >> {tmp_path}/effects"
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"tool_calls": [{"id": "x1", "name": "run_command",
+                             "arguments": {"argv": ["sh", "-c", code]}}]},
+            {"text": "done"},
+        ]
+    )  # fmt: skip
+    run_id = await put(store, script, workspace)
+    w = worker(store, tmp_path)
+    serving = asyncio.create_task(w.serve())
+    await until_stored(lambda: store.intents.for_run(run_id), "the command's intent", 2)
+    w.hand_back()
+    await asyncio.wait_for(serving, 30)
+    row = await store.runs.get(run_id)
+    assert row is not None and row.status == "interrupted"
+    # the command was in flight: the next worker holds the run for the operator, never re-runs it
+    nxt = worker(store, tmp_path)
+    await asyncio.wait_for(nxt.serve(), 30)
+    entry = await store.queue.entry(run_id)
+    assert entry is not None and entry.held and "run_command" in entry.held
+    assert not (tmp_path / "effects").exists()
+    await store.queue.release(run_id, "rerun")
+    release.touch()
+    last = worker(store, tmp_path)
+    await asyncio.wait_for(last.serve(), 30)
+    assert last.results[run_id].status == "finished"
+    assert (tmp_path / "effects").read_text() == "ran\n"  # once: the operator's rerun
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    """A bare repository with one commit on main (README.md)."""
+    src, bare = tmp_path / "src", tmp_path / "remote.git"
+    src.mkdir()
+    git("init", "--quiet", "-b", "main", cwd=src)
+    (src / "README.md").write_text("# remote\n")
+    git("add", ".", cwd=src)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "one", cwd=src)
+    git("clone", "--quiet", "--bare", str(src), str(bare), cwd=tmp_path)
+    return bare
+
+
+async def test_a_git_run_is_checked_out_in_scratch_and_pushed_back(
+    store, tmp_path, remote, write_script
+):
+    script = write_turns(write_script)
+    source = GitSource(str(remote), "main", "agent/result")
+    run_id = await put(store, script, tmp_path / "unused", git=source)
+    row = await store.runs.get(run_id)
+    assert row is not None and row.workspace.startswith("git:")
+    w = worker(store, tmp_path)
+    await asyncio.wait_for(w.serve(), 60)
+    assert w.results[run_id].status == "finished"
+    checkout = tmp_path / "scratch" / f"run-{run_id}"
+    row = await store.runs.get(run_id)
+    assert row is not None and row.workspace == str(checkout)
+    assert json.loads(json.dumps(row.contract))["workspace"] == str(checkout)
+    assert (checkout / "README.md").exists() and (checkout / "f0.txt").exists()
+    entry = await store.queue.entry(run_id)
+    assert entry is not None and entry.pushed and entry.pushed.startswith("pushed agent/result")
+    files = git("ls-tree", "--name-only", "agent/result", cwd=remote)
+    assert files.split() == ["README.md", "f0.txt"]
+
+
+async def test_a_takeover_whose_workspace_is_gone_is_held(store, tmp_path, write_script):
+    ws = tmp_path / "gone"
+    ws.mkdir()
+    run_id = await put(store, write_turns(write_script), ws)
+    await store.queue.claim(())
+    await store.runs.set_status(run_id, "interrupted", "interrupted")
+    ws.rmdir()
+    w = worker(store, tmp_path)
+    await asyncio.wait_for(w.serve(), 30)
+    entry = await store.queue.entry(run_id)
+    assert entry is not None and entry.held and "not reachable" in entry.held
+    row = await store.runs.get(run_id)
+    assert row is not None and row.status == "interrupted"
+
+
+async def test_a_run_its_worker_cannot_drive_is_held_not_claimed_again(
+    store, workspace, write_script
+):
+    script = write_turns(write_script)
+    run_id = await put(store, script, workspace)
+    script.unlink()  # its provider cannot be rebuilt
+    w = worker(store, workspace.parent)
+    await asyncio.wait_for(w.serve(), 30)
+    row = await store.runs.get(run_id)
+    assert row is not None and row.status == "interrupted"
+    entry = await store.queue.entry(run_id)
+    assert entry is not None and entry.claims == 1
+    assert entry.held and "could not drive it" in entry.held
+
+
+async def test_a_busy_store_costs_a_worker_one_round_not_its_runs(
+    store, workspace, write_script, monkeypatch
+):
+    from io_tui.core import StoreError
+
+    run_id = await put(store, write_turns(write_script), workspace)
+    real, failures = store.queue.claim, []
+
+    async def busy_once(labels):
+        if not failures:
+            failures.append(1)
+            raise StoreError("store: the database is locked by another process (waited 5 s)")
+        return await real(labels)
+
+    monkeypatch.setattr(store.queue, "claim", busy_once)
+    lines: list[str] = []
+    w = QueueWorker(
+        store,
+        WorkerOptions(scratch=workspace.parent, poll_s=0.02, until_empty=True),
+        log=lines.append,
+    )
+    await asyncio.wait_for(w.serve(), 30)
+    assert failures == [1] and w.results[run_id].status == "finished"
+    assert any("locked" in line for line in lines)
