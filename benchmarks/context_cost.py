@@ -464,6 +464,7 @@ class Pricer:
 
 
 ECHO = re.compile(r"^\$ .*\n?", re.M)  # run_command's echo of its argv (a sed's markers)
+SOURCE = re.compile(r"^\[untrusted data from .*\]\n?", re.M)  # the line naming the call (argv)
 STUB = re.compile(r"\[step \d+ \w+ ")  # a stub: names the call (a sed's argv), shows nothing
 
 
@@ -472,7 +473,7 @@ def shown(message: Message) -> str:
     stub shows none of it)."""
     if message.role != "tool":
         return message.content
-    return "" if STUB.match(message.content) else ECHO.sub("", message.content)
+    return "" if STUB.match(message.content) else ECHO.sub("", SOURCE.sub("", message.content))
 
 
 def stale_results(messages: Sequence[Message], current: dict[str, int]) -> int:

@@ -297,7 +297,8 @@ def long_run(steps: int, size: int = 1_500) -> list[StepRecord]:
 async def test_older_entries_become_elided_stubs_that_say_how_to_get_them_back() -> None:
     history = long_run(9)
     engine = ContextEngine(frame(Compaction(enabled=False)))
-    assembly = await engine.build(history, ceiling_tokens=2_000)
+    # (at 2,000 the cut, which leaves up to half the window for the coming steps, collapses them)
+    assembly = await engine.build(history, ceiling_tokens=2_500)
     states = [entry(assembly, f"c{n}_1").state for n in range(1, 9)]
     assert states[-1] is EntryState.FULL
     assert EntryState.ELIDED in states
@@ -305,7 +306,7 @@ async def test_older_entries_become_elided_stubs_that_say_how_to_get_them_back()
     stub = by_call(assembly)["c1_1"]
     assert stub.startswith("[step 1 run_command pytest -k t1: elided")
     assert "rerun pytest -k t1" in stub
-    assert assembly.est_tokens <= 2_000
+    assert assembly.est_tokens <= 2_500
     assert body_tokens(assembly) == assembly.est_tokens
 
 

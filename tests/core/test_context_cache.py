@@ -4,6 +4,7 @@ the window moves in steps that leave room for the coming ones."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 from io_tui.core.context import ContextEngine, EntryState, Frame
@@ -121,3 +122,14 @@ async def test_what_the_rewriting_step_supersedes_waits_for_the_next_rewrite() -
     e = entry(built[4], "c2")
     assert e.state is EntryState.FULL and e.superseded_by == 4
     assert "stubbed at the next rewrite" in e.reason
+
+
+async def test_a_window_that_must_move_leaves_half_of_itself_for_the_coming_steps() -> None:
+    """At 3,000 tokens sixty distinct commands pass the window again and again: each cut leaves
+    room for the coming steps (up to half the window), so the window moves every 8 requests
+    (a third left room for 6)."""
+    records = [rerun(n, f"pytest -k t{n}") for n in range(1, 61)]
+    built = await grow(ContextEngine(frame()), records, 3_000)
+    moved = [i for i in range(1, len(built)) if not extends(built[i].messages, built[i - 1].messages)]  # fmt: skip
+    assert len(moved) >= 5 and all(b - a >= 8 for a, b in pairwise(moved))
+    assert all(a.est_tokens <= 3_000 for a in built)

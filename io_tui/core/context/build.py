@@ -196,10 +196,12 @@ class Build:
             if out == 0 and not cut:
                 return 0  # everything fits: no stubs
         budget = window - self.reserve
-        out, cut = await fit(live, budget, cap, resolver, floor)
-        if out == floor and not cut:
-            return floor  # the planned window still holds
-        ahead = min(budget // 3, CUT_AHEAD * live.growth(cap))
+        ahead = min(budget // 2, CUT_AHEAD * live.growth(cap))
+        if not self.plan.rewrite:
+            out, cut = await fit(live, budget, cap, resolver, floor)
+            if out == floor and not cut:
+                return floor  # the planned window still holds
+        # a cut is due, or this request rewrites anyway: leave room for the coming steps
         out, cut = await fit(live, budget - ahead, cap, resolver, floor)
         if cut and out + 1 < len(live):  # the step cut in the middle leaves the window whole
             out, cut = await fit(live, budget, cap, resolver, out + 1)

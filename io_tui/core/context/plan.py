@@ -9,8 +9,10 @@ history append-only between rewrites and makes the optional ones in batches:
   command, a read of an unchanged file), stays carried whole, *pending*, until the next rewrite
   stubs it with every other pending one;
 - the window's floor (the oldest step it carries) stays put while what it carries fits; when it
-  no longer does, the window is cut ahead of the coming steps (``CUT_AHEAD`` of them), at a step
-  boundary, so it does not move again at the next request;
+  no longer does, the window is cut ahead of the coming steps (``CUT_AHEAD`` of them, at most
+  half the window), at a step boundary, so it does not move again soon. A request that rewrites
+  anyway (``Plan.rewrite``) cuts ahead the same way when the coming steps would not fit, so the
+  cut that was due soon rides on this rewrite instead of making one of its own;
 - the memory block (right after the frame) is the one the last rewrite that reached it
   rendered: a note remembered since shows in its tool result until then.
 
@@ -46,13 +48,15 @@ class Plan:
     sent: tuple[Message, ...] = ()
     requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
     forced: int = 0
+    rewrite: bool = False  # this request rewrites anyway: the window is cut ahead now if due
 
     def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
         """The plan of a request that rewrites what steps before ``step`` superseded (every
         pending rewrite applied), and the memory block rendered again when the rewrite
         reaches it (``memory``)."""
         kept = None if memory else self.memory
-        return Plan(step, self.floor, kept, requests=self.requests, forced=self.forced + forced)
+        forced_now = self.forced + forced
+        return Plan(step, self.floor, kept, requests=self.requests, forced=forced_now, rewrite=True)
 
     def until_forced(self) -> int:
         """How many requests a rewrite that must happen has come after, on average, so far:
