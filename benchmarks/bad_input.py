@@ -72,6 +72,7 @@ class Case:
     group: str
     build: Callable[[Sandbox], tuple[list[str], dict[str, str]]]
     store_expected: bool = True  # a refused command must not create one
+    planted: tuple[str, ...] = ()  # more secrets that must not reach the store
 
 
 CASES: list[Case] = []
@@ -231,6 +232,49 @@ def env_case(box: Sandbox) -> tuple[list[str], dict[str, str]]:
 
 
 CASES.append(Case("run_command env with secrets set", "secrets", env_case))
+
+
+# Secrets in a file the run reads (read_file, then grep for the secret's start: the line alone,
+# so the secret is known by its own shape or its key): the store must hold neither's value. A
+# PEM block's body is a private key only beside its BEGIN line: grep for that line instead.
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJiYWRpbnB1dCJ9.c2lnbmF0dXJlYmFkaW5wdXQ"
+LEAKS = {
+    "password: (lower case)": ("password: {}\n", "hunter2yaml"),
+    "password = (ini)": ("[db]\npassword = {}\n", "hunter2ini"),
+    '"password": (json)': ('{{"user": "bob", "password": "{}"}}\n', "hunter2json"),
+    "secret= (query)": ("GET /cb?state=1&secret={}&x=2\n", "s3cr3tquery"),
+    "Token: (header)": ("X-Request: 1\nToken: {}\n", "t0kenheader"),
+    "Authorization: Bearer": ("Authorization: Bearer {}\n", "bearer0123456789badinput"),
+    "PEM private key": (
+        "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n",
+        "MIIEowIBAAKCAQEAbadinputbadinputbadinput",
+        "PRIVATE",
+    ),
+    "AWS access key id": ("aws_access_key_id={}\n", "AKIABADINPUT12345678"),
+    "GitHub token": ("remote: https://x:{}@github.com/o/r\n", "ghp_" + "b4d1nput" * 4 + "abcd"),
+    "sk- API key": ("OPENAI_KEY_USED {}\n", "sk-proj-b4d1nputb4d1nputb4d1nput"),
+    "Slack token": ("slack {}\n", "xoxb-123456789012-b4d1nputb4d1nput"),
+    "JWT": ("cookie session={}\n", JWT),
+    "URL password (no user)": ("REDIS=redis://:{}@cache:6379/0\n", "r3disbadinput"),
+}
+
+
+def leak_case(name: str, line: str, secret: str, grep: str = "") -> None:
+    def build(box: Sandbox) -> tuple[list[str], dict[str, str]]:
+        (box.ws / "leak.txt").write_text(line.format(secret))
+        turns = [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "leak.txt"}}]},
+            {"tool_calls": [{"name": "grep", "arguments": {"pattern": grep or secret[:6]}}]},
+            {"text": "done"},
+        ]
+        script = box.write("script.json", json.dumps({"turns": turns}))
+        return run_args(box, script), {}
+
+    CASES.append(Case(f"read a file with {name}", "redaction", build, planted=(secret,)))
+
+
+for leak_name, leak in LEAKS.items():
+    leak_case(leak_name, *leak)
 
 tool("read_file huge sparse file", "huge and binary", "read_file", path="huge.log")
 tool("read_file binary", "huge and binary", "read_file", path="logo.bin")
@@ -430,7 +474,7 @@ def run_case(case: Case, python: str) -> Result:
             if not case.store_expected and box.store.is_file() and "store:" not in case.name:
                 result.changed.append("store.db (created by a refused command)")
             stored = b"".join(p.read_bytes() for p in box.root.glob("store.db*") if p.is_file())
-            for secret in (SECRET, URL_PASSWORD):
+            for secret in (SECRET, URL_PASSWORD, *case.planted):
                 if secret.encode() in stored:
                     result.leaked.append(f"secret {secret[:6]}… in the store")
             for pid in leftovers():

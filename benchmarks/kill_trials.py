@@ -1,5 +1,6 @@
-"""kill -9 trials: a 20-step scripted run that writes files and runs commands, its `io-tui run`
-(or the `io-tui decide` that resumes it) killed at a seeded random point, then
+"""kill -9 trials: a 20-step scripted run that writes files and runs commands, its `io-tui run`,
+the `io-tui decide` that resumes it, or the TUI's harness worker process (driven as the app
+drives it, through ``WorkerClient``) killed at a seeded random point, then
 `io-tui resume --reconcile rerun` until it ends. Every trial must resume; its final workspace
 and trace must equal an uninterrupted run's; no command's effect may happen more often than
 once plus the reruns the operator chose (each command appends a line to a log outside the
@@ -11,6 +12,7 @@ workspace). Prints a table (docs/RELIABILITY.md, "Crashes and resume").
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -24,6 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 IO_TUI = [sys.executable, "-m", "io_tui"]
 POLICY = """[defaults]
@@ -114,6 +117,85 @@ def run_killed(argv: list[str], kill_after: int | None, delay: float) -> tuple[i
     return lines, killed and proc.returncode == -signal.SIGKILL
 
 
+class WorkerTrial:
+    """The app's side of the worker pipe (a ``WorkerListener``), as the TUI is when its operator
+    approves the gate in the modal; with ``kill_after``, it kill -9s the worker process after
+    that many events (+ ``delay``)."""
+
+    def __init__(self, kill_after: int | None, delay: float) -> None:
+        self.kill_after = kill_after
+        self.delay = delay
+        self.events = 0
+        self.client: Any = None
+        self.done = asyncio.Event()  # the run ended, or the worker died
+        self.kill: asyncio.Future[bool] | None = None  # set at the kill point: did it land
+
+    def event(self, event: object) -> None:
+        self.events += 1
+        if self.events == self.kill_after:
+            self.kill = asyncio.ensure_future(self._kill())
+
+    async def _kill(self) -> bool:
+        await asyncio.sleep(self.delay)
+        if (pid := self.client.pid) is None:
+            return False
+        os.kill(pid, signal.SIGKILL)  # also after the run ended: the app's worker stays up
+        return True
+
+    def started(self, run_id: int) -> None:
+        pass
+
+    def stopped(self, run_id: int) -> None:
+        pass
+
+    def asked(self, request: object, answer: asyncio.Future[Any]) -> None:
+        from io_tui.core import Decision
+
+        answer.set_result(Decision.approve(decided_by="operator (modal)"))
+
+    def ended(self, result: object, error: str | None) -> None:
+        self.done.set()
+
+    def notice(self, text: str) -> None:
+        pass
+
+    def unexpected(self, what: str) -> None:
+        pass
+
+    def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
+        self.done.set()
+
+
+async def drive_worker(trial: Trial, kill_after: int | None, delay: float) -> tuple[int, bool]:
+    """Start the run as the TUI's new-run dialog does: a ``NewRunRequest`` to the real worker
+    subprocess through its client. Returns how many events the app heard and whether the kill
+    landed."""
+    from io_tui.core import NewRunRequest, WorkerClient
+    from io_tui.core.settings import RunSettings
+
+    tasks: set[asyncio.Future[None]] = set()
+
+    def spawn(work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    app = WorkerTrial(kill_after, delay)
+    settings = RunSettings(
+        provider=f"scripted:{trial.root / 'script.json'}",
+        policy=trial.root / "policy.toml",
+        max_steps=40,
+    )
+    app.client = WorkerClient(trial.store, settings, app, spawn)
+    try:
+        app.client.start(NewRunRequest("kill trial", trial.ws))
+        await asyncio.wait_for(app.done.wait(), 300)
+        killed = await app.kill if app.kill is not None else False
+    finally:
+        await app.client.close()
+    return app.events, killed
+
+
 def pending_approval(store: Path) -> int | None:
     with sqlite3.connect(store) as db:
         row = db.execute("SELECT id FROM approvals WHERE status = 'pending' ORDER BY id").fetchone()
@@ -121,9 +203,22 @@ def pending_approval(store: Path) -> int | None:
 
 
 def run_status(store: Path) -> str | None:
+    if not store.exists():
+        return None
     with sqlite3.connect(store) as db:
-        row = db.execute("SELECT status FROM runs WHERE id = 1").fetchone()
+        try:
+            row = db.execute("SELECT status FROM runs WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:  # killed before the store's tables were made
+            return None
     return row[0] if row else None
+
+
+async def trace_json(store: Path) -> str:
+    """What `io-tui trace 1 --json` prints (its function, without a process of its own)."""
+    from io_tui.core import Store, build_trace
+
+    async with await Store.open(store) as opened:
+        return json.dumps(await build_trace(opened, 1), ensure_ascii=False, default=str)
 
 
 def snapshot(trial: Trial) -> tuple[object, ...]:
@@ -133,10 +228,7 @@ def snapshot(trial: Trial) -> tuple[object, ...]:
         for p in sorted(trial.ws.rglob("*"))
         if p.is_file()
     }
-    out = subprocess.run(
-        trial.cli("trace", "1", "--json"), capture_output=True, text=True, env=env(), check=True
-    )
-    trace = json.loads(out.stdout.replace(str(trial.root), "<T>"))
+    trace = json.loads(asyncio.run(trace_json(trial.store)).replace(str(trial.root), "<T>"))
     steps = [(s["step"], s["text"], s["tool_calls"]) for s in trace["steps"]]
     # the one expected difference: a write re-run after the crashed attempt had written the
     # file reports "overwrote" where the uninterrupted run said "created"
@@ -166,21 +258,27 @@ def effects_ok(trial: Trial, steps: int) -> bool:
 def drive(
     trial: Trial, steps: int, kill: str | None, kill_after: int, delay: float
 ) -> dict[str, object]:
-    """One trial: run (paused at the gate), decide approve, each maybe killed; then resume."""
+    """One trial: run (paused at the gate), decide approve, each maybe killed; or the run in the
+    TUI's worker, maybe killed; then resume."""
     trial.setup(steps)
-    run_lines, killed = run_killed(
-        trial.run_args("defer"), kill_after if kill == "run" else None, delay
-    )
     decide_lines = 0
-    approval = pending_approval(trial.store) if trial.store.exists() else None
-    if not trial.store.exists() or run_status(trial.store) is None:
-        # killed before the run was created: nothing to resume, the operator starts it again
-        run_killed(trial.run_args("defer"), None, 0)
-        approval = pending_approval(trial.store)
-    if approval is not None and run_status(trial.store) == "paused":
-        argv = trial.cli("decide", str(approval), "approve", "--approve", "all", "--json")
-        decide_lines, k = run_killed(argv, kill_after if kill == "decide" else None, delay)
-        killed |= k
+    if kill == "worker":
+        run_lines, killed = asyncio.run(drive_worker(trial, kill_after, delay))
+        if run_status(trial.store) is None:  # killed before the run was created: start again
+            asyncio.run(drive_worker(trial, None, 0))
+    else:
+        run_lines, killed = run_killed(
+            trial.run_args("defer"), kill_after if kill == "run" else None, delay
+        )
+        approval = pending_approval(trial.store) if trial.store.exists() else None
+        if run_status(trial.store) is None:
+            # killed before the run was created: nothing to resume, the operator starts it again
+            run_killed(trial.run_args("defer"), None, 0)
+            approval = pending_approval(trial.store)
+        if approval is not None and run_status(trial.store) == "paused":
+            argv = trial.cli("decide", str(approval), "approve", "--approve", "all", "--json")
+            decide_lines, k = run_killed(argv, kill_after if kill == "decide" else None, delay)
+            killed |= k
     resumes = 0
     while run_status(trial.store) not in ("finished", "failed", "cancelled") and resumes < 5:
         argv = trial.cli("resume", "1", "--reconcile", "rerun", "--approve", "all", "--json")
@@ -206,16 +304,22 @@ def first_difference(want: object, got: object) -> str:
     return "equal"
 
 
+KINDS = ("run", "decide", "worker")  # what a trial kills, in turn
+
+
 def trials(count: int, seed: int, steps: int) -> list[dict[str, object]]:
     rng = random.Random(seed)
     base = Path(tempfile.mkdtemp(prefix="io-kill-"))
     try:
         baseline = drive(Trial(base / "b0000"), steps, None, 0, 0)
         run_lines, decide_lines = baseline["lines"]
+        assert isinstance(run_lines, int) and isinstance(decide_lines, int)
+        # `--json` prints one line per event: the worker sends the app the events of both
+        points = {"run": run_lines, "decide": decide_lines, "worker": run_lines + decide_lines}
         rows = []
         for n in range(count):
-            kill = "run" if n % 2 == 0 else "decide"
-            after = rng.randint(1, max(1, (run_lines if kill == "run" else decide_lines) - 1))
+            kill = KINDS[n % len(KINDS)]
+            after = rng.randint(1, max(1, points[kill] - 1))
             delay = rng.uniform(0, 0.06)
             result = drive(
                 Trial(base / f"t{n:04d}"), steps, kill, after, delay
@@ -246,7 +350,7 @@ def main() -> int:
     print(
         f"{'kill':<7} {'trials':>6} {'killed':>6} {'resumable':>9} {'equal':>6} {'effects ok':>10} {'resumes':>7}"
     )
-    for kill in ("run", "decide"):
+    for kill in KINDS:
         part = [r for r in rows if r["kill"] == kill]
         print(
             f"{kill:<7} {len(part):>6} {sum(bool(r['killed']) for r in part):>6}"

@@ -17,6 +17,12 @@ a note, the run's end. Cases:
   must give up after the busy timeout (``IO_TUI_BUSY_TIMEOUT_MS``, 500 ms here) with "locked",
   and the file's bytes stay the same.
 
+- ``new database (pg)``, ``foreign database (pg)``: the first two on a PostgreSQL server (a
+  throwaway one from ``tests/support/pg_cluster.py``): a new, empty database every process may
+  be the one to migrate (it must end at the current version in ``io_tui_schema`` with every
+  run, step and note), and a database with another application's ``runs`` table, which every
+  process must refuse with its rows and tables as they were. Skipped without the server binaries.
+
 Prints a table: rounds, processes, processes that did what they should, failures. No
 assertions here; ``tests/cli/test_store_cli.py`` runs a small version.
 """
@@ -34,17 +40,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 3
 LOCK_WAIT_MS = 500
-CASES = ("new store", "old runner", "foreign file", "locked store")
+PG_CASES = ("new database (pg)", "foreign database (pg)")
+CASES = ("new store", "old runner", "foreign file", "locked store", *PG_CASES)
 
 
 # -- one process --
 
 
-async def _write(path: Path, index: int) -> None:
+async def _write(path: str, index: int) -> None:
     from io_tui.core.events import EventKind, RunEvent
     from io_tui.core.ledger import Observation, ObsKind
     from io_tui.core.providers.base import ToolCall
@@ -86,13 +94,13 @@ def _old_runner(path: Path) -> None:
     conn.close()
 
 
-def worker(path: Path, go_at: float, index: int, old: bool) -> int:
+def worker(path: str, go_at: float, index: int, old: bool) -> int:
     from io_tui.core.store import StoreError
 
     time.sleep(max(0.0, go_at - time.time()))
     try:
         if old:
-            _old_runner(path)
+            _old_runner(Path(path))
         asyncio.run(_write(path, index))
     except StoreError as exc:
         print(f"refused: {exc}")
@@ -111,7 +119,9 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _spawn(path: Path, processes: int, old: bool, env: dict[str, str]) -> list[tuple[int, str]]:
+def _spawn(
+    path: Path | str, processes: int, old: bool, env: dict[str, str]
+) -> list[tuple[int, str]]:
     go_at = time.time() + 1.0 + 0.15 * processes  # after every process has imported io-tui
     procs = [
         subprocess.Popen(
@@ -156,6 +166,58 @@ def _foreign(path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, name TEXT)")
         conn.execute("INSERT INTO runs (name) VALUES ('theirs')")
+
+
+def _pg(url: str, sql: str) -> list[tuple[object, ...]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(sql)
+        return cursor.fetchall() if cursor.description else []
+
+
+def _check_database(url: str, processes: int) -> list[str]:
+    from io_tui.core.store.db import APPLICATION_ID
+    from io_tui.core.store.schema import SCHEMA_VERSION
+
+    [schema] = _pg(url, "SELECT application_id, version FROM io_tui_schema")
+    got = {
+        "schema": schema,
+        "finished runs": _pg(
+            url, f"SELECT count(*) FROM runs WHERE status = 'finished' AND steps = {STEPS}"
+        )[0][0],
+        "steps": _pg(url, "SELECT count(*) FROM steps")[0][0],
+        "notes": _pg(url, "SELECT count(*) FROM memory")[0][0],
+    }
+    want = {
+        "schema": (APPLICATION_ID, SCHEMA_VERSION),
+        "finished runs": processes,
+        "steps": processes * STEPS,
+        "notes": processes,
+    }
+    return [f"{k}: {got[k]} (want {v})" for k, v in want.items() if got[k] != v]
+
+
+def pg_round_of(
+    case: str, processes: int, env: dict[str, str], cluster: Any
+) -> tuple[int, list[str]]:
+    url = cluster.new_database()
+    problems: list[str] = []
+    if case == "new database (pg)":
+        results = _spawn(url, processes, False, env)
+        good = sum(rc == 0 for rc, _ in results)
+        problems += [out for rc, out in results if rc != 0]
+        return good, problems + _check_database(url, good)
+    _pg(url, "CREATE TABLE runs (id SERIAL PRIMARY KEY, name TEXT)")
+    _pg(url, "INSERT INTO runs (name) VALUES ('theirs')")
+    results = _spawn(url, processes, False, env)
+    good = sum(rc == 2 and "not an io-tui store" in out for rc, out in results)
+    problems += [out for rc, out in results if not (rc == 2 and "not an io-tui store" in out)]
+    tables = _pg(url, "SELECT table_name FROM information_schema.tables"
+                      " WHERE table_schema = 'public'")  # fmt: skip
+    if tables != [("runs",)] or _pg(url, "SELECT * FROM runs") != [(1, "theirs")]:
+        problems.append("the database changed")
+    return good, problems
 
 
 def round_of(case: str, processes: int, env: dict[str, str]) -> tuple[int, list[str]]:
@@ -211,29 +273,57 @@ def main() -> None:
         f"{'s/round':>8}  first problem"
     )
     failed_total = 0
-    for case in args.case or CASES:
-        good = failures = 0
-        first = ""
-        seconds = []
-        for _ in range(args.rounds):
-            start = time.perf_counter()
-            ok, problems = round_of(case, args.processes, env)
-            seconds.append(time.perf_counter() - start)
-            good += ok
-            failures += args.processes - ok
-            first = first or (problems[0].splitlines()[-1][:60] if problems else "")
-            if case != "old runner":
-                failed_total += len(problems)
-        print(
-            f"{case:<14} {args.rounds:>6} {args.rounds * args.processes:>9} {good:>9} "
-            f"{failures:>7} {statistics.median(seconds):>8.2f}  {first}"
-        )
+    cases = args.case or CASES
+    cluster = _pg_cluster() if any(case in PG_CASES for case in cases) else None
+    try:
+        for case in cases:
+            if case in PG_CASES and cluster is None:
+                print(f"{case:<14} skipped: no PostgreSQL server binaries")
+                continue
+            failed_total += _case(case, args.processes, args.rounds, env, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     print(f"failures outside the baseline: {failed_total}")
+
+
+def _pg_cluster() -> Any:
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    from pg_cluster import PG_BIN, Cluster
+
+    if not (PG_BIN / "initdb").exists():
+        return None
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="iotu-pg-", dir="/tmp")))
+    cluster.start()
+    return cluster
+
+
+def _case(case: str, processes: int, rounds: int, env: dict[str, str], cluster: Any) -> int:
+    """One row of the table; the failures it counts against io-tui."""
+    failed_total = 0
+    good = failures = 0
+    first = ""
+    seconds = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        if case in PG_CASES:
+            ok, problems = pg_round_of(case, processes, env, cluster)
+        else:
+            ok, problems = round_of(case, processes, env)
+        seconds.append(time.perf_counter() - start)
+        good += ok
+        failures += processes - ok
+        first = first or (problems[0].splitlines()[-1][:60] if problems else "")
+        if case != "old runner":
+            failed_total += len(problems)
+    print(
+        f"{case:<14} {rounds:>6} {rounds * processes:>9} {good:>9} "
+        f"{failures:>7} {statistics.median(seconds):>8.2f}  {first}"
+    )
+    return failed_total
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 6 and sys.argv[1] == "--worker":
-        sys.exit(
-            worker(Path(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1")
-        )
+        sys.exit(worker(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"))
     main()

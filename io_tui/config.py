@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import stat
 import tomllib
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,7 +69,7 @@ class Settings(BaseSettings, RunSettings):
         env_prefix="IO_TUI_", env_nested_delimiter="__", extra="forbid"
     )
 
-    store: Path | None = None
+    store: str | None = None  # a SQLite file's path or a postgresql:// URL
     approve: ApproveMode = "ask"
     ui: UISettings = Field(default_factory=UISettings)
 
@@ -121,7 +120,7 @@ def load_settings(**overrides: Any) -> Settings:
 SHOWN = (
     *("provider", "model", "base_url", "fallback_provider", "fallback_model", "store", "policy"),
     *("approve", "max_steps", "token_budget", "context_max_tokens", "context_share"),
-    *("request_timeout_s", "max_retries", "ui", "mcp", "cache", "run"),
+    *("request_timeout_s", "max_retries", "max_output_tokens", "ui", "mcp", "cache", "run"),
 )
 
 

@@ -40,6 +40,8 @@ import pytest
 
 from io_tui.core.store import Store
 
+pytest_plugins = ["pg_cluster"]  # a PostgreSQL server for the store's tests (tests/support)
+
 # Times on screen (inbox, audit, memory editor) are local: pin the zone so snapshots agree anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()

@@ -46,7 +46,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for name in dict.fromkeys(_modules_for(argv)):
         importlib.import_module(name).register(sub)
+    _store_everywhere(parser)
     return parser
+
+
+def _store_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--store`` on every command and action that does not declare it (``mcp list``,
+    ``config``, ``providers``), so it can be given after any of them, as before them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _store_everywhere(child)
+    if "--store" not in parser._option_string_actions:
+        add_store_option(parser)
 
 
 def _modules_for(argv: Sequence[str] | None) -> list[str]:

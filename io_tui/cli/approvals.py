@@ -12,6 +12,7 @@ from io_tui.cli.common import (
     add_store_option,
     open_store,
     print_json,
+    servers_for_run,
 )
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
@@ -108,11 +109,16 @@ async def decide_command(args: argparse.Namespace) -> int:
         if args.decision == "approve"
         else Decision.deny(args.reason or "denied from the command line", decided_by="cli")
     )
-    servers = mcp_servers(settings_from(args), args.mcp_config)
+    current = mcp_servers(settings_from(args), args.mcp_config)
     store = await open_store(args)
     try:
+        # the MCP tools the paused run may call again: the servers it started with (none when
+        # the request is not pending: nothing resumes)
+        record = await store.approvals.get(args.request)
+        pending = record is not None and record.status == "pending"
+        run_id = record.request.run_id if record is not None and pending else None
+        servers = await servers_for_run(store, run_id, current)
         async with opened_hub(servers) as hub:
-            # MCP tools the paused run may call again: the servers of this process's config.
             decided = await decide(
                 store,
                 args.request,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from argparse import Namespace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
-    from io_tui.core import Store
+    from io_tui.core import ServerSource, Store, StoreLocation
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -20,13 +20,34 @@ EXIT_USAGE = 2
 EXIT_PAUSED = 3
 
 
+STORE_HELP = (
+    "the store: a SQLite file or a postgresql:// URL"
+    " (default: IO_TUI_STORE, the config's store, or the data dir)"
+)
+
+
 class UsageError(Exception):
     """Bad usage or config: printed as one line, exit 2."""
 
 
-def store_path(args: Namespace) -> Path:
-    explicit = getattr(args, "store", None)
-    return Path(explicit).expanduser() if explicit else default_store_path()
+def store_path(args: Namespace) -> StoreLocation:
+    """``--store``, else ``IO_TUI_STORE``, else the config's ``store``, else the data dir's file;
+    a ``postgresql://`` URL selects PostgreSQL (shown and passed on without its password)."""
+    from io_tui.core import store_location
+
+    given = getattr(args, "store", None) or os.environ.get("IO_TUI_STORE") or _configured_store()
+    return store_location(given) if given else default_store_path()
+
+
+def _configured_store() -> str | None:
+    from io_tui.config import ConfigError, config_file, load_settings
+
+    if not config_file().exists():
+        return None
+    try:
+        return load_settings().store
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 async def open_store(args: Namespace, *, create: bool = False) -> Store:
@@ -40,6 +61,22 @@ async def open_store(args: Namespace, *, create: bool = False) -> Store:
         raise UsageError(str(exc)) from None
 
 
+async def servers_for_run(
+    store: Store, run_id: int | None, current: dict[str, ServerSource]
+) -> dict[str, ServerSource]:
+    """The MCP servers to start for resuming ``run_id``: those it started with (this process's,
+    ``current``, for a run from before that record); one line on stderr when they are not
+    ``current``'s. No servers when nothing resumes (``run_id`` None)."""
+    if run_id is None:
+        return {}
+    from io_tui.core import servers_to_resume
+
+    servers, notice = await servers_to_resume(store, run_id, current)
+    if notice:
+        sys.stderr.write(f"io-tui: {notice}\n")
+    return servers
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -51,5 +88,5 @@ def add_store_option(parser: Any) -> None:
         "--store",
         metavar="DB",
         default=argparse.SUPPRESS,
-        help="SQLite store file (default: IO_TUI_STORE or the data dir)",
+        help=STORE_HELP,
     )

@@ -1,7 +1,9 @@
 """``io-tui mcp list``: start the configured MCP servers, show their tools, report problems.
 
-Servers come from the config file's ``[mcp.servers.NAME]`` tables, plus ``--mcp-config FILE``
-(same tables; a name given in both takes the file's entry). ``io-tui run`` uses the same helpers.
+Servers come from, lowest precedence first: the config file's ``[mcp.servers.NAME]`` (or
+``[mcpServers.NAME]``) tables, the user's ``mcp.json`` in the config dir, the workspace's
+``.mcp.json``, and ``--mcp-config FILE`` (JSON or TOML); a name given twice takes the later
+entry. ``io-tui run`` uses the same helpers.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core import McpConfigError, load_mcp_file
+from io_tui.core import McpConfigError, discover_mcp_files, load_mcp_file
+from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
     from io_tui.core import McpHub, ServerSource, ToolRegistry
@@ -28,6 +31,9 @@ def register(sub: Any) -> None:
         "list", help="start every configured server, list its tools (exit 1 if one failed)"
     )
     add_mcp_config_option(listing)
+    listing.add_argument(
+        "--workspace", "-w", default=".", help="whose .mcp.json to read (default: here)"
+    )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_command)
 
@@ -37,19 +43,36 @@ def add_mcp_config_option(parser: Any) -> None:
         "--mcp-config",
         type=Path,
         metavar="FILE",
-        help="TOML file with [mcp.servers.NAME] tables, added to the config file's",
+        help='servers to add: JSON {"mcpServers": …} or TOML [mcp.servers.NAME] tables',
     )
 
 
-def mcp_servers(settings: Settings, path: Path | None) -> dict[str, ServerSource]:
-    """The servers to start: the config file's, then ``path``'s over them. UsageError if bad."""
+def mcp_servers(
+    settings: Settings, path: Path | None, workspace: Path | None = None
+) -> dict[str, ServerSource]:
+    """The servers to start: the config file's, then the user's ``mcp.json``, the workspace's
+    ``.mcp.json`` (unless ``mcp.workspace_file = false``; announced on stderr with what it
+    starts, since it came with the workspace) and ``path``'s over them. UsageError if bad."""
     servers: dict[str, ServerSource] = dict(settings.mcp.servers)
-    if path is not None:
+    files = discover_mcp_files(config_dir(), workspace if settings.mcp.workspace_file else None)
+    for file in [*files, *([path] if path is not None else [])]:
         try:
-            servers.update(load_mcp_file(path).servers)
+            found = load_mcp_file(file).servers
         except McpConfigError as exc:
             raise UsageError(str(exc)) from None
+        if workspace is not None and file.parent == workspace and found:
+            started = ", ".join(f"{name} ({_what(entry)})" for name, entry in found.items())
+            sys.stderr.write(f"io-tui: MCP servers from {file}: {started}\n")
+        servers.update(found)
     return servers
+
+
+def _what(entry: Any) -> str:
+    """What a server entry starts or reaches, for the notice naming a discovered file's."""
+    if not getattr(entry, "enabled", True):
+        return "disabled"
+    command = getattr(entry, "command", None)
+    return " ".join([command, *entry.args]) if command else str(getattr(entry, "url", ""))
 
 
 @asynccontextmanager
@@ -81,12 +104,15 @@ async def list_command(args: argparse.Namespace) -> int:
         settings = load_settings()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config)
+    servers = mcp_servers(settings, args.mcp_config, Path(args.workspace))
     if not servers:
         if args.json:
             print_json({"servers": [], "problems": [], "disabled": []})
         else:
-            print("no MCP servers configured: add [mcp.servers.NAME] tables (see docs/MCP.md)")
+            print(
+                "no MCP servers configured: add [mcp.servers.NAME] tables, or an mcpServers"
+                " .mcp.json (see docs/MCP.md)"
+            )
         return EXIT_OK
     from io_tui.core import McpHub
 

@@ -19,6 +19,7 @@ from io_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    STORE_HELP,
     UsageError,
     open_store,
     print_json,
@@ -42,7 +43,7 @@ def register(subparsers: Any) -> None:
         "--store",
         metavar="DB",
         default=argparse.SUPPRESS,
-        help="SQLite store file (default: IO_TUI_STORE or the data dir)",
+        help=STORE_HELP,
     )
 
     parser = subparsers.add_parser(

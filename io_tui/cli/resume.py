@@ -1,9 +1,15 @@
 """``io-tui resume RUN``: continue an interrupted run (its process died) or a paused one whose
-request was decided, under the same id, with the provider, contract and policy it recorded.
+request was decided, under the same id, with the provider, contract, policy, settings and MCP
+servers it recorded (``--mcp-config`` and the config file serve only a run from before that
+record, and the values of the variables its servers name).
 
 Calls that were in flight at the crash are reconciled first (``--reconcile``): reads re-run
 on their own; a write, command or MCP call is put to the operator (``ask``, the default: a
 prompt on the terminal), re-run through the approval gate (``rerun``) or skipped (``skip``).
+
+A sub-agent resumes with the runs waiting on it: ``resume`` of a parent continues its child
+first, then the parent; ``resume`` of the child does the same (it is resumed through its
+outermost waiting parent, whose result is reported).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store
+from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store, servers_for_run
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
@@ -55,9 +61,10 @@ def reconciler_for(name: str) -> Reconciler:
 
 async def resume_command(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    servers = mcp_servers(settings, args.mcp_config)
+    current = mcp_servers(settings, args.mcp_config)
     store = await open_store(args)
     try:
+        servers = await servers_for_run(store, args.run, current)
         async with opened_hub(servers) as hub:
             result = await resume(
                 store,
@@ -72,5 +79,7 @@ async def resume_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         await store.close()
+    if result.run_id != args.run and not args.json:
+        print(f"run {args.run} is a sub-agent of run {result.run_id}: both resumed, it first")
     report(args, result)
     return exit_code(result)

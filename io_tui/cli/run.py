@@ -31,6 +31,7 @@ from io_tui.core import (
     Outcome,
     Policy,
     Provider,
+    RunOrigin,
     RunResult,
     TaskContract,
     TerminalApprover,
@@ -62,6 +63,9 @@ def register(sub: Any) -> None:
     run.add_argument("--token-budget", type=int)
     run.add_argument("--context-max-tokens", type=int)
     run.add_argument("--context-share", type=float)
+    run.add_argument(
+        "--max-output-tokens", type=int, help="the longest answer a request asks for (tokens)"
+    )
     run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     add_mcp_config_option(run)
@@ -88,6 +92,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             token_budget=getattr(args, "token_budget", None),
             context_max_tokens=getattr(args, "context_max_tokens", None),
             context_share=getattr(args, "context_share", None),
+            max_output_tokens=getattr(args, "max_output_tokens", None),
             policy=getattr(args, "policy", None),
         )
     except ConfigError as exc:
@@ -128,12 +133,13 @@ async def run_command(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config)
+    servers = mcp_servers(settings, args.mcp_config, workspace.root)
     provider = provider_from(settings)
     policy = policy_from(settings)
+    origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     async with opened_hub(servers) as hub:
         approver = APPROVERS[settings.approve]()
-        return await execute(args, contract, provider, policy, approver, hub=hub)
+        return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
 
 
 async def demo_command(args: argparse.Namespace) -> int:
@@ -166,6 +172,7 @@ async def execute(
     approver: Approver,
     *,
     hub: McpHub | None = None,
+    origin: RunOrigin | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
     store = await open_store(args, create=True)
@@ -178,6 +185,7 @@ async def execute(
             sink=sink,
             policy=policy,
             registry=registry,
+            origin=origin,
         )
         result = await start_run(harness, contract)
     finally:
@@ -199,6 +207,11 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
         print(f"error: {result.error}")
     if result.outcome is Outcome.INTERRUPTED:
         print(f"interrupted: continue it with `io-tui resume {result.run_id} --reconcile …`")
+    if result.outcome is Outcome.AWAITING_SUB_AGENT:
+        print(
+            f"waiting on its sub-agent run {result.waiting_on}, paused: see `io-tui approvals`,"
+            f" then `io-tui decide ID approve|deny` (run {result.waiting_on} goes on first)"
+        )
     if result.outcome is Outcome.AWAITING_APPROVAL:
         print(
             "waiting for a decision: see `io-tui approvals`, then `io-tui decide ID approve|deny`"
@@ -207,7 +220,10 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
 
 
 def exit_code(result: RunResult) -> int:
-    """0 finished, 3 paused awaiting approval or interrupted (resumable), 1 failed or cancelled."""
+    """0 finished, 3 paused awaiting approval or interrupted (resumable), 1 failed, cancelled or
+    finished with its final answer cut by the output limit."""
     if result.status in ("paused", "interrupted"):
         return EXIT_PAUSED
+    if result.outcome is Outcome.TRUNCATED:
+        return EXIT_FAILED
     return EXIT_OK if result.status == "finished" else EXIT_FAILED

@@ -10,14 +10,13 @@ from io_tui.core import EventKind, RunEvent
 
 
 class JsonLinesSink:
-    """One JSON object per event, each carrying ``run_id``. Streamed text deltas are skipped."""
+    """One JSON object per event, each carrying ``run_id``: every request attempt, retry and
+    streamed text delta included."""
 
     def __init__(self, out: TextIO | None = None) -> None:
         self.out = out or sys.stdout
 
     def emit(self, event: RunEvent) -> None:
-        if event.kind is EventKind.TEXT_DELTA:
-            return
         self.out.write(json.dumps(event.as_json(), default=str) + "\n")
         self.out.flush()
 
@@ -58,8 +57,15 @@ class HumanSink:
                 line = f"  step {event.step} ✗ {d.get('name')} failed"
             case EventKind.VERIFY:
                 line = f"  verify {'passed' if d.get('passed') else 'failed'} (exit {d.get('exit_code')})"
+            case EventKind.REQUEST_RETRY:
+                line = (
+                    f"  step {event.step} attempt {d.get('attempt')} failed: {d.get('error')};"
+                    f" retrying in {d.get('delay_s')}s"
+                )
             case EventKind.REQUEST_FAILED:
                 line = f"  step {event.step} provider error: {d.get('error')}"
+                if d.get("partial"):
+                    line += f" (partial output kept: {len(d['partial'].get('text', '')):,} chars)"
             case EventKind.RUN_FINISHED:
                 line = f"run {event.run_id} {d.get('status')}: {d.get('outcome')}" + (
                     f" ({d['error']})" if d.get("error") else ""

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core import TraceNotFound, build_trace
+from io_tui.core import TraceNotFound, build_trace, request_notes
 
 
 def register(sub: Any) -> None:
@@ -45,18 +45,30 @@ def print_readable(trace: dict[str, Any]) -> None:
     print(f"workspace: {run['workspace']}")
     if run["error"]:
         print(f"error: {run['error']}")
+    child = run["waiting_on"]
+    if run["status"] == "paused" and child is not None:
+        print(
+            f"paused: waits on its sub-agent run {child} (`io-tui trace {child}`); decide that"
+            " run's request and both go on, the sub-agent first"
+        )
     if run["status"] == "interrupted":
-        print(f"interrupted: its process died; continue it with `io-tui resume {run['id']}`")
+        first = f" (its sub-agent run {child} first)" if child is not None else ""
+        print(f"interrupted: its process died; continue it with `io-tui resume {run['id']}`{first}")
     for step in trace["steps"]:
         print(f"\n── step {step['step']} " + "─" * 60)
         for message in step["operator_messages"]:
             print(f"[operator] {message}")
         if step["text"]:
             print(step["text"])
+        for line in request_notes([r for r in trace["requests"] if r["step"] == step["step"]]):
+            print(line)
         for call, obs in _pairs(step):
             print(f"→ {call['name']} {call['arguments']}")
+            child = step["sub_agents"].get(call["id"])
             if obs is not None:
                 print(obs["full_text"])
+            elif child is not None:
+                print(f"(handed to sub-agent run {child}; no answer yet: this run resumes with it)")
             elif step["unfinished_calls"].get(call["id"]) == "started":
                 print("(started, outcome unknown: in flight when its process died)")
             else:

@@ -27,8 +27,15 @@ if TYPE_CHECKING:
     from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
-    from io_tui.core.mcp import McpConfigError, McpHub, ServerSource, load_mcp_file
+    from io_tui.core.mcp import (
+        McpConfigError,
+        McpHub,
+        ServerSource,
+        discover_mcp_files,
+        load_mcp_file,
+    )
     from io_tui.core.memory import MemoryNote, Scope, check_key
+    from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Policy
     from io_tui.core.providers.base import Provider
@@ -62,10 +69,12 @@ if TYPE_CHECKING:
         StepSummary,
         Store,
         StoreError,
+        StoreLocation,
+        store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace
+    from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import Workspace
 
@@ -75,6 +84,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "start_run": "run",
     **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
     "NewRunRequest": "run_request",
+    **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
@@ -90,7 +100,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
-    **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     "Workspace": "workspace",
@@ -130,7 +140,16 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # memory and the store
     **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
     **dict.fromkeys(
-        ("ApprovalRecord", "Recall", "RememberedRule", "StepSummary", "Store", "StoreError"),
+        (
+            "ApprovalRecord",
+            "Recall",
+            "RememberedRule",
+            "StepSummary",
+            "Store",
+            "StoreError",
+            "StoreLocation",
+            "store_location",
+        ),
         "store",
     ),
     "MemoryRepo": "store.memory",
@@ -138,7 +157,10 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
     "ScriptedProvider": "providers.scripted",
-    **dict.fromkeys(("McpConfigError", "McpHub", "ServerSource", "load_mcp_file"), "mcp"),
+    **dict.fromkeys(
+        ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
+        "mcp",
+    ),
 }
 
 __all__ = [
@@ -179,6 +201,7 @@ __all__ = [
     "RewriteCheck",
     "RuleScope",
     "RunEvent",
+    "RunOrigin",
     "RunResult",
     "Scope",
     "ScriptedProvider",
@@ -186,6 +209,7 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "StoreLocation",
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
@@ -205,6 +229,7 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "decide",
+    "discover_mcp_files",
     "grant_text",
     "harness_registry",
     "in_flight_calls",
@@ -213,8 +238,11 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
+    "request_notes",
     "resume",
+    "servers_to_resume",
     "start_run",
+    "store_location",
     "suggest_pattern",
     "usage_hit_rate",
     "validate_pattern",

@@ -75,6 +75,7 @@ BECAME = {  # what happened to a result whose entry is now in this state
     "full": "is carried whole again",
     "capped": "was cut at the entry cap",
     "superseded": "became a stub",
+    "dropped": "was left out with its step",
     "refreshed": "was re-read",
     "refresh_failed": "became a stub",
     "elided": "became a stub",

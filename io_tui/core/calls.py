@@ -227,7 +227,7 @@ class CallRunner:
         )
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
-            outcome = framed(call.name, await tool.run(args, ctx))
+            outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
         except ToolError as exc:
             return self._error(call, step, note + str(exc), ctx.cap_chars)
         return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))

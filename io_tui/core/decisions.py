@@ -3,20 +3,26 @@ resume an interrupted run (its process died) the same way, from the store alone.
 
 Both are crash-safe: the decision is recorded before the run resumes, the resumed run holds
 its lease while it goes, so a killed ``decide`` or ``resume`` leaves a run that turns
-``interrupted`` and resumes again."""
+``interrupted`` and resumes again.
+
+A sub-agent and the runs waiting on it resume together (``sub_agents.waiting_chain``): deciding
+a child's request, or resuming the child or any run of its chain, resumes the outermost run,
+which continues the child first and then goes on with the child's answer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from io_tui.core.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.events import EventSink, NullSink
 from io_tui.core.harness import Harness, harness_registry
+from io_tui.core.origin import RunOrigin
 from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.reconcile import Reconciler
 from io_tui.core.run import RunResult, resume_run
 from io_tui.core.store import RunBusy, RunRow, Store
+from io_tui.core.sub_agents import last_active, waiting_chain
 from io_tui.core.tools.registry import ToolRegistry
 
 
@@ -41,20 +47,26 @@ async def harness_for_run(
     sink: EventSink | None = None,
     registry: ToolRegistry | None = None,
 ) -> Harness:
-    """Recreate the provider and policy a run recorded, so it continues exactly where it was.
+    """Recreate the provider (with the timeout and retries of its ``RunOrigin``) and policy a
+    run recorded, so it continues exactly where it was.
 
-    ``registry`` carries tools that live outside the harness (MCP servers this process started).
+    ``registry`` carries tools that live outside the harness: the MCP servers the caller
+    started, the run's own (``origin.servers_to_resume``).
     """
     row = await store.runs.get(run_id)
     if row is None:
         raise DecideError(f"no run {run_id} in the store")
+    origin = RunOrigin.from_json(row.origin)
     return Harness(
         store=store,
-        provider=provider_from_description(row.provider),
+        provider=provider_from_description(
+            row.provider, settings=origin.settings if origin is not None else None
+        ),
         approver=approver or DeferAll(),
         sink=sink or NullSink(),
         registry=registry or harness_registry(),
         policy=Policy.from_json(row.policy, source=f"run {run_id} policy"),
+        origin=origin,
     )
 
 
@@ -125,9 +137,24 @@ async def _resume(
     registry: ToolRegistry | None,
     reconciler: Reconciler | None,
 ) -> RunResult:
-    harness = await harness_for_run(store, run.id, approver, sink, registry)
+    chain = await waiting_chain(store, run)
+    root = chain[0]
+    for member in chain:
+        if member.status not in RESUMABLE:
+            holder = await store.leases.holder(member.id)
+            owner = f"driven by {holder.describe()}" if holder else member.status
+            raise DecideError(
+                f"run {member.id}, the sub-agent run {root.id} resumes with, is {owner}"
+            )
+    # the runs share one provider: recreate it where the last of them left it
+    provider_run = await last_active(store, root)
+    harness = await harness_for_run(store, provider_run.id, approver, sink, registry)
+    if provider_run.id != root.id:
+        harness = replace(
+            harness, policy=Policy.from_json(root.policy, source=f"run {root.id} policy")
+        )
     try:
-        return await resume_run(harness, run.id, reconciler)
+        return await resume_run(harness, root.id, reconciler)
     except RunBusy as exc:
         raise DecideError(str(exc)) from None
     finally:

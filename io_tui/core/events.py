@@ -19,6 +19,7 @@ class EventKind(StrEnum):
     TEXT_DELTA = "text_delta"
     REQUEST_FINISHED = "request_finished"
     REQUEST_FAILED = "request_failed"
+    REQUEST_RETRY = "request_retry"  # one attempt failed; the provider tries again after a wait
     TOOL_CALLED = "tool_called"
     TOOL_REFUSED = "tool_refused"
     APPROVAL_REQUESTED = "approval_requested"
@@ -31,6 +32,7 @@ class EventKind(StrEnum):
     VERIFY = "verify"
     WARNING = "warning"
     RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
+    SUB_AGENT = "sub_agent"  # a spawn_agent call handed to its child run (call_id, run_id)
     RUN_FINISHED = "run_finished"
 
 

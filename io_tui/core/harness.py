@@ -1,6 +1,6 @@
 """What a run is given besides its contract: the ``Harness`` (store, provider, approver, sink,
-tools, policy, system prompt, depth), the built-in tools, the system prompt, and how deep
-sub-agents may nest.
+tools, policy, system prompt, depth, the settings it records), the built-in tools, the system
+prompt, and how deep sub-agents may nest.
 
 Nothing here changes while a run goes; what does lives in its ``RunState`` (``run_state``).
 """
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from io_tui.core.approvals import Approver
 from io_tui.core.events import EventSink, NullSink
+from io_tui.core.origin import RunOrigin
 from io_tui.core.policy import Layer, Policy, Rule
 from io_tui.core.providers.base import Provider
 from io_tui.core.store import Store
@@ -47,6 +48,7 @@ class Harness:
     policy: Policy = field(default_factory=Policy)
     system_prompt: str = SYSTEM_PROMPT
     depth: int = 0  # 0 for a top-level run; a sub-agent's harness is one deeper
+    origin: RunOrigin | None = None  # recorded with each run it starts (a resume rebuilds it)
 
     @property
     def can_spawn(self) -> bool:
@@ -55,7 +57,8 @@ class Harness:
     def child(self, policy: Policy, rules: Iterable[Rule]) -> Harness:
         """A sub-agent's harness: one level deeper, under ``policy`` (the parent's current one)
         narrowed by ``rules``."""
-        narrowing = Layer(NARROWING_LAYER, tuple(rules))
+        # one layer per depth: a grandchild keeps its parent's narrowing and adds its own
+        narrowing = Layer(f"{NARROWING_LAYER}-{self.depth + 1}", tuple(rules))
         return replace(self, policy=policy.with_layer(narrowing), depth=self.depth + 1)
 
 

@@ -35,20 +35,7 @@ async def build_run(
         workspace = Workspace(request.workspace)
     except WorkspaceError as exc:
         raise ValueError(str(exc)) from None
-    provider = request.provider or settings.provider
-    same_provider = provider == settings.provider
-    limits = {
-        "max_steps": request.max_steps,
-        "token_budget": request.token_budget,
-        "context_max_tokens": request.context_max_tokens,
-    }
-    run_settings = settings.updated(
-        provider=provider,
-        model=request.model or (settings.model if same_provider else None),
-        # the config's base URL belongs to the config's provider, not to another preset
-        base_url=request.base_url or (settings.base_url if same_provider else None),
-        **{name: value for name, value in limits.items() if value is not None},
-    )
+    run_settings = run_settings_for(settings, request)
     policy = policy_for(run_settings)
     contract = TaskContract(
         goal=request.task.strip(),
@@ -60,6 +47,25 @@ async def build_run(
         env_allow=tuple(run_settings.run.env_allow),
     )
     return contract, provider_for(run_settings), policy
+
+
+def run_settings_for(settings: RunSettings, request: NewRunRequest) -> RunSettings:
+    """``settings`` with the request's provider, model and limits (ValueError if they do not
+    validate)."""
+    provider = request.provider or settings.provider
+    same_provider = provider == settings.provider
+    limits = {
+        "max_steps": request.max_steps,
+        "token_budget": request.token_budget,
+        "context_max_tokens": request.context_max_tokens,
+    }
+    return settings.updated(
+        provider=provider,
+        model=request.model or (settings.model if same_provider else None),
+        # the config's base URL belongs to the config's provider, not to another preset
+        base_url=request.base_url or (settings.base_url if same_provider else None),
+        **{name: value for name, value in limits.items() if value is not None},
+    )
 
 
 def cache_prices_for(settings: RunSettings) -> CachePrices:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -29,12 +30,16 @@ from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Act, Effect
 from io_tui.core.providers.base import (
+    Attempt,
     Completed,
     CompletionRequest,
     ErrorKind,
+    Message,
     ProviderError,
     Response,
+    Retrying,
     TextDelta,
+    provider_limits,
 )
 from io_tui.core.run_state import RunState
 from io_tui.core.skills import discover_async
@@ -146,22 +151,34 @@ async def ask_model(
 ) -> Response:
     """One working completion, with one forced fold and retry on context overflow.
 
-    Every attempt, failed or not, is appended to ``requests`` for the step's commit.
+    Guarded before sending (``refuse``): a frame (system prompt, tools, contract, instructions)
+    that with the answer's limit exceeds the model's known window is refused locally with the
+    figures; a request the server found too long is compacted once and sent again only if that
+    changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
+    appended to ``requests`` for the step's commit.
     """
+    limit, window = provider_limits(state.harness.provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
+    overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     for attempt in (1, 2):
+        force_fold = attempt == 2
         assembly = await engine.build(
-            history,
-            ceiling_tokens=raw_ceiling(ceiling, factor),
-            notes=notes,
-            force_fold=attempt == 2,
+            history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes, force_fold=force_fold
         )
         tools = tool_tokens(assembly)
         dropped = 0 if state.calibration.counts_tools(*key) else tools
+        frame = round((assembly.frame_tokens - dropped) * factor)
+        room = None if window is None or limit is None else window - limit - frame
+        if room is not None and 0 < room < ceiling:  # the window is tighter than the ceiling
+            ceiling = room
+            assembly = await engine.build(
+                history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes,
+                force_fold=force_fold,
+            )  # fmt: skip
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
         state.publish(
             EventKind.REQUEST_STARTED,
@@ -169,11 +186,24 @@ async def ask_model(
                 "attempt": attempt,
                 "ceiling_tokens": ceiling,
                 "est_tokens": estimate.tokens,
-                "frame_tokens": round((assembly.frame_tokens - dropped) * factor),
+                "frame_tokens": frame,
                 "raw_est_tokens": estimate.raw,
                 "factor": factor,
+                "max_output_tokens": limit,
+                "window_tokens": window,
             },
         )
+        refusal = refuse(assembly, frame, estimate, ceiling, (limit, window), overflowed)
+        if refusal is not None:
+            requests.append(
+                request_record(state, assembly, estimate, ceiling, attempt, None, refusal)
+            )
+            state.publish(
+                EventKind.REQUEST_FAILED,
+                {"attempt": attempt, "error": str(refusal), "kind": refusal.kind.value,
+                 "local": True},
+            )  # fmt: skip
+            raise refusal
         started = time.monotonic()
         try:
             response = await stream(state, assembly, len(engine.frame_parts()[0]))
@@ -181,11 +211,25 @@ async def ask_model(
             requests.append(request_record(state, assembly, estimate, ceiling, attempt, None, exc))
             state.publish(
                 EventKind.REQUEST_FAILED,
-                {"attempt": attempt, "error": str(exc), "kind": exc.kind.value},
+                {
+                    "attempt": attempt,
+                    "error": str(exc),
+                    "kind": exc.kind.value,
+                    "partial": partial_json(exc.attempts),
+                },
             )
-            if exc.kind is ErrorKind.CONTEXT_OVERFLOW and attempt == 1:
+            if exc.kind is not ErrorKind.CONTEXT_OVERFLOW:
+                raise
+            if attempt == 1:
+                overflowed = (assembly.messages, exc)
                 continue
-            raise
+            raise ProviderError(
+                ErrorKind.CONTEXT_OVERFLOW,
+                f"the prompt still does not fit after compacting once (~{estimate.tokens:,}"
+                f" tokens): {exc.message}",
+                status=exc.status,
+                attempts=exc.attempts,
+            ) from exc
         requests.append(request_record(state, assembly, estimate, ceiling, attempt, response, None))
         if response.usage:
             state.calibration.observe(
@@ -204,15 +248,81 @@ async def ask_model(
                 "est_tokens": estimate.tokens,
                 "latency_s": round(time.monotonic() - started, 3),
                 "tool_calls": len(response.tool_calls),
+                "stop_reason": response.stop_reason,
+                "raw_stop_reason": response.finish_reason,
+                "attempts": len(response.attempts),
             },
         )
         return response
     raise AssertionError("unreachable")
 
 
+def truncated_note(response: Response) -> str:
+    """Why a run whose final answer was cut ends ``finished_truncated``."""
+    limit = response.attempts[-1].max_output_tokens if response.attempts else None
+    at = f" of {limit:,} tokens" if limit else ""
+    return (
+        f"the final answer was cut at the output limit{at} (stop reason"
+        f" {response.finish_reason!r}); raise max_output_tokens (--max-output-tokens) and retry"
+    )
+
+
+def refuse(
+    assembly: Assembly,
+    frame: int,
+    estimate: Calibrated,
+    ceiling: int,
+    limits: tuple[int | None, int | None],
+    overflowed: tuple[tuple[Message, ...], ProviderError] | None,
+) -> ProviderError | None:
+    """Why a request is not sent, with the figures; None: send it.
+
+    Its frame (which nothing folds) plus the answer's limit exceed the model's known window; or
+    the server already found the prompt too long (``overflowed``: what was sent, and the error)
+    and compaction left the request unchanged, or its frame alone exceeds the ceiling. (The
+    ceiling bounds what is beside the frame, so a larger frame is sent while the server takes it.)
+    """
+    limit, window = limits
+    parts = ", ".join(
+        f"{s.name} ~{round(s.est_tokens * estimate.factor):,}" for s in assembly.sections if s.fixed
+    )
+    if window is not None and limit is not None and frame + limit > window:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"refused before sending: the fixed frame (~{frame:,} tokens: {parts}) plus the"
+            f" answer's limit of {limit:,} exceed the model's window of {window:,};"
+            " lower max_output_tokens or trim the tools and instruction files",
+        )
+    if overflowed is None:
+        return None
+    sent, error = overflowed
+    why = f"not sent again: the server found the prompt too long ({error.message}), and"
+    if sent == assembly.messages:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"{why} compacting left it unchanged (~{estimate.tokens:,} tokens, of which the"
+            f" frame is ~{frame:,}: {parts}); trim the frame or use a model with a larger window",
+        )
+    if frame > ceiling:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"{why} the fixed frame alone is ~{frame:,} tokens ({parts}) against a ceiling of"
+            f" {ceiling:,}, which no compaction shortens; trim the tools and instruction files,"
+            " or use a model with a larger window",
+        )
+    return None
+
+
+def partial_json(attempts: Sequence[Attempt]) -> dict[str, Any] | None:
+    """What the last failed attempt had streamed before it failed, if anything."""
+    last = attempts[-1] if attempts else None
+    return last.to_json()["partial"] if last is not None and last.partial else None
+
+
 async def stream(state: RunState, assembly: Assembly, frame_messages: int) -> Response:
     """One working completion. Its prompt-cache breakpoints end the frame (never rewritten in a
-    run) and the request (what the next one repeats while history is only appended to)."""
+    run) and the request (what the next one repeats while history is only appended to). Text
+    deltas and retries are published as they come."""
     ends = {frame_messages - 1, len(assembly.messages) - 1} - {-1}
     request = CompletionRequest(
         messages=assembly.messages,
@@ -223,6 +333,15 @@ async def stream(state: RunState, assembly: Assembly, frame_messages: int) -> Re
     async for event in state.harness.provider.stream(request):
         if isinstance(event, TextDelta):
             state.publish(EventKind.TEXT_DELTA, {"text": event.text})
+        elif isinstance(event, Retrying):
+            state.publish(
+                EventKind.REQUEST_RETRY,
+                {
+                    "attempt": event.number,
+                    "delay_s": round(event.delay_s, 3),
+                    **event.attempt.to_json(),
+                },
+            )
         elif isinstance(event, Completed):
             return event.response
     raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")

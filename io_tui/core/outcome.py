@@ -13,10 +13,12 @@ from typing import Any
 class Outcome(StrEnum):
     SUCCESS = "success"
     FINISHED = "finished"
+    TRUNCATED = "finished_truncated"  # the final answer was cut by the output limit
     STEP_CAP = "step_cap_reached"
     TOKEN_BUDGET = "token_budget_exhausted"
     DENIED = "denied"
     AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_SUB_AGENT = "awaiting_sub_agent"  # its sub-agent paused: it resumes with it
     CANCELLED = "cancelled"
     FAILED = "failed"
     CONTEXT_OVERFLOW = "context_overflow"
@@ -25,6 +27,7 @@ class Outcome(StrEnum):
 
 _STATUS = {
     Outcome.AWAITING_APPROVAL: "paused",
+    Outcome.AWAITING_SUB_AGENT: "paused",
     Outcome.CANCELLED: "cancelled",
     Outcome.FAILED: "failed",
     Outcome.CONTEXT_OVERFLOW: "failed",
@@ -44,6 +47,7 @@ class RunResult:
     steps: int
     tokens: int
     error: str | None = None
+    waiting_on: int | None = None  # the sub-agent run it stopped with (paused or interrupted)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +57,7 @@ class RunResult:
             "steps": self.steps,
             "tokens": self.tokens,
             "error": self.error,
+            "waiting_on": self.waiting_on,
         }
 
     @classmethod

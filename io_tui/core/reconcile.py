@@ -2,10 +2,11 @@
 
 An intent still ``started`` (``store/intents.py``) is a call whose effect may or may not have
 happened. A read (or a call no policy checks: find, grep, remember) is re-run automatically; a
-write, a command, an MCP call or a sub-agent goes to a ``Reconciler``: re-run it (through the
-approval gate again), mark it done (the model is told it took effect, its output unknown), or
-skip it (the model is told it may not have happened). What is known goes with it: the call, the
-approval that allowed it, and for a file the workspace diff since the intent.
+write, a command or an MCP call goes to a ``Reconciler``: re-run it (through the approval gate
+again), mark it done (the model is told it took effect, its output unknown), or skip it (the
+model is told it may not have happened). What is known goes with it: the call, the approval
+that allowed it, and for a file the workspace diff since the intent. A sub-agent's call is not
+reconciled: its child run is resumed, its own calls in flight reconciled so (``sub_agents``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Protocol
 
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.store import IntentRow, Store
+from io_tui.core.sub_agents import waiting_chain
 from io_tui.core.workspace import Workspace
 
 AUTO_RERUN_ACTS = frozenset({"", "read"})
-NOT_AUTO = frozenset({"spawn_agent"})
 DIFF_MAX_LINES = 80
 
 
@@ -102,11 +103,7 @@ def _ask(prompt: str) -> str:
 
 def needs_operator(intent: IntentRow) -> bool:
     """Whether a call in flight may have changed something outside the run's own records."""
-    return (
-        intent.act not in AUTO_RERUN_ACTS
-        or intent.tool in NOT_AUTO
-        or intent.tool.startswith("mcp__")
-    )
+    return intent.act not in AUTO_RERUN_ACTS or intent.tool.startswith("mcp__")
 
 
 def what_is_known(run_id: int, intent: IntentRow, workspace: Workspace) -> InFlight:
@@ -156,8 +153,13 @@ def _file_diff(intent: IntentRow, workspace: Workspace) -> str:
 
 
 async def in_flight_calls(store: Store, run_id: int, workspace: Workspace) -> list[InFlight]:
-    """The run's calls in flight at a crash that need the operator's word, with what is known
-    (what the TUI's reconcile modal shows before a resume)."""
-    latest = {i.call_id: i for i in await store.intents.for_run(run_id)}
-    waiting = [i for i in latest.values() if i.in_flight and needs_operator(i)]
-    return [await asyncio.to_thread(what_is_known, run_id, i, workspace) for i in waiting]
+    """The calls in flight at a crash that need the operator's word before the run resumes,
+    with what is known (what the TUI's reconcile modal shows): the run's, and those of the
+    sub-agents and parents that resume with it."""
+    run = await store.runs.get(run_id)
+    found: list[InFlight] = []
+    for member in await waiting_chain(store, run) if run is not None else []:
+        latest = {i.call_id: i for i in await store.intents.for_run(member.id)}
+        waiting = [i for i in latest.values() if i.in_flight and needs_operator(i)]
+        found += [await asyncio.to_thread(what_is_known, member.id, i, workspace) for i in waiting]
+    return found

@@ -10,14 +10,15 @@ flight (``reconcile``). The process driving a run holds its lease and refreshes 
 What a run is given lives in ``harness``; what changes while it goes (step, history, tokens,
 events, committing a step) in ``run_state``; the model request path (context engine, working
 completions, request records) in ``model_turn``. A sub-agent is a child run this loop starts
-(``spawn``).
+(``spawn``); a child that pauses or is interrupted stops its parent with it, on its call, and
+the parent's resume hands the call to the same child again (``sub_agents``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -27,7 +28,7 @@ from io_tui.core.contract import TaskContract, contract_from_json, contract_to_j
 from io_tui.core.events import OPERATOR_CANCEL, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.ledger import ObsKind
-from io_tui.core.model_turn import ask_model, build_engine, request_tokens
+from io_tui.core.model_turn import ask_model, build_engine, request_tokens, truncated_note
 from io_tui.core.outcome import Outcome, RunResult, status_for
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
 from io_tui.core.reconcile import (
@@ -39,8 +40,10 @@ from io_tui.core.reconcile import (
     what_is_known,
 )
 from io_tui.core.run_state import RunState
-from io_tui.core.store import IntentRow, RequestRecord, StoreError
+from io_tui.core.store import IntentRow, RequestRecord, RunBusy, RunRow, StoreError
 from io_tui.core.store.leases import HEARTBEAT_S
+from io_tui.core.sub_agents import ENDED, WAITING, child_of_call
+from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
 
@@ -53,8 +56,10 @@ async def start_run(
     *,
     parent_run_id: int | None = None,
     seed_run_id: int | None = None,
+    on_created: Callable[[int], Awaitable[None]] | None = None,
 ) -> RunResult:
-    """Create a run in the store and drive it to an outcome."""
+    """Create a run in the store and drive it to an outcome (``on_created``: told its id
+    before it takes a step)."""
     # raises WorkspaceError for a bad root
     workspace = Workspace(contract.workspace, env_allow=contract.env_allow)
     run_id = await harness.store.runs.create(
@@ -65,7 +70,10 @@ async def start_run(
         policy=harness.policy.to_json(),
         parent_run_id=parent_run_id,
         seed_run_id=seed_run_id,
+        origin=harness.origin.to_json() if harness.origin is not None else None,
     )
+    if on_created is not None:
+        await on_created(run_id)
     run = Run(RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id))
     return await run.drive(resumed=False)
 
@@ -92,20 +100,52 @@ async def resume_run(
     return await Run(state, reconciler).drive(resumed=True)
 
 
-async def spawn(parent: RunState, task: SubTask) -> ToolOutcome:
+class SubAgentStopped(Exception):
+    """A sub-agent paused or was interrupted: the parent's call cannot end now, so the parent
+    stops with it (``result``: the child's)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"sub-agent run {result.run_id} is {result.status}")
+        self.result = result
+
+
+async def spawn(
+    parent: RunState, task: SubTask, reconciler: Reconciler | None = None
+) -> ToolOutcome:
     """Run a child to an outcome under the parent's policy narrowed by the task's rules, one
-    level deeper; its tokens count against the parent's."""
+    level deeper; its tokens count against the parent's. A call handed to a child before (the
+    parent resumes) goes on with that child: resumed if it stopped short (``reconciler`` for
+    its calls in flight), its result read if it ended. A child that stops short again raises
+    ``SubAgentStopped``."""
     child = parent.harness.child(parent.policy, task.rules)
-    contract = replace(
-        parent.contract,
-        goal=task.goal,
-        verify=None,
-        max_steps=task.max_steps or CHILD_DEFAULT_STEPS,
-        token_budget=parent.remaining_tokens(),
-    )
-    result = await start_run(child, contract, parent_run_id=parent.run_id)
+    store = parent.store
+
+    async def link(child_id: int) -> None:
+        parent.publish(EventKind.SUB_AGENT, {"call_id": task.call_id, "run_id": child_id})
+        await parent.flush_events()
+
+    row = await child_of_call(store, parent.run_id, parent.step, task.call_id)
+    if row is None:
+        contract = replace(
+            parent.contract,
+            goal=task.goal,
+            verify=None,
+            max_steps=task.max_steps or CHILD_DEFAULT_STEPS,
+            token_budget=parent.remaining_tokens(),
+        )
+        result = await start_run(child, contract, parent_run_id=parent.run_id, on_created=link)
+    elif row.status not in ENDED:
+        await link(row.id)
+        try:
+            result = await resume_run(child, row.id, reconciler)
+        except RunBusy as exc:  # driven elsewhere: the parent stops short, resumable
+            result = replace(_result_of(row), status="interrupted", error=str(exc))
+    else:  # it ended, and the parent's process died before recording its answer
+        result = _result_of(row)
+    if result.status in WAITING:
+        raise SubAgentStopped(result)
     parent.charge(result.tokens)
-    history = await parent.store.runs.history(result.run_id)
+    history = await store.runs.history(result.run_id)
     answer = next((r.text for r in reversed(history) if r.text), "(no answer)")
     text = (
         f"Sub-agent run {result.run_id} ended {result.outcome.value} after {result.steps} "
@@ -127,8 +167,9 @@ class Run:
         self.last_step_denied = False
         self.verify_feedback_given = False
         self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
+        self.waiting_on: int | None = None  # the sub-agent run it stopped with
         if state.harness.can_spawn:
-            state.spawn = partial(spawn, state)
+            state.spawn = partial(spawn, state, reconciler=self.reconciler)
 
     # -- driving --
 
@@ -166,7 +207,7 @@ class Run:
             if resumed:
                 paused = await self._finish_last_step()
                 if paused is not None:
-                    return await self._end(paused)
+                    return await self._end(paused, error=self.failure)
             outcome = await self._loop()
             return await self._end(outcome, error=self.failure)
         except ReconcileNeeded as exc:
@@ -182,9 +223,10 @@ class Run:
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
         state = self.state
         status = status_for(outcome)
-        finished = state.record(
-            EventKind.RUN_FINISHED, {"status": status, "outcome": outcome.value, "error": error}
-        )
+        detail: dict[str, Any] = {"status": status, "outcome": outcome.value, "error": error}
+        if self.waiting_on is not None:
+            detail["waiting_on"] = self.waiting_on
+        finished = state.record(EventKind.RUN_FINISHED, detail)
         await state.flush_events()
         await self.store.runs.set_status(
             self.run_id,
@@ -203,6 +245,7 @@ class Run:
             row.steps if row else state.step,
             row.tokens if row else state.tokens,
             error,
+            self.waiting_on,
         )
 
     async def _loop(self) -> Outcome:
@@ -249,6 +292,9 @@ class Run:
                     operator_messages=operator_messages,
                     tokens=tokens,
                 )
+                if response.truncated:  # a cut answer is not a finished one (model_turn)
+                    self.failure = truncated_note(response)
+                    return Outcome.TRUNCATED
                 outcome = await self._after_model_stopped()
                 if outcome is not None:
                     return outcome
@@ -337,11 +383,14 @@ class Run:
         runner = await self._call_runner()
         results: list[CallResult] = []
         for position, call in enumerate(calls):
-            if resuming:
-                result = await self._resume_call(runner, call, step)
-            else:
-                result = await runner.run(call, step)
             rest = [c.id for c in calls[position + 1 :]]
+            try:
+                if resuming:
+                    result = await self._resume_call(runner, call, step)
+                else:
+                    result = await runner.run(call, step)
+            except SubAgentStopped as stopped:
+                return await self._stop_with(stopped.result, step, [call.id, *rest])
             if result.deferred_approval is not None:
                 await state.commit_step(
                     step,
@@ -359,11 +408,27 @@ class Run:
                     "awaiting_approval": None,
                     "resolved_approval": result.decision["approval_id"],
                 }
+            if resuming and call.name == SpawnAgent.name:
+                decision["awaiting_sub_agent"] = None
             await state.commit_step(
                 step, decision=decision, results=[result], update=True, final=not rest
             )
         self.last_step_denied = any(r.denied for r in results)
         return None
+
+    async def _stop_with(self, child: RunResult, step: int, pending: list[str]) -> Outcome:
+        """A sub-agent stopped short on the call ``pending[0]``: this run stops with it, the
+        call unobserved, and the step says which run it waits on."""
+        self.waiting_on = child.run_id
+        await self.state.commit_step(
+            step,
+            decision={"awaiting_sub_agent": child.run_id, "pending_calls": pending},
+            update=True,
+        )
+        if child.status == "interrupted":
+            self.failure = f"its sub-agent run {child.run_id} stopped short: {child.error}"
+            return Outcome.INTERRUPTED
+        return Outcome.AWAITING_SUB_AGENT
 
     async def _finish_last_step(self) -> Outcome | None:
         """On resume: the calls of the last committed step that have no observation yet (a
@@ -386,8 +451,11 @@ class Run:
         return await self._run_step_calls(pending, last.step, resuming=True)
 
     async def _resume_call(self, runner: CallRunner, call: ToolCall, step: int) -> CallResult:
-        """A call with no observation, on resume: in flight at a crash → reconciled; asked and
-        decided (or still pending) → its approval carried on; never started → run."""
+        """A call with no observation, on resume: a sub-agent → handed to its child again (or
+        run, if it never got one); in flight at a crash → reconciled; asked and decided (or
+        still pending) → its approval carried on; never started → run."""
+        if call.name == SpawnAgent.name:
+            return await runner.run(call, step)
         intent = await self.store.intents.latest(self.run_id, call.id)
         if intent is not None and intent.in_flight:
             return await self._reconcile(runner, call, intent)
@@ -435,6 +503,12 @@ class Run:
             result = runner.noted(call, intent.step, text, is_error=True)
             result.closes_intent = (intent.id, "skipped")
         return result
+
+
+def _result_of(row: RunRow) -> RunResult:
+    """How a run that is not going ended (or stopped), from its row."""
+    outcome = Outcome(row.outcome) if row.outcome else Outcome.INTERRUPTED
+    return RunResult(row.id, row.status, outcome, row.steps, row.tokens, row.error)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -10,9 +10,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from io_tui.core.mcp.config import McpSettings
+from io_tui.core.mcp.config import McpSettings, client_servers
 
 
 class CacheSettings(BaseModel):
@@ -59,9 +66,24 @@ class RunSettings(BaseModel):
     context_share: float = Field(default=0.5, gt=0, le=1)
     request_timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
+    # the longest answer a request asks for; None: the preset's and model's (providers.presets)
+    max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     run: CommandSettings = Field(default_factory=CommandSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _client_servers(cls, data: Any) -> Any:
+        """``[mcpServers.NAME]`` (other clients' shape) joins ``[mcp.servers]``."""
+        if not isinstance(data, dict) or "mcpServers" not in data:
+            return data
+        data = dict(data)
+        extra = client_servers(data.pop("mcpServers"), source="config")
+        mcp = data.get("mcp")
+        mcp = dict(mcp) if isinstance(mcp, dict) else {}
+        mcp["servers"] = {**(mcp.get("servers") or {}), **extra}
+        return {**data, "mcp": mcp}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunSettings:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from io_tui.core.cache import annotate
+from io_tui.core.events import EventKind
 from io_tui.core.store import IntentRow, RequestRow, Store
+from io_tui.core.sub_agents import waiting_on
 
 
 class TraceNotFound(LookupError):
@@ -23,6 +25,11 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     observations = await store.trace.observations(run_id)
     intents = await store.intents.for_run(run_id)
     latest = {i.call_id: i for i in intents}  # a re-run call's newest intent
+    sub_agents: dict[int, dict[str, int]] = {}  # step → call → the child run carrying it out
+    for e in events:
+        if e.kind == EventKind.SUB_AGENT.value:
+            sub_agents.setdefault(e.step, {})[e.detail["call_id"]] = e.detail["run_id"]
+    waits = await waiting_on(store, run)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
@@ -50,7 +57,12 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             "steps": run.steps,
             "tokens": run.tokens,
             "provider": run.provider,
+            # how it was started (``origin.RunOrigin``): settings, MCP servers; null before
+            # schema 5
+            "origin": run.origin,
             "error": run.error,
+            # paused or interrupted with its sub-agent: the child run it resumes with
+            "waiting_on": waits.id if waits is not None else None,
             "created_at": run.created_at,
             "finished_at": run.finished_at,
         },
@@ -71,6 +83,7 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
                     for c in s.tool_calls
                     if c.id not in {o["call_id"] for o in obs_by_step.get(s.step, [])}
                 },
+                "sub_agents": sub_agents.get(s.step, {}),
             }
             for s in steps
         ],
@@ -104,6 +117,7 @@ def _unfinished(intent: IntentRow | None) -> str:
 
 def _request(row: RequestRow) -> dict[str, Any]:
     manifest = row.manifest
+    last = row.attempts[-1] if row.attempts else {}
     return {
         "step": row.step,
         "attempt": row.attempt,
@@ -117,8 +131,51 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "model": row.model,
         "attempts": row.attempts,
         "error": row.error,
+        # the answer's stop reason (normalized, and the vendor's), and what a failed request
+        # had streamed before it failed (its last attempt's, marked partial)
+        "stop_reason": last.get("stop_reason"),
+        "raw_stop_reason": last.get("raw_stop_reason"),
+        "partial": last.get("partial"),
         "messages": row.messages,
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),
     }
+
+
+NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say
+
+
+def request_notes(requests: list[dict[str, Any]]) -> list[str]:
+    """Readable lines about a step's requests (``trace["requests"]`` of one step) where there
+    is something to say: a retried attempt, a failure, an unusual stop reason (``length``: the
+    answer was cut), and what a failed request had streamed, marked partial."""
+    lines: list[str] = []
+    for request in requests:
+        label = (
+            f"request {request['attempt']}" if request.get("purpose") != "summary" else "summary"
+        )
+        attempts = request.get("attempts") or []
+        for number, attempt in enumerate(attempts[:-1], 1):
+            lines.append(
+                f"{label}: attempt {number} failed ({attempt.get('error_kind')}:"
+                f" {attempt.get('error')}), retried"
+            )
+        if request.get("error"):
+            lines.append(f"{label} failed: {request['error']}")
+        stop = request.get("stop_reason")
+        if stop not in NOTABLE_STOPS:
+            limit = (attempts[-1] if attempts else {}).get("max_output_tokens")
+            cut = f": the answer was cut at {limit:,} tokens" if stop == "length" and limit else ""
+            lines.append(
+                f"{label}: stop reason {stop} (raw {request.get('raw_stop_reason')!r}){cut}"
+            )
+        partial = request.get("partial")
+        if partial:
+            lines.append("partial output (streamed before it failed):")
+            lines += ["  │ " + line for line in (partial.get("text") or "").splitlines()]
+            lines += [
+                f"  │ → {call.get('name') or '?'} {call.get('arguments') or ''} (incomplete)"
+                for call in partial.get("tool_calls") or []
+            ]
+    return lines

@@ -33,7 +33,15 @@ from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from io_tui.config import HarnessMode, Settings
-from io_tui.core import FIXED_APPROVERS, ApprovalRequest, Approver, Decision, Store, StoreError
+from io_tui.core import (
+    FIXED_APPROVERS,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    Store,
+    StoreError,
+    StoreLocation,
+)
 from io_tui.ui import ui_state
 from io_tui.ui.attention import Activity
 from io_tui.ui.bridge import EventPump
@@ -102,7 +110,7 @@ class IoApp(App[int]):
     def __init__(
         self,
         settings: Settings,
-        store_path: Path,
+        store_path: StoreLocation,
         *,
         demo: bool = False,
         approver: Approver | None = None,
@@ -537,7 +545,7 @@ class IoApp(App[int]):
         self.notify(f"theme: {self.theme}")
 
 
-def launch_resume(store: Path, run_id: int, choice: str) -> None:
+def launch_resume(store: StoreLocation, run_id: int, choice: str) -> None:
     """``io-tui resume RUN --reconcile CHOICE`` as its own process, detached from the app."""
     import subprocess
     import sys
@@ -555,7 +563,7 @@ def launch_resume(store: Path, run_id: int, choice: str) -> None:
 
 def create_app(
     settings: Settings,
-    store_path: Path,
+    store_path: StoreLocation,
     *,
     demo: bool = False,
     approver: Approver | None = None,

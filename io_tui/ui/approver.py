@@ -203,6 +203,7 @@ class ApprovalDesk:
                     clock=self.clock,
                 )
                 self.showing = screen
+                future.add_done_callback(lambda _: self._withdraw_modal(screen))
                 try:
                     decision = await self.app.push_screen_wait(screen)
                 finally:
@@ -216,6 +217,16 @@ class ApprovalDesk:
             if request.id in self.queue:
                 self.queue.remove(request.id)
             self._announce()
+
+    def _withdraw_modal(self, screen: ApprovalScreen) -> None:
+        """The run stopped waiting while its modal showed (its harness process died, it was
+        cancelled): the modal goes, with any editor open over it, rather than take an answer
+        nobody will read. The request stays in the inbox."""
+        if self.showing is not screen or screen not in self.app.screen_stack:
+            return
+        while self.app.screen is not screen:
+            self.app.screen.dismiss(None)  # their callbacks ignore None
+        screen.dismiss(Decision.defer(decided_by="io-tui (the run stopped waiting)"))
 
     async def _until_idle(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
         """Wait while the operator is busy (or until the request is decided elsewhere); an ask

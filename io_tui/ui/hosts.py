@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -144,10 +145,14 @@ class ProcessHost:
         if run_ids:
             self.app.run_worker(self._mark_lost(run_ids, code), group="db", exit_on_error=False)
         tail = stderr or "(nothing on stderr)"
-        runs = f"; runs lost: {', '.join(map(str, run_ids))}" if run_ids else ""
+        how = f"was killed ({_signal_name(-code)})" if code < 0 else f"exited with code {code}"
+        runs = ""
+        if run_ids:
+            which = ", ".join(map(str, run_ids))
+            runs = f"; interrupted: run{'s' if len(run_ids) > 1 else ''} {which} (R resumes)"
         self.app.post_message(
             HarnessNotice(
-                f"the harness process exited with code {code}{runs}\n{tail[-600:]}",
+                f"the harness process {how}{runs}\n{tail[-600:]}",
                 title="Harness stopped",
                 severity="error",
                 timeout=30,
@@ -164,6 +169,13 @@ class ProcessHost:
             if row is not None and row.status in ("running", "asking"):
                 await store.runs.set_status(run_id, "interrupted", "interrupted")
         self.app.post_message(RunsLost(run_ids))
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class InlineHost:

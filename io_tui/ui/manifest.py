@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-STUB_STATES = frozenset({"superseded", "refresh_failed", "elided", "collapsed"})
+STUB_STATES = frozenset({"superseded", "dropped", "refresh_failed", "elided", "collapsed"})
 CARRIED_STATES = frozenset({"full", "capped", "refreshed", "summary"})
-FILTERS = ("all", "carried", "stubs", "full", "capped", "superseded", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
+FILTERS = ("all", "carried", "stubs", "full", "capped", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 _LINES = {"summary": "[Summary of steps {},", "collapse": "[Steps {} collapsed"}  # how each starts
 
@@ -144,9 +144,10 @@ def strip_line_numbers(text: str) -> tuple[str, int]:
 @dataclass(frozen=True, slots=True)
 class RequestDiff:
     added: list[EntryRow]
-    stubbed: list[EntryRow]
+    stubbed: list[EntryRow]  # became a stub sent in the request
+    dropped: list[EntryRow]  # became ``dropped``: left out with its step, nothing sent
     refreshed: list[EntryRow]
-    dropped: list[EntryRow]
+    removed: list[EntryRow]  # no longer in the manifest at all
     recalled: list[str]
     newly_recalled: list[str]
     tokens_before: int | None
@@ -154,21 +155,23 @@ class RequestDiff:
 
 
 def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -> RequestDiff:
-    """What changed from the previous request: entries added, stubbed, refreshed, dropped,
-    and the memory notes recalled."""
+    """What changed from the previous request: entries added, stubbed, left out with their
+    step (``dropped``: a stub earlier, or carried), refreshed, no longer listed, and the memory
+    notes recalled."""
     old = {_ident(r): r for r in entry_rows(before)}
     new = {_ident(r): r for r in entry_rows(after)}
     added = [r for k, r in new.items() if k not in old]
-    stubbed = [r for k, r in new.items() if r.is_stub and k in old and not old[k].is_stub]
-    refreshed = [r for r in new.values() if r.state == "refreshed"]
-    dropped = [r for k, r in old.items() if k not in new]
+    changed = [(old[k], r) for k, r in new.items() if k in old]
+    stubbed = [r for o, r in changed if r.is_stub and not o.is_stub and r.state != "dropped"]
+    dropped = [r for o, r in changed if r.state == "dropped" != o.state]
     recalled = list((after or {}).get("memory_keys", []))
     earlier = set((before or {}).get("memory_keys", []))
     return RequestDiff(
         added=added,
         stubbed=stubbed,
-        refreshed=refreshed,
         dropped=dropped,
+        refreshed=[r for r in new.values() if r.state == "refreshed"],
+        removed=[r for k, r in old.items() if k not in new],
         recalled=recalled,
         newly_recalled=[k for k in recalled if k not in earlier],
         tokens_before=before.get("est_tokens") if before else None,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from io_tui.core import EventKind, RunEvent
 from io_tui.ui.state import RunView, StepView
 
+ENDED = frozenset({"finished", "failed", "cancelled"})
+
 if TYPE_CHECKING:
     from io_tui.core import StepSummary
 
@@ -80,7 +82,20 @@ class RunBoard:
             run.parent_run_id = row.parent_run_id
             run.token_budget = (row.contract or {}).get("token_budget")
             shown.append(run)
+        self._find_waiting(shown)
         return shown, stale
+
+    def _find_waiting(self, runs: list[RunView]) -> None:
+        """A paused parent (``awaiting_sub_agent``) or an interrupted one waits on its newest
+        child that has not ended: it resumes with it."""
+        newest: dict[int, int] = {}
+        for view in self.runs.values():
+            parent = view.parent_run_id
+            if parent is not None and view.status not in ENDED:
+                newest[parent] = max(view.id, newest.get(parent, 0))
+        for run in runs:
+            waits = run.status == "interrupted" or run.outcome == "awaiting_sub_agent"
+            run.waiting_on = newest.get(run.id) if waits else None
 
     def apply_steps(self, steps: Iterable[tuple[int, StepView]]) -> list[tuple[RunView, StepView]]:
         """Fold step views read from the store (``step_view``); a step asking now keeps saying

@@ -69,6 +69,7 @@ class RunView:
     interrupt_requested: bool = False  # the operator pressed x; the run has not ended yet
     queued: list[QueuedMessage] = field(default_factory=list)
     wants_attention: bool = False  # it just started or began to ask: bring it into view
+    waiting_on: int | None = None  # paused or interrupted with this sub-agent run
 
     @classmethod
     def from_row(cls, row: Any) -> RunView:
@@ -192,6 +193,7 @@ class RunView:
             self.status = str(detail.get("status", "finished"))
             self.outcome = detail.get("outcome")
             self.error = detail.get("error") or self.error
+            self.waiting_on = detail.get("waiting_on")
             self.ended_at = clock()
             self.streaming = ""
             for view in self.steps.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -241,3 +242,50 @@ def test_a_deferred_mcp_call_is_performed_by_decide_in_a_new_process(
     observation = trace["steps"][0]["observations"][0]
     assert json.loads(observation["text"].split("\n", 1)[1])["timezone"] == "Europe/Paris"
     assert trace["run"]["outcome"] == "finished"
+
+
+# -- the mcpServers JSON other clients write (issue 17 item 6) --
+
+
+def time_json(path: Path, name: str = "time") -> Path:
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    path.write_text(json.dumps({"mcpServers": {name: {"command": sys.executable, "args": args}}}))
+    return path
+
+
+def test_list_reads_a_workspace_mcp_json_the_user_file_and_a_json_mcp_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    time_json(workspace / ".mcp.json", "project")
+    user_dir = Path(os.environ["IO_TUI_CONFIG_DIR"])
+    user_dir.mkdir(parents=True, exist_ok=True)
+    time_json(user_dir / "mcp.json", "mine")
+    extra = time_json(tmp_path / "given.json", "given")
+    assert main(["mcp", "list", "-w", str(workspace), "--mcp-config", str(extra), "--json"]) == 0
+    captured = capsys.readouterr()
+    names = [s["name"] for s in json.loads(captured.out)["servers"]]
+    assert sorted(names) == ["given", "mine", "project"]
+    # the workspace's file is announced with what it starts; the others are the user's own
+    assert f"MCP servers from {workspace / '.mcp.json'}: project ({sys.executable} -m" in (
+        captured.err
+    )
+    assert "mine" not in captured.err
+
+    config = tmp_path / "c.toml"
+    config.write_text("[mcp]\nworkspace_file = false\n")
+    monkeypatch.setenv("IO_TUI_CONFIG", str(config))
+    assert main(["mcp", "list", "-w", str(workspace), "--json"]) == 0
+    assert [s["name"] for s in json.loads(capsys.readouterr().out)["servers"]] == ["mine"]
+
+
+def test_a_wrong_mcp_json_shape_is_one_line_naming_the_accepted_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"servers": {"x": {"command": "a"}}}))  # VS Code's key
+    assert main(["mcp", "list", "--mcp-config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"io-tui: {bad}: no MCP servers found; expected JSON")
+    assert "[mcp.servers.NAME]" in err and "\n" not in err

@@ -2,7 +2,9 @@
 
 A call in flight at the kill is in the trace as "started, outcome unknown"; the run turns
 ``interrupted`` on the next open; ``io-tui resume`` reconciles the call and finishes the run
-under the same id; a second driver of a live run is refused with its owner named."""
+under the same id; a second driver of a live run is refused with its owner named; seeded kill
+trials of `run`, `decide` and the TUI's worker process (benchmarks/kill_trials.py) resume to the
+uninterrupted run's workspace and trace."""
 
 from __future__ import annotations
 
@@ -110,13 +112,14 @@ def test_a_second_driver_is_refused_with_the_owner_named(hanging_run, store_path
     assert "finished" in io_tui("trace", "1", store=store_path).stdout.splitlines()[0]
 
 
-def test_kill_trials_of_run_and_decide_resume_to_the_uninterrupted_result():
+def test_kill_trials_of_run_decide_and_the_tuis_worker_resume_to_the_uninterrupted_result():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import kill_trials
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    rows = kill_trials.trials(count=3, seed=7, steps=6)
+    rows = kill_trials.trials(count=3, seed=7, steps=6)  # one of each kind
+    assert [r["kill"] for r in rows] == ["run", "decide", "worker"]
     assert all(r["killed"] for r in rows), rows
     assert all(r["resumable"] and r["equal"] and r["effects_ok"] for r in rows), [
         {k: v for k, v in r.items() if k != "snapshot"} for r in rows

@@ -198,7 +198,10 @@ def test_a_store_left_open_is_checked_and_a_damaged_one_refused_untouched(tmp_pa
     assert (sha(path), sha(wal)) == before
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+SHIPPED = sorted(int(p.stem[1:]) for p in FIXTURES.glob("v*.db"))
+
+
+@pytest.mark.parametrize("version", SHIPPED)
 def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_path, version):
     fixture = FIXTURES / f"v{version}.db"
     shipped = sha(fixture)
@@ -206,9 +209,58 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
     shutil.copy(fixture, path)
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == version
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        assert app_id == (APPLICATION_ID if version >= 4 else 0)  # the id came with 4
 
-    store = ("--store", str(path))
+    reads_back_the_shipped_data(("--store", str(path)))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(observations)")}
+        assert {"seen"} <= columns  # migration 3
+        intents = conn.execute("SELECT call_id, status FROM intents").fetchall()
+        assert intents == ([("c1", "done")] if version >= 4 else [])  # migration 4
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
+    assert sha(fixture) == shipped
+
+
+@pytest.mark.parametrize("version", SHIPPED)
+def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(pg_url, version):
+    """The same shipped store, as a PostgreSQL database at that version (its schema made by the
+    same migrations, its rows copied): opened, it migrates to the current version."""
+    import psycopg
+
+    from io_tui.core.store.pg import VERSION_TABLE
+    from io_tui.core.store.schema import MIGRATIONS, postgresql
+
+    with closing(sqlite3.connect(FIXTURES / f"v{version}.db")) as source:
+        tables = [
+            r[0] for r in source.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        rows = {t: source.execute(f"SELECT * FROM {t}").fetchall() for t in tables}
+        columns = {t: [c[1] for c in source.execute(f"PRAGMA table_info({t})")] for t in tables}
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (application_id BIGINT, version INTEGER)")
+        conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES ({APPLICATION_ID}, {version})")
+        for migration in MIGRATIONS[:version]:
+            conn.execute(postgresql(migration))
+        for table in tables:
+            names = ", ".join(columns[table])
+            marks = ", ".join(["%s"] * len(columns[table]))
+            with conn.cursor() as cursor:
+                cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[table])
+            if "id" in columns[table]:  # as the ids had been generated
+                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
+                             f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)")  # fmt: skip
+
+    reads_back_the_shipped_data(("--store", pg_url))
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone() == (SCHEMA_VERSION,)
+
+
+def reads_back_the_shipped_data(store: tuple[str, str]) -> None:
+    """What every shipped fixture store holds, read back through the CLI; then a write."""
     trace = io_tui("trace", "1", "--json", *store)
     assert trace.returncode == 0, trace.stderr
     data = json.loads(trace.stdout)
@@ -219,21 +271,14 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    assert data["run"]["origin"] is None  # from before migration 5: resumes say so
     pending = json.loads(io_tui("approvals", "--json", *store).stdout)
     assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
     rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)
     assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]
     notes = json.loads(io_tui("memory", "list", "--global", "--json", *store).stdout)
     assert [(n["key"], n["value"]) for n in notes] == [("style", "tabs, never spaces")]
-
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(observations)")}
-        assert {"seen"} <= columns  # migration 3
-    # and it still takes writes
-    assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0
-    assert sha(fixture) == shipped
+    assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0  # still writes
 
 
 def test_processes_opening_one_new_store_at_once_never_fail():
@@ -253,3 +298,30 @@ def test_processes_opening_one_new_store_at_once_never_fail():
     for case in ("new store", "foreign file", "locked store"):
         assert case in rows, result.stdout
     assert result.stdout.rstrip().endswith("failures outside the baseline: 0"), result.stdout
+
+
+def test_a_foreign_postgresql_database_is_refused_untouched(pg_url):
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE runs (id SERIAL PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO runs (name) VALUES ('theirs')")
+    refused(io_tui("memory", "set", "k", "v", "--global", "--store", pg_url), "not an io-tui")
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT * FROM runs").fetchall() == [(1, "theirs")]
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+        assert tables == [("runs",)]
+
+
+def test_a_postgresql_server_that_is_down_is_one_line_and_never_shows_the_password(
+    tmp_path, workspace, write_script
+):
+    url = f"postgresql://io:hunter2-secret@/store?host={tmp_path}"  # nothing listens there
+    script = write_script([{"text": "done"}])
+    run = ("run", "goal", "--workspace", str(workspace), "--provider", f"scripted:{script}")
+    for command in (("trace", "1"), run):
+        result = io_tui(*command, "--store", url, IO_TUI_STORE="")
+        refused(result, "cannot open store postgresql://io@/store?host=")
+        assert "hunter2" not in result.stdout + result.stderr

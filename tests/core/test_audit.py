@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from approval_requests import approval_request, new_run
 
 from io_tui.core.approvals import Decision, DecisionKind
 from io_tui.core.audit import audit_row, audit_stats
 from io_tui.core.policy import Act
 from io_tui.core.store import Store
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 async def test_audit_stats_and_rows(store: Store) -> None:
@@ -24,12 +33,12 @@ async def test_audit_stats_and_rows(store: Store) -> None:
     await store.approvals.record_performed(
         reqs[2].id, {"performed": True, "arguments": {"path": "src/z.py", "content": ""}}
     )
-    for i, secs in enumerate((10, 20, 60)):
-        await store.db.conn.execute(
+    await store.db.write(
+        lambda conn: conn.executemany(
             "UPDATE approvals SET created_at = 1000, decided_at = ? WHERE id = ?",
-            (1000 + secs, reqs[i].id),
+            [(1000 + secs, reqs[i].id) for i, secs in enumerate((10, 20, 60))],
         )
-    await store.db.conn.commit()
+    )
     records = await store.approvals.history()
     stats = audit_stats(records)
     assert (stats.total, stats.pending, stats.decided) == (4, 1, 3)

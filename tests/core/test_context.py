@@ -98,12 +98,18 @@ async def test_full_entry_is_carried_whole_after_its_call() -> None:
     assert assembly.messages[-2].tool_calls[0].id == "c1_1"
 
 
+def sent_ids(assembly: Assembly) -> set[str]:
+    """The call ids a request's messages name: results and the turns' calls."""
+    calls = {c.id for m in assembly.messages for c in m.tool_calls}
+    return calls | {m.tool_call_id for m in assembly.messages if m.tool_call_id}
+
+
 async def test_a_later_read_of_the_same_file_supersedes_the_earlier() -> None:
     history = [
-        step(1, obs(1, ObsKind.READ, "src/app.py", "old view")),
+        step(1, obs(1, ObsKind.READ, "src/app.py", "old view"), obs(1, ObsKind.EXEC, "ls", "x", n=2)),
         step(2, obs(2, ObsKind.EXEC, "pytest", "1 failed")),
         step(3, obs(3, ObsKind.READ, "src/app.py", "new view")),
-    ]
+    ]  # fmt: skip
     assembly = await ContextEngine(frame()).build(history, ceiling_tokens=4_000)
     first = entry(assembly, "c1_1")
     assert first.state is EntryState.SUPERSEDED
@@ -120,12 +126,49 @@ async def test_a_repeated_grep_or_command_is_one_answer_but_another_command_is_n
              obs(2, ObsKind.EXEC, "pytest -x", "F", n=3)),
     ]  # fmt: skip
     assembly = await ContextEngine(frame()).build(history, ceiling_tokens=4_000)
-    assert entry(assembly, "c1_1").state is EntryState.SUPERSEDED
-    assert "rerun" not in by_call(assembly)["c1_1"]  # superseded, not elided: the answer is here
-    assert entry(assembly, "c1_2").state is EntryState.SUPERSEDED
-    assert "superseded by step 2" in by_call(assembly)["c1_2"]
+    # step 1's two results were both superseded: the step is left out (the answers are below)
+    for call_id in ("c1_1", "c1_2"):
+        assert entry(assembly, call_id).state is EntryState.DROPPED
+        assert entry(assembly, call_id).superseded_by == 2
+    assert not {"c1_1", "c1_2"} & sent_ids(assembly)
     assert entry(assembly, "c2_2").state is EntryState.FULL
     assert entry(assembly, "c2_3").state is EntryState.FULL
+
+
+async def test_a_step_whose_every_result_is_superseded_is_left_out_of_the_transcript() -> None:
+    """Dead weight: its turn and stubs would only repeat what the newer calls answer. A step
+    that still holds a current result, whose turn says more than an out-of-window turn keeps,
+    or in which the operator spoke, keeps its turn and stubs."""
+    long_turn = "I think the bug is in the retry loop: " + "because " * 30
+    history = [
+        step(1, obs(1, ObsKind.EXEC, "pytest", "1 failed")),
+        step(2, obs(2, ObsKind.EXEC, "pytest", "2 failed"), obs(2, ObsKind.EXEC, "ls", "a", n=2)),
+        step(3, obs(3, ObsKind.EXEC, "pytest", "3 failed"), said=long_turn),
+        step(4, obs(4, ObsKind.EXEC, "pytest", "4 failed"), ops=("mind the retries",)),
+        step(5, obs(5, ObsKind.EXEC, "pytest", "0 failed")),
+    ]
+    assembly = await ContextEngine(frame()).build(history, ceiling_tokens=4_000)
+    dropped = entry(assembly, "c1_1")
+    assert dropped.state is EntryState.DROPPED and dropped.superseded_by == 2
+    assert dropped.reason.endswith("every result of step 1 was superseded, so the step is left out")
+    assert "c1_1" not in sent_ids(assembly)
+    assert not any(m.content == "turn 1" for m in assembly.messages)
+    for call_id in ("c2_1", "c3_1", "c4_1"):
+        assert entry(assembly, call_id).state is EntryState.SUPERSEDED
+        assert call_id in sent_ids(assembly)
+    assert entry(assembly, "c5_1").state is EntryState.FULL
+    assert assembly.est_tokens == body_tokens(assembly)
+
+
+async def test_compaction_leaves_out_dead_steps_before_it_folds_anything() -> None:
+    """A hundred reruns of one command: their stubs and turns alone pass the fold threshold
+    (that folded before); left out, what is live fits, and nothing is folded."""
+    history = [step(n, obs(n, ObsKind.EXEC, "pytest -q", f"run {n}: " + "F" * 40)) for n in range(1, 101)]  # fmt: skip
+    assembly = await ContextEngine(frame()).build(history, ceiling_tokens=4_000)
+    assert assembly.summary is None and not assembly.folded
+    assert {e.state for e in assembly.entries} == {EntryState.DROPPED, EntryState.FULL}
+    assert entry(assembly, "c100_1").state is EntryState.FULL
+    assert assembly.est_tokens <= 4_000
 
 
 async def test_a_ranged_read_does_not_supersede_a_whole_read() -> None:
@@ -507,7 +550,8 @@ async def test_the_manifest_reports_entries_sections_ceiling_and_estimate() -> N
     assert manifest["est_tokens"] == assembly.est_tokens == body_tokens(assembly)
     first = manifest["entries"][0]
     assert set(first) >= {"step", "kind", "target", "state", "reason", "superseded_by", "chars"}
-    assert first["state"] == "superseded" and first["superseded_by"] == 2
+    assert first["state"] == "dropped" and first["superseded_by"] == 2
+    assert (first["chars"], first["est_tokens"]) == (0, 0)
     assert {"name", "source", "est_tokens"} <= set(manifest["sections"][0])
     inside = sum(s.est_tokens for s in assembly.sections if not s.fixed)
     assert inside + sum(e.est_tokens for e in assembly.entries) == assembly.est_tokens

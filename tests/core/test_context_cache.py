@@ -63,13 +63,13 @@ async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
     records.append(StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)))
     again = await engine.build([*records, StepRecord(5, "")], ceiling_tokens=24_000)
     assert entry(again, "r1").state is EntryState.REFRESHED
-    assert entry(again, "c2").state is EntryState.SUPERSEDED
+    assert entry(again, "c2").state is EntryState.DROPPED  # its step is left out with it
 
 
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:
     engine = ContextEngine(frame(CachePrices(write=1.0, read=1.0)))
     built = await grow(engine, [rerun(1), rerun(2)], 24_000)
-    assert entry(built[-1], "c1").state is EntryState.SUPERSEDED
+    assert entry(built[-1], "c1").state is EntryState.DROPPED
 
 
 async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite() -> None:
@@ -79,7 +79,7 @@ async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite(
     records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
     records.append(rerun(21, text="F" * 6_000))
     cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
-    for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.SUPERSEDED)):
+    for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.DROPPED)):
         built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)
         assert entry(built[-1], "c1").state is state
 

@@ -3,7 +3,9 @@
 Whatever the history, ceiling, memory, refresh outcomes and summarizer: the request stays within
 5% of its ceiling (the fixed frame counted apart), carries the contract, names only steps that
 exist, never sends stale content, never lets one entry pass the cap, and never separates a tool
-call from its result.
+call from its result. Its manifest never lies about what was sent: what it lists as sent is in
+the request, what it says is ``dropped`` is absent from it, turn and results, and nothing is
+sent that it does not list.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ TOOL = {
 }
 PATHS = ["a.py", "b.py", "src/c.py"]
 STUB_STATES = {EntryState.SUPERSEDED, EntryState.REFRESH_FAILED, EntryState.ELIDED}
+# what the request carries no message of its own for (the collapse line or the summary stands for
+# the first two; a dropped step is left out)
+UNSENT = {EntryState.COLLAPSED, EntryState.SUMMARY, EntryState.DROPPED}
 
 
 @st.composite
@@ -149,6 +154,58 @@ def check(assembly: Assembly, history: list[StepRecord], ceiling: int) -> None:
     assert not any(f"<{call_id}>" in sent for call_id in stale)
     # Calls and results travel together, in order.
     check_pairing(messages)
+    check_sent_as_listed(assembly, history)
+
+
+def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
+    """Each result the manifest lists as sent is in the request, exactly once, with its size;
+    each it says ``dropped`` is absent, its whole step with it (turn, calls, results), and only
+    a step whose every result a later step's same call superseded; nothing else is sent."""
+    records = {r.step: r for r in history}
+    results = {o.call_id: o for r in history for o in r.observations}
+    messages = body(assembly)
+    tool_msgs = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
+    called = {c.id for m in messages if m.role == "assistant" for c in m.tool_calls}
+    users = [m.content for m in messages if m.role == "user"]
+    entries = [e for e in assembly.entries if e.call_id in results]
+    listed = {e.call_id for e in entries if e.state not in UNSENT}
+    # nothing of a recorded result is sent that the manifest does not list as sent
+    assert {i for i in tool_msgs if i in results} <= listed
+    for e in entries:
+        obs = results[e.call_id]
+        if e.state is EntryState.DROPPED:
+            assert (e.chars, e.est_tokens) == (0, 0), e
+            record = records[e.step]
+            ids = {c.id for c in record.tool_calls}
+            assert not ids & (called | set(tool_msgs)), e  # its turn and results are left out
+            assert not any(f"<{i}>" in m.content for i in ids for m in messages), e
+            assert not any(u.startswith(f"[result of step {e.step} ") for u in users), e
+            of_step = [d for d in assembly.entries if d.step == e.step and d.call_id in results]
+            assert all(d.state is EntryState.DROPPED for d in of_step), e  # the whole step
+            assert not record.operator_messages and ids == {o.call_id for o in record.observations}
+            by = e.superseded_by  # a later call made the same call: in a later step for one
+            assert by is not None and by >= e.step, e
+            assert max(d.superseded_by or 0 for d in of_step) > e.step, e
+            assert any(
+                (o.kind, o.target) == (obs.kind, obs.target) and o.call_id != e.call_id
+                for o in records[by].observations
+            ), e
+            continue
+        if e.state in UNSENT:
+            continue
+        content = tool_msgs.get(e.call_id)
+        if content is None:  # its call is not in the transcript: a user message carries it
+            head = f"[result of step {e.step} {obs.tool} "
+            found = [u for u in users if u.startswith(head) and f"<{e.call_id}>" in u]
+            assert len(found) <= 1, e
+            content = found[0].split("\n", 1)[1] if found else None
+            if content is None:  # a stub: it names its step
+                found = [u for u in users if u.startswith(head)]
+                assert found, e
+                continue
+        assert e.chars == len(content), e
+        if e.state is EntryState.FULL:
+            assert content == obs.text, e
 
 
 def stale_reads(history: list[StepRecord]) -> set[str]:

@@ -77,7 +77,7 @@ def test_file_problems_are_named(tmp_path: Path) -> None:
         load_mcp_file(tmp_path / "nope.toml")
     with pytest.raises(McpConfigError, match="not valid TOML"):
         load_mcp_file(write(tmp_path, "[mcp.servers.s\n"))
-    with pytest.raises(McpConfigError, match=r"no \[mcp.servers.NAME\] table"):
+    with pytest.raises(McpConfigError, match=r"no MCP servers found; expected JSON .*mcpServers"):
         load_mcp_file(write(tmp_path, 'provider = "ollama"\n'))
 
 
@@ -162,3 +162,67 @@ def test_loading_settings_leaves_the_hub_and_tools_unloaded() -> None:
     ).stdout.splitlines()
     assert out[0] == "['io_tui.core.mcp', 'io_tui.core.mcp.config', 'io_tui.core.settings']"
     assert out[1] == "True"
+
+
+# -- the shapes other clients write (issue 17 item 6) --
+
+CLAUDE_DESKTOP = {
+    "mcpServers": {
+        "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+        "docs": {"type": "http", "url": "https://mcp.example.com/mcp",
+                 "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
+        "cursor": {"url": "http://127.0.0.1:9/mcp", "type": "streamable-http"},
+        "off": {"command": "later", "disabled": True, "autoApprove": ["x"]},
+    }
+}  # fmt: skip
+
+
+def test_a_json_mcp_servers_file_loads_whatever_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.toml"  # told by content, not by the name
+    path.write_text(json.dumps(CLAUDE_DESKTOP, indent=2))
+    servers = load_mcp_file(path).servers
+    time_server, docs, cursor, off = (servers[n] for n in ("time", "docs", "cursor", "off"))
+    assert isinstance(time_server, StdioServer) and time_server.args == ["mcp-server-time"]
+    assert time_server.env == {"TZ": "UTC"}
+    assert isinstance(docs, HttpServer) and docs.headers["Authorization"].endswith("}")
+    assert isinstance(cursor, HttpServer) and cursor.url == "http://127.0.0.1:9/mcp"
+    assert isinstance(off, StdioServer) and not off.enabled
+
+
+def test_toml_mcp_servers_tables_load_in_a_file_and_in_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, '[mcpServers.time]\ncommand = "uvx"\nargs = ["mcp-server-time"]\n')
+    assert load_mcp_file(path).servers["time"].args == ["mcp-server-time"]  # type: ignore[union-attr]
+    monkeypatch.setenv("IO_TUI_CONFIG", str(path))
+    assert isinstance(load_settings().mcp.servers["time"], StdioServer)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"servers": {}}, "no MCP servers found; expected JSON"),
+        ({"mcpServers": []}, "mcpServers must map server names to tables"),
+        ({"mcpServers": {"x": "uvx"}}, "mcpServers.x: not a table"),
+        ({"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}, "legacy SSE"),
+        ({"mcpServers": {"x": {"type": "ws", "url": "http://h"}}}, "'ws' is not one of 'stdio'"),
+        (
+            {"mcpServers": {"x": {"command": "a", "argz": []}}},
+            "mcpServers.x.argz: unknown key (accepted: command, args, env, cwd, url, headers",
+        ),
+        ({"mcpServers": {"x": {"args": ["a"]}}}, "needs `command` (stdio) or `url`"),
+    ],
+)
+def test_a_wrong_shape_names_the_accepted_ones(tmp_path: Path, data: object, expected: str) -> None:
+    path = tmp_path / ".mcp.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(McpConfigError) as caught:
+        load_mcp_file(path)
+    assert expected in str(caught.value) and str(caught.value).startswith(str(path))
+
+
+def test_bad_json_is_named_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text('{"mcpServers": {\n  "x": }\n}')
+    with pytest.raises(McpConfigError, match=r"not valid JSON \(line 2"):
+        load_mcp_file(path)

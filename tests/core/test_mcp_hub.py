@@ -75,6 +75,9 @@ async def test_in_process_server_tools_are_registered_with_schemas() -> None:
         assert image.text.splitlines() == ["a pixel:", f"[image image/png, {len(PNG_1PX)} bytes]"]
         failed = await call(hub, "mcp__demo__fail", {"reason": "disk full"})
         assert failed.is_error and "disk full" in failed.text
+        # a 200 KB file sent as text and as {"content": text} is kept once: 200 KB, not 400
+        file = await call(hub, "mcp__demo__read_text", {"size": 200_000})
+        assert len(file.text) == 200_000 and file.text.startswith("line 0\nline 1\n")
         status = hub.statuses()[0]
         assert (status.name, status.transport, status.state) == ("demo", "in-process", "ready")
 

@@ -136,6 +136,11 @@ def test_texts_are_joined_and_structured_content_is_not_repeated() -> None:
     assert render_result(text_result(json.dumps(data), structured_content=data)) == json.dumps(data)
     wrapped = render_result(text_result("echo: hi", structured_content={"result": "echo: hi"}))
     assert wrapped == "echo: hi"
+    # server-filesystem's read_text_file: the file as text and as {"content": text}
+    file = "a\nb\n" * 1000
+    assert render_result(text_result(file, structured_content={"content": file})) == file
+    two = render_result(text_result("a", "b", structured_content={"content": "a\nb"}))
+    assert two == "a\nb"
     only = render_result(CallToolResult(content=[], structured_content=data))
     assert json.loads(only) == data
     both = render_result(text_result("Weather follows.", structured_content=data))

@@ -1,4 +1,4 @@
-"""MemoryRepo over a real SQLite file: caps, eviction, pinning, scopes, recall and the audit."""
+"""MemoryRepo over a real SQLite file and a real PostgreSQL database: caps, eviction, pinning, scopes, recall and the audit."""
 
 from __future__ import annotations
 
@@ -19,8 +19,14 @@ LIMITS = MemoryLimits()
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "store.db") as opened:
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
+
+
+@pytest.fixture
+async def store(store_path: Path | str) -> AsyncIterator[Store]:
+    async with await Store.open(store_path) as opened:
         yield opened
 
 
@@ -243,8 +249,8 @@ async def test_clear_keeps_pinned_notes_unless_asked(store: Store) -> None:
     assert await repo.list("workspace", WS) == []
 
 
-async def test_notes_survive_reopening_the_store(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+async def test_notes_survive_reopening_the_store(store_path: Path | str) -> None:
+    path = store_path
     async with await Store.open(path) as first:
         await first.memory.set("k", "v", "workspace", WS)
     async with await Store.open(path) as second:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from approval_requests import approval_request, new_run
 
 from io_tui.core.approvals import Decision, RememberRule
@@ -19,6 +21,12 @@ from io_tui.core.remember import (
     validate_pattern,
 )
 from io_tui.core.store import Store
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 def test_suggested_patterns() -> None:

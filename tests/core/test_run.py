@@ -10,6 +10,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
 from waits import until
 
 from io_tui.core.approvals import (
@@ -36,6 +37,12 @@ EDIT = {
     "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
 }
 READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 class Recorder:
@@ -401,3 +408,16 @@ async def test_a_long_run_keeps_only_its_latest_request_texts(
     result = await start_run(harness(store, script), TaskContract("look", workspace, max_steps=50))
     assert result.outcome is Outcome.FINISHED and len(made) >= 80
     assert max(alive) <= 6  # this request's two lists, the last stored (and encoded) ones
+
+
+async def test_a_final_answer_cut_by_the_output_limit_is_not_finished_silently(
+    store, workspace, write_script
+):
+    script = write_script([{"tool_calls": [READ]}, {"text": "It is", "finish_reason": "length"}])
+    result = await start_run(harness(store, script), TaskContract("fix", workspace))
+    assert (result.status, result.outcome) == ("finished", Outcome.TRUNCATED)
+    assert result.outcome.value == "finished_truncated"
+    assert result.error and "cut at the output limit" in result.error and "'length'" in result.error
+    trace = await build_trace(store, result.run_id)
+    assert [r["stop_reason"] for r in trace["requests"]] == ["tool_calls", "length"]
+    assert trace["run"]["outcome"] == "finished_truncated" and trace["run"]["error"] == result.error

@@ -38,7 +38,8 @@ from io_tui.core.trace import build_trace
 
 FILES = ("a.py", "b.py", "src/c.py", "notes.md")
 PY = sys.executable
-SENT = frozenset(EntryState) - {EntryState.COLLAPSED, EntryState.SUMMARY}  # own message each
+# own message each (a dropped result has none: its step is left out)
+SENT = frozenset(EntryState) - {EntryState.COLLAPSED, EntryState.SUMMARY, EntryState.DROPPED}
 
 
 def filler(n: int, size: int) -> str:
@@ -231,10 +232,14 @@ def check_requests(s: Session) -> list[str]:
         assert stored["messages"] == [m.to_json() for m in sent.messages]
         by_call = {m.tool_call_id: m.content for m in sent.messages if m.tool_call_id}
         users = [m.content for m in sent.messages if m.role == "user"]
+        called = {c.id for m in sent.messages for c in m.tool_calls}
         cap = manifest["entry_cap_chars"]
         entries = stored["entries"]
         assert entries == manifest["entries"]
         lines = {e["kind"] for e in entries if e["call_id"] == "collapse" or e["kind"] == "summary"}  # fmt: skip
+        # nothing of a recorded result is sent that the manifest does not list as sent
+        listed = {e["call_id"] for e in entries if EntryState(e["state"]) in SENT}
+        assert {i for i in by_call if i in s.observations} <= listed
         for e in entries:
             state = EntryState(e["state"])
             note(f"state {state.value}")
@@ -247,6 +252,19 @@ def check_requests(s: Session) -> list[str]:
                 continue
             obs = s.observations[e["call_id"]]
             assert (e["step"], e["kind"], e["target"]) == (obs.step, obs.kind.value, obs.target)
+            if state is EntryState.DROPPED:  # its step is left out: no turn, no result
+                by = e["superseded_by"]
+                assert by is not None and by >= obs.step and e["chars"] == e["est_tokens"] == 0, e
+                assert obs.call_id not in by_call and obs.call_id not in called, e
+                of_step = [d for d in entries if d["step"] == obs.step]
+                assert all(d["state"] == "dropped" for d in of_step), e  # the whole step or none
+                assert max(d["superseded_by"] for d in of_step) > obs.step, e  # by a later step
+                assert any(  # the call that superseded it is the same call
+                    (o.step, o.kind, o.target) == (by, obs.kind, obs.target)
+                    and o.call_id != obs.call_id
+                    for o in s.observations.values()
+                ), e
+                continue
             if state not in SENT:  # counted in the collapse line or the summary
                 assert ("collapse" if state is EntryState.COLLAPSED else "summary") in lines, e
                 continue
@@ -385,7 +403,8 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
     finished(s)
     assert s.outcome is Outcome.FINISHED and len(s.manifests) == 120
     states = {e["state"] for m in s.manifests for e in m["entries"]}
-    assert states >= {"full", "capped", "superseded", "refreshed", "collapsed", "summary"}
+    every = {"full", "capped", "superseded", "dropped", "refreshed", "collapsed", "summary"}
+    assert states >= every
     assert sum(bool(m["memory_keys"]) for m in s.manifests) > len(s.manifests) // 2
     assert len({m["entry_cap_chars"] for m in s.manifests}) > 1  # the ceiling shrank
     check_requests(s)

@@ -1,17 +1,33 @@
-"""The store file itself: migrations, WAL, atomic step commits, and honest errors."""
+"""The store itself: migrations, WAL, atomic step commits, and honest errors, on a SQLite file
+and on a PostgreSQL database (``store_path`` is each in turn; ``sqlite_path`` and ``pg_url``
+are one backend's own cases)."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from pathlib import Path
 
+import psycopg
 import pytest
 
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import StepCommit, Store, StoreError
+from io_tui.core.store import StepCommit, Store, StoreError, store_location
+from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, PgDatabase, _password
 from io_tui.core.store.schema import SCHEMA_VERSION
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
 
 
 async def new_run(store: Store) -> int:
@@ -22,12 +38,12 @@ def obs(step: int, call_id: str) -> Observation:
     return Observation(step, call_id, "read_file", ObsKind.READ, "a.py", "text", full_chars=4)
 
 
-async def test_a_new_file_is_migrated_to_the_current_version_in_wal_mode(store_path):
-    store = await Store.open(store_path)
+async def test_a_new_file_is_migrated_to_the_current_version_in_wal_mode(sqlite_path):
+    store = await Store.open(sqlite_path)
     [row] = await store.db.fetchall("PRAGMA synchronous")
     assert row[0] == 1  # NORMAL, WAL's recommended level (per connection, so checked on ours)
     await store.close()
-    with sqlite3.connect(store_path) as conn:
+    with sqlite3.connect(sqlite_path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -41,12 +57,12 @@ async def test_reopening_keeps_data_and_does_not_migrate_twice(store_path):
     await store.close()
 
 
-async def test_a_newer_schema_is_refused_with_a_clear_message(store_path):
-    await (await Store.open(store_path)).close()
-    with sqlite3.connect(store_path) as conn:
+async def test_a_newer_schema_is_refused_with_a_clear_message(sqlite_path):
+    await (await Store.open(sqlite_path)).close()
+    with sqlite3.connect(sqlite_path) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
     with pytest.raises(StoreError, match="newer than this io-tui"):
-        await Store.open(store_path)
+        await Store.open(sqlite_path)
 
 
 async def test_a_file_that_is_not_a_database_is_reported(tmp_path):
@@ -62,7 +78,7 @@ async def test_calls_made_while_the_store_opens_wait_for_it(store_path):
     store = Store(store_path)
     opening = store.db.open_soon()
     calls = []
-    while not opening.done():  # a call at every turn of the loop while it opens
+    while not opening.done() and len(calls) < 50:  # a call at every turn while it opens
         calls.append(asyncio.ensure_future(new_run(store)))
         await asyncio.sleep(0)
     ids = await asyncio.gather(*calls)
@@ -114,3 +130,139 @@ async def test_two_processes_share_one_file(store_path):
     assert (await second.runs.get(run_id)) is not None
     await first.close()
     await second.close()
+
+
+async def test_many_processes_opening_one_new_store_at_once_migrate_it_once(store_path):
+    """Each store has its own connection, as a process has: the first migrates under the lock,
+    the others re-read the version inside it and find the work done."""
+    stores = await asyncio.gather(*(Store.open(store_path) for _ in range(6)))
+    ids = await asyncio.gather(*(new_run(s) for s in stores))
+    assert sorted(ids) == list(range(1, 7))
+    await asyncio.gather(*(s.close() for s in stores))
+
+
+async def test_without_create_a_missing_store_is_an_error_not_a_new_one(store_path):
+    with pytest.raises(StoreError, match="no store at"):
+        await Store.open(store_path, create=False)
+    await (await Store.open(store_path)).close()
+    await (await Store.open(store_path, create=False)).close()
+
+
+# -- PostgreSQL's own ------------------------------------------------------------------------
+
+
+def pg(url: str, sql: str) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(sql)
+        return cursor.fetchall() if cursor.description else []
+
+
+async def test_a_new_database_gets_the_schema_with_faithful_types_and_its_version(pg_url):
+    await (await Store.open(pg_url)).close()
+    assert pg(pg_url, f"SELECT version FROM {VERSION_TABLE}") == [(SCHEMA_VERSION,)]
+    types = dict(
+        pg(
+            pg_url,
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'runs'",
+        )
+    )
+    assert types["created_at"] == "double precision"  # REAL timestamps
+    assert types["id"] == types["steps"] == "bigint"  # SQLite's integers are 64 bits
+    assert types["contract"] == "text"  # JSON stays the text written
+    [(identity,)] = pg(
+        pg_url,
+        "SELECT is_identity FROM information_schema.columns"
+        " WHERE table_name = 'runs' AND column_name = 'id'",
+    )
+    assert identity == "YES"
+
+
+async def test_a_newer_schema_in_postgresql_is_refused(pg_url):
+    await (await Store.open(pg_url)).close()
+    pg(pg_url, f"UPDATE {VERSION_TABLE} SET version = {SCHEMA_VERSION + 5}")
+    with pytest.raises(StoreError, match="newer than this io-tui"):
+        await Store.open(pg_url)
+
+
+async def test_a_database_of_something_else_is_refused_untouched(pg_url):
+    pg(pg_url, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total NUMERIC)")
+    with pytest.raises(StoreError, match="not an io-tui store"):
+        await Store.open(pg_url)
+    tables = pg(pg_url, "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = 'public'")  # fmt: skip
+    assert tables == [("invoices",)]
+
+
+async def test_a_server_that_is_down_is_one_line_without_the_password(tmp_path, monkeypatch):
+    monkeypatch.delenv(PASSWORD_VARIABLE, raising=False)
+    url = f"postgresql://io:s3cret-pw@/store?host={tmp_path}"  # no server listens there
+    with pytest.raises(StoreError) as caught:
+        await Store.open(url)
+    message = str(caught.value)
+    assert message.startswith("cannot open store postgresql://io@/store?host=")
+    assert "s3cret" not in message and "\n" not in message
+
+
+def test_a_url_never_shows_its_password_which_children_get_from_the_environment(monkeypatch):
+    monkeypatch.delenv(PASSWORD_VARIABLE, raising=False)
+    url = store_location("postgresql://io:p%40ss@db.example:5433/runs?sslmode=verify-full")
+    assert url == "postgresql://io@db.example:5433/runs?sslmode=verify-full"
+    assert url.password == "p@ss" and _password(url) == "p@ss"
+    import os
+
+    assert os.environ[PASSWORD_VARIABLE] == "p@ss"
+
+
+def test_the_password_may_come_from_the_credentials_file(tmp_path, monkeypatch):
+    monkeypatch.delenv(PASSWORD_VARIABLE, raising=False)
+    credentials = tmp_path / "credentials.toml"
+    credentials.write_text('PGPASSWORD = "from-the-file"\n')
+    credentials.chmod(0o600)
+    monkeypatch.setenv("IO_TUI_CREDENTIALS", str(credentials))
+    assert _password(store_location("postgresql://io@db.example/runs")) == "from-the-file"
+    monkeypatch.setenv(PASSWORD_VARIABLE, "env-wins")  # libpq reads it itself
+    assert _password(store_location("postgresql://io@db.example/runs")) is None
+
+
+async def test_postgresql_only_statements_run_through_the_backend(pg_url):
+    """What a module built on PostgreSQL does (the run queue): a claim with ``SKIP LOCKED``
+    outside the store-wide write lock, and ``LISTEN``/``pg_notify`` on a connection of its own."""
+    holder, claimer = await Store.open(pg_url), await Store.open(pg_url)
+    assert isinstance(claimer.db, PgDatabase) and claimer.db.dialect == "postgresql"
+    first, second = await new_run(holder), await new_run(holder)
+
+    def claim(conn):
+        return conn.execute(
+            "SELECT id FROM runs WHERE status = ? ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+            ("running",),
+        ).fetchone()["id"]
+
+    async with holder.db.transaction() as conn:  # holds the write lock and run 1's row
+        await conn.execute("SELECT id FROM runs WHERE id = ? FOR UPDATE", (first,))
+        assert await claimer.db.write(claim, exclusive=False) == second
+    assert await claimer.db.write(claim, exclusive=False) == first
+
+    listener = await claimer.db.connect()
+    try:
+        await listener.execute("LISTEN io_tui_events")
+        await holder.db.call(
+            lambda conn: conn.execute("SELECT pg_notify(?, ?)", ("io_tui_events", f"{first}:7"))
+        )
+        payloads = [n.payload async for n in listener.notifies(timeout=10, stop_after=1)]
+        assert payloads == [f"{first}:7"]
+    finally:
+        await listener.close()
+    await holder.close()
+    await claimer.close()
+
+
+async def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(pg_url):
+    store = await Store.open(pg_url)
+    run_id = await new_run(store)
+    pg(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+               " WHERE application_name = 'io-tui'")  # fmt: skip
+    with pytest.raises(StoreError, match=r"^store postgresql://"):
+        await store.runs.get(run_id)
+    assert (await store.runs.get(run_id)) is not None
+    await store.close()

@@ -15,6 +15,12 @@ from io_tui.core.store import RequestRecord, StepCommit, Store
 from io_tui.core.store.encoded import ListEncoder, ManifestText, manifest_text
 
 
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
+
+
 class Encoders:
     """What a run does: one encoder for messages, one for manifest entries."""
 
@@ -59,11 +65,11 @@ def commit(step: int, record: RequestRecord, call_ids: tuple[str, ...] = ()) -> 
     return StepCommit(step, "", (), {}, observations, [record], [], 1)
 
 
-def raw(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as conn:
-        return conn.execute(
-            "SELECT base_id, messages_keep, entries_keep, length(messages) FROM requests ORDER BY id"
-        ).fetchall()
+async def raw(store: Store) -> list[tuple]:
+    rows = await store.db.fetchall(
+        "SELECT base_id, messages_keep, entries_keep, length(messages) FROM requests ORDER BY id"
+    )
+    return [tuple(row) for row in rows]
 
 
 async def test_each_request_reads_back_whole_though_most_are_stored_as_deltas(store, store_path):
@@ -82,7 +88,7 @@ async def test_each_request_reads_back_whole_though_most_are_stored_as_deltas(st
         entries.append(entry(step))
     rows = await store.trace.requests(run_id)
     assert [(r.messages, r.manifest) for r in rows] == expected
-    stored = raw(store_path)
+    stored = await raw(store)
     assert stored[0][0] is None and all(base is not None for base, *_ in stored[1:])
     assert stored[6][1:3] == (2, 0)  # where the window moved: only the frame is kept
     # another process (another store on the file) reads them whole too
@@ -100,7 +106,7 @@ async def test_a_request_whose_base_was_rolled_back_is_stored_whole(store, store
         await store.runs.commit_step(run_id, commit(2, failed, ("c1",)))
     third, third_whole = enc.request(2, [Message("system", "s"), *turn(1), *turn(2)], [entry(1)])
     await store.runs.commit_step(run_id, commit(2, third))
-    assert [base for base, *_ in raw(store_path)] == [None, None]
+    assert [base for base, *_ in await raw(store)] == [None, None]
     rows = await store.trace.requests(run_id)
     assert [(r.messages, r.manifest) for r in rows] == [first_whole, third_whole]
 
@@ -133,4 +139,4 @@ async def test_a_request_text_does_not_keep_the_ones_it_extends_alive(store, sto
         assert sum(t() is not None for t in texts) <= 4
         messages += turn(step)
         entries.append(entry(step))
-    assert all(base is not None for base, *_ in raw(store_path)[1:])  # still stored as deltas
+    assert all(base is not None for base, *_ in (await raw(store))[1:])  # still stored as deltas

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,12 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import RequestRecord, StepCommit, StepRow, Store
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 def request(step: int, purpose: str = "work") -> RequestRecord:

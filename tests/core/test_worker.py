@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ class Worker:
         self.received: list[dict[str, Any]] = []
 
     @classmethod
-    async def start(cls, store: Path, settings: dict[str, Any] | None = None) -> Worker:
+    async def start(cls, store: Path | str, settings: dict[str, Any] | None = None) -> Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -94,8 +95,11 @@ def request(tmp_path: Path, provider: str) -> dict[str, Any]:
     return {"task": "fix a.txt", "workspace": str(workspace), "provider": provider}
 
 
-async def test_a_run_asks_the_app_and_goes_on_with_its_answer(tmp_path: Path) -> None:
-    worker = await Worker.start(tmp_path / "store.db")
+async def test_a_run_asks_the_app_and_goes_on_with_its_answer(
+    tmp_path: Path, store_on_both: Path | str
+) -> None:
+    """On a SQLite file and on PostgreSQL: the worker process opens the store the app names."""
+    worker = await Worker.start(store_on_both)
     turns = [EDIT, {"text": "done"}]
     await worker.send(
         {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns))}
@@ -274,3 +278,63 @@ def test_encode_is_one_line_that_decodes_back(message: dict[str, Any]) -> None:
     data = encode(message)
     assert data.endswith(b"\n") and data.count(b"\n") == 1
     assert LineBuffer().feed(data) == [message]
+
+
+def write_user_mcp_json(name: str) -> None:
+    user_dir = Path(os.environ["IO_TUI_CONFIG_DIR"])
+    user_dir.mkdir(parents=True, exist_ok=True)
+    entry = {"command": sys.executable, "args": server_script_args()}
+    (user_dir / "mcp.json").write_text(json.dumps({"mcpServers": {name: entry}}))
+
+
+async def test_the_worker_also_starts_the_users_mcp_json_servers(tmp_path: Path) -> None:
+    write_user_mcp_json("mine")
+    worker = await Worker.start(tmp_path / "store.db")
+    turns = [
+        {"tool_calls": [{"name": "mcp__mine__echo", "arguments": {"message": "from mcp.json"}}]},
+        {"text": "done"},
+    ]
+    await worker.send(
+        {"op": "start", "tag": "t1", "request": request(tmp_path, script(tmp_path, turns)),
+         "approve": "all"}
+    )  # fmt: skip
+    ended = await worker.until("ended")
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, ended["result"]["run_id"])
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: from mcp.json")
+    code, _ = await worker.close()
+    assert code == 0
+
+
+async def test_a_run_is_decided_with_the_mcp_servers_it_started_with(tmp_path: Path) -> None:
+    """Started by one worker with an MCP server, decided by another whose settings have none
+    (the app restarted with another config): the run's own server starts for the resume."""
+    store_path = tmp_path / "store.db"
+    servers = {"t": {"command": sys.executable, "args": server_script_args()}}
+    first = await Worker.start(store_path, {"mcp": {"servers": servers}, "max_retries": 2})
+    turns = [
+        {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"message": "after a restart"}}]},
+        {"text": "done"},
+    ]
+    spec = request(tmp_path, script(tmp_path, turns))
+    await first.send({"op": "start", "tag": "t1", "request": spec, "approve": "defer"})
+    paused = await first.until("ended")
+    assert paused["result"]["status"] == "paused"
+    await first.close()
+
+    second = await Worker.start(store_path)
+    async with await Store.open(store_path) as store:
+        [pending] = await store.approvals.pending()
+    order = {"op": "decide", "tag": "t2", "approval_id": pending.request.id}
+    await second.send({**order, "decision": {"kind": "approve"}})
+    notice = await second.until("notice")
+    run_id = paused["result"]["run_id"]
+    assert notice["text"] == f"resuming run {run_id} with the MCP servers it started with: t"
+    resumed = await second.until("ended")
+    assert resumed["result"]["status"] == "finished"
+    await second.close()
+    async with await Store.open(store_path) as store:
+        trace = await build_trace(store, run_id)
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: after a restart")
+    settings = trace["run"]["origin"]["settings"]
+    assert (settings["provider"], settings["max_retries"]) == (spec["provider"], 2)

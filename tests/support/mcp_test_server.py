@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 
 HANGING_VAR = "IO_TUI_MCP_TEST_HANGING"  # a file ``hang`` creates once it is called
 
@@ -38,6 +39,13 @@ def build_server() -> MCPServer:
     @server.tool(description="Weather as structured content.")
     def weather(city: str) -> dict[str, object]:
         return {"city": city, "temperature": 21, "sky": "clear"}
+
+    @server.tool(description="A text file, as server-filesystem sends one: text and structured.")
+    def read_text(size: int) -> CallToolResult:
+        text = "".join(f"line {n}\n" for n in range(size // 10))[:size]
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content={"content": text}
+        )
 
     @server.tool(name="tiny.image", description="A one-pixel PNG and a caption.")
     def tiny_image():  # type: ignore[no-untyped-def]  # unannotated: content blocks as returned

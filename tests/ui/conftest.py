@@ -131,7 +131,7 @@ def make_app(tmp_path: Path, demo_workspace_path: Path) -> Callable[..., IoApp]:
         kw.setdefault("harness", "inline")  # in the test's loop: deterministic snapshots
         return create_app(
             settings,
-            tmp_path / "store.db",
+            kw.pop("store", tmp_path / "store.db"),  # type: ignore[arg-type]
             demo=demo,
             approver=kw.pop("approver", ApproveAll() if approve else None),  # type: ignore[arg-type]
             poll_interval=None,

@@ -205,11 +205,11 @@ async def test_a_configured_theme_is_parsed_once_and_switching_restyles(
 
 
 async def test_a_run_written_by_another_process_appears_at_the_next_poll(
-    make_app, tmp_path
+    make_app, tmp_path, store_on_both
 ) -> None:
     """The store the app opened in the background is the one it polls: a run that another
-    process (``io-tui run``) writes shows in the tree."""
-    app = make_app(demo=False)
+    process (``io-tui run``) writes shows in the tree; on a SQLite file and on PostgreSQL."""
+    app = make_app(demo=False, store=store_on_both)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _ready(pilot)
         await app.workers.wait_for_complete()  # the first read of the store

@@ -22,9 +22,10 @@ from io_tui.ui.widgets.transcript import Transcript
 from .conftest import SIZE
 
 
-async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
+async def test_demo_fills_tree_transcript_and_gauges(make_app, store_on_both) -> None:
+    """The demo on a SQLite file and on PostgreSQL: the same tree, transcript and gauges."""
     messages: list[Message] = []
-    app = make_app()
+    app = make_app(store=store_on_both)
     async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await wait_until_idle(pilot)
         run = app.runs[1]
@@ -48,7 +49,10 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app) -> None:
         counted = app.screen.query_one("#gauge-drift", Gauge)  # plain words, no "drift"
         assert counted.value == run.reported_tokens
         assert counted.describe() == f"{run.reported_tokens:,} tok by the provider"
-        assert counted.note.startswith("estimated ") and counted.note.endswith(" low")
+        est, reported = run.est_tokens, run.reported_tokens
+        assert est and reported and est != reported  # the scripted count is the o200k one
+        direction = "low" if reported > est else "high"
+        assert counted.note == f"estimated {est:,}, {abs(reported - est) / est:.0%} {direction}"
         cache = app.screen.query_one("#gauge-cache", Gauge)
         assert cache.describe() == "no cache figures from the provider"  # the scripted one
         screen = app.screen

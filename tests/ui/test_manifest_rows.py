@@ -9,7 +9,14 @@ from io_tui.core.context import ContextEngine, EntryState, Frame
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
-from io_tui.ui.manifest import FILTERS, entry_rows, entry_text, matches, sent_text
+from io_tui.ui.manifest import (
+    FILTERS,
+    diff_requests,
+    entry_rows,
+    entry_text,
+    matches,
+    sent_text,
+)
 from io_tui.ui.screens.inspector import _cells
 
 
@@ -32,6 +39,7 @@ REQUEST = {
         entry(3, "exec", "capped", kept_chars=3_800, total_chars=8_809),
         entry(4, "read", "full"),
         entry(5, "read", "superseded", superseded_by=6),
+        entry(6, "exec", "dropped", superseded_by=7, chars=0, est_tokens=0),
     ]
 }
 
@@ -45,8 +53,42 @@ def test_carried_means_sent_as_content_and_folded_steps_are_not() -> None:
     carried = [(r.step, r.kind) for r in rows if matches(r, "carried")]
     assert carried == [(1, "summary"), (3, "exec"), (4, "read")]
     stubs = [(r.step, r.kind) for r in rows if matches(r, "stubs")]
-    assert stubs == [(1, "read"), (2, "exec"), (5, "read")]
+    assert stubs == [(1, "read"), (2, "exec"), (5, "read"), (6, "exec")]
     assert [r.step for r in rows if matches(r, "capped")] == [3]
+    assert [r.step for r in rows if matches(r, "dropped")] == [6]
+
+
+def test_a_dropped_entry_says_it_was_left_out_and_which_step_superseded_it() -> None:
+    dropped, stub = entry_rows(REQUEST)[6], entry_rows(REQUEST)[5]
+    state, *_, reason = _cells(dropped)
+    assert (state.plain, reason) == ("dropped", "r → step 7")
+    assert state.style != _cells(stub)[0].style  # not drawn like a stub that is sent
+    assert sent_text(SENT, dropped) is None  # nothing of it was sent
+
+
+def test_the_diff_tells_a_step_left_out_from_a_result_stubbed() -> None:
+    before = {
+        "entries": [
+            entry(1, "exec", "full"),
+            entry(2, "read", "full"),
+            entry(3, "grep", "superseded", superseded_by=4),
+            entry(5, "list", "full"),
+        ]
+    }
+    after = {
+        "entries": [
+            entry(1, "exec", "dropped", superseded_by=4),
+            entry(2, "read", "superseded", superseded_by=4),
+            entry(3, "grep", "dropped", superseded_by=4),
+            entry(4, "exec", "full"),
+        ]
+    }
+    diff = diff_requests(before, after)
+    assert [r.step for r in diff.added] == [4]
+    assert [r.step for r in diff.stubbed] == [2]
+    assert [r.step for r in diff.dropped] == [1, 3]  # carried or a stub before: left out now
+    assert [r.step for r in diff.removed] == [5]
+    assert diff_requests(after, after).dropped == []  # only what is newly left out
 
 
 def test_a_capped_entry_has_its_own_label_and_style() -> None:
@@ -123,11 +165,13 @@ def test_the_recorded_text_is_the_entry_s_own_call_and_lines_have_none() -> None
 
 
 async def test_the_engine_s_summary_and_collapse_lines_are_found_as_sent() -> None:
-    """The lines' openings the inspector looks for are the ones the engine writes."""
+    """The lines' openings the inspector looks for are the ones the engine writes. Each step
+    runs another command: reruns of one command would supersede each other, and a step whose
+    every result is superseded is left out (``dropped``), not collapsed."""
     steps = []
     for n in range(1, 80):
         o = Observation(
-            n, f"c{n}", "run_command", ObsKind.EXEC, "pytest", f"run {n} " + "F" * 1_200
+            n, f"c{n}", "run_command", ObsKind.EXEC, f"pytest -k t{n}", f"run {n} " + "F" * 1_200
         )
         steps.append(StepRecord(n, f"turn {n}", (ToolCall(o.call_id, o.tool, {}),), (o,)))
     kinds = set()

@@ -1,9 +1,12 @@
 """The app with its runs in a harness worker process (the default for users): asks answered in the
-modal, interrupts, a worker that dies, quitting while a run asks, a request that cannot start."""
+modal, interrupts, a worker that dies (while a run works or asks), quitting while a run asks, a
+request that cannot start."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -101,8 +104,9 @@ async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
         assert isinstance(host, ProcessHost) and host.client._process is not None
         host.client._process.kill()
         await until(lambda: not app.host.is_live(1), pilot)
-        await until(lambda: any("harness process exited" in n for n in notes), pilot)
-        assert "runs lost: 1" in next(n for n in notes if "harness process exited" in n)
+        await until(lambda: any("harness process was killed" in n for n in notes), pilot)
+        note = next(n for n in notes if "harness process was killed" in n)
+        assert "(SIGKILL); interrupted: run 1 (R resumes)" in note
         # not "running" forever: interrupted, so R (or io-tui resume) can continue it
         await until(lambda: app.runs[1].status == "interrupted", pilot)
         # the app is still up, and a new run starts a new worker and finishes
@@ -111,6 +115,23 @@ async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
         app.start_request(NewRunRequest("quick", workspace, f"scripted:{script}"))
         await until(lambda: 2 in app.runs and app.runs[2].status == "finished", pilot)
     assert await row(app, 1) == ("interrupted", "interrupted")
+
+
+async def test_a_worker_that_dies_while_its_run_asks_withdraws_the_modal(tmp_path: Path) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, demo=True, demo_workspace=workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, ApprovalScreen), pilot)
+        pid = app.host.client.pid  # type: ignore[attr-defined]
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        # no modal left taking an answer nobody reads: the run is interrupted, R resumes it
+        await until(lambda: not isinstance(app.screen, ApprovalScreen), pilot)
+        await until(lambda: app.runs[1].status == "interrupted", pilot)
+    assert await row(app, 1) == ("interrupted", "interrupted")
+    async with await Store.open(app.store_path) as store:
+        pending = await store.approvals.pending()
+    assert [p.request.run_id for p in pending] == [1]  # its request waits in the inbox
 
 
 async def test_quitting_while_a_run_asks_pauses_it_durably(tmp_path: Path) -> None:

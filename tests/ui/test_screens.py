@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
 
+from io_tui.core import (
+    ApproveAll,
+    Harness,
+    Policy,
+    ScriptedProvider,
+    Store,
+    TaskContract,
+    start_run,
+)
 from io_tui.core.trace import build_trace
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen
 from io_tui.ui.screens.inspector import InspectorScreen
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.screens.new_run import SCRIPTED_DEMO, NewRunScreen
-from io_tui.ui.screens.trace import TraceScreen
+from io_tui.ui.screens.trace import TraceScreen, render_trace
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
+from io_tui.ui.widgets.transcript import status_line
 
 from .conftest import SIZE
 
@@ -274,3 +285,24 @@ async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(make_app)
         inspector.show_step()
         diff = str(inspector.query_one("#diff", Static).render())
         assert "prompt cache: extends the previous request whole" in diff
+
+
+async def test_inspector_trace_viewer_and_transcript_say_an_answer_was_cut(
+    make_app, tmp_path: Path, workspace: Path
+) -> None:
+    script = tmp_path / "cut.json"
+    script.write_text(json.dumps({"turns": [{"text": "The fix is to", "finish_reason": "length"}]}))
+    store = await Store.open(tmp_path / "store.db", create=True)
+    provider = ScriptedProvider.from_file(script)
+    harness = Harness(store=store, provider=provider, approver=ApproveAll(), policy=Policy())
+    await start_run(harness, TaskContract("fix", workspace))
+    trace = await build_trace(store, 1)
+    await store.close()
+    assert "request 1: stop reason length (raw 'length')" in render_trace(trace)
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 1)
+        assert "stop reason length (length)" in str(inspector.summary.render())
+        note = status_line(app.runs[1])  # the transcript's last line for the run
+        assert note.startswith("✂ finished truncated: the final answer was cut")

@@ -223,7 +223,9 @@ class Build:
         ]
         if not held:
             return 0, 0
-        saved = sum(e.tokens - e.stub_cost() for _, e in held)
+        dying = {index for index, _ in held if live[index].dies_at_rewrite}  # left out whole
+        saved = sum(e.tokens - e.stub_cost() for index, e in held if index not in dying)
+        saved += sum(live[i].cost + sum(e.tokens for e in live[i].entries) for i in dying)
         oldest = min(index for index, _ in held)
         rewritten = sum(
             live[i].cost + sum(e.tokens for e in live[i].entries) for i in range(oldest, len(live))

@@ -1,7 +1,8 @@
 """Newest-first fit under the ceiling, and stubs for what is out (or the collapse line).
 
 Every step is kept or dropped whole as far as the transcript goes: a tool result never travels
-without its call, nor a call without a result (DESIGN §3.2, step 5).
+without its call, nor a call without a result (DESIGN §3.2, step 5). A dead step (``Step.dead``:
+every result superseded and stubbed) is left out wherever it is: it costs nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ async def fit(
         ):
             return 0, False
         st = live[index]
+        if st.dead:  # left out of the transcript: it costs nothing and cuts nothing
+            st.drop()
+            st.in_window = True
+            if st.settled is None or st.settled[:2] != (st.version, cap):
+                st.settled = (st.version, cap, 0, 0, None)
+            continue
         volatile = st.volatile
         if volatile and index < settled.length:
             st.unsettle()  # its re-read below may send something else
@@ -79,6 +86,9 @@ def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:
     used = 0
     for index in range(out - 1, -1, -1):
         st = live[index]
+        if st.dead:
+            st.drop()
+            continue
         used += st.compact()
         for e in st.entries:
             e.to_stub()

@@ -18,6 +18,7 @@ class EntryState(StrEnum):
     FULL = "full"
     CAPPED = "capped"
     SUPERSEDED = "superseded"
+    DROPPED = "dropped"
     REFRESHED = "refreshed"
     REFRESH_FAILED = "refresh_failed"
     ELIDED = "elided"

@@ -46,6 +46,8 @@ def emit_step(st: Step, messages: list[Message], entries: list[ManifestEntry]) -
 
 
 def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
+    if st.dead:  # left out: no message, one ``dropped`` entry per result
+        return Chunk(key, (), tuple(_manifest_entry(e, 0) for e in st.entries), 0, 0)
     messages: list[Message] = [*st.ops]
     entries: list[ManifestEntry] = []
     if st.turn is not None:

@@ -87,6 +87,15 @@ class Entry:
         self.content = self.stub()
         self.tokens = self.stub_cost()
 
+    def drop(self) -> None:
+        """Send nothing: its step is left out of the transcript (``Step.dead``)."""
+        again = "read these lines again" if self.covered else "made the same call"
+        self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
+        self.reason = (
+            f"step {self.by} {again}; every result of step {self.obs.step} was superseded, "
+            "so the step is left out"
+        )
+
     def decide(self, state: EntryState, content: str, reason: str) -> None:
         self.state, self.content, self.reason = state, content, reason
         self.tokens = estimate_tokens(content)
@@ -113,6 +122,7 @@ class Step:
     rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
     _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
+    _dead: tuple[int, bool, bool] = (-1, False, False)  # version, dead, dead once pending go
     chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
 
     @property
@@ -127,6 +137,39 @@ class Step:
     def cost(self) -> int:
         """What the rendering this build sends costs (turn, operator lines, placeholders)."""
         return self.rendered.cost if self.rendered else 0
+
+    @property
+    def dead(self) -> bool:
+        """Dead weight: every result of it was superseded by a later call and is a stub now
+        (none pending), its turn says no more than an out-of-window turn keeps, and the
+        operator said nothing then. It is left out of the transcript (``drop``): the newer
+        result of each of its calls is in the request, later in it."""
+        return self._deadness()[1]
+
+    @property
+    def dies_at_rewrite(self) -> bool:
+        """Dead once the next rewrite stubs its pending results (``plan.py``)."""
+        return self._deadness()[2]
+
+    def _deadness(self) -> tuple[int, bool, bool]:
+        if self._dead[0] == self.version:
+            return self._dead
+        rec, entries = self.record, self.entries
+        later = all(e.by is not None for e in entries)
+        if later and (rec.operator_messages or len(rec.text) > COMPACT_CHARS or not entries):
+            later = False
+        if later:
+            answered = {e.obs.call_id for e in entries}
+            later = all(c.id in answered for c in rec.tool_calls)
+        dead = later and all(not e.pending or e.drift is not None for e in entries)
+        self._dead = (self.version, dead, later)
+        return self._dead
+
+    def drop(self) -> None:
+        """Send nothing of this dead step: no turn, no results."""
+        self.rendered = None
+        for e in self.entries:
+            e.drop()
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
@@ -147,13 +190,17 @@ class Step:
     @property
     def volatile(self) -> bool:
         """Holds a stale result, re-read (or re-run) on every build while in the window."""
-        return any(e.stale is not None for e in self.entries)
+        return not self.dead and any(e.stale is not None for e in self.entries)
 
     def desired(self, cap: int) -> int:
-        """What carrying this step whole would cost (stale reads priced at their old size)."""
+        """What carrying this step whole would cost (stale reads priced at their old size),
+        once the next rewrite has stubbed the pending results (a step dead then costs nothing)."""
         version, at, cost = self._desired
         if version == self.version and at == cap:
             return cost
+        if self.dies_at_rewrite:
+            self._desired = (self.version, cap, 0)
+            return 0
         cost = render_turn(self.record, cap, self.cache).cost
         for e in self.entries:
             if e.by is not None or e.shown_by is not None:

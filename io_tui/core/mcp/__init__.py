@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         McpServerConfig,
         McpSettings,
         StdioServer,
+        discover_mcp_files,
         load_mcp_file,
         parse_mcp_settings,
     )
@@ -34,6 +35,7 @@ _HOME = {  # name → the module that defines it, imported on first use
             "McpServerConfig",
             "McpSettings",
             "StdioServer",
+            "discover_mcp_files",
             "load_mcp_file",
             "parse_mcp_settings",
         ),
@@ -64,6 +66,7 @@ __all__ = [
     "ServerSource",
     "ServerStatus",
     "StdioServer",
+    "discover_mcp_files",
     "exposed_name",
     "load_mcp_file",
     "open_hub",

@@ -1,15 +1,20 @@
-"""MCP server configuration: the ``[mcp.servers.NAME]`` tables of the TOML config (docs/MCP.md).
+"""MCP server configuration: the ``[mcp.servers.NAME]`` tables of the TOML config, and the
+``mcpServers`` shape other clients write (Claude Desktop, Claude Code, Cursor), docs/MCP.md.
 
 A table with ``command`` is a stdio server (io-tui starts it as a subprocess); a table with
 ``url`` is a streamable-HTTP server (io-tui connects to it). ``type = "stdio" | "http"`` may say
 so explicitly. Values in ``env`` and ``headers`` may refer to environment variables as
 ``${NAME}``, so tokens stay out of the file; they are masked whenever settings are shown.
 
+A file of servers (``--mcp-config``, the user's ``mcp.json``, a workspace's ``.mcp.json``) is
+JSON or TOML, told apart by its content, holding either shape (``load_mcp_file``).
+
 This module is pure pydantic: loading settings never imports the MCP SDK.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -124,6 +129,8 @@ class McpSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    # read a workspace's .mcp.json (Claude Code's project file); false: ignore it
+    workspace_file: bool = True
 
     @field_validator("servers")
     @classmethod
@@ -165,20 +172,107 @@ def describe_error(exc: ValidationError, *, prefix: str = "") -> str:
     return f"{where}: {message}" if where else message
 
 
-def load_mcp_file(path: Path) -> McpSettings:
-    """Read ``[mcp.servers.NAME]`` tables from a TOML file (``io-tui run --mcp-config FILE``).
+SHAPES = (
+    'JSON {"mcpServers": {"NAME": {"command": …} or {"url": …}}} (as Claude Desktop, Claude Code'
+    " and Cursor write it), or TOML [mcp.servers.NAME] / [mcpServers.NAME] tables"
+)
+# the keys of a client's ``mcpServers`` entry, and what each becomes here
+CLIENT_KEYS = ("command", "args", "env", "cwd", "url", "headers", "type", "disabled")
+_OWN_KEYS = ("enabled", "startup_timeout_s", "call_timeout_s")
+# other clients' approval hints: io-tui's policy decides instead, so they are not used
+_FOREIGN_KEYS = frozenset({"autoApprove", "alwaysAllow", "disabledTools"})
+_TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamableHttp": "http"}
 
-    The file may hold other tables (it can be the main config file); only ``[mcp]`` is read.
-    """
+
+def client_servers(data: Any, *, source: str, where: str = "mcpServers") -> dict[str, Any]:
+    """``mcpServers`` entries as ``[mcp.servers]`` tables: ``disabled`` becomes ``enabled``,
+    ``type`` ``streamable-http`` becomes ``http``; the legacy ``sse`` and unknown keys are
+    errors naming what is accepted."""
+    if not isinstance(data, dict):
+        raise McpConfigError(f"{source}: {where} must map server names to tables; {SHAPES}")
+    out: dict[str, Any] = {}
+    for name, entry in data.items():
+        if not isinstance(entry, dict):
+            raise McpConfigError(f"{source}: {where}.{name}: not a table; {SHAPES}")
+        table: dict[str, Any] = {}
+        for key, value in entry.items():
+            if key == "type":
+                if value == "sse":
+                    raise McpConfigError(
+                        f"{source}: {where}.{name}.type: the legacy SSE transport is not"
+                        " supported; use the server's streamable HTTP endpoint (type 'http')"
+                    )
+                if value not in _TYPES:
+                    accepted = ", ".join(repr(t) for t in _TYPES)
+                    raise McpConfigError(
+                        f"{source}: {where}.{name}.type: {value!r} is not one of {accepted}"
+                    )
+                table["type"] = _TYPES[value]
+            elif key == "disabled":
+                table["enabled"] = not value
+            elif key in CLIENT_KEYS or key in _OWN_KEYS:
+                table[key] = value
+            elif key not in _FOREIGN_KEYS:
+                raise McpConfigError(
+                    f"{source}: {where}.{name}.{key}: unknown key (accepted:"
+                    f" {', '.join(CLIENT_KEYS + _OWN_KEYS)})"
+                )
+        out[name] = table
+    return out
+
+
+def read_servers(data: Any, *, source: str) -> McpSettings:
+    """The servers of a parsed file: ``mcp.servers`` tables and/or ``mcpServers`` entries (the
+    latter win on a shared name); neither is an error naming the accepted shapes."""
+    table = data.get("mcp") if isinstance(data, dict) else None
+    client = data.get("mcpServers") if isinstance(data, dict) else None
+    if table is None and client is None:
+        raise McpConfigError(f"{source}: no MCP servers found; expected {SHAPES}")
+    merged = dict(table) if isinstance(table, dict) else {} if table is None else table
+    if client is not None:
+        if not isinstance(merged, dict):
+            raise McpConfigError(f"{source}: mcp must be a table; expected {SHAPES}")
+        servers = dict(merged.get("servers") or {})
+        servers.update(client_servers(client, source=source))
+        merged = {**merged, "servers": servers}
+    return parse_mcp_settings(merged, source=source)
+
+
+def load_mcp_file(path: Path) -> McpSettings:
+    """Read the servers of a JSON or TOML file (told apart by content: JSON starts with ``{``),
+    in either shape (``read_servers``). The file may hold other tables (it can be the main
+    config file); only ``mcp`` and ``mcpServers`` are read."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise McpConfigError(f"MCP config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise McpConfigError(f"{path}: not valid TOML: {exc}") from None
-    table = data.get("mcp")
-    if table is None:
-        raise McpConfigError(f"{path}: no [mcp.servers.NAME] table")
-    return parse_mcp_settings(table, source=str(path))
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise McpConfigError(
+                f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+            ) from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise McpConfigError(
+                f"{path}: not valid TOML: {exc} (JSON files start with '{{')"
+            ) from None
+    return read_servers(data, source=str(path))
+
+
+WORKSPACE_FILE = ".mcp.json"  # Claude Code's project-scope file
+USER_FILE = "mcp.json"  # in io-tui's config dir
+
+
+def discover_mcp_files(user_dir: Path, workspace: Path | None) -> list[Path]:
+    """The server files that exist, lowest precedence first: the user's ``mcp.json`` in the
+    config dir, then the workspace's ``.mcp.json``."""
+    found = [user_dir / USER_FILE]
+    if workspace is not None:
+        found.append(workspace / WORKSPACE_FILE)
+    return [path for path in found if path.is_file()]

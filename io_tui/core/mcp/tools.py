@@ -202,11 +202,17 @@ def _render_embedded(resource: Any) -> str:
 
 
 def _carried_as_text(structured: Any, parts: list[str]) -> bool:
-    """Whether a text block already says what the structured content says (servers are asked
-    to send both), including the ``{"result": value}`` wrapper SDK servers put on plain values."""
+    """Whether the text blocks already say what the structured content says (servers are asked
+    to send both): the same JSON, or a one-key wrapper around the text itself, as SDK servers
+    put on plain values (``{"result": value}``) and the filesystem server on a file
+    (``{"content": text}``). Such content is stored once, as the text."""
     wrapped = (
-        structured.get("result") if isinstance(structured, dict) and len(structured) == 1 else None
+        next(iter(structured.values()))
+        if isinstance(structured, dict) and len(structured) == 1
+        else None
     )
+    if isinstance(wrapped, str) and wrapped == "\n".join(parts):
+        return True
     for part in parts:
         if wrapped is not None and part == str(wrapped):
             return True

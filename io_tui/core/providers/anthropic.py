@@ -23,7 +23,15 @@ from io_tui.core.providers.base import CompletionRequest, Message, ProviderError
 from io_tui.core.providers.errors import classify, error_detail
 from io_tui.core.providers.http_provider import HttpProvider, extra_headers
 from io_tui.core.providers.sse import ServerSentEvent
-from io_tui.core.providers.wire import Draft, as_int, load_json, malformed, parse_arguments
+from io_tui.core.providers.wire import (
+    Draft,
+    Fragments,
+    as_int,
+    load_json,
+    malformed,
+    output_limit,
+    parse_arguments,
+)
 
 API_VERSION = "2023-06-01"
 EPHEMERAL = {"type": "ephemeral"}  # a 5-minute cache entry: write 1.25×, read 0.1×
@@ -235,6 +243,16 @@ class MessagesStreamDecoder:
         # thinking, signature and citation deltas are not part of the answer text.
         return []
 
+    def partial(self) -> Fragments:
+        return Fragments(
+            text="".join(self._text),
+            tool_calls=tuple(
+                {"id": b.id, "name": b.name, "arguments": "".join(b.json_parts)}
+                for _, b in sorted(self._blocks.items())
+                if b.kind == "tool_use"
+            ),
+        )
+
     def close(self) -> Draft:
         if not self.finished and self._stop is None:
             raise malformed("stream ended before the response was complete (no stop_reason)")
@@ -272,7 +290,7 @@ class AnthropicWire:
         cache = request.purpose == "work"
         body: dict[str, Any] = {
             "model": model,
-            "max_tokens": request.max_output_tokens,
+            "max_tokens": output_limit(request),
             "messages": messages,
             "stream": stream,
         }

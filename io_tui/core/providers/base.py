@@ -58,11 +58,13 @@ class CompletionRequest:
     Anthropic wire marks the last three with ``cache_control``, beside the one after the system
     prompt and tools. Empty: the last message. Only working requests are marked.
     ``cache_key`` names the conversation (one per run), sent as OpenAI's ``prompt_cache_key``.
+    ``max_output_tokens`` caps the answer; None leaves it to the provider (``HttpProvider``'s
+    ``max_output_tokens``, from the preset's model table or the settings).
     """
 
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
-    max_output_tokens: int = 4_096
+    max_output_tokens: int | None = None  # None: the provider's own limit (its preset's, or set)
     temperature: float | None = None
     purpose: Purpose = "work"
     cache_breakpoints: tuple[int, ...] = ()
@@ -110,6 +112,31 @@ RETRYABLE = frozenset(
     {ErrorKind.TRANSPORT, ErrorKind.TIMEOUT, ErrorKind.RATE_LIMIT, ErrorKind.SERVER}
 )
 
+# Every vendor's stop reason, normalized: ``stop`` (the model ended its turn), ``length`` (cut by
+# the output limit or the window), ``tool_calls``, ``content_filter`` (a refusal or a filter),
+# ``pause`` (Anthropic's ``pause_turn``); anything else is ``other``. The raw value is kept too.
+STOP_REASONS: dict[str, str] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
+    "pause_turn": "pause",
+}
+
+
+def normalize_stop(raw: str | None) -> str | None:
+    """The normalized stop reason of a vendor's ``finish_reason``/``stop_reason`` (None: none)."""
+    if not raw:
+        return None
+    return STOP_REASONS.get(raw, "other")
+
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
@@ -122,9 +149,19 @@ class Attempt:
     ttft_s: float | None = None
     error: str | None = None
     error_kind: ErrorKind | None = None
+    stop_reason: str | None = None  # the vendor's own value (``finish_reason``/``stop_reason``)
+    # what a failed attempt had streamed before it failed: text, and the tool calls as far as
+    # they had come ({"id", "name", "arguments": the JSON text so far})
+    partial_text: str = ""
+    partial_tool_calls: tuple[dict[str, str], ...] = ()
+    max_output_tokens: int | None = None  # the limit the request was sent with
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.partial_text or self.partial_tool_calls)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "usage": self.usage.to_json() if self.usage else None,
@@ -132,7 +169,16 @@ class Attempt:
             "ttft_s": None if self.ttft_s is None else round(self.ttft_s, 4),
             "error": self.error,
             "error_kind": self.error_kind.value if self.error_kind else None,
+            "stop_reason": normalize_stop(self.stop_reason),
+            "raw_stop_reason": self.stop_reason,
+            "max_output_tokens": self.max_output_tokens,
         }
+        if self.partial:
+            out["partial"] = {
+                "text": self.partial_text,
+                "tool_calls": [dict(c) for c in self.partial_tool_calls],
+            }
+        return out
 
 
 class ProviderError(Exception):
@@ -183,6 +229,16 @@ class Response:
     provider: str = ""
     attempts: tuple[Attempt, ...] = field(default_factory=tuple)
 
+    @property
+    def stop_reason(self) -> str | None:
+        """``finish_reason`` normalized (``STOP_REASONS``)."""
+        return normalize_stop(self.finish_reason)
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut by the output limit (or the window), not ended by the model."""
+        return self.stop_reason == "length"
+
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
@@ -190,17 +246,27 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class Retrying:
+    """An attempt failed in a retryable way; the provider tries again after ``delay_s``."""
+
+    attempt: Attempt
+    number: int  # the failed attempt's number, from 1
+    delay_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class Completed:
     response: Response
 
 
-StreamEvent = TextDelta | Completed
+StreamEvent = TextDelta | Retrying | Completed
 
 
 class Provider(Protocol):
     """Anything that answers a CompletionRequest.
 
-    ``stream`` yields text deltas in order and ends with exactly one ``Completed``; it raises
+    ``stream`` yields text deltas in order (and a ``Retrying`` before each retry) and ends with
+    exactly one ``Completed``; it raises
     ``ProviderError`` on failure (after its own retries). ``describe`` says how to recreate the
     provider in another process (never a key). ``aclose`` releases its connections.
     """
@@ -213,6 +279,16 @@ class Provider(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
     async def aclose(self) -> None: ...
+
+
+def provider_limits(provider: Provider) -> tuple[int | None, int | None]:
+    """A provider's output limit and its model's window, in tokens (None: it has none, or the
+    window is unknown). HTTP providers have both attributes; a script has neither."""
+    limit = getattr(provider, "max_output_tokens", None)
+    window = getattr(provider, "window_tokens", None)
+    return (limit if isinstance(limit, int) else None), (
+        window if isinstance(window, int) else None
+    )
 
 
 async def complete(provider: Provider, request: CompletionRequest) -> Response:

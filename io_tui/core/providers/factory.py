@@ -22,9 +22,11 @@ def provider_from_description(
     *,
     env: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    settings: Any = None,
 ) -> Provider:
     """Rebuild a provider from its ``describe()``; an HTTP provider's key comes from this
-    process's environment (``env``, default ``os.environ``), never from the description."""
+    process's environment (``env``, default ``os.environ``), never from the description, its
+    timeout and retries from ``settings`` (the ``RunSettings`` the run started with) if given."""
     kind = desc.get("kind")
     if kind == "scripted":
         if not desc.get("path"):
@@ -38,7 +40,7 @@ def provider_from_description(
         from io_tui.core.providers.fallback import FallbackProvider
 
         chain = [
-            provider_from_description(d, env=env, transport=transport)
+            provider_from_description(d, env=env, transport=transport, settings=settings)
             for d in desc.get("chain") or []
         ]
         if len(chain) < 2:
@@ -46,8 +48,9 @@ def provider_from_description(
         return FallbackProvider(*chain)
     if kind != "http":
         raise ProviderConfigError(f"cannot recreate a provider of kind {kind!r}")
-    from io_tui.core.providers.presets import make_provider
+    from io_tui.core.providers.presets import make_provider, timeout_and_retry
 
+    timeout, retry = timeout_and_retry(settings) if settings is not None else (None, None)
     return make_provider(
         str(desc.get("preset") or ""),
         model=str(desc.get("model") or ""),
@@ -55,6 +58,9 @@ def provider_from_description(
         env=env,
         transport=transport,
         streaming=bool(desc.get("streaming", True)),
+        timeout=timeout,
+        retry=retry,
+        max_output_tokens=desc.get("max_output_tokens"),
     )
 
 

@@ -18,6 +18,7 @@ from io_tui.core.providers.base import (
     CompletionRequest,
     Provider,
     ProviderError,
+    Retrying,
     StreamEvent,
     TextDelta,
 )
@@ -34,6 +35,9 @@ class FallbackProvider:
         self.chain: tuple[Provider, ...] = (primary, secondary, *others)
         self.name = ">".join(p.name for p in self.chain)
         self.model = primary.model
+        # the primary's limits stand for the chain's (what the request is built to fit)
+        self.max_output_tokens = getattr(primary, "max_output_tokens", None)
+        self.window_tokens = getattr(primary, "window_tokens", None)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "fallback", "chain": [p.describe() for p in self.chain]}
@@ -49,6 +53,8 @@ class FallbackProvider:
                 async for event in provider.stream(request):
                     if isinstance(event, TextDelta):
                         emitted = True
+                        yield event
+                    elif isinstance(event, Retrying):
                         yield event
                     elif isinstance(event, Completed):
                         attempts = (*earlier, *event.response.attempts)

@@ -15,11 +15,14 @@ Retry rules:
 * Once a text delta has been yielded, a failure is never retried: the caller has already shown
   that text, and a second try would repeat it. The error is raised with ``partial=True``.
   Tool-call fragments are not yielded, so a stream that fails while only they have arrived is
-  retried like any other.
+  retried like any other. Either way the failed attempt keeps what it had streamed
+  (``Attempt.partial_text`` / ``partial_tool_calls``).
+* Before each retry a ``Retrying`` event says which attempt failed and how long the wait is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
@@ -36,9 +39,9 @@ from io_tui.core.providers.base import (
     ErrorKind,
     ProviderError,
     Response,
+    Retrying,
     StreamEvent,
     TextDelta,
-    Usage,
 )
 from io_tui.core.providers.errors import (
     body_detail,
@@ -49,7 +52,14 @@ from io_tui.core.providers.errors import (
 from io_tui.core.providers.retry import RetryPolicy, parse_retry_after
 from io_tui.core.providers.secret import Secret
 from io_tui.core.providers.sse import aiter_events, is_event_stream
-from io_tui.core.providers.wire import Draft, Wire, load_json
+from io_tui.core.providers.wire import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    Draft,
+    Fragments,
+    StreamDecoder,
+    Wire,
+    load_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +76,8 @@ class _Probe:
     started: float = 0.0
     first_output: float | None = None
     responded: bool = False  # response headers arrived (so not a stale pooled connection)
+    limit: int | None = None  # the output limit sent
+    decoder: StreamDecoder | None = None  # the stream's, for what it had when it failed
 
     def start(self) -> None:
         self.started = self.clock()
@@ -74,17 +86,24 @@ class _Probe:
         if self.first_output is None:
             self.first_output = self.clock()
 
-    def attempt(self, provider: str, model: str, usage: Usage | None = None,
+    def attempt(self, provider: str, model: str, draft: Draft | None = None,
                 error: ProviderError | None = None) -> Attempt:  # fmt: skip
         now = self.clock()
+        fragments = Fragments()
+        if error is not None and self.decoder is not None:
+            fragments = self.decoder.partial()
         return Attempt(
             provider=provider,
             model=model,
-            usage=usage,
+            usage=draft.usage if draft else None,
             latency_s=now - self.started,
             ttft_s=None if self.first_output is None else self.first_output - self.started,
             error=None if error is None else error.message,
             error_kind=None if error is None else error.kind,
+            stop_reason=draft.finish_reason if draft else None,
+            partial_text=fragments.text,
+            partial_tool_calls=fragments.tool_calls,
+            max_output_tokens=self.limit,
         )
 
 
@@ -97,8 +116,10 @@ class HttpProvider:
     """A ``Provider`` that speaks ``wire`` to ``base_url``.
 
     ``name`` is the preset it was built from (it labels attempts and traces); ``describe()``
-    says how to build it again and never includes the key. Call ``aclose()`` (or use ``async
-    with``) when done, to release pooled connections.
+    says how to build it again and never includes the key. ``max_output_tokens`` caps every
+    answer whose request names no limit; ``window_tokens`` is the model's context window (prompt
+    plus answer) when known. Call ``aclose()`` (or use ``async with``) when done, to release
+    pooled connections.
     """
 
     def __init__(
@@ -114,10 +135,14 @@ class HttpProvider:
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_output_tokens: int | None = None,
+        window_tokens: int | None = None,
     ) -> None:
         self.wire = wire
         self.name = name or wire.name
         self.model = model
+        self.max_output_tokens = max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.window_tokens = window_tokens  # the model's context window, when known
         self.base_url = base_url.rstrip("/")
         self.streaming = streaming
         self.retry = retry or RetryPolicy()
@@ -137,6 +162,7 @@ class HttpProvider:
             "model": self.model,
             "base_url": self.base_url,
             "streaming": self.streaming,
+            "max_output_tokens": self.max_output_tokens,
         }
 
     def __repr__(self) -> str:
@@ -166,11 +192,13 @@ class HttpProvider:
     # -- the call -------------------------------------------------------------------------
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        if request.max_output_tokens is None:
+            request = dataclasses.replace(request, max_output_tokens=self.max_output_tokens)
         attempts: list[Attempt] = []
         retries = 0
         stale_retry_left = True
         while True:
-            probe = _Probe(self._clock)
+            probe = _Probe(self._clock, limit=request.max_output_tokens)
             draft: Draft | None = None
             emitted = False
             try:
@@ -195,9 +223,10 @@ class HttpProvider:
                 wait = self.retry.delay(retries, error.retry_after) if error.retryable else None
                 if wait is None:
                     raise self._final(error, attempts) from error
+                yield Retrying(attempts[-1], len(attempts), wait)
                 await self.retry.sleep(wait)
                 continue
-            attempts.append(probe.attempt(self.name, self.model, usage=draft.usage))
+            attempts.append(probe.attempt(self.name, self.model, draft))
             yield Completed(
                 Response(
                     text=draft.text,
@@ -246,7 +275,7 @@ class HttpProvider:
                     await response.aread()
                     raise self._http_error(response)
                 if is_event_stream(response):  # whatever we asked for, read what came
-                    decoder = self.wire.decoder()
+                    decoder = probe.decoder = self.wire.decoder()
                     try:
                         async for event in aiter_events(response):
                             pieces = decoder.feed(event)

@@ -24,7 +24,15 @@ from io_tui.core.providers.base import (
 from io_tui.core.providers.errors import classify, error_detail
 from io_tui.core.providers.http_provider import HttpProvider, extra_headers
 from io_tui.core.providers.sse import ServerSentEvent
-from io_tui.core.providers.wire import Draft, as_int, load_json, malformed, parse_arguments
+from io_tui.core.providers.wire import (
+    Draft,
+    Fragments,
+    as_int,
+    load_json,
+    malformed,
+    output_limit,
+    parse_arguments,
+)
 
 
 def encode_message(message: Message) -> dict[str, Any]:
@@ -202,6 +210,19 @@ class ChatStreamDecoder:
             elif isinstance(arguments, dict):
                 pending.whole = arguments
 
+    def partial(self) -> Fragments:
+        return Fragments(
+            text="".join(self._text),
+            tool_calls=tuple(
+                {
+                    "id": p.id,
+                    "name": p.name,
+                    "arguments": json.dumps(p.whole) if p.whole else "".join(p.arguments),
+                }
+                for _, p in sorted(self._calls.items())
+            ),
+        )
+
     def close(self) -> Draft:
         if not self.finished and self._finish is None:
             raise malformed("stream ended before the response was complete (no finish_reason)")
@@ -241,7 +262,7 @@ class OpenAIChatWire:
         body: dict[str, Any] = {
             "model": model,
             "messages": [encode_message(m) for m in request.messages],
-            self.max_tokens_field: request.max_output_tokens,
+            self.max_tokens_field: output_limit(request),
             "stream": stream,
         }
         if request.temperature is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 import httpx
@@ -26,6 +27,7 @@ from io_tui.core.providers.http_provider import HttpProvider
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.retry import RetryPolicy
 from io_tui.core.providers.secret import Secret
+from io_tui.core.providers.wire import DEFAULT_MAX_OUTPUT_TOKENS
 
 WireName = Literal["openai", "anthropic"]
 
@@ -51,6 +53,55 @@ class Preset:
     summary: str = ""
     cache: CachePrices = OPENAI_CACHE
     cache_key: bool = False  # send a per-run prompt_cache_key (OpenAI routes on it)
+    # the answer's limit when neither the settings nor the model table say otherwise: a local
+    # server's window is often 4-8k tokens, and a runaway answer must not fill it
+    max_output_tokens: int = 8_192
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """What a model family accepts: its longest answer and its context window (prompt plus
+    answer), both in tokens."""
+
+    max_output_tokens: int
+    window_tokens: int
+
+
+# Known model families, by name pattern (matched on the name after any ``vendor/`` prefix, so
+# OpenRouter's ``anthropic/claude-sonnet-4.5`` is found too); the first match wins. A model not
+# listed has no known window, and its preset's default limit.
+MODEL_LIMITS: tuple[tuple[str, ModelLimits], ...] = (
+    ("claude-opus-4*", ModelLimits(32_000, 200_000)),
+    ("claude-sonnet-4*", ModelLimits(64_000, 200_000)),
+    ("claude-haiku-4*", ModelLimits(64_000, 200_000)),
+    ("claude-3-7-sonnet*", ModelLimits(64_000, 200_000)),
+    ("claude-3-5-*", ModelLimits(8_192, 200_000)),
+    ("gpt-5*", ModelLimits(128_000, 400_000)),
+    ("gpt-4.1*", ModelLimits(32_768, 1_047_576)),
+    ("gpt-4o*", ModelLimits(16_384, 128_000)),
+    ("o3*", ModelLimits(100_000, 200_000)),
+    ("o4-mini*", ModelLimits(100_000, 200_000)),
+)
+
+
+def model_limits(model: str) -> ModelLimits | None:
+    name = model.rsplit("/", 1)[-1].lower()
+    return next((limits for pattern, limits in MODEL_LIMITS if fnmatchcase(name, pattern)), None)
+
+
+def output_limits(preset: str, model: str, setting: int | None = None) -> tuple[int, int | None]:
+    """The answer's token limit a request is sent with, and the model's window (None: unknown).
+
+    ``setting`` (``max_output_tokens`` in the config, ``--max-output-tokens``) wins; else the
+    preset's default, lowered to the model's own maximum when the model table knows it.
+    """
+    limits = model_limits(model)
+    window = limits.window_tokens if limits else None
+    if setting:
+        return setting, window
+    spec = PRESETS.get(preset)
+    default = spec.max_output_tokens if spec else DEFAULT_MAX_OUTPUT_TOKENS
+    return (min(default, limits.max_output_tokens) if limits else default), window
 
 
 PRESETS: Mapping[str, Preset] = {
@@ -86,7 +137,7 @@ PRESETS: Mapping[str, Preset] = {
             summary="OpenRouter (OpenAI-compatible)",
         ),
         *(
-            Preset(name, "openai", url, summary=summary, cache=LOCAL_CACHE)
+            Preset(name, "openai", url, summary=summary, cache=LOCAL_CACHE, max_output_tokens=2_048)
             for name, url, summary in (
                 ("ollama", "http://localhost:11434/v1", "Ollama, local"),
                 ("llamacpp", "http://localhost:8080/v1", "llama.cpp server, local"),
@@ -155,11 +206,14 @@ def make_provider(
     streaming: bool = True,
     timeout: httpx.Timeout | float | None = None,
     retry: RetryPolicy | None = None,
+    max_output_tokens: int | None = None,
 ) -> HttpProvider:
     """The provider ``preset`` names, talking to ``base_url`` (or the preset's) about ``model``.
 
     The key is ``api_key`` if given, else the preset's environment variable (read from ``env``,
-    default ``os.environ``). Raises ``ProviderConfigError`` with a message fit for the user when
+    default ``os.environ``). ``max_output_tokens`` overrides the preset's and model's limit
+    (``output_limits``); the provider's ``window_tokens`` is the model's window if known.
+    Raises ``ProviderConfigError`` with a message fit for the user when
     the preset is unknown, a required key or base URL is missing, or the model is empty.
     """
     spec = get_preset(preset)
@@ -167,8 +221,11 @@ def make_provider(
         raise ProviderConfigError(f"provider {preset!r} needs a model: --model NAME")
     url = _base_url(spec, base_url)
     key = _key(spec, api_key, env)
+    limit, window = output_limits(spec.name, model, max_output_tokens)
     options: dict[str, Any] = {
         "name": spec.name,
+        "max_output_tokens": limit,
+        "window_tokens": window,
         "api_key": key,
         "transport": transport,
         "streaming": streaming,
@@ -199,14 +256,20 @@ def _timeout(seconds: float) -> httpx.Timeout:
     return httpx.Timeout(seconds, connect=min(10.0, seconds))
 
 
+def timeout_and_retry(settings: Any) -> tuple[httpx.Timeout, RetryPolicy]:
+    """``request_timeout_s`` and ``max_retries`` of ``RunSettings`` (attempts = retries + 1)."""
+    timeout = _timeout(float(getattr(settings, "request_timeout_s", 120.0)))
+    return timeout, RetryPolicy(max_attempts=int(getattr(settings, "max_retries", 3)) + 1)
+
+
 def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = None) -> Provider:
     """The provider ``RunSettings`` (``core.settings``) asks for, with its fallback if one is set.
 
     Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
-    ``request_timeout_s`` and ``max_retries`` (attempts = retries + 1).
+    ``request_timeout_s``, ``max_retries`` (attempts = retries + 1) and ``max_output_tokens``.
     """
-    timeout = _timeout(float(getattr(settings, "request_timeout_s", 120.0)))
-    retry = RetryPolicy(max_attempts=int(getattr(settings, "max_retries", 3)) + 1)
+    timeout, retry = timeout_and_retry(settings)
+    limit = getattr(settings, "max_output_tokens", None)
     primary = make_provider(
         settings.provider,
         model=settings.model or "",
@@ -214,6 +277,7 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
         env=env,
         timeout=timeout,
         retry=retry,
+        max_output_tokens=limit,
     )
     fallback = getattr(settings, "fallback_provider", None)
     if not fallback:
@@ -224,6 +288,7 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
         env=env,
         timeout=timeout,
         retry=retry,
+        max_output_tokens=limit,
     )
     return FallbackProvider(primary, secondary)
 

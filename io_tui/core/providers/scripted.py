@@ -49,6 +49,7 @@ class _Turn(BaseModel):
     text: str = ""
     tool_calls: list[_Call] = Field(default_factory=list)
     usage: _Usage | None = None
+    finish_reason: str | None = None  # default: tool_calls when it calls one, else stop
 
 
 class Script(BaseModel):
@@ -138,7 +139,8 @@ class ScriptedProvider:
         usage = (
             Usage(turn.usage.prompt_tokens, turn.usage.completion_tokens) if turn.usage else None
         )
-        yield Completed(self._response(turn.text, calls, usage, "tool_calls" if calls else "stop"))
+        finish = turn.finish_reason or ("tool_calls" if calls else "stop")
+        yield Completed(self._response(turn.text, calls, usage, finish))
 
     def _summary(self, request: CompletionRequest) -> str:
         if self.summaries_used < len(self.script.summaries):
@@ -153,5 +155,5 @@ class ScriptedProvider:
     def _response(
         self, text: str, calls: tuple[ToolCall, ...], usage: Usage | None, finish: str
     ) -> Response:
-        attempt = Attempt(provider=self.name, model=self.model, usage=usage)
+        attempt = Attempt(provider=self.name, model=self.model, usage=usage, stop_reason=finish)
         return Response(text, calls, usage, finish, self.model, self.name, (attempt,))

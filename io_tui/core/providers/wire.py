@@ -14,6 +14,12 @@ from typing import Any, Protocol
 from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, ToolCall, Usage
 from io_tui.core.providers.sse import ServerSentEvent
 
+DEFAULT_MAX_OUTPUT_TOKENS = 4_096  # a request that names no limit, sent to a wire directly
+
+
+def output_limit(request: CompletionRequest) -> int:
+    return request.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+
 
 @dataclass(slots=True)
 class Draft:
@@ -33,7 +39,8 @@ class StreamDecoder(Protocol):
     ``ProviderError`` for an error event or a shape it cannot read. ``saw_output`` turns true
     at the first text or tool-call fragment (time to first token). ``finished`` turns true at
     the terminal event. ``close`` returns the accumulated draft, or raises MALFORMED when the
-    stream ended before the response was complete.
+    stream ended before the response was complete. ``partial`` is what has arrived so far
+    (text, tool calls as far as they came), for a stream that fails before it is complete.
     """
 
     saw_output: bool
@@ -42,6 +49,17 @@ class StreamDecoder(Protocol):
     def feed(self, event: ServerSentEvent) -> list[str]: ...
 
     def close(self) -> Draft: ...
+
+    def partial(self) -> Fragments: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fragments:
+    """What a stream had delivered when it failed: the text, and each tool call's id, name and
+    argument JSON as far as it had come."""
+
+    text: str = ""
+    tool_calls: tuple[dict[str, str], ...] = ()
 
 
 class Wire(Protocol):

@@ -1,4 +1,5 @@
-"""The store: one SQLite file holding runs of every workspace (DESIGN §3.5).
+"""The store: one SQLite file, or one PostgreSQL database, holding runs of every workspace
+(DESIGN §3.5; both backends keep one contract: ``db.py``, ``pg.py``).
 
 ``runs`` writes what a run does, ``trace`` reads it back, ``approvals`` and ``rules`` hold the
 human's decisions, ``memory`` the notes that outlive a run."""
@@ -8,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
-from io_tui.core.store.db import Database, StoreError
+from io_tui.core.store.db import Database, SqliteDatabase, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
+from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
@@ -33,16 +35,37 @@ __all__ = [
     "StepSummary",
     "Store",
     "StoreError",
+    "StoreLocation",
+    "StoreUrl",
+    "store_location",
 ]
+
+StoreLocation = Path | StoreUrl
+"""Where a store is: a SQLite file's path, or a PostgreSQL URL (shown without its password)."""
+
+
+def store_location(text: str | Path) -> StoreLocation:
+    """``--store``'s (or ``IO_TUI_STORE``'s, or the config's) value: a ``postgresql://`` URL
+    selects PostgreSQL; anything else is a SQLite file's path."""
+    if isinstance(text, StoreUrl):
+        return text
+    if isinstance(text, str) and is_url(text):
+        return store_url(text)
+    return Path(text).expanduser()
 
 
 class Store:
-    """Open with ``await Store.open(path)``; close with ``await store.close()``. Without
-    ``create`` a missing file is an error (``StoreError``: "no store at PATH"), not a new store."""
+    """Open with ``await Store.open(location)``; close with ``await store.close()``. Without
+    ``create`` a missing file (an empty database) is an error (``StoreError``: "no store at
+    PATH"), not a new store."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        self.path = path
-        self.db = Database(path, create=create)
+    def __init__(self, path: StoreLocation | str, *, create: bool = True) -> None:
+        self.path = where = store_location(path)
+        self.db: Database = (
+            PgDatabase(where, create=create)
+            if isinstance(where, StoreUrl)
+            else SqliteDatabase(where, create=create)
+        )
         self.runs = RunRepo(self.db)
         self.trace = TraceRepo(self.db)
         self.approvals = ApprovalRepo(self.db)
@@ -52,7 +75,7 @@ class Store:
         self.leases = LeaseRepo(self.db)
 
     @classmethod
-    async def open(cls, path: Path, *, create: bool = True) -> Store:
+    async def open(cls, path: StoreLocation | str, *, create: bool = True) -> Store:
         """Open (with ``create``, creating or migrating) the file; runs whose driving process
         died are turned ``interrupted`` here (``LeaseRepo.reap``), so none says ``running``
         forever."""

@@ -1,16 +1,19 @@
-"""One SQLite file through aiosqlite: WAL, busy timeout, migrations, serialized transactions."""
+"""The store's connection: the contract both backends keep (``Database``, ``Connection``) and the
+embedded one, one SQLite file through aiosqlite (WAL, busy timeout, migrations, serialized
+transactions). PostgreSQL's is ``pg.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import fields
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import aiosqlite
 
@@ -56,37 +59,122 @@ def _plain(cls: type[DataclassInstance], decoded: tuple[str, ...]) -> tuple[str,
     return tuple(f.name for f in fields(cls) if f.name not in decoded)
 
 
+class Cursor(Protocol):
+    """What a repo reads from a statement: sqlite3's cursor, or ``pg.PgCursor``."""
+
+    @property
+    def lastrowid(self) -> int | None: ...
+    @property
+    def rowcount(self) -> int: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def close(self) -> None: ...
+
+
+class Connection(Protocol):
+    """What a repo's callback runs statements on (SQLite's SQL, ``?`` parameters): sqlite3's
+    connection, or ``pg.PgConnection``. A row reads by column name and by index."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Cursor: ...
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
+
+
 class StoreError(Exception):
     """The store cannot be opened or used; the message says which file and why."""
 
 
-class Database:
-    """A single connection shared by every run in the process.
+class Database(ABC):
+    """What the repos write and read through, on either backend: one connection shared by
+    every run in the process (``SqliteDatabase`` here, ``PgDatabase`` in ``pg.py``).
 
     Writes go through ``transaction()`` or ``write()``, which hold one asyncio lock so concurrent
-    runs never interleave statements inside each other's transactions. ``write()`` and the
-    fetches run on the connection's thread in a single hand-off; the hot paths (a step's
-    commit) use them.
+    runs never interleave statements inside each other's transactions. ``call()``, ``write()``
+    and the fetches run a callback ``fn(connection)`` on the connection's thread in a single
+    hand-off (the hot paths, a step's commit, use them). The callback gets a ``Connection``:
+    sqlite3's own, or PostgreSQL's behind the same calls, so every repo is written once, in
+    SQLite's SQL (``pg.py`` says what it rewrites).
     """
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
-        self.path = path
+    dialect: ClassVar[str]  # "sqlite" or "postgresql": for the rare statement only one has
+    path: Path | str  # what messages name the store by (a URL never with its password)
+
+    def __init__(self, *, create: bool) -> None:
         self.create = create
-        self._conn: aiosqlite.Connection | None = None
         self._opening: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
     def open_soon(self) -> asyncio.Task[None]:
-        """Start opening the file, once, and go on: every call waits for it to be open (the app
-        draws its first frame meanwhile). The task raises what ``open`` raises."""
+        """Start opening the store, once, and go on: every call waits for it to be open (the
+        app draws its first frame meanwhile). The task raises what ``open`` raises."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self.open())
         return self._opening
 
+    async def _wait_open(self) -> None:
+        if not self.is_open and self._opening is not None:
+            await asyncio.shield(self._opening)
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Check the store is io-tui's (or new), connect and migrate; nothing is written to a
+        store of something else, and without ``create`` none is made."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    async def call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` run on the connection's thread: any number of statements for one
+        hand-off between threads."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
+        """One write transaction whose statements are awaited one by one (``await
+        conn.execute(...)``, as aiosqlite's); ``write()`` is the one hand-off form."""
+
+    @staticmethod
+    @abstractmethod
+    def begin(conn: Connection, exclusive: bool = True) -> None:
+        """Start a write transaction; ``exclusive``: one that excludes every other writer of
+        the store (SQLite's transactions always do)."""
+
+    async def write(self, fn: Callable[[Connection], T], *, exclusive: bool = True) -> T:
+        """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing.
+
+        Not ``exclusive`` is for statements made for concurrent writers (PostgreSQL's row locks,
+        ``FOR UPDATE SKIP LOCKED``): there the transaction takes no store-wide lock."""
+        async with self._lock:
+            begin = partial(self.begin, exclusive=exclusive)
+            return await self.call(partial(in_transaction, begin, fn))
+
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        return await self.call(partial(_fetch, sql, tuple(params), many=True))
+
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
+        return await self.call(partial(_fetch, sql, tuple(params), many=False))
+
+
+class SqliteDatabase(Database):
+    """One SQLite file through aiosqlite: WAL, busy timeout, the file's header checked first."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        super().__init__(create=create)
+        self.path: Path = path
+        self._conn: aiosqlite.Connection | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
     async def _connection(self) -> aiosqlite.Connection:
         """The open connection, once ``open_soon`` has opened it."""
-        if self._conn is None and self._opening is not None:
-            await asyncio.shield(self._opening)
+        await self._wait_open()
         return self.conn
 
     async def open(self) -> None:
@@ -132,17 +220,16 @@ class Database:
             conn, self._conn = self._conn, None
             await conn.close()
 
-    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """``fn(connection)`` run on the connection's thread: any number of statements for one
-        hand-off between threads (each ``aiosqlite`` await is one)."""
+    async def call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(connection)`` on aiosqlite's thread: one hand-off for all of it (each
+        ``aiosqlite`` await is one)."""
         conn = await self._connection()
         with _as_store_error(self.path):
             return await _on_thread(conn, fn)
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing."""
-        async with self._lock:
-            return await self.call(partial(_in_transaction, fn))
+    @staticmethod
+    def begin(conn: Connection, exclusive: bool = True) -> None:
+        conn.execute("BEGIN IMMEDIATE")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -156,12 +243,6 @@ class Database:
                 await conn.execute("ROLLBACK")
                 raise
             await conn.execute("COMMIT")
-
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        return await self.call(partial(_fetch, sql, tuple(params), many=True))
-
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        return await self.call(partial(_fetch, sql, tuple(params), many=False))
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -298,8 +379,10 @@ def _as_store_error(path: Path) -> Iterator[None]:
         raise StoreError(f"store {path}: {_describe(exc)}") from None
 
 
-def _in_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
-    conn.execute("BEGIN IMMEDIATE")
+def in_transaction(
+    begin: Callable[[Connection], None], fn: Callable[[Connection], T], conn: Connection
+) -> T:
+    begin(conn)
     try:
         result = fn(conn)
     except BaseException:
@@ -309,7 +392,7 @@ def _in_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connect
     return result
 
 
-def _fetch(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection, *, many: bool) -> Any:
+def _fetch(sql: str, params: tuple[Any, ...], conn: Connection, *, many: bool) -> Any:
     cursor = conn.execute(sql, params)
     try:
         return cursor.fetchall() if many else cursor.fetchone()

@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from functools import partial
 
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Connection, Database
 
 HEARTBEAT_S = 2.0  # how often a driving process refreshes its runs' heartbeat
 LEASE_TTL_S = 30.0  # a heartbeat older than this has expired, whatever the pid says
@@ -116,7 +116,7 @@ class LeaseRepo:
         return await self.db.write(partial(_reap, time.time()))
 
 
-def _acquire(run_id: int, status: str, now: float, conn: sqlite3.Connection) -> None:
+def _acquire(run_id: int, status: str, now: float, conn: Connection) -> None:
     row = conn.execute(
         "SELECT lease_owner, lease_host, lease_pid, lease_heartbeat FROM runs WHERE id = ?",
         (run_id,),
@@ -133,7 +133,7 @@ def _acquire(run_id: int, status: str, now: float, conn: sqlite3.Connection) -> 
     )
 
 
-def _reap(now: float, conn: sqlite3.Connection) -> list[int]:
+def _reap(now: float, conn: Connection) -> list[int]:
     rows = conn.execute(
         "SELECT id, lease_owner, lease_host, lease_pid, lease_heartbeat FROM runs"
         f" WHERE status IN ({','.join('?' * len(LIVE_STATUSES))})",

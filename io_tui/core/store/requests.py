@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.store.db import row_as
+from io_tui.core.store.db import Connection, row_as
 from io_tui.core.store.encoded import JSONText, ManifestText, dumps
 
 
@@ -105,7 +105,7 @@ class MissingBase(LookupError):
 
 
 def insert_request(
-    run_id: int, req: RequestRecord, now: float, last: Written | None, conn: sqlite3.Connection
+    run_id: int, req: RequestRecord, now: float, last: Written | None, conn: Connection
 ) -> Written | None:
     """Insert ``req``, as a delta against ``last`` when it extends it; return what the next
     request of the run may extend."""

@@ -5,7 +5,6 @@ view rebuilds from, read back through ``TraceRepo`` (``trace.py``)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ import aiosqlite
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.leases import LIVE_STATUSES, OWNER
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
@@ -43,6 +42,8 @@ class RunRow:
     created_at: float
     updated_at: float
     finished_at: float | None
+    # how it was started (``core.origin.RunOrigin.to_json``); None for a run from before schema 5
+    origin: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> RunRow:
@@ -52,6 +53,7 @@ class RunRow:
             contract=json.loads(row["contract"]),
             provider=json.loads(row["provider"]),
             policy=json.loads(row["policy"]),
+            origin=json.loads(row["origin"]) if row["origin"] else None,
         )
 
 
@@ -88,20 +90,22 @@ class RunRepo:
         policy: dict[str, Any],
         parent_run_id: int | None = None,
         seed_run_id: int | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> int:
         now = time.time()
         async with self.db.transaction() as conn:
             cursor = await conn.execute(
-                "INSERT INTO runs (goal, workspace, status, contract, provider, policy,"
+                "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
                 " parent_run_id, seed_run_id, created_at, updated_at,"
                 " lease_owner, lease_host, lease_pid, lease_heartbeat)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     goal,
                     workspace,
                     json.dumps(contract),
                     json.dumps(provider),
                     json.dumps(policy),
+                    json.dumps(origin) if origin is not None else None,
                     parent_run_id,
                     seed_run_id,
                     now,
@@ -226,8 +230,9 @@ class RunRepo:
     async def add_summary(self, run_id: int, through_step: int, text: str) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(
-                "INSERT OR REPLACE INTO summaries (run_id, through_step, text, created_at)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO summaries (run_id, through_step, text, created_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (run_id, through_step)"
+                " DO UPDATE SET text = excluded.text, created_at = excluded.created_at",
                 (run_id, through_step, text, time.time()),
             )
 
@@ -243,7 +248,7 @@ class RunRepo:
             return cursor.lastrowid
 
     async def take_operator_messages(self, run_id: int, step: int) -> list[str]:
-        def take(conn: sqlite3.Connection) -> list[str]:
+        def take(conn: Connection) -> list[str]:
             rows = conn.execute(
                 "SELECT id, text FROM operator_messages"
                 " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",
@@ -290,7 +295,7 @@ def _commit_step(
     provider: dict[str, Any] | None,
     now: float,
     last: Written | None,
-    conn: sqlite3.Connection,
+    conn: Connection,
 ) -> Written | None:
     """Everything one step writes (``RunRepo.commit_step``), run inside its transaction;
     returns what the run's next request may extend (``requests.py``)."""
@@ -369,7 +374,7 @@ def _commit_step(
     return last
 
 
-def _insert_events(events: Sequence[RunEvent], conn: sqlite3.Connection) -> None:
+def _insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
     conn.executemany(
         "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
         [

@@ -111,7 +111,7 @@ class TraceRepo:
         else:
             rows = await self.db.fetchall(
                 "SELECT * FROM (SELECT * FROM steps WHERE run_id = ? AND step > ?"
-                " ORDER BY step DESC LIMIT ?) ORDER BY step",
+                " ORDER BY step DESC LIMIT ?) AS newest ORDER BY step",
                 (run_id, since, limit),
             )
         return [StepRow.from_row(r) for r in rows]

@@ -3,7 +3,8 @@
 The child works in the same workspace under the parent's policy plus any narrowing rules the
 parent asks for (deny or ask only: a child can never be given more than its parent has). Its
 final answer comes back as this call's result; its steps live in the store as a run of their own
-with ``parent_run_id`` set, so the run tree shows it under its parent.
+with ``parent_run_id`` set, so the run tree shows it under its parent. A child that pauses or is
+interrupted stops its parent with it, on this call; both resume together (``core.sub_agents``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ class SpawnAgent(Tool):
     async def run(self, args: SpawnAgentArgs, ctx: ToolContext) -> ToolOutcome:
         if ctx.spawn is None:
             raise ToolError("sub-agents are not available here (nesting limit reached)")
-        task = SubTask(args.goal, args.max_steps, tuple(r.rule() for r in args.rules))
+        task = SubTask(
+            args.goal, args.max_steps, tuple(r.rule() for r in args.rules), call_id=ctx.call_id
+        )
         outcome = await ctx.spawn(task)
         return ToolOutcome(
             text=outcome.text,

@@ -61,12 +61,13 @@ class ToolOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SubTask:
-    """What ``spawn_agent`` hands the harness: a child run's goal, step cap (None: the default)
-    and the deny/ask rules that narrow its policy."""
+    """What ``spawn_agent`` hands the harness: a child run's goal, step cap (None: the default),
+    the deny/ask rules that narrow its policy, and the call it carries out."""
 
     goal: str
     max_steps: int | None = None
     rules: tuple[Rule, ...] = ()
+    call_id: str = ""
 
 
 Spawner = Callable[[SubTask], Awaitable[ToolOutcome]]
@@ -87,6 +88,7 @@ class ToolContext:
     memory_limits: MemoryLimits = field(default_factory=MemoryLimits)
     emit: Emit | None = None
     spawn: Spawner | None = None  # runs a sub-agent to an outcome
+    call_id: str = ""  # the call being carried out
 
 
 class Tool(ABC):

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 
-from io_tui.core.store import StoreError
+from io_tui.core.store import StoreError, store_location
 from io_tui.core.worker.server import main
 
 
 def run() -> int:
     parser = argparse.ArgumentParser(prog="python -m io_tui.core.worker")
-    parser.add_argument("--store", type=Path, required=True, help="the app's SQLite store")
+    parser.add_argument(
+        "--store", type=store_location, required=True, help="the app's store (file or URL)"
+    )
     args = parser.parse_args()
     try:
         return asyncio.run(main(args.store))

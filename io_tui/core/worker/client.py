@@ -15,7 +15,6 @@ import itertools
 import sys
 from collections import deque
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any, Protocol
 
 from io_tui.core.approvals import ApprovalRequest, Decision
@@ -26,6 +25,7 @@ from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
+from io_tui.core.store import StoreLocation
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
 
 WORKER_MODULE = "io_tui.core.worker"
@@ -67,7 +67,7 @@ class WorkerClient:
 
     def __init__(
         self,
-        store_path: Path,
+        store_path: StoreLocation,
         settings: RunSettings,
         listener: WorkerListener,
         spawn: Callable[[Coroutine[Any, Any, None]], object],
@@ -117,6 +117,12 @@ class WorkerClient:
 
     def is_live(self, run_id: int) -> bool:
         return run_id in self.live
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id while it runs (the kill trials kill it)."""
+        process = self._process
+        return process.pid if process is not None and process.returncode is None else None
 
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
         tag = self._tag()

@@ -14,9 +14,8 @@ import gc
 import os
 import sys
 import traceback
-from collections.abc import Callable, Coroutine
-from contextlib import AsyncExitStack
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -24,19 +23,21 @@ from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.harness import Harness, harness_registry
-from io_tui.core.launch import build_run
+from io_tui.core.launch import build_run, run_settings_for
+from io_tui.core.origin import RunOrigin, servers_to_resume, without_secrets
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
-from io_tui.core.store import Store
+from io_tui.core.store import Store, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
+from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub
+    from io_tui.core.mcp import McpHub, ServerSource
 
 
 class WorkerServer:
@@ -53,6 +54,7 @@ class WorkerServer:
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
         self._hub: asyncio.Future[McpHub | None] | None = None  # the settings' MCP servers
+        self.servers: dict[str, ServerSource] = {}  # theirs and the user's mcp.json's
         self._exit = AsyncExitStack()
 
     # -- output --
@@ -122,12 +124,20 @@ class WorkerServer:
         self._flush()
 
     async def _open_hub(self) -> McpHub | None:
-        """Start the settings' MCP servers once, for every run this worker drives; a server
-        that fails to start is a notice to the app, and the runs go on without it."""
-        servers = self.settings.mcp.servers
+        """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
+        this worker drives; a server that fails to start is a notice to the app, and the runs go
+        on without it."""
+        from io_tui.core.mcp import McpConfigError, McpHub, discover_mcp_files, load_mcp_file
+
+        servers: dict[str, Any] = dict(self.settings.mcp.servers)
+        for file in discover_mcp_files(config_dir(), None):
+            try:
+                servers.update(load_mcp_file(file).servers)
+            except McpConfigError as exc:
+                self.send({"t": "notice", "text": str(exc)})
+        self.servers = servers  # what each run it starts records
         if not servers:
             return None
-        from io_tui.core.mcp import McpHub
 
         try:
             hub = await self._exit.enter_async_context(McpHub(servers))
@@ -145,6 +155,45 @@ class WorkerServer:
         if hub is not None:
             hub.register_into(registry)
         return registry
+
+    async def _servers(self) -> dict[str, ServerSource]:
+        """The worker's MCP servers (its settings' and the user's ``mcp.json``), once known."""
+        if self._hub is not None:
+            await self._hub
+        return self.servers
+
+    @asynccontextmanager
+    async def _resume_tools(self, run_id: int | None) -> AsyncIterator[ToolRegistry]:
+        """The tools for resuming ``run_id``: the MCP servers it started with. They are the
+        worker's own (its hub serves) unless the run started elsewhere or under other
+        settings: then a hub of its servers lives as long as the resume."""
+        current = await self._servers()
+        servers, notice = (
+            await servers_to_resume(self.store, run_id, current)
+            if run_id is not None
+            else (dict(current), None)
+        )
+        if notice:
+            self.send({"t": "notice", "text": notice})
+        if without_secrets(servers) == without_secrets(current):
+            yield await self.registry()
+            return
+        registry = harness_registry()
+        if not servers:
+            yield registry
+            return
+        from io_tui.core.mcp import McpHub
+
+        async with AsyncExitStack() as stack:
+            try:
+                hub = await stack.enter_async_context(McpHub(servers))
+            except Exception as exc:  # the run goes on with the built-in tools
+                self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
+            else:
+                for problem in hub.problems:
+                    self.send({"t": "notice", "text": problem})
+                hub.register_into(registry)
+            yield registry
 
     # -- the tasks --
 
@@ -165,10 +214,12 @@ class WorkerServer:
     async def _start(self, tag: str, request: NewRunRequest, approve: str | None) -> None:
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)
+            servers = await self._servers()
+            origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
-        await self._drive(tag, contract, provider, policy, approve, request.seed_run_id)
+        await self._drive(tag, contract, provider, policy, approve, request.seed_run_id, origin)
 
     async def _run(self, message: dict[str, Any]) -> None:
         """A run from the parts the app made (the demo's): its contract, provider and policy."""
@@ -190,6 +241,7 @@ class WorkerServer:
         policy: Policy,
         approve: str | None,
         seed_run_id: int | None = None,
+        origin: RunOrigin | None = None,
     ) -> None:
         harness = Harness(
             store=self.store,
@@ -198,6 +250,7 @@ class WorkerServer:
             sink=PipeSink(self, tag),
             policy=policy,
             registry=await self.registry(),
+            origin=origin,
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)
@@ -206,15 +259,18 @@ class WorkerServer:
         self.send({"t": "ended", "tag": tag, "result": result.to_json()})
 
     async def _decide(self, tag: str, approval_id: int, decision: Decision) -> None:
+        record = await self.store.approvals.get(approval_id)
+        run_id = record.request.run_id if record is not None else None
         try:
-            decided = await decide(
-                self.store,
-                approval_id,
-                decision,
-                approver=self._approver(tag, None),
-                sink=PipeSink(self, tag),
-                registry=await self.registry(),
-            )
+            async with self._resume_tools(run_id) as registry:
+                decided = await decide(
+                    self.store,
+                    approval_id,
+                    decision,
+                    approver=self._approver(tag, None),
+                    sink=PipeSink(self, tag),
+                    registry=registry,
+                )
         except DecideError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
@@ -270,7 +326,7 @@ class AppApprover:
             self.server.asking.discard(self.tag)
 
 
-async def main(store_path: Path) -> int:
+async def main(store_path: StoreLocation) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK * 16)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)

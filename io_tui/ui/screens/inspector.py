@@ -322,7 +322,7 @@ class InspectorScreen(Screen[None]):
         self.load()
 
 
-_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic"}
+_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
 
 
 def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
@@ -354,6 +354,7 @@ def _summary(
         request.get("frame_tokens", 0),
     )
     stubs = sum(1 for r in rows.values() if r.is_stub)
+    dropped = sum(1 for r in rows.values() if r.state == "dropped")
     counted = (
         "no count from the provider"
         if reported is None
@@ -368,10 +369,32 @@ def _summary(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
-        f"\n{len(rows)} entries, {stubs} stubs · filter: ",
+        *_answer_notes(request),
+        f"\n{len(rows)} entries, {stubs} stubs"
+        + (f" ({dropped} dropped: left out with their steps)" if dropped else "")
+        + " · filter: ",
         (state_filter, "bold"),
         " (f)",
     )
+
+
+def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
+    """How the request's answer ended, when that is worth a line: an unusual stop reason (a cut
+    answer above all), a failure, and the partial output a failed request had streamed."""
+    out: list[tuple[str, str] | str] = []
+    stop = request.get("stop_reason")
+    if stop not in (None, "stop", "tool_calls"):
+        out.append((f"\nstop reason {stop} ({request.get('raw_stop_reason')})", "bold yellow"))
+    if request.get("error"):
+        out.append((f"\nfailed: {request['error']}", "bold red"))
+    partial = request.get("partial")
+    if partial:
+        text = partial.get("text") or ""
+        shown = text if len(text) <= 120 else text[:119] + "…"
+        calls = len(partial.get("tool_calls") or [])
+        out.append(("\npartial ", "bold yellow"))
+        out.append(f"output kept: {len(text):,} chars, {calls} tool-call fragments: {shown!r}")
+    return out
 
 
 def _render_entry(
@@ -391,6 +414,9 @@ def _render_entry(
             lines.append(Text(f"replaced / invalidated by step {row.superseded_by} — press j"))
         if sent is not None:
             lines += [Text("\nsent instead:", style="dim"), Text(plain(sent))]
+        elif row.state == "dropped":
+            left_out = f"step {row.step}'s turn and results are left out of this request"
+            lines.append(Text(f"\nsent instead: nothing ({left_out})"))
     else:
         lines.append(Text(f"why: {row.reason}", style="dim") if row.reason else Text(""))
         if sent is not None:
@@ -466,8 +492,10 @@ def _render_diff(
 
     section("added", d.added, "+", "green")
     section("stubbed", d.stubbed, "~", "yellow")
+    section("left out (dropped)", d.dropped, "-", "red")
     section("refreshed", d.refreshed, "↻", "cyan")
-    section("dropped", d.dropped, "-", "red")
+    if d.removed:
+        section("no longer listed", d.removed, "×", "red")
     out.append(f"memory recalled ({len(d.recalled)})\n", style="bold")
     for key in d.recalled:
         out.append(f"  ◆ {key}{' (new)' if key in d.newly_recalled else ''}\n")

@@ -109,6 +109,7 @@ class MainScreen(Screen[None]):
         self._auto_select = True
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
+        self._bound_status: str | None = None  # the selected run's status its keys were set for
         self.ready = False  # the panes are mounted (the first frame shows the skeleton)
         self._skeleton: Skeleton | None = None
         # a held arrow key costs ≤10 store reads a second; a live run repaints the gauges ≤10×/s;
@@ -179,11 +180,17 @@ class MainScreen(Screen[None]):
     # -- keyed updates from the app ------------------------------------------------------------
 
     def upsert_run(self, run: RunView) -> None:
+        """A run as read from the store (new here, or moved on by another process, or lost
+        with the harness worker): the selected one's status line and keys follow it."""
         self.run_tree.upsert_run(run)
         if self._auto_select and self.selected_run is None:
             self.select_run(run.id)
         if run.id == self.selected_run:
             self._refresh_gauges()
+            self.transcript.follow(run)
+            if run.status != self._bound_status:
+                self._bound_status = run.status
+                self.refresh_bindings()  # R resumes an interrupted run only
 
     def upsert_step(self, run: RunView, step: StepView) -> None:
         self.run_tree.upsert_step(run, step)

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
-from io_tui.core import Store, TraceNotFound, build_trace
+from io_tui.core import Store, TraceNotFound, build_trace, request_notes
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.title_bar import TitleBar
 
@@ -137,6 +137,7 @@ def render_trace(trace: dict[str, Any]) -> str:
             out.append(f"operator ▸ {message}")
         if step["text"]:
             out.append(step["text"])
+        out += request_notes([r for r in trace.get("requests", []) if r["step"] == step["step"]])
         by_call = {o["call_id"]: o for o in step.get("observations", [])}
         for call in step["tool_calls"]:
             out.append(f"→ {call['name']} {json.dumps(call['arguments'], ensure_ascii=False)}")

@@ -277,6 +277,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"#{run.id} ", "bold"),
         (f"{status} ", style),
         (f"{clock} · " if clock else "", style),
+        (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
         (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )

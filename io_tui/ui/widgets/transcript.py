@@ -523,8 +523,18 @@ def status_line(run: RunView) -> str:
         return f"■ cancelled{after}"
     if run.status == "failed":
         return f"✗ failed{after}: {run.error or run.outcome or 'no reason recorded'}"
+    if run.status == "paused" and run.waiting_on is not None:
+        child = run.waiting_on
+        return (
+            f"‖ paused with its sub-agent run {child}: once run {child}'s request is decided,"
+            f" run {child} goes on, then this run"
+        )
     if run.status == "paused":
         return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
+    if run.status == "interrupted":
+        return "↯ interrupted: its process died; R resumes it"
+    if run.outcome == "finished_truncated":
+        return f"✂ finished truncated{after}: {run.error or 'the final answer was cut'}"
     return ""
 
 

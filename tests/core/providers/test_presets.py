@@ -28,29 +28,31 @@ from io_tui.core.providers.presets import (
     PRESETS,
     cache_prices,
     make_provider,
+    output_limits,
     probe_models,
     provider_from_settings,
 )
 from io_tui.core.providers.retry import RetryPolicy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.providers.secret import Secret
+from io_tui.core.settings import RunSettings
 
 KEY = "sk-proj-SECRETSECRET-0123456789"
 
 
 @pytest.mark.parametrize(
-    ("preset", "wire", "url", "env"),
+    ("preset", "wire", "url", "env", "limit"),
     [
-        ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-        ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-        ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-        ("ollama", "openai", "http://localhost:11434/v1", None),
-        ("llamacpp", "openai", "http://localhost:8080/v1", None),
-        ("vllm", "openai", "http://localhost:8000/v1", None),
-        ("lmstudio", "openai", "http://localhost:1234/v1", None),
+        ("openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", 8_192),
+        ("anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", 8_192),
+        ("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", 8_192),
+        ("ollama", "openai", "http://localhost:11434/v1", None, 2_048),
+        ("llamacpp", "openai", "http://localhost:8080/v1", None, 2_048),
+        ("vllm", "openai", "http://localhost:8000/v1", None, 2_048),
+        ("lmstudio", "openai", "http://localhost:1234/v1", None, 2_048),
     ],
 )
-def test_presets(preset: str, wire: str, url: str, env: str | None) -> None:
+def test_presets(preset: str, wire: str, url: str, env: str | None, limit: int) -> None:
     spec = PRESETS[preset]
     assert (spec.wire, spec.base_url, spec.key_env) == (wire, url, env)
     provider = make_provider(preset, model="m", env={env: KEY} if env else {})
@@ -61,6 +63,7 @@ def test_presets(preset: str, wire: str, url: str, env: str | None) -> None:
         "model": "m",
         "base_url": url,
         "streaming": True,
+        "max_output_tokens": limit,
     }
 
 
@@ -267,3 +270,25 @@ def test_presets_carry_their_cache_prices_and_key(
 
 def test_a_script_or_unknown_provider_is_priced_as_anthropic_without_a_minimum() -> None:
     assert cache_prices("scripted:run.json") == CachePrices()
+
+
+# -- output limits and windows (issue 17 item 1) --
+
+
+def test_output_limits_by_preset_model_and_setting() -> None:
+    assert output_limits("llamacpp", "whatever-gguf") == (2_048, None)  # local: small default
+    assert output_limits("anthropic", "claude-sonnet-4-5") == (8_192, 200_000)
+    assert output_limits("openrouter", "anthropic/claude-3-5-haiku") == (8_192, 200_000)
+    assert output_limits("openai", "gpt-4o-mini") == (8_192, 128_000)
+    assert output_limits("openai", "gpt-4o-mini", 20_000) == (20_000, 128_000)  # setting wins
+    assert output_limits("ollama", "qwen3", 512) == (512, None)
+
+
+def test_the_limit_travels_with_the_provider_and_its_description() -> None:
+    settings = RunSettings(provider="vllm", model="m", max_output_tokens=777)
+    provider = provider_from_settings(settings, env={})
+    assert (provider.max_output_tokens, provider.window_tokens) == (777, None)  # type: ignore[attr-defined]
+    again = provider_from_description(provider.describe(), env={})
+    assert again.max_output_tokens == 777  # type: ignore[attr-defined]
+    claude = make_provider("anthropic", model="claude-opus-4-1", env={"ANTHROPIC_API_KEY": KEY})
+    assert (claude.max_output_tokens, claude.window_tokens) == (8_192, 200_000)

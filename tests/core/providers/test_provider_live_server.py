@@ -12,7 +12,15 @@ from provider_helpers import Sleeps, ask, recorded, run, sse
 from replay_server import ReplayServer, Reply, json_reply, sse_reply
 
 from io_tui.core.providers.anthropic import AnthropicProvider
-from io_tui.core.providers.base import ErrorKind, ProviderError, TextDelta, ToolCall, Usage
+from io_tui.core.providers.base import (
+    Completed,
+    ErrorKind,
+    ProviderError,
+    Retrying,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.retry import RetryPolicy
 
@@ -236,3 +244,89 @@ async def test_anthropic_overloaded_event_then_success(
     assert response.text == "Hello there!"
     assert [a.error_kind for a in response.attempts] == [ErrorKind.SERVER, None]
     assert len(sleeps.waits) == 1
+
+
+# -- stop reasons, output limits, partial output, retry events (issue 17 items 1, 2, 4) --
+
+
+async def test_stop_reasons_normalized_from_recordings(
+    server: ReplayServer, retry: RetryPolicy
+) -> None:
+    server.add(
+        sse_reply(recorded("openai_chat/text_finish_length.sse")),
+        sse_reply(TEXT),
+        sse_reply(recorded("openai_chat/tool_calls_parallel_2calls.sse")),
+    )
+    async with openai(server, retry, max_output_tokens=321) as provider:
+        _, cut = await run(provider)
+        _, plain = await run(provider)
+        _, tools = await run(provider, ask(max_output_tokens=50))
+    assert (cut.finish_reason, cut.stop_reason, cut.truncated) == ("length", "length", True)
+    assert (plain.stop_reason, plain.truncated) == ("stop", False)
+    assert tools.stop_reason == "tool_calls"
+    recorded_attempt = cut.attempts[-1].to_json()
+    assert recorded_attempt["stop_reason"] == "length"
+    assert recorded_attempt["raw_stop_reason"] == "length"
+    assert recorded_attempt["max_output_tokens"] == 321
+    # the provider's limit unless the request names its own
+    assert [r.body["max_tokens"] for r in server.requests] == [321, 321, 50]
+    assert "partial" not in recorded_attempt
+
+
+async def test_anthropic_stop_reasons_keep_the_raw_value(
+    server: ReplayServer, retry: RetryPolicy
+) -> None:
+    server.add(
+        sse_reply(recorded("anthropic_messages/basic_response.sse")),
+        sse_reply(recorded("anthropic_messages/tool_use_response.sse")),
+        sse_reply(recorded("anthropic_messages/refusal_response.sse")),
+    )
+    async with anthropic(server, retry) as provider:
+        results = [(await run(provider))[1] for _ in range(3)]
+    assert [(r.finish_reason, r.stop_reason) for r in results] == [
+        ("end_turn", "stop"),
+        ("tool_use", "tool_calls"),
+        ("refusal", "content_filter"),
+    ]
+    assert server.requests[0].body["max_tokens"] == 4_096  # an unconfigured provider's default
+
+
+async def test_text_streamed_before_a_cut_is_kept_on_the_failed_attempt(
+    server: ReplayServer, retry: RetryPolicy
+) -> None:
+    server.add(Reply(body=TEXT, action="cut", cut_at=TEXT.index(b" real")))
+    shown: list[str] = []
+    with pytest.raises(ProviderError) as info:
+        async for event in openai(server, retry).stream(ask()):
+            if isinstance(event, TextDelta):
+                shown.append(event.text)
+    (attempt,) = info.value.attempts
+    assert attempt.partial and attempt.partial_text == "".join(shown)
+    assert attempt.to_json()["partial"] == {"text": "".join(shown), "tool_calls": []}
+
+
+async def test_tool_call_fragments_before_a_cut_are_kept_and_the_retry_announced(
+    server: ReplayServer, retry: RetryPolicy, sleeps: Sleeps
+) -> None:
+    tool = recorded("openai_chat/tool_call_single_strict.sse")
+    server.add(Reply(body=tool, action="cut", cut_at=len(tool) // 2), sse_reply(tool))
+    events = [event async for event in openai(server, retry).stream(ask())]
+    retrying = [e for e in events if isinstance(e, Retrying)]
+    assert len(retrying) == 1 and retrying[0].number == 1
+    assert retrying[0].delay_s == sleeps.waits[0]
+    (fragment,) = retrying[0].attempt.partial_tool_calls
+    assert fragment["name"] == "get_weather" and fragment["id"]
+    assert '{"city"' in fragment["arguments"] and fragment["arguments"].count("}") == 0
+    done = events[-1]
+    assert isinstance(done, Completed)
+    assert done.response.attempts[0].partial and not done.response.attempts[1].partial
+
+
+async def test_anthropic_partial_tool_input_kept(server: ReplayServer, retry: RetryPolicy) -> None:
+    tool = recorded("anthropic_messages/tool_use_response.sse")
+    server.add(Reply(body=tool, action="eof", cut_at=tool.index(b"input_json_delta") + 30))
+    with pytest.raises(ProviderError) as info:
+        await run(anthropic(server, retry))
+    partial = info.value.attempts[-1].to_json()["partial"]
+    assert partial["text"] == "I'll check the current weather in Paris for you."
+    assert partial["tool_calls"][0]["name"] == "get_weather"

@@ -1,0 +1,484 @@
+"""The store on a PostgreSQL server, through psycopg 3: the same contract as the SQLite file.
+
+As with aiosqlite, one connection per process lives on a thread of its own and the repos' callbacks
+run there (``Database.call``/``write``), so a step's commit is one hand-off however many statements
+it has. The callbacks get a ``PgConnection``, which speaks like sqlite3's: it takes the repos' SQL
+(SQLite's) and rewrites, once per statement text, the few spellings PostgreSQL has otherwise:
+
+- ``?`` parameters become ``%s`` (a literal ``%`` is doubled);
+- an ``INSERT`` into a table with a generated ``id`` gets ``RETURNING id``: that is ``lastrowid``;
+- ``json_extract(col, '$.key')`` becomes ``(col::json -> 'key')::text``, SQLite's scalar
+  ``MAX(a, b)`` becomes ``GREATEST(a, b)``;
+- a constraint violation raises ``sqlite3.IntegrityError``, what the repos' callers catch.
+
+A module with a statement only PostgreSQL has (``FOR UPDATE SKIP LOCKED``, ``pg_notify``) runs it
+the same way, through ``db.write(fn)`` or ``db.call(fn)``, after checking ``db.dialect``; the
+driver's own connection is ``conn.raw`` and ``PgDatabase.connect()`` opens a second one (for
+``LISTEN``, which needs a connection that is not busy with the store's statements).
+
+A write transaction takes a transaction-scoped advisory lock first (``pg_advisory_xact_lock``):
+writers of one store take turns, as SQLite's ``BEGIN IMMEDIATE`` makes them, so every repo's
+read-then-write stays correct across processes and machines. Reads take no lock; nor does
+``db.write(fn, exclusive=False)``, for statements made for concurrent writers (row locks).
+
+The schema is versioned in the table ``io_tui_schema`` (its application id and version, the
+migration numbers of SQLite's ``user_version``); a database with tables and no such table is not
+io-tui's and is refused untouched. Migrations run in one transaction under the same advisory
+lock, the version re-read inside it: of many processes opening one new store at once, the first
+migrates and the others find the work done.
+
+The URL is libpq's (``postgresql://user@host:port/db?sslmode=verify-full&sslrootcert=...``):
+every option passes through to the driver. The password is never part of what is shown: it
+comes from ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads them), from ``PGPASSWORD`` in io-tui's
+credentials file, or from the URL itself, where ``store_url`` takes it out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from io_tui.core.store.db import (
+    APPLICATION_ID,
+    Connection,
+    Database,
+    StoreError,
+    in_transaction,
+)
+from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION, id_tables, postgresql
+
+if TYPE_CHECKING:
+    import aiosqlite
+    import psycopg
+
+T = TypeVar("T")
+SCHEMES = ("postgresql://", "postgres://")
+VERSION_TABLE = "io_tui_schema"
+CONNECT_TIMEOUT_S = 10
+PASSWORD_VARIABLE = "PGPASSWORD"  # libpq's own variable, and its name in credentials.toml
+_FOREIGN = (
+    "is not an io-tui store (a PostgreSQL database with tables of something else);"
+    " io-tui leaves it untouched"
+)
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(SCHEMES)
+
+
+class StoreUrl(str):
+    """A PostgreSQL store's URL as it may be shown and handed to child processes: without a
+    password. One given in the URL is kept in ``password``, never in the text."""
+
+    password: str | None = None
+
+
+def store_url(text: str) -> StoreUrl:
+    """``text`` (a ``postgresql://`` URL) with any password taken out into ``.password``.
+
+    A process that got its password in the URL gives it to its children (the harness worker)
+    through ``PGPASSWORD``, as the environment, not on their command line."""
+    parts = urlsplit(text)
+    userinfo, at, hostinfo = parts.netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    url = StoreUrl(urlunsplit(parts._replace(netloc=f"{user}{at}{hostinfo}")))
+    if colon and password:
+        url.password = unquote(password)
+        os.environ.setdefault(PASSWORD_VARIABLE, url.password)
+    return url
+
+
+def _password(url: StoreUrl) -> str | None:
+    """The password to give the driver: the URL's, else none when libpq finds one itself
+    (``PGPASSWORD``), else the credentials file's ``PGPASSWORD``."""
+    if url.password or os.environ.get(PASSWORD_VARIABLE):
+        return url.password
+    from io_tui.core.providers.base import ProviderConfigError
+    from io_tui.core.providers.credentials import read_credential
+
+    try:
+        return read_credential(PASSWORD_VARIABLE)
+    except ProviderConfigError as exc:
+        raise StoreError(str(exc)) from None
+
+
+class PgRow(tuple[Any, ...]):
+    """A row read by column name and by index, as ``sqlite3.Row`` reads."""
+
+    _names: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], names: dict[str, int]) -> PgRow:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _rows(cursor: Any) -> Callable[[Sequence[Any]], PgRow]:
+    """psycopg's row factory for ``PgRow``."""
+    names = {column.name: at for at, column in enumerate(cursor.description or ())}
+    return partial(PgRow, names=names)
+
+
+class PgCursor:
+    """A statement's outcome as sqlite3's cursor gives it (in a pipeline, once it is back)."""
+
+    def __init__(self, conn: PgConnection, cursor: psycopg.Cursor[Any], lastrowid: int | None):
+        self._conn = conn
+        self._cursor = cursor
+        self.lastrowid = lastrowid
+
+    @property
+    def rowcount(self) -> int:
+        if self._conn.pipeline is not None:
+            self._conn.pipeline.sync()
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        import psycopg
+
+        try:
+            return self._cursor.fetchone()
+        except psycopg.ProgrammingError:  # a statement without rows: sqlite3 says None
+            return None
+
+    def fetchall(self) -> list[Any]:
+        import psycopg
+
+        try:
+            return self._cursor.fetchall()
+        except psycopg.ProgrammingError:
+            return []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+class PgConnection:
+    """sqlite3's ``execute``/``executemany`` over a psycopg connection (``raw``)."""
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+        self.pipeline: psycopg.Pipeline | None = None
+
+    def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
+        text, returning = translate(sql)
+        with _integrity():
+            cursor = self.raw.execute(text, tuple(parameters))
+            lastrowid = cursor.fetchone()[0] if returning else None  # type: ignore[index]
+        return PgCursor(self, cursor, lastrowid)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> PgCursor:
+        text, _ = translate(sql, returning=False)
+        cursor = self.raw.cursor()
+        with _integrity():
+            cursor.executemany(text, [tuple(p) for p in parameters])
+        return PgCursor(self, cursor, None)
+
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Statements sent without waiting for each answer (psycopg's pipeline mode): a wait
+        only where a result is read (a row, ``lastrowid``, ``rowcount``) and at the end. A
+        failure surfaces at the next wait; a transaction it left aborted is rolled back."""
+        from psycopg.pq import TransactionStatus
+
+        try:
+            with self.raw.pipeline() as self.pipeline:
+                yield
+        except BaseException:
+            if not self.raw.broken and self.raw.info.transaction_status != TransactionStatus.IDLE:
+                self.raw.execute("ROLLBACK")
+            raise
+        finally:
+            self.pipeline = None
+
+
+@contextmanager
+def _integrity() -> Iterator[None]:
+    import psycopg
+
+    try:
+        yield
+    except psycopg.IntegrityError as exc:
+        raise sqlite3.IntegrityError(_first_line(exc)) from None
+
+
+_JSON_EXTRACT = re.compile(r"json_extract\((\w+), '\$\.(\w+)'\)", re.IGNORECASE)
+_SCALAR_MAX = re.compile(r"\bMAX\(([^(),]+),([^(),]+)\)", re.IGNORECASE)
+_INSERT = re.compile(r"\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
+_ID_TABLES = id_tables()
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str, *, returning: bool = True) -> tuple[str, bool]:
+    """The repos' SQL as PostgreSQL takes it, and whether it returns the new row's id."""
+    sql = _JSON_EXTRACT.sub(r"((\1)::json -> '\2')::text", sql)
+    sql = _SCALAR_MAX.sub(r"GREATEST(\1,\2)", sql)
+    parts = sql.replace("%", "%%").split("'")
+    parts[::2] = [part.replace("?", "%s") for part in parts[::2]]  # outside string literals
+    sql = "'".join(parts)
+    insert = _INSERT.match(sql)
+    if returning and insert and insert[1] in _ID_TABLES and "RETURNING" not in sql.upper():
+        return f"{sql} RETURNING id", True
+    return sql, False
+
+
+class _AsyncCursor:
+    """A statement's outcome inside ``transaction()``, as aiosqlite's cursor gives it."""
+
+    def __init__(self, cursor: PgCursor) -> None:
+        self.lastrowid = cursor.lastrowid
+        self.rowcount = cursor.rowcount
+        self._rows = cursor.fetchall()
+
+    async def fetchone(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    async def fetchall(self) -> list[Any]:
+        return self._rows
+
+
+class _Statement:
+    """``conn.execute(...)`` inside ``transaction()``: awaited, or ``async with``-ed, as
+    aiosqlite's."""
+
+    def __init__(self, running: asyncio.Future[_AsyncCursor]) -> None:
+        self._running = running
+
+    def __await__(self) -> Any:
+        return self._running.__await__()
+
+    async def __aenter__(self) -> _AsyncCursor:
+        return await self._running
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+class _AsyncConnection:
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    def execute(self, sql: str, parameters: Iterable[Any] = ()) -> _Statement:
+        def run(conn: Connection) -> _AsyncCursor:
+            return _AsyncCursor(cast(PgCursor, conn.execute(sql, tuple(parameters))))
+
+        return _Statement(asyncio.ensure_future(self._db.call(run)))
+
+
+class PgDatabase(Database):
+    """One PostgreSQL database through one psycopg connection on a thread of its own."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: StoreUrl, *, create: bool = True) -> None:
+        super().__init__(create=create)
+        self.path: StoreUrl = url
+        self._conn: PgConnection | None = None
+        self._thread: ThreadPoolExecutor | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    def _on_thread(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="io-tui-store")
+        return asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    async def open(self) -> None:
+        """Connect, identify the database (io-tui's, empty, or refused) and migrate."""
+        raw = None
+        try:
+            with self._as_store_error("cannot open store"):
+                raw = await self._on_thread(partial(self.connect_sync, self.path))
+                conn = PgConnection(raw)
+                await self._on_thread(partial(_prepare, self.path, conn, self.create))
+        except BaseException:
+            if raw is not None:
+                await self._on_thread(raw.close)
+            raise
+        self._conn = conn
+
+    @staticmethod
+    def connect_sync(url: StoreUrl) -> psycopg.Connection[Any]:
+        """A new autocommit connection to the store's server, rows as ``PgRow``."""
+        import psycopg
+
+        options: dict[str, Any] = {}
+        password = _password(url)
+        if password:
+            options["password"] = password
+        if "connect_timeout" not in url:
+            options["connect_timeout"] = CONNECT_TIMEOUT_S
+        return psycopg.connect(
+            str(url), autocommit=True, row_factory=_rows, application_name="io-tui", **options
+        )
+
+    async def connect(self) -> psycopg.AsyncConnection[Any]:
+        """A second connection of the process's own (autocommit), for what must not share the
+        store's: ``LISTEN`` and waiting for its notifications. The caller closes it."""
+        import psycopg
+
+        options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        password = _password(self.path)
+        if password:
+            options["password"] = password
+        with self._as_store_error("cannot connect to store"):
+            return await psycopg.AsyncConnection.connect(
+                str(self.path), autocommit=True, application_name="io-tui", **options
+            )
+
+    async def close(self) -> None:
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            await asyncio.wait([opening])  # a failed open has closed what it opened
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._on_thread(conn.raw.close)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.shutdown(wait=False)
+
+    async def call(self, fn: Callable[[Connection], T]) -> T:
+        await self._wait_open()
+        conn = self._conn
+        if conn is None:
+            raise StoreError("store is not open")
+        with self._as_store_error("store"):
+            return await self._on_thread(partial(self._reconnected, fn, conn))
+
+    def _reconnected(self, fn: Callable[[Connection], T], conn: PgConnection) -> T:
+        """``fn(conn)``, on a new connection first if the server dropped the last one (a
+        restart, a failover): the call that met the drop failed with ``StoreError``; the next
+        ones go on."""
+        if conn.raw.broken:
+            conn.raw = self.connect_sync(self.path)
+        return fn(conn)
+
+    async def write(self, fn: Callable[[Connection], T], *, exclusive: bool = True) -> T:
+        """(pipelined: a step's commit waits for the server about three times, not once per
+        statement; the store's write lock is held that much shorter)"""
+        async with self._lock:
+            return await self.call(partial(_pipelined_transaction, exclusive, fn))
+
+    @staticmethod
+    def begin(conn: Connection, exclusive: bool = True) -> None:
+        conn.execute("BEGIN")
+        if exclusive:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            await self.call(self.begin)
+            try:
+                yield cast("aiosqlite.Connection", _AsyncConnection(self))
+            except BaseException:
+                await self.call(_rollback)
+                raise
+            await self.call(_commit)
+
+    @contextmanager
+    def _as_store_error(self, doing: str) -> Iterator[None]:
+        """The driver's failures to reach or keep the server as one line that names the store
+        (never its password)."""
+        import psycopg
+
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            text = _first_line(exc)
+            if self.path.password:
+                text = text.replace(self.path.password, "***")
+            raise StoreError(f"{doing} {self.path}: {text}") from None
+
+
+def _pipelined_transaction(exclusive: bool, fn: Callable[[Connection], T], conn: Connection) -> T:
+    begin = partial(PgDatabase.begin, exclusive=exclusive)
+    with _integrity(), cast(PgConnection, conn).pipelined():
+        return in_transaction(begin, fn, conn)
+
+
+def _rollback(conn: Connection) -> None:
+    conn.execute("ROLLBACK")
+
+
+def _commit(conn: Connection) -> None:
+    conn.execute("COMMIT")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _prepare(url: StoreUrl, conn: PgConnection, create: bool) -> None:
+    version = _identify(url, conn)
+    if version == 0 and not create:
+        raise StoreError(f"no store at {url} (nothing has run with this store yet)")
+    if version < SCHEMA_VERSION:
+        _migrate(url, conn)
+
+
+def _identify(url: StoreUrl, conn: PgConnection) -> int:
+    """The database's schema version, once it is known to be an io-tui store (0: empty)."""
+    tables = {
+        row[0]
+        for row in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    }
+    if VERSION_TABLE not in tables:
+        if tables:
+            raise StoreError(f"{url} {_FOREIGN}")
+        return 0
+    row = conn.execute(f"SELECT application_id, version FROM {VERSION_TABLE}").fetchone()
+    if row is None or row[0] != APPLICATION_ID:
+        raise StoreError(f"{url} {_FOREIGN}")
+    version = int(row[1])
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store {url} has schema version {version}, newer than this io-tui "
+            f"({SCHEMA_VERSION}); upgrade io-tui"
+        )
+    return version
+
+
+def _migrate(url: StoreUrl, conn: PgConnection) -> None:
+    """Every pending migration in one transaction under the store's write lock, the version
+    re-read inside it."""
+    PgDatabase.begin(conn)
+    try:
+        version = _identify(url, conn)
+        if version == 0:
+            conn.raw.execute(
+                f"CREATE TABLE {VERSION_TABLE} (application_id BIGINT NOT NULL,"
+                " version INTEGER NOT NULL)"
+            )
+            conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?, 0)", (APPLICATION_ID,))
+        for number in range(version, SCHEMA_VERSION):
+            conn.raw.execute(postgresql(MIGRATIONS[number]))  # one round trip: no parameters
+        conn.execute(f"UPDATE {VERSION_TABLE} SET version = ?", (SCHEMA_VERSION,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise

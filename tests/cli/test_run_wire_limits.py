@@ -1,0 +1,149 @@
+"""``io-tui run`` against a real HTTP server on 127.0.0.1 that cuts answers at the output limit,
+dies mid-stream, fails and recovers, or says the prompt does not fit (issue 17 items 1-4).
+
+Each run is a real subprocess; what it records is read back with ``io-tui trace``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from replay_server import ReplayServer, Reply, json_reply, sse_reply
+
+TEXT = "The answer starts here and goes on for a while"
+
+
+def chat_stream(text: str, finish: str = "stop") -> bytes:
+    """An OpenAI-compatible stream of ``text`` word by word, ending with ``finish``."""
+    chunks: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {"content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": w + " "}}]} for w in text.split()]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    chunks.append({"choices": [], "usage": {"prompt_tokens": 90, "completion_tokens": 12}})
+    body = "".join(f"data: {json.dumps({'model': 'm', **c})}\n\n" for c in chunks)
+    return (body + "data: [DONE]\n\n").encode()
+
+
+async def io_tui(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "io_tui",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def run_against(
+    tmp_path: Path, workspace: Path, replies: list[Reply], *flags: str, model: str = "m"
+) -> tuple[int, list[dict[str, Any]], dict[str, Any], ReplayServer, dict[str, str]]:
+    """One ``io-tui run --json`` against a server scripted with ``replies``: its exit code, its
+    JSON events, the run's trace, the server (its requests) and the environment used."""
+    server = ReplayServer()
+    await server.start()
+    server.add(*replies)
+    store = str(tmp_path / "wire.db")
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["IO_TUI_CONFIG"] = str(tmp_path / "none.toml")
+    try:
+        code, out, err = await io_tui(
+            *("run", "answer", "--workspace", str(workspace), "--store", store, "--json"),
+            *("--provider", "openai-compatible", "--base-url", server.base_url + "/v1"),
+            *("--model", model, *flags),
+            env=env,
+        )
+    finally:
+        await server.stop()
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert lines, err
+    _, trace_out, _ = await io_tui("trace", "1", "--json", "--store", store, env=env)
+    return code, lines, json.loads(trace_out), server, env | {"STORE": store}
+
+
+async def test_a_length_cut_answer_ends_finished_truncated(tmp_path, workspace) -> None:
+    code, events, trace, server, env = await run_against(
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT, "length"))], "--max-output-tokens", "64"
+    )
+    assert server.requests[0].body["max_tokens"] == 64
+    assert code == 1  # not a finished run: exit 1
+    result = events[-1]
+    assert (result["status"], result["outcome"]) == ("finished", "finished_truncated")
+    assert "cut at the output limit of 64 tokens" in result["error"]
+    # every text delta is an event, in order, and they add up to the stored answer
+    deltas = "".join(e["detail"]["text"] for e in events if e.get("kind") == "text_delta")
+    assert deltas.split() == TEXT.split() == trace["steps"][0]["text"].split()
+    finished = next(e for e in events if e.get("kind") == "request_finished")
+    assert finished["detail"]["stop_reason"] == "length"
+    request = trace["requests"][0]
+    assert (request["stop_reason"], request["raw_stop_reason"]) == ("length", "length")
+    assert request["attempts"][0]["max_output_tokens"] == 64
+    _, readable, _ = await io_tui("trace", "1", "--store", env["STORE"], env=env)
+    assert "finished_truncated" in readable
+    assert "stop reason length (raw 'length')" in readable
+
+
+async def test_text_streamed_before_the_server_died_is_kept_marked_partial(
+    tmp_path, workspace
+) -> None:
+    body = chat_stream(TEXT)
+    cut = Reply(body=body, action="cut", cut_at=body.index(b"goes"))
+    code, events, trace, server, env = await run_against(tmp_path, workspace, [cut])
+    assert code == 1 and len(server.requests) == 1  # shown text is never retried
+    failed = next(e for e in events if e.get("kind") == "request_failed")
+    shown = "The answer starts here and "
+    assert failed["detail"]["partial"] == {"text": shown, "tool_calls": []}
+    request = trace["requests"][0]
+    assert request["partial"]["text"] == shown and request["error"]
+    _, readable, _ = await io_tui("trace", "1", "--store", env["STORE"], env=env)
+    assert f"partial output (streamed before it failed):\n  │ {shown.strip()}" in readable
+
+
+async def test_every_retry_is_an_event(tmp_path, workspace) -> None:
+    code, events, trace, server, _ = await run_against(
+        tmp_path,
+        workspace,
+        [json_reply(500, {"error": {"message": "busy"}}), sse_reply(chat_stream("fine"))],
+    )
+    assert code == 0 and len(server.requests) == 2
+    (retry,) = [e for e in events if e.get("kind") == "request_retry"]
+    assert retry["detail"]["attempt"] == 1 and retry["detail"]["error_kind"] == "server"
+    assert retry["detail"]["delay_s"] > 0
+    assert [a["error_kind"] for a in trace["requests"][0]["attempts"]] == ["server", None]
+
+
+async def test_an_overflow_compacts_once_and_is_never_resent_identically(
+    tmp_path, workspace
+) -> None:
+    overflow = {"error": {"message": "This model's maximum context length is 4096 tokens"}}
+    code, events, trace, server, _ = await run_against(
+        tmp_path, workspace, [json_reply(400, overflow), json_reply(400, overflow)]
+    )
+    assert len(server.requests) == 1  # nothing to fold in step 1: the same prompt stays here
+    assert code == 1
+    assert events[-1]["outcome"] == "context_overflow"
+    assert (
+        "not sent again" in events[-1]["error"] and "maximum context length" in events[-1]["error"]
+    )
+    assert [r["attempt"] for r in trace["requests"]] == [1, 2]  # the refusal is recorded too
+
+
+async def test_a_frame_beyond_the_models_window_is_refused_before_sending(
+    tmp_path, workspace
+) -> None:
+    code, events, trace, server, _ = await run_against(
+        tmp_path, workspace, [], "--max-output-tokens", "199900", model="gpt-4o-mini"
+    )
+    assert server.requests == [] and code == 1
+    error = events[-1]["error"]
+    assert "refused before sending" in error and "window of 128,000" in error
+    assert "199,900" in error and "tools ~" in error
+    assert trace["requests"][0]["error"] == error

@@ -1,0 +1,123 @@
+"""Approvals, rules, intents and leases as the store keeps them, on both backends: what the run
+loop, the inbox and resume rely on, checked repo by repo (each test runs on a SQLite file and on
+a PostgreSQL database)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.ledger import Observation, ObsKind
+from io_tui.core.policy import Act, Effect
+from io_tui.core.store import RunBusy, StepCommit, Store
+from io_tui.core.store.leases import LEASE_TTL_S, OWNER
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    return store_on_both
+
+
+async def new_run(store: Store) -> int:
+    return await store.runs.create(goal="g", workspace="/w", contract={}, provider={}, policy={})
+
+
+def asked(run_id: int, call_id: str = "c1") -> ApprovalRequest:
+    return ApprovalRequest(
+        0, run_id, 1, call_id, "write_file", {"path": "a.py", "content": "x"}, Act.WRITE,
+        "a.py", "x", "ask writes", "workspace", "/w",
+    )  # fmt: skip
+
+
+async def test_the_first_decision_wins_and_what_was_done_is_recorded(store: Store) -> None:
+    run_id = await new_run(store)
+    request = await store.approvals.create(asked(run_id))
+    assert request.id == 1 and request.created_at > 0
+    assert [r.request.id for r in await store.approvals.pending()] == [1]
+    assert await store.approvals.record_decision(1, Decision.approve("alice"))
+    assert not await store.approvals.record_decision(1, Decision.deny("late", "bob"))
+    await store.approvals.record_performed(1, {"wrote": 1})
+    record = await store.approvals.get(1)
+    assert record is not None and record.status == "decided"
+    assert record.decision == Decision.approve("alice") and record.performed == {"wrote": 1}
+    assert await store.approvals.pending() == []
+    assert [r.request.arguments for r in await store.approvals.for_run(run_id)] == [
+        {"path": "a.py", "content": "x"}
+    ]
+
+
+async def test_rules_are_remembered_scoped_and_revoked(store: Store) -> None:
+    run_id = await new_run(store)
+    kept = await store.rules.add(act=Act.READ, pattern="docs/*", scope="global", workspace=None,
+                                 run_id=None)  # fmt: skip
+    other = await store.rules.add(
+        act=Act.WRITE, pattern="src/*", scope="workspace", workspace="/elsewhere", run_id=None
+    )
+    mine = await store.rules.add(act=Act.EXEC, pattern="pytest *", scope="run", workspace="/w",
+                                 run_id=run_id, effect=Effect.DENY)  # fmt: skip
+    layer = await store.rules.layer_for(workspace="/w", run_id=run_id)
+    assert [(r.act, r.effect, r.pattern) for r in layer.rules] == [
+        (Act.READ, Effect.ALLOW, "docs/*"),
+        (Act.EXEC, Effect.DENY, "pytest *"),
+    ]
+    assert await store.rules.revoke(kept) and not await store.rules.revoke(kept)
+    assert [r.id for r in await store.rules.list()] == [other, mine]
+    assert [r.revoked_at is not None for r in await store.rules.list(include_revoked=True)] == [
+        True, False, False,
+    ]  # fmt: skip
+
+
+async def test_an_intent_is_open_until_its_observation_commits(store: Store) -> None:
+    run_id = await new_run(store)
+    first = await store.intents.begin(run_id=run_id, step=1, call_id="c1", tool="write_file",
+                                      arguments={"path": "a.py"}, act="write", target="a.py",
+                                      before={"exists": False, "text": None})  # fmt: skip
+    second = await store.intents.begin(run_id=run_id, step=1, call_id="c2", tool="read_file",
+                                       arguments={"path": "b.py"})  # fmt: skip
+    latest = await store.intents.latest(run_id, "c1")
+    assert latest is not None and latest.in_flight and latest.before == {"exists": False,
+                                                                         "text": None}  # fmt: skip
+    observation = Observation(1, "c1", "write_file", ObsKind.WRITE, "a.py", "ok")
+    commit = StepCommit(1, "", (), {}, [(observation, "ok")], [], [], 1,
+                        closed_intents=[(second, "skipped")])  # fmt: skip
+    await store.runs.commit_step(run_id, commit)
+    rows = await store.intents.for_run(run_id)
+    assert [(r.id, r.status) for r in rows] == [(first, "done"), (second, "skipped")]
+    assert all(r.ended_at is not None for r in rows)
+
+
+async def test_a_live_lease_refuses_a_second_driver_and_an_expired_one_is_reaped(
+    store: Store,
+) -> None:
+    run_id = await new_run(store)
+    holder = await store.leases.holder(run_id)
+    assert holder is not None and holder.owner == OWNER.id
+    await store.leases.heartbeat([run_id])
+    # another machine's process holds it, its heartbeat fresh
+    await store.db.write(
+        lambda conn: conn.execute(
+            "UPDATE runs SET lease_owner = 'elsewhere', lease_host = 'other-host', lease_pid = 1,"
+            " lease_heartbeat = ? WHERE id = ?",
+            (time.time(), run_id),
+        )
+    )
+    with pytest.raises(RunBusy, match="other-host"):
+        await store.leases.acquire(run_id)
+    assert await store.leases.reap() == []
+    # its heartbeat stops: the lease expires and the run is interrupted
+    await store.db.write(
+        lambda conn: conn.execute(
+            "UPDATE runs SET lease_heartbeat = ? WHERE id = ?",
+            (time.time() - LEASE_TTL_S - 1, run_id),
+        )
+    )
+    assert await store.leases.reap() == [run_id]
+    run = await store.runs.get(run_id)
+    assert run is not None and run.status == "interrupted"
+    assert await store.leases.holder(run_id) is None
+    await store.leases.acquire(run_id)
+    await store.runs.set_status(run_id, "finished", "success")
+    assert await store.leases.holder(run_id) is None  # a run that ends gives its lease up
