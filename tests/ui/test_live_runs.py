@@ -42,8 +42,11 @@ class Holding:
         self.answer = asyncio.get_running_loop().create_future()
         return await self.answer
 
-    def deny(self) -> None:
-        if self.answer is not None and not self.answer.done():
+    async def deny(self, pilot: Pilot[object]) -> None:
+        # the run shows "asking" before its ask reaches decide(): wait for it, or the run waits on
+        await until(pilot, lambda: self.answer is not None, "the ask reached the approver")
+        assert self.answer is not None
+        if not self.answer.done():
             self.answer.set_result(Decision.deny(reason="test over", decided_by="test"))
 
 
@@ -186,7 +189,7 @@ async def test_an_asking_run_is_selected_and_its_ask_has_a_timer(make_app, clock
         await pilot.pause(0.2)
         assert "? asking 45s" in step_label(tree, 2, 1)
         assert "? step 1 waits for your approval · 45s" in transcript.live_text
-        approver.deny()
+        await approver.deny(pilot)
         first.release(5)
         second.release(5)
         await wait_until_idle(pilot)
@@ -210,7 +213,7 @@ async def test_an_asking_run_does_not_take_the_cursor_from_a_busy_operator(make_
         await pilot.pause(0.3)
         assert screen.selected_run == 1  # the message still goes where it was meant to
         assert screen.query_one("#prompt", Input).value == "half a thought"
-        approver.deny()
+        await approver.deny(pilot)
         first.release(5)
         asking.release(5)
         await wait_until_idle(pilot)

@@ -6,6 +6,7 @@ import dataclasses
 
 from textual.message import Message
 from textual.widgets import Input
+from waits import until
 
 from io_tui.core.events import EventKind
 from io_tui.core.store import Store
@@ -138,7 +139,9 @@ async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen.select_run(1)
-        await pilot.press("m", *"keep the API", "enter")
+        await pilot.press("m")  # focuses the prompt (deferred): type once it has
+        await until(lambda: screen.prompt.has_focus, "the prompt focused")
+        await pilot.press(*"keep the API", "enter")
         await wait_until_idle(pilot)
         pending = await app.store.db.fetchall(
             "SELECT text, delivered_step FROM operator_messages WHERE run_id = 1"
