@@ -113,11 +113,17 @@ async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        # a follow-up needs run 1 finished on screen (to a live run, the prompt steers it)
+        finished = lambda: getattr(main.runs.get(1), "status", None) == "finished"  # noqa: E731
+        await until(finished, "run 1 finished on screen", 60)
         await pilot.press("m")
         prompt = app.screen.query_one("#prompt", Input)
         assert prompt.has_focus
         await pilot.press(*"now add a docstring")
         await pilot.press("enter")
+        await until(lambda: main.runs.get(2) is not None, "run 2 on screen", 60)
         await wait_until_idle(pilot)
         row = await app.store.runs.get(2)
         assert row is not None and row.seed_run_id == 1

@@ -111,6 +111,7 @@ async def test_resuming_a_held_queue_run_puts_it_back_on_the_queue_with_the_choi
         )  # fmt: skip
         await store.queue.hold(run_id, "run_command was in flight")
         await store.runs.set_status(run_id, "interrupted", "interrupted")
+        await until(pilot, lambda: bool(app.screen.query(RunTree)), "the main screen composed")
         tree = app.screen.query_one(RunTree)
         await polled(pilot, app, lambda: run_id in tree.views, "the held run in the tree")
         assert "held for the operator" in tree_label(app, run_id)
