@@ -141,6 +141,31 @@ async def test_many_processes_opening_one_new_store_at_once_migrate_it_once(stor
     await asyncio.gather(*(s.close() for s in stores))
 
 
+def test_a_store_migrated_by_another_process_while_it_is_identified_is_not_foreign(sqlite_path):
+    """The id, the version and the tables are one snapshot: here another process migrates the
+    new store right after the version is read (the window a loaded machine once hit: the id
+    and version of the empty file, then the migrated store's tables, looked foreign)."""
+    from io_tui.core.store import db
+
+    sqlite3.connect(sqlite_path).execute("PRAGMA journal_mode = WAL").close()
+    other = sqlite3.connect(sqlite_path, isolation_level=None)
+    conn = sqlite3.connect(sqlite_path, isolation_level=None)
+
+    class MigratedMeanwhile:
+        in_transaction = property(lambda self: conn.in_transaction)
+
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            cursor = conn.execute(sql)
+            if sql == "PRAGMA user_version":
+                db._migrate(sqlite_path, other)
+            return cursor
+
+    assert db._identify(sqlite_path, MigratedMeanwhile()) == (0, 0)  # type: ignore[arg-type]
+    assert db._identify(sqlite_path, conn) == (SCHEMA_VERSION, db.APPLICATION_ID)
+    conn.close()
+    other.close()
+
+
 async def test_without_create_a_missing_store_is_an_error_not_a_new_one(store_path):
     with pytest.raises(StoreError, match="no store at"):
         await Store.open(store_path, create=False)

@@ -288,11 +288,21 @@ def _identify(path: Path, conn: sqlite3.Connection) -> tuple[int, int]:
     """The file's schema version and application id, once it is known to be an io-tui store:
     one that carries io-tui's ``application_id``, an empty file, or a store of an io-tui from
     before the id (``user_version`` set and io-tui's first tables present). Anything else is
-    refused with ``StoreError``."""
-    app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if app_id != APPLICATION_ID:
+    refused with ``StoreError``.
+
+    The three are read in one snapshot: one by one, outside a transaction, a store another
+    process migrates in between looks foreign (no id, no version yet, then its tables)."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        if own:
+            conn.execute("COMMIT")
+    if app_id != APPLICATION_ID:
         empty = app_id == 0 and version == 0 and not names
         legacy = app_id == 0 and version >= 1 and names >= FIRST_TABLES
         if not (empty or legacy):
