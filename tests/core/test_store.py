@@ -291,3 +291,38 @@ async def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(p
         await store.runs.get(run_id)
     assert (await store.runs.get(run_id)) is not None
     await store.close()
+
+
+def test_an_open_that_sqlite_calls_busy_at_once_is_tried_again_within_the_busy_timeout(
+    monkeypatch,
+):
+    """SQLite answers "database is locked" without waiting where waiting could deadlock (a
+    journal-mode change, WAL recovery): the open tries again until the busy timeout, then
+    gives the lock error as before."""
+    from io_tui.core.store import db
+
+    answers = [sqlite3.OperationalError("database is locked")] * 2 + ["open"]
+
+    def flaky() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert db._patiently(flaky) == "open" and not answers
+    monkeypatch.setenv("IO_TUI_BUSY_TIMEOUT_MS", "200")
+    tries = []
+
+    def locked() -> None:
+        tries.append(1)
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        db._patiently(locked)
+    assert len(tries) > 1
+
+    def broken() -> None:
+        raise sqlite3.OperationalError("no such table: runs")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        db._patiently(broken)  # only a lock is tried again

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
@@ -191,13 +192,13 @@ class SqliteDatabase(Database):
         conn: aiosqlite.Connection | None = None
         try:
             if exists:
-                await asyncio.to_thread(_inspect, path)
+                await asyncio.to_thread(_patiently, partial(_inspect, path))
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
             mode = "rwc" if self.create else "rw"
             conn = await aiosqlite.connect(_uri(path, mode), uri=True, isolation_level=None)
             conn.row_factory = aiosqlite.Row
-            await _on_thread(conn, partial(_prepare, path))
+            await _on_thread(conn, lambda c: _patiently(partial(_prepare, path, c)))
         except BaseException as exc:
             if conn is not None:
                 await conn.close()
@@ -249,6 +250,21 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connectio
     """``fn(connection)`` on aiosqlite's thread, through ``_execute``: the queue every one of its
     own calls goes through (aiosqlite is pinned < 1)."""
     return await conn._execute(lambda: fn(conn._conn))
+
+
+def _patiently(fn: Callable[[], T]) -> T:
+    """``fn()``, tried again while SQLite answers "database is locked" before the busy timeout
+    has passed: where waiting could deadlock (a journal-mode change, a read turning into a
+    write, another process's WAL recovery) SQLite says busy at once instead of calling the busy
+    handler, and many processes opening one new store at once meet exactly those."""
+    deadline = time.monotonic() + busy_timeout_ms() / 1000
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if _LOCKED not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.05)
 
 
 def _inspect(path: Path) -> None:
