@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
 
 QUEUED = "queued"
@@ -119,18 +119,7 @@ def _entry(row: Any) -> QueueEntry:
     git = None
     if row["git_remote"] is not None:
         git = GitSource(row["git_remote"], row["git_ref"], row["push_branch"])
-    return QueueEntry(
-        run_id=row["run_id"],
-        labels=tuple(json.loads(row["labels"])),
-        git=git,
-        enqueued_at=row["enqueued_at"],
-        claimed_by=row["claimed_by"],
-        claimed_at=row["claimed_at"],
-        claims=row["claims"],
-        reconcile=row["reconcile"],
-        held=row["held"],
-        pushed=row["pushed"],
-    )
+    return row_as(QueueEntry, row, labels=tuple(json.loads(row["labels"])), git=git)
 
 
 class QueueRepo:
@@ -280,16 +269,11 @@ class QueueRepo:
         rows = await self.db.fetchall(f"SELECT * FROM workers{where} ORDER BY started_at")
         held = await self.holders()
         return [
-            WorkerRow(
-                id=row["id"],
-                host=row["host"],
-                pid=row["pid"],
+            row_as(
+                WorkerRow,
+                row,
                 labels=tuple(json.loads(row["labels"])),
-                concurrency=row["concurrency"],
-                started_at=row["started_at"],
-                heartbeat=row["heartbeat"],
                 draining=bool(row["draining"]),
-                stopped_at=row["stopped_at"],
                 runs=tuple(held.get(row["id"], ())),
             )
             for row in rows
