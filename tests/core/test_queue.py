@@ -93,6 +93,96 @@ async def test_a_worker_claims_only_runs_whose_labels_it_serves(both, workspace,
     assert claim.entry.labels == ("gpu", "linux")
 
 
+async def test_concurrent_claimers_never_take_one_run_twice_and_honour_labels(
+    store_on_both, workspace, write_script
+):
+    """Six connections (processes, as the store sees them) claim at once until the queue has
+    nothing for them: every run is taken exactly once, each by a claimer serving its labels."""
+    script = write_turns(write_script)
+    asks = [(), ("gpu",), ("gpu", "linux"), ("arm",)]
+    served = [(), ("gpu",), ("gpu", "linux"), ("linux", "gpu", "big"), ("arm",), ()]
+    first = await Store.open(store_on_both)
+    stores = [first, *[await Store.open(store_on_both) for _ in served[1:]]]
+    try:
+        wanted = {
+            await put(first, script, workspace, labels=list(asks[i % len(asks)])): asks[i % 4]
+            for i in range(40)
+        }
+        taken: list[list[tuple[int, tuple[str, ...]]]] = [[] for _ in served]
+
+        async def claimer(at: int) -> None:
+            while (claim := await stores[at].queue.claim(served[at])) is not None:
+                taken[at].append((claim.entry.run_id, claim.entry.labels))
+                await asyncio.sleep(0)  # let the others in between
+
+        await asyncio.wait_for(asyncio.gather(*map(claimer, range(len(served)))), 60)
+    finally:
+        for opened in stores:
+            await opened.close()
+    runs = [run_id for mine in taken for run_id, _ in mine]
+    assert len(runs) == len(set(runs)) == len(wanted)  # each once, and none left behind
+    for at, mine in enumerate(taken):
+        assert all(set(labels) <= set(served[at]) for _, labels in mine)
+        assert all(labels == wanted[run_id] for run_id, labels in mine)
+    reopened = await Store.open(store_on_both)
+    try:
+        entries = await reopened.queue.entries()
+    finally:
+        await reopened.close()
+    assert {e.run_id: e.claims for e in entries.values()} == dict.fromkeys(wanted, 1)
+
+
+async def test_a_postgresql_claim_passes_over_a_locked_row_without_waiting(
+    pg_url, workspace, write_script
+):
+    """SKIP LOCKED: with run 1's queue row locked by another transaction (a claimer that has
+    not committed yet), a claim takes run 2 at once instead of waiting for it; the lock gone,
+    run 1 is claimed next."""
+    import psycopg
+
+    store = await Store.open(pg_url)
+    try:
+        one, two = [await put(store, write_turns(write_script), workspace) for _ in range(2)]
+        with psycopg.connect(pg_url) as other:  # a transaction, not autocommit
+            other.execute("SELECT 1 FROM queue WHERE run_id = %s FOR UPDATE", (one,))
+            claim = await asyncio.wait_for(store.queue.claim(()), 20)
+            assert claim is not None and claim.entry.run_id == two
+            assert await asyncio.wait_for(store.queue.claim(()), 20) is None
+            other.rollback()
+        claim = await store.queue.claim(())
+        assert claim is not None and claim.entry.run_id == one
+    finally:
+        await store.close()
+
+
+async def test_a_postgresql_claim_waits_for_a_writer_holding_the_store_lock(
+    pg_url, workspace, write_script
+):
+    """The claim takes the store's advisory lock shared: a repo's read-then-write (holding it
+    exclusively) never sees a claim commit in between."""
+    import psycopg
+
+    from io_tui.core.store.db import APPLICATION_ID
+
+    store = await Store.open(pg_url)
+    try:
+        run_id = await put(store, write_turns(write_script), workspace)
+        with psycopg.connect(pg_url) as writer:
+            writer.execute("SELECT pg_advisory_xact_lock(%s)", (APPLICATION_ID,))
+            claiming = asyncio.ensure_future(store.queue.claim(()))
+            async with asyncio.timeout(20):  # until the claim waits on the lock, on the server
+                while not writer.execute(  # noqa: ASYNC110 - the server is the only signal
+                    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone():
+                    await asyncio.sleep(0.02)
+            assert not claiming.done()
+            writer.commit()
+        claim = await asyncio.wait_for(claiming, 20)
+        assert claim is not None and claim.entry.run_id == run_id
+    finally:
+        await store.close()
+
+
 async def test_an_interrupted_queue_run_is_taken_over_unless_held(both, workspace, write_script):
     run_id = await put(both, write_turns(write_script), workspace)
     assert await both.queue.claim(()) is not None
