@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_support import server_script_args
 
 from io_tui.core import (
     Decision,
@@ -24,7 +26,11 @@ from io_tui.core import (
     decide,
     enqueue_run,
 )
+from io_tui.core.mcp.config import StdioServer
+from io_tui.core.origin import RunOrigin
+from io_tui.core.settings import RunSettings
 from io_tui.core.store.leases import OWNER
+from io_tui.core.trace import build_trace
 
 ALLOW = Policy.from_json({"defaults": {"write": "allow", "exec": "allow"}}, source="test")
 
@@ -319,6 +325,52 @@ async def test_handing_back_ends_a_run_interrupted_for_another_worker(
     await asyncio.wait_for(last.serve(), 30)
     assert last.results[run_id].status == "finished"
     assert (tmp_path / "effects").read_text() == "ran\n"  # once: the operator's rerun
+
+
+async def test_a_queued_run_gets_the_mcp_servers_it_was_queued_with(
+    both, workspace, write_script, monkeypatch
+):
+    """The run's origin records its server with the secret as a variable name only; the worker
+    that claims it starts that server for it, the secret from the worker's own config."""
+    monkeypatch.delenv("IO_TUI_TEST_VAR", raising=False)
+    queued = StdioServer(
+        command=sys.executable, args=server_script_args(), env={"IO_TUI_TEST_VAR": "s3cret"}
+    )
+    origin = RunOrigin.at_start(RunSettings(), {"t": queued})
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "m1", "name": "mcp__t__info", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    policy = Policy.from_json({"defaults": {"exec": "allow", "net": "allow"}}, source="test")
+    run_id = await put(both, script, workspace, origin=origin, policy=policy)
+    row = await both.runs.get(run_id)
+    assert row is not None and "s3cret" not in json.dumps(row.origin)
+    w = worker(both, workspace.parent, servers={"t": queued})  # the worker's config has the value
+    await asyncio.wait_for(w.serve(), 60)
+    assert w.results[run_id].status == "finished"
+    trace = await build_trace(both, run_id)
+    (seen,) = trace["steps"][0]["observations"]
+    assert "IO_TUI_TEST_VAR=s3cret" in seen["text"]
+
+
+async def test_a_run_queued_without_a_record_of_servers_gets_the_built_in_tools(
+    store, workspace, write_script
+):
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "m1", "name": "mcp__t__info", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    run_id = await put(store, script, workspace)
+    mine = StdioServer(command=sys.executable, args=server_script_args())
+    w = worker(store, workspace.parent, servers={"t": mine})  # never started for its own sake
+    await asyncio.wait_for(w.serve(), 60)
+    trace = await build_trace(store, run_id)
+    (seen,) = trace["steps"][0]["observations"]
+    assert seen["is_error"] and "IO_TUI_TEST_VAR" not in seen["text"]
 
 
 def git(*args: str, cwd: Path) -> str:

@@ -147,12 +147,21 @@ class QueueRepo:
         policy: dict[str, Any],
         labels: Sequence[str] = (),
         git: GitSource | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> int:
-        """A new run, ``queued`` with no lease, for a worker to claim; its id."""
+        """A new run, ``queued`` with no lease, for a worker to claim; its id. ``origin``: how
+        it was started (``core.origin.RunOrigin``), which the worker driving it rebuilds."""
         return await self.db.write(
             partial(
                 _enqueue,
-                (goal, workspace, json.dumps(contract), json.dumps(provider), json.dumps(policy)),
+                (
+                    goal,
+                    workspace,
+                    json.dumps(contract),
+                    json.dumps(provider),
+                    json.dumps(policy),
+                    json.dumps(origin) if origin is not None else None,
+                ),
                 json.dumps(sorted(set(labels))),
                 git,
                 time.time(),
@@ -319,15 +328,15 @@ def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:
 
 
 def _enqueue(
-    run: tuple[str, str, str, str, str],
+    run: tuple[str, str, str, str, str, str | None],
     labels: str,
     git: GitSource | None,
     now: float,
     conn: Connection,
 ) -> int:
     cursor = conn.execute(
-        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, created_at,"
-        " updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
+        " created_at, updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
         (*run, now, now),
     )
     run_id = cursor.lastrowid
