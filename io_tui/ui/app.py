@@ -458,8 +458,12 @@ class IoApp(App[int]):
         self.paint_delays.extend(now - at for at in stamps)
 
     def main_screen(self) -> MainScreen | None:
+        """The main screen once its panes are mounted (it then shows every run of ``self.runs``);
+        None before that, and once the app is shutting down: events still arriving from the host
+        while the screens' widgets are being removed have nowhere to go."""
+        if not self.is_running:
+            return None
         for screen in self.screen_stack:
-            # once its panes are mounted: it then shows every run of ``self.runs``
             if isinstance(screen, MainScreen) and screen.ready:
                 return screen
         return None

@@ -271,3 +271,29 @@ async def test_quitting_while_a_run_asks_pauses_it_durably_in_the_app_loop(make_
         row = await store.runs.get(1)
         assert row is not None and (row.status, row.outcome) == ("paused", "awaiting_approval")
         assert [r.request.run_id for r in await store.approvals.pending()] == [1]
+
+
+async def test_events_that_arrive_while_the_app_shuts_down_touch_no_widget(make_app) -> None:
+    """The host can hand over a batch at any moment, also while quitting removes the screens'
+    widgets (CI once saw ``NoMatches: '#runs'`` there): the batch is folded into the run views,
+    and no screen is offered to paint it."""
+    from textual.widget import Widget
+
+    from io_tui.core.events import RunEvent
+
+    seen: list[object] = []
+
+    class LateBatch(Widget):
+        def on_unmount(self) -> None:
+            event = RunEvent(run_id=1, step=99, kind=EventKind.TEXT_DELTA, detail={"text": "late"})
+            seen.append(self.app.main_screen())
+            self.app._on_run_events(RunEventsReceived((event,)))  # type: ignore[attr-defined]
+            seen.append(self.app.events_applied)  # type: ignore[attr-defined]
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        applied = app.events_applied
+        assert app.main_screen() is app.screen  # while running, the main screen takes batches
+        await app.screen.mount(LateBatch())
+    assert seen == [None, applied + 1]
