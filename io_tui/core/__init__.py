@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from io_tui.core.memory import MemoryNote, Scope, check_key
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
-    from io_tui.core.policy import Act, Policy
+    from io_tui.core.policy import Act, Effect, Policy
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         FixedReconciler,
         InFlight,
         ReconcileChoice,
+        ReconcileNeeded,
         Reconciler,
         TerminalReconciler,
         in_flight_calls,
@@ -75,10 +76,11 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
-    from io_tui.core.workspace import Workspace
+    from io_tui.core.workspace import ExecResult, Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
@@ -94,6 +96,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "FixedReconciler",
             "InFlight",
             "ReconcileChoice",
+            "ReconcileNeeded",
             "Reconciler",
             "TerminalReconciler",
             "in_flight_calls",
@@ -107,7 +110,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    "Workspace": "workspace",
+    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
@@ -125,7 +129,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ),
         "approvals",
     ),
-    **dict.fromkeys(("Act", "Policy"), "policy"),
+    **dict.fromkeys(("Act", "Effect", "Policy"), "policy"),
     **dict.fromkeys(
         (
             "SCOPE_LABELS",
@@ -183,8 +187,10 @@ __all__ = [
     "DecideError",
     "Decision",
     "DecisionKind",
+    "Effect",
     "EventKind",
     "EventSink",
+    "ExecResult",
     "FixedReconciler",
     "GitSource",
     "Harness",
@@ -202,6 +208,7 @@ __all__ = [
     "QueueWorker",
     "Recall",
     "ReconcileChoice",
+    "ReconcileNeeded",
     "Reconciler",
     "RememberRule",
     "RememberedRule",
@@ -220,6 +227,8 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "Tool",
+    "ToolContext",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
