@@ -98,6 +98,7 @@ PUBLIC = [  # sorted
     "preview_matches",
     "probe_models",
     "provider_for",
+    "read_servers",
     "request_notes",
     "resume",
     "servers_to_resume",

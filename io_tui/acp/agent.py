@@ -25,6 +25,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -37,6 +38,7 @@ from acp.schema import (
 
 from io_tui import __version__
 from io_tui.acp.editor import Editor, client_tools
+from io_tui.acp.mcp import client_servers
 from io_tui.acp.permission import ClientApprover, ClientReconciler
 from io_tui.acp.session import Outbox, Session, new_session_id, session_runs
 from io_tui.acp.updates import UpdateSink, replay, run_note
@@ -133,6 +135,7 @@ class IoAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="io-tui", title="io-tui", version=__version__),
@@ -144,19 +147,23 @@ class IoAgent:
 
     # -- sessions --
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
-        session = self._open(new_session_id(), _directory(cwd))
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        session = self._open(new_session_id(), _directory(cwd), mcp_servers)
         log.info("session %s in %s", session.id, session.cwd)
         return NewSessionResponse(session_id=session.id)
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
         directory = _directory(cwd)
         runs = await self._runs(session_id)
         if not runs:
             raise RequestError.resource_not_found(session_id)
         if session_id in self.sessions and self.sessions[session_id].busy:
             raise RequestError.invalid_request({"details": f"session {session_id} is prompting"})
-        session = self._open(session_id, directory)
+        session = self._open(session_id, directory, mcp_servers)
         session.run_id = runs[-1].id
         await replay(session, self.store, runs)
         log.info("session %s loaded: runs %s", session_id, [r.id for r in runs])
@@ -181,8 +188,9 @@ class IoAgent:
         infos.sort(key=lambda info: info.updated_at or "", reverse=True)
         return ListSessionsResponse(sessions=infos)
 
-    def _open(self, session_id: str, cwd: Path) -> Session:
+    def _open(self, session_id: str, cwd: Path, mcp_servers: list[Any] | None) -> Session:
         session = Session(session_id, cwd, Outbox(self.client, session_id), self.capabilities)
+        session.servers = client_servers(mcp_servers)
         self.sessions[session_id] = session
         return session
 
@@ -292,7 +300,7 @@ class IoAgent:
             contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             raise invalid(f"the run cannot start: {exc}") from None
-        servers = self.servers(session.cwd)
+        servers = self._servers(session)
         harness = Harness(
             store=self.store,
             provider=provider,
@@ -341,12 +349,16 @@ class IoAgent:
         except DecideError as exc:
             raise RequestError.invalid_request({"details": str(exc)}) from None
 
+    def _servers(self, session: Session) -> dict[str, ServerSource]:
+        """The config's MCP servers for the session's directory, and the client's over them."""
+        return {**self.servers(session.cwd), **session.servers}
+
     async def _registry(self, session: Session) -> ToolRegistry:
         """The built-in tools (files and commands through the client where it offers them),
         with the MCP servers of the config for the session's directory."""
         registry = harness_registry()
         hub = self._hubs.get(session.id)
-        servers = dict(self.servers(session.cwd))
+        servers = self._servers(session)
         if hub is None and servers:
             hub = await self._exit.enter_async_context(McpHub(servers))
             self._hubs[session.id] = hub

@@ -91,6 +91,7 @@ class Session:
     turn: asyncio.Task[Any] | None = None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     asking: int = 0  # permission requests open now: a cancel defers them instead
+    servers: dict[str, Any] = field(default_factory=dict)  # the client's MCP servers
 
     @property
     def busy(self) -> bool:
@@ -100,10 +101,9 @@ class Session:
 async def session_runs(store: Store, session_id: str | None = None) -> list[Any]:
     """The runs (``RunRow``) of ``session_id`` in the order they were started, its sub-agents'
     left out; every session's with None."""
-    rows = await store.runs.of_session(session_id)
+    rows = await store.runs.of_session(session_id)  # a text match on the origin: checked here
     return [
         row
         for row in rows
-        if (row.origin or {}).get("session") == session_id
-        or (session_id is None and (row.origin or {}).get("session"))
+        if (session := (row.origin or {}).get("session")) and session_id in (None, session)
     ]

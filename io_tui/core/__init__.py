@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         discover_mcp_files,
         load_mcp_file,
     )
+    from io_tui.core.mcp.config import read_servers
     from io_tui.core.memory import MemoryNote, Scope, check_key
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
@@ -170,6 +171,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
         "mcp",
     ),
+    "read_servers": "mcp.config",
 }
 
 __all__ = [
@@ -256,6 +258,7 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
+    "read_servers",
     "request_notes",
     "resume",
     "servers_to_resume",

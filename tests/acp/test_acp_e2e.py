@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError, text_block
+from acp.schema import EnvVariable, McpServerStdio
 from acp_client import EditorClient, io_tui_acp
 
 from io_tui.core import Store
@@ -237,6 +238,32 @@ async def test_bad_requests_get_protocol_errors(workspace, write_script, store_p
         (info,) = (await conn.list_sessions(cwd=str(workspace))).sessions
         assert (info.session_id, info.title) == (session.session_id, "hello")
     assert "Traceback" not in stderr.read_text()
+
+
+async def test_the_clients_mcp_server_serves_the_session(workspace, write_script, store_path):
+    clock = {"name": "mcp__time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+    script = write_script([{"tool_calls": [clock]}, {"text": "It is late there."}])
+    time_server = McpServerStdio(
+        name="time",
+        command=sys.executable,
+        args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+        env=[EnvVariable(name="TZ", value="UTC")],
+    )
+    client = EditorClient(answers=["approve"])  # an MCP call asks, as every exec does
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    async with io_tui_acp(client, *args) as conn:
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[time_server])
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("time?")])
+
+    assert answer.stop_reason == "end_turn"
+    (started,) = client.of_kind("tool_call")
+    assert (started.kind, started.title) == ("fetch", "mcp__time__get_current_time")
+    (completed,) = client.tool_updates("completed")
+    assert "Asia/Tokyo" in completed.content[0].content.text
+    async with await Store.open(store_path) as store:
+        row = await store.runs.get(answer.field_meta["io-tui"]["run_id"])
+        # recorded secret-free, as every run's servers are: a literal env value by its name
+        assert row.origin["settings"]["mcp"]["servers"]["time"]["env"] == {"TZ": "${TZ}"}
 
 
 def test_malformed_json_rpc_gets_errors_and_stdout_stays_protocol(write_script, store_path):
