@@ -161,8 +161,15 @@ class IoAgent:
         runs = await self._runs(session_id)
         if not runs:
             raise RequestError.resource_not_found(session_id)
-        if session_id in self.sessions and self.sessions[session_id].busy:
-            raise RequestError.invalid_request({"details": f"session {session_id} is prompting"})
+        recorded = Path(runs[-1].workspace)
+        if recorded != directory:  # recorded resolved; its follow-ups go on there
+            raise invalid(f"session {session_id} works in {recorded}, not in {cwd}", cwd=cwd)
+        if (open_already := self.sessions.get(session_id)) is not None:
+            if open_already.busy:
+                raise RequestError.invalid_request(
+                    {"details": f"session {session_id} is answering a prompt"}
+                )
+            await open_already.outbox.close()
         session = self._open(session_id, directory, mcp_servers)
         session.run_id = runs[-1].id
         await replay(session, self.store, runs)

@@ -237,6 +237,9 @@ async def test_bad_requests_get_protocol_errors(workspace, write_script, store_p
         await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
         (info,) = (await conn.list_sessions(cwd=str(workspace))).sessions
         assert (info.session_id, info.title) == (session.session_id, "hello")
+        with pytest.raises(RequestError) as elsewhere:
+            await conn.load_session(cwd=str(tmp_path), session_id=session.session_id)
+        assert elsewhere.value.code == -32602 and "works in" in elsewhere.value.data["details"]
     assert "Traceback" not in stderr.read_text()
 
 
