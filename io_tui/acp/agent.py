@@ -202,7 +202,10 @@ class IoAgent:
         return session
 
     async def _runs(self, session_id: str | None) -> list[Any]:
+        """The session's runs, a run whose process died (an editor closed mid-run) shown
+        ``interrupted`` first, as the cockpit shows it."""
         try:
+            await self.store.leases.reap()
             return await session_runs(self.store, session_id)
         except StoreError as exc:
             raise RequestError.internal_error({"details": f"the store: {exc}"}) from None

@@ -167,6 +167,41 @@ async def test_cancel_during_an_ask_pauses_durably_then_load_resumes(
         assert "go ahead" in [m for s in steps for m in s.operator_messages]
 
 
+async def test_an_unanswered_ask_survives_its_process_dying(workspace, write_script, store_path):
+    script = write_script([{"text": "Fixing.", "tool_calls": [EDIT]}, {"text": "Fixed now."}])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    client = EditorClient(answers=["hold"])  # the editor is closed with its dialog open
+    async with io_tui_acp(client, *args) as conn:
+        session = await conn.new_session(cwd=str(workspace))
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[text_block("fix it")])
+        )
+        await client.asked.wait()
+        assert client.process is not None
+        client.process.kill()
+        await client.process.wait()
+        with pytest.raises(ConnectionError):
+            await prompt
+        assert client.release is not None
+        client.release.set_result("cancel")
+
+    again = EditorClient(answers=["approve"])
+    async with io_tui_acp(again, *args) as conn:
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id)
+        replayed = "".join(
+            u.content.text for u in again.updates if u.session_update == "agent_message_chunk"
+        )
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
+
+    assert "was interrupted; a prompt here resumes it" in replayed
+    assert answer.stop_reason == "end_turn"
+    assert len(again.permissions) == 1  # the same ask, put again
+    assert (workspace / "src" / "app.py").read_text() == "def parse(x):\n    return x\n"
+    async with await Store.open(store_path) as store:
+        (record,) = await store.approvals.for_run(answer.field_meta["io-tui"]["run_id"])
+        assert record.decision is not None and record.decision.kind.value == "approve"
+
+
 async def test_cancel_a_running_command_and_follow_up(
     workspace, write_script, store_path, tmp_path
 ):

@@ -42,6 +42,7 @@ class EditorClient:
         self.terminals: dict[str, asyncio.subprocess.Process] = {}
         self.outputs: dict[str, bytes] = {}
         self.terminal_started = asyncio.Event()
+        self.process: asyncio.subprocess.Process | None = None  # the io-tui acp process
         self.release: asyncio.Future[str | None] | None = None  # set: the test answers
 
     # the protocol's client methods
@@ -153,7 +154,8 @@ async def io_tui_acp(
         async with spawn_agent_process(
             client, sys.executable, "-m", "io_tui", "acp", *args, env=env,
             transport_kwargs={"stderr": err},
-        ) as (conn, _process):  # fmt: skip
+        ) as (conn, process):  # fmt: skip
+            client.process = process
             await conn.initialize(
                 protocol_version=1,
                 client_capabilities=capabilities,
