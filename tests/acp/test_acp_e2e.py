@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError, text_block
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import ClientCapabilities, EnvVariable, McpServerStdio
 from acp_client import EditorClient, io_tui_acp
 
 from io_tui.core import Store
@@ -186,7 +186,8 @@ async def test_an_unanswered_ask_survives_its_process_dying(workspace, write_scr
         client.release.set_result("cancel")
 
     again = EditorClient(answers=["approve"])
-    async with io_tui_acp(again, *args) as conn:
+    # a client that offers no files or terminals: io-tui's own tools do the work
+    async with io_tui_acp(again, *args, capabilities=ClientCapabilities()) as conn:
         await conn.load_session(cwd=str(workspace), session_id=session.session_id)
         replayed = "".join(
             u.content.text for u in again.updates if u.session_update == "agent_message_chunk"
@@ -196,6 +197,7 @@ async def test_an_unanswered_ask_survives_its_process_dying(workspace, write_scr
     assert "was interrupted; a prompt here resumes it" in replayed
     assert answer.stop_reason == "end_turn"
     assert len(again.permissions) == 1  # the same ask, put again
+    assert (again.reads, again.writes) == ([], [])
     assert (workspace / "src" / "app.py").read_text() == "def parse(x):\n    return x\n"
     async with await Store.open(store_path) as store:
         (record,) = await store.approvals.for_run(answer.field_meta["io-tui"]["run_id"])
