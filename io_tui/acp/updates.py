@@ -5,7 +5,7 @@
 |---|---|
 | the prompt of a run (its goal), an operator message | ``user_message_chunk`` |
 | ``text_delta`` of the session's run | ``agent_message_chunk`` |
-| ``text_delta`` of a sub-agent run | ``agent_thought_chunk`` |
+| ``text_delta`` of a sub-agent run, ``request_retry`` | ``agent_thought_chunk`` |
 | ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
 | its observation, ``tool_refused`` | ``tool_call_update``: completed / failed, with the result text |
 
@@ -141,6 +141,10 @@ class UpdateSink:
         elif event.kind is EventKind.OBSERVATION:
             key = call_key(event.run_id, str(detail.get("call_id")))
             self.unobserved[key] = (event.run_id, event.step, str(detail.get("call_id")))
+        elif event.kind is EventKind.REQUEST_RETRY:
+            why = detail.get("error") or "the provider failed"
+            delay = detail.get("delay_s", 0)
+            outbox.put(update_agent_thought_text(f"[io-tui] {why}; trying again in {delay}s\n"))
         elif event.kind is EventKind.TOOL_REFUSED:
             key = call_key(event.run_id, str(detail.get("call_id")))
             why = f"refused by policy: rule '{detail.get('rule')}' in layer '{detail.get('layer')}'"
