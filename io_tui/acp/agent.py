@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.schema import (
@@ -227,7 +228,7 @@ class IoAgent:
             raise RequestError.invalid_request(
                 {"details": f"session {session_id} is still answering its last prompt"}
             )
-        text = prompt_text(prompt)
+        text = prompt_text(prompt, session.cwd)
         if not text.strip():
             raise invalid("the prompt has no text")
         session.cancelled.clear()
@@ -379,23 +380,31 @@ class IoAgent:
         return client_tools(registry, Editor(self.client, session))
 
 
-def prompt_text(blocks: list[Any]) -> str:
+def prompt_text(blocks: list[Any], cwd: Path) -> str:
     """A prompt's blocks as the run's text: text as it is, a linked or embedded file named by
-    its URI (an embedded file's text follows it)."""
+    its path in ``cwd`` (else its URI), an embedded file's text after it."""
     parts: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "text":
             parts.append(block.text)
         elif kind == "resource_link":
-            parts.append(f"[file: {block.uri}]")
+            parts.append(f"[file: {_named(block.uri, cwd)}]")
         elif kind == "resource":
             resource = block.resource
             body = getattr(resource, "text", None)
-            parts.append(
-                f"[file: {resource.uri}]" + (f"\n```\n{body}\n```" if body is not None else "")
-            )
+            fenced = f"\n```\n{body}\n```" if body is not None else ""
+            parts.append(f"[file: {_named(resource.uri, cwd)}]{fenced}")
     return "\n".join(parts)
+
+
+def _named(uri: str, cwd: Path) -> str:
+    """``file:///abs/src/a.py`` under ``cwd`` as ``src/a.py``, the path the tools take."""
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return uri
+    path = Path(unquote(parts.path))
+    return path.relative_to(cwd).as_posix() if path.is_relative_to(cwd) else str(path)
 
 
 def _directory(cwd: str) -> Path:

@@ -53,3 +53,24 @@ async def test_retries_sub_agents_and_refusals(tmp_path: Path) -> None:
         "failed",
     )
     assert "rule '.env' in layer 'secrets'" in failed.content[0].content.text
+
+
+def test_prompt_blocks_name_files_by_their_workspace_path(tmp_path: Path) -> None:
+    from acp import resource_link_block, text_block
+    from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
+
+    from io_tui.acp.agent import prompt_text
+
+    embedded = EmbeddedResourceContentBlock(
+        type="resource",
+        resource=TextResourceContents(uri=f"file://{tmp_path}/src/a%20b.py", text="x = 1"),
+    )
+    blocks = [
+        text_block("look at"),
+        resource_link_block("app.py", f"file://{tmp_path}/src/app.py"),
+        resource_link_block("elsewhere", "file:///etc/hosts"),
+        embedded,
+    ]
+    assert prompt_text(blocks, tmp_path) == (
+        "look at\n[file: src/app.py]\n[file: /etc/hosts]\n[file: src/a b.py]\n```\nx = 1\n```"
+    )
