@@ -31,6 +31,7 @@ PUBLIC = [  # sorted
     "FIXED_APPROVERS",
     "FixedReconciler",
     "GitSource",
+    "HAND_BACK",
     "Harness",
     "InFlight",
     "McpConfigError",

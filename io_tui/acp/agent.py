@@ -44,6 +44,7 @@ from io_tui.acp.permission import ClientApprover, ClientReconciler
 from io_tui.acp.session import Outbox, Session, new_session_id, session_runs
 from io_tui.acp.updates import UpdateSink, replay, run_note
 from io_tui.core import (
+    HAND_BACK,
     OPERATOR_CANCEL,
     DecideError,
     Harness,
@@ -110,9 +111,11 @@ class IoAgent:
         return self._client
 
     async def aclose(self) -> None:
+        """The client is gone: a run it was prompting is handed back (``interrupted``, its open
+        ask left pending), so a later ``session/load`` and prompt resume it."""
         for session in self.sessions.values():
             if session.busy and session.turn is not None:
-                session.turn.cancel(OPERATOR_CANCEL)
+                session.turn.cancel(HAND_BACK)
                 with contextlib.suppress(BaseException):
                     await session.turn
             await session.outbox.close()

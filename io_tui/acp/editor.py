@@ -17,12 +17,20 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from acp import RequestError, tool_terminal_ref, update_tool_call
 
-from io_tui.core import ExecResult, Tool, ToolContext, ToolRegistry, Workspace, WorkspaceError
+from io_tui.core import (
+    HAND_BACK,
+    ExecResult,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    Workspace,
+    WorkspaceError,
+)
 
 if TYPE_CHECKING:
     from acp import Client
@@ -65,6 +73,19 @@ class Editor:
         )
 
 
+@contextlib.contextmanager
+def asked_of_client(failed: str) -> Iterator[None]:
+    """A request to the client: its error is the tool's (``failed: …``, for the model to
+    read); a closed connection means the client went away, and the run is handed back
+    (``interrupted``, resumable), as when its process is told to stop."""
+    try:
+        yield
+    except RequestError as exc:
+        raise WorkspaceError(f"{failed}: {exc}") from None
+    except ConnectionError:
+        raise asyncio.CancelledError(HAND_BACK) from None
+
+
 class ClientWorkspace(Workspace):
     """A run's workspace whose file reads, writes and commands go to the client where it offers
     them; containment and everything else are the workspace's own."""
@@ -79,14 +100,10 @@ class ClientWorkspace(Workspace):
         if not self.editor.reads:
             return text, seen
         target = str(self.resolve(path))
-        try:
+        with asked_of_client(f"{self.relative(path)}: the client could not read it"):
             answer = await self.editor.client.read_text_file(
                 session_id=self.editor.session.id, path=target
             )
-        except RequestError as exc:
-            raise WorkspaceError(
-                f"{self.relative(path)}: the client could not read it: {exc}"
-            ) from None
         return answer.content, seen  # the editor's buffer, unsaved changes included
 
     async def write_text(self, path: str, text: str) -> bool:
@@ -97,12 +114,10 @@ class ClientWorkspace(Workspace):
         if target == self.root or target.is_dir():
             raise WorkspaceError(f"{display} is a directory; name a file")
         existed = target.exists()
-        try:
+        with asked_of_client(f"{display}: the client could not write it"):
             await self.editor.client.write_text_file(
                 session_id=self.editor.session.id, path=str(target), content=text
             )
-        except RequestError as exc:
-            raise WorkspaceError(f"{display}: the client could not write it: {exc}") from None
         return existed
 
     async def exec(self, argv: Sequence[str], timeout_s: float) -> ExecResult:
@@ -111,7 +126,7 @@ class ClientWorkspace(Workspace):
         if not argv or not argv[0]:
             raise WorkspaceError("argv must name a program as its first element")
         client, session_id = self.editor.client, self.editor.session.id
-        try:
+        with asked_of_client(f"the client could not start {argv[0]}"):
             created = await client.create_terminal(
                 session_id=session_id,
                 command=argv[0],
@@ -119,25 +134,22 @@ class ClientWorkspace(Workspace):
                 cwd=str(self.root),
                 output_byte_limit=OUTPUT_BYTE_LIMIT,
             )
-        except RequestError as exc:
-            raise WorkspaceError(f"the client could not start {argv[0]}: {exc}") from None
         terminal = created.terminal_id
         self.editor.session.outbox.put(
             update_tool_call(self.tool_call_id, content=[tool_terminal_ref(terminal)])
         )
         timed_out = False
         try:
-            try:
-                await asyncio.wait_for(
-                    client.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal),
-                    timeout_s,
-                )
-            except TimeoutError:
-                timed_out = True
-                await client.kill_terminal(session_id=session_id, terminal_id=terminal)
-            output = await client.terminal_output(session_id=session_id, terminal_id=terminal)
-        except RequestError as exc:
-            raise WorkspaceError(f"the client's terminal for {argv[0]} failed: {exc}") from None
+            with asked_of_client(f"the client's terminal for {argv[0]} failed"):
+                try:
+                    await asyncio.wait_for(
+                        client.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal),
+                        timeout_s,
+                    )
+                except TimeoutError:
+                    timed_out = True
+                    await client.kill_terminal(session_id=session_id, terminal_id=terminal)
+                output = await client.terminal_output(session_id=session_id, terminal_id=terminal)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
+    from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
     from io_tui.core.mcp import (
@@ -105,7 +105,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         "reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
+    **dict.fromkeys(
+        ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
@@ -176,6 +178,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
 
 __all__ = [
     "FIXED_APPROVERS",
+    "HAND_BACK",
     "OPERATOR_CANCEL",
     "PRESETS",
     "SCOPES",

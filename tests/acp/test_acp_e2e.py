@@ -248,6 +248,25 @@ async def test_cancel_a_running_command_and_follow_up(
     assert client.agent_text().endswith("Second prompt answered.")
 
 
+async def test_a_client_that_goes_away_hands_its_run_back(workspace, write_script, store_path):
+    sleep = {"name": "run_command", "arguments": {"argv": ["sleep", "60"]}}
+    script = write_script([{"tool_calls": [sleep]}, {"text": "Slept."}])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    client = EditorClient(answers=["approve"])
+    async with io_tui_acp(client, *args) as conn:
+        session = await conn.new_session(cwd=str(workspace))
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[text_block("sleep")])
+        )
+        await client.terminal_started.wait()
+    # the editor closed: its process ended with the connection
+    with pytest.raises(ConnectionError):
+        await prompt
+    async with await Store.open(store_path) as store:
+        (run,) = await store.runs.of_session(session.session_id)
+        assert (run.status, run.error) == ("interrupted", None)  # resumable, not cancelled
+
+
 async def test_bad_requests_get_protocol_errors(workspace, write_script, store_path, tmp_path):
     script = write_script([{"text": "hi"}])
     client = EditorClient()
