@@ -291,11 +291,11 @@ class IoAgent:
             )
         else:
             result = await self._start(session, text, last, approver, sink, registry)
+        if sink.unobserved:  # the last results first, then how the run stopped
+            session.outbox.put(sink.observed)
         note = await run_note(self.store, await self.store.runs.get(result.run_id))
         if note:
             session.outbox.put(update_agent_message_text(note))
-        if sink.unobserved:
-            session.outbox.put(sink.observed)
         return result
 
     async def _start(
