@@ -98,6 +98,7 @@ class IoAgent:
         self.capabilities: ClientCapabilities | None = None
         self.client_name = "the client"
         self._client: Client | None = None
+        self._configured: dict[Path, dict[str, ServerSource]] = {}  # the config's, by directory
         self._hubs: dict[str, McpHub] = {}  # a session's MCP servers, started at its first prompt
         self._exit = contextlib.AsyncExitStack()
 
@@ -364,8 +365,11 @@ class IoAgent:
             raise RequestError.invalid_request({"details": str(exc)}) from None
 
     def _servers(self, session: Session) -> dict[str, ServerSource]:
-        """The config's MCP servers for the session's directory, and the client's over them."""
-        return {**self.servers(session.cwd), **session.servers}
+        """The config's MCP servers for the session's directory (read once per directory), and
+        the client's over them."""
+        if session.cwd not in self._configured:
+            self._configured[session.cwd] = dict(self.servers(session.cwd))
+        return {**self._configured[session.cwd], **session.servers}
 
     async def _registry(self, session: Session) -> ToolRegistry:
         """The built-in tools (files and commands through the client where it offers them),
