@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
+    from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
     from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
     from io_tui.core.mcp import (
@@ -34,10 +34,11 @@ if TYPE_CHECKING:
         discover_mcp_files,
         load_mcp_file,
     )
+    from io_tui.core.mcp.config import read_servers
     from io_tui.core.memory import MemoryNote, Scope, check_key
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
-    from io_tui.core.policy import Act, Policy
+    from io_tui.core.policy import Act, Effect, Policy
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         FixedReconciler,
         InFlight,
         ReconcileChoice,
+        ReconcileNeeded,
         Reconciler,
         TerminalReconciler,
         in_flight_calls,
@@ -75,10 +77,11 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
-    from io_tui.core.workspace import Workspace
+    from io_tui.core.workspace import ExecResult, Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
@@ -94,6 +97,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "FixedReconciler",
             "InFlight",
             "ReconcileChoice",
+            "ReconcileNeeded",
             "Reconciler",
             "TerminalReconciler",
             "in_flight_calls",
@@ -101,7 +105,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         "reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
+    **dict.fromkeys(
+        ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     **dict.fromkeys(
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
@@ -109,7 +115,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    "Workspace": "workspace",
+    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
@@ -127,7 +134,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ),
         "approvals",
     ),
-    **dict.fromkeys(("Act", "Policy"), "policy"),
+    **dict.fromkeys(("Act", "Effect", "Policy"), "policy"),
     **dict.fromkeys(
         (
             "SCOPE_LABELS",
@@ -168,10 +175,12 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
         "mcp",
     ),
+    "read_servers": "mcp.config",
 }
 
 __all__ = [
     "FIXED_APPROVERS",
+    "HAND_BACK",
     "OPERATOR_CANCEL",
     "PRESETS",
     "SCOPES",
@@ -185,8 +194,10 @@ __all__ = [
     "DecideError",
     "Decision",
     "DecisionKind",
+    "Effect",
     "EventKind",
     "EventSink",
+    "ExecResult",
     "FixedReconciler",
     "GitSource",
     "Harness",
@@ -204,6 +215,7 @@ __all__ = [
     "QueueWorker",
     "Recall",
     "ReconcileChoice",
+    "ReconcileNeeded",
     "Reconciler",
     "RememberRule",
     "RememberedRule",
@@ -222,6 +234,8 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "Tool",
+    "ToolContext",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
@@ -250,6 +264,7 @@ __all__ = [
     "preview_matches",
     "probe_models",
     "provider_for",
+    "read_servers",
     "request_notes",
     "resume",
     "servers_to_resume",

@@ -128,6 +128,16 @@ class RunRepo:
         rows = await self.db.fetchall("SELECT * FROM runs ORDER BY id LIMIT ?", (limit,))
         return [RunRow.from_row(r) for r in rows]
 
+    async def of_session(self, session: str | None = None) -> list[RunRow]:
+        """The top-level runs an ACP session started (``RunOrigin.session``; every session's
+        when ``session`` is None), oldest first."""
+        value = json.dumps(session) if session is not None else '"'
+        rows = await self.db.fetchall(
+            "SELECT * FROM runs WHERE parent_run_id IS NULL AND origin LIKE ? ORDER BY id",
+            (f'%"session": {value}%',),
+        )
+        return [RunRow.from_row(r) for r in rows]
+
     async def set_status(
         self,
         run_id: int,
