@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         RememberRule,
         RuleScope,
         TerminalApprover,
+        operator,
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        Changed,
         GitSource,
         Recall,
         RememberedRule,
@@ -122,6 +124,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "RememberRule",
             "RuleScope",
             "TerminalApprover",
+            "operator",
         ),
         "approvals",
     ),
@@ -146,6 +149,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         (
             "ApprovalRecord",
+            "Changed",
             "GitSource",
             "Recall",
             "RememberedRule",
@@ -179,6 +183,7 @@ __all__ = [
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "Changed",
     "ContextBudget",
     "DecideError",
     "Decision",
@@ -243,6 +248,7 @@ __all__ = [
     "harness_registry",
     "in_flight_calls",
     "load_mcp_file",
+    "operator",
     "policy_for",
     "preview_matches",
     "probe_models",
