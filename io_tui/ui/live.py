@@ -14,6 +14,8 @@ A run a host here drives is shown from its host, never from the store a second t
 are skipped while the host has it, and so is every stored event no newer than the newest its
 host gave (``EventPump.hosted_at``), which covers the copies that reach the store as the run
 ends. Events before the follower started are in the rows and steps the app reads at its start.
+Such a run's start does not take the selection (``RunBoard.followed``): on a farm runs start all
+day; its ask does.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from io_tui.core import Changed, EventKind, RunEvent, Store
 from io_tui.ui.bridge import EventPump
+from io_tui.ui.run_board import RunBoard
 
 if TYPE_CHECKING:
     from io_tui.ui.approver import ApprovalDesk
@@ -43,11 +46,13 @@ class StoreFollower:
         self,
         store: Store,
         pump: EventPump,
+        board: RunBoard,
         is_live: Callable[[int], bool],
         changed: Callable[[list[int] | None], Awaitable[None]],
     ) -> None:
         self.store = store
         self.pump = pump
+        self.board = board
         self.is_live = is_live
         self.changed = changed
         self.cursors: dict[int, int] = {}  # run id → the newest event id taken in (or skipped)
@@ -104,6 +109,7 @@ class StoreFollower:
             kind = KINDS.get(row.kind)
             if kind is None or self.is_live(run_id) or row.at <= hosted_at.get(run_id, 0.0):
                 continue  # a newer io-tui's kind of event, or one a host here has shown
+            self.board.followed.add(run_id)
             self.pump.put(RunEvent(run_id, row.step, kind, row.detail, row.at), stored=True)
             taken += 1
         return taken
@@ -114,6 +120,7 @@ class Followed(Protocol):
 
     store: Store
     event_pump: EventPump
+    board: RunBoard
 
     @property
     def host(self) -> RunHost: ...
@@ -136,5 +143,5 @@ def follow(app: Followed, poll_s: float) -> Worker[None]:
         app.desk.refresh_count()
         app.desk.reload_inbox()
 
-    follower = StoreFollower(app.store, app.event_pump, app.host.is_live, changed)
+    follower = StoreFollower(app.store, app.event_pump, app.board, app.host.is_live, changed)
     return app.run_worker(follower.run(poll_s), group="live", exit_on_error=False)
