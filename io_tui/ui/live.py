@@ -63,11 +63,8 @@ class StoreFollower:
 
     async def run(self, poll_s: float) -> None:
         """Follow until cancelled; ``poll_s``: the sweep's interval on SQLite (PostgreSQL's is
-        ``live.FALLBACK_S``: its notifications carry the rest)."""
-        from io_tui.core.store.live import FALLBACK_S
-
-        live = self.store.live
-        async with live.follow(FALLBACK_S if live.notifies else poll_s) as changes:
+        slower: its notifications carry the rest)."""
+        async with self.store.live.follow(poll_s) as changes:
             self.baseline = changes.baseline
             async for batch in changes:
                 await self.apply(batch)

@@ -61,7 +61,7 @@ async def test_events_written_elsewhere_are_announced_and_read_from_their_table(
     listener, writer = two
     pg = listener.live.notifies
     # on PostgreSQL the sweep is far off: what arrives came by NOTIFY; SQLite has only the poll
-    async with listener.live.follow(fallback_s=600 if pg else 0.05) as follow:
+    async with listener.live.follow(0.05, fallback_s=600 if pg else None) as follow:
         assert follow.baseline == 0
         run_id = await new_run(writer)
         await add(writer, run_id, EventKind.RUN_STARTED, EventKind.TOOL_CALLED)

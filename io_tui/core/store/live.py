@@ -84,9 +84,12 @@ class Live:
         """Whether changes are announced as they happen (PostgreSQL), not only polled."""
         return self.db.dialect == "postgresql"
 
-    def follow(self, fallback_s: float = FALLBACK_S) -> Follow:
-        """``async with store.live.follow(s) as changes: async for changed in changes: …``;
-        ``fallback_s``: the poll's interval (the only source of changes on SQLite)."""
+    def follow(self, poll_s: float = 2.0, *, fallback_s: float | None = None) -> Follow:
+        """``async with store.live.follow() as changes: async for changed in changes: …``.
+        The sweep's interval: ``fallback_s`` if given, else ``FALLBACK_S`` on PostgreSQL (its
+        notifications carry the rest) and ``poll_s`` on SQLite (the only source there)."""
+        if fallback_s is None:
+            fallback_s = FALLBACK_S if self.notifies else poll_s
         return Follow(self, fallback_s)
 
     def queue_wakeups(self) -> Wakeup:
