@@ -311,24 +311,25 @@ class ApprovalDesk:
         if len(pending) != self.inbox_count:
             self.inbox_count = len(pending)
             self._announce()
-        for approval_id in sorted(gone):
-            await self._decided_elsewhere(approval_id)
+        if gone:  # not in this worker: the next count (exclusive) would cancel it
+            self.app.run_worker(self._decided_elsewhere(sorted(gone)), exit_on_error=False)
 
-    async def _decided_elsewhere(self, approval_id: int) -> None:
-        """A request pending here a moment ago that another operator (another cockpit, the
+    async def _decided_elsewhere(self, approval_ids: list[int]) -> None:
+        """Requests pending here a moment ago that another operator (another cockpit, the
         CLI) decided first: say who, and how."""
-        try:
-            record = await self.store.approvals.get(approval_id)
-        except Exception:
-            return
-        if record is None or record.decision is None:
-            return
-        request, decision = record.request, record.decision
-        self.app.notify(
-            f"request {approval_id} (run {request.run_id}: {request.act.value}"
-            f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
-            title="Decided elsewhere",
-        )
+        for approval_id in approval_ids:
+            try:
+                record = await self.store.approvals.get(approval_id)
+            except Exception:
+                return
+            if record is None or record.decision is None:
+                continue
+            request, decision = record.request, record.decision
+            self.app.notify(
+                f"request {approval_id} (run {request.run_id}: {request.act.value}"
+                f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
+                title="Decided elsewhere",
+            )
 
     def shutdown(self) -> None:
         """Answer every open ask with a defer (the runs pause durably)."""

@@ -2,7 +2,9 @@
 cockpits attached to the store see a queued run as the worker drives it (status, steps, who
 holds it) and its ask in their inboxes, through LISTEN/NOTIFY alone (the fallback sweep is put
 out of reach); one operator decides from their inbox, the other cockpit says who did, the CLI
-is told it came second, and the decision reaches the worker, which finishes the run."""
+is told it came second, and the decision reaches the worker, which finishes the run. And the
+other way round: the CLI decides first, the cockpit's inbox drops the request saying who, and
+its own decision is told it came second."""
 
 from __future__ import annotations
 
@@ -135,3 +137,45 @@ async def test_two_cockpits_follow_a_worker_run_and_the_first_decider_wins(
             worker.wait(timeout=60)
     trace = io_tui("approvals", "--history", store=pg_url)
     assert f"by {me}" in trace.stdout
+
+
+async def test_a_decision_from_the_cli_leaves_the_inbox_saying_who_and_wins(
+    pg_url, no_sweep
+) -> None:
+    from io_tui.core import Decision, Store
+    from io_tui.core.approvals import ApprovalRequest
+    from io_tui.core.policy import Act
+
+    app = create_app(Settings(ui={"harness": "inline"}), pg_url, poll_interval=2.0)
+    async with app.run_test(size=(130, 32)) as pilot:
+        await until([pilot], lambda: app.main_screen() is not None, "composed")
+        worker_side = await Store.open(pg_url)  # as a worker's approver writes its ask
+        try:
+            run_id = await worker_side.runs.create(
+                goal="g", workspace="/w", contract={}, provider={}, policy={}
+            )
+            await worker_side.runs.set_status(run_id, "asking")
+            request = ApprovalRequest(
+                id=0, run_id=run_id, step=1, call_id="c1", tool="write_file", arguments={},
+                act=Act.WRITE, target="b.txt", content="x", rule="r", layer="l", workspace="/w",
+            )  # fmt: skip
+            asked = await worker_side.approvals.create(request)
+        finally:
+            await worker_side.close()
+        await until([pilot], lambda: app.desk.inbox_count == 1, "the ask in the inbox badge")
+        app.action_inbox()
+        await until([pilot], lambda: isinstance(app.screen, InboxScreen), "the inbox")
+        inbox = app.screen
+        assert isinstance(inbox, InboxScreen)
+        await until([pilot], lambda: len(inbox.records) == 1, "the request listed")
+        done = io_tui("decide", str(asked.id), "approve", store=pg_url)
+        assert done.returncode == 0, done.stdout + done.stderr
+        cli = operator("cli")
+        await until([pilot], lambda: not inbox.records, "the request gone from the inbox")
+        await until(
+            [pilot],
+            lambda: any(f"b.txt): approve by {cli}" in line for line in said(app)),
+            "who decided, said",
+        )
+        line = await app.run_worker(app.desk.decide_pending(asked.id, Decision.deny())).wait()
+        assert f"already decided (approve by {cli})" in line
