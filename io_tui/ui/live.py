@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from io_tui.ui.hosts import RunHost
 
 KINDS = {kind.value: kind for kind in EventKind}
+ROWS_EVERY_S = 0.2  # the rows (and the inbox) of changed runs: read again at most this often
 
 
 class StoreFollower:
@@ -60,12 +61,14 @@ class StoreFollower:
         self._dirty: set[int] = set()  # runs whose rows are to be read again
         self._everything = False  # every row is
         self._refreshing: asyncio.Task[None] | None = None
+        self._read = store.live.events_after  # the follow's own connection, once it follows
 
     async def run(self, poll_s: float) -> None:
         """Follow until cancelled; ``poll_s``: the sweep's interval on SQLite (PostgreSQL's is
         slower: its notifications carry the rest)."""
         async with self.store.live.follow(poll_s) as changes:
             self.baseline = changes.baseline
+            self._read = changes.events_after
             async for batch in changes:
                 await self.apply(batch)
 
@@ -83,6 +86,9 @@ class StoreFollower:
             everything, dirty = self._everything, self._dirty
             self._everything, self._dirty = False, set()
             await self.changed(None if everything else sorted(dirty))
+            # what comes meanwhile waits a little: the rows of a busy store's runs are read a
+            # few times a second, not once per commit (their events are not held back)
+            await asyncio.sleep(ROWS_EVERY_S)
 
     async def take_events(self, batch: Changed) -> int:
         """Put the new events of the runs ``batch`` names that no host here drives into the
@@ -100,7 +106,7 @@ class StoreFollower:
             return 0
         taken = 0
         hosted_at = self.pump.hosted_at
-        for seq, row in await self.store.live.events_after(wanted):
+        for seq, row in await self._read(wanted):
             run_id = row.run_id
             self.cursors[run_id] = max(seq, self.cursors.get(run_id, 0))
             kind = KINDS.get(row.kind)

@@ -72,6 +72,8 @@ async def test_events_written_elsewhere_are_announced_and_read_from_their_table(
         read = await listener.live.events_after({run_id: follow.baseline})
         assert [row.kind for _, row in read] == ["run_started", "tool_called"]
         assert read[-1][0] == seq
+        # the same, read on the listening connection (PostgreSQL) or the store's (SQLite)
+        assert await follow.events_after({run_id: follow.baseline}) == read
         # a cursor past them reads nothing twice
         assert await listener.live.events_after({run_id: seq}) == []
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -113,16 +114,8 @@ class Live:
         first, each with its id."""
         if not cursors:
             return []
-        marks = ",".join("?" * len(cursors))
-        rows = await self.db.fetchall(
-            f"SELECT * FROM events WHERE run_id IN ({marks}) AND id > ? ORDER BY id",
-            (*cursors, min(cursors.values())),
-        )
-        return [
-            (row["id"], EventRow.from_row(row))
-            for row in rows
-            if row["id"] > cursors[row["run_id"]]
-        ]
+        sql, params = _events_after(cursors)
+        return _newer(cursors, await self.db.fetchall(sql, params))
 
 
 class _Listener:
@@ -238,6 +231,25 @@ class Follow:
                 continue
             return await self._sweep()
 
+    async def events_after(self, cursors: Mapping[int, int]) -> list[tuple[int, EventRow]]:
+        """``Live.events_after``, read on the listening connection while there is one: the
+        store's own connection is busy with the app's other reads, and waiting behind them
+        was most of an event's way to the screen."""
+        conn = self._listener.conn
+        if conn is None or not cursors:
+            return await self.live.events_after(cursors)
+        from io_tui.core.store.pg import translate
+
+        sql, params = _events_after(cursors)
+        try:
+            cursor = await conn.execute(translate(sql, returning=False)[0], params)
+            rows = await cursor.fetchall()
+        except Exception:  # the connection lost: the store's, and the listener reconnects
+            await self._listener.close()
+            self._lost = True
+            return await self.live.events_after(cursors)
+        return _newer(cursors, rows)
+
     async def _sweep(self) -> Changed:
         self._next_sweep = time.monotonic() + self.fallback_s
         try:
@@ -273,6 +285,24 @@ class Wakeup:
         if left > 0:
             await asyncio.sleep(left)
         return False
+
+
+def _events_after(cursors: Mapping[int, int]) -> tuple[str, tuple[int, ...]]:
+    marks = ",".join("?" * len(cursors))
+    sql = (
+        "SELECT id, run_id, step, kind, detail, at FROM events"
+        f" WHERE run_id IN ({marks}) AND id > ? ORDER BY id"
+    )
+    return sql, (*cursors, min(cursors.values()))
+
+
+def _newer(cursors: Mapping[int, int], rows: Iterable[Any]) -> list[tuple[int, EventRow]]:
+    """(id, event) of the rows ``id, run_id, step, kind, detail, at`` past their run's cursor."""
+    return [
+        (row[0], EventRow(row[1], row[2], row[3], json.loads(row[4]), row[5]))
+        for row in rows
+        if row[0] > cursors[row[1]]
+    ]
 
 
 def _parse(payloads: Iterable[str]) -> dict[int, int]:
