@@ -85,6 +85,7 @@ PUBLIC = [  # sorted
     "command_examples",
     "decide",
     "discover_mcp_files",
+    "enqueue_request",
     "enqueue_run",
     "grant_text",
     "harness_registry",

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_run
+    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_request, enqueue_run
     from io_tui.core.reconcile import (
         FixedReconciler,
         InFlight,
@@ -105,7 +105,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
-    **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
+    **dict.fromkeys(
+        ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
@@ -243,6 +245,7 @@ __all__ = [
     "command_examples",
     "decide",
     "discover_mcp_files",
+    "enqueue_request",
     "enqueue_run",
     "grant_text",
     "harness_registry",

@@ -82,6 +82,22 @@ class RunOrigin(BaseModel):
         }
 
 
+def configured_servers(settings: RunSettings) -> tuple[dict[str, ServerSource], list[str]]:
+    """The MCP servers a run started in this process gets (and records): the settings' and the
+    user's ``mcp.json`` over them; with a line for each file that does not load (left out)."""
+    from io_tui.core.mcp.config import McpConfigError, discover_mcp_files, load_mcp_file
+    from io_tui.paths import config_dir
+
+    servers: dict[str, ServerSource] = dict(settings.mcp.servers)
+    problems = []
+    for file in discover_mcp_files(config_dir(), None):
+        try:
+            servers.update(load_mcp_file(file).servers)
+        except McpConfigError as exc:
+            problems.append(str(exc))
+    return servers, problems
+
+
 def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServer | HttpServer]:
     """``servers`` as they may be stored: each env/header value that names no variable becomes
     ``${KEY}``; in-process servers (tests, embedders) are not config and are left out."""

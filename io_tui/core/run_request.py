@@ -22,10 +22,17 @@ class NewRunRequest:
     context_max_tokens: int | None = None
     seed_run_id: int | None = None
     queue: bool = False  # put it on the run queue for a worker (``io-tui worker``) to drive
+    labels: tuple[str, ...] = ()  # with ``queue``: only a worker serving all of them takes it
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "workspace": str(self.workspace)}
+        return {**asdict(self), "workspace": str(self.workspace), "labels": list(self.labels)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NewRunRequest:
-        return cls(**{**data, "workspace": Path(data["workspace"])})
+        return cls(
+            **{
+                **data,
+                "workspace": Path(data["workspace"]),
+                "labels": tuple(data.get("labels", ())),
+            }
+        )

@@ -358,18 +358,17 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def enqueue(self, request: NewRunRequest) -> None:
-        from io_tui.core import build_run, enqueue_run
+        from io_tui.core import enqueue_request
 
         try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
+            run_id, problems = await enqueue_request(self.store, self.settings, request)
         except ValueError as exc:
             self.post_message(RunEnded(None, error=str(exc)))
             return
-        try:
-            run_id = await enqueue_run(self.store, contract, provider, policy)
-        finally:
-            await provider.aclose()
-        self.notify(f"run {run_id} is on the queue: the first free worker drives it")
+        for problem in problems:
+            self.notify(problem, severity="warning")
+        labels = f" serving {', '.join(request.labels)}" if request.labels else ""
+        self.notify(f"run {run_id} is on the queue: the first free worker{labels} drives it")
         self.refresh_runs([run_id])
 
     def interrupt(self, run_id: int) -> bool:
