@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from io_tui.core import Changed, EventKind, RunEvent, Store
+from io_tui.core import Changed, EventKind, RunEvent, Store, StoreError
 from io_tui.ui.bridge import EventPump
 from io_tui.ui.run_board import RunBoard
 
@@ -62,6 +62,7 @@ class StoreFollower:
         self._everything = False  # every row is
         self._refreshing: asyncio.Task[None] | None = None
         self._read = store.live.events_after  # the follow's own connection, once it follows
+        self._unread: dict[int, int] = {}  # runs of a batch whose read failed: with the next
 
     async def run(self, poll_s: float) -> None:
         """Follow until cancelled; ``poll_s``: the sweep's interval on SQLite (PostgreSQL's is
@@ -70,7 +71,10 @@ class StoreFollower:
             self.baseline = changes.baseline
             self._read = changes.events_after
             async for batch in changes:
-                await self.apply(batch)
+                try:
+                    await self.apply(batch)
+                except StoreError:  # the server away a moment: its runs go with the next batch
+                    continue
 
     async def apply(self, batch: Changed) -> None:
         """The batch's events now; its rows by the one refresh in flight, which takes every
@@ -94,7 +98,10 @@ class StoreFollower:
         """Put the new events of the runs ``batch`` names that no host here drives into the
         pump; how many."""
         wanted: dict[int, int] = {}
+        runs, self._unread = self._unread, {}
         for run_id, seq in batch.runs.items():
+            runs[run_id] = max(seq, runs.get(run_id, 0))
+        for run_id, seq in runs.items():
             cursor = self.cursors.get(run_id, self.baseline)
             if seq <= cursor:
                 continue
@@ -106,7 +113,12 @@ class StoreFollower:
             return 0
         taken = 0
         hosted_at = self.pump.hosted_at
-        for seq, row in await self._read(wanted):
+        try:
+            read = await self._read(wanted)
+        except StoreError:
+            self._unread = runs
+            raise
+        for seq, row in read:
             run_id = row.run_id
             self.cursors[run_id] = max(seq, self.cursors.get(run_id, 0))
             kind = KINDS.get(row.kind)

@@ -1,12 +1,15 @@
 """``ui.live.StoreFollower`` on a real store: another process's events reach the app's event pump
 once each, in order, past the follower's cursor; a run a host here drives is shown from its
-host only, also for the copies that reach the store as it ends; a followed run's start does not
-take the selection, its ask does."""
+host only, also for the copies that reach the store as it ends; a batch whose read failed (the
+server away a moment) is read with the next; a followed run's start does not take the selection,
+its ask does."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+
+import pytest
 
 from io_tui.core import Changed, EventKind, RunEvent, Store
 from io_tui.ui.bridge import EventPump
@@ -103,3 +106,25 @@ def test_a_followed_run_start_takes_no_selection_its_ask_does() -> None:
     assert board.runs[2].wants_attention  # a run started here
     board.apply([RunEvent(1, 1, EventKind.APPROVAL_REQUESTED, {})])
     assert board.runs[1].wants_attention
+
+
+async def test_a_batch_whose_read_failed_is_read_with_the_next(tmp_path) -> None:
+    from io_tui.core import StoreError
+
+    store, *_, follow = await follower(tmp_path, live=set())
+    try:
+        await run_with(store, EventKind.RUN_STARTED, EventKind.TOOL_CALLED)
+        batch = Changed(await store.live.moved_since(0))
+        read = follow._read
+
+        async def away(cursors):  # the server gone a moment (a restart, a failover)
+            raise StoreError("store: server closed the connection")
+
+        follow._read = away
+        with pytest.raises(StoreError):
+            await follow.take_events(batch)
+        follow._read = read
+        assert await follow.take_events(Changed()) == 2  # nothing new announced: still read
+        assert await follow.take_events(Changed()) == 0
+    finally:
+        await store.close()
