@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         RememberRule,
         RuleScope,
         TerminalApprover,
+        operator,
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        Changed,
         GitSource,
         Recall,
         RememberedRule,
@@ -131,6 +133,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "RememberRule",
             "RuleScope",
             "TerminalApprover",
+            "operator",
         ),
         "approvals",
     ),
@@ -155,6 +158,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         (
             "ApprovalRecord",
+            "Changed",
             "GitSource",
             "Recall",
             "RememberedRule",
@@ -190,6 +194,7 @@ __all__ = [
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "Changed",
     "ContextBudget",
     "DecideError",
     "Decision",
@@ -260,6 +265,7 @@ __all__ = [
     "harness_registry",
     "in_flight_calls",
     "load_mcp_file",
+    "operator",
     "policy_for",
     "preview_matches",
     "probe_models",

@@ -54,6 +54,7 @@ from io_tui.ui.commands import (
     ThemeCommands,
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
+from io_tui.ui.live import follow
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -214,8 +215,9 @@ class IoApp(App[int]):
         if self.key_remaps:
             self.set_keymap(self.key_remaps)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
-        if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_store)
+        if self.poll_interval:  # other processes' runs, live (ui/live.py), and the inbox
+            follow(self, self.poll_interval)
+            self.poll_interval = None  # the follower reloads the inbox and its badge
         # approvals: the inbox badge in the title, once the first frame is drawn
         self.call_after_refresh(lambda: self.desk.attach(self.poll_interval))
         if self.demo:

@@ -34,6 +34,7 @@ from typing import Any
 
 from io_tui.core.store.db import APPLICATION_ID, Connection, Database, row_as
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
+from io_tui.core.store.live import announce
 
 QUEUED = "queued"
 GIT_WORKSPACE = "git:"  # the workspace recorded for a git run until a worker checks it out
@@ -227,13 +228,17 @@ class QueueRepo:
         """The operator's word on a held (or any interrupted) queue run: workers may claim it
         again, its calls in flight reconciled with ``reconcile`` on that claim. False when the
         run is not on the queue."""
-        return await self.db.write(
-            partial(
-                _update,
+
+        def release(conn: Connection) -> bool:
+            released = _update(
                 "UPDATE queue SET held = NULL, reconcile = ? WHERE run_id = ?",
                 (reconcile, run_id),
+                conn,
             )
-        )
+            announce(conn, [run_id] if released else [], queue=True)
+            return released
+
+        return await self.db.write(release)
 
     async def set_pushed(self, run_id: int, pushed: str) -> None:
         await self.db.write(
@@ -353,6 +358,7 @@ def _enqueue(
             now,
         ),
     )
+    announce(conn, [run_id], queue=True)  # workers waiting (``Live.queue_wakeups``) and views
     return run_id
 
 
@@ -393,6 +399,7 @@ def _take(run_id: int, now: float, conn: Connection) -> Claim:
         " WHERE run_id = ?",
         (OWNER.id, now, run_id),
     )
+    announce(conn, [run_id])  # the run tree says who drives it now
     return Claim(entry, status)
 
 
