@@ -49,6 +49,15 @@ class Resolver:
             return True
         if e.stale is not None:
             return False
+        self._carry(e)
+        if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
+            again = "read these lines again" if e.covered else "made the same call"
+            e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
+        return True
+
+    def _carry(self, e: Entry) -> None:
+        """Send the recorded result: whole (``full``), or cut to the entry cap or where it
+        entered (``capped``, with chars kept of total)."""
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
             obs = e.obs
@@ -63,10 +72,6 @@ class Resolver:
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
         _, e.content, e.reason, e.tokens = carried
         e.state = EntryState.CAPPED if is_capped(e.obs, self.cap) else EntryState.FULL
-        if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
-            again = "read these lines again" if e.covered else "made the same call"
-            e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
-        return True
 
     async def resolve(self, e: Entry) -> None:
         """Decide an in-window entry: superseded stub, fresh re-read, failure stub, or whole."""
@@ -81,9 +86,9 @@ class Resolver:
         pending = pending if e.pending else ""
         if failure is None and _unchanged(obs, fresh, self.cap):
             # what changed did not change the result: it is current as recorded, and sent as
-            # it was (the request's prefix holds)
-            why = f"carried whole; {stale}; {again}: the same result{pending}"
-            e.decide(EntryState.FULL, fresh, why)
+            # it was (the request's prefix holds), whole or capped as it was recorded
+            self._carry(e)
+            e.reason += f"; {stale}; {again}: the same result{pending}"
             return
         if failure is None:
             e.decide(
@@ -111,13 +116,15 @@ class Resolver:
             except OSError as exc:
                 result = ("", f"the re-read failed: {exc}")
             else:
-                if len(_head(obs, stale)) + len(text) > self.cap and not _unchanged(
-                    obs, text, self.cap
-                ):
+                head = len(_head(obs, stale))
+                if _unchanged(obs, text, self.cap) or head + len(text) <= self.cap:
+                    result = (text, None)
+                elif len(text) > self.cap:
                     why = f"the current content no longer fits the entry cap ({len(text):,} chars"
                     result = ("", f"{why} > {self.cap:,})")
-                else:
-                    result = (text, None)
+                else:  # it fits alone, not with the line that says it was re-read
+                    why = f"the current content ({len(text):,} chars) and the line saying it was"
+                    result = ("", f"{why} re-read ({head:,}) pass the entry cap ({self.cap:,})")
         self.refreshed[obs.call_id] = result
         return result
 
