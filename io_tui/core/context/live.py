@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from io_tui.core.context.collapse import Asked
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.turns import TurnCache
@@ -62,6 +63,7 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 # what a tool run may change on disk: a file changed while one of these ran is put down to it
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
+_CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED})
 
 
 class LiveSteps:
@@ -92,6 +94,7 @@ class LiveSteps:
         self._deps: dict[str, list[tuple[Step, Entry]]] = {}
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
         self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
+        self.echoes: list[tuple[Step, Entry]] = []  # results sent as a difference (``Entry.echo``)
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
@@ -140,6 +143,26 @@ class LiveSteps:
                 kept.append(held)
         self.pending = kept
 
+    def broken_echoes(self, out: int) -> bool:
+        """Results sent as a difference from a base this build does not carry whole (out of
+        the window, folded, or stubbed) are sent whole from now on; True if there were any.
+        Echoes no longer in use are forgotten."""
+        broken, kept = False, []
+        for owner, e in self.echoes:
+            if e.echo is None or e.no_echo:
+                continue
+            if owner.index >= out and e.state is EntryState.ECHOED:
+                base_st, base = e.echo
+                index = base_st.index
+                live = index < len(self.steps) and self.steps[index] is base_st
+                if not (live and index >= out and base.state in _CARRIED):
+                    e.no_echo, broken = True, True
+                    owner.changed(e)
+                    continue
+            kept.append((owner, e))
+        self.echoes = kept
+        return broken
+
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
         and only until it passes ``above``: the callers ask whether it does, and the answer
@@ -170,11 +193,12 @@ class LiveSteps:
         self._deps = _without(self._deps, gone)
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
         self.pending = [h for h in self.pending if id(h[0]) not in gone]
+        self.echoes = [h for h in self.echoes if id(h[0]) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
-        self._watch, self._ran, self.pending = [], [], []
+        self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -209,7 +233,7 @@ class LiveSteps:
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
                 if older is not None:
-                    self._superseded(older, obs)
+                    self._superseded(older, st, e)
                 self._newest[key] = (st, e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
@@ -248,24 +272,33 @@ class LiveSteps:
         for held in open_reads:
             older = held[1]
             if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
-                self._superseded(held, e.obs, covered=older.obs.span != span)
+                self._superseded(held, st, e, covered=older.obs.span != span)
             else:
                 kept.append(held)
         kept.append((st, e))
         self._reads[path] = kept
 
     def _superseded(
-        self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
+        self, held: tuple[Step, Entry], st: Step, e: Entry, covered: bool = False
     ) -> None:
-        """``newer`` supersedes ``held``. If what it carries is still current, it is pending:
-        carried until the next rewrite (``plan.py``)."""
+        """``e`` (of step ``st``) supersedes ``held``. If what it carries is still current, it
+        is pending: carried until the next rewrite (``plan.py``), and ``e`` is sent as the
+        difference from it (or from the pending result it is itself sent as a difference from)
+        while it is (``echo``)."""
         owner, older = held
+        newer = e.obs
         older.by, older.covered, older.drift = newer.step, covered, None
         # still current: the files it was made from as ``newer`` saw them, or a stale result
         # that is re-read (re-run) for every request anyway
         older.pending = older.stale_by is not None or _same_content(older.obs, newer)
         if older.pending:
             self.pending.append(held)
+            if not covered:
+                echo = older.echo
+                base = echo if echo is not None and not older.no_echo and echo[1].pending else held
+                e.echo = base
+                base[1].echoed_by.append((st, e))
+                self.echoes.append((st, e))
         owner.changed(older)
 
     # -- changes on disk ------------------------------------------------------------------------

@@ -39,6 +39,11 @@ class Entry:
     tokens: int = 0  # estimate_tokens(content)
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
+    # the pending result of the same call, carried whole before it, that this one is sent as a
+    # difference from (``refresh.py``), with its step; and those sent as a difference from this
+    echo: tuple[Step, Entry] | None = None
+    echoed_by: list[tuple[Step, Entry]] = field(default_factory=list)
+    no_echo: bool = False  # its base fell out of the window: sent whole from then on
 
     @property
     def stale(self) -> str | None:
@@ -89,11 +94,14 @@ class Entry:
 
     def drop(self) -> None:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
-        again = "read these lines again" if self.covered else "made the same call"
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
+        if self.shown_by is not None:
+            why = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        else:
+            again = "read these lines again" if self.covered else "made the same call"
+            why = f"step {self.by} {again}"
         self.reason = (
-            f"step {self.by} {again}; every result of step {self.obs.step} was superseded, "
-            "so the step is left out"
+            f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
         )
 
     def decide(self, state: EntryState, content: str, reason: str) -> None:
@@ -141,9 +149,10 @@ class Step:
     @property
     def dead(self) -> bool:
         """Dead weight: every result of it was superseded by a later call and is a stub now
-        (none pending), its turn says no more than an out-of-window turn keeps, and the
-        operator said nothing then. It is left out of the transcript (``drop``): the newer
-        result of each of its calls is in the request, later in it."""
+        (none pending), or is shown by an earlier read of the unchanged file; its turn says no
+        more than an out-of-window turn keeps, and the operator said nothing then. It is left
+        out of the transcript (``drop``): the newer result of each of its calls is in the
+        request, later in it (or the read showing its lines, earlier)."""
         return self._deadness()[1]
 
     @property
@@ -155,7 +164,7 @@ class Step:
         if self._dead[0] == self.version:
             return self._dead
         rec, entries = self.record, self.entries
-        later = all(e.by is not None for e in entries)
+        later = all(e.by is not None or e.shown_by is not None for e in entries)
         if later and (rec.operator_messages or len(rec.text) > COMPACT_CHARS or not entries):
             later = False
         if later:
@@ -189,8 +198,12 @@ class Step:
 
     @property
     def volatile(self) -> bool:
-        """Holds a stale result, re-read (or re-run) on every build while in the window."""
-        return not self.dead and any(e.stale is not None for e in self.entries)
+        """Holds a stale result, re-read (or re-run) on every build while in the window, or
+        one sent as a difference from such a result."""
+        return not self.dead and any(
+            e.stale is not None or (e.echo is not None and e.echo[1].stale is not None)
+            for e in self.entries
+        )
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size),
@@ -224,3 +237,5 @@ class Step:
         entry.reclassified()
         self.version += 1
         self.unsettle()
+        for owner, echo in entry.echoed_by:  # what is sent as a difference from it may change
+            owner.changed(echo)
