@@ -100,6 +100,42 @@ async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_wh
     assert {entry(again, c).state for c in ("c2", "c3")} == {EntryState.DROPPED}
 
 
+async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewrite() -> None:
+    """A write_file whose path a later step read whole: what its call wrote is superseded, so
+    its turn is sent compact (as an out-of-window turn) from the next rewrite on, not before
+    (the requests only append until then)."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current b.py"
+
+    content = "x = 1\n" * 400
+    write = Observation(2, "w2", "write_file", ObsKind.WRITE, "a.py", "wrote a.py")
+    read_b = Observation(1, "r1", "read_file", ObsKind.READ, "b.py", "old b.py")
+    read_a = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content)
+    records = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_b,)),
+        StepRecord(2, "write", (ToolCall("w2", "write_file", {"content": content}),), (write,)),
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (read_a,)),
+        rerun(4),
+    ]
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))
+
+    def written(assembly) -> str:
+        calls = [c for m in assembly.messages for c in m.tool_calls if c.id == "w2"]
+        return calls[0].arguments["content"]
+
+    assert written(built[-1]) == content
+    # a request that must rewrite anyway (step 1's read went stale) takes the compact turn
+    edit = Observation(5, "w5", "edit_file", ObsKind.WRITE, "b.py", "edited")
+    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
+    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(again, "r1").state is EntryState.REFRESHED
+    assert written(again).startswith("x = 1\n") and "more chars, in the trace]" in written(again)
+    assert len(written(again)) < 250
+
+
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:
     engine = ContextEngine(frame(CachePrices(write=1.0, read=1.0)))
     built = await grow(engine, [rerun(1), rerun(2)], 24_000)

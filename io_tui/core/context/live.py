@@ -95,6 +95,8 @@ class LiveSteps:
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
         self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
         self.echoes: list[tuple[Step, Entry]] = []  # results sent as a difference (``Entry.echo``)
+        self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
+        self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
@@ -133,6 +135,15 @@ class LiveSteps:
         last rewrite applied them (``plan.py``). Those superseded by the results of the step it
         asked for, and by later steps, came after it and stay pending (stubbing them now would
         rewrite again)."""
+        waiting = []
+        for writer in self._overwritten:  # what it wrote is shown whole later: compact turn
+            if writer.written_over is not None and writer.written_over < rewritten_at:
+                writer.compact_turn = True
+                writer.version += 1
+                writer.unsettle()
+            else:
+                waiting.append(writer)
+        self._overwritten = waiting
         kept = []
         for held in self.pending:
             owner, e = held
@@ -194,11 +205,14 @@ class LiveSteps:
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
         self.pending = [h for h in self.pending if id(h[0]) not in gone]
         self.echoes = [h for h in self.echoes if id(h[0]) not in gone]
+        self._written = {p: [s for s in v if id(s) not in gone] for p, v in self._written.items()}
+        self._overwritten = [s for s in self._overwritten if id(s) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
+        self._written, self._overwritten = {}, []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -212,6 +226,7 @@ class LiveSteps:
             if kind is _WRITE:
                 if not obs.is_error:
                     path = _norm(obs.target)
+                    self._written_over(path, st, obs.step)
                     for owner, dep in self._deps.pop(path, ()):
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
@@ -219,9 +234,12 @@ class LiveSteps:
                         elif dep.pending and dep.stale_by is None:  # re-read from now on
                             dep.stale_by, dep.stale_path = obs.step, path
                             owner.changed(dep)
+                    self._written.setdefault(path, []).append(st)
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
+                if not obs.is_error and not obs.span:
+                    self._written_over(path, st, obs.step)
                 if not obs.is_error and self._shown(path, e):
                     continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
@@ -241,6 +259,15 @@ class LiveSteps:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _written_over(self, path: str, st: Step, step: int) -> None:
+        """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
+        writes of it sent in their calls is superseded, and their turns are compact from the
+        next rewrite on (``apply_rewrites``)."""
+        for writer in self._written.pop(path, ()):
+            if writer is not st and writer.written_over is None:
+                writer.written_over = step
+                self._overwritten.append(writer)
 
     def _shown(self, path: str, e: Entry) -> bool:
         """Whether an earlier open read of ``path`` already shows every line ``e`` read, from

@@ -132,6 +132,10 @@ class Step:
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
     _dead: tuple[int, bool, bool] = (-1, False, False)  # version, dead, dead once pending go
     chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
+    # a later step showed whole what its calls wrote (a whole read or a write of the path), and
+    # the last rewrite applied that: its turn is sent compact, as an out-of-window one
+    written_over: int | None = None
+    compact_turn: bool = False
 
     @property
     def turn(self) -> Message | None:
@@ -182,8 +186,11 @@ class Step:
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = render_turn(self.record, cap, self.cache)
+        self.rendered = render_turn(self.record, self._limit(cap), self.cache)
         return self.rendered.cost
+
+    def _limit(self, cap: int) -> int:
+        return COMPACT_CHARS if self.compact_turn else cap
 
     def compact(self) -> int:
         """Send the turn as an out-of-window step shows it; return the same cost."""
@@ -214,7 +221,7 @@ class Step:
         if self.dies_at_rewrite:
             self._desired = (self.version, cap, 0)
             return 0
-        cost = render_turn(self.record, cap, self.cache).cost
+        cost = render_turn(self.record, self._limit(cap), self.cache).cost
         for e in self.entries:
             if e.by is not None or e.shown_by is not None:
                 cost += e.stub_cost()
