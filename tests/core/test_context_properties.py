@@ -211,18 +211,21 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
         assert e.chars == len(content), e
         if e.state is EntryState.FULL:
             assert content == obs.text, e
-        if e.state is EntryState.ECHOED:  # the difference from the same call's result above
+        if e.state is EntryState.ECHOED:  # the difference from a result above, carried whole
             base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
-            (base_entry,) = [
-                d for d in assembly.entries
-                if (d.step, d.kind, d.target) == (base, e.kind, e.target)
-                and d.state in (EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED)
-            ]  # fmt: skip
-            base_text = tool_msgs[base_entry.call_id]
-            if base_entry.state is EntryState.REFRESHED:  # as re-read: below its head line
-                base_text = base_text.split("\n", 1)[1]
-            cap = assembly.entry_cap_chars
-            assert apply_echo(base_text, content) == bound_text(obs.text, cap, how_to_get_back(obs))
+            whole = bound_text(obs.text, assembly.entry_cap_chars, how_to_get_back(obs))
+            bases = []
+            for d in assembly.entries:
+                if (d.step, d.kind, d.target) == (base, e.kind, e.target) and d.state in (
+                    EntryState.FULL,
+                    EntryState.CAPPED,
+                    EntryState.REFRESHED,
+                ):
+                    text = tool_msgs.get(d.call_id, "")
+                    if d.state is EntryState.REFRESHED:  # as re-read: below its head line
+                        text = text.split("\n", 1)[1]
+                    bases.append(text)
+            assert any(apply_echo(b, content) == whole for b in bases), e
 
 
 def stale_reads(history: list[StepRecord]) -> set[str]:

@@ -262,7 +262,12 @@ class Build:
         records = self.live.records
         if not policy.enabled or not records:
             return
-        counts = (len(r.observations) for r in reversed(records))
+        # the newest results a fold keeps are ones the request carries: those of a dead step
+        # (or one dead at the next rewrite) count for nothing, or it would keep fewer
+        steps = self.live.steps
+        counts = (
+            0 if st.dies_at_rewrite else len(st.record.observations) for st in reversed(steps)
+        )
         boundary = fold_boundary(counts, len(records), policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
             boundary = next(
