@@ -58,6 +58,9 @@ class RunState:
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self._arrivals_seen = 0  # of harness.late_tools' arrivals
+        self._told_starting: set[str] = set()  # the sources the model was told are starting
+        self._asked = False  # a model request was built in this process
 
     # -- events --
 
@@ -103,8 +106,47 @@ class RunState:
         self.system_prompt = f"{self.harness.system_prompt}\n\n{catalogue(skills)}"
         self._tool_specs = None
 
+    async def late_arrivals(self) -> tuple[str, ...]:
+        """Before a model request: offer the tools of the MCP servers that became ready since
+        the last one (before the first, wait for them as long as the hub allows), and say so.
+
+        Returns the notices for the model: the servers still starting (first request only),
+        each one ready since (with its tools), each one the model was told about that failed.
+        The schemas are rebuilt only when a tool was added."""
+        late = self.harness.late_tools
+        if late is None:
+            return ()
+        if not self._asked:
+            await late.settle()
+        arrivals = late.arrivals()
+        fresh, self._arrivals_seen = arrivals[self._arrivals_seen :], len(arrivals)
+        notices: list[str] = []
+        for arrival in fresh:
+            added = [tool.name for tool in arrival.tools if tool.name not in self.registry]
+            for tool in arrival.tools:
+                if tool.name in added:
+                    self.registry.register(tool)
+            if added:
+                self._tool_specs = None
+                if self._asked:
+                    notices.append(
+                        f"io-tui: {arrival.source} is now ready; its tools are offered from this"
+                        f" request on: {', '.join(added)}."
+                    )
+            elif arrival.problem is not None and arrival.source in self._told_starting:
+                notices.append(f"io-tui: {arrival.problem}. Its tools will not be offered.")
+        if not self._asked:
+            self._told_starting = set(late.starting())
+            if self._told_starting:
+                notices.append(
+                    f"io-tui: still starting: {', '.join(sorted(self._told_starting))}. Their"
+                    " tools will be offered once they are ready, and you will be told."
+                )
+        self._asked = True
+        return tuple(notices)
+
     def specs(self) -> tuple[ToolSpec, ...]:
-        """The tools' schemas, generated once: the registry is fixed after skills load."""
+        """The tools' schemas, generated once, and again when late tools join the registry."""
         if self._tool_specs is None:
             self._tool_specs = self.registry.specs()
         return self._tool_specs

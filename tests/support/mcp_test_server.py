@@ -2,7 +2,8 @@
 
 In process: ``build_server()``. As a stdio subprocess: ``python mcp_test_server.py [MODE]``, where
 MODE is ``serve`` (default), ``exit-at-start`` (prints to stderr and exits 3 before speaking MCP)
-or ``hang-at-start`` (never answers the handshake).
+``hang-at-start`` (never answers the handshake) or ``gated`` (starts serving once the file named by
+``IO_TUI_MCP_TEST_GATE`` exists; exits 3 at that point instead if the file says ``exit``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 HANGING_VAR = "IO_TUI_MCP_TEST_HANGING"  # a file ``hang`` creates once it is called
+GATE_VAR = "IO_TUI_MCP_TEST_GATE"  # the file a ``gated`` server waits for before it serves
 
 PNG_1PX = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -81,6 +83,13 @@ def main(mode: str) -> None:
         sys.exit(3)
     if mode == "hang-at-start":
         time.sleep(3600)
+    if mode == "gated":
+        gate = Path(os.environ[GATE_VAR])
+        while not gate.exists():
+            time.sleep(0.02)
+        if gate.read_text().strip() == "exit":
+            sys.stderr.write("gate said exit\n")
+            sys.exit(3)
     build_server().run()
 
 

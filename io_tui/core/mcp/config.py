@@ -131,6 +131,9 @@ class McpSettings(BaseModel):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     # read a workspace's .mcp.json (Claude Code's project file); false: ignore it
     workspace_file: bool = True
+    # servers start in the background; a run's first request waits for them at most this long
+    # (from when they were started), then goes on and takes each one's tools when it is ready
+    ready_wait_s: float = Field(default=5.0, ge=0)
 
     @field_validator("servers")
     @classmethod

@@ -7,19 +7,25 @@
 
 A server that fails to start is a warning in ``hub.problems``; the others still work. Leaving the
 hub closes every client and ends every server process.
+
+``McpHub(servers, background=True)`` does not wait for its servers: a run gets their tools as
+each becomes ready (``LateTools``: ``arrivals``, ``starting``, ``settle``), so one that hangs at
+start costs a run at most ``ready_wait_s``, never its ``startup_timeout_s``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from io_tui.core.mcp.config import HttpServer, StdioServer
-from io_tui.core.mcp.connection import Connection, InProcessServer, ServerSource, StartError, State
+from io_tui.core.mcp.connection import Connection, InProcessServer, ServerSource, StartError
 from io_tui.core.mcp.tools import McpTool, exposed_name
+from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.registry import ToolRegistry
 
 
@@ -46,14 +52,28 @@ class ServerStatus:
 class McpHub:
     """The MCP servers of one session (a CLI run, or the TUI's lifetime)."""
 
-    def __init__(self, servers: Mapping[str, ServerSource]) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSource],
+        *,
+        background: bool = False,
+        ready_wait_s: float = 0.0,
+    ) -> None:
+        """``background``: entering the hub does not wait for the servers; each one's tools
+        arrive (``arrivals``) as it becomes ready, and a run waits for them at most
+        ``ready_wait_s`` from when they were started (``settle``)."""
         self._connections = {
             name: Connection(name, source) for name, source in servers.items() if source.enabled
         }
         self._disabled = [name for name, source in servers.items() if not source.enabled]
+        self._background = background
+        self._ready_wait_s = ready_wait_s
         self._tools: list[McpTool] = []
         self._problems: list[str] = []
-        self._started = False
+        self._arrivals: list[Arrival] = []
+        self._starting: dict[str, asyncio.Task[None]] = {}
+        self._watchers: list[Callable[[Arrival], None]] = []
+        self._started_at: float | None = None
 
     async def __aenter__(self) -> McpHub:
         try:
@@ -72,47 +92,97 @@ class McpHub:
         await self.aclose()
 
     async def start(self) -> None:
-        """Start every enabled server concurrently; failures become ``problems``. Idempotent."""
-        if self._started:
+        """Start every enabled server concurrently; failures become ``problems``. Waits for all
+        of them unless the hub is ``background``. Idempotent."""
+        if self._started_at is not None:
             return
-        self._started = True
-        connections = list(self._connections.values())
-        results = await asyncio.gather(
-            *(connection.start() for connection in connections), return_exceptions=True
-        )
-        for connection, result in zip(connections, results, strict=True):
-            if isinstance(result, StartError):
-                self._problems.append(str(result))
-            elif isinstance(result, BaseException):
-                self._problems.append(f"MCP server '{connection.name}' failed to start: {result}")
-        self._tools = self._build_tools()
+        self._started_at = time.monotonic()
+        loop = asyncio.get_running_loop()
+        for name, connection in self._connections.items():
+            self._starting[name] = loop.create_task(
+                self._start_one(connection), name=f"mcp-start:{name}"
+            )
+        if not self._background:
+            await self.wait_all()
+
+    async def wait_all(self) -> None:
+        """Until every server is ready or has failed."""
+        if self._starting:
+            await asyncio.wait(set(self._starting.values()))
+
+    async def wait_for(self, name: str) -> None:
+        """Until server ``name`` is ready or has failed."""
+        task = self._starting.get(name)
+        if task is not None:
+            await asyncio.wait({task})
+
+    async def settle(self) -> None:
+        """Wait for the servers still starting, until ``ready_wait_s`` after they were started."""
+        if not self._starting or self._started_at is None:
+            return
+        left = self._started_at + self._ready_wait_s - time.monotonic()
+        if left > 0:
+            await asyncio.wait(set(self._starting.values()), timeout=left)
+
+    async def _start_one(self, connection: Connection) -> None:
+        source = _source(connection.name)
+        try:
+            await connection.start()
+        except StartError as exc:
+            arrival = Arrival(source, problem=str(exc))
+        except Exception as exc:
+            arrival = Arrival(source, problem=f"{source} failed to start: {exc}")
+        else:
+            tools = self._tools_of(connection)
+            self._tools.extend(tools)
+            arrival = Arrival(source, tuple(tools))
+        finally:
+            self._starting.pop(connection.name, None)
+        if arrival.problem is not None:
+            self._problems.append(arrival.problem)
+        self._arrivals.append(arrival)
+        for watcher in self._watchers:
+            watcher(arrival)
+
+    def watch(self, callback: Callable[[Arrival], None]) -> None:
+        """Call ``callback`` with each later arrival (a server ready, or failed to start)."""
+        self._watchers.append(callback)
 
     async def aclose(self) -> None:
-        """Close every client and end every server process (concurrently); never raises."""
+        """Stop the starts still going, close every client and end every server process
+        (concurrently); never raises."""
+        for task in list(self._starting.values()):
+            task.cancel()
+        await asyncio.gather(*self._starting.values(), return_exceptions=True)
         await asyncio.gather(
             *(connection.stop() for connection in self._connections.values()),
             return_exceptions=True,
         )
 
-    def _build_tools(self) -> list[McpTool]:
+    def _tools_of(self, connection: Connection) -> list[McpTool]:
+        taken = {tool.name for tool in self._tools}
         tools: list[McpTool] = []
-        taken: set[str] = set()
-        for connection in self._connections.values():
-            if connection.state is not State.READY:
-                continue
-            for remote in connection.tools:
-                name = exposed_name(connection.name, remote.name, taken)
-                taken.add(name)
-                tools.append(
-                    McpTool.make(
-                        connection, remote.name, remote.description, remote.input_schema, name
-                    )
-                )
+        for remote in connection.tools:
+            name = exposed_name(connection.name, remote.name, taken)
+            taken.add(name)
+            tools.append(
+                McpTool.make(connection, remote.name, remote.description, remote.input_schema, name)
+            )
         return tools
+
+    # -- LateTools, for the runs that started before every server was ready --
+
+    def arrivals(self) -> Sequence[Arrival]:
+        return tuple(self._arrivals)
+
+    def starting(self) -> tuple[str, ...]:
+        return tuple(_source(name) for name in self._starting)
 
     @property
     def tools(self) -> tuple[McpTool, ...]:
-        return tuple(self._tools)
+        """The ready servers' tools, in the order the servers are configured."""
+        order = {name: index for index, name in enumerate(self._connections)}
+        return tuple(sorted(self._tools, key=lambda tool: order[tool.server.name]))
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -125,7 +195,7 @@ class McpHub:
 
     def register_into(self, registry: ToolRegistry) -> None:
         """Add every MCP tool to ``registry`` (after the built-ins, so they are listed last)."""
-        for tool in self._tools:
+        for tool in self.tools:
             registry.register(tool)
 
     def statuses(self) -> list[ServerStatus]:
@@ -178,6 +248,10 @@ def _type_name(spec: Any) -> str:
     if "enum" in spec:
         return "|".join(repr(v) for v in spec["enum"][:6])
     return str(kind or ("object" if "properties" in spec else "any"))
+
+
+def _source(name: str) -> str:
+    return f"MCP server '{name}'"
 
 
 def _transport(source: ServerSource) -> str:
