@@ -14,7 +14,7 @@ from typing import Any
 from io_tui.core.calls import CallResult
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
@@ -67,7 +67,7 @@ class RunState:
     def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None:
         """An event for the sink now and for the store with the next flush or commit."""
         event = RunEvent(self.run_id, self.step, kind, detail or {})
-        if kind is not EventKind.TEXT_DELTA:
+        if kind not in LIVE_ONLY:
             self.pending_events.append(event)
         self.harness.sink.emit(event)
 
@@ -161,7 +161,7 @@ class RunState:
             policy=self.policy,
             memory=self.store.memory,
             memory_limits=self.contract.memory,
-            emit=lambda _kind, detail: self.publish(EventKind.MEMORY, detail),
+            emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
         )
 

@@ -155,3 +155,41 @@ async def test_a_run_waits_for_starting_servers_at_most_ready_wait_s(
         await start_run(harness, TaskContract("x", workspace))
     [(tools, said)] = provider.seen
     assert "mcp__t__echo" in tools and "io-tui:" not in said
+
+
+async def test_progress_is_published_live_and_never_stored(
+    store: Store, workspace: Path, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    gate.touch()
+    seen: list[Any] = []
+
+    class Sink:
+        def emit(self, event: Any) -> None:
+            seen.append(event)
+
+    provider = Watching(
+        [
+            {"tool_calls": [{"name": "mcp__t__stepped", "arguments": {"gate": str(gate)}}]},
+            {"text": "done"},
+        ],
+        {},
+    )
+    async with McpHub({"t": stdio("serve")}) as hub:
+        harness = Harness(
+            store=store,
+            provider=provider,
+            approver=ApproveAll(),
+            late_tools=hub,
+            policy=ALLOW_MCP,
+            sink=Sink(),
+        )
+        result = await start_run(harness, TaskContract("step", workspace))
+    progress = [e.detail for e in seen if e.kind.value == "tool_progress"]
+    assert [(p["progress"], p["total"], p["message"]) for p in progress] == [
+        (1, 3, "warming up"),
+        (3, 3, "done"),
+    ]
+    assert progress[0]["name"] == "mcp__t__stepped" and progress[0]["call_id"]
+    stored = {e.kind for e in await store.trace.events(result.run_id)}
+    assert "observation" in stored and "tool_progress" not in stored

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
@@ -66,6 +66,14 @@ def build_server() -> MCPServer:
         sys.stderr.write("about to crash: simulated fault\n")
         sys.stderr.flush()
         os._exit(7)
+
+    @server.tool(description="Report progress 1/3, wait for the file ``gate``, then 3/3.")
+    async def stepped(gate: str, ctx: Context) -> str:
+        await ctx.report_progress(1, 3, "warming up")
+        while not Path(gate).exists():
+            await asyncio.sleep(0.02)
+        await ctx.report_progress(3, 3, "done")
+        return "stepped"
 
     @server.tool(description="Never answer.")
     async def hang(seconds: float = 3600) -> str:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
     from mcp_types import Tool as RemoteTool
 
+    from io_tui.core.mcp.tools import Progress
+
 MAX_RESTARTS = 3
 STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 600
@@ -198,14 +200,17 @@ class Connection:
 
     # -- calls --
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call ``tool``; every failure is a ToolError the model can read."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> CallToolResult:
+        """Call ``tool``; every failure is a ToolError the model can read. ``progress`` hears
+        the server's progress notifications on the call (asking for them gives it a token)."""
         client = await self._ready_client()
         timeout = self.source.call_timeout_s
         stderr_mark = self._stderr_size()
         try:
             async with asyncio.timeout(timeout):
-                result = await client.call_tool(tool, arguments)
+                result = await client.call_tool(tool, arguments, progress_callback=progress)
         except TimeoutError:
             self._timeouts_in_a_row += 1
             again = self._timeouts_in_a_row >= 2

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict
 
+from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
 from io_tui.core.policy import Act
 from io_tui.core.providers.base import ToolSpec
@@ -53,12 +54,20 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
+class Progress(Protocol):
+    """Hears a server's progress notifications on one call (the SDK's ``ProgressFnT``)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
 class Caller(Protocol):
     """What a tool needs from its server's connection."""
 
     name: str
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult: ...
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> CallToolResult: ...
 
 
 class McpArgs(ToolArgs):
@@ -112,7 +121,9 @@ class McpTool(Tool):
         return Gate(Act.EXEC, self.name, content=json.dumps(args.arguments, sort_keys=True))
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolOutcome:
-        result = await self.server.call(self.remote_name, args.arguments)
+        result = await self.server.call(
+            self.remote_name, args.arguments, _progress_events(self.name, ctx)
+        )
         return ToolOutcome(
             text=render_result(result),
             kind=ObsKind.MCP,
@@ -120,6 +131,27 @@ class McpTool(Tool):
             is_error=bool(result.is_error),
             data={"server": self.server.name, "tool": self.remote_name},
         )
+
+
+def _progress_events(name: str, ctx: ToolContext) -> Progress | None:
+    """The server's progress notifications on this call, as live ``tool_progress`` events."""
+    emit = ctx.emit
+    if emit is None:
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        emit(
+            EventKind.TOOL_PROGRESS.value,
+            {
+                "call_id": ctx.call_id,
+                "name": name,
+                "progress": progress,
+                "total": total,
+                "message": message,
+            },
+        )
+
+    return report
 
 
 def model_schema(schema: dict[str, Any] | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Connection, Database, row_as
@@ -380,6 +380,6 @@ def _insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
         [
             (e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at)
             for e in events
-            if e.kind is not EventKind.TEXT_DELTA
+            if e.kind not in LIVE_ONLY
         ],
     )

@@ -1,0 +1,65 @@
+"""MCP in the TUI, through the harness worker process (the app's default) and the settings' real
+stdio servers: a call's progress notifications drawn live on it in the transcript."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mcp_support import TEST_SERVER
+from waits import until
+
+from io_tui.config import Settings
+from io_tui.core.approvals import ApproveAll
+from io_tui.core.run_request import NewRunRequest
+from io_tui.ui.app import IoApp, create_app
+from io_tui.ui.state import CallProgress
+from io_tui.ui.testing import prepare_demo_workspace, wait_until_idle
+from io_tui.ui.widgets.call_progress import progress_line
+from io_tui.ui.widgets.transcript import Transcript
+
+SIZE = (120, 36)
+
+
+def mcp_app(tmp_path: Path, **servers: dict[str, object]) -> IoApp:
+    # the first request waits for the server however loaded the machine is
+    settings = Settings(mcp={"servers": servers, "ready_wait_s": 120})  # type: ignore[arg-type]
+    return create_app(settings, tmp_path / "store.db", poll_interval=None, approver=ApproveAll())
+
+
+def server_entry(*args: str) -> dict[str, object]:
+    return {"command": sys.executable, "args": [str(TEST_SERVER), *args]}
+
+
+def script(path: Path, *turns: dict[str, object]) -> str:
+    path.write_text(json.dumps({"turns": [*turns, {"text": "done"}]}))
+    return f"scripted:{path}"
+
+
+async def test_a_calls_progress_is_shown_live_on_it_in_the_transcript(tmp_path: Path) -> None:
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    gate = tmp_path / "gate"
+    call = {"name": "mcp__t__stepped", "arguments": {"gate": str(gate)}}
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]})
+    app = mcp_app(tmp_path, t=server_entry())
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("step", workspace, provider))
+        await until(lambda: 1 in app.runs, "the run")
+        app.screen.select_run(1)  # type: ignore[attr-defined]
+        transcript = app.screen.query_one(Transcript)
+        shown = "↻ mcp__t__stepped ████░░░░░░░░ 1/3 · warming up"
+        await until(lambda: shown in transcript.live_text, "the call's progress", 60)
+        gate.touch()  # the server finishes the call
+        await until(lambda: app.runs[1].status == "finished", "the run to finish", 60)
+        await wait_until_idle(pilot)
+        assert "↻" not in transcript.live_text
+        assert "stepped" in transcript.text_of(1)
+
+
+def test_progress_lines_read_plainly() -> None:
+    assert progress_line(CallProgress("mcp__s__build", 2, 4, "linking")) == (
+        "↻ mcp__s__build ██████░░░░░░ 2/4 · linking"
+    )
+    assert progress_line(CallProgress("mcp__s__scan", 2.5)) == "↻ mcp__s__scan 2.5"
+    assert progress_line(CallProgress("x", 9, 3)).startswith("↻ x ████████████ 9/3")
