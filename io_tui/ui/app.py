@@ -458,8 +458,12 @@ class IoApp(App[int]):
         self.paint_delays.extend(now - at for at in stamps)
 
     def main_screen(self) -> MainScreen | None:
+        """The main screen once its panes are mounted (it then shows every run of ``self.runs``);
+        None before that, and once the app is shutting down: events still arriving from the host
+        while the screens' widgets are being removed have nowhere to go."""
+        if not self.is_running:
+            return None
         for screen in self.screen_stack:
-            # once its panes are mounted: it then shows every run of ``self.runs``
             if isinstance(screen, MainScreen) and screen.ready:
                 return screen
         return None
@@ -475,17 +479,20 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def refresh_runs(self, run_ids: list[int] | None) -> None:
+        as_of = self.board.batches
         if run_ids is None:
             await self.store.leases.reap()  # a run whose process died shows interrupted
             rows = await self.store.runs.all()
         else:
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
-        self.post_message(StoreChanged(rows, await queue_workers(self.store, rows)))
+        self.post_message(StoreChanged(rows, await queue_workers(self.store, rows), as_of))
 
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
-        shown, stale = self.board.apply_rows(message.runs, self.host.is_live, message.workers)
+        shown, stale = self.board.apply_rows(
+            message.runs, self.host.is_live, message.workers, message.as_of
+        )
         if main is not None:
             for run in shown:
                 main.upsert_run(run)
