@@ -82,6 +82,7 @@ PUBLIC = [  # sorted
     "check_key",
     "check_rewrite",
     "command_examples",
+    "contents_text",
     "decide",
     "discover_mcp_files",
     "enqueue_run",
@@ -100,6 +101,7 @@ PUBLIC = [  # sorted
     "store_location",
     "suggest_pattern",
     "usage_hit_rate",
+    "user_servers",
     "validate_pattern",
 ]
 

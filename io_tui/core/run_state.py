@@ -111,7 +111,8 @@ class RunState:
         the last one (before the first, wait for them as long as the hub allows), and say so.
 
         Returns the notices for the model: the servers still starting (first request only),
-        each one ready since (with its tools), each one the model was told about that failed.
+        each one ready since (with its tools), each one the model was told about that failed,
+        each resource this run read that its server says changed.
         The schemas are rebuilt only when a tool was added."""
         late = self.harness.late_tools
         if late is None:
@@ -122,6 +123,13 @@ class RunState:
         fresh, self._arrivals_seen = arrivals[self._arrivals_seen :], len(arrivals)
         notices: list[str] = []
         for arrival in fresh:
+            if arrival.updated is not None:
+                if self._has_read(arrival.updated):
+                    notices.append(
+                        f"io-tui: {arrival.source} says {arrival.updated} changed since you read"
+                        " it; read it again if you need what it says now."
+                    )
+                continue
             added = [tool.name for tool in arrival.tools if tool.name not in self.registry]
             for tool in arrival.tools:
                 if tool.name in added:
@@ -144,6 +152,9 @@ class RunState:
                 )
         self._asked = True
         return tuple(notices)
+
+    def _has_read(self, target: str) -> bool:
+        return any(obs.target == target for rec in self.history for obs in rec.observations)
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """The tools' schemas, generated once, and again when late tools join the registry."""

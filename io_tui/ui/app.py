@@ -105,6 +105,14 @@ class IoApp(App[int]):
         Binding("f3", "rules", "Rules", id="app.rules", tooltip="Remembered rules: list, revoke"),
         Binding("f4", "memory", "Memory", id="app.memory", tooltip="Edit what the agent remembers"),
         Binding("f5", "audit", "Audit", id="app.audit", tooltip="Every approval decision"),
+        Binding(  # not in the footer (it is full): in the palette and the help
+            "f6",
+            "resources",
+            "Resources",
+            id="app.resources",
+            tooltip="Browse what the MCP servers offer to read",
+            show=False,
+        ),
     ]
 
     def __init__(
@@ -299,6 +307,13 @@ class IoApp(App[int]):
         from io_tui.ui.screens.audit import AuditScreen
 
         self.switch_to(lambda: AuditScreen(self.store))
+
+    def action_resources(self) -> None:
+        from io_tui.paths import config_dir
+        from io_tui.ui.screens.resources import ResourcesScreen
+
+        servers = dict(self.settings.mcp.servers)
+        self.switch_to(lambda: ResourcesScreen(servers, config_dir()))
 
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the

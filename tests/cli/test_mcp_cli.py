@@ -297,16 +297,13 @@ def test_run_goes_on_without_a_server_that_hangs_at_start(
     tmp_path: Path, workspace: Path, write_script
 ) -> None:
     """A server that never answers its handshake (and may take 600 s to) does not hold the run
-    up: the run waits ``ready_wait_s`` (0 here), says it is still starting, and finishes; the
+    up: the run waits ``ready_wait_s`` (0 here, from the environment), says it is still starting, and finishes; the
     server's process ends with the run."""
     mark = new_mark()
     config = tmp_path / "config.toml"
     server = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
     config.write_text(
         f"""
-[mcp]
-ready_wait_s = 0
-
 [mcp.servers.stuck]
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(server))}, "hang-at-start"]
@@ -324,7 +321,7 @@ startup_timeout_s = 600
         f"scripted:{script}",
         "--store",
         str(tmp_path / "run.db"),
-        env={"IO_TUI_CONFIG": str(config)},
+        env={"IO_TUI_CONFIG": str(config), "IO_TUI_MCP__READY_WAIT_S": "0"},
     )
     assert done.returncode == 0, done.stderr
     assert "io-tui: still starting: MCP server 'stuck'" in done.stderr

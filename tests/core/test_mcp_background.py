@@ -8,20 +8,18 @@ says so, so when its tools arrive is decided by the test, not by timing."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from mcp_support import MARK_VAR, needs_proc, new_mark, server_script_args, wait_until_gone
 from mcp_test_server import GATE_VAR
+from watching_provider import Watching
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.contract import TaskContract
 from io_tui.core.harness import Harness
 from io_tui.core.mcp import McpHub, StdioServer
 from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
-from io_tui.core.providers.base import CompletionRequest, StreamEvent
-from io_tui.core.providers.scripted import Script, ScriptedProvider
 from io_tui.core.run import Outcome, start_run
 from io_tui.core.store import Store
 from io_tui.core.trace import build_trace
@@ -32,25 +30,6 @@ ALLOW_MCP = Policy().with_layer(Layer("t", (Rule(Act.EXEC, Effect.ALLOW, "mcp__*
 def stdio(mode: str, **extra: Any) -> StdioServer:
     env = extra.pop("env", {})
     return StdioServer(command=sys.executable, args=server_script_args(mode), env=env, **extra)
-
-
-class Watching(ScriptedProvider):
-    """A script that records what each request offered and said, and runs a hook after one."""
-
-    def __init__(self, turns: list[dict[str, Any]], hooks: dict[int, Callable[[], Any]]) -> None:
-        super().__init__(Script.model_validate({"model": "scripted", "turns": turns}))
-        self.hooks = hooks
-        self.seen: list[tuple[set[str], str]] = []  # (tool names, every message's text)
-
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
-        if request.purpose != "summary":
-            said = "\n".join(m.content or "" for m in request.messages)
-            self.seen.append(({t.name for t in request.tools}, said))
-            hook = self.hooks.get(len(self.seen))
-            if hook is not None:
-                await hook()
-        async for event in super().stream(request):
-            yield event
 
 
 @needs_proc

@@ -1,5 +1,6 @@
 """MCP in the TUI, through the harness worker process (the app's default) and the settings' real
-stdio servers: a call's progress notifications drawn live on it in the transcript."""
+stdio servers: a call's progress notifications drawn live on it in the transcript; the resource
+browser (F6) over server-everything."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ import json
 import sys
 from pathlib import Path
 
-from mcp_support import TEST_SERVER
+from mcp_support import TEST_SERVER, server_everything_entry
 from waits import until
 
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.run_request import NewRunRequest
 from io_tui.ui.app import IoApp, create_app
+from io_tui.ui.screens.resources import ResourcesScreen
 from io_tui.ui.state import CallProgress
 from io_tui.ui.testing import prepare_demo_workspace, wait_until_idle
 from io_tui.ui.widgets.call_progress import progress_line
+from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.transcript import Transcript
 
 SIZE = (120, 36)
 
 
 def mcp_app(tmp_path: Path, **servers: dict[str, object]) -> IoApp:
-    # the first request waits for the server however loaded the machine is
-    settings = Settings(mcp={"servers": servers, "ready_wait_s": 120})  # type: ignore[arg-type]
+    settings = Settings(mcp={"servers": servers})  # type: ignore[arg-type]
     return create_app(settings, tmp_path / "store.db", poll_interval=None, approver=ApproveAll())
 
 
@@ -63,3 +65,30 @@ def test_progress_lines_read_plainly() -> None:
     )
     assert progress_line(CallProgress("mcp__s__scan", 2.5)) == "↻ mcp__s__scan 2.5"
     assert progress_line(CallProgress("x", 9, 3)).startswith("↻ x ████████████ 9/3")
+
+
+async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) -> None:
+    entry = server_everything_entry()
+    app = mcp_app(tmp_path, everything={"command": "node", "args": [str(entry), "stdio"]})
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        await pilot.press("f6")
+        await until(lambda: isinstance(app.screen, ResourcesScreen), "the resources screen")
+        screen = app.screen
+        assert isinstance(screen, ResourcesScreen)
+        await until(lambda: screen.rows, "the resources", 60)
+        kinds = {row.kind for row in screen.rows}
+        assert kinds == {"resource", "template"}
+        uris = [row.uri for row in screen.rows]
+        assert "demo://resource/dynamic/text/{resourceId}" in uris
+        features = next(i for i, row in enumerate(screen.rows) if row.uri.endswith("/features.md"))
+        table = screen.query_one(Table)
+        table.move_cursor(row=features)
+        await pilot.press("enter")
+        await until(
+            lambda: "[resource demo://resource/static/document/features.md" in screen.shown,
+            "the resource's text",
+            30,
+        )
+        await pilot.press("escape")
+        await until(lambda: not isinstance(app.screen, ResourcesScreen), "back to the runs")

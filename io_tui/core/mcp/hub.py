@@ -19,14 +19,41 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any
 
 from io_tui.core.mcp.config import HttpServer, StdioServer
-from io_tui.core.mcp.connection import Connection, InProcessServer, ServerSource, StartError
+from io_tui.core.mcp.connection import (
+    Connection,
+    InProcessServer,
+    ServerSource,
+    StartError,
+    State,
+)
+from io_tui.core.mcp.resources import (
+    ListResources,
+    ReadResource,
+    ServerTool,
+    contents_text,
+    resource_target,
+)
 from io_tui.core.mcp.tools import McpTool, exposed_name
+from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRow:
+    """One resource or resource template of a server, as the resource browser lists it."""
+
+    server: str
+    kind: str  # "resource", "template", or "error" (``name`` says why)
+    uri: str
+    name: str
+    mime_type: str | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +64,7 @@ class ServerStatus:
     transport: str
     state: str
     error: str | None
-    tools: tuple[McpTool, ...]
+    tools: tuple[McpTool | ServerTool, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,7 +95,7 @@ class McpHub:
         self._disabled = [name for name, source in servers.items() if not source.enabled]
         self._background = background
         self._ready_wait_s = ready_wait_s
-        self._tools: list[McpTool] = []
+        self._tools: list[McpTool | ServerTool] = []
         self._problems: list[str] = []
         self._arrivals: list[Arrival] = []
         self._starting: dict[str, asyncio.Task[None]] = {}
@@ -140,6 +167,9 @@ class McpHub:
             self._starting.pop(connection.name, None)
         if arrival.problem is not None:
             self._problems.append(arrival.problem)
+        self._announce(arrival)
+
+    def _announce(self, arrival: Arrival) -> None:
         self._arrivals.append(arrival)
         for watcher in self._watchers:
             watcher(arrival)
@@ -159,16 +189,26 @@ class McpHub:
             return_exceptions=True,
         )
 
-    def _tools_of(self, connection: Connection) -> list[McpTool]:
+    def _tools_of(self, connection: Connection) -> list[McpTool | ServerTool]:
+        """The server's tools, and its resource tools when it offers resources."""
         taken = {tool.name for tool in self._tools}
-        tools: list[McpTool] = []
+        tools: list[McpTool | ServerTool] = []
         for remote in connection.tools:
             name = exposed_name(connection.name, remote.name, taken)
             taken.add(name)
             tools.append(
                 McpTool.make(connection, remote.name, remote.description, remote.input_schema, name)
             )
+        if any(connection.listed):  # it lists resources or templates: offer the tools
+            for kind in (ListResources, ReadResource):
+                name = exposed_name(connection.name, kind.remote_name, taken)
+                taken.add(name)
+                tools.append(kind.make(connection, name))
+            connection.on_update = partial(self._resource_updated, connection.name)
         return tools
+
+    def _resource_updated(self, server: str, uri: str) -> None:
+        self._announce(Arrival(_source(server), updated=resource_target(server, uri)))
 
     # -- LateTools, for the runs that started before every server was ready --
 
@@ -179,7 +219,7 @@ class McpHub:
         return tuple(_source(name) for name in self._starting)
 
     @property
-    def tools(self) -> tuple[McpTool, ...]:
+    def tools(self) -> tuple[McpTool | ServerTool, ...]:
         """The ready servers' tools, in the order the servers are configured."""
         order = {name: index for index, name in enumerate(self._connections)}
         return tuple(sorted(self._tools, key=lambda tool: order[tool.server.name]))
@@ -198,8 +238,37 @@ class McpHub:
         for tool in self.tools:
             registry.register(tool)
 
+    async def resources(self) -> list[ResourceRow]:
+        """Every ready server's resources, then its templates, as the resource browser lists
+        them; a server that fails to list is one row saying why."""
+        rows: list[ResourceRow] = []
+        for name, connection in self._connections.items():
+            if connection.state is not State.READY or not connection.offers("resources"):
+                continue
+            try:
+                found, templates = await connection.resources()
+            except ToolError as exc:
+                rows.append(ResourceRow(name, "error", "", str(exc)))
+                continue
+            rows += [
+                ResourceRow(name, "resource", str(r.uri), r.name, r.mime_type, r.description)
+                for r in found
+            ]
+            rows += [
+                ResourceRow(name, "template", t.uri_template, t.name, t.mime_type, t.description)
+                for t in templates
+            ]
+        return rows
+
+    async def read_resource(self, server: str, uri: str) -> str:
+        """Resource ``uri`` of ``server`` as text (the operator's read: no policy); ToolError."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise ToolError(f"no MCP server named {server!r}")
+        return contents_text(await connection.read(uri)) or f"(resource {uri} is empty)"
+
     def statuses(self) -> list[ServerStatus]:
-        by_server: dict[str, list[McpTool]] = {name: [] for name in self._connections}
+        by_server: dict[str, list[McpTool | ServerTool]] = {name: [] for name in self._connections}
         for tool in self._tools:
             by_server[tool.server.name].append(tool)
         return [
@@ -220,10 +289,11 @@ async def open_hub(servers: Mapping[str, ServerSource]) -> McpHub:
     return await hub.__aenter__()
 
 
-def tool_summary(tool: McpTool) -> dict[str, Any]:
+def tool_summary(tool: McpTool | ServerTool) -> dict[str, Any]:
     """Name, description's first line, and arguments as ``name: type`` (``*`` = required)."""
-    properties: dict[str, Any] = tool.schema.get("properties") or {}
-    required = set(tool.schema.get("required") or [])
+    schema = tool.schema if isinstance(tool, McpTool) else tool.spec().parameters
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
     arguments = [
         f"{key}{'*' if key in required else ''}: {_type_name(spec)}"
         for key, spec in properties.items()
@@ -233,7 +303,7 @@ def tool_summary(tool: McpTool) -> dict[str, Any]:
         "remote_name": tool.remote_name,
         "description": tool.description.splitlines()[0] if tool.description else "",
         "arguments": arguments,
-        "schema": tool.schema,
+        "schema": schema,
     }
 
 

@@ -209,7 +209,7 @@ def render_result(result: CallToolResult) -> str:
             size = _decoded_size(block.data)
             parts.append(f"[{block.type} {block.mime_type}, {size:,} bytes]")
         elif isinstance(block, EmbeddedResource):
-            parts.append(_render_embedded(block.resource))
+            parts.append(render_embedded(block.resource))
         elif isinstance(block, ResourceLink):
             size_note = f", {block.size:,} bytes" if block.size is not None else ""
             mime = f" {block.mime_type}" if block.mime_type else ""
@@ -225,7 +225,7 @@ def render_result(result: CallToolResult) -> str:
     return text
 
 
-def _render_embedded(resource: Any) -> str:
+def render_embedded(resource: Any) -> str:
     mime = f" {resource.mime_type}" if resource.mime_type else ""
     text = getattr(resource, "text", None)
     if text is not None:

@@ -17,11 +17,13 @@ from io_tui.core.tools.base import Tool
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """One source done starting: ``tools`` when it is ready, else the one-line ``problem``."""
+    """One source done starting: ``tools`` when it is ready, else the one-line ``problem``; or
+    later, a resource it sends updates of changed (``updated``: the read's target)."""
 
     source: str  # as the model is told it: "MCP server 'time'"
     tools: tuple[Tool, ...] = ()
     problem: str | None = None
+    updated: str | None = None
 
 
 class LateTools(Protocol):

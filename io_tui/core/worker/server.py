@@ -127,14 +127,11 @@ class WorkerServer:
         """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
         this worker drives; a server that fails to start is a notice to the app, and the runs go
         on without it."""
-        from io_tui.core.mcp import McpConfigError, McpHub, discover_mcp_files, load_mcp_file
+        from io_tui.core.mcp import McpHub, user_servers
 
-        servers: dict[str, Any] = dict(self.settings.mcp.servers)
-        for file in discover_mcp_files(config_dir(), None):
-            try:
-                servers.update(load_mcp_file(file).servers)
-            except McpConfigError as exc:
-                self.send({"t": "notice", "text": str(exc)})
+        servers, problems = user_servers(self.settings.mcp.servers, config_dir())
+        for problem in problems:
+            self.send({"t": "notice", "text": problem})
         self.servers = servers  # what each run it starts records
         if not servers:
             return None
