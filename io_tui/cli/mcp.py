@@ -77,13 +77,17 @@ def _what(entry: Any) -> str:
 
 @asynccontextmanager
 async def opened_hub(
-    servers: dict[str, ServerSource], *, ready_wait_s: float | None = None
+    servers: dict[str, ServerSource],
+    *,
+    ready_wait_s: float | None = None,
+    roots: tuple[Path, ...] = (),
 ) -> AsyncIterator[McpHub | None]:
     """A started hub for a headless command, its problems warned on stderr; None if no servers.
 
     With ``ready_wait_s`` (``io-tui run``) the servers start in the background: a run waits for
     them at most that long, takes each one's tools when it is ready, and a failure is warned when
     it happens. Without (``decide``, ``resume``: a paused call needs its tool now) all are awaited.
+    ``roots``: the workspace, offered to the servers as their root.
     """
     if not servers:
         yield None
@@ -91,7 +95,7 @@ async def opened_hub(
     from io_tui.core import McpHub
 
     background = ready_wait_s is not None
-    hub = McpHub(servers, background=background, ready_wait_s=ready_wait_s or 0.0)
+    hub = McpHub(servers, background=background, ready_wait_s=ready_wait_s or 0.0, roots=roots)
     hub.watch(_warn_problem)
     async with hub:
         yield hub

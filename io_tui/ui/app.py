@@ -54,6 +54,7 @@ from io_tui.ui.commands import (
     ThemeCommands,
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
+from io_tui.ui.mcp_prompts import PromptCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -92,6 +93,7 @@ class IoApp(App[int]):
         ThemeCommands,
         MemoryCommands,
         SteeringCommands,  # approvals: inbox / rules / memory editor / audit
+        PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
     }
     BINDINGS = [
         Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),

@@ -162,7 +162,7 @@ async def test_a_frame_beyond_the_window_llamacpp_reports_is_refused_before_send
     """No preset knows the window of a model behind ``--base-url``; llama.cpp says it at
     ``/props``, so the frame that cannot fit is refused locally, with the figures."""
     props = {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 1}
-    code, events, trace, server, _ = await run_against(
+    code, events, _trace, server, _ = await run_against(
         tmp_path, workspace, [], "--max-output-tokens", "512", props=props
     )
     assert server.props_asked == 1 and server.requests == [] and code == 1

@@ -1,6 +1,7 @@
-"""MCP resources with the real @modelcontextprotocol/server-everything over stdio: listed and read
-through the tools io-tui offers for them, reads checked by the read policy, and a subscribed
-resource's update told to the run that read it."""
+"""MCP resources, prompts and roots with the real @modelcontextprotocol/server-everything over
+stdio: resources listed and read through the tools io-tui offers for them, reads checked by the
+read policy, a subscribed resource's update told to the run that read it; prompts listed and
+filled; the workspace offered as the root."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from io_tui.core.mcp import McpHub, StdioServer
 from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.run import Outcome, start_run
 from io_tui.core.store import Store
+from io_tui.core.tools.base import ToolContext
 from io_tui.core.trace import build_trace
 
 TEXT_1 = "demo://resource/dynamic/text/1"
@@ -114,3 +116,21 @@ async def test_a_subscribed_resource_that_changes_is_told_to_the_run_that_read_i
         f"io-tui: MCP server 'everything' says mcp:everything:{TEXT_1} changed since you read it"
         in said
     )
+
+
+async def test_prompts_are_listed_and_filled_and_the_workspace_is_the_root(
+    workspace: Path, everything: StdioServer
+) -> None:
+    root = workspace.resolve().as_uri()  # noqa: ASYNC240 - a path name, no I/O to speak of
+    async with McpHub({"everything": everything}, roots=[workspace]) as hub:
+        prompts = {p.name: p for p in await hub.prompts()}
+        assert {"simple-prompt", "args-prompt"} <= set(prompts)
+        assert prompts["simple-prompt"].required == ()
+        assert prompts["args-prompt"].required == ("city",)
+        simple = await hub.prompt_text("everything", "simple-prompt", {})
+        assert simple.strip()
+        filled = await hub.prompt_text("everything", "args-prompt", {"city": "Lyon"})
+        assert "Lyon" in filled
+        tool = {t.name: t for t in hub.tools}["mcp__everything__get-roots-list"]
+        roots = await tool.run(tool.parse({}), ToolContext(None, 0, 1, 10_000))  # type: ignore[arg-type]
+        assert root in roots.text

@@ -1,6 +1,6 @@
 """MCP in the TUI, through the harness worker process (the app's default) and the settings' real
 stdio servers: a call's progress notifications drawn live on it in the transcript; the resource
-browser (F6) over server-everything."""
+browser (F6) and the prompts in the palette over server-everything."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from mcp_support import TEST_SERVER, server_everything_entry
+from textual.widgets import Input
 from waits import until
 
 from io_tui.config import Settings
@@ -28,6 +29,10 @@ SIZE = (120, 36)
 def mcp_app(tmp_path: Path, **servers: dict[str, object]) -> IoApp:
     settings = Settings(mcp={"servers": servers})  # type: ignore[arg-type]
     return create_app(settings, tmp_path / "store.db", poll_interval=None, approver=ApproveAll())
+
+
+def parse_servers(**servers: dict[str, object]) -> dict[str, object]:
+    return dict(Settings(mcp={"servers": servers}).mcp.servers)  # type: ignore[arg-type]
 
 
 def server_entry(*args: str) -> dict[str, object]:
@@ -92,3 +97,31 @@ async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) ->
         )
         await pilot.press("escape")
         await until(lambda: not isinstance(app.screen, ResourcesScreen), "back to the runs")
+
+
+async def test_a_servers_prompt_in_the_palette_opens_the_new_run_dialog_with_its_text(
+    tmp_path: Path,
+) -> None:
+    from io_tui.core import McpHub
+    from io_tui.ui.screens.new_run import NewRunScreen
+
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    async with McpHub(parse_servers(everything=server)) as hub:
+        expected = " ".join((await hub.prompt_text("everything", "simple-prompt", {})).split())
+    app = mcp_app(tmp_path, everything=server)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"simple-prompt")
+        palette = app.screen
+        await until(
+            lambda: any(
+                "everything/simple-prompt" in str(option.prompt)
+                for option in palette.query("CommandList").first().options
+            ),
+            "the prompt in the palette",
+            60,
+        )
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, NewRunScreen), "the new-run dialog")
+        assert app.screen.query_one("#task", Input).value == expected

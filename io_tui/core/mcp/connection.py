@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from io_tui.core.mcp.config import HttpServer, McpConfigError, StdioServer
@@ -93,6 +94,7 @@ class Connection:
     subscribed: set[str] = field(default_factory=set)  # resources whose updates it sends
     updated: dict[str, int] = field(default_factory=dict)  # uri → updates heard, in order
     on_update: Callable[[str], None] | None = None  # told of each resource update heard
+    roots: Callable[[], list[Path]] | None = None  # the directories offered as roots
     _client: Client | None = None
     _owner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -177,6 +179,8 @@ class Connection:
 
         source = self.source
         hooks: dict[str, Any] = {"message_handler": self._on_message}
+        if self.roots is not None:
+            hooks["list_roots_callback"] = self._list_roots
         if isinstance(source, InProcessServer):
             client = Client(source.server, **hooks)
         elif isinstance(source, StdioServer):
@@ -201,6 +205,35 @@ class Connection:
             await stack.enter_async_context(http)
             client = Client(streamable_http_client(source.url, http_client=http), **hooks)
         return await stack.enter_async_context(client)
+
+    async def _list_roots(self, context: Any) -> Any:
+        """``roots/list``: the workspaces (``file://`` URIs) the hub says, at the time asked."""
+        from mcp_types import ListRootsResult, Root
+
+        paths = self.roots() if self.roots is not None else []
+        roots = [Root.model_validate({"uri": p.resolve().as_uri(), "name": p.name}) for p in paths]
+        return ListRootsResult(roots=roots)
+
+    async def roots_changed(self) -> None:
+        """Tell a ready server the roots changed (it asks ``roots/list`` again); never raises."""
+        client = self._client
+        if self.state is State.READY and client is not None:
+            with contextlib.suppress(Exception):
+                await client.send_roots_list_changed()
+
+    async def prompts(self) -> list[Any]:
+        """The server's prompts (none when it offers none)."""
+        if not self.offers("prompts"):
+            return []
+        return await self._request(
+            "prompts/list",
+            lambda client: _pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts"),
+        )
+
+    async def prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        return await self._request(
+            f"prompt {name}", lambda client: client.get_prompt(name, arguments or None)
+        )
 
     async def _on_message(self, message: Any) -> None:
         """The server's notifications: a subscribed resource's update is counted and told."""

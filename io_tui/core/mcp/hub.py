@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -38,7 +39,7 @@ from io_tui.core.mcp.resources import (
     contents_text,
     resource_target,
 )
-from io_tui.core.mcp.tools import McpTool, exposed_name
+from io_tui.core.mcp.tools import McpTool, exposed_name, render_embedded
 from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.registry import ToolRegistry
@@ -54,6 +55,20 @@ class ResourceRow:
     name: str
     mime_type: str | None = None
     description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRow:
+    """One prompt a server offers: its arguments as (name, required, description)."""
+
+    server: str
+    name: str
+    description: str
+    arguments: tuple[tuple[str, bool, str], ...] = ()
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name, required, _ in self.arguments if required)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +100,17 @@ class McpHub:
         *,
         background: bool = False,
         ready_wait_s: float = 0.0,
+        roots: Sequence[Path] = (),
     ) -> None:
         """``background``: entering the hub does not wait for the servers; each one's tools
         arrive (``arrivals``) as it becomes ready, and a run waits for them at most
-        ``ready_wait_s`` from when they were started (``settle``)."""
+        ``ready_wait_s`` from when they were started (``settle``). ``roots``: the workspace
+        directories servers are told they may work in (``add_root`` adds one later)."""
+        self._roots: list[Path] = list(roots)
         self._connections = {
-            name: Connection(name, source) for name, source in servers.items() if source.enabled
+            name: Connection(name, source, roots=self.roots)
+            for name, source in servers.items()
+            if source.enabled
         }
         self._disabled = [name for name, source in servers.items() if not source.enabled]
         self._background = background
@@ -173,6 +193,50 @@ class McpHub:
         self._arrivals.append(arrival)
         for watcher in self._watchers:
             watcher(arrival)
+
+    def roots(self) -> list[Path]:
+        return list(self._roots)
+
+    async def add_root(self, path: Path) -> None:
+        """Offer ``path`` as a root too (a run in a new workspace); the servers are told."""
+        if path in self._roots:
+            return
+        self._roots.append(path)
+        await asyncio.gather(*(c.roots_changed() for c in self._connections.values()))
+
+    async def prompts(self) -> list[PromptRow]:
+        """Every ready server's prompts (a server that fails to list them is skipped)."""
+        rows: list[PromptRow] = []
+        for name, connection in self._connections.items():
+            if connection.state is not State.READY:
+                continue
+            try:
+                found = await connection.prompts()
+            except ToolError:
+                continue
+            for prompt in found:
+                arguments = tuple(
+                    (a.name, bool(a.required), a.description or "") for a in prompt.arguments or ()
+                )
+                rows.append(PromptRow(name, prompt.name, prompt.description or "", arguments))
+        return rows
+
+    async def prompt_text(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """Prompt ``name`` of ``server`` filled with ``arguments``, its messages' text joined
+        (a user message as it is; others under their role); ToolError if it fails."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise ToolError(f"no MCP server named {server!r}")
+        result = await connection.prompt(name, arguments)
+        parts = []
+        for message in result.messages:
+            content = message.content
+            text = getattr(content, "text", None)
+            if text is None:
+                resource = getattr(content, "resource", None)
+                text = render_embedded(resource) if resource is not None else f"[{content.type}]"
+            parts.append(text if message.role == "user" else f"({message.role}) {text}")
+        return "\n\n".join(parts)
 
     def watch(self, callback: Callable[[Arrival], None]) -> None:
         """Call ``callback`` with each later arrival (a server ready, or failed to start)."""

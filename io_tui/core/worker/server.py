@@ -217,6 +217,9 @@ class WorkerServer:
             contract, provider, policy = await build_run(self.store, self.settings, request)
             servers = await self._servers()
             origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
+            hub = await self._hub if self._hub is not None else None
+            if hub is not None:  # its servers may work in the run's workspace too
+                await hub.add_root(contract.workspace)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
