@@ -18,6 +18,7 @@ from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
+from io_tui.core.sampling import answer_sampling
 from io_tui.core.skills import ReadSkill, Skill, catalogue
 from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
@@ -174,6 +175,7 @@ class RunState:
             memory_limits=self.contract.memory,
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
+            sample=lambda call_id, ask: answer_sampling(self, step, call_id, ask),
         )
 
     # -- committing --

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     )
     from mcp_types import Tool as RemoteTool
 
-    from io_tui.core.mcp.tools import Progress
+    from io_tui.core.mcp.tools import Progress, Sampler
 
 T = TypeVar("T")
 
@@ -102,6 +102,7 @@ class Connection:
     _opened: bool = False  # the owner task has handed over a connected client
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _timeouts_in_a_row: int = 0
+    _sampler: Sampler | None = None  # the run whose call is in flight answers its sampling
 
     # -- lifecycle --
 
@@ -178,7 +179,10 @@ class Connection:
         from mcp.client.streamable_http import streamable_http_client
 
         source = self.source
-        hooks: dict[str, Any] = {"message_handler": self._on_message}
+        hooks: dict[str, Any] = {
+            "message_handler": self._on_message,
+            "sampling_callback": self._sample,
+        }
         if self.roots is not None:
             hooks["list_roots_callback"] = self._list_roots
         if isinstance(source, InProcessServer):
@@ -263,12 +267,50 @@ class Connection:
     # -- calls --
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        sampler: Sampler | None = None,
     ) -> CallToolResult:
         """Call ``tool``; every failure is a ToolError the model can read. ``progress`` hears
-        the server's progress notifications on the call (asking for them gives it a token)."""
-        return await self._request(
-            tool, lambda client: client.call_tool(tool, arguments, progress_callback=progress)
+        the server's progress notifications on the call (asking for them gives it a token);
+        ``sampler`` answers its sampling requests while the call lasts."""
+        self._sampler = sampler
+        try:
+            return await self._request(
+                tool, lambda client: client.call_tool(tool, arguments, progress_callback=progress)
+            )
+        finally:
+            self._sampler = None
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        """``sampling/createMessage``: put to the run whose call is in flight (its policy, its
+        operator, its provider); refused when no run's call is."""
+        from mcp_types import CreateMessageResult, ErrorData, TextContent
+
+        from io_tui.core.sampling import SamplingAsk
+
+        sampler = self._sampler
+        if sampler is None:
+            return ErrorData(code=-32600, message="io-tui answers sampling only during a call")
+        messages = tuple(
+            (m.role, getattr(m.content, "text", None) or f"[{m.content.type} content]")
+            for m in params.messages
+        )
+        from io_tui.core.mcp.tools import safe_part
+
+        target = f"mcp__{safe_part(self.name)}__sampling"
+        ask = SamplingAsk(self.name, target, messages, params.system_prompt, params.max_tokens)
+        try:
+            text = await sampler(ask)
+        except Exception as exc:  # the server hears why; the call goes on
+            return ErrorData(code=-1, message=f"io-tui refused the sampling request: {exc}")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=text),
+            model="io-tui",
+            stop_reason="endTurn",
         )
 
     async def resources(self) -> tuple[list[Resource], list[ResourceTemplate]]:

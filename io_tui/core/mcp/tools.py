@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict
@@ -54,6 +54,9 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
+Sampler = Callable[[Any], Awaitable[str]]  # a ``SamplingAsk`` → the model's answer
+
+
 class Progress(Protocol):
     """Hears a server's progress notifications on one call (the SDK's ``ProgressFnT``)."""
 
@@ -66,7 +69,11 @@ class Caller(Protocol):
     name: str
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        sampler: Sampler | None = None,
     ) -> CallToolResult: ...
 
 
@@ -121,8 +128,12 @@ class McpTool(Tool):
         return Gate(Act.EXEC, self.name, content=json.dumps(args.arguments, sort_keys=True))
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolOutcome:
+        sample = ctx.sample
+        sampler: Sampler | None = (
+            (lambda ask: sample(ctx.call_id, ask)) if sample is not None else None
+        )
         result = await self.server.call(
-            self.remote_name, args.arguments, _progress_events(self.name, ctx)
+            self.remote_name, args.arguments, _progress_events(self.name, ctx), sampler
         )
         return ToolOutcome(
             text=render_result(result),
