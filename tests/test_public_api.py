@@ -89,6 +89,7 @@ PUBLIC = [  # sorted
     "check_key",
     "check_rewrite",
     "command_examples",
+    "contents_text",
     "decide",
     "discover_mcp_files",
     "enqueue_request",
@@ -110,6 +111,7 @@ PUBLIC = [  # sorted
     "store_location",
     "suggest_pattern",
     "usage_hit_rate",
+    "user_servers",
     "validate_pattern",
 ]
 

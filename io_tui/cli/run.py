@@ -145,7 +145,8 @@ async def run_command(args: argparse.Namespace) -> int:
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     if args.queue:
         return await enqueue(args, contract, provider, policy, git, origin)
-    async with opened_hub(servers) as hub:
+    roots = (workspace.root,) if workspace else ()
+    async with opened_hub(servers, ready_wait_s=settings.mcp.ready_wait_s, roots=roots) as hub:
         approver = APPROVERS[settings.approve]()
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
 
@@ -194,6 +195,7 @@ async def execute(
             policy=policy,
             registry=registry,
             origin=origin,
+            late_tools=hub,
         )
         result = await start_run(harness, contract)
     finally:

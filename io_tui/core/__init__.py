@@ -32,8 +32,10 @@ if TYPE_CHECKING:
         McpConfigError,
         McpHub,
         ServerSource,
+        contents_text,
         discover_mcp_files,
         load_mcp_file,
+        user_servers,
     )
     from io_tui.core.mcp.config import read_servers
     from io_tui.core.memory import MemoryNote, Scope, check_key
@@ -176,7 +178,15 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
     "ScriptedProvider": "providers.scripted",
     **dict.fromkeys(
-        ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
+        (
+            "McpConfigError",
+            "McpHub",
+            "ServerSource",
+            "contents_text",
+            "discover_mcp_files",
+            "load_mcp_file",
+            "user_servers",
+        ),
         "mcp",
     ),
     "read_servers": "mcp.config",
@@ -257,6 +267,7 @@ __all__ = [
     "check_key",
     "check_rewrite",
     "command_examples",
+    "contents_text",
     "decide",
     "discover_mcp_files",
     "enqueue_request",
@@ -278,6 +289,7 @@ __all__ = [
     "store_location",
     "suggest_pattern",
     "usage_hit_rate",
+    "user_servers",
     "validate_pattern",
 ]
 

@@ -93,17 +93,10 @@ class RunOrigin(BaseModel):
 def configured_servers(settings: RunSettings) -> tuple[dict[str, ServerSource], list[str]]:
     """The MCP servers a run started in this process gets (and records): the settings' and the
     user's ``mcp.json`` over them; with a line for each file that does not load (left out)."""
-    from io_tui.core.mcp.config import McpConfigError, discover_mcp_files, load_mcp_file
+    from io_tui.core.mcp.config import user_servers
     from io_tui.paths import config_dir
 
-    servers: dict[str, ServerSource] = dict(settings.mcp.servers)
-    problems = []
-    for file in discover_mcp_files(config_dir(), None):
-        try:
-            servers.update(load_mcp_file(file).servers)
-        except McpConfigError as exc:
-            problems.append(str(exc))
-    return servers, problems
+    return user_servers(settings.mcp.servers, config_dir())
 
 
 def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServer | HttpServer]:

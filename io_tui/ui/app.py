@@ -55,6 +55,7 @@ from io_tui.ui.commands import (
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.live import follow
+from io_tui.ui.mcp_prompts import PromptCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -93,6 +94,7 @@ class IoApp(App[int]):
         ThemeCommands,
         MemoryCommands,
         SteeringCommands,  # approvals: inbox / rules / memory editor / audit
+        PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
     }
     BINDINGS = [
         Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),
@@ -106,6 +108,14 @@ class IoApp(App[int]):
         Binding("f3", "rules", "Rules", id="app.rules", tooltip="Remembered rules: list, revoke"),
         Binding("f4", "memory", "Memory", id="app.memory", tooltip="Edit what the agent remembers"),
         Binding("f5", "audit", "Audit", id="app.audit", tooltip="Every approval decision"),
+        Binding(  # not in the footer (it is full): in the palette and the help
+            "f6",
+            "resources",
+            "Resources",
+            id="app.resources",
+            tooltip="Browse what the MCP servers offer to read",
+            show=False,
+        ),
     ]
 
     def __init__(
@@ -301,6 +311,13 @@ class IoApp(App[int]):
         from io_tui.ui.screens.audit import AuditScreen
 
         self.switch_to(lambda: AuditScreen(self.store))
+
+    def action_resources(self) -> None:
+        from io_tui.paths import config_dir
+        from io_tui.ui.screens.resources import ResourcesScreen
+
+        servers = dict(self.settings.mcp.servers)
+        self.switch_to(lambda: ResourcesScreen(servers, config_dir()))
 
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the

@@ -16,7 +16,7 @@ from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.prefix import common_prefix
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.base import Message, ToolSpec
 
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
 FOLDED_REASON = "folded into the compaction summary"
@@ -111,6 +111,12 @@ class ContextEngine:
         until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
         horizon = max(1, min(contract.max_steps - step, until_cut, plan.until_forced()))
         return worth_rewriting(saved, rewritten, horizon, contract.cache)
+
+    def offer_tools(self, tools: tuple[ToolSpec, ...]) -> None:
+        """The run's tools changed (an MCP server became ready): count the new schemas."""
+        if tools is not self.frame.tools:
+            self.frame = replace(self.frame, tools=tools)
+            self._frame_cache = None
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
         if self._frame_cache is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Connection, Database, row_as
@@ -390,8 +390,9 @@ def _create(row: tuple[Any, ...], now: float, conn: Connection) -> int:
 
 
 def _insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
-    """The events (never a text delta), announced with each run's newest (``live.py``)."""
-    stored = [e for e in events if e.kind is not EventKind.TEXT_DELTA]
+    """The events (never a live-only one: text deltas, progress), announced with each run's
+    newest (``live.py``)."""
+    stored = [e for e in events if e.kind not in LIVE_ONLY]
     conn.executemany(
         "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
         [(e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at) for e in stored],

@@ -140,14 +140,18 @@ class WorkerServer:
         if not servers:
             return None
 
+        hub = McpHub(servers, background=True, ready_wait_s=self.settings.mcp.ready_wait_s)
+        hub.watch(self._notice_problem)
         try:
-            hub = await self._exit.enter_async_context(McpHub(servers))
+            return await self._exit.enter_async_context(hub)
         except Exception as exc:  # the runs go on with the built-in tools
             self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
             return None
-        for problem in hub.problems:
-            self.send({"t": "notice", "text": problem})
-        return hub
+
+    def _notice_problem(self, arrival: Any) -> None:
+        """A server that failed to start, told to the app when it happens."""
+        if arrival.problem is not None:
+            self.send({"t": "notice", "text": arrival.problem})
 
     async def registry(self) -> ToolRegistry:
         """The built-in tools, plus the MCP servers' once they have started."""
@@ -217,6 +221,9 @@ class WorkerServer:
             contract, provider, policy = await build_run(self.store, self.settings, request)
             servers = await self._servers()
             origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
+            hub = await self._hub if self._hub is not None else None
+            if hub is not None:  # its servers may work in the run's workspace too
+                await hub.add_root(contract.workspace)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
@@ -252,6 +259,7 @@ class WorkerServer:
             policy=policy,
             registry=await self.registry(),
             origin=origin,
+            late_tools=await self._hub if self._hub is not None else None,
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)
