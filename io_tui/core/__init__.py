@@ -26,7 +26,13 @@ if TYPE_CHECKING:
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
-    from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
+    from io_tui.core.launch import (
+        build_run,
+        cache_prices_for,
+        continue_contract,
+        policy_for,
+        provider_for,
+    )
     from io_tui.core.mcp import (
         McpConfigError,
         McpHub,
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Policy
+    from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
@@ -84,7 +91,11 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
     **dict.fromkeys(("Harness", "harness_registry"), "harness"),
     "start_run": "run",
-    **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
+    **dict.fromkeys(
+        ("build_run", "cache_prices_for", "continue_contract", "policy_for", "provider_for"),
+        "launch",
+    ),
+    **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
@@ -198,6 +209,7 @@ __all__ = [
     "Outcome",
     "Policy",
     "ProbeResult",
+    "ProgressLedger",
     "Provider",
     "QueueWorker",
     "Recall",
@@ -236,17 +248,20 @@ __all__ = [
     "check_key",
     "check_rewrite",
     "command_examples",
+    "continue_contract",
     "decide",
     "discover_mcp_files",
     "enqueue_run",
     "grant_text",
     "harness_registry",
     "in_flight_calls",
+    "ledger_of",
     "load_mcp_file",
     "policy_for",
     "preview_matches",
     "probe_models",
     "provider_for",
+    "render_ledger",
     "request_notes",
     "resume",
     "servers_to_resume",

@@ -17,6 +17,7 @@ from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
+from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.skills import ReadSkill, Skill, catalogue
 from io_tui.core.store import RequestRecord, StepCommit
@@ -58,6 +59,8 @@ class RunState:
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        # the run's progress ledger, folded from each batch of events once it is stored
+        self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
 
     # -- events --
 
@@ -82,6 +85,7 @@ class RunState:
         events, self.pending_events = self.pending_events, []
         if events:
             await self.store.runs.add_events(events)
+            await self.progress.take(events)
 
     # -- budget --
 
@@ -171,9 +175,10 @@ class RunState:
             ),
             provider=self.harness.provider.describe(),
         )
+        new_obs = tuple(o for o, _ in observations)
+        await self.progress.take(events, new_obs, text, step)
         if committed is not None:
             self.announce(committed)
-        new_obs = tuple(o for o, _ in observations)
         if update and self.history and self.history[-1].step == step:
             last = self.history[-1]
             self.history[-1] = StepRecord(

@@ -96,7 +96,20 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     )
     assert run.returncode == 0, run.stderr
     trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
-    assert set(trace) == {"run", "steps", "requests", "events", "approvals", "intents"}
+    assert set(trace) == {
+        "run",
+        "steps",
+        "requests",
+        "events",
+        "approvals",
+        "intents",
+        "progress",
+        "progress_revisions",
+    }
+    progress = trace["progress"]  # the run's progress ledger, as the harness kept it
+    assert progress["run_id"] == 1 and progress["status"] == "finished"
+    assert progress["revision"] == trace["progress_revisions"][-1]["revision"]
+    assert progress["digest"] == trace["progress_revisions"][-1]["digest"]
     assert {
         "id",
         "goal",

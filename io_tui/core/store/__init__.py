@@ -14,6 +14,7 @@ from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.progress import ProgressRepo, ProgressRow
 from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
@@ -26,6 +27,7 @@ __all__ = [
     "GitSource",
     "IntentRow",
     "ObservationRow",
+    "ProgressRow",
     "QueueEntry",
     "Recall",
     "RememberedRule",
@@ -79,6 +81,7 @@ class Store:
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
         self.queue = QueueRepo(self.db)
+        self.progress = ProgressRepo(self.db)
 
     @classmethod
     async def open(cls, path: StoreLocation | str, *, create: bool = True) -> Store:
