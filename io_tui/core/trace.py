@@ -64,6 +64,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             # schema 5
             "origin": run.origin,
             "error": run.error,
+            # the earlier run whose progress ledger its first request carried (--continue)
+            "continues": _continues(run.contract),
             # paused or interrupted with its sub-agent: the child run it resumes with
             "waiting_on": waits.id if waits is not None else None,
             "created_at": run.created_at,
@@ -119,6 +121,13 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             for a in approvals
         ],
     }
+
+
+def _continues(contract: dict[str, Any]) -> dict[str, Any] | None:
+    carried = contract.get("continues")
+    if not carried:
+        return None
+    return {k: carried[k] for k in ("run_id", "revision", "digest")}
 
 
 def _unfinished(intent: IntentRow | None) -> str:
