@@ -157,9 +157,9 @@ async def run_command(args: argparse.Namespace) -> int:
     servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
     provider = provider_from(settings)
     policy = policy_from(settings)
-    if args.queue:
-        return await enqueue(args, contract, provider, policy, git)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
+    if args.queue:
+        return await enqueue(args, contract, provider, policy, git, origin)
     async with opened_hub(servers) as hub:
         approver = APPROVERS[settings.approve]()
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)

@@ -1,6 +1,7 @@
-"""The new-run dialog: task, workspace, where it runs (this machine or the queue), provider, base
-URL, model and budgets → ``NewRunRequest``; or "continue from run N": a fresh run in that run's
-workspace whose first request carries its progress ledger (the task may then stay empty).
+"""The new-run dialog: task, workspace, where it runs (this machine or the queue, with the labels
+a worker must serve), provider, base URL, model and budgets → ``NewRunRequest``; or "continue
+from run N": a fresh run in that run's workspace whose first request carries its progress
+ledger (the task may then stay empty).
 
 Providers are the presets (``core.providers.presets``) plus the scripted demo, each labelled with
 what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
@@ -14,6 +15,7 @@ and the buttons stay in view at any size.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +150,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                 yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
                 yield _row("Continue", Select[int]([], prompt="no: a new task", id="continue-from", compact=True))  # fmt: skip
                 yield _row("Run on", Select(RUN_ON, value="here", allow_blank=False, id="run-on", compact=True))  # fmt: skip
+                yield _row("Labels", Input(placeholder="e.g. gpu, linux: a worker serving all of them takes it", id="labels", compact=True), id="labels-row")  # fmt: skip
                 yield _row(
                     "Provider",
                     Select(
@@ -290,6 +293,10 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.status.update(Content.styled("… asking the server for its models", "$text-muted"))
             self.probe_url(name, url)
 
+    @on(Select.Changed, "#run-on")
+    def _on_run_on_changed(self, event: Select.Changed) -> None:
+        self.set_class(event.value == "queue", "-queue")
+
     @on(Select.Changed, "#models")
     def _on_model_picked(self, event: Select.Changed) -> None:
         if event.value is not Select.NULL:
@@ -362,6 +369,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         max_steps = self._int("max-steps", "max steps", 1)
         if max_steps is None:
             raise FieldError("max-steps", "max steps is empty")
+        queue = self.query_one("#run-on", Select).value == "queue"
         return NewRunRequest(
             task=task,
             workspace=workspace,
@@ -371,7 +379,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             max_steps=max_steps,
             token_budget=self._int("token-budget", "the token budget", 1),
             context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
-            queue=self.query_one("#run-on", Select).value == "queue",
+            queue=queue,
+            labels=labels_of(self._value("labels")) if queue else (),
             continue_run_id=continue_run_id,
         )
 
@@ -425,6 +434,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
 def _row(label: str, widget: Widget, *, id: str | None = None) -> Horizontal:
     return Horizontal(Label(label), widget, classes="row", id=id)
+
+
+def labels_of(text: str) -> tuple[str, ...]:
+    """The labels typed (separated by commas or spaces), each once, sorted as the queue keeps
+    them."""
+    return tuple(sorted({label for label in re.split(r"[,\s]+", text) if label}))
 
 
 def _unreached(result: ProbeResult) -> bool:
