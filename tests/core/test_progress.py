@@ -345,3 +345,15 @@ def test_the_ledger_round_trips_through_json() -> None:
     ledger = fold_.ledger()
     again = type(ledger).from_json(json.loads(json.dumps(ledger.to_json())))
     assert again == ledger and again.digest == ledger.digest
+
+
+def test_a_call_started_with_no_result_is_in_flight_once_the_run_stopped() -> None:
+    fold_ = Fold(2, TaskContract("g", Path("/ws")))
+    fold_.apply("tool_called", 3, {"call_id": "w", "name": "write_file"})
+    fold_.apply("approval_requested", 3, {"approval_id": 1, "act": "write", "target": "a"})
+    fold_.apply("approval_decided", 3, {"approval_id": 1, "decision": "approve"})
+    assert fold_.ledger().operations == ()  # a live run's call is just running
+    fold_.apply("run_finished", 3, {"status": "interrupted", "outcome": "interrupted"})
+    ledger = fold_.ledger()
+    assert [(o.kind, o.id) for o in ledger.operations] == [("call", "r2.s3.w")]
+    assert ledger.next_action.startswith("reconcile r2.s3.w (`io-tui resume 2 --reconcile")

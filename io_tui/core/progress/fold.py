@@ -301,10 +301,10 @@ class Fold:
             )
             for call, run in waiting.items()
         ]
-        in_flight = [
+        in_flight = [  # started, its approval (if any) decided, no result
             (call_id, c)
             for call_id, c in self.calls.items()
-            if c.approval not in self.asked and call_id not in waiting and c.approval is None
+            if c.approval not in self.asked and call_id not in waiting
         ]
         if self.status not in ("running", "asking"):  # a live run's calls are just running
             operations += [
