@@ -27,7 +27,13 @@ if TYPE_CHECKING:
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
-    from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
+    from io_tui.core.launch import (
+        build_run,
+        cache_prices_for,
+        continue_contract,
+        policy_for,
+        provider_for,
+    )
     from io_tui.core.mcp import (
         McpConfigError,
         McpHub,
@@ -42,6 +48,7 @@ if TYPE_CHECKING:
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Effect, Policy
+    from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
@@ -91,7 +98,11 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
     **dict.fromkeys(("Harness", "harness_registry"), "harness"),
     "start_run": "run",
-    **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
+    **dict.fromkeys(
+        ("build_run", "cache_prices_for", "continue_contract", "policy_for", "provider_for"),
+        "launch",
+    ),
+    **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
@@ -226,6 +237,7 @@ __all__ = [
     "Outcome",
     "Policy",
     "ProbeResult",
+    "ProgressLedger",
     "Provider",
     "QueueWorker",
     "Recall",
@@ -268,6 +280,7 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "contents_text",
+    "continue_contract",
     "decide",
     "discover_mcp_files",
     "enqueue_request",
@@ -275,6 +288,7 @@ __all__ = [
     "grant_text",
     "harness_registry",
     "in_flight_calls",
+    "ledger_of",
     "load_mcp_file",
     "operator",
     "policy_for",
@@ -282,6 +296,7 @@ __all__ = [
     "probe_models",
     "provider_for",
     "read_servers",
+    "render_ledger",
     "request_notes",
     "resume",
     "servers_to_resume",

@@ -21,6 +21,7 @@ class NewRunRequest:
     token_budget: int | None = None
     context_max_tokens: int | None = None
     seed_run_id: int | None = None
+    continue_run_id: int | None = None  # a fresh run carrying that run's progress ledger
     queue: bool = False  # put it on the run queue for a worker (``io-tui worker``) to drive
     labels: tuple[str, ...] = ()  # with ``queue``: only a worker serving all of them takes it
 

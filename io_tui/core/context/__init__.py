@@ -53,10 +53,11 @@ from io_tui.core.context.frame import Frame, InstructionFile
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.refresh import Probe, Refresher, RefreshFailed
 from io_tui.core.context.stubs import how_to_get_back
-from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 
 __all__ = [
+    "Agreement",
     "Assembly",
     "ContextEngine",
     "EntryState",

@@ -20,7 +20,7 @@ from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Se
 from io_tui.core.context.messages import emit_step
 from io_tui.core.context.plan import CUT_AHEAD, Plan
 from io_tui.core.context.refresh import Probe, Refresher, Resolver
-from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
 from io_tui.core.ledger import StepRecord
@@ -38,6 +38,7 @@ class Engine(Protocol):
     summarize: Summarizer | None
     summaries: list[Summary]
     on_summary: Callable[[Summary], Awaitable[None]] | None
+    agreement: Callable[[], Agreement] | None
     live: LiveSteps
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]: ...
@@ -291,6 +292,7 @@ class Build:
             ceiling_tokens=self.ceiling,
             summarize=self.engine.summarize,
             left_out=left_out,
+            agreement=self.engine.agreement() if self.engine.agreement else None,
         )
         self.engine.summaries.append(summary)
         if self.engine.on_summary is not None:

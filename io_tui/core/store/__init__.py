@@ -16,6 +16,7 @@ from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.progress import ProgressRepo, ProgressRow
 from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
@@ -30,6 +31,7 @@ __all__ = [
     "IntentRow",
     "Live",
     "ObservationRow",
+    "ProgressRow",
     "QueueEntry",
     "Recall",
     "RememberedRule",
@@ -83,6 +85,7 @@ class Store:
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
         self.queue = QueueRepo(self.db)
+        self.progress = ProgressRepo(self.db)
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod
