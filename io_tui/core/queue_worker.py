@@ -160,6 +160,7 @@ class QueueWorker:
         options = self.options
         await self.store.queue.register(options.labels, options.concurrency)
         beat = asyncio.create_task(self._beat())
+        listen = asyncio.create_task(self._listen())
         try:
             while not self.draining.is_set():
                 try:
@@ -177,7 +178,16 @@ class QueueWorker:
                 await asyncio.wait(list(self.tasks.values()))
         finally:
             beat.cancel()
+            listen.cancel()
             await self.store.queue.stopped()
+
+    async def _listen(self) -> None:
+        """On PostgreSQL a queue notification (an enqueue, a release, a decision) starts the
+        next round at once rather than after ``poll_s``; on SQLite this only waits."""
+        async with self.store.live.queue_wakeups() as wakeup:
+            while True:
+                if await wakeup.wait(self.options.poll_s):
+                    self._wake.set()
 
     async def _round(self) -> bool:
         """Reap, claim what there is room for; False once ``until_empty`` has nothing left."""

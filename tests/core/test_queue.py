@@ -248,6 +248,28 @@ async def test_a_worker_drives_the_queue_to_empty(both, workspace, write_script)
     assert (await both.queue.workers(include_stopped=True))[0].stopped_at is not None
 
 
+async def test_an_idle_postgresql_worker_wakes_at_an_enqueue_not_at_its_poll(
+    pg_url, workspace, write_script
+):
+    """A worker that polls once a minute takes a run queued while it idles at once: the
+    enqueue's NOTIFY (``Live.queue_wakeups``) starts its next round."""
+    store = await Store.open(pg_url)
+    try:
+        opts = WorkerOptions(scratch=workspace.parent / "scratch", poll_s=60.0)
+        w = QueueWorker(store, opts, log=lambda line: None)
+        serving = asyncio.create_task(w.serve())
+        await until_stored(lambda: store.queue.workers(), "the worker registered")
+        await asyncio.sleep(0.5)  # its first round found nothing: it waits for the next
+        run_id = await put(store, write_turns(write_script), workspace)
+        async with asyncio.timeout(20):  # a third of the poll: only a wake-up gets there
+            while run_id not in w.results:  # noqa: ASYNC110 - the worker's own record
+                await asyncio.sleep(0.05)
+        w.drain()
+        await asyncio.wait_for(serving, 20)
+    finally:
+        await store.close()
+
+
 async def test_an_ask_on_a_worker_waits_in_the_store_for_any_decider(
     store, store_path, workspace, write_script
 ):
