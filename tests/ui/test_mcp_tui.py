@@ -15,6 +15,8 @@ from waits import until
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.store import Store
+from io_tui.core.trace import build_trace
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.screens.resources import ResourcesScreen
 from io_tui.ui.state import CallProgress
@@ -125,3 +127,46 @@ async def test_a_servers_prompt_in_the_palette_opens_the_new_run_dialog_with_its
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, NewRunScreen), "the new-run dialog")
         assert app.screen.query_one("#task", Input).value == expected
+
+
+async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model_answers(
+    tmp_path: Path,
+) -> None:
+    """Through the worker: the tool call asks, then the server's sampling request asks with its
+    messages; approved, the run's (scripted) model answers it and the server gets the text."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {
+        "name": "mcp__everything__trigger-sampling-request",
+        "arguments": {"prompt": "say hi", "maxTokens": 40},
+    }
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]}, {"text": "Hi from the model"})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)  # the app asks
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("sample", workspace, provider))
+        asked: list[str] = []
+        for _ in range(2):  # the tool call, then the server's sampling request
+            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 60)
+            modal = app.screen
+            assert isinstance(modal, ApprovalScreen)
+            asked.append(modal.request.target)
+            if modal.request.target.endswith("__sampling"):
+                assert "[user] Resource trigger-sampling-request context: say hi" in (
+                    modal.request.content
+                )
+            await until(lambda: modal.armed, "the modal to arm")
+            await pilot.press("1")  # approve
+            await until(lambda: app.screen is not modal, "the modal to close")
+        assert asked == ["mcp__everything__trigger-sampling-request", "mcp__everything__sampling"]
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 60)
+        await wait_until_idle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        app.screen.select_run(1)  # type: ignore[attr-defined]
+        await wait_until_idle(pilot)
+        assert "asked: exec mcp__everything__sampling" in transcript.text_of(1)
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, 1)
+    assert "Hi from the model" in trace["steps"][0]["observations"][0]["text"]
