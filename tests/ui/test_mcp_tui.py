@@ -157,9 +157,9 @@ async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model
                 assert "[user] Resource trigger-sampling-request context: say hi" in (
                     modal.request.content
                 )
-            await until(lambda: modal.armed, "the modal to arm")
+            await until(lambda m=modal: m.armed, "the modal to arm")
             await pilot.press("1")  # approve
-            await until(lambda: app.screen is not modal, "the modal to close")
+            await until(lambda m=modal: app.screen is not m, "the modal to close")
         assert asked == ["mcp__everything__trigger-sampling-request", "mcp__everything__sampling"]
         await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 60)
         await wait_until_idle(pilot)
