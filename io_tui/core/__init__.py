@@ -18,15 +18,22 @@ if TYPE_CHECKING:
         RememberRule,
         RuleScope,
         TerminalApprover,
+        operator,
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
+    from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
-    from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
+    from io_tui.core.launch import (
+        build_run,
+        cache_prices_for,
+        continue_contract,
+        policy_for,
+        provider_for,
+    )
     from io_tui.core.mcp import (
         McpConfigError,
         McpHub,
@@ -36,18 +43,21 @@ if TYPE_CHECKING:
         load_mcp_file,
         user_servers,
     )
+    from io_tui.core.mcp.config import read_servers
     from io_tui.core.memory import MemoryNote, Scope, check_key
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
-    from io_tui.core.policy import Act, Policy
+    from io_tui.core.policy import Act, Effect, Policy
+    from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_run
+    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_request, enqueue_run
     from io_tui.core.reconcile import (
         FixedReconciler,
         InFlight,
         ReconcileChoice,
+        ReconcileNeeded,
         Reconciler,
         TerminalReconciler,
         in_flight_calls,
@@ -67,6 +77,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        Changed,
         GitSource,
         Recall,
         RememberedRule,
@@ -77,16 +88,21 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
-    from io_tui.core.workspace import Workspace
+    from io_tui.core.workspace import ExecResult, Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
     **dict.fromkeys(("Harness", "harness_registry"), "harness"),
     "start_run": "run",
-    **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
+    **dict.fromkeys(
+        ("build_run", "cache_prices_for", "continue_contract", "policy_for", "provider_for"),
+        "launch",
+    ),
+    **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
@@ -96,6 +112,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "FixedReconciler",
             "InFlight",
             "ReconcileChoice",
+            "ReconcileNeeded",
             "Reconciler",
             "TerminalReconciler",
             "in_flight_calls",
@@ -103,13 +120,18 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         "reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
+    **dict.fromkeys(
+        ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
-    **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
+    **dict.fromkeys(
+        ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    "Workspace": "workspace",
+    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
@@ -124,10 +146,11 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "RememberRule",
             "RuleScope",
             "TerminalApprover",
+            "operator",
         ),
         "approvals",
     ),
-    **dict.fromkeys(("Act", "Policy"), "policy"),
+    **dict.fromkeys(("Act", "Effect", "Policy"), "policy"),
     **dict.fromkeys(
         (
             "SCOPE_LABELS",
@@ -148,6 +171,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         (
             "ApprovalRecord",
+            "Changed",
             "GitSource",
             "Recall",
             "RememberedRule",
@@ -176,10 +200,12 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ),
         "mcp",
     ),
+    "read_servers": "mcp.config",
 }
 
 __all__ = [
     "FIXED_APPROVERS",
+    "HAND_BACK",
     "OPERATOR_CANCEL",
     "PRESETS",
     "SCOPES",
@@ -189,12 +215,15 @@ __all__ = [
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "Changed",
     "ContextBudget",
     "DecideError",
     "Decision",
     "DecisionKind",
+    "Effect",
     "EventKind",
     "EventSink",
+    "ExecResult",
     "FixedReconciler",
     "GitSource",
     "Harness",
@@ -208,10 +237,12 @@ __all__ = [
     "Outcome",
     "Policy",
     "ProbeResult",
+    "ProgressLedger",
     "Provider",
     "QueueWorker",
     "Recall",
     "ReconcileChoice",
+    "ReconcileNeeded",
     "Reconciler",
     "RememberRule",
     "RememberedRule",
@@ -230,6 +261,8 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "Tool",
+    "ToolContext",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
@@ -247,17 +280,23 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "contents_text",
+    "continue_contract",
     "decide",
     "discover_mcp_files",
+    "enqueue_request",
     "enqueue_run",
     "grant_text",
     "harness_registry",
     "in_flight_calls",
+    "ledger_of",
     "load_mcp_file",
+    "operator",
     "policy_for",
     "preview_matches",
     "probe_models",
     "provider_for",
+    "read_servers",
+    "render_ledger",
     "request_notes",
     "resume",
     "servers_to_resume",

@@ -78,6 +78,7 @@ async def build_engine(state: RunState) -> ContextEngine:
         summarize=partial(summarize, state),
         summaries=summaries,
         on_summary=on_summary,
+        agreement=state.progress.agreement,
     )
 
 

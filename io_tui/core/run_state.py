@@ -17,6 +17,7 @@ from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
+from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.sampling import answer_sampling
 from io_tui.core.skills import ReadSkill, Skill, catalogue
@@ -62,6 +63,8 @@ class RunState:
         self._arrivals_seen = 0  # of harness.late_tools' arrivals
         self._told_starting: set[str] = set()  # the sources the model was told are starting
         self._asked = False  # a model request was built in this process
+        # the run's progress ledger, folded from each batch of events once it is stored
+        self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
 
     # -- events --
 
@@ -86,6 +89,7 @@ class RunState:
         events, self.pending_events = self.pending_events, []
         if events:
             await self.store.runs.add_events(events)
+            await self.progress.take(events)
 
     # -- budget --
 
@@ -226,9 +230,10 @@ class RunState:
             ),
             provider=self.harness.provider.describe(),
         )
+        new_obs = tuple(o for o, _ in observations)
+        await self.progress.take(events, new_obs, text, step)
         if committed is not None:
             self.announce(committed)
-        new_obs = tuple(o for o, _ in observations)
         if update and self.history and self.history[-1].step == step:
             last = self.history[-1]
             self.history[-1] = StepRecord(

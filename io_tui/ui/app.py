@@ -54,6 +54,7 @@ from io_tui.ui.commands import (
     ThemeCommands,
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
+from io_tui.ui.live import follow
 from io_tui.ui.mcp_prompts import PromptCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
@@ -224,8 +225,9 @@ class IoApp(App[int]):
         if self.key_remaps:
             self.set_keymap(self.key_remaps)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
-        if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_store)
+        if self.poll_interval:  # other processes' runs, live (ui/live.py), and the inbox
+            follow(self, self.poll_interval)
+            self.poll_interval = None  # the follower reloads the inbox and its badge
         # approvals: the inbox badge in the title, once the first frame is drawn
         self.call_after_refresh(lambda: self.desk.attach(self.poll_interval))
         if self.demo:
@@ -373,18 +375,17 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def enqueue(self, request: NewRunRequest) -> None:
-        from io_tui.core import build_run, enqueue_run
+        from io_tui.core import enqueue_request
 
         try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
+            run_id, problems = await enqueue_request(self.store, self.settings, request)
         except ValueError as exc:
             self.post_message(RunEnded(None, error=str(exc)))
             return
-        try:
-            run_id = await enqueue_run(self.store, contract, provider, policy)
-        finally:
-            await provider.aclose()
-        self.notify(f"run {run_id} is on the queue: the first free worker drives it")
+        for problem in problems:
+            self.notify(problem, severity="warning")
+        labels = f" serving {', '.join(request.labels)}" if request.labels else ""
+        self.notify(f"run {run_id} is on the queue: the first free worker{labels} drives it")
         self.refresh_runs([run_id])
 
     def interrupt(self, run_id: int) -> bool:

@@ -38,6 +38,9 @@ class RunBoard:
         self.runs: dict[int, RunView] = {}
         self.batches = 0  # event batches folded so far: what a store read is "as of"
         self._last_batch: dict[int, int] = {}  # run id → the batch that last carried its events
+        # runs other processes drive, whose events come from the store (``ui.live``): their
+        # start does not take the selection (an ask does)
+        self.followed: set[int] = set()
 
     def apply(self, events: Iterable[RunEvent]) -> Changes:
         """Fold a batch of events into the run views, in order."""
@@ -60,6 +63,8 @@ class RunBoard:
                 changes.runs.add(run.id)
                 if event.step:
                     changes.steps.add((run.id, event.step))
+            if event.kind is EventKind.RUN_STARTED and run.id in self.followed:
+                run.wants_attention = False  # another process's start (all day, on a farm)
             if event.kind is EventKind.STEP_COMMITTED:
                 changes.committed.add((run.id, event.step))
         return changes

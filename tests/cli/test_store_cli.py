@@ -224,6 +224,9 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"queue", "workers"} <= tables  # migration 6
+        assert "progress" in tables  # migration 7
+        workers = conn.execute("SELECT id FROM workers").fetchall()
+        assert workers == ([("w1",)] if version >= 6 else [])
     assert sha(fixture) == shipped
 
 
@@ -234,7 +237,7 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
     import psycopg
 
     from io_tui.core.store.pg import VERSION_TABLE
-    from io_tui.core.store.schema import MIGRATIONS, postgresql
+    from io_tui.core.store.schema import MIGRATIONS, id_tables, postgresql
 
     with closing(sqlite3.connect(FIXTURES / f"v{version}.db")) as source:
         tables = [
@@ -252,7 +255,7 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
             marks = ", ".join(["%s"] * len(columns[table]))
             with conn.cursor() as cursor:
                 cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[table])
-            if "id" in columns[table]:  # as the ids had been generated
+            if table in id_tables():  # as the ids had been generated (not workers' text ids)
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                              f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)")  # fmt: skip
 
@@ -273,6 +276,9 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    # no ledger revision before schema 7: the ledger is folded from the run's events
+    assert data["progress_revisions"] == []
+    assert (data["progress"]["objective"], data["progress"]["revision"]) == ("fix the parser", 0)
     origin = data["run"]["origin"]
     if version < 5:
         assert origin is None  # from before migration 5: resumes say so

@@ -11,7 +11,7 @@ from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.plan import Plan, extends, worth_rewriting
 from io_tui.core.context.refresh import Probe, Refresher
-from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote
@@ -46,6 +46,8 @@ class ContextEngine:
     summarize: Summarizer | None = None
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
+    # the run's progress ledger, which every summary must agree with (``summary.Agreement``)
+    agreement: Callable[[], Agreement] | None = None
     plan: Plan = field(default_factory=Plan)  # what the requests keep stable (``plan.py``)
     turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
     live: LiveSteps = field(init=False, repr=False)

@@ -236,6 +236,20 @@ MIGRATIONS: tuple[str, ...] = (
         stopped_at REAL
     );
     """,
+    # 7: the progress ledger of a run (``core/progress``), one revision per change of what it
+    # says: objective, constraints, decisions, modified resources with digests, evidence, open
+    # failures and operations, remaining work, next safe action, as JSON with its digest
+    """
+    CREATE TABLE progress (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        revision INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        ledger TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (run_id, revision)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

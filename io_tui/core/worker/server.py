@@ -24,7 +24,12 @@ from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.launch import build_run, run_settings_for
-from io_tui.core.origin import RunOrigin, servers_to_resume, without_secrets
+from io_tui.core.origin import (
+    RunOrigin,
+    configured_servers,
+    servers_to_resume,
+    without_secrets,
+)
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import provider_from_description
@@ -34,7 +39,6 @@ from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
-from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub, ServerSource
@@ -127,9 +131,9 @@ class WorkerServer:
         """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
         this worker drives; a server that fails to start is a notice to the app, and the runs go
         on without it."""
-        from io_tui.core.mcp import McpHub, user_servers
+        from io_tui.core.mcp import McpHub
 
-        servers, problems = user_servers(self.settings.mcp.servers, config_dir())
+        servers, problems = configured_servers(self.settings)
         for problem in problems:
             self.send({"t": "notice", "text": problem})
         self.servers = servers  # what each run it starts records
