@@ -54,13 +54,13 @@ async def test_a_calls_progress_is_shown_live_on_it_in_the_transcript(tmp_path: 
     app = mcp_app(tmp_path, t=server_entry())
     async with app.run_test(size=SIZE) as pilot:
         app.start_request(NewRunRequest("step", workspace, provider))
-        await until(lambda: 1 in app.runs, "the run")
+        await until(lambda: 1 in app.runs, "the run", 120)  # the worker starts its servers first
         app.screen.select_run(1)  # type: ignore[attr-defined]
         transcript = app.screen.query_one(Transcript)
         shown = "↻ mcp__t__stepped ████░░░░░░░░ 1/3 · warming up"
-        await until(lambda: shown in transcript.live_text, "the call's progress", 60)
+        await until(lambda: shown in transcript.live_text, "the call's progress", 120)
         gate.touch()  # the server finishes the call
-        await until(lambda: app.runs[1].status == "finished", "the run to finish", 60)
+        await until(lambda: app.runs[1].status == "finished", "the run to finish", 120)
         await wait_until_idle(pilot)
         assert "↻" not in transcript.live_text
         assert "stepped" in transcript.text_of(1)
@@ -83,7 +83,7 @@ async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) ->
         await until(lambda: isinstance(app.screen, ResourcesScreen), "the resources screen")
         screen = app.screen
         assert isinstance(screen, ResourcesScreen)
-        await until(lambda: screen.rows, "the resources", 60)
+        await until(lambda: screen.rows, "the resources", 120)
         kinds = {row.kind for row in screen.rows}
         assert kinds == {"resource", "template"}
         uris = [row.uri for row in screen.rows]
@@ -149,7 +149,7 @@ async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model
         app.start_request(NewRunRequest("sample", workspace, provider))
         asked: list[str] = []
         for _ in range(2):  # the tool call, then the server's sampling request
-            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 60)
+            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 120)
             modal = app.screen
             assert isinstance(modal, ApprovalScreen)
             asked.append(modal.request.target)
@@ -161,7 +161,7 @@ async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model
             await pilot.press("1")  # approve
             await until(lambda m=modal: app.screen is not m, "the modal to close")
         assert asked == ["mcp__everything__trigger-sampling-request", "mcp__everything__sampling"]
-        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 60)
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
         await wait_until_idle(pilot)
         transcript = app.screen.query_one(Transcript)
         app.screen.select_run(1)  # type: ignore[attr-defined]
