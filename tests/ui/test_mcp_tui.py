@@ -15,6 +15,8 @@ from waits import until
 from io_tui.config import Settings
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.store import Store
+from io_tui.core.trace import build_trace
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.screens.resources import ResourcesScreen
 from io_tui.ui.state import CallProgress
@@ -52,13 +54,13 @@ async def test_a_calls_progress_is_shown_live_on_it_in_the_transcript(tmp_path: 
     app = mcp_app(tmp_path, t=server_entry())
     async with app.run_test(size=SIZE) as pilot:
         app.start_request(NewRunRequest("step", workspace, provider))
-        await until(lambda: 1 in app.runs, "the run")
+        await until(lambda: 1 in app.runs, "the run", 120)  # the worker starts its servers first
         app.screen.select_run(1)  # type: ignore[attr-defined]
         transcript = app.screen.query_one(Transcript)
         shown = "↻ mcp__t__stepped ████░░░░░░░░ 1/3 · warming up"
-        await until(lambda: shown in transcript.live_text, "the call's progress", 60)
+        await until(lambda: shown in transcript.live_text, "the call's progress", 120)
         gate.touch()  # the server finishes the call
-        await until(lambda: app.runs[1].status == "finished", "the run to finish", 60)
+        await until(lambda: app.runs[1].status == "finished", "the run to finish", 120)
         await wait_until_idle(pilot)
         assert "↻" not in transcript.live_text
         assert "stepped" in transcript.text_of(1)
@@ -81,7 +83,7 @@ async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) ->
         await until(lambda: isinstance(app.screen, ResourcesScreen), "the resources screen")
         screen = app.screen
         assert isinstance(screen, ResourcesScreen)
-        await until(lambda: screen.rows, "the resources", 60)
+        await until(lambda: screen.rows, "the resources", 120)
         kinds = {row.kind for row in screen.rows}
         assert kinds == {"resource", "template"}
         uris = [row.uri for row in screen.rows]
@@ -125,3 +127,46 @@ async def test_a_servers_prompt_in_the_palette_opens_the_new_run_dialog_with_its
         await pilot.press("enter")
         await until(lambda: isinstance(app.screen, NewRunScreen), "the new-run dialog")
         assert app.screen.query_one("#task", Input).value == expected
+
+
+async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model_answers(
+    tmp_path: Path,
+) -> None:
+    """Through the worker: the tool call asks, then the server's sampling request asks with its
+    messages; approved, the run's (scripted) model answers it and the server gets the text."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {
+        "name": "mcp__everything__trigger-sampling-request",
+        "arguments": {"prompt": "say hi", "maxTokens": 40},
+    }
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]}, {"text": "Hi from the model"})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)  # the app asks
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("sample", workspace, provider))
+        asked: list[str] = []
+        for _ in range(2):  # the tool call, then the server's sampling request
+            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 120)
+            modal = app.screen
+            assert isinstance(modal, ApprovalScreen)
+            asked.append(modal.request.target)
+            if modal.request.target.endswith("__sampling"):
+                assert "[user] Resource trigger-sampling-request context: say hi" in (
+                    modal.request.content
+                )
+            await until(lambda m=modal: m.armed, "the modal to arm")
+            await pilot.press("1")  # approve
+            await until(lambda m=modal: app.screen is not m, "the modal to close")
+        assert asked == ["mcp__everything__trigger-sampling-request", "mcp__everything__sampling"]
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
+        await wait_until_idle(pilot)
+        transcript = app.screen.query_one(Transcript)
+        app.screen.select_run(1)  # type: ignore[attr-defined]
+        await wait_until_idle(pilot)
+        assert "asked: exec mcp__everything__sampling" in transcript.text_of(1)
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, 1)
+    assert "Hi from the model" in trace["steps"][0]["observations"][0]["text"]

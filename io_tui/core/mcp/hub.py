@@ -272,7 +272,9 @@ class McpHub:
         return tools
 
     def _resource_updated(self, server: str, uri: str) -> None:
-        self._announce(Arrival(_source(server), updated=resource_target(server, uri)))
+        arrival = Arrival(_source(server), updated=resource_target(server, uri))
+        if not self._arrivals or self._arrivals[-1] != arrival:  # a server may repeat itself
+            self._announce(arrival)
 
     # -- LateTools, for the runs that started before every server was ready --
 
