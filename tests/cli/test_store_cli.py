@@ -224,6 +224,11 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"queue", "workers"} <= tables  # migration 6
+        workers = conn.execute("SELECT id, labels FROM workers").fetchall()
+        assert workers == ([("w1", '["gpu"]')] if version >= 6 else [])
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(memory)")}
+        assert {"section", "kind", "status", "source", "expires_at", "superseded_by"} <= columns
+        assert "memory_log" in tables  # migration 7
     assert sha(fixture) == shipped
 
 
@@ -234,7 +239,7 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
     import psycopg
 
     from io_tui.core.store.pg import VERSION_TABLE
-    from io_tui.core.store.schema import MIGRATIONS, postgresql
+    from io_tui.core.store.schema import MIGRATIONS, id_tables, postgresql
 
     with closing(sqlite3.connect(FIXTURES / f"v{version}.db")) as source:
         tables = [
@@ -252,7 +257,7 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
             marks = ", ".join(["%s"] * len(columns[table]))
             with conn.cursor() as cursor:
                 cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[table])
-            if "id" in columns[table]:  # as the ids had been generated
+            if table in id_tables():  # as the ids had been generated
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                              f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)")  # fmt: skip
 
@@ -284,6 +289,12 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]
     notes = json.loads(io_tui("memory", "list", "--global", "--json", *store).stdout)
     assert [(n["key"], n["value"]) for n in notes] == [("style", "tabs, never spaces")]
+    # an agent's note from before provenance (migration 7) is an unverified inference
+    assert (notes[0]["type"], notes[0]["status"], notes[0]["section"]) == (
+        "inference",
+        "unverified",
+        "project",
+    )
     assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0  # still writes
 
 
