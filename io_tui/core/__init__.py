@@ -34,7 +34,20 @@ if TYPE_CHECKING:
         discover_mcp_files,
         load_mcp_file,
     )
-    from io_tui.core.memory import MemoryNote, Scope, check_key
+    from io_tui.core.memory import (
+        KINDS,
+        SECTION_TITLES,
+        SECTIONS,
+        MemoryNote,
+        NoteKind,
+        Scope,
+        Section,
+        check_key,
+        provenance_label,
+    )
+    from io_tui.core.memory_log import LogLine
+    from io_tui.core.memory_markdown import MarkdownError, parse_when
+    from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Policy
@@ -74,7 +87,7 @@ if TYPE_CHECKING:
         StoreLocation,
         store_location,
     )
-    from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.store.memory import MemoryRepo, Provenance
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
@@ -142,7 +155,23 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("RewriteCheck", "check_rewrite"), "rewrite"),
     **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
     # memory and the store
-    **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
+    **dict.fromkeys(
+        (
+            "KINDS",
+            "SECTIONS",
+            "SECTION_TITLES",
+            "MemoryNote",
+            "NoteKind",
+            "Scope",
+            "Section",
+            "check_key",
+            "provenance_label",
+        ),
+        "memory",
+    ),
+    "LogLine": "memory_log",
+    **dict.fromkeys(("MarkdownError", "parse_when"), "memory_markdown"),
+    **dict.fromkeys(("ExportRefused", "export_memory", "import_memory"), "memory_sync"),
     **dict.fromkeys(
         (
             "ApprovalRecord",
@@ -157,7 +186,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ),
         "store",
     ),
-    "MemoryRepo": "store.memory",
+    **dict.fromkeys(("MemoryRepo", "Provenance"), "store.memory"),
     # providers and MCP servers
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
@@ -170,10 +199,13 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
 
 __all__ = [
     "FIXED_APPROVERS",
+    "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
     "SCOPES",
     "SCOPE_LABELS",
+    "SECTIONS",
+    "SECTION_TITLES",
     "Act",
     "ApprovalRecord",
     "ApprovalRequest",
@@ -185,19 +217,24 @@ __all__ = [
     "DecisionKind",
     "EventKind",
     "EventSink",
+    "ExportRefused",
     "FixedReconciler",
     "GitSource",
     "Harness",
     "InFlight",
+    "LogLine",
+    "MarkdownError",
     "McpConfigError",
     "McpHub",
     "MemoryLimits",
     "MemoryNote",
     "MemoryRepo",
     "NewRunRequest",
+    "NoteKind",
     "Outcome",
     "Policy",
     "ProbeResult",
+    "Provenance",
     "Provider",
     "QueueWorker",
     "Recall",
@@ -212,6 +249,7 @@ __all__ = [
     "RunResult",
     "Scope",
     "ScriptedProvider",
+    "Section",
     "ServerSource",
     "StepSummary",
     "Store",
@@ -239,13 +277,17 @@ __all__ = [
     "decide",
     "discover_mcp_files",
     "enqueue_run",
+    "export_memory",
     "grant_text",
     "harness_registry",
+    "import_memory",
     "in_flight_calls",
     "load_mcp_file",
+    "parse_when",
     "policy_for",
     "preview_matches",
     "probe_models",
+    "provenance_label",
     "provider_for",
     "request_notes",
     "resume",
