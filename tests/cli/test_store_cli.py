@@ -295,6 +295,18 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
         "unverified",
         "project",
     )
+    if version >= 7:  # a note's provenance and the daily log
+        [old] = json.loads(io_tui("memory", "list", "--workspace", "/ws", "--json", *store).stdout)
+        assert (old["key"], old["section"], old["type"], old["superseded_by"]) == (
+            "old-cmd",
+            "lessons",
+            "fact",
+            "style",
+        )
+        log = json.loads(io_tui("memory", "log", "--workspace", "/ws", "--json", *store).stdout)
+        assert [(x["day"], x["run_id"], x["text"]) for x in log] == [
+            ("2025-10-09", 1, "fix the parser")
+        ]
     assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0  # still writes
 
 
