@@ -10,7 +10,17 @@
    end), commands run twice (a token twice in the log), and the takeover time (the kill to the
    next claim of each run the killed worker held).
 
-    .venv/bin/python benchmarks/queue_drain.py [--runs 100] [--trials 20] [--seed 19]
+3. Machine-gone trials (``--gone-trials``): as a kill trial, but the victim runs in a UTS
+   namespace of its own under another host name (``unshare --uts``, root only), so the survivor
+   cannot see its pid die and takes its runs over only once their heartbeat is ``LEASE_TTL_S``
+   old: the takeover of a worker on another machine.
+
+``--backend postgresql`` runs it all on a throwaway local PostgreSQL 15 (``initdb`` into a temp
+dir, unix socket only, ``fsync`` on unless ``--no-fsync``; tests/support/pg_cluster.py), a fresh
+database for each drain and trial; the default is one SQLite file each.
+
+    .venv/bin/python benchmarks/queue_drain.py [--backend sqlite|postgresql] [--runs 100]
+        [--trials 20] [--gone-trials 0] [--seed 19]
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -28,10 +39,52 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+from pg_cluster import PG_BIN, Cluster  # noqa: E402
 
 IO_TUI = [sys.executable, "-m", "io_tui"]
 POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
+GONE_HOST = "gone-machine"
+
+
+class Backend:
+    """Where the stores live: a SQLite file per drain, or a database per drain on one server."""
+
+    def __init__(self, kind: str, *, fsync: bool = True) -> None:
+        self.kind = kind
+        self.cluster: Cluster | None = None
+        if kind == "postgresql":
+            if not (PG_BIN / "initdb").exists():
+                raise SystemExit(f"no PostgreSQL server binaries in {PG_BIN}")
+            self.cluster = Cluster(
+                Path(tempfile.mkdtemp(prefix="iotu-qd-", dir="/tmp")), fsync=fsync
+            )
+            self.cluster.start()
+
+    def new_store(self, root: Path) -> str:
+        return self.cluster.new_database() if self.cluster else str(root / "store.db")
+
+    def stop(self) -> None:
+        if self.cluster:
+            self.cluster.stop()
+
+
+def query(store: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` (``?`` parameters) read from ``store`` by this process, on either backend."""
+    if store.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store, autocommit=True) as conn:
+            return conn.execute(sql.replace("?", "%s"), params).fetchall()
+    with sqlite3.connect(store) as conn:
+        return conn.execute(sql, params).fetchall()
 
 
 def env() -> dict[str, str]:
@@ -54,7 +107,7 @@ def script(path: Path, token: str, log: Path, commands: int, command_s: float) -
     return path
 
 
-def enqueue(store: Path, workspace: Path, scripts: list[Path], policy: Path) -> list[int]:
+def enqueue(store: str, workspace: Path, scripts: list[Path], policy: Path) -> list[int]:
     from io_tui.core import Policy, ScriptedProvider, Store, TaskContract, enqueue_run
 
     async def put() -> list[int]:
@@ -72,86 +125,94 @@ def enqueue(store: Path, workspace: Path, scripts: list[Path], policy: Path) -> 
     return asyncio.run(put())
 
 
-def start_worker(store: Path, *args: str) -> subprocess.Popen[bytes]:
-    """A worker whose log goes to ``worker-PID.log`` beside the store (read when a run is lost)."""
-    argv = [*IO_TUI, "worker", "--store", str(store), *args]
-    with tempfile.NamedTemporaryFile(dir=store.parent, suffix=".log", delete=False) as log:
+def start_worker(
+    store: str, root: Path, *args: str, host: str | None = None
+) -> subprocess.Popen[bytes]:
+    """A worker whose log goes to a ``.log`` file in ``root`` (read when a run is lost); with
+    ``host``, in a UTS namespace of its own under that host name (another machine, as the
+    leases see it; same pid: ``unshare`` execs)."""
+    argv = [*IO_TUI, "worker", "--store", store, "--scratch", str(root / "scratch"), *args]
+    if host:
+        argv = ["unshare", "--uts", "sh", "-c", f'hostname {host} && exec "$@"', "sh", *argv]
+    with tempfile.NamedTemporaryFile(dir=root, suffix=".log", delete=False) as log:
         return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, env=env())
 
 
-def statuses(store: Path) -> Counter[str]:
-    with sqlite3.connect(store) as conn:
-        return Counter(row[0] for row in conn.execute("SELECT status FROM runs"))
+def statuses(store: str) -> Counter[str]:
+    return Counter(row[0] for row in query(store, "SELECT status FROM runs"))
 
 
-def setup(root: Path) -> tuple[Path, Path, Path]:
-    workspace = root / "ws"
-    workspace.mkdir(parents=True)
-    policy = root / "policy.toml"
-    policy.write_text(POLICY)
-    return workspace, policy, root / "store.db"
+@contextmanager
+def setup(backend: Backend) -> Iterator[tuple[Path, Path, Path, str]]:
+    """A temp root with a workspace, a policy and a fresh store: (root, workspace, policy,
+    store)."""
+    root = Path(tempfile.mkdtemp(prefix="queue-drain-"))
+    try:
+        workspace = root / "ws"
+        workspace.mkdir(parents=True)
+        policy = root / "policy.toml"
+        policy.write_text(POLICY)
+        yield root, workspace, policy, backend.new_store(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
-def throughput(runs: int, workers: int, command_s: float) -> tuple[float, Counter[str]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        workspace, policy, store = setup(root)
+def throughput(
+    backend: Backend, runs: int, workers: int, command_s: float
+) -> tuple[float, Counter[str]]:
+    with setup(backend) as (root, workspace, policy, store):
         log = root / "effects.log"
         scripts = [script(root / f"s{i}.json", f"r{i}", log, 1, command_s) for i in range(runs)]
         enqueue(store, workspace, scripts, policy)
         started = time.perf_counter()
-        procs = [start_worker(store, "--until-empty") for _ in range(workers)]
+        procs = [start_worker(store, root, "--until-empty") for _ in range(workers)]
         for proc in procs:
             proc.wait()
         elapsed = time.perf_counter() - started
         return elapsed, statuses(store)
 
 
-def kill_trial(seed: int, runs: int) -> dict[str, object]:
+def kill_trial(
+    backend: Backend, seed: int, runs: int, host: str | None = None
+) -> dict[str, object]:
     rng = random.Random(seed)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        workspace, policy, store = setup(root)
+    with setup(backend) as (root, workspace, policy, store):
         log = root / "effects.log"
         commands = 5
         scripts = [script(root / f"s{i}.json", f"t{i}", log, commands, 0.3) for i in range(runs)]
         enqueue(store, workspace, scripts, policy)
-        victim = start_worker(store, "-j", "2")
-        survivor = start_worker(store, "-j", "2", "--until-empty")
+        victim = start_worker(store, root, "-j", "2", host=host)
+        survivor = start_worker(store, root, "-j", "2", "--until-empty")
         # both up (the takeover time is not a start-up) and the victim holding runs
         _wait_registered(store, survivor.pid)
         held = _wait_held(store, victim.pid)
         time.sleep(rng.uniform(0.0, 2.5))
-        with sqlite3.connect(store) as conn:
-            owned = [
-                r[0] for r in conn.execute("SELECT id FROM runs WHERE lease_pid = ?", (victim.pid,))
-            ]
+        owned = [
+            r[0] for r in query(store, "SELECT id FROM runs WHERE lease_pid = ?", (victim.pid,))
+        ]
         killed_at = time.time()
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         survivor.wait()
-        with sqlite3.connect(store) as conn:
-            claimed = dict(conn.execute("SELECT run_id, claimed_at FROM queue").fetchall())
-            held_runs = [
-                r[0] for r in conn.execute("SELECT run_id FROM queue WHERE held IS NOT NULL")
-            ]
+        claimed = dict(query(store, "SELECT run_id, claimed_at FROM queue"))
+        held_runs = [r[0] for r in query(store, "SELECT run_id FROM queue WHERE held IS NOT NULL")]
         takeovers = [claimed[r] - killed_at for r in owned if claimed[r] and claimed[r] > killed_at]
         for run_id in held_runs:  # the operator's scripted choice: the command took effect
             subprocess.run(
                 [*IO_TUI, "resume", str(run_id), "--queue", "--reconcile", "done",
-                 "--store", str(store)],
+                 "--store", store],
                 check=True, capture_output=True, env=env(),
             )  # fmt: skip
         if held_runs:
-            start_worker(store, "--until-empty").wait()
+            start_worker(store, root, "--until-empty").wait()
         lines = log.read_text().splitlines() if log.exists() else []
         counts = Counter(lines)
         done = statuses(store)
-        with sqlite3.connect(store) as conn:
-            unfinished = conn.execute(
-                "SELECT r.id, r.status, r.error, q.held, q.claims FROM runs r"
-                " JOIN queue q ON q.run_id = r.id WHERE r.status != 'finished'"
-            ).fetchall()
+        unfinished = query(
+            store,
+            "SELECT r.id, r.status, r.error, q.held, q.claims FROM runs r"
+            " JOIN queue q ON q.run_id = r.id WHERE r.status != 'finished'",
+        )
         return {
             "seed": seed,
             "held_at_start": held,
@@ -167,26 +228,27 @@ def kill_trial(seed: int, runs: int) -> dict[str, object]:
         }
 
 
-def _wait_held(store: Path, pid: int) -> int:
+def _wait_held(store: str, pid: int) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            with sqlite3.connect(store) as conn:
-                n = conn.execute("SELECT count(*) FROM runs WHERE lease_pid = ?", (pid,)).fetchone()
-            if n[0]:
-                return int(n[0])
-        except sqlite3.OperationalError:
+            ((n,),) = query(store, "SELECT count(*) FROM runs WHERE lease_pid = ?", (pid,))
+            if n:
+                return int(n)
+        except sqlite3.OperationalError:  # locked past the timeout: look again
             pass
         time.sleep(0.05)
     raise SystemExit("the first worker never claimed a run")
 
 
-def _wait_registered(store: Path, pid: int) -> None:
+def _wait_registered(store: str, pid: int) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        with sqlite3.connect(store) as conn:
-            if conn.execute("SELECT 1 FROM workers WHERE pid = ?", (pid,)).fetchone():
+        try:  # a new store: its tables may not be there yet
+            if query(store, "SELECT 1 FROM workers WHERE pid = ?", (pid,)):
                 return
+        except Exception:  # either backend's "no such table"
+            pass
         time.sleep(0.05)
     raise SystemExit("the second worker never registered")
 
@@ -198,38 +260,54 @@ def p95(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--no-fsync", action="store_true", help="PostgreSQL as the tests run it")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--command-s", type=float, default=0.2)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--trial-runs", type=int, default=8)
+    parser.add_argument("--gone-trials", type=int, default=0, help="machine-gone trials (root)")
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--kills-only", action="store_true", help="skip the throughput part")
     args = parser.parse_args()
-    if not args.kills_only:
-        print_throughput(args)
-    print_kill_trials(args)
+    backend = Backend(args.backend, fsync=not args.no_fsync)
+    print(f"# queue drain on {args.backend}")
+    try:
+        if not args.kills_only:
+            print_throughput(backend, args)
+        if args.trials:
+            print(f"\n## kill trials: {args.trials} x {args.trial_runs} runs, seed {args.seed}")
+            print_trials(backend, args, args.trials, None)
+        if args.gone_trials:
+            print(
+                f"\n## machine-gone trials: {args.gone_trials} x {args.trial_runs} runs,"
+                f" seed {args.seed}, the victim on host {GONE_HOST!r}"
+            )
+            print_trials(backend, args, args.gone_trials, GONE_HOST)
+    finally:
+        backend.stop()
 
 
-def print_throughput(args: argparse.Namespace) -> None:
-
+def print_throughput(backend: Backend, args: argparse.Namespace) -> None:
     print(f"## throughput: {args.runs} queued runs (write, {args.command_s:g} s command, answer)")
     print("| workers | seconds | runs/s | ratio vs 1 | finished |")
     print("|---|---|---|---|---|")
     base = None
     for workers in (1, 2, 4):
-        elapsed, done = throughput(args.runs, workers, args.command_s)
+        elapsed, done = throughput(backend, args.runs, workers, args.command_s)
         rate = args.runs / elapsed
         base = base or rate
         print(
             f"| {workers} | {elapsed:.1f} | {rate:.2f} | {rate / base:.2f} | {done['finished']} |"
         )
-    sys.stdout.flush()
+        sys.stdout.flush()
 
 
-def print_kill_trials(args: argparse.Namespace) -> None:
-    print(f"\n## kill trials: {args.trials} x {args.trial_runs} runs, seed {args.seed}")
+def print_trials(backend: Backend, args: argparse.Namespace, trials: int, host: str | None) -> None:
     rng = random.Random(args.seed)
-    results = [kill_trial(rng.randrange(1 << 30), args.trial_runs) for _ in range(args.trials)]
+    results = [
+        kill_trial(backend, rng.randrange(1 << 30), args.trial_runs, host) for _ in range(trials)
+    ]
     for r in results:
         if r["unfinished"]:
             print(f"seed {r['seed']}: not finished {r['unfinished']}\n{r['logs']}", file=sys.stderr)
@@ -250,6 +328,7 @@ def print_kill_trials(args: argparse.Namespace) -> None:
         f"| {len(results)} | {owned} | {len(takeovers)} | {held} | {lost} | {duplicated} |"
         f" {spread} |"
     )
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "providers": "io_tui.cli.config",
     "mcp": "io_tui.cli.mcp",
     "serve": "io_tui.cli.ui",
+    "acp": "io_tui.cli.acp",
 }
 
 

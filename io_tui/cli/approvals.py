@@ -24,6 +24,7 @@ from io_tui.core import (
     audit_row,
     audit_stats,
     decide,
+    operator,
 )
 
 
@@ -104,10 +105,11 @@ def _when(at: float) -> str:
 
 
 async def decide_command(args: argparse.Namespace) -> int:
+    by = operator("cli")
     decision = (
-        Decision.approve(decided_by="cli")
+        Decision.approve(decided_by=by)
         if args.decision == "approve"
-        else Decision.deny(args.reason or "denied from the command line", decided_by="cli")
+        else Decision.deny(args.reason or "denied from the command line", decided_by=by)
     )
     current = mcp_servers(settings_from(args), args.mcp_config)
     store = await open_store(args)

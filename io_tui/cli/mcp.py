@@ -76,17 +76,34 @@ def _what(entry: Any) -> str:
 
 
 @asynccontextmanager
-async def opened_hub(servers: dict[str, ServerSource]) -> AsyncIterator[McpHub | None]:
-    """A started hub for a headless command, its problems warned on stderr; None if no servers."""
+async def opened_hub(
+    servers: dict[str, ServerSource],
+    *,
+    ready_wait_s: float | None = None,
+    roots: tuple[Path, ...] = (),
+) -> AsyncIterator[McpHub | None]:
+    """A started hub for a headless command, its problems warned on stderr; None if no servers.
+
+    With ``ready_wait_s`` (``io-tui run``) the servers start in the background: a run waits for
+    them at most that long, takes each one's tools when it is ready, and a failure is warned when
+    it happens. Without (``decide``, ``resume``: a paused call needs its tool now) all are awaited.
+    ``roots``: the workspace, offered to the servers as their root.
+    """
     if not servers:
         yield None
         return
     from io_tui.core import McpHub
 
-    async with McpHub(servers) as hub:
-        for problem in hub.problems:
-            sys.stderr.write(f"io-tui: warning: {problem}\n")
+    background = ready_wait_s is not None
+    hub = McpHub(servers, background=background, ready_wait_s=ready_wait_s or 0.0, roots=roots)
+    hub.watch(_warn_problem)
+    async with hub:
         yield hub
+
+
+def _warn_problem(arrival: Any) -> None:
+    if arrival.problem is not None:
+        sys.stderr.write(f"io-tui: warning: {arrival.problem}\n")
 
 
 def tool_registry(hub: McpHub | None) -> ToolRegistry:

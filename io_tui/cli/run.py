@@ -38,6 +38,7 @@ from io_tui.core import (
     Workspace,
     WorkspaceError,
     cache_prices_for,
+    continue_contract,
     policy_for,
     provider_for,
     start_run,
@@ -48,8 +49,17 @@ APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
 
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run one task headless")
-    run.add_argument("task", help="what the agent should do")
-    run.add_argument("--workspace", "-w", default=".", help="the directory the agent works in")
+    run.add_argument("task", nargs="?", default="", help="what the agent should do")
+    run.add_argument(
+        "--workspace", "-w", help="the directory the agent works in (default: . or RUN's)"
+    )
+    run.add_argument(
+        "--continue",
+        dest="continue_run",
+        type=int,
+        metavar="RUN",
+        help="a fresh run in RUN's workspace whose first request carries RUN's progress ledger",
+    )
     run.add_argument(
         "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
     )
@@ -121,8 +131,11 @@ async def run_command(args: argparse.Namespace) -> int:
 
     git = check_queue_options(args)
     settings = settings_from(args)
+    continued = await continued_run(args)
+    if not args.task.strip() and continued is None:
+        raise UsageError("say what the agent should do (TASK), or --continue RUN")
     try:
-        workspace = Workspace(Path(args.workspace)) if git is None else None
+        workspace = Workspace(Path(args.workspace or ".")) if git is None else None
     except WorkspaceError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -137,17 +150,44 @@ async def run_command(args: argparse.Namespace) -> int:
             cache=cache_prices_for(settings),
             env_allow=tuple(settings.run.env_allow),
         )
+        if continued is not None:
+            contract = await continue_with(args, contract)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
     provider = provider_from(settings)
     policy = policy_from(settings)
-    if args.queue:
-        return await enqueue(args, contract, provider, policy, git)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
-    async with opened_hub(servers) as hub:
+    if args.queue:
+        return await enqueue(args, contract, provider, policy, git, origin)
+    roots = (workspace.root,) if workspace else ()
+    async with opened_hub(servers, ready_wait_s=settings.mcp.ready_wait_s, roots=roots) as hub:
         approver = APPROVERS[settings.approve]()
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
+
+
+async def continued_run(args: argparse.Namespace) -> str | None:
+    """The workspace of the run ``--continue`` names (the default ``-w``); None without."""
+    if args.continue_run is None:
+        return None
+    store = await open_store(args)
+    try:
+        row = await store.runs.get(args.continue_run)
+    finally:
+        await store.close()
+    if row is None:
+        raise UsageError(f"no run {args.continue_run} to continue")
+    if args.workspace is None:
+        args.workspace = row.workspace
+    return row.workspace
+
+
+async def continue_with(args: argparse.Namespace, contract: TaskContract) -> TaskContract:
+    store = await open_store(args)
+    try:
+        return await continue_contract(store, args.continue_run, contract)
+    finally:
+        await store.close()
 
 
 async def demo_command(args: argparse.Namespace) -> int:
@@ -194,6 +234,7 @@ async def execute(
             policy=policy,
             registry=registry,
             origin=origin,
+            late_tools=hub,
         )
         result = await start_run(harness, contract)
     finally:

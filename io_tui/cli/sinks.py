@@ -66,6 +66,12 @@ class HumanSink:
                 line = f"  step {event.step} provider error: {d.get('error')}"
                 if d.get("partial"):
                     line += f" (partial output kept: {len(d['partial'].get('text', '')):,} chars)"
+            case EventKind.TOOL_PROGRESS:
+                total = f"/{d['total']:g}" if d.get("total") else ""
+                note = f" · {d['message']}" if d.get("message") else ""
+                line = f"  step {event.step} ↻ {d.get('name')} {d.get('progress'):g}{total}{note}"
+            case EventKind.WARNING:
+                line = f"  step {event.step} ! {d.get('message')}"
             case EventKind.RUN_FINISHED:
                 line = f"run {event.run_id} {d.get('status')}: {d.get('outcome')}" + (
                     f" ({d['error']})" if d.get("error") else ""

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core import TraceNotFound, build_trace, request_notes
+from io_tui.core import ProgressLedger, TraceNotFound, build_trace, render_ledger, request_notes
 
 
 def register(sub: Any) -> None:
@@ -14,6 +14,9 @@ def register(sub: Any) -> None:
     parser.add_argument("run", type=int, help="run id")
     parser.add_argument("--json", action="store_true", help="the documented JSON schema")
     parser.add_argument("--context", type=int, metavar="STEP", help="what request STEP carried")
+    parser.add_argument(
+        "--ledger", action="store_true", help="only the run's progress ledger, as text"
+    )
     add_store_option(parser)
     parser.set_defaults(handler=trace_command)
 
@@ -29,6 +32,8 @@ async def trace_command(args: argparse.Namespace) -> int:
         await store.close()
     if args.json:
         print_json(trace)
+    elif args.ledger:
+        print(render_ledger(ProgressLedger.from_json(trace["progress"])))
     elif args.context is not None:
         return print_context(trace, args.context)
     else:
@@ -45,6 +50,12 @@ def print_readable(trace: dict[str, Any]) -> None:
     print(f"workspace: {run['workspace']}")
     if run["error"]:
         print(f"error: {run['error']}")
+    if run["continues"]:
+        carried = run["continues"]
+        print(
+            f"continues run {carried['run_id']} from its progress ledger (revision"
+            f" {carried['revision']}, digest {carried['digest']})"
+        )
     child = run["waiting_on"]
     if run["status"] == "paused" and child is not None:
         print(
@@ -76,6 +87,8 @@ def print_readable(trace: dict[str, Any]) -> None:
         decision = {k: v for k, v in step["decision"].items() if v not in (None, [], {})}
         if decision:
             print(f"decision: {decision}")
+    print("\n── progress ledger " + "─" * 58)
+    print(render_ledger(ProgressLedger.from_json(trace["progress"])))
 
 
 def _pairs(step: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:

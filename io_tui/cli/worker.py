@@ -30,7 +30,7 @@ from io_tui.cli.common import (
 from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
-    from io_tui.core import GitSource, Policy, Provider, TaskContract
+    from io_tui.core import GitSource, Policy, Provider, RunOrigin, ServerSource, TaskContract
 
 WORKER_BUSY_TIMEOUT_MS = 30_000
 
@@ -107,8 +107,6 @@ def check_queue_options(args: argparse.Namespace) -> GitSource | None:
         return None
     if args.approve:
         raise UsageError("a queued run's asks go to the inbox; --approve does not apply")
-    if args.mcp_config:
-        raise UsageError("MCP servers are not offered to queued runs yet; run it without --queue")
     if args.git is None:
         if args.ref or args.push_branch:
             raise UsageError("--ref and --push-branch apply with --git")
@@ -124,12 +122,17 @@ async def enqueue(
     provider: Provider,
     policy: Policy,
     git: GitSource | None,
+    origin: RunOrigin,
 ) -> int:
+    """The run on the queue with its ``origin`` (settings and MCP servers, secret-free): the
+    worker that claims it starts the same servers."""
     from io_tui.core import enqueue_run
 
     store = await open_store(args, create=True)
     try:
-        run_id = await enqueue_run(store, contract, provider, policy, labels=args.label, git=git)
+        run_id = await enqueue_run(
+            store, contract, provider, policy, labels=args.label, git=git, origin=origin
+        )
     finally:
         await provider.aclose()
         await store.close()
@@ -181,6 +184,7 @@ async def worker_command(args: argparse.Namespace) -> int:
         labels=tuple(sorted(set(args.label))),
         concurrency=args.concurrency,
         until_empty=args.until_empty,
+        servers=worker_servers(),
     )
     # a long-running service waits longer for a busy store than a command does (30 s, not 5)
     os.environ.setdefault("IO_TUI_BUSY_TIMEOUT_MS", str(WORKER_BUSY_TIMEOUT_MS))
@@ -199,6 +203,19 @@ async def worker_command(args: argparse.Namespace) -> int:
         await store.close()
     sys.stderr.write(f"worker stopped after {len(worker.results)} runs\n")
     return EXIT_OK
+
+
+def worker_servers() -> dict[str, ServerSource]:
+    """This worker's own MCP servers (its config's and the user's ``mcp.json``): never started
+    for their own sake, only where a queued run's recorded server names a secret by a variable
+    this process has not set, the same server's value here fills it."""
+    from io_tui.cli.mcp import mcp_servers
+    from io_tui.config import ConfigError, load_settings
+
+    try:
+        return mcp_servers(load_settings(), None)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 async def drain_command(args: argparse.Namespace) -> int:

@@ -18,22 +18,32 @@ if TYPE_CHECKING:
         RememberRule,
         RuleScope,
         TerminalApprover,
+        operator,
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
-    from io_tui.core.events import OPERATOR_CANCEL, EventKind, EventSink, RunEvent
+    from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
-    from io_tui.core.launch import build_run, cache_prices_for, policy_for, provider_for
+    from io_tui.core.launch import (
+        build_run,
+        cache_prices_for,
+        continue_contract,
+        policy_for,
+        provider_for,
+    )
     from io_tui.core.mcp import (
         McpConfigError,
         McpHub,
         ServerSource,
+        contents_text,
         discover_mcp_files,
         load_mcp_file,
+        user_servers,
     )
+    from io_tui.core.mcp.config import read_servers
     from io_tui.core.memory import (
         KINDS,
         SECTION_TITLES,
@@ -50,15 +60,17 @@ if TYPE_CHECKING:
     from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
-    from io_tui.core.policy import Act, Policy
+    from io_tui.core.policy import Act, Effect, Policy
+    from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_run
+    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_request, enqueue_run
     from io_tui.core.reconcile import (
         FixedReconciler,
         InFlight,
         ReconcileChoice,
+        ReconcileNeeded,
         Reconciler,
         TerminalReconciler,
         in_flight_calls,
@@ -78,6 +90,7 @@ if TYPE_CHECKING:
     from io_tui.core.run_request import NewRunRequest
     from io_tui.core.store import (
         ApprovalRecord,
+        Changed,
         GitSource,
         Recall,
         RememberedRule,
@@ -88,16 +101,21 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo, Provenance
+    from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
-    from io_tui.core.workspace import Workspace
+    from io_tui.core.workspace import ExecResult, Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
     **dict.fromkeys(("Harness", "harness_registry"), "harness"),
     "start_run": "run",
-    **dict.fromkeys(("build_run", "cache_prices_for", "policy_for", "provider_for"), "launch"),
+    **dict.fromkeys(
+        ("build_run", "cache_prices_for", "continue_contract", "policy_for", "provider_for"),
+        "launch",
+    ),
+    **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
     **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
@@ -107,6 +125,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "FixedReconciler",
             "InFlight",
             "ReconcileChoice",
+            "ReconcileNeeded",
             "Reconciler",
             "TerminalReconciler",
             "in_flight_calls",
@@ -114,13 +133,18 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         "reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
-    **dict.fromkeys(("OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"),
+    **dict.fromkeys(
+        ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
-    **dict.fromkeys(("QueueWorker", "WorkerOptions", "enqueue_run"), "queue_worker"),
+    **dict.fromkeys(
+        ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
+    ),
     **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    "Workspace": "workspace",
+    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
     # approvals, the policy and remembered rules
@@ -135,10 +159,11 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "RememberRule",
             "RuleScope",
             "TerminalApprover",
+            "operator",
         ),
         "approvals",
     ),
-    **dict.fromkeys(("Act", "Policy"), "policy"),
+    **dict.fromkeys(("Act", "Effect", "Policy"), "policy"),
     **dict.fromkeys(
         (
             "SCOPE_LABELS",
@@ -175,6 +200,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         (
             "ApprovalRecord",
+            "Changed",
             "GitSource",
             "Recall",
             "RememberedRule",
@@ -192,13 +218,23 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
     "ScriptedProvider": "providers.scripted",
     **dict.fromkeys(
-        ("McpConfigError", "McpHub", "ServerSource", "discover_mcp_files", "load_mcp_file"),
+        (
+            "McpConfigError",
+            "McpHub",
+            "ServerSource",
+            "contents_text",
+            "discover_mcp_files",
+            "load_mcp_file",
+            "user_servers",
+        ),
         "mcp",
     ),
+    "read_servers": "mcp.config",
 }
 
 __all__ = [
     "FIXED_APPROVERS",
+    "HAND_BACK",
     "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
@@ -211,12 +247,15 @@ __all__ = [
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "Changed",
     "ContextBudget",
     "DecideError",
     "Decision",
     "DecisionKind",
+    "Effect",
     "EventKind",
     "EventSink",
+    "ExecResult",
     "ExportRefused",
     "FixedReconciler",
     "GitSource",
@@ -234,11 +273,13 @@ __all__ = [
     "Outcome",
     "Policy",
     "ProbeResult",
+    "ProgressLedger",
     "Provenance",
     "Provider",
     "QueueWorker",
     "Recall",
     "ReconcileChoice",
+    "ReconcileNeeded",
     "Reconciler",
     "RememberRule",
     "RememberedRule",
@@ -258,6 +299,8 @@ __all__ = [
     "TaskContract",
     "TerminalApprover",
     "TerminalReconciler",
+    "Tool",
+    "ToolContext",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
@@ -274,21 +317,28 @@ __all__ = [
     "check_key",
     "check_rewrite",
     "command_examples",
+    "contents_text",
+    "continue_contract",
     "decide",
     "discover_mcp_files",
+    "enqueue_request",
     "enqueue_run",
     "export_memory",
     "grant_text",
     "harness_registry",
     "import_memory",
     "in_flight_calls",
+    "ledger_of",
     "load_mcp_file",
+    "operator",
     "parse_when",
     "policy_for",
     "preview_matches",
     "probe_models",
     "provenance_label",
     "provider_for",
+    "read_servers",
+    "render_ledger",
     "request_notes",
     "resume",
     "servers_to_resume",
@@ -296,6 +346,7 @@ __all__ = [
     "store_location",
     "suggest_pattern",
     "usage_hit_rate",
+    "user_servers",
     "validate_pattern",
 ]
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
+import socket
 import sys
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -12,6 +14,16 @@ from typing import Any, Literal, Protocol
 from io_tui.core.policy import Act
 
 RuleScope = Literal["run", "workspace", "global"]
+
+
+def operator(via: str) -> str:
+    """Who decides from this process, as a decision records it (``decided_by``) and every other
+    cockpit shows it: ``alice@build-3 (io-tui)``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (a bare container)
+        user = "operator"
+    return f"{user}@{socket.gethostname()} ({via})"
 
 
 class DecisionKind(StrEnum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,17 @@ class CachePrices:
 
 
 @dataclass(frozen=True, slots=True)
+class Continuation:
+    """The earlier run a run continues (``io-tui run --continue RUN``): that run's progress
+    ledger as of ``revision`` (``digest``), rendered; the frame carries ``text`` whole."""
+
+    run_id: int
+    revision: int
+    digest: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TaskContract:
     """The goal and the rules of one run. The contract is never elided from a request."""
 
@@ -98,6 +109,7 @@ class TaskContract:
     memory: MemoryLimits = field(default_factory=MemoryLimits)
     cache: CachePrices = field(default_factory=CachePrices)
     env_allow: tuple[str, ...] = ()  # variables its commands see besides the harmless defaults
+    continues: Continuation | None = None  # the earlier run's ledger it starts from
 
     def success_criterion(self) -> str:
         if self.verify:
@@ -107,6 +119,8 @@ class TaskContract:
 
 def contract_to_json(contract: TaskContract) -> dict[str, object]:
     extra: dict[str, object] = {"env_allow": list(contract.env_allow)} if contract.env_allow else {}
+    if contract.continues is not None:
+        extra["continues"] = asdict(contract.continues)
     return {
         "goal": contract.goal,
         "workspace": str(contract.workspace),
@@ -148,4 +162,5 @@ def contract_from_json(data: dict[str, Any]) -> TaskContract:
         memory=MemoryLimits(**data.get("memory", {})),
         cache=CachePrices(**data.get("cache", {})),
         env_allow=tuple(data.get("env_allow", ())),
+        continues=Continuation(**data["continues"]) if data.get("continues") else None,
     )

@@ -85,7 +85,7 @@ async def decide(
         raise DecideError(f"no approval request {approval_id}")
     run_id = record.request.run_id
     if record.status != "pending":
-        kind = record.decision.kind.value if record.decision else "?"
+        kind = _decided(record.decision)
         run = await store.runs.get(run_id)
         hint = (
             f"; its run {run_id} is {run.status}: continue it with `io-tui resume {run_id}`"
@@ -96,7 +96,9 @@ async def decide(
     if decision.kind is DecisionKind.DEFER:
         return Decided(approval_id, run_id, None)
     if not await store.approvals.record_decision(approval_id, decision):
-        raise DecideError(f"request {approval_id} was decided by someone else first")
+        first = await store.approvals.get(approval_id)
+        kind = _decided(first.decision if first is not None else None)
+        raise DecideError(f"request {approval_id} was decided by someone else first ({kind})")
     if not resume:
         return Decided(approval_id, run_id, None)
     run = await store.runs.get(run_id)
@@ -107,6 +109,13 @@ async def decide(
         # a queue run: a worker claims it once its approvals are decided (store/queue.py)
         return Decided(approval_id, run_id, None)
     return Decided(approval_id, run_id, await _resume(store, run, approver, sink, registry, None))
+
+
+def _decided(decision: Decision | None) -> str:
+    """``approve by alice@laptop (io-tui)``: what the first decider chose, and who."""
+    if decision is None:
+        return "?"
+    return f"{decision.kind.value} by {decision.decided_by}"
 
 
 async def resume(

@@ -25,6 +25,7 @@ class EventKind(StrEnum):
     REQUEST_RETRY = "request_retry"  # one attempt failed; the provider tries again after a wait
     TOOL_CALLED = "tool_called"
     TOOL_REFUSED = "tool_refused"
+    TOOL_PROGRESS = "tool_progress"  # a call in flight reported progress (MCP notifications)
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_DECIDED = "approval_decided"
     OBSERVATION = "observation"
@@ -37,6 +38,10 @@ class EventKind(StrEnum):
     RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
     SUB_AGENT = "sub_agent"  # a spawn_agent call handed to its child run (call_id, run_id)
     RUN_FINISHED = "run_finished"
+
+
+# shown as they come and never stored: the step's text and the call's result are what last
+LIVE_ONLY = frozenset({EventKind.TEXT_DELTA, EventKind.TOOL_PROGRESS})
 
 
 @dataclass(frozen=True, slots=True)

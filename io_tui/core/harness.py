@@ -17,6 +17,7 @@ from io_tui.core.policy import Layer, Policy, Rule
 from io_tui.core.providers.base import Provider
 from io_tui.core.store import Store
 from io_tui.core.tools.agent import SpawnAgent
+from io_tui.core.tools.late import LateTools
 from io_tui.core.tools.memory_tools import Forget, Remember
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 
@@ -49,6 +50,7 @@ class Harness:
     system_prompt: str = SYSTEM_PROMPT
     depth: int = 0  # 0 for a top-level run; a sub-agent's harness is one deeper
     origin: RunOrigin | None = None  # recorded with each run it starts (a resume rebuilds it)
+    late_tools: LateTools | None = None  # MCP servers still starting: their tools join later
 
     @property
     def can_spawn(self) -> bool:

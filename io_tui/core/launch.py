@@ -1,8 +1,12 @@
-"""Turning a ``NewRunRequest`` into a contract, provider and policy (new runs and follow-ups).
+"""Turning a ``NewRunRequest`` into a contract, provider and policy (new runs, follow-ups and
+continuations).
 
 A follow-up continues a conversation as a new run seeded with the earlier one (``seed_run_id``):
 the earlier run's goal and final answer go into the new contract's constraints, the workspace,
 provider (a fresh copy from its description) and policy are the earlier run's.
+A continuation (``continue_run_id``, ``io-tui run --continue RUN``) is a fresh run in the
+earlier run's workspace, with its verification and constraints, whose first request carries
+the earlier run's progress ledger and nothing else of it (``continue_contract``).
 """
 
 from __future__ import annotations
@@ -27,10 +31,15 @@ async def build_run(
     store: Store, settings: RunSettings, request: NewRunRequest
 ) -> tuple[TaskContract, Provider, Policy]:
     """Raises ValueError with a readable message when the request cannot start."""
-    if not request.task.strip():
+    if not request.task.strip() and request.continue_run_id is None:
         raise ValueError("the task is empty")
     if request.seed_run_id is not None:
         return await _follow_up(store, settings, request)
+    if request.continue_run_id is not None:
+        earlier = await store.runs.get(request.continue_run_id)
+        if earlier is None:
+            raise ValueError(f"no run {request.continue_run_id} to continue")
+        request = dataclasses.replace(request, workspace=Path(earlier.workspace))
     try:
         workspace = Workspace(request.workspace)
     except WorkspaceError as exc:
@@ -46,7 +55,33 @@ async def build_run(
         cache=cache_prices_for(run_settings),
         env_allow=tuple(run_settings.run.env_allow),
     )
+    if request.continue_run_id is not None:
+        contract = await continue_contract(store, request.continue_run_id, contract)
     return contract, provider_for(run_settings), policy
+
+
+async def continue_contract(store: Store, run_id: int, contract: TaskContract) -> TaskContract:
+    """``contract`` as a continuation of run ``run_id``: in its workspace, with its verification
+    (unless ``contract`` names one) and constraints, carrying its progress ledger; an empty goal
+    becomes "continue its objective". ValueError when there is no such run."""
+    from io_tui.core.progress import continuation
+
+    row = await store.runs.get(run_id)
+    if row is None:
+        raise ValueError(f"no run {run_id} to continue")
+    earlier = contract_from_json(row.contract)
+    carried = await continuation(store, run_id)
+    goal = contract.goal.strip() or (
+        f"Continue the work of run {run_id} from its progress ledger. Its objective: {row.goal}"
+    )
+    return dataclasses.replace(
+        contract,
+        goal=goal,
+        workspace=Path(row.workspace),
+        verify=contract.verify or earlier.verify,
+        constraints=(*earlier.constraints, *contract.constraints),
+        continues=carried,
+    )
 
 
 def run_settings_for(settings: RunSettings, request: NewRunRequest) -> RunSettings:

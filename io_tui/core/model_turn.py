@@ -39,6 +39,7 @@ from io_tui.core.providers.base import (
     Response,
     Retrying,
     TextDelta,
+    discover_limits,
     provider_limits,
 )
 from io_tui.core.run_state import RunState
@@ -77,6 +78,7 @@ async def build_engine(state: RunState) -> ContextEngine:
         summarize=partial(summarize, state),
         summaries=summaries,
         on_summary=on_summary,
+        agreement=state.progress.agreement,
     )
 
 
@@ -157,6 +159,7 @@ async def ask_model(
     changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
     appended to ``requests`` for the step's commit.
     """
+    await discover_limits(state.harness.provider)  # llama.cpp's /props, once, when unknown
     limit, window = provider_limits(state.harness.provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)

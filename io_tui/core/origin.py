@@ -38,15 +38,23 @@ class RunOrigin(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     settings: RunSettings
+    # the Agent Client Protocol session (``io-tui acp``) whose prompt started the run: the
+    # session's runs, in order, are its turns, so ``session/load`` finds them in any process
+    session: str | None = None
 
     @classmethod
     def at_start(
-        cls, settings: RunSettings, servers: Mapping[str, ServerSource] | None = None
+        cls,
+        settings: RunSettings,
+        servers: Mapping[str, ServerSource] | None = None,
+        *,
+        session: str | None = None,
     ) -> RunOrigin:
         """The record of a run started with ``settings`` and ``servers`` (default: the
         settings' own); servers that are not config tables (in-process ones) are left out."""
         chosen = settings.mcp.servers if servers is None else servers
-        return cls(settings=settings.updated(mcp=McpSettings(servers=without_secrets(chosen))))
+        mcp = McpSettings(servers=without_secrets(chosen))
+        return cls(settings=settings.updated(mcp=mcp), session=session)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> RunOrigin | None:
@@ -80,6 +88,15 @@ class RunOrigin(BaseModel):
             name: _filled(server, current.get(name), environ)
             for name, server in self.settings.mcp.servers.items()
         }
+
+
+def configured_servers(settings: RunSettings) -> tuple[dict[str, ServerSource], list[str]]:
+    """The MCP servers a run started in this process gets (and records): the settings' and the
+    user's ``mcp.json`` over them; with a line for each file that does not load (left out)."""
+    from io_tui.core.mcp.config import user_servers
+    from io_tui.paths import config_dir
+
+    return user_servers(settings.mcp.servers, config_dir())
 
 
 def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServer | HttpServer]:

@@ -14,6 +14,11 @@ each under its lease, and gives it back; the store is the only coordinator (docs
 - **Workspaces**: the recorded path (a shared volume the worker reaches) or a git remote and
   ref, cloned into the worker's scratch directory on the first claim, with a branch pushed back
   when the run finishes. A takeover whose checkout this worker cannot reach is held.
+- **Tools**: the built-ins, and the MCP servers the run was queued with (its ``RunOrigin``,
+  recorded by ``enqueue_run``), started for that run alone and stopped when the worker lets it
+  go. A secret the record names only as a variable comes from this worker's environment or
+  from its own config's server of the same name (``WorkerOptions.servers``); a server that does
+  not start is a line in the worker's log, and the run goes on without it.
 - **Draining** (``drain``: SIGTERM, or ``io-tui worker --drain ID`` read at the heartbeat):
   nothing new is claimed, asks are deferred (the run pauses; any worker resumes it once it is
   decided), the runs in progress finish. ``hand_back`` (a second signal) ends them now,
@@ -27,14 +32,19 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.contract import TaskContract, contract_to_json
 from io_tui.core.decisions import harness_for_run
 from io_tui.core.events import HAND_BACK
+from io_tui.core.harness import harness_registry
+from io_tui.core.launch import build_run, run_settings_for
+from io_tui.core.origin import RunOrigin, configured_servers
 from io_tui.core.outcome import Outcome, RunResult
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
@@ -46,10 +56,15 @@ from io_tui.core.reconcile import (
     Reconciler,
 )
 from io_tui.core.run import resume_run
+from io_tui.core.run_request import NewRunRequest
+from io_tui.core.settings import RunSettings
 from io_tui.core.store import Claim, GitSource, Store, StoreError
-from io_tui.core.store.leases import HEARTBEAT_S
+from io_tui.core.store.leases import HEARTBEAT_S, OWNER
 from io_tui.core.store.queue import GIT_WORKSPACE
 from io_tui.core.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from io_tui.core.mcp import ServerSource
 
 POLL_S = 0.5  # how often an idle worker looks at the queue, and an ask at its request
 GIT_TIMEOUT_S = 300
@@ -63,6 +78,9 @@ class WorkerOptions:
     concurrency: int = 1
     poll_s: float = POLL_S
     until_empty: bool = False  # stop once no run it serves is queued or driven by anyone
+    # this worker's own MCP servers (its config's): where a run's recorded server names a secret
+    # only as a variable this process has not set, the value of the same server here fills it
+    servers: Mapping[str, ServerSource] = field(default_factory=dict)
 
 
 class StoreApprover:
@@ -110,7 +128,6 @@ class HoldReconciler:
 class QueueWorker:
     store: Store
     options: WorkerOptions
-    registry: Callable[[], ToolRegistry] | None = None  # tools besides the built-ins (MCP)
     log: Callable[[str], None] = field(default=lambda line: print(line, file=sys.stderr))
 
     def __post_init__(self) -> None:
@@ -153,6 +170,9 @@ class QueueWorker:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), options.poll_s)
+            if self.draining.is_set():  # `io-tui workers` says so however it was asked
+                with contextlib.suppress(StoreError):
+                    await self.store.queue.request_drain([OWNER.id])
             if self.tasks:
                 await asyncio.wait(list(self.tasks.values()))
         finally:
@@ -232,16 +252,15 @@ class QueueWorker:
             FixedReconciler(ReconcileChoice(entry.reconcile)) if entry.reconcile else holding
         )
         approver = StoreApprover(self.store, self.draining, self.options.poll_s)
-        harness = await harness_for_run(
-            self.store, run_id, approver, registry=self.registry() if self.registry else None
-        )
-        try:
-            result = await resume_run(harness, run_id, reconciler, first=first)
-        except asyncio.CancelledError:
-            self.log(f"run {run_id}: handed back")
-            return
-        finally:
-            await harness.provider.aclose()
+        async with self._tools(run_id) as registry:
+            harness = await harness_for_run(self.store, run_id, approver, registry=registry)
+            try:
+                result = await resume_run(harness, run_id, reconciler, first=first)
+            except asyncio.CancelledError:
+                self.log(f"run {run_id}: handed back")
+                return
+            finally:
+                await harness.provider.aclose()
         self.results[run_id] = result
         if holding.asked is not None:
             self.log(f"run {run_id}: held for the operator: {holding.asked}")
@@ -253,6 +272,28 @@ class QueueWorker:
             pushed = await push_branch(workspace, entry.git, run_id, result)
             await self.store.queue.set_pushed(run_id, pushed)
             self.log(f"run {run_id}: {pushed}")
+
+    @asynccontextmanager
+    async def _tools(self, run_id: int) -> AsyncIterator[ToolRegistry]:
+        """The built-in tools and, while the run is driven, the MCP servers it was queued with
+        (none for a run queued without a record of them)."""
+        row = await self.store.runs.get(run_id)
+        origin = RunOrigin.from_json(row.origin if row is not None else None)
+        servers = origin.servers_here(self.options.servers) if origin is not None else {}
+        registry = harness_registry()
+        async with AsyncExitStack() as stack:
+            if servers:
+                from io_tui.core.mcp import McpHub
+
+                try:
+                    hub = await stack.enter_async_context(McpHub(servers))
+                except Exception as exc:  # the run goes on with the built-in tools
+                    self.log(f"run {run_id}: MCP servers not started: {exc}")
+                else:
+                    for problem in hub.problems:
+                        self.log(f"run {run_id}: {problem}")
+                    hub.register_into(registry)
+            yield registry
 
     async def _workspace(self, claim: Claim) -> Path:
         """The run's workspace on this worker: the recorded path, or (a git run's first claim)
@@ -333,9 +374,11 @@ async def enqueue_run(
     *,
     labels: Sequence[str] = (),
     git: GitSource | None = None,
+    origin: RunOrigin | None = None,
 ) -> int:
     """Put a run on the queue (``io-tui run --queue``): recorded whole (contract, provider,
-    policy), ``queued``, for the first worker that serves ``labels``; its id."""
+    policy, and ``origin``: the settings and MCP servers the worker driving it rebuilds),
+    ``queued``, for the first worker that serves ``labels``; its id."""
     workspace = f"{GIT_WORKSPACE}{git.remote}@{git.ref}" if git else str(contract.workspace)
     return await store.queue.enqueue(
         goal=contract.goal,
@@ -345,4 +388,24 @@ async def enqueue_run(
         policy=policy.to_json(),
         labels=labels,
         git=git,
+        origin=origin.to_json() if origin is not None else None,
     )
+
+
+async def enqueue_request(
+    store: Store, settings: RunSettings, request: NewRunRequest
+) -> tuple[int, list[str]]:
+    """The new-run dialog's "Run on: the queue": the run built as this process would start it
+    (``build_run``; ValueError when it cannot start), queued with ``request.labels`` and the
+    settings and MCP servers a run started here gets; its id, and a line for each MCP file
+    that did not load."""
+    contract, provider, policy = await build_run(store, settings, request)
+    try:
+        servers, problems = configured_servers(settings)
+        origin = RunOrigin.at_start(run_settings_for(settings, request), servers)
+        run_id = await enqueue_run(
+            store, contract, provider, policy, labels=request.labels, origin=origin
+        )
+    finally:
+        await provider.aclose()
+    return run_id, problems

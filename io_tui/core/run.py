@@ -270,6 +270,12 @@ class Run:
             )
             for text in operator_messages:
                 state.publish(EventKind.OPERATOR_MESSAGE, {"text": text})
+            notices = await state.late_arrivals()  # MCP servers ready since the last request
+            engine.offer_tools(state.specs())
+            if notices:
+                for text in notices:
+                    state.publish(EventKind.WARNING, {"message": text})
+                operator_messages += notices  # stored with the step: a resume says it again
             requests: list[RequestRecord] = []
             try:
                 response = await ask_model(state, engine, operator_messages, requests)

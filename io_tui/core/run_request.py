@@ -21,11 +21,19 @@ class NewRunRequest:
     token_budget: int | None = None
     context_max_tokens: int | None = None
     seed_run_id: int | None = None
+    continue_run_id: int | None = None  # a fresh run carrying that run's progress ledger
     queue: bool = False  # put it on the run queue for a worker (``io-tui worker``) to drive
+    labels: tuple[str, ...] = ()  # with ``queue``: only a worker serving all of them takes it
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "workspace": str(self.workspace)}
+        return {**asdict(self), "workspace": str(self.workspace), "labels": list(self.labels)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NewRunRequest:
-        return cls(**{**data, "workspace": Path(data["workspace"])})
+        return cls(
+            **{
+                **data,
+                "workspace": Path(data["workspace"]),
+                "labels": tuple(data.get("labels", ())),
+            }
+        )

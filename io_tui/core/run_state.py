@@ -14,10 +14,12 @@ from typing import Any
 from io_tui.core.calls import CallResult
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
+from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
+from io_tui.core.sampling import answer_sampling
 from io_tui.core.skills import ReadSkill, Skill, catalogue
 from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
@@ -58,13 +60,18 @@ class RunState:
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self._arrivals_seen = 0  # of harness.late_tools' arrivals
+        self._told_starting: set[str] = set()  # the sources the model was told are starting
+        self._asked = False  # a model request was built in this process
+        # the run's progress ledger, folded from each batch of events once it is stored
+        self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
 
     # -- events --
 
     def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None:
         """An event for the sink now and for the store with the next flush or commit."""
         event = RunEvent(self.run_id, self.step, kind, detail or {})
-        if kind is not EventKind.TEXT_DELTA:
+        if kind not in LIVE_ONLY:
             self.pending_events.append(event)
         self.harness.sink.emit(event)
 
@@ -82,6 +89,7 @@ class RunState:
         events, self.pending_events = self.pending_events, []
         if events:
             await self.store.runs.add_events(events)
+            await self.progress.take(events)
 
     # -- budget --
 
@@ -103,8 +111,58 @@ class RunState:
         self.system_prompt = f"{self.harness.system_prompt}\n\n{catalogue(skills)}"
         self._tool_specs = None
 
+    async def late_arrivals(self) -> tuple[str, ...]:
+        """Before a model request: offer the tools of the MCP servers that became ready since
+        the last one (before the first, wait for them as long as the hub allows), and say so.
+
+        Returns the notices for the model: the servers still starting (first request only),
+        each one ready since (with its tools), each one the model was told about that failed,
+        each resource this run read that its server says changed.
+        The schemas are rebuilt only when a tool was added."""
+        late = self.harness.late_tools
+        if late is None:
+            return ()
+        if not self._asked:
+            await late.settle()
+        arrivals = late.arrivals()
+        fresh, self._arrivals_seen = arrivals[self._arrivals_seen :], len(arrivals)
+        notices: list[str] = []
+        for arrival in fresh:
+            if arrival.updated is not None:
+                if self._has_read(arrival.updated):
+                    notices.append(
+                        f"io-tui: {arrival.source} says {arrival.updated} changed since you read"
+                        " it; read it again if you need what it says now."
+                    )
+                continue
+            added = [tool.name for tool in arrival.tools if tool.name not in self.registry]
+            for tool in arrival.tools:
+                if tool.name in added:
+                    self.registry.register(tool)
+            if added:
+                self._tool_specs = None
+                if self._asked:
+                    notices.append(
+                        f"io-tui: {arrival.source} is now ready; its tools are offered from this"
+                        f" request on: {', '.join(added)}."
+                    )
+            elif arrival.problem is not None and arrival.source in self._told_starting:
+                notices.append(f"io-tui: {arrival.problem}. Its tools will not be offered.")
+        if not self._asked:
+            self._told_starting = set(late.starting())
+            if self._told_starting:
+                notices.append(
+                    f"io-tui: still starting: {', '.join(sorted(self._told_starting))}. Their"
+                    " tools will be offered once they are ready, and you will be told."
+                )
+        self._asked = True
+        return tuple(notices)
+
+    def _has_read(self, target: str) -> bool:
+        return any(obs.target == target for rec in self.history for obs in rec.observations)
+
     def specs(self) -> tuple[ToolSpec, ...]:
-        """The tools' schemas, generated once: the registry is fixed after skills load."""
+        """The tools' schemas, generated once, and again when late tools join the registry."""
         if self._tool_specs is None:
             self._tool_specs = self.registry.specs()
         return self._tool_specs
@@ -119,8 +177,9 @@ class RunState:
             policy=self.policy,
             memory=self.store.memory,
             memory_limits=self.contract.memory,
-            emit=lambda _kind, detail: self.publish(EventKind.MEMORY, detail),
+            emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
+            sample=lambda call_id, ask: answer_sampling(self, step, call_id, ask),
         )
 
     # -- committing --
@@ -171,9 +230,10 @@ class RunState:
             ),
             provider=self.harness.provider.describe(),
         )
+        new_obs = tuple(o for o, _ in observations)
+        await self.progress.take(events, new_obs, text, step)
         if committed is not None:
             self.announce(committed)
-        new_obs = tuple(o for o, _ in observations)
         if update and self.history and self.history[-1].step == step:
             last = self.history[-1]
             self.history[-1] = StepRecord(

@@ -6,6 +6,7 @@ from typing import Any
 
 from io_tui.core.cache import annotate
 from io_tui.core.events import EventKind
+from io_tui.core.progress import ledger_of
 from io_tui.core.store import IntentRow, RequestRow, Store
 from io_tui.core.sub_agents import waiting_on
 
@@ -30,6 +31,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
         if e.kind == EventKind.SUB_AGENT.value:
             sub_agents.setdefault(e.step, {})[e.detail["call_id"]] = e.detail["run_id"]
     waits = await waiting_on(store, run)
+    progress = await ledger_of(store, run_id)
+    revisions = await store.progress.revisions(run_id)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
@@ -61,6 +64,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             # schema 5
             "origin": run.origin,
             "error": run.error,
+            # the earlier run whose progress ledger its first request carried (--continue)
+            "continues": _continues(run.contract),
             # paused or interrupted with its sub-agent: the child run it resumes with
             "waiting_on": waits.id if waits is not None else None,
             "created_at": run.created_at,
@@ -88,6 +93,13 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             for s in steps
         ],
         "intents": [i.to_json() for i in intents],
+        # the progress ledger (``core/progress``): its newest revision, and each revision's
+        # step and digest (a run from before schema 7 has none: its ledger is folded now)
+        "progress": progress.to_json(),
+        "progress_revisions": [
+            {"revision": r.revision, "step": r.step, "digest": r.digest, "at": r.created_at}
+            for r in revisions
+        ],
         "requests": request_rows,
         "events": [
             {"step": e.step, "kind": e.kind, "detail": e.detail, "at": e.at} for e in events
@@ -109,6 +121,13 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             for a in approvals
         ],
     }
+
+
+def _continues(contract: dict[str, Any]) -> dict[str, Any] | None:
+    carried = contract.get("continues")
+    if not carried:
+        return None
+    return {k: carried[k] for k in ("run_id", "revision", "digest")}
 
 
 def _unfinished(intent: IntentRow | None) -> str:

@@ -54,6 +54,8 @@ from io_tui.ui.commands import (
     ThemeCommands,
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
+from io_tui.ui.live import follow
+from io_tui.ui.mcp_prompts import PromptCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -92,6 +94,7 @@ class IoApp(App[int]):
         ThemeCommands,
         MemoryCommands,
         SteeringCommands,  # approvals: inbox / rules / memory editor / audit
+        PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
     }
     BINDINGS = [
         Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),
@@ -105,6 +108,14 @@ class IoApp(App[int]):
         Binding("f3", "rules", "Rules", id="app.rules", tooltip="Remembered rules: list, revoke"),
         Binding("f4", "memory", "Memory", id="app.memory", tooltip="Edit what the agent remembers"),
         Binding("f5", "audit", "Audit", id="app.audit", tooltip="Every approval decision"),
+        Binding(  # not in the footer (it is full): in the palette and the help
+            "f6",
+            "resources",
+            "Resources",
+            id="app.resources",
+            tooltip="Browse what the MCP servers offer to read",
+            show=False,
+        ),
     ]
 
     def __init__(
@@ -214,8 +225,9 @@ class IoApp(App[int]):
         if self.key_remaps:
             self.set_keymap(self.key_remaps)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
-        if self.poll_interval:
-            self.set_interval(self.poll_interval, self.poll_store)
+        if self.poll_interval:  # other processes' runs, live (ui/live.py), and the inbox
+            follow(self, self.poll_interval)
+            self.poll_interval = None  # the follower reloads the inbox and its badge
         # approvals: the inbox badge in the title, once the first frame is drawn
         self.call_after_refresh(lambda: self.desk.attach(self.poll_interval))
         if self.demo:
@@ -300,6 +312,13 @@ class IoApp(App[int]):
 
         self.switch_to(lambda: AuditScreen(self.store))
 
+    def action_resources(self) -> None:
+        from io_tui.paths import config_dir
+        from io_tui.ui.screens.resources import ResourcesScreen
+
+        servers = dict(self.settings.mcp.servers)
+        self.switch_to(lambda: ResourcesScreen(servers, config_dir()))
+
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the
         inspector, the help…) close first, so escape goes back to the main screen. A dialog
@@ -356,18 +375,17 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def enqueue(self, request: NewRunRequest) -> None:
-        from io_tui.core import build_run, enqueue_run
+        from io_tui.core import enqueue_request
 
         try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
+            run_id, problems = await enqueue_request(self.store, self.settings, request)
         except ValueError as exc:
             self.post_message(RunEnded(None, error=str(exc)))
             return
-        try:
-            run_id = await enqueue_run(self.store, contract, provider, policy)
-        finally:
-            await provider.aclose()
-        self.notify(f"run {run_id} is on the queue: the first free worker drives it")
+        for problem in problems:
+            self.notify(problem, severity="warning")
+        labels = f" serving {', '.join(request.labels)}" if request.labels else ""
+        self.notify(f"run {run_id} is on the queue: the first free worker{labels} drives it")
         self.refresh_runs([run_id])
 
     def interrupt(self, run_id: int) -> bool:
@@ -458,8 +476,12 @@ class IoApp(App[int]):
         self.paint_delays.extend(now - at for at in stamps)
 
     def main_screen(self) -> MainScreen | None:
+        """The main screen once its panes are mounted (it then shows every run of ``self.runs``);
+        None before that, and once the app is shutting down: events still arriving from the host
+        while the screens' widgets are being removed have nowhere to go."""
+        if not self.is_running:
+            return None
         for screen in self.screen_stack:
-            # once its panes are mounted: it then shows every run of ``self.runs``
             if isinstance(screen, MainScreen) and screen.ready:
                 return screen
         return None
@@ -475,17 +497,20 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def refresh_runs(self, run_ids: list[int] | None) -> None:
+        as_of = self.board.batches
         if run_ids is None:
             await self.store.leases.reap()  # a run whose process died shows interrupted
             rows = await self.store.runs.all()
         else:
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
-        self.post_message(StoreChanged(rows, await queue_workers(self.store, rows)))
+        self.post_message(StoreChanged(rows, await queue_workers(self.store, rows), as_of))
 
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
-        shown, stale = self.board.apply_rows(message.runs, self.host.is_live, message.workers)
+        shown, stale = self.board.apply_rows(
+            message.runs, self.host.is_live, message.workers, message.as_of
+        )
         if main is not None:
             for run in shown:
                 main.upsert_run(run)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from textual.app import App
@@ -30,7 +31,7 @@ from textual.notifications import Notification, Notify
 from textual.widgets import Input, TextArea
 
 from io_tui.config import UISettings
-from io_tui.core import ApprovalRequest, Decision, DecisionKind, Store
+from io_tui.core import ApprovalRequest, Decision, DecisionKind, Store, operator
 from io_tui.ui.attention import Activity
 from io_tui.ui.hosts import HostError, RunHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded
@@ -40,6 +41,7 @@ from io_tui.ui.terminal_text import plain
 
 ASKING_MARK = "asking"
 TYPING = "typing"
+OPERATOR = operator("io-tui")  # who decides in this cockpit, as the store records it
 HOLD_POLL_S = 0.1  # how often a held ask looks again whether the operator is idle
 
 # The optional letter aliases of the decision keys (``[ui] letter_shortcuts``), by binding id.
@@ -118,6 +120,8 @@ class ApprovalDesk:
         self.inbox_count = 0  # pending requests in the store, across all runs
         self.held: dict[int, ApprovalRequest] = {}  # asks shown as a banner, the operator busy
         self.toasts: dict[int, Notification] = {}  # the banner's notification, by approval id
+        self.pending: set[int] | None = None  # the pending requests last read (None: not yet)
+        self.decided_here: set[int] = set()  # decided by this operator: not news to them
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -175,7 +179,7 @@ class ApprovalDesk:
             self.toasts[request.id] = toast
             self.app.post_message(Notify(toast))  # what App.notify does, keeping the handle
         self._announce(ring=True)
-        self._reload_inbox()
+        self.reload_inbox()
         self.app.run_worker(
             self._show(request, future),
             name=f"approval-{request.id}",
@@ -208,7 +212,8 @@ class ApprovalDesk:
                     decision = await self.app.push_screen_wait(screen)
                 finally:
                     self.showing = None
-                settle(future, decision)
+                if settle(future, self.signed(decision)):
+                    self.decided_here.add(request.id)
         finally:
             settle(future, Decision.defer(decided_by="io-tui (closed before a decision)"))
             self.held.pop(request.id, None)
@@ -242,7 +247,7 @@ class ApprovalDesk:
         if toast is not None:
             self._withdraw(toast)  # a no-op once it has timed out
 
-    def _reload_inbox(self) -> None:
+    def reload_inbox(self) -> None:
         for screen in self.app.screen_stack:
             if isinstance(screen, InboxScreen):
                 screen.load()
@@ -298,12 +303,33 @@ class ApprovalDesk:
 
     async def _count(self) -> None:
         try:
-            count = len(await self.store.approvals.pending())
+            pending = {r.request.id for r in await self.store.approvals.pending()}
         except Exception:
             return
-        if count != self.inbox_count:
-            self.inbox_count = count
+        gone = self.pending - pending - self.decided_here if self.pending is not None else set()
+        self.pending = pending
+        if len(pending) != self.inbox_count:
+            self.inbox_count = len(pending)
             self._announce()
+        if gone:  # not in this worker: the next count (exclusive) would cancel it
+            self.app.run_worker(self._decided_elsewhere(sorted(gone)), exit_on_error=False)
+
+    async def _decided_elsewhere(self, approval_ids: list[int]) -> None:
+        """Requests pending here a moment ago that another operator (another cockpit, the
+        CLI) decided first: say who, and how."""
+        for approval_id in approval_ids:
+            try:
+                record = await self.store.approvals.get(approval_id)
+            except Exception:
+                return
+            if record is None or record.decision is None:
+                continue
+            request, decision = record.request, record.decision
+            self.app.notify(
+                f"request {approval_id} (run {request.run_id}: {request.act.value}"
+                f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
+                title="Decided elsewhere",
+            )
 
     def shutdown(self) -> None:
         """Answer every open ask with a defer (the runs pause durably)."""
@@ -312,6 +338,14 @@ class ApprovalDesk:
 
     # -- decisions from the inbox --
 
+    @staticmethod
+    def signed(decision: Decision) -> Decision:
+        """A human's decision names this operator (``alice@laptop (io-tui)``): every other
+        cockpit says who decided."""
+        if decision.decided_by != "human":
+            return decision
+        return replace(decision, decided_by=OPERATOR)
+
     async def decide_pending(self, approval_id: int, decision: Decision) -> str:
         """Decide a pending request from the inbox; returns a line for a notification.
 
@@ -319,12 +353,15 @@ class ApprovalDesk:
         run, from this session or an earlier one) goes to the app's run host, which records the
         decision with core ``decide()`` and resumes the run under its id.
         """
+        decision = self.signed(decision)
         future = self.live.get(approval_id)
         if future is not None and not future.done():
             settle(future, decision)
+            self.decided_here.add(approval_id)
             return f"request {approval_id}: {decision.kind.value}"
         if decision.kind is DecisionKind.DEFER:
             return f"request {approval_id} stays pending"
+        self.decided_here.add(approval_id)
         try:
             result = await self.host.decide(approval_id, decision)
         except HostError as exc:

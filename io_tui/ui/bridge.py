@@ -50,13 +50,19 @@ class EventPump:
         self._scheduled = False
         self._in_flight = False
         self._posted_at = -HOLD
+        # run id → the time of the newest event a run host here gave (not the store's copies):
+        # what the store follower (``ui.live``) must not show a second time
+        self.hosted_at: dict[int, float] = {}
 
-    def put(self, event: RunEvent) -> None:
+    def put(self, event: RunEvent, *, stored: bool = False) -> None:
+        """``stored``: read back from the store (another process's run), not from a host."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # a producer in another thread: hand the event to the app's loop
             self.app.call_from_thread(self.put, event)
             return
+        if not stored and event.at > self.hosted_at.get(event.run_id, 0.0):
+            self.hosted_at[event.run_id] = event.at
         self._buffer.append(event)
         self._schedule(self.clock or loop)
 

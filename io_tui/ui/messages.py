@@ -98,10 +98,11 @@ class NewRunRequested(Message):
 class StoreChanged(Message):
     """Something outside this process's runs changed the store (a poll noticed it)."""
 
-    def __init__(self, runs: list[Any], workers: dict[int, str] | None = None) -> None:
+    def __init__(self, runs: list[Any], workers: dict[int, str], as_of: int) -> None:
         super().__init__()
         self.runs = runs
-        self.workers = workers or {}  # queue runs: who drives each (``RunView.worker``)
+        self.workers = workers  # queue runs: who drives each (``RunView.worker``)
+        self.as_of = as_of  # event batches folded when the read began (``RunBoard.batches``)
 
 
 class StepsLoaded(Message):

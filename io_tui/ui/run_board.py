@@ -36,12 +36,19 @@ class RunBoard:
 
     def __init__(self) -> None:
         self.runs: dict[int, RunView] = {}
+        self.batches = 0  # event batches folded so far: what a store read is "as of"
+        self._last_batch: dict[int, int] = {}  # run id → the batch that last carried its events
+        # runs other processes drive, whose events come from the store (``ui.live``): their
+        # start does not take the selection (an ask does)
+        self.followed: set[int] = set()
 
     def apply(self, events: Iterable[RunEvent]) -> Changes:
         """Fold a batch of events into the run views, in order."""
         changes = Changes()
         runs = self.runs
+        self.batches += 1
         for event in events:
+            self._last_batch[event.run_id] = self.batches
             run = runs.get(event.run_id)
             if run is None:
                 detail = event.detail
@@ -56,6 +63,8 @@ class RunBoard:
                 changes.runs.add(run.id)
                 if event.step:
                     changes.steps.add((run.id, event.step))
+            if event.kind is EventKind.RUN_STARTED and run.id in self.followed:
+                run.wants_attention = False  # another process's start (all day, on a farm)
             if event.kind is EventKind.STEP_COMMITTED:
                 changes.committed.add((run.id, event.step))
         return changes
@@ -65,18 +74,23 @@ class RunBoard:
         rows: Iterable[Any],
         is_live: Callable[[int], bool],
         workers: dict[int, str] | None = None,
+        as_of: int | None = None,
     ) -> tuple[list[RunView], list[int]]:
         """Fold run rows read from the store: a run this process does not drive (``is_live``)
-        takes the row's status and tokens. Returns the views to show again, and the runs whose
-        steps must be read (new here, or changed elsewhere)."""
+        takes the row's status and tokens, unless events for it arrived after the read began
+        (``as_of``, the ``batches`` count then): the row is older than what they said (a quick
+        run that ended meanwhile would otherwise show the row's ``running`` for good). Returns
+        the views to show again, and the runs whose steps must be read (new here, or changed
+        elsewhere)."""
         shown: list[RunView] = []
         stale: list[int] = []
         for row in rows:
             run = self.runs.get(row.id)
+            newer = as_of is not None and self._last_batch.get(row.id, 0) > as_of
             if run is None:
                 run = self.runs[row.id] = RunView.from_row(row)
                 stale.append(row.id)
-            elif not is_live(row.id):
+            elif not is_live(row.id) and not newer:
                 if (row.status, row.tokens) != (run.status, run.tokens) or row.steps > len(
                     run.steps
                 ):

@@ -20,6 +20,16 @@ LIVE = frozenset({"running", "asking"})
 clock: Callable[[], float] = time.time
 
 
+@dataclass(frozen=True, slots=True)
+class CallProgress:
+    """The newest progress a call in flight reported; ``total`` None when the server gave none."""
+
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
 @dataclass
 class StepView:
     step: int
@@ -31,6 +41,7 @@ class StepView:
     asking_since: float | None = None
     writing: bool = False  # model text has streamed in
     ended: str | None = None  # the run ended before this step committed: its status
+    progress: dict[str, CallProgress] = field(default_factory=dict)  # calls in flight, by id
 
     def in_flight(self) -> bool:
         return not self.committed and self.ended is None
@@ -121,6 +132,13 @@ class RunView:
         view = self.steps[max(self.steps)]
         return view if view.in_flight() else None
 
+    def calls_in_progress(self) -> list[CallProgress]:
+        """The newest progress of each call still running (its step's answer is committed
+        before its calls run, so this is not only the step in flight's)."""
+        if not self.live or not self.steps:
+            return []
+        return list(self.steps[max(self.steps)].progress.values())
+
     def queue_message(self, text: str) -> None:
         self.queued.append(QueuedMessage(text))
 
@@ -167,6 +185,17 @@ class RunView:
         if kind is EventKind.TOOL_CALLED:
             self.step_view(event.step).tools.append(str(detail.get("name", "?")))
             return True
+        if kind is EventKind.TOOL_PROGRESS:  # drawn with the live part, at its next tick
+            self.step_view(event.step).progress[str(detail.get("call_id"))] = CallProgress(
+                str(detail.get("name", "?")),
+                float(detail.get("progress") or 0),
+                detail.get("total"),
+                detail.get("message"),
+            )
+            return False
+        if kind is EventKind.OBSERVATION:
+            self.step_view(event.step).progress.pop(str(detail.get("call_id")), None)
+            return False
         if kind is EventKind.APPROVAL_REQUESTED:
             self.status = "asking"
             view = self.step_view(event.step)
@@ -198,6 +227,7 @@ class RunView:
             self.ended_at = clock()
             self.streaming = ""
             for view in self.steps.values():
+                view.progress.clear()
                 if not view.committed:
                     view.ended, view.asking, view.asking_since = self.status, False, None
             return True

@@ -96,7 +96,20 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     )
     assert run.returncode == 0, run.stderr
     trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
-    assert set(trace) == {"run", "steps", "requests", "events", "approvals", "intents"}
+    assert set(trace) == {
+        "run",
+        "steps",
+        "requests",
+        "events",
+        "approvals",
+        "intents",
+        "progress",
+        "progress_revisions",
+    }
+    progress = trace["progress"]  # the run's progress ledger, as the harness kept it
+    assert progress["run_id"] == 1 and progress["status"] == "finished"
+    assert progress["revision"] == trace["progress_revisions"][-1]["revision"]
+    assert progress["digest"] == trace["progress_revisions"][-1]["digest"]
     assert {
         "id",
         "goal",
@@ -270,3 +283,47 @@ def test_a_command_loads_only_its_own_module() -> None:
     trace = "from io_tui.cli import build_parser\nbuild_parser(['trace', '1'])"
     modules = ("io_tui.cli.trace", "io_tui.cli.run", "io_tui.cli.memory", "io_tui.cli.mcp")
     assert _loaded_after(trace, modules) == ["io_tui.cli.trace"]
+
+
+def test_run_continue_starts_a_fresh_run_from_the_earlier_ones_ledger(
+    workspace, write_script, store_path
+):
+    """``io-tui run --continue RUN``: a fresh run in RUN's workspace whose first request carries
+    RUN's progress ledger (shown by ``trace --ledger``), and nothing of RUN's transcript."""
+    script = write_script([{"text": "fixing parse", "tool_calls": [EDIT]}, {"text": "done"}])
+    store = ("--store", str(store_path))
+    first = io_tui(
+        "run", "fix it", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "defer", *store,
+    )  # fmt: skip
+    assert first.returncode == 3, first.stderr
+    ledger = io_tui("trace", "1", "--ledger", *store)
+    assert ledger.returncode == 0, ledger.stderr
+    assert "Progress ledger of run 1" in ledger.stdout
+    assert "- approval 1: write src/app.py" in ledger.stdout
+    assert "Next safe action: the operator decides approval 1" in ledger.stdout
+
+    again = write_script([{"text": "approval 1 still waits"}])
+    second = io_tui(
+        "run", "--continue", "1", "--provider", f"scripted:{again}", "--json", *store,
+        cwd=store_path.parent,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    trace = json.loads(io_tui("trace", "2", "--json", *store).stdout)
+    assert trace["run"]["workspace"] == str(workspace)  # RUN's, not the current directory
+    assert trace["run"]["goal"].startswith("Continue the work of run 1")
+    revision = trace["run"]["continues"]
+    assert (
+        revision["run_id"] == 1
+        and revision["digest"]
+        == json.loads(io_tui("trace", "1", "--json", *store).stdout)["progress"]["digest"]
+    )
+    sent = "\n".join(m["content"] for m in trace["requests"][0]["messages"])
+    assert ledger.stdout.strip() in sent
+    # the transcript stays behind: the model's words only as the ledger quotes them
+    assert "fixing parse" not in sent.replace(ledger.stdout.strip(), "")
+
+    missing = io_tui("run", "--continue", "9", *store)
+    assert missing.returncode == 2 and "no run 9 to continue" in missing.stderr
+    bare = io_tui("run", *store)
+    assert bare.returncode == 2 and "TASK" in bare.stderr

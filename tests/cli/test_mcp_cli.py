@@ -89,9 +89,10 @@ def test_a_bad_mcp_config_is_one_line_exit_2(
     assert "MCP config file not found" in capsys.readouterr().err
 
 
-def run_io_tui(*args: str) -> subprocess.CompletedProcess[str]:
+def run_io_tui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "io_tui", *args],
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
@@ -289,3 +290,39 @@ def test_a_wrong_mcp_json_shape_is_one_line_naming_the_accepted_ones(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"io-tui: {bad}: no MCP servers found; expected JSON")
     assert "[mcp.servers.NAME]" in err and "\n" not in err
+
+
+@needs_proc
+def test_run_goes_on_without_a_server_that_hangs_at_start(
+    tmp_path: Path, workspace: Path, write_script
+) -> None:
+    """A server that never answers its handshake (and may take 600 s to) does not hold the run
+    up: the run waits ``ready_wait_s`` (0 here, from the environment), says it is still starting, and finishes; the
+    server's process ends with the run."""
+    mark = new_mark()
+    config = tmp_path / "config.toml"
+    server = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
+    config.write_text(
+        f"""
+[mcp.servers.stuck]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(server))}, "hang-at-start"]
+env = {{ {MARK_VAR} = "{mark}" }}
+startup_timeout_s = 600
+"""
+    )
+    script = write_script([{"text": "done without it"}])
+    done = run_io_tui(
+        "run",
+        "noop",
+        "--workspace",
+        str(workspace),
+        "--provider",
+        f"scripted:{script}",
+        "--store",
+        str(tmp_path / "run.db"),
+        env={"IO_TUI_CONFIG": str(config), "IO_TUI_MCP__READY_WAIT_S": "0"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "io-tui: still starting: MCP server 'stuck'" in done.stderr
+    assert wait_until_gone(mark) == []

@@ -1,6 +1,7 @@
-"""The queue through the CLI with real processes on one store file: `io-tui run --queue`,
-several `io-tui worker` processes, a worker killed with SIGKILL mid-command (its run taken over
-and held for the operator, never re-run silently), SIGTERM draining, `io-tui workers`."""
+"""The queue through the CLI with real processes on one store, a SQLite file and a PostgreSQL
+database: `io-tui run --queue` (labels, MCP servers), several `io-tui worker` processes, a worker
+killed with SIGKILL mid-command (its run taken over and held for the operator, never re-run
+silently), SIGTERM draining and a second SIGTERM handing back, `io-tui workers`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp_support import server_script_args
 
 POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
@@ -22,7 +24,7 @@ def env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
 
 
-def io_tui(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+def io_tui(*args: str, store: Path | str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "io_tui", *args, "--store", str(store)],
         capture_output=True,
@@ -32,7 +34,7 @@ def io_tui(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def worker(store: Path, *args: str) -> subprocess.Popen[str]:
+def worker(store: Path | str, *args: str) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "io_tui", "worker", "--store", str(store), *args]
     return subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env()
@@ -47,14 +49,16 @@ def until(condition, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def enqueue(store: Path, workspace: Path, script: Path, *extra: str) -> int:
+def enqueue(store: Path | str, workspace: Path, script: Path, *extra: str) -> int:
     done = io_tui("run", "t", "-w", str(workspace), "--provider", f"scripted:{script}",
                   "--queue", "--json", *extra, store=store)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return int(json.loads(done.stdout)["run_id"])
 
 
-def enqueue_many(store: Path, workspace: Path, script: Path, policy: Path, count: int) -> list[int]:
+def enqueue_many(
+    store: Path | str, workspace: Path, script: Path, policy: Path, count: int
+) -> list[int]:
     """``count`` runs on the queue: the first through the CLI, the rest through the core's
     ``enqueue_run`` (one process per run would cost seconds each on a loaded machine)."""
     from io_tui.core import Policy, ScriptedProvider, Store, TaskContract, enqueue_run
@@ -85,6 +89,12 @@ def command_script(write_script, code: str) -> Path:
             {"text": "done"},
         ]
     )  # fmt: skip
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """Every test here runs on a SQLite file, then on a PostgreSQL database."""
+    return store_on_both
 
 
 @pytest.fixture
@@ -170,7 +180,7 @@ def test_sigterm_drains_a_worker_its_ask_waits_and_another_worker_finishes(
     assert json.loads(trace.stdout)["run"]["status"] == "finished"
 
 
-def test_io_tui_worker_drain_asks_a_running_worker_to_stop(store_path, workspace, write_script):
+def test_io_tui_worker_drain_asks_a_running_worker_to_stop(store_path):
     proc = worker(store_path)
     try:
         until(lambda: io_tui("workers", store=store_path).stdout.count("up") == 1, "the worker")
@@ -183,6 +193,75 @@ def test_io_tui_worker_drain_asks_a_running_worker_to_stop(store_path, workspace
             proc.kill()
     missing = io_tui("worker", "--drain", row["id"], store=store_path)
     assert missing.returncode == 1 and "no running worker" in missing.stdout
+
+
+def test_a_second_sigterm_hands_the_run_back_and_it_is_held_not_re_run(
+    tmp_path, workspace, write_script, store_path, policy
+):
+    """The first signal drains (the run in progress goes on), the second hands it back now:
+    ``interrupted``, and with its command in flight the next worker holds it for the operator."""
+    store = store_path
+    marker, log = tmp_path / "started", tmp_path / "effects.log"
+    script = command_script(write_script, f"touch {marker}; echo ran >> {log}; sleep 600")
+    run_id = enqueue(store, workspace, script, "--policy", str(policy))
+    proc = worker(store)
+    try:
+        until(marker.exists, "the command to start")
+        proc.send_signal(signal.SIGTERM)
+        until(lambda: io_tui("workers", store=store).stdout.count("draining") == 1, "draining")
+        assert proc.poll() is None  # its run goes on
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr is not None and "handing the runs in progress back" in proc.stderr.read()
+    trace = json.loads(io_tui("trace", str(run_id), "--json", store=store).stdout)
+    assert trace["run"]["status"] == "interrupted"
+    assert worker(store, "--until-empty").wait(timeout=120) == 0
+    listed = json.loads(io_tui("workers", "--all", "--json", store=store).stdout)
+    assert all(w["state"] == "stopped" and not w["runs"] for w in listed)
+    assert log.read_text() == "ran\n"  # handed back, held: not re-run
+    trace = json.loads(io_tui("trace", str(run_id), "--json", store=store).stdout)
+    assert trace["run"]["status"] == "interrupted"
+
+
+def test_a_queued_run_keeps_its_labels_and_mcp_servers_for_the_worker_serving_them(
+    tmp_path, workspace, write_script, store_path
+):
+    """``--queue --label gpu --mcp-config FILE``: a worker without the label leaves it; one
+    serving it starts the run's MCP server, its secret (recorded as a variable name only) from
+    the worker's own environment."""
+    store = store_path
+    config = tmp_path / "servers.json"
+    server = {"command": sys.executable, "args": server_script_args(),
+              "env": {"IO_TUI_TEST_VAR": "the-queuers-literal"}}  # fmt: skip
+    config.write_text(json.dumps({"mcpServers": {"t": server}}))
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[defaults]\nexec = "allow"\nnet = "allow"\n')
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "m1", "name": "mcp__t__info", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    run_id = enqueue(store, workspace, script, "--policy", str(policy), "--label", "gpu",
+                     "--mcp-config", str(config))  # fmt: skip
+    assert worker(store, "--until-empty").wait(timeout=60) == 0  # serves no label: not its run
+    trace = json.loads(io_tui("trace", str(run_id), "--json", store=store).stdout)
+    assert trace["run"]["status"] == "queued"
+    assert "the-queuers-literal" not in json.dumps(trace)
+    done = subprocess.run(
+        [sys.executable, "-m", "io_tui", "worker", "--store", str(store), "--until-empty",
+         "--label", "gpu", "--label", "big"],
+        capture_output=True, text=True, timeout=120,
+        env={**env(), "IO_TUI_TEST_VAR": "the-workers-own"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(io_tui("trace", str(run_id), "--json", store=store).stdout)
+    assert trace["run"]["status"] == "finished"
+    (seen,) = trace["steps"][0]["observations"]
+    assert "IO_TUI_TEST_VAR=the-workers-own" in seen["text"]
 
 
 @pytest.mark.parametrize(

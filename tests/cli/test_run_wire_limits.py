@@ -44,11 +44,18 @@ async def io_tui(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 
 async def run_against(
-    tmp_path: Path, workspace: Path, replies: list[Reply], *flags: str, model: str = "m"
+    tmp_path: Path,
+    workspace: Path,
+    replies: list[Reply],
+    *flags: str,
+    model: str = "m",
+    props: dict[str, Any] | None = None,
 ) -> tuple[int, list[dict[str, Any]], dict[str, Any], ReplayServer, dict[str, str]]:
-    """One ``io-tui run --json`` against a server scripted with ``replies``: its exit code, its
-    JSON events, the run's trace, the server (its requests) and the environment used."""
+    """One ``io-tui run --json`` against a server scripted with ``replies`` (and answering
+    ``GET /props`` with ``props``, 404 without): its exit code, its JSON events, the run's
+    trace, the server (its requests) and the environment used."""
     server = ReplayServer()
+    server.props = props
     await server.start()
     server.add(*replies)
     store = str(tmp_path / "wire.db")
@@ -147,3 +154,31 @@ async def test_a_frame_beyond_the_models_window_is_refused_before_sending(
     assert "refused before sending" in error and "window of 128,000" in error
     assert "199,900" in error and "tools ~" in error
     assert trace["requests"][0]["error"] == error
+
+
+async def test_a_frame_beyond_the_window_llamacpp_reports_is_refused_before_sending(
+    tmp_path, workspace
+) -> None:
+    """No preset knows the window of a model behind ``--base-url``; llama.cpp says it at
+    ``/props``, so the frame that cannot fit is refused locally, with the figures."""
+    props = {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 1}
+    code, events, _trace, server, _ = await run_against(
+        tmp_path, workspace, [], "--max-output-tokens", "512", props=props
+    )
+    assert server.props_asked == 1 and server.requests == [] and code == 1
+    error = events[-1]["error"]
+    assert "refused before sending" in error and "window of 1,024" in error
+    assert "limit of 512" in error and "tools ~" in error
+    started = next(e for e in events if e.get("kind") == "request_started")
+    assert started["detail"]["window_tokens"] == 1024
+
+
+async def test_a_server_without_props_is_asked_once_and_the_run_goes_on(
+    tmp_path, workspace
+) -> None:
+    code, events, _trace, server, _ = await run_against(
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT))]
+    )
+    assert code == 0 and server.props_asked == 1 and len(server.requests) == 1
+    started = next(e for e in events if e.get("kind") == "request_started")
+    assert started["detail"]["window_tokens"] is None

@@ -224,11 +224,12 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert {"lease_owner", "origin"} <= columns  # migrations 4 and 5
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         assert {"queue", "workers"} <= tables  # migration 6
-        workers = conn.execute("SELECT id, labels FROM workers").fetchall()
-        assert workers == ([("w1", '["gpu"]')] if version >= 6 else [])
+        assert "progress" in tables  # migration 7
+        workers = conn.execute("SELECT id FROM workers").fetchall()
+        assert workers == ([("w1",)] if version >= 6 else [])
         columns = {row[1] for row in conn.execute("PRAGMA table_info(memory)")}
         assert {"section", "kind", "status", "source", "expires_at", "superseded_by"} <= columns
-        assert "memory_log" in tables  # migration 7
+        assert "memory_log" in tables  # migration 8
     assert sha(fixture) == shipped
 
 
@@ -257,7 +258,7 @@ def test_a_postgresql_store_of_every_shipped_schema_migrates_and_keeps_its_data(
             marks = ", ".join(["%s"] * len(columns[table]))
             with conn.cursor() as cursor:
                 cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows[table])
-            if table in id_tables():  # as the ids had been generated
+            if table in id_tables():  # as the ids had been generated (not workers' text ids)
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
                              f" (SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)")  # fmt: skip
 
@@ -278,6 +279,12 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert [c["name"] for c in step["tool_calls"]] == ["read_file"]
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
+    # no ledger revision before schema 7: the ledger is folded from the run's events
+    if version >= 7:  # a stored revision of the progress ledger
+        assert [r["revision"] for r in data["progress_revisions"]] == [1]
+    else:
+        assert data["progress_revisions"] == []
+    assert data["progress"]["objective"] == "fix the parser"
     origin = data["run"]["origin"]
     if version < 5:
         assert origin is None  # from before migration 5: resumes say so
@@ -289,13 +296,13 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]
     notes = json.loads(io_tui("memory", "list", "--global", "--json", *store).stdout)
     assert [(n["key"], n["value"]) for n in notes] == [("style", "tabs, never spaces")]
-    # an agent's note from before provenance (migration 7) is an unverified inference
+    # an agent's note from before provenance (migration 8) is an unverified inference
     assert (notes[0]["type"], notes[0]["status"], notes[0]["section"]) == (
         "inference",
         "unverified",
         "project",
     )
-    if version >= 7:  # a note's provenance and the daily log
+    if version >= 8:  # a note's provenance and the daily log
         [old] = json.loads(io_tui("memory", "list", "--workspace", "/ws", "--json", *store).stdout)
         assert (old["key"], old["section"], old["type"], old["superseded_by"]) == (
             "old-cmd",

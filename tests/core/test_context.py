@@ -238,9 +238,11 @@ async def test_a_failed_write_does_not_invalidate_the_read() -> None:
         ({"src/app.py": "policy says deny for read (*.py, layer project)"}, {}, "says deny"),
         ({"src/app.py": "policy says ask for read: assembly has no human"}, {}, "says ask"),
         ({}, {}, "is gone"),
-        ({}, {"src/app.py": "x" * 50_000}, "no longer fits the entry cap"),
+        ({}, {"src/app.py": "x" * 50_000}, "no longer fits the entry cap (50,000 chars > 2,000)"),
+        # fits the cap alone (1,980 of 2,000), not with the line saying it was re-read
+        ({}, {"src/app.py": "x" * 1_980}, "(1,980 chars) and the line saying it was re-read"),
     ],
-    ids=["policy-deny", "policy-ask", "path-gone", "too-large"],
+    ids=["policy-deny", "policy-ask", "path-gone", "too-large", "just-over-with-its-line"],
 )
 async def test_a_refresh_failure_becomes_a_stub_naming_the_write_and_why(
     refuse: dict[str, str], files: dict[str, str], reason: str
@@ -255,6 +257,44 @@ async def test_a_refresh_failure_becomes_a_stub_naming_the_write_and_why(
     assert "step 2 wrote src/app.py after this read" in stub and reason in stub
     assert "read_file src/app.py again" in stub
     assert all("STALE CONTENT" not in m.content for m in assembly.messages)
+
+
+async def test_a_stale_result_recorded_capped_that_re_reads_the_same_stays_capped() -> None:
+    """What changed did not change the result, so it is sent as recorded: cut where it entered,
+    so ``capped`` with chars kept of total, never ``full`` / "carried whole"."""
+    full = "o" * 8_809
+    recorded = bound_text(full, 1_000, "read a narrower range")
+    cut = dataclasses.replace(obs(1, ObsKind.READ, "src/app.py", recorded), full_chars=len(full))
+    history = [step(1, cut), step(2, obs(2, ObsKind.WRITE, "src/app.py", "edited src/app.py"))]
+    engine = ContextEngine(frame(), refresh=Fs({"src/app.py": recorded}))
+    assembly = await engine.build(history, ceiling_tokens=4_000)
+    e = entry(assembly, "c1_1")
+    assert by_call(assembly)["c1_1"] == recorded
+    assert e.state is EntryState.CAPPED and (e.kept_chars, e.total_chars) == (800, 8_809)
+    assert "800 of 8,809 kept" in e.reason and "re-read: the same result" in e.reason
+    assert "whole" not in e.reason
+
+
+async def test_a_read_that_repeats_a_pending_re_read_is_the_same_result_until_the_rewrite() -> None:
+    """Step 1's read went stale (step 2 wrote the file) and is re-read; step 3 reads it again:
+    step 1's stays, pending, re-read whole, and step 3's is "the same result" as it, not the
+    same lines twice."""
+    text = "def parse(): ...\n" * 40
+    history = [
+        *stale_history(),
+        step(3, obs(3, ObsKind.READ, "src/app.py", text)),
+        step(4, obs(4, ObsKind.EXEC, "pytest", "1 passed")),
+    ]
+    engine = ContextEngine(frame(), refresh=Fs({"src/app.py": text}))
+    built = [await engine.build(history[:n], ceiling_tokens=8_000) for n in (2, 3, 4)]
+    first, third = entry(built[-1], "c1_1"), entry(built[-1], "c3_1")
+    assert first.state is EntryState.REFRESHED and "stubbed at the next rewrite" in first.reason
+    assert third.state is EntryState.ECHOED
+    assert by_call(built[-1])["c3_1"] == (
+        "[step 3 read_file src/app.py: the same result as step 1's, above, to the character]"
+    )
+    assert "the same result as step 1's result of the same call" in third.reason
+    assert by_call(built[-1])["c1_1"].endswith(text)
 
 
 async def test_refresh_failure_when_the_refresher_raises_oserror_or_is_missing() -> None:

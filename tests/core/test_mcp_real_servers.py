@@ -118,6 +118,30 @@ async def test_server_everything_over_stdio(everything: Path) -> None:
     assert wait_until_gone(mark) == []
 
 
+async def test_server_everything_progress_is_live_tool_progress(everything: Path) -> None:
+    """trigger-long-running-operation reports each step when asked with a progress token: each
+    becomes a ``tool_progress`` event naming the call."""
+    server = StdioServer(command="node", args=[str(everything), "stdio"])
+    events: list[tuple[str, dict]] = []
+    ctx = ToolContext(
+        None,  # type: ignore[arg-type]
+        0,
+        1,
+        10_000,
+        emit=lambda kind, detail: events.append((kind, detail)),
+        call_id="c1",
+    )
+    async with McpHub({"everything": server}) as hub:
+        tool = {t.name: t for t in hub.tools}["mcp__everything__trigger-long-running-operation"]
+        outcome = await tool.run(tool.parse({"duration": 0.4, "steps": 4}), ctx)
+    assert "Long running operation completed" in outcome.text
+    assert [kind for kind, _ in events] == ["tool_progress"] * 4
+    assert [(d["progress"], d["total"]) for _, d in events] == [(n, 4) for n in (1, 2, 3, 4)]
+    assert {(d["call_id"], d["name"]) for _, d in events} == {
+        ("c1", "mcp__everything__trigger-long-running-operation")
+    }
+
+
 # -- server-everything (npm), streamable HTTP on 127.0.0.1 --
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_support import server_script_args
 
 from io_tui.core import (
     Decision,
@@ -24,7 +26,11 @@ from io_tui.core import (
     decide,
     enqueue_run,
 )
+from io_tui.core.mcp.config import StdioServer
+from io_tui.core.origin import RunOrigin
+from io_tui.core.settings import RunSettings
 from io_tui.core.store.leases import OWNER
+from io_tui.core.trace import build_trace
 
 ALLOW = Policy.from_json({"defaults": {"write": "allow", "exec": "allow"}}, source="test")
 
@@ -91,6 +97,96 @@ async def test_a_worker_claims_only_runs_whose_labels_it_serves(both, workspace,
     claim = await both.queue.claim(("linux", "gpu", "big"))
     assert claim is not None and claim.entry.run_id == gpu
     assert claim.entry.labels == ("gpu", "linux")
+
+
+async def test_concurrent_claimers_never_take_one_run_twice_and_honour_labels(
+    store_on_both, workspace, write_script
+):
+    """Six connections (processes, as the store sees them) claim at once until the queue has
+    nothing for them: every run is taken exactly once, each by a claimer serving its labels."""
+    script = write_turns(write_script)
+    asks = [(), ("gpu",), ("gpu", "linux"), ("arm",)]
+    served = [(), ("gpu",), ("gpu", "linux"), ("linux", "gpu", "big"), ("arm",), ()]
+    first = await Store.open(store_on_both)
+    stores = [first, *[await Store.open(store_on_both) for _ in served[1:]]]
+    try:
+        wanted = {
+            await put(first, script, workspace, labels=list(asks[i % len(asks)])): asks[i % 4]
+            for i in range(40)
+        }
+        taken: list[list[tuple[int, tuple[str, ...]]]] = [[] for _ in served]
+
+        async def claimer(at: int) -> None:
+            while (claim := await stores[at].queue.claim(served[at])) is not None:
+                taken[at].append((claim.entry.run_id, claim.entry.labels))
+                await asyncio.sleep(0)  # let the others in between
+
+        await asyncio.wait_for(asyncio.gather(*map(claimer, range(len(served)))), 60)
+    finally:
+        for opened in stores:
+            await opened.close()
+    runs = [run_id for mine in taken for run_id, _ in mine]
+    assert len(runs) == len(set(runs)) == len(wanted)  # each once, and none left behind
+    for at, mine in enumerate(taken):
+        assert all(set(labels) <= set(served[at]) for _, labels in mine)
+        assert all(labels == wanted[run_id] for run_id, labels in mine)
+    reopened = await Store.open(store_on_both)
+    try:
+        entries = await reopened.queue.entries()
+    finally:
+        await reopened.close()
+    assert {e.run_id: e.claims for e in entries.values()} == dict.fromkeys(wanted, 1)
+
+
+async def test_a_postgresql_claim_passes_over_a_locked_row_without_waiting(
+    pg_url, workspace, write_script
+):
+    """SKIP LOCKED: with run 1's queue row locked by another transaction (a claimer that has
+    not committed yet), a claim takes run 2 at once instead of waiting for it; the lock gone,
+    run 1 is claimed next."""
+    import psycopg
+
+    store = await Store.open(pg_url)
+    try:
+        one, two = [await put(store, write_turns(write_script), workspace) for _ in range(2)]
+        with psycopg.connect(pg_url) as other:  # a transaction, not autocommit
+            other.execute("SELECT 1 FROM queue WHERE run_id = %s FOR UPDATE", (one,))
+            claim = await asyncio.wait_for(store.queue.claim(()), 20)
+            assert claim is not None and claim.entry.run_id == two
+            assert await asyncio.wait_for(store.queue.claim(()), 20) is None
+            other.rollback()
+        claim = await store.queue.claim(())
+        assert claim is not None and claim.entry.run_id == one
+    finally:
+        await store.close()
+
+
+async def test_a_postgresql_claim_waits_for_a_writer_holding_the_store_lock(
+    pg_url, workspace, write_script
+):
+    """The claim takes the store's advisory lock shared: a repo's read-then-write (holding it
+    exclusively) never sees a claim commit in between."""
+    import psycopg
+
+    from io_tui.core.store.db import APPLICATION_ID
+
+    store = await Store.open(pg_url)
+    try:
+        run_id = await put(store, write_turns(write_script), workspace)
+        with psycopg.connect(pg_url) as writer:
+            writer.execute("SELECT pg_advisory_xact_lock(%s)", (APPLICATION_ID,))
+            claiming = asyncio.ensure_future(store.queue.claim(()))
+            async with asyncio.timeout(20):  # until the claim waits on the lock, on the server
+                while not writer.execute(  # noqa: ASYNC110 - the server is the only signal
+                    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).fetchone():
+                    await asyncio.sleep(0.02)
+            assert not claiming.done()
+            writer.commit()
+        claim = await asyncio.wait_for(claiming, 20)
+        assert claim is not None and claim.entry.run_id == run_id
+    finally:
+        await store.close()
 
 
 async def test_an_interrupted_queue_run_is_taken_over_unless_held(both, workspace, write_script):
@@ -229,6 +325,52 @@ async def test_handing_back_ends_a_run_interrupted_for_another_worker(
     await asyncio.wait_for(last.serve(), 30)
     assert last.results[run_id].status == "finished"
     assert (tmp_path / "effects").read_text() == "ran\n"  # once: the operator's rerun
+
+
+async def test_a_queued_run_gets_the_mcp_servers_it_was_queued_with(
+    both, workspace, write_script, monkeypatch
+):
+    """The run's origin records its server with the secret as a variable name only; the worker
+    that claims it starts that server for it, the secret from the worker's own config."""
+    monkeypatch.delenv("IO_TUI_TEST_VAR", raising=False)
+    queued = StdioServer(
+        command=sys.executable, args=server_script_args(), env={"IO_TUI_TEST_VAR": "s3cret"}
+    )
+    origin = RunOrigin.at_start(RunSettings(), {"t": queued})
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "m1", "name": "mcp__t__info", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    policy = Policy.from_json({"defaults": {"exec": "allow", "net": "allow"}}, source="test")
+    run_id = await put(both, script, workspace, origin=origin, policy=policy)
+    row = await both.runs.get(run_id)
+    assert row is not None and "s3cret" not in json.dumps(row.origin)
+    w = worker(both, workspace.parent, servers={"t": queued})  # the worker's config has the value
+    await asyncio.wait_for(w.serve(), 60)
+    assert w.results[run_id].status == "finished"
+    trace = await build_trace(both, run_id)
+    (seen,) = trace["steps"][0]["observations"]
+    assert "IO_TUI_TEST_VAR=s3cret" in seen["text"]
+
+
+async def test_a_run_queued_without_a_record_of_servers_gets_the_built_in_tools(
+    store, workspace, write_script
+):
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "m1", "name": "mcp__t__info", "arguments": {}}]},
+            {"text": "done"},
+        ]
+    )
+    run_id = await put(store, script, workspace)
+    mine = StdioServer(command=sys.executable, args=server_script_args())
+    w = worker(store, workspace.parent, servers={"t": mine})  # never started for its own sake
+    await asyncio.wait_for(w.serve(), 60)
+    trace = await build_trace(store, run_id)
+    (seen,) = trace["steps"][0]["observations"]
+    assert seen["is_error"] and "IO_TUI_TEST_VAR" not in seen["text"]
 
 
 def git(*args: str, cwd: Path) -> str:

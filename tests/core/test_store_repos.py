@@ -121,3 +121,23 @@ async def test_a_live_lease_refuses_a_second_driver_and_an_expired_one_is_reaped
     await store.leases.acquire(run_id)
     await store.runs.set_status(run_id, "finished", "success")
     assert await store.leases.holder(run_id) is None  # a run that ends gives its lease up
+
+
+async def test_the_runs_of_an_acp_session_are_found_by_their_origin(store: Store) -> None:
+    def origin(session: str | None) -> dict[str, object]:
+        return {"settings": {"provider": "scripted"}, "session": session}
+
+    async def run(session: str | None, parent: int | None = None) -> int:
+        return await store.runs.create(goal="g", workspace="/w", contract={}, provider={},
+                                       policy={}, origin=origin(session), parent_run_id=parent)  # fmt: skip
+
+    first = await run("io-tui-a")
+    await run("io-tui-b")
+    await run(None)
+    await new_run(store)  # no origin at all
+    await run("io-tui-a", parent=first)  # a sub-agent: not one of the session's turns
+    second = await run("io-tui-a")
+    assert [r.id for r in await store.runs.of_session("io-tui-a")] == [first, second]
+    assert [r.origin["session"] for r in await store.runs.of_session()] == [
+        "io-tui-a", "io-tui-b", "io-tui-a",
+    ]  # fmt: skip

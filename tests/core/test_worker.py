@@ -49,7 +49,10 @@ class Worker:
             stderr=asyncio.subprocess.PIPE,
         )
         worker = cls(process)
-        await worker.send({"op": "hello", "settings": settings or {}})
+        # its runs wait for their MCP servers however loaded the machine is
+        hello = dict(settings or {})
+        hello["mcp"] = {"ready_wait_s": 120, **hello.get("mcp", {})}
+        await worker.send({"op": "hello", "settings": hello})
         return worker
 
     async def send(self, message: dict[str, Any] | bytes) -> None:

@@ -2,7 +2,8 @@
 
 In process: ``build_server()``. As a stdio subprocess: ``python mcp_test_server.py [MODE]``, where
 MODE is ``serve`` (default), ``exit-at-start`` (prints to stderr and exits 3 before speaking MCP)
-or ``hang-at-start`` (never answers the handshake).
+``hang-at-start`` (never answers the handshake) or ``gated`` (starts serving once the file named by
+``IO_TUI_MCP_TEST_GATE`` exists; exits 3 at that point instead if the file says ``exit``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import sys
 import time
 from pathlib import Path
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
 HANGING_VAR = "IO_TUI_MCP_TEST_HANGING"  # a file ``hang`` creates once it is called
+GATE_VAR = "IO_TUI_MCP_TEST_GATE"  # the file a ``gated`` server waits for before it serves
 
 PNG_1PX = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -65,6 +67,15 @@ def build_server() -> MCPServer:
         sys.stderr.flush()
         os._exit(7)
 
+    @server.tool(description="Report progress 1/3, wait for the file ``gate``, then 3/3.")
+    async def stepped(gate: str, ctx: Context) -> str:
+        await ctx.report_progress(1, 3, "warming up")
+        # another process (the test) makes the file: there is no event to wait on
+        while not await asyncio.to_thread(Path(gate).exists):  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        await ctx.report_progress(3, 3, "done")
+        return "stepped"
+
     @server.tool(description="Never answer.")
     async def hang(seconds: float = 3600) -> str:
         if hanging := os.environ.get(HANGING_VAR):
@@ -81,6 +92,13 @@ def main(mode: str) -> None:
         sys.exit(3)
     if mode == "hang-at-start":
         time.sleep(3600)
+    if mode == "gated":
+        gate = Path(os.environ[GATE_VAR])
+        while not gate.exists():
+            time.sleep(0.02)
+        if gate.read_text().strip() == "exit":
+            sys.stderr.write("gate said exit\n")
+            sys.exit(3)
     build_server().run()
 
 

@@ -53,7 +53,8 @@ class Seen:
     connection: int
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests",
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            429: "Too Many Requests",
             500: "Internal Server Error", 529: "Overloaded"}  # fmt: skip
 
 
@@ -61,6 +62,10 @@ class ReplayServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Seen] = []
+        # llama.cpp's ``GET /props``, asked once by an openai-compatible provider whose window is
+        # unknown: answered from ``props`` (404 when None), outside the scripted replies
+        self.props: dict[str, Any] | None = None
+        self.props_asked = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._connections = 0
@@ -113,6 +118,11 @@ class ReplayServer:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
+        if method == "GET" and path == "/props":
+            self.props_asked += 1
+            found = self.props is not None
+            await self._answer(writer, json_reply(200 if found else 404, self.props or {}))
+            return True
         self.requests.append(
             Seen(method, path, headers, json.loads(raw) if raw else None, connection)
         )

@@ -9,7 +9,6 @@ import os
 import signal
 from pathlib import Path
 
-import pytest
 from textual.pilot import Pilot
 
 from io_tui.config import Settings
@@ -92,11 +91,6 @@ async def test_interrupt_cancels_a_run_in_the_worker(tmp_path: Path) -> None:
     assert found is not None and found.error == OPERATOR_CANCEL
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, open: under the parallel suite the run started after a killed worker"
-    " sometimes never finishes (passes alone); see the issue-15 note",
-)
 async def test_a_worker_that_dies_is_reported_and_the_next_run_gets_a_fresh_one(
     tmp_path: Path,
 ) -> None:

@@ -1,7 +1,8 @@
-"""The queue in the cockpit: the new-run dialog puts a run on the queue ("Run on: the queue"), a
-worker on another connection to the same store file (as another process would) claims it, the
-run tree says which host and pid drives it, its ask shows in this app's inbox, and the app's
-decision reaches the worker; a held takeover goes back to the queue from the reconcile modal."""
+"""The queue in the cockpit: the new-run dialog puts a run on the queue ("Run on: the queue",
+with its labels and the settings it was started with), a worker serving those labels on another
+connection to the same store file (as another process would) claims it, the run tree says which
+host and pid drives it, its ask shows in this app's inbox, and the app's decision reaches the
+worker; a held takeover goes back to the queue from the reconcile modal."""
 
 from __future__ import annotations
 
@@ -59,7 +60,11 @@ async def test_a_run_queued_from_the_dialog_is_driven_by_a_worker_and_decided_he
     async with app.run_test(size=(120, 30)) as pilot:
         dialog = await open_dialog(pilot)
         dialog.query_one("#workspace", Input).value = str(workspace)
+        labels = dialog.query_one("#labels-row")
+        assert not labels.display  # labels are the queue's: hidden for this machine
         dialog.query_one("#run-on", Select).value = "queue"
+        await until(pilot, lambda: labels.display, "the labels field shown for the queue")
+        dialog.query_one("#labels", Input).value = "linux, gpu  gpu"
         dialog.query_one("#task", Input).focus()
         await pilot.press(*"queued task", "ctrl+s")
         await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
@@ -67,13 +72,17 @@ async def test_a_run_queued_from_the_dialog_is_driven_by_a_worker_and_decided_he
         await polled(pilot, app, lambda: 1 in tree.views, "the queued run in the tree")
         row = await app.store.runs.get(1)
         assert row is not None and row.status == "queued"
+        assert row.origin is not None and row.origin["settings"]["provider"] == f"scripted:{script}"
         assert tree_label(app, 1).startswith("◌ #1 queued")
+        entry = await app.store.queue.entry(1)
+        assert entry is not None and entry.labels == ("gpu", "linux")
+        assert await app.store.queue.claim(("gpu",)) is None  # a worker lacking "linux"
 
         other = await Store.open(app.store_path)  # the worker's own connection
-        worker = QueueWorker(
-            other, WorkerOptions(scratch=tmp_path / "scratch", poll_s=0.02, until_empty=True),
-            log=lambda line: None,
-        )  # fmt: skip
+        options = WorkerOptions(
+            scratch=tmp_path / "scratch", labels=("gpu", "linux"), poll_s=0.02, until_empty=True
+        )
+        worker = QueueWorker(other, options, log=lambda line: None)
         serving = asyncio.create_task(worker.serve())
         try:
             await polled(pilot, app, lambda: app.runs[1].status == "asking", "the ask")

@@ -88,6 +88,21 @@ def test_rows_update_runs_driven_elsewhere_and_name_the_stale_ones() -> None:
     assert board.runs[3].parent_run_id == 2 and board.runs[3].token_budget == 1000
 
 
+def test_a_row_read_before_the_events_that_ended_the_run_does_not_bring_running_back() -> None:
+    """The race CI hit: a quick run's whole life arrives in one batch while the app reads its
+    row (still ``running``) for the tree; the row lands after, and the run is no longer live."""
+    board = RunBoard()
+    as_of = board.batches  # the read begins
+    board.apply([_event(2, 0, EventKind.RUN_STARTED), _event(2, 1, EventKind.RUN_FINISHED)])
+    finished = board.runs[2].status
+    assert finished == "finished"
+    board.apply_rows([_row(2, status="running")], is_live=lambda _: False, as_of=as_of)
+    assert board.runs[2].status == finished  # the events were newer than the row
+    # a read that began after those events takes the row as before
+    board.apply_rows([_row(2, status="interrupted")], lambda _: False, as_of=board.batches)
+    assert board.runs[2].status == "interrupted"
+
+
 def test_step_rows_keep_an_asking_step_asking_and_skip_unknown_runs() -> None:
     board = RunBoard()
     board.apply(

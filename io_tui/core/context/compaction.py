@@ -18,10 +18,12 @@ from io_tui.core.context.digest import digest
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.stubs import how_to_get_back, what
 from io_tui.core.context.summary import (
+    Agreement,
     FoldResult,
     FoldStep,
     Summarizer,
     Summary,
+    agree,
     render_fold_notes,
     summary_request,
 )
@@ -162,8 +164,11 @@ async def fold(
     ceiling_tokens: int,
     summarize: Summarizer | None,
     left_out: tuple[int, int, int] | None = None,
+    agreement: Agreement | None = None,
 ) -> Summary:
-    """Write the summary that replaces ``previous`` and ``steps``, through ``through_step``.
+    """Write the summary that replaces ``previous`` and ``steps``, through ``through_step``,
+    in agreement with the run's progress ledger (``agreement``: shown to the summarizer, and
+    what the summary leaves out of it added, ``summary.agree``).
 
     The notes take at most one ceiling's worth of chars (less what the previous summary takes);
     the summary at most an eighth of the ceiling. A summarizer that fails with a provider error
@@ -173,7 +178,13 @@ async def fold(
     notes = render_fold_notes(steps, notes_budget_chars(ceiling_tokens, previous), left_out)
     if summarize is not None:
         request = summary_request(
-            goal, previous, notes, first_step, through_step, summary_cap_tokens(ceiling_tokens)
+            goal,
+            previous,
+            notes,
+            first_step,
+            through_step,
+            summary_cap_tokens(ceiling_tokens),
+            agreement,
         )
         try:
             text = (await summarize(request)).strip()
@@ -182,6 +193,6 @@ async def fold(
         if text:
             if len(text) > cap:
                 text = text[: max(0, cap - 40)].rstrip() + "\n[… summary cut to its cap]"
-            return Summary(through_step, text, "provider")
+            return Summary(through_step, agree(text, agreement, cap), "provider")
     text = digest(goal, previous, notes, first_step, through_step, cap)
-    return Summary(through_step, text, "digest")
+    return Summary(through_step, agree(text, agreement, cap), "digest")

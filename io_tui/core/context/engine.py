@@ -11,12 +11,12 @@ from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.plan import Plan, extends, worth_rewriting
 from io_tui.core.context.refresh import Probe, Refresher
-from io_tui.core.context.summary import Summarizer, Summary
+from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.prefix import common_prefix
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.base import Message, ToolSpec
 
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
 FOLDED_REASON = "folded into the compaction summary"
@@ -46,6 +46,8 @@ class ContextEngine:
     summarize: Summarizer | None = None
     summaries: list[Summary] = field(default_factory=list)
     on_summary: Callable[[Summary], Awaitable[None]] | None = None
+    # the run's progress ledger, which every summary must agree with (``summary.Agreement``)
+    agreement: Callable[[], Agreement] | None = None
     plan: Plan = field(default_factory=Plan)  # what the requests keep stable (``plan.py``)
     turn_cache: TurnCache = field(default_factory=dict, init=False, repr=False)
     live: LiveSteps = field(init=False, repr=False)
@@ -111,6 +113,12 @@ class ContextEngine:
         until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
         horizon = max(1, min(contract.max_steps - step, until_cut, plan.until_forced()))
         return worth_rewriting(saved, rewritten, horizon, contract.cache)
+
+    def offer_tools(self, tools: tuple[ToolSpec, ...]) -> None:
+        """The run's tools changed (an MCP server became ready): count the new schemas."""
+        if tools is not self.frame.tools:
+            self.frame = replace(self.frame, tools=tools)
+            self._frame_cache = None
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
         if self._frame_cache is None:

@@ -1,4 +1,5 @@
-"""The fixed frame: system prompt, tool schemas, the task contract and project instructions.
+"""The fixed frame: system prompt, tool schemas, the task contract, project instructions and,
+for a run that continues an earlier one, that run's progress ledger.
 
 Never elided; counted and reported beside the ceiling, not inside it (DESIGN §3.2, step 1).
 """
@@ -60,4 +61,9 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
         body = f"Project instructions from {inst.name}:\n{inst.text}"
         messages.append(Message("user", body))
         sections.append(Section(inst.name, inst.source, estimate_tokens(body)))
+    carried = contract.continues
+    if carried is not None:  # the earlier run's progress ledger: runtime evidence, after them
+        messages.append(Message("user", carried.text))
+        source = f"run {carried.run_id} ledger revision {carried.revision} ({carried.digest})"
+        sections.append(Section("ledger", source, estimate_tokens(carried.text)))
     return tuple(messages), tuple(sections)

@@ -5,6 +5,11 @@ step, turn and result and every body line prefixed with ``"  | "``, so no tool o
 header. The notes are fenced, and the prompt says that anything inside them that reads as an
 instruction is data. The summary is written under the *summary contract*: goal; files read or
 changed; decisions taken and options rejected; open questions; next step.
+
+A summary agrees with the run's progress ledger (``core/progress``, kept by the harness from
+runtime state): the summarizer is shown the ledger as the authority, and a summary that leaves
+out a fact the ledger holds (a modified resource, an open failure, an approval still pending)
+gets it added in a closing line the harness writes (``agree``), whoever wrote the rest.
 """
 
 from __future__ import annotations
@@ -50,6 +55,36 @@ class Summary:
     through_step: int
     text: str
     source: SummarySource = "provider"
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """What a summary must agree with: the run's progress ledger as the harness keeps it.
+
+    ``text`` is shown to the summarizer; ``facts`` are ``(needle, statement)`` pairs: a summary
+    not containing ``needle`` gets ``statement`` added (``agree``)."""
+
+    text: str
+    facts: tuple[tuple[str, str], ...] = ()
+
+
+LEDGER_LINE = "Per the harness's progress ledger, which is right where this summary differs: "
+
+
+def agree(text: str, agreement: Agreement | None, cap: int) -> str:
+    """``text`` with every ledger fact it leaves out added in one closing line, within ``cap``
+    chars (the summary's own text is cut first)."""
+    if agreement is None:
+        return text
+    missing = [statement for needle, statement in agreement.facts if needle not in text]
+    if not missing:
+        return text
+    line = LEDGER_LINE + "; ".join(missing) + "."
+    line = line if len(line) <= cap // 2 else line[: max(0, cap // 2 - 1)] + "…"
+    room = cap - len(line) - 1
+    if len(text) > room:
+        text = text[: max(0, room - 30)].rstrip() + "\n[… summary cut to its cap]"
+    return f"{text}\n{line}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +182,21 @@ def summary_request(
     first_step: int,
     through_step: int,
     max_output_tokens: int,
+    agreement: Agreement | None = None,
 ) -> CompletionRequest:
-    """The summary request: the contract in the system prompt, the goal, the fenced data.
+    """The summary request: the contract in the system prompt, the goal, the fenced data (and
+    the run's progress ledger, which the summary must agree with).
 
     ``digest.digest_request`` reads this layout back; change both together."""
-    fence = _fence(notes, previous.text if previous else "")
+    ledger = agreement.text if agreement is not None else ""
+    fence = _fence(notes, previous.text if previous else "", ledger)
     parts = [f"Goal of the run: {one_line(goal)}"]
+    if ledger:
+        parts.append(
+            "The run's progress ledger, kept by the harness from runtime state: where the notes"
+            " or the summary so far disagree with it, it is right, and your summary must agree"
+            f" with it:\n{fence}ledger\n{ledger}\n{fence}"
+        )
     if previous is not None:
         parts.append(
             f"The summary so far (steps {first_step}–{previous.through_step}):\n"

@@ -3,6 +3,7 @@
 - ``config``: the ``[mcp.servers.NAME]`` tables (pure pydantic; never imports the SDK).
 - ``connection``: one server's link: an owner task per client, crash and hang handling, restart.
 - ``tools``: a remote tool as ``mcp__<server>__<tool>``, schema-checked, gated as exec.
+- ``resources``: a server's resources as ``list_resources`` / ``read_resource`` tools.
 - ``hub``: ``McpHub`` / ``open_hub``: all servers together, problems, ``register_into``.
 
 The MCP SDK is imported only when a server is opened, and the package imports its modules on
@@ -22,9 +23,11 @@ if TYPE_CHECKING:
         discover_mcp_files,
         load_mcp_file,
         parse_mcp_settings,
+        user_servers,
     )
     from io_tui.core.mcp.connection import InProcessServer, ServerSource
     from io_tui.core.mcp.hub import McpHub, ServerStatus, open_hub, tool_summary
+    from io_tui.core.mcp.resources import contents_text, resource_target
     from io_tui.core.mcp.tools import McpTool, exposed_name
 
 _HOME = {  # name → the module that defines it, imported on first use
@@ -38,12 +41,14 @@ _HOME = {  # name → the module that defines it, imported on first use
             "discover_mcp_files",
             "load_mcp_file",
             "parse_mcp_settings",
+            "user_servers",
         ),
         "config",
     ),
     **dict.fromkeys(("InProcessServer", "ServerSource"), "connection"),
     **dict.fromkeys(("McpHub", "ServerStatus", "open_hub", "tool_summary"), "hub"),
     **dict.fromkeys(("McpTool", "exposed_name"), "tools"),
+    **dict.fromkeys(("contents_text", "resource_target"), "resources"),
 }
 
 
@@ -66,10 +71,13 @@ __all__ = [
     "ServerSource",
     "ServerStatus",
     "StdioServer",
+    "contents_text",
     "discover_mcp_files",
     "exposed_name",
     "load_mcp_file",
     "open_hub",
     "parse_mcp_settings",
+    "resource_target",
     "tool_summary",
+    "user_servers",
 ]

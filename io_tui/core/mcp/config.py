@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -131,6 +132,9 @@ class McpSettings(BaseModel):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     # read a workspace's .mcp.json (Claude Code's project file); false: ignore it
     workspace_file: bool = True
+    # servers start in the background; a run's first request waits for them at most this long
+    # (from when they were started), then goes on and takes each one's tools when it is ready
+    ready_wait_s: float = Field(default=5.0, ge=0)
 
     @field_validator("servers")
     @classmethod
@@ -276,3 +280,16 @@ def discover_mcp_files(user_dir: Path, workspace: Path | None) -> list[Path]:
     if workspace is not None:
         found.append(workspace / WORKSPACE_FILE)
     return [path for path in found if path.is_file()]
+
+
+def user_servers(servers: Mapping[str, Any], user_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """``servers`` (the settings') with the user's ``mcp.json`` in ``user_dir`` over them: what
+    the app's runs and its resource browser start. A bad file is a problem line, not an error."""
+    found: dict[str, Any] = dict(servers)
+    problems: list[str] = []
+    for file in discover_mcp_files(user_dir, None):
+        try:
+            found.update(load_mcp_file(file).servers)
+        except McpConfigError as exc:
+            problems.append(str(exc))
+    return found, problems

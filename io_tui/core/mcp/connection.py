@@ -18,18 +18,31 @@ import contextlib
 import os
 import sys
 import tempfile
+import warnings
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from io_tui.core.mcp.config import HttpServer, McpConfigError, StdioServer
 from io_tui.core.tools.base import ToolError
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp_types import CallToolResult
+    from mcp_types import (
+        CallToolResult,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        ServerCapabilities,
+    )
     from mcp_types import Tool as RemoteTool
+
+    from io_tui.core.mcp.tools import Progress, Sampler
+
+T = TypeVar("T")
 
 MAX_RESTARTS = 3
 STOP_TIMEOUT_S = 10.0
@@ -76,6 +89,12 @@ class Connection:
     error: str | None = None
     restarts: int = 0
     tools: list[RemoteTool] = field(default_factory=list)
+    capabilities: ServerCapabilities | None = None  # what the ready server offers
+    listed: tuple[list[Resource], list[ResourceTemplate]] = ([], [])  # its resources at start
+    subscribed: set[str] = field(default_factory=set)  # resources whose updates it sends
+    updated: dict[str, int] = field(default_factory=dict)  # uri → updates heard, in order
+    on_update: Callable[[str], None] | None = None  # told of each resource update heard
+    roots: Callable[[], list[Path]] | None = None  # the directories offered as roots
     _client: Client | None = None
     _owner: asyncio.Task[None] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -83,6 +102,7 @@ class Connection:
     _opened: bool = False  # the owner task has handed over a connected client
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _timeouts_in_a_row: int = 0
+    _sampler: Sampler | None = None  # the run whose call is in flight answers its sampling
 
     # -- lifecycle --
 
@@ -104,6 +124,7 @@ class Connection:
             async with asyncio.timeout(timeout):
                 client = await ready
                 tools = await _list_tools(client)
+                listed = await _list_resources(client)
         except TimeoutError:
             await self._fail(f"did not start within {timeout:g}s (startup_timeout_s)")
         except McpConfigError as exc:
@@ -115,7 +136,9 @@ class Connection:
             self.state = State.STOPPED
             raise
         else:
-            self._client, self.tools = client, tools
+            self._client, self.tools, self.listed = client, tools, listed
+            self.capabilities = client.server_capabilities
+            self.subscribed = set()  # a restarted server has forgotten them
             self.state = State.READY
             self._timeouts_in_a_row = 0
 
@@ -156,8 +179,14 @@ class Connection:
         from mcp.client.streamable_http import streamable_http_client
 
         source = self.source
+        hooks: dict[str, Any] = {
+            "message_handler": self._on_message,
+            "sampling_callback": self._sample,
+        }
+        if self.roots is not None:
+            hooks["list_roots_callback"] = self._list_roots
         if isinstance(source, InProcessServer):
-            client = Client(source.server)
+            client = Client(source.server, **hooks)
         elif isinstance(source, StdioServer):
             params = StdioServerParameters(
                 command=source.command,
@@ -166,7 +195,7 @@ class Connection:
                 cwd=source.cwd,
             )
             errlog = self._stderr if self._stderr is not None else sys.stderr
-            client = Client(stdio_client(params, errlog=errlog))
+            client = Client(stdio_client(params, errlog=errlog), **hooks)
         else:
             import httpx2
 
@@ -178,8 +207,47 @@ class Connection:
                 ),
             )
             await stack.enter_async_context(http)
-            client = Client(streamable_http_client(source.url, http_client=http))
+            client = Client(streamable_http_client(source.url, http_client=http), **hooks)
         return await stack.enter_async_context(client)
+
+    async def _list_roots(self, context: Any) -> Any:
+        """``roots/list``: the workspaces (``file://`` URIs) the hub says, at the time asked."""
+        from mcp_types import ListRootsResult, Root
+
+        paths = self.roots() if self.roots is not None else []
+        roots = [Root.model_validate({"uri": p.resolve().as_uri(), "name": p.name}) for p in paths]
+        return ListRootsResult(roots=roots)
+
+    async def roots_changed(self) -> None:
+        """Tell a ready server the roots changed (it asks ``roots/list`` again); never raises."""
+        client = self._client
+        if self.state is State.READY and client is not None:
+            with contextlib.suppress(Exception):
+                await client.send_roots_list_changed()
+
+    async def prompts(self) -> list[Any]:
+        """The server's prompts (none when it offers none)."""
+        if not self.offers("prompts"):
+            return []
+        return await self._request(
+            "prompts/list",
+            lambda client: _pages(lambda cursor: client.list_prompts(cursor=cursor), "prompts"),
+        )
+
+    async def prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        return await self._request(
+            f"prompt {name}", lambda client: client.get_prompt(name, arguments or None)
+        )
+
+    async def _on_message(self, message: Any) -> None:
+        """The server's notifications: a subscribed resource's update is counted and told."""
+        from mcp_types import ResourceUpdatedNotification
+
+        if isinstance(message, ResourceUpdatedNotification):
+            uri = str(message.params.uri)
+            self.updated[uri] = self.updated.get(uri, 0) + 1
+            if self.on_update is not None:
+                self.on_update(uri)
 
     async def _close_owner(self) -> None:
         owner, self._owner, self._client = self._owner, None, None
@@ -198,21 +266,95 @@ class Connection:
 
     # -- calls --
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call ``tool``; every failure is a ToolError the model can read."""
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        sampler: Sampler | None = None,
+    ) -> CallToolResult:
+        """Call ``tool``; every failure is a ToolError the model can read. ``progress`` hears
+        the server's progress notifications on the call (asking for them gives it a token);
+        ``sampler`` answers its sampling requests while the call lasts."""
+        self._sampler = sampler
+        try:
+            return await self._request(
+                tool, lambda client: client.call_tool(tool, arguments, progress_callback=progress)
+            )
+        finally:
+            self._sampler = None
+
+    async def _sample(self, context: Any, params: Any) -> Any:
+        """``sampling/createMessage``: put to the run whose call is in flight (its policy, its
+        operator, its provider); refused when no run's call is."""
+        from mcp_types import CreateMessageResult, ErrorData, TextContent
+
+        from io_tui.core.sampling import SamplingAsk
+
+        sampler = self._sampler
+        if sampler is None:
+            return ErrorData(code=-32600, message="io-tui answers sampling only during a call")
+        messages = tuple(
+            (m.role, getattr(m.content, "text", None) or f"[{m.content.type} content]")
+            for m in params.messages
+        )
+        from io_tui.core.mcp.tools import safe_part
+
+        target = f"mcp__{safe_part(self.name)}__sampling"
+        ask = SamplingAsk(self.name, target, messages, params.system_prompt, params.max_tokens)
+        try:
+            text = await sampler(ask)
+        except Exception as exc:  # the server hears why; the call goes on
+            return ErrorData(code=-1, message=f"io-tui refused the sampling request: {exc}")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=text),
+            model="io-tui",
+            stop_reason="endTurn",
+        )
+
+    async def resources(self) -> tuple[list[Resource], list[ResourceTemplate]]:
+        """The server's resources and resource templates now (none when it offers none)."""
+        if not self.offers("resources"):
+            return [], []
+        return await self._request("resources/list", _list_resources)
+
+    async def read(self, uri: str) -> ReadResourceResult:
+        """Read resource ``uri``; subscribe to its updates when the server offers them."""
+        result = await self._request(f"read {uri}", lambda client: client.read_resource(uri))
+        if self.offers("subscribe") and uri not in self.subscribed:
+            self.subscribed.add(uri)
+            with contextlib.suppress(ToolError), warnings.catch_warnings():
+                # the read stands; updates are a bonus. Servers of the protocol versions that
+                # offer subscribe take it (the SDK warns that later versions dropped it)
+                warnings.filterwarnings("ignore", "resources/subscribe is removed")
+                await self._request(f"subscribe {uri}", lambda c: c.subscribe_resource(uri))
+        return result
+
+    def offers(self, what: str) -> bool:
+        """Whether the ready server offers ``resources``, ``subscribe`` or ``prompts``."""
+        caps = self.capabilities
+        if caps is None:
+            return False
+        if what == "subscribe":
+            return bool(caps.resources and caps.resources.subscribe)
+        return getattr(caps, what, None) is not None
+
+    async def _request(self, what: str, op: Callable[[Client], Awaitable[T]]) -> T:
+        """``op`` on the ready client within ``call_timeout_s``; every failure a ToolError."""
         client = await self._ready_client()
         timeout = self.source.call_timeout_s
         stderr_mark = self._stderr_size()
         try:
             async with asyncio.timeout(timeout):
-                result = await client.call_tool(tool, arguments)
+                result = await op(client)
         except TimeoutError:
             self._timeouts_in_a_row += 1
             again = self._timeouts_in_a_row >= 2
             if again:
                 self.state, self.error = State.CRASHED, "timed out twice in a row"
             raise ToolError(
-                f"MCP server '{self.name}' timed out: {tool} did not answer within {timeout:g}s "
+                f"MCP server '{self.name}' timed out: {what} did not answer within {timeout:g}s "
                 "(call_timeout_s); the call was cancelled. "
                 + (
                     "It will be restarted before the next call."
@@ -221,7 +363,7 @@ class Connection:
                 )
             ) from None
         except Exception as exc:
-            raise self._call_failed(tool, exc, stderr_mark) from None
+            raise self._call_failed(what, exc, stderr_mark) from None
         self._timeouts_in_a_row = 0
         self.restarts = 0
         return result
@@ -306,15 +448,35 @@ class Connection:
 
 
 async def _list_tools(client: Client) -> list[RemoteTool]:
-    tools: list[RemoteTool] = []
+    return await _pages(lambda cursor: client.list_tools(cursor=cursor), "tools")
+
+
+async def _list_resources(client: Client) -> tuple[list[Resource], list[ResourceTemplate]]:
+    """Resources and templates of a server that offers resources; none if listing them fails
+    (the server's tools still work)."""
+    if client.server_capabilities.resources is None:
+        return [], []
+    try:
+        found = await _pages(lambda cursor: client.list_resources(cursor=cursor), "resources")
+        templates = await _pages(
+            lambda cursor: client.list_resource_templates(cursor=cursor), "resource_templates"
+        )
+    except Exception:
+        return [], []
+    return found, templates
+
+
+async def _pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list (at most LIST_PAGES_CAP pages)."""
+    items: list[Any] = []
     cursor: str | None = None
     for _ in range(LIST_PAGES_CAP):
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:
             break
-    return tools
+    return items
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -7,20 +7,68 @@
 
 A server that fails to start is a warning in ``hub.problems``; the others still work. Leaving the
 hub closes every client and ends every server process.
+
+``McpHub(servers, background=True)`` does not wait for its servers: a run gets their tools as
+each becomes ready (``LateTools``: ``arrivals``, ``starting``, ``settle``), so one that hangs at
+start costs a run at most ``ready_wait_s``, never its ``startup_timeout_s``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from io_tui.core.mcp.config import HttpServer, StdioServer
-from io_tui.core.mcp.connection import Connection, InProcessServer, ServerSource, StartError, State
-from io_tui.core.mcp.tools import McpTool, exposed_name
+from io_tui.core.mcp.connection import (
+    Connection,
+    InProcessServer,
+    ServerSource,
+    StartError,
+    State,
+)
+from io_tui.core.mcp.resources import (
+    ListResources,
+    ReadResource,
+    ServerTool,
+    contents_text,
+    resource_target,
+)
+from io_tui.core.mcp.tools import McpTool, exposed_name, render_embedded
+from io_tui.core.tools.base import ToolError
+from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.registry import ToolRegistry
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRow:
+    """One resource or resource template of a server, as the resource browser lists it."""
+
+    server: str
+    kind: str  # "resource", "template", or "error" (``name`` says why)
+    uri: str
+    name: str
+    mime_type: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRow:
+    """One prompt a server offers: its arguments as (name, required, description)."""
+
+    server: str
+    name: str
+    description: str
+    arguments: tuple[tuple[str, bool, str], ...] = ()
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(name for name, required, _ in self.arguments if required)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +79,7 @@ class ServerStatus:
     transport: str
     state: str
     error: str | None
-    tools: tuple[McpTool, ...]
+    tools: tuple[McpTool | ServerTool, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,14 +94,33 @@ class ServerStatus:
 class McpHub:
     """The MCP servers of one session (a CLI run, or the TUI's lifetime)."""
 
-    def __init__(self, servers: Mapping[str, ServerSource]) -> None:
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSource],
+        *,
+        background: bool = False,
+        ready_wait_s: float = 0.0,
+        roots: Sequence[Path] = (),
+    ) -> None:
+        """``background``: entering the hub does not wait for the servers; each one's tools
+        arrive (``arrivals``) as it becomes ready, and a run waits for them at most
+        ``ready_wait_s`` from when they were started (``settle``). ``roots``: the workspace
+        directories servers are told they may work in (``add_root`` adds one later)."""
+        self._roots: list[Path] = list(roots)
         self._connections = {
-            name: Connection(name, source) for name, source in servers.items() if source.enabled
+            name: Connection(name, source, roots=self.roots)
+            for name, source in servers.items()
+            if source.enabled
         }
         self._disabled = [name for name, source in servers.items() if not source.enabled]
-        self._tools: list[McpTool] = []
+        self._background = background
+        self._ready_wait_s = ready_wait_s
+        self._tools: list[McpTool | ServerTool] = []
         self._problems: list[str] = []
-        self._started = False
+        self._arrivals: list[Arrival] = []
+        self._starting: dict[str, asyncio.Task[None]] = {}
+        self._watchers: list[Callable[[Arrival], None]] = []
+        self._started_at: float | None = None
 
     async def __aenter__(self) -> McpHub:
         try:
@@ -72,47 +139,154 @@ class McpHub:
         await self.aclose()
 
     async def start(self) -> None:
-        """Start every enabled server concurrently; failures become ``problems``. Idempotent."""
-        if self._started:
+        """Start every enabled server concurrently; failures become ``problems``. Waits for all
+        of them unless the hub is ``background``. Idempotent."""
+        if self._started_at is not None:
             return
-        self._started = True
-        connections = list(self._connections.values())
-        results = await asyncio.gather(
-            *(connection.start() for connection in connections), return_exceptions=True
-        )
-        for connection, result in zip(connections, results, strict=True):
-            if isinstance(result, StartError):
-                self._problems.append(str(result))
-            elif isinstance(result, BaseException):
-                self._problems.append(f"MCP server '{connection.name}' failed to start: {result}")
-        self._tools = self._build_tools()
+        self._started_at = time.monotonic()
+        loop = asyncio.get_running_loop()
+        for name, connection in self._connections.items():
+            self._starting[name] = loop.create_task(
+                self._start_one(connection), name=f"mcp-start:{name}"
+            )
+        if not self._background:
+            await self.wait_all()
+
+    async def wait_all(self) -> None:
+        """Until every server is ready or has failed."""
+        if self._starting:
+            await asyncio.wait(set(self._starting.values()))
+
+    async def wait_for(self, name: str) -> None:
+        """Until server ``name`` is ready or has failed."""
+        task = self._starting.get(name)
+        if task is not None:
+            await asyncio.wait({task})
+
+    async def settle(self) -> None:
+        """Wait for the servers still starting, until ``ready_wait_s`` after they were started."""
+        if not self._starting or self._started_at is None:
+            return
+        left = self._started_at + self._ready_wait_s - time.monotonic()
+        if left > 0:
+            await asyncio.wait(set(self._starting.values()), timeout=left)
+
+    async def _start_one(self, connection: Connection) -> None:
+        source = _source(connection.name)
+        try:
+            await connection.start()
+        except StartError as exc:
+            arrival = Arrival(source, problem=str(exc))
+        except Exception as exc:
+            arrival = Arrival(source, problem=f"{source} failed to start: {exc}")
+        else:
+            tools = self._tools_of(connection)
+            self._tools.extend(tools)
+            arrival = Arrival(source, tuple(tools))
+        finally:
+            self._starting.pop(connection.name, None)
+        if arrival.problem is not None:
+            self._problems.append(arrival.problem)
+        self._announce(arrival)
+
+    def _announce(self, arrival: Arrival) -> None:
+        self._arrivals.append(arrival)
+        for watcher in self._watchers:
+            watcher(arrival)
+
+    def roots(self) -> list[Path]:
+        return list(self._roots)
+
+    async def add_root(self, path: Path) -> None:
+        """Offer ``path`` as a root too (a run in a new workspace); the servers are told."""
+        if path in self._roots:
+            return
+        self._roots.append(path)
+        await asyncio.gather(*(c.roots_changed() for c in self._connections.values()))
+
+    async def prompts(self) -> list[PromptRow]:
+        """Every ready server's prompts (a server that fails to list them is skipped)."""
+        rows: list[PromptRow] = []
+        for name, connection in self._connections.items():
+            if connection.state is not State.READY:
+                continue
+            try:
+                found = await connection.prompts()
+            except ToolError:
+                continue
+            for prompt in found:
+                arguments = tuple(
+                    (a.name, bool(a.required), a.description or "") for a in prompt.arguments or ()
+                )
+                rows.append(PromptRow(name, prompt.name, prompt.description or "", arguments))
+        return rows
+
+    async def prompt_text(self, server: str, name: str, arguments: dict[str, str]) -> str:
+        """Prompt ``name`` of ``server`` filled with ``arguments``, its messages' text joined
+        (a user message as it is; others under their role); ToolError if it fails."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise ToolError(f"no MCP server named {server!r}")
+        result = await connection.prompt(name, arguments)
+        parts = []
+        for message in result.messages:
+            content = message.content
+            text = getattr(content, "text", None)
+            if text is None:
+                resource = getattr(content, "resource", None)
+                text = render_embedded(resource) if resource is not None else f"[{content.type}]"
+            parts.append(text if message.role == "user" else f"({message.role}) {text}")
+        return "\n\n".join(parts)
+
+    def watch(self, callback: Callable[[Arrival], None]) -> None:
+        """Call ``callback`` with each later arrival (a server ready, or failed to start)."""
+        self._watchers.append(callback)
 
     async def aclose(self) -> None:
-        """Close every client and end every server process (concurrently); never raises."""
+        """Stop the starts still going, close every client and end every server process
+        (concurrently); never raises."""
+        for task in list(self._starting.values()):
+            task.cancel()
+        await asyncio.gather(*self._starting.values(), return_exceptions=True)
         await asyncio.gather(
             *(connection.stop() for connection in self._connections.values()),
             return_exceptions=True,
         )
 
-    def _build_tools(self) -> list[McpTool]:
-        tools: list[McpTool] = []
-        taken: set[str] = set()
-        for connection in self._connections.values():
-            if connection.state is not State.READY:
-                continue
-            for remote in connection.tools:
-                name = exposed_name(connection.name, remote.name, taken)
+    def _tools_of(self, connection: Connection) -> list[McpTool | ServerTool]:
+        """The server's tools, and its resource tools when it offers resources."""
+        taken = {tool.name for tool in self._tools}
+        tools: list[McpTool | ServerTool] = []
+        for remote in connection.tools:
+            name = exposed_name(connection.name, remote.name, taken)
+            taken.add(name)
+            tools.append(
+                McpTool.make(connection, remote.name, remote.description, remote.input_schema, name)
+            )
+        if any(connection.listed):  # it lists resources or templates: offer the tools
+            for kind in (ListResources, ReadResource):
+                name = exposed_name(connection.name, kind.remote_name, taken)
                 taken.add(name)
-                tools.append(
-                    McpTool.make(
-                        connection, remote.name, remote.description, remote.input_schema, name
-                    )
-                )
+                tools.append(kind.make(connection, name))
+            connection.on_update = partial(self._resource_updated, connection.name)
         return tools
 
+    def _resource_updated(self, server: str, uri: str) -> None:
+        self._announce(Arrival(_source(server), updated=resource_target(server, uri)))
+
+    # -- LateTools, for the runs that started before every server was ready --
+
+    def arrivals(self) -> Sequence[Arrival]:
+        return tuple(self._arrivals)
+
+    def starting(self) -> tuple[str, ...]:
+        return tuple(_source(name) for name in self._starting)
+
     @property
-    def tools(self) -> tuple[McpTool, ...]:
-        return tuple(self._tools)
+    def tools(self) -> tuple[McpTool | ServerTool, ...]:
+        """The ready servers' tools, in the order the servers are configured."""
+        order = {name: index for index, name in enumerate(self._connections)}
+        return tuple(sorted(self._tools, key=lambda tool: order[tool.server.name]))
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -125,11 +299,40 @@ class McpHub:
 
     def register_into(self, registry: ToolRegistry) -> None:
         """Add every MCP tool to ``registry`` (after the built-ins, so they are listed last)."""
-        for tool in self._tools:
+        for tool in self.tools:
             registry.register(tool)
 
+    async def resources(self) -> list[ResourceRow]:
+        """Every ready server's resources, then its templates, as the resource browser lists
+        them; a server that fails to list is one row saying why."""
+        rows: list[ResourceRow] = []
+        for name, connection in self._connections.items():
+            if connection.state is not State.READY or not connection.offers("resources"):
+                continue
+            try:
+                found, templates = await connection.resources()
+            except ToolError as exc:
+                rows.append(ResourceRow(name, "error", "", str(exc)))
+                continue
+            rows += [
+                ResourceRow(name, "resource", str(r.uri), r.name, r.mime_type, r.description)
+                for r in found
+            ]
+            rows += [
+                ResourceRow(name, "template", t.uri_template, t.name, t.mime_type, t.description)
+                for t in templates
+            ]
+        return rows
+
+    async def read_resource(self, server: str, uri: str) -> str:
+        """Resource ``uri`` of ``server`` as text (the operator's read: no policy); ToolError."""
+        connection = self._connections.get(server)
+        if connection is None:
+            raise ToolError(f"no MCP server named {server!r}")
+        return contents_text(await connection.read(uri)) or f"(resource {uri} is empty)"
+
     def statuses(self) -> list[ServerStatus]:
-        by_server: dict[str, list[McpTool]] = {name: [] for name in self._connections}
+        by_server: dict[str, list[McpTool | ServerTool]] = {name: [] for name in self._connections}
         for tool in self._tools:
             by_server[tool.server.name].append(tool)
         return [
@@ -150,10 +353,11 @@ async def open_hub(servers: Mapping[str, ServerSource]) -> McpHub:
     return await hub.__aenter__()
 
 
-def tool_summary(tool: McpTool) -> dict[str, Any]:
+def tool_summary(tool: McpTool | ServerTool) -> dict[str, Any]:
     """Name, description's first line, and arguments as ``name: type`` (``*`` = required)."""
-    properties: dict[str, Any] = tool.schema.get("properties") or {}
-    required = set(tool.schema.get("required") or [])
+    schema = tool.schema if isinstance(tool, McpTool) else tool.spec().parameters
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
     arguments = [
         f"{key}{'*' if key in required else ''}: {_type_name(spec)}"
         for key, spec in properties.items()
@@ -163,7 +367,7 @@ def tool_summary(tool: McpTool) -> dict[str, Any]:
         "remote_name": tool.remote_name,
         "description": tool.description.splitlines()[0] if tool.description else "",
         "arguments": arguments,
-        "schema": tool.schema,
+        "schema": schema,
     }
 
 
@@ -178,6 +382,10 @@ def _type_name(spec: Any) -> str:
     if "enum" in spec:
         return "|".join(repr(v) for v in spec["enum"][:6])
     return str(kind or ("object" if "properties" in spec else "any"))
+
+
+def _source(name: str) -> str:
+    return f"MCP server '{name}'"
 
 
 def _transport(source: ServerSource) -> str:

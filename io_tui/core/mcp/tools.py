@@ -11,11 +11,12 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict
 
+from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
 from io_tui.core.policy import Act
 from io_tui.core.providers.base import ToolSpec
@@ -53,12 +54,27 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
+Sampler = Callable[[Any], Awaitable[str]]  # a ``SamplingAsk`` → the model's answer
+
+
+class Progress(Protocol):
+    """Hears a server's progress notifications on one call (the SDK's ``ProgressFnT``)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
 class Caller(Protocol):
     """What a tool needs from its server's connection."""
 
     name: str
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult: ...
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        sampler: Sampler | None = None,
+    ) -> CallToolResult: ...
 
 
 class McpArgs(ToolArgs):
@@ -112,7 +128,13 @@ class McpTool(Tool):
         return Gate(Act.EXEC, self.name, content=json.dumps(args.arguments, sort_keys=True))
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolOutcome:
-        result = await self.server.call(self.remote_name, args.arguments)
+        sample = ctx.sample
+        sampler: Sampler | None = (
+            (lambda ask: sample(ctx.call_id, ask)) if sample is not None else None
+        )
+        result = await self.server.call(
+            self.remote_name, args.arguments, _progress_events(self.name, ctx), sampler
+        )
         return ToolOutcome(
             text=render_result(result),
             kind=ObsKind.MCP,
@@ -120,6 +142,27 @@ class McpTool(Tool):
             is_error=bool(result.is_error),
             data={"server": self.server.name, "tool": self.remote_name},
         )
+
+
+def _progress_events(name: str, ctx: ToolContext) -> Progress | None:
+    """The server's progress notifications on this call, as live ``tool_progress`` events."""
+    emit = ctx.emit
+    if emit is None:
+        return None
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        emit(
+            EventKind.TOOL_PROGRESS.value,
+            {
+                "call_id": ctx.call_id,
+                "name": name,
+                "progress": progress,
+                "total": total,
+                "message": message,
+            },
+        )
+
+    return report
 
 
 def model_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
@@ -177,7 +220,7 @@ def render_result(result: CallToolResult) -> str:
             size = _decoded_size(block.data)
             parts.append(f"[{block.type} {block.mime_type}, {size:,} bytes]")
         elif isinstance(block, EmbeddedResource):
-            parts.append(_render_embedded(block.resource))
+            parts.append(render_embedded(block.resource))
         elif isinstance(block, ResourceLink):
             size_note = f", {block.size:,} bytes" if block.size is not None else ""
             mime = f" {block.mime_type}" if block.mime_type else ""
@@ -193,7 +236,7 @@ def render_result(result: CallToolResult) -> str:
     return text
 
 
-def _render_embedded(resource: Any) -> str:
+def render_embedded(resource: Any) -> str:
     mime = f" {resource.mime_type}" if resource.mime_type else ""
     text = getattr(resource, "text", None)
     if text is not None:

@@ -281,6 +281,14 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+async def discover_limits(provider: Provider) -> None:
+    """Before a request: let a provider whose model's window is unknown ask its server (an
+    openai-compatible llama.cpp says ``n_ctx`` at ``/props``); never raises."""
+    discover = getattr(provider, "discover_window", None)
+    if discover is not None:
+        await discover()
+
+
 def provider_limits(provider: Provider) -> tuple[int | None, int | None]:
     """A provider's output limit and its model's window, in tokens (None: it has none, or the
     window is unknown). HTTP providers have both attributes; a script has neither."""

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from io_tui.core.providers.base import (
     CompletionRequest,
     Message,
@@ -33,6 +35,8 @@ from io_tui.core.providers.wire import (
     output_limit,
     parse_arguments,
 )
+
+PROPS_TIMEOUT_S = 5.0  # llama.cpp answers /props at once; a server that does not is not one
 
 
 def encode_message(message: Message) -> dict[str, Any]:
@@ -339,3 +343,38 @@ class OpenAICompatProvider(HttpProvider):
             send_cache_key=send_cache_key,
         )
         super().__init__(wire=wire, model=model, base_url=base_url, name=name, **options)
+        self._window_asked = False  # discover_window asked the server already
+
+    async def discover_window(self) -> None:
+        """The model's window from the server, when no preset or setting gave one: llama.cpp's
+        ``GET /props`` says its ``n_ctx`` (per slot). Asked once; any failure leaves it unknown
+        (other servers answer 404), and never fails the run."""
+        if self.window_tokens is not None or self._window_asked:
+            return
+        self._window_asked = True
+        key = self._key.reveal() if self._key else None
+        try:
+            response = await self._http().get(
+                props_url(self.base_url), headers=self.wire.headers(key), timeout=PROPS_TIMEOUT_S
+            )
+            data = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return
+        self.window_tokens = props_window(data)
+
+
+def props_url(base_url: str) -> str:
+    """llama.cpp's ``/props``, beside its ``/v1`` API."""
+    root = base_url.rstrip("/")
+    return (root[: -len("/v1")] if root.endswith("/v1") else root) + "/props"
+
+
+def props_window(data: Any) -> int | None:
+    """``n_ctx`` from a ``/props`` answer (``default_generation_settings.n_ctx`` in llama.cpp's
+    server, or at the top level); None when it is not one."""
+    if not isinstance(data, dict):
+        return None
+    settings = data.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    n_ctx = n_ctx if n_ctx is not None else data.get("n_ctx")
+    return n_ctx if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0 else None

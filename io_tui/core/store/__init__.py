@@ -2,7 +2,8 @@
 (DESIGN §3.5; both backends keep one contract: ``db.py``, ``pg.py``).
 
 ``runs`` writes what a run does, ``trace`` reads it back, ``approvals`` and ``rules`` hold the
-human's decisions, ``memory`` the notes that outlive a run."""
+human's decisions, ``memory`` the notes that outlive a run; ``live`` says what changed as it
+changes (LISTEN/NOTIFY on PostgreSQL, a poll on SQLite)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, Remembered
 from io_tui.core.store.db import Database, SqliteDatabase, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
+from io_tui.core.store.live import Changed, Live
 from io_tui.core.store.memory import MemoryRepo, Recall
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.progress import ProgressRepo, ProgressRow
 from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
@@ -21,11 +24,14 @@ from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSumma
 
 __all__ = [
     "ApprovalRecord",
+    "Changed",
     "Claim",
     "EventRow",
     "GitSource",
     "IntentRow",
+    "Live",
     "ObservationRow",
+    "ProgressRow",
     "QueueEntry",
     "Recall",
     "RememberedRule",
@@ -79,6 +85,8 @@ class Store:
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
         self.queue = QueueRepo(self.db)
+        self.progress = ProgressRepo(self.db)
+        self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod
     async def open(cls, path: StoreLocation | str, *, create: bool = True) -> Store:

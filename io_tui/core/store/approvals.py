@@ -11,7 +11,8 @@ import aiosqlite
 
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.policy import Act, Effect, Layer, Rule
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.live import announce
 
 
 def _request(row: aiosqlite.Row) -> ApprovalRequest:
@@ -76,29 +77,33 @@ class ApprovalRepo:
 
     async def create(self, request: ApprovalRequest) -> ApprovalRequest:
         """Persist the exact proposed action before anyone is asked; returns it with its id."""
-        now = time.time()
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        values = (
+            request.run_id,
+            request.step,
+            request.call_id,
+            request.tool,
+            json.dumps(request.arguments),
+            request.act.value,
+            request.target,
+            request.content,
+            request.rule,
+            request.layer,
+            request.workspace,
+            time.time(),
+        )
+
+        def insert(conn: Connection) -> int:
+            cursor = conn.execute(
                 "INSERT INTO approvals (run_id, step, call_id, tool, arguments, act, target,"
                 " content, rule, layer, workspace, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    request.run_id,
-                    request.step,
-                    request.call_id,
-                    request.tool,
-                    json.dumps(request.arguments),
-                    request.act.value,
-                    request.target,
-                    request.content,
-                    request.rule,
-                    request.layer,
-                    request.workspace,
-                    now,
-                ),
+                values,
             )
             assert cursor.lastrowid is not None
-            approval_id = cursor.lastrowid
+            announce(conn, [request.run_id])  # every attached inbox shows it
+            return cursor.lastrowid
+
+        approval_id = await self.db.write(insert)
         row = await self.db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
         assert row is not None
         return _request(row)
@@ -124,14 +129,21 @@ class ApprovalRepo:
         return [_record(r) for r in rows]
 
     async def record_decision(self, approval_id: int, decision: Decision) -> bool:
-        """Store a decision on a pending request. False if it was already decided (first wins)."""
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        """Store a decision on a pending request. False if it was already decided (first wins).
+        Announced to the run's listeners and the queue's: a paused queue run whose requests are
+        all decided is a worker's to claim."""
+
+        def update(conn: Connection) -> bool:
+            decided = conn.execute(
                 "UPDATE approvals SET decision = ?, status = 'decided', decided_at = ?"
-                " WHERE id = ? AND status = 'pending'",
+                " WHERE id = ? AND status = 'pending' RETURNING run_id",
                 (json.dumps(decision.to_json()), time.time(), approval_id),
-            )
-            return cursor.rowcount == 1
+            ).fetchone()
+            if decided is not None:
+                announce(conn, [decided[0]], queue=True)
+            return decided is not None
+
+        return await self.db.write(update)
 
     async def record_performed(self, approval_id: int, performed: dict[str, Any]) -> None:
         async with self.db.transaction() as conn:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.live import announce
 
 HEARTBEAT_S = 2.0  # how often a driving process refreshes its runs' heartbeat
 LEASE_TTL_S = 30.0  # a heartbeat older than this has expired, whatever the pid says
@@ -131,6 +132,7 @@ def _acquire(run_id: int, status: str, now: float, conn: Connection) -> None:
         " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, updated_at = ? WHERE id = ?",
         (status, OWNER.id, OWNER.host, OWNER.pid, now, now, run_id),
     )
+    announce(conn, [run_id])
 
 
 def _reap(now: float, conn: Connection) -> list[int]:
@@ -150,4 +152,5 @@ def _reap(now: float, conn: Connection) -> list[int]:
         " WHERE id = ?",
         [(now, run_id) for run_id in gone],
     )
+    announce(conn, gone)
     return gone

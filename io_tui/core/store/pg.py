@@ -175,6 +175,8 @@ class PgCursor:
 class PgConnection:
     """sqlite3's ``execute``/``executemany`` over a psycopg connection (``raw``)."""
 
+    dialect = "postgresql"  # what a statement only PostgreSQL has checks (``live.announce``)
+
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
         self.pipeline: psycopg.Pipeline | None = None

@@ -8,9 +8,17 @@ when it waits for the operator, why (``held``).
 
 A worker claims one run at a time in one transaction that takes the run's lease as well
 (``claim``): a ``queued`` run, an ``interrupted`` one (its last driver died: takeover) that is
-not held, or a ``paused`` one whose approvals are all decided. On SQLite the transaction is
-``BEGIN IMMEDIATE``, which serializes claims of every process on the machine; the claim query is
-``CLAIM_SQL``, the one statement a PostgreSQL backend runs with ``FOR UPDATE SKIP LOCKED``.
+not held, or a ``paused`` one whose approvals are all decided (``CLAIMABLE``).
+
+- On SQLite the transaction is ``BEGIN IMMEDIATE``, which serializes the claims (and every
+  other write) of all processes on the file; the labels are matched on the rows read.
+- On PostgreSQL claimers do not wait for each other: the oldest claimable row whose labels the
+  worker serves (``labels <@ served``, as jsonb) is taken ``FOR UPDATE OF q, r SKIP LOCKED``, so
+  a row another claimer has locked is passed over, not waited for, and no two transactions
+  lock one row. The transaction takes the store's advisory lock *shared*
+  (``pg_advisory_xact_lock_shared``): claims go side by side, while a writer holding it
+  exclusively (every other repo's read-then-write, such as a cockpit taking a paused run's
+  lease) is never interleaved with one.
 Workers register in ``workers`` (host, pid, labels, concurrency, heartbeat, draining); the runs
 one holds are the runs whose lease it owns.
 """
@@ -24,21 +32,23 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from io_tui.core.store.db import Connection, Database, row_as
+from io_tui.core.store.db import APPLICATION_ID, Connection, Database, row_as
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
+from io_tui.core.store.live import announce
 
 QUEUED = "queued"
 GIT_WORKSPACE = "git:"  # the workspace recorded for a git run until a worker checks it out
-# What a worker may claim: queued, interrupted (takeover) unless held for the operator, paused
-# with every approval decided. Whose labels the worker serves is checked on the rows read (on
-# PostgreSQL, ``labels <@ $1`` in the statement, with ``FOR UPDATE OF q SKIP LOCKED LIMIT 1``).
-CLAIM_SQL = """
-SELECT q.run_id FROM queue q JOIN runs r ON r.id = q.run_id
-WHERE r.status = 'queued'
+# What a worker may claim (``q`` the queue row, ``r`` the run's): queued, interrupted (takeover)
+# unless held for the operator, paused with every approval decided.
+CLAIMABLE = """(r.status = 'queued'
    OR (r.status = 'interrupted' AND q.held IS NULL)
    OR (r.status = 'paused' AND NOT EXISTS (
-        SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending'))
-"""
+        SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending')))"""
+CLAIM_SQL = f"SELECT q.run_id FROM queue q JOIN runs r ON r.id = q.run_id WHERE {CLAIMABLE}"
+# PostgreSQL's claim: the labels matched in the statement, the row locked or passed over
+PG_CLAIM_SQL = f"""SELECT q.run_id FROM queue q JOIN runs r ON r.id = q.run_id
+WHERE {CLAIMABLE} AND q.labels::jsonb <@ ?::jsonb
+ORDER BY q.run_id LIMIT 1 FOR UPDATE OF q, r SKIP LOCKED"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +148,21 @@ class QueueRepo:
         policy: dict[str, Any],
         labels: Sequence[str] = (),
         git: GitSource | None = None,
+        origin: dict[str, Any] | None = None,
     ) -> int:
-        """A new run, ``queued`` with no lease, for a worker to claim; its id."""
+        """A new run, ``queued`` with no lease, for a worker to claim; its id. ``origin``: how
+        it was started (``core.origin.RunOrigin``), which the worker driving it rebuilds."""
         return await self.db.write(
             partial(
                 _enqueue,
-                (goal, workspace, json.dumps(contract), json.dumps(provider), json.dumps(policy)),
+                (
+                    goal,
+                    workspace,
+                    json.dumps(contract),
+                    json.dumps(provider),
+                    json.dumps(policy),
+                    json.dumps(origin) if origin is not None else None,
+                ),
                 json.dumps(sorted(set(labels))),
                 git,
                 time.time(),
@@ -170,6 +189,9 @@ class QueueRepo:
     async def claim(self, labels: Sequence[str]) -> Claim | None:
         """Take the oldest claimable run whose labels this worker serves, with its lease, in one
         transaction; None when there is none."""
+        if self.db.dialect == "postgresql":
+            served = json.dumps(sorted(set(labels)))
+            return await self.db.write(partial(_pg_claim, served, time.time()), exclusive=False)
         return await self.db.write(partial(_claim, tuple(labels), time.time()))
 
     async def unsettled(self, labels: Sequence[str]) -> int:
@@ -206,13 +228,17 @@ class QueueRepo:
         """The operator's word on a held (or any interrupted) queue run: workers may claim it
         again, its calls in flight reconciled with ``reconcile`` on that claim. False when the
         run is not on the queue."""
-        return await self.db.write(
-            partial(
-                _update,
+
+        def release(conn: Connection) -> bool:
+            released = _update(
                 "UPDATE queue SET held = NULL, reconcile = ? WHERE run_id = ?",
                 (reconcile, run_id),
+                conn,
             )
-        )
+            announce(conn, [run_id] if released else [], queue=True)
+            return released
+
+        return await self.db.write(release)
 
     async def set_pushed(self, run_id: int, pushed: str) -> None:
         await self.db.write(
@@ -307,15 +333,15 @@ def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:
 
 
 def _enqueue(
-    run: tuple[str, str, str, str, str],
+    run: tuple[str, str, str, str, str, str | None],
     labels: str,
     git: GitSource | None,
     now: float,
     conn: Connection,
 ) -> int:
     cursor = conn.execute(
-        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, created_at,"
-        " updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
+        " created_at, updated_at) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)",
         (*run, now, now),
     )
     run_id = cursor.lastrowid
@@ -332,11 +358,13 @@ def _enqueue(
             now,
         ),
     )
+    announce(conn, [run_id], queue=True)  # workers waiting (``Live.queue_wakeups``) and views
     return run_id
 
 
 def _claim(labels: tuple[str, ...], now: float, conn: Connection) -> Claim | None:
-    """Inside ``BEGIN IMMEDIATE``: no other process claims (or writes) until it commits."""
+    """SQLite's, inside ``BEGIN IMMEDIATE``: no other process claims (or writes) until it
+    commits."""
     candidates = conn.execute(
         f"SELECT run_id, labels FROM queue WHERE run_id IN ({CLAIM_SQL}) ORDER BY run_id"
     ).fetchall()
@@ -345,6 +373,19 @@ def _claim(labels: tuple[str, ...], now: float, conn: Connection) -> Claim | Non
     )
     if run_id is None:
         return None
+    return _take(run_id, now, conn)
+
+
+def _pg_claim(served: str, now: float, conn: Connection) -> Claim | None:
+    """PostgreSQL's, in a transaction without the store's exclusive lock: the run's rows are
+    locked by this transaction alone (others pass them over) until it commits."""
+    conn.execute("SELECT pg_advisory_xact_lock_shared(?)", (APPLICATION_ID,))
+    row = conn.execute(PG_CLAIM_SQL, (served,)).fetchone()
+    return None if row is None else _take(row["run_id"], now, conn)
+
+
+def _take(run_id: int, now: float, conn: Connection) -> Claim:
+    """The lease of a claimable run this transaction alone may take."""
     entry = _entry(conn.execute("SELECT * FROM queue WHERE run_id = ?", (run_id,)).fetchone())
     status = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()["status"]
     conn.execute(
@@ -358,6 +399,7 @@ def _claim(labels: tuple[str, ...], now: float, conn: Connection) -> Claim | Non
         " WHERE run_id = ?",
         (OWNER.id, now, run_id),
     )
+    announce(conn, [run_id])  # the run tree says who drives it now
     return Claim(entry, status)
 
 

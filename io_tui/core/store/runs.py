@@ -13,11 +13,12 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.leases import LIVE_STATUSES, OWNER
+from io_tui.core.store.live import announce
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
 
@@ -92,32 +93,17 @@ class RunRepo:
         seed_run_id: int | None = None,
         origin: dict[str, Any] | None = None,
     ) -> int:
-        now = time.time()
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
-                " parent_run_id, seed_run_id, created_at, updated_at,"
-                " lease_owner, lease_host, lease_pid, lease_heartbeat)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    goal,
-                    workspace,
-                    json.dumps(contract),
-                    json.dumps(provider),
-                    json.dumps(policy),
-                    json.dumps(origin) if origin is not None else None,
-                    parent_run_id,
-                    seed_run_id,
-                    now,
-                    now,
-                    OWNER.id,
-                    OWNER.host,
-                    OWNER.pid,
-                    now,
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        row = (
+            goal,
+            workspace,
+            json.dumps(contract),
+            json.dumps(provider),
+            json.dumps(policy),
+            json.dumps(origin) if origin is not None else None,
+            parent_run_id,
+            seed_run_id,
+        )
+        return await self.db.write(partial(_create, row, time.time()))
 
     async def get(self, run_id: int) -> RunRow | None:
         row = await self.db.fetchone("SELECT * FROM runs WHERE id = ?", (run_id,))
@@ -126,6 +112,16 @@ class RunRepo:
     async def all(self, *, limit: int = 10_000) -> list[RunRow]:
         """The first ``limit`` runs, oldest first."""
         rows = await self.db.fetchall("SELECT * FROM runs ORDER BY id LIMIT ?", (limit,))
+        return [RunRow.from_row(r) for r in rows]
+
+    async def of_session(self, session: str | None = None) -> list[RunRow]:
+        """The top-level runs an ACP session started (``RunOrigin.session``; every session's
+        when ``session`` is None), oldest first."""
+        value = json.dumps(session) if session is not None else '"'
+        rows = await self.db.fetchall(
+            "SELECT * FROM runs WHERE parent_run_id IS NULL AND origin LIKE ? ORDER BY id",
+            (f'%"session": {value}%',),
+        )
         return [RunRow.from_row(r) for r in rows]
 
     async def set_status(
@@ -143,21 +139,26 @@ class RunRepo:
         if finished or status == "paused":  # a resumed run starts new chains
             self._written.pop(run_id, None)
         lease = "" if status in LIVE_STATUSES else LEASE_RELEASED
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        params = (
+            status,
+            outcome,
+            error,
+            json.dumps(provider) if provider is not None else None,
+            now,
+            finished,
+            run_id,
+        )
+
+        def update(conn: Connection) -> None:
+            conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
                 " provider = COALESCE(?, provider), updated_at = ?, finished_at = ?"
                 f"{lease} WHERE id = ?",
-                (
-                    status,
-                    outcome,
-                    error,
-                    json.dumps(provider) if provider is not None else None,
-                    now,
-                    finished,
-                    run_id,
-                ),
+                params,
             )
+            announce(conn, [run_id])
+
+        await self.db.write(update)
 
     async def commit_step(
         self, run_id: int, commit: StepCommit, *, provider: dict[str, Any] | None = None
@@ -374,12 +375,26 @@ def _commit_step(
     return last
 
 
+def _create(row: tuple[Any, ...], now: float, conn: Connection) -> int:
+    cursor = conn.execute(
+        "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
+        " parent_run_id, seed_run_id, created_at, updated_at,"
+        " lease_owner, lease_host, lease_pid, lease_heartbeat)"
+        " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*row, now, now, OWNER.id, OWNER.host, OWNER.pid, now),
+    )
+    run_id = cursor.lastrowid
+    assert run_id is not None
+    announce(conn, [run_id])
+    return run_id
+
+
 def _insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
+    """The events (never a live-only one: text deltas, progress), announced with each run's
+    newest (``live.py``)."""
+    stored = [e for e in events if e.kind not in LIVE_ONLY]
     conn.executemany(
         "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
-        [
-            (e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at)
-            for e in events
-            if e.kind is not EventKind.TEXT_DELTA
-        ],
+        [(e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at) for e in stored],
     )
+    announce(conn, {e.run_id for e in stored})

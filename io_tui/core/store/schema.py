@@ -236,7 +236,21 @@ MIGRATIONS: tuple[str, ...] = (
         stopped_at REAL
     );
     """,
-    # 7: two-tier memory. A note's provenance: its MEMORY.md section (preferences, project,
+    # 7: the progress ledger of a run (``core/progress``), one revision per change of what it
+    # says: objective, constraints, decisions, modified resources with digests, evidence, open
+    # failures and operations, remaining work, next safe action, as JSON with its digest
+    """
+    CREATE TABLE progress (
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        revision INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        digest TEXT NOT NULL,
+        ledger TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (run_id, revision)
+    );
+    """,
+    # 8: two-tier memory. A note's provenance: its MEMORY.md section (preferences, project,
     # lessons), type (fact, preference, inference), verification status (unverified, verified),
     # source reference, expiry and the key that supersedes it. Notes from before keep what they
     # were: an agent's an unverified inference, the operator's a verified fact. The daily log:

@@ -24,7 +24,12 @@ from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.launch import build_run, run_settings_for
-from io_tui.core.origin import RunOrigin, servers_to_resume, without_secrets
+from io_tui.core.origin import (
+    RunOrigin,
+    configured_servers,
+    servers_to_resume,
+    without_secrets,
+)
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import provider_from_description
@@ -34,7 +39,6 @@ from io_tui.core.settings import RunSettings
 from io_tui.core.store import Store, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
-from io_tui.paths import config_dir
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub, ServerSource
@@ -127,26 +131,27 @@ class WorkerServer:
         """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
         this worker drives; a server that fails to start is a notice to the app, and the runs go
         on without it."""
-        from io_tui.core.mcp import McpConfigError, McpHub, discover_mcp_files, load_mcp_file
+        from io_tui.core.mcp import McpHub
 
-        servers: dict[str, Any] = dict(self.settings.mcp.servers)
-        for file in discover_mcp_files(config_dir(), None):
-            try:
-                servers.update(load_mcp_file(file).servers)
-            except McpConfigError as exc:
-                self.send({"t": "notice", "text": str(exc)})
+        servers, problems = configured_servers(self.settings)
+        for problem in problems:
+            self.send({"t": "notice", "text": problem})
         self.servers = servers  # what each run it starts records
         if not servers:
             return None
 
+        hub = McpHub(servers, background=True, ready_wait_s=self.settings.mcp.ready_wait_s)
+        hub.watch(self._notice_problem)
         try:
-            hub = await self._exit.enter_async_context(McpHub(servers))
+            return await self._exit.enter_async_context(hub)
         except Exception as exc:  # the runs go on with the built-in tools
             self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
             return None
-        for problem in hub.problems:
-            self.send({"t": "notice", "text": problem})
-        return hub
+
+    def _notice_problem(self, arrival: Any) -> None:
+        """A server that failed to start, told to the app when it happens."""
+        if arrival.problem is not None:
+            self.send({"t": "notice", "text": arrival.problem})
 
     async def registry(self) -> ToolRegistry:
         """The built-in tools, plus the MCP servers' once they have started."""
@@ -216,6 +221,9 @@ class WorkerServer:
             contract, provider, policy = await build_run(self.store, self.settings, request)
             servers = await self._servers()
             origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
+            hub = await self._hub if self._hub is not None else None
+            if hub is not None:  # its servers may work in the run's workspace too
+                await hub.add_root(contract.workspace)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
@@ -251,6 +259,7 @@ class WorkerServer:
             policy=policy,
             registry=await self.registry(),
             origin=origin,
+            late_tools=await self._hub if self._hub is not None else None,
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)

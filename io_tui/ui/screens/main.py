@@ -1,4 +1,5 @@
-"""The main screen: run tree, transcript of the selected run, gauges, and the prompt box.
+"""The main screen: run tree, transcript of the selected run, gauges, the prompt box, and (``l``)
+the selected run's progress ledger beside the transcript (in its place below 110 columns).
 
 The screen owns selection. Moving the cursor updates the selection at once; the store reads it
 implies (transcript, gauges) go out at most ~10 times a second, for the latest selection only,
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -27,7 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Tree
 
-from io_tui.core import MemoryLimits, Store, usage_hit_rate
+from io_tui.core import MemoryLimits, ProgressLedger, Store, ledger_of, usage_hit_rate
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
@@ -36,6 +37,7 @@ from io_tui.ui.run_board import Changes
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
+from io_tui.ui.widgets.ledger_pane import LedgerPane
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.skeleton import Palette, Skeleton
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -44,6 +46,7 @@ from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
+NARROW = 110  # columns: below, the ledger pane takes the transcript's and gauges' place
 PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
 
 
@@ -70,6 +73,7 @@ class MainScreen(Screen[None]):
         Binding("x", "interrupt", "Interrupt", id="main.interrupt", tooltip="Cancel the selected live run"),
         Binding("R", "resume", "Resume", id="main.resume", tooltip="Resume the selected interrupted run"),
         Binding("e", "expand", "Expand tools", id="main.expand", tooltip="Expand or collapse every tool block"),
+        Binding("l", "ledger", "Ledger", id="main.ledger", show=False, tooltip="Show or hide the selected run's progress ledger"),
         Binding("escape", "focus_tree", "Tree", id="main.focus_tree", show=False, tooltip="Back to the run tree"),
     ]  # fmt: skip
 
@@ -85,12 +89,19 @@ class MainScreen(Screen[None]):
             super().__init__()
             self.figures = figures
 
+    class LedgerLoaded(Message):
+        def __init__(self, run_id: int, ledger: ProgressLedger | None) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.ledger = ledger
+
     class Ready(Message):
         """The panes are mounted and show every run the app knew: time to read the store."""
 
     run_tree = query_one("#runs", RunTree)
     transcript = query_one("#transcript", Transcript)
     prompt = query_one("#prompt", Input)
+    ledger = query_one("#ledger", LedgerPane)
 
     def __init__(
         self,
@@ -117,6 +128,7 @@ class MainScreen(Screen[None]):
         self._schedule_view = Throttle(self, VIEW_INTERVAL, self._load_view)
         self._schedule_gauges = Throttle(self, GAUGE_INTERVAL, self._refresh_gauges)
         self._schedule_tail = Throttle(self, TAIL_INTERVAL, self._follow_tail)
+        self._schedule_ledger = Throttle(self, TAIL_INTERVAL, self._refresh_ledger)
 
     def compose(self) -> ComposeResult:
         # The first frame is the layout alone, drawn by the screen (``render_line``): the panes'
@@ -151,7 +163,9 @@ class MainScreen(Screen[None]):
         transcript.border_title = "Transcript"
         return [
             TitleBar(),
-            Horizontal(runs, Vertical(gauges, transcript, id="side"), id="body"),
+            Horizontal(
+                runs, Vertical(gauges, transcript, id="side"), LedgerPane(id="ledger"), id="body"
+            ),
             Input(placeholder=PROMPT_PLACEHOLDER, id="prompt"),
         ]
 
@@ -217,6 +231,7 @@ class MainScreen(Screen[None]):
         self.transcript.follow(run)
         if selected in changed_runs:
             self._schedule_gauges()
+            self._schedule_ledger()
         if selected != self._loaded_run:
             return  # its transcript and gauges load at the next view tick
         if any(run_id == selected for run_id, _ in committed) or (
@@ -283,6 +298,7 @@ class MainScreen(Screen[None]):
             if run is not None:
                 self.transcript.follow(run)
         self.load_gauges(run_id, step)
+        self._refresh_ledger()
 
     @work(group="view", exclusive=True, exit_on_error=False)
     async def load_transcript(self, run_id: int) -> None:
@@ -425,6 +441,36 @@ class MainScreen(Screen[None]):
             ratio=min(est, reported) / max(est, reported, 1),
             alarm=False,
         )
+
+    # -- the progress ledger -------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW, "-narrow")
+
+    def _refresh_ledger(self) -> None:
+        if self.has_class("-ledger") and self.selected_run is not None:
+            self.load_ledger(self.selected_run)
+
+    @work(group="ledger", exclusive=True, exit_on_error=False)
+    async def load_ledger(self, run_id: int) -> None:
+        try:
+            ledger = await ledger_of(self.store, run_id)
+        except LookupError:
+            ledger = None
+        self.post_message(self.LedgerLoaded(run_id, ledger))
+
+    @on(LedgerLoaded)
+    def _on_ledger_loaded(self, message: LedgerLoaded) -> None:
+        if message.run_id == self.selected_run:
+            self.ledger.show(message.run_id, message.ledger)
+
+    def action_ledger(self) -> None:
+        shown = not self.has_class("-ledger")
+        self.set_class(shown, "-ledger")
+        if shown:
+            self._refresh_ledger()
+        elif self.focused is self.ledger:
+            self.run_tree.focus()
 
     # -- actions -------------------------------------------------------------------------------
 

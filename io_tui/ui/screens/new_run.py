@@ -1,5 +1,7 @@
-"""The new-run dialog: task, workspace, where it runs (this machine or the queue), provider, base
-URL, model and budgets → ``NewRunRequest``.
+"""The new-run dialog: task, workspace, where it runs (this machine or the queue, with the labels
+a worker must serve), provider, base URL, model and budgets → ``NewRunRequest``; or "continue
+from run N": a fresh run in that run's workspace whose first request carries its progress
+ledger (the task may then stay empty).
 
 Providers are the presets (``core.providers.presets``) plus the scripted demo, each labelled with
 what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
@@ -13,6 +15,7 @@ and the buttons stay in view at any size.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,6 +98,13 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.base_url = base_url
             self.result = result
 
+    class RunsListed(Message):
+        """The runs a new run can continue from, newest first: (label, run id, workspace)."""
+
+        def __init__(self, runs: list[tuple[str, int, str]]) -> None:
+            super().__init__()
+            self.runs = runs
+
     class Checked(Message):
         """The request was built as the run would build it: ``error`` None means it starts."""
 
@@ -111,9 +121,17 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     error = query_one("#error", Static)
 
     def __init__(
-        self, store: Store, settings: Settings, workspace: Path, *, task: str = ""
+        self,
+        store: Store,
+        settings: Settings,
+        workspace: Path,
+        *,
+        task: str = "",
+        continue_from: int | None = None,
     ) -> None:
         super().__init__()
+        self.continue_from = continue_from
+        self.run_workspaces: dict[int, str] = {}
         self.store = store
         self.settings = settings
         self.workspace = workspace
@@ -130,7 +148,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             with VerticalScroll(id="fields", can_focus=False):
                 yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
                 yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
+                yield _row("Continue", Select[int]([], prompt="no: a new task", id="continue-from", compact=True))  # fmt: skip
                 yield _row("Run on", Select(RUN_ON, value="here", allow_blank=False, id="run-on", compact=True))  # fmt: skip
+                yield _row("Labels", Input(placeholder="e.g. gpu, linux: a worker serving all of them takes it", id="labels", compact=True), id="labels-row")  # fmt: skip
                 yield _row(
                     "Provider",
                     Select(
@@ -157,6 +177,44 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def on_mount(self) -> None:
         self._show_provider(str(self.provider.value))
         self.probe_all()
+        self.list_runs()
+
+    # -- continuing from an earlier run --------------------------------------------------------
+
+    @work(group="runs", exit_on_error=False)
+    async def list_runs(self) -> None:
+        rows = await self.store.runs.all(limit=500)
+        ended = [
+            r for r in rows if r.parent_run_id is None and r.status not in ("running", "asking")
+        ]
+        ended.sort(key=lambda r: r.id, reverse=True)
+        self.post_message(
+            self.RunsListed(
+                [
+                    (f"run {r.id}: {plain(r.goal)[:48]} ({r.status})", r.id, r.workspace)
+                    for r in ended
+                ]
+            )
+        )
+
+    @on(RunsListed)
+    def _on_runs_listed(self, message: RunsListed) -> None:
+        self.run_workspaces = {run_id: workspace for _, run_id, workspace in message.runs}
+        select = self.query_one("#continue-from", Select)
+        with self.prevent(Select.Changed):
+            select.set_options([(label, run_id) for label, run_id, _ in message.runs])
+        if self.continue_from in self.run_workspaces:
+            select.value = self.continue_from
+
+    @on(Select.Changed, "#continue-from")
+    def _on_continue_changed(self, event: Select.Changed) -> None:
+        task = self.query_one("#task", Input)
+        if event.value is Select.NULL:
+            task.placeholder = "what the agent should do"
+            return
+        run_id = int(str(event.value))
+        self.query_one("#workspace", Input).value = self.run_workspaces.get(run_id, "")
+        task.placeholder = f"empty: go on with run {run_id}'s objective"
 
     # -- providers and their servers -----------------------------------------------------------
 
@@ -235,6 +293,10 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.status.update(Content.styled("… asking the server for its models", "$text-muted"))
             self.probe_url(name, url)
 
+    @on(Select.Changed, "#run-on")
+    def _on_run_on_changed(self, event: Select.Changed) -> None:
+        self.set_class(event.value == "queue", "-queue")
+
     @on(Select.Changed, "#models")
     def _on_model_picked(self, event: Select.Changed) -> None:
         if event.value is not Select.NULL:
@@ -295,7 +357,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def request(self) -> NewRunRequest:
         """What the fields ask for; ``FieldError`` names the field that cannot start a run."""
         task = self._value("task")
-        if not task:
+        chosen = self.query_one("#continue-from", Select).value
+        continue_run_id = None if chosen is Select.NULL else int(str(chosen))
+        if not task and continue_run_id is None:
             raise FieldError("task", "the task is empty: say what the agent should do")
         workspace = Path(self._value("workspace") or ".").expanduser()
         if not workspace.is_dir():
@@ -305,6 +369,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         max_steps = self._int("max-steps", "max steps", 1)
         if max_steps is None:
             raise FieldError("max-steps", "max steps is empty")
+        queue = self.query_one("#run-on", Select).value == "queue"
         return NewRunRequest(
             task=task,
             workspace=workspace,
@@ -314,7 +379,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             max_steps=max_steps,
             token_budget=self._int("token-budget", "the token budget", 1),
             context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
-            queue=self.query_one("#run-on", Select).value == "queue",
+            queue=queue,
+            labels=labels_of(self._value("labels")) if queue else (),
+            continue_run_id=continue_run_id,
         )
 
     @on(Button.Pressed, "#start")
@@ -367,6 +434,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
 def _row(label: str, widget: Widget, *, id: str | None = None) -> Horizontal:
     return Horizontal(Label(label), widget, classes="row", id=id)
+
+
+def labels_of(text: str) -> tuple[str, ...]:
+    """The labels typed (separated by commas or spaces), each once, sorted as the queue keeps
+    them."""
+    return tuple(sorted({label for label in re.split(r"[,\s]+", text) if label}))
 
 
 def _unreached(result: ProbeResult) -> bool:

@@ -37,6 +37,7 @@ from io_tui.ui.data import StepData, tool_title
 from io_tui.ui.state import RunView, duration, since
 from io_tui.ui.terminal_text import styled
 from io_tui.ui.throttle import Throttle
+from io_tui.ui.widgets.call_progress import progress_line
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
 MAX_STEPS = 200
@@ -460,6 +461,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
                 rows.append((Text(_queued_note(run, message.delivered_step), styles["meta"]), 4))
         if self.streaming:
             rows.append((styled(self.streaming, styles.get("streaming", Style())), 2))
+        for call in run.calls_in_progress() if run is not None else ():
+            rows.append((Text(progress_line(call), styles["status"], no_wrap=True), 2))
         if run is not None and (status := status_line(run)):
             style = styles["status"] if run.live else styles["ended"]
             rows.append((Text(status, style), 0))

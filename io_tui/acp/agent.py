@@ -1,0 +1,434 @@
+"""The ACP agent: ``initialize``, ``session/new``, ``session/load``, ``session/list``,
+``session/prompt`` and ``session/cancel``, over io-tui's harness and store.
+
+Each prompt drives one ordinary io-tui run (``session``): the cockpit on the same store shows it
+live, with its context manifest, like any other. Its events stream to the client as updates
+(``updates``), its asks become permission requests (``permission``), its files and commands go
+through the client where the client offers them (``editor``). Bad requests get a JSON-RPC error
+that says what is wrong (``RequestError``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
+    StopReason,
+)
+
+from io_tui import __version__
+from io_tui.acp.editor import Editor, client_tools
+from io_tui.acp.mcp import client_servers
+from io_tui.acp.permission import ClientApprover, ClientReconciler
+from io_tui.acp.session import Outbox, Session, new_session_id, session_runs
+from io_tui.acp.updates import UpdateSink, replay, run_note
+from io_tui.core import (
+    HAND_BACK,
+    OPERATOR_CANCEL,
+    DecideError,
+    Harness,
+    McpHub,
+    NewRunRequest,
+    Outcome,
+    RunOrigin,
+    RunResult,
+    StoreError,
+    ToolRegistry,
+    build_run,
+    harness_registry,
+    resume,
+    start_run,
+)
+
+if TYPE_CHECKING:
+    from acp import Client
+    from acp.schema import ClientCapabilities
+    from acp.schema import Implementation as ClientInfo
+
+    from io_tui.config import Settings
+    from io_tui.core import ServerSource, Store
+
+log = logging.getLogger("io_tui.acp")
+
+RESUMABLE = ("paused", "interrupted")
+STOP_REASONS: dict[Outcome, StopReason] = {
+    Outcome.CANCELLED: "cancelled",
+    Outcome.STEP_CAP: "max_turn_requests",
+    Outcome.TRUNCATED: "max_tokens",
+    Outcome.TOKEN_BUDGET: "max_tokens",
+}
+TITLE_CHARS = 80
+
+Servers = Callable[[Path], Mapping[str, "ServerSource"]]
+
+
+def invalid(details: str, **data: Any) -> RequestError:
+    return RequestError.invalid_params({"details": details, **data})
+
+
+class IoAgent:
+    """One client's connection to io-tui (one ``io-tui acp`` process)."""
+
+    def __init__(self, store: Store, settings: Settings, servers: Servers | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.servers = servers or (lambda _cwd: {})
+        self.sessions: dict[str, Session] = {}
+        self.capabilities: ClientCapabilities | None = None
+        self.client_name = "the client"
+        self._client: Client | None = None
+        self._configured: dict[Path, dict[str, ServerSource]] = {}  # the config's, by directory
+        self._hubs: dict[str, McpHub] = {}  # a session's MCP servers, started at its first prompt
+        self._exit = contextlib.AsyncExitStack()
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:  # pragma: no cover - the SDK connects before any request
+            raise RequestError.internal_error({"details": "no client connected"})
+        return self._client
+
+    async def aclose(self) -> None:
+        """The client is gone: a run it was prompting is handed back (``interrupted``, its open
+        ask left pending), so a later ``session/load`` and prompt resume it."""
+        for session in self.sessions.values():
+            if session.busy and session.turn is not None:
+                session.turn.cancel(HAND_BACK)
+                with contextlib.suppress(BaseException):
+                    await session.turn
+            await session.outbox.close()
+        await self._exit.aclose()
+
+    # -- the connection --
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: ClientInfo | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        self.capabilities = client_capabilities
+        if client_info is not None:
+            self.client_name = client_info.title or client_info.name
+        log.info("initialize: %s, protocol %s", self.client_name, protocol_version)
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="io-tui", title="io-tui", version=__version__),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        raise invalid(f"io-tui offers no authentication methods (asked for {method_id!r})")
+
+    # -- sessions --
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
+        session = self._open(new_session_id(), _directory(cwd), mcp_servers)
+        log.info("session %s in %s", session.id, session.cwd)
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
+        directory = _directory(cwd)
+        runs = await self._runs(session_id)
+        if not runs:
+            raise RequestError.resource_not_found(session_id)
+        recorded = Path(runs[-1].workspace)
+        if recorded != directory:  # recorded resolved; its follow-ups go on there
+            raise invalid(f"session {session_id} works in {recorded}, not in {cwd}", cwd=cwd)
+        if (open_already := self.sessions.get(session_id)) is not None:
+            if open_already.busy:
+                raise RequestError.invalid_request(
+                    {"details": f"session {session_id} is answering a prompt"}
+                )
+            await open_already.outbox.close()
+        session = self._open(session_id, directory, mcp_servers)
+        session.run_id = runs[-1].id
+        await replay(session, self.store, runs)
+        log.info("session %s loaded: runs %s", session_id, [r.id for r in runs])
+        return LoadSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        by_session: dict[str, list[Any]] = {}
+        for row in await self._runs(None):
+            by_session.setdefault(row.origin["session"], []).append(row)
+        infos = [
+            SessionInfo(
+                session_id=session_id,
+                cwd=rows[0].workspace,
+                title=_title(rows[0].goal),
+                updated_at=_iso(max(r.updated_at for r in rows)),
+            )
+            for session_id, rows in by_session.items()
+            if cwd is None or Path(rows[0].workspace) == Path(cwd)
+        ]
+        infos.sort(key=lambda info: info.updated_at or "", reverse=True)
+        return ListSessionsResponse(sessions=infos)
+
+    def _open(self, session_id: str, cwd: Path, mcp_servers: list[Any] | None) -> Session:
+        session = Session(session_id, cwd, Outbox(self.client, session_id), self.capabilities)
+        session.servers = client_servers(mcp_servers)
+        self.sessions[session_id] = session
+        return session
+
+    async def _runs(self, session_id: str | None) -> list[Any]:
+        """The session's runs, a run whose process died (an editor closed mid-run) shown
+        ``interrupted`` first, as the cockpit shows it."""
+        try:
+            await self.store.leases.reap()
+            return await session_runs(self.store, session_id)
+        except StoreError as exc:
+            raise RequestError.internal_error({"details": f"the store: {exc}"}) from None
+
+    def _session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params(
+                {"details": f"unknown session {session_id!r}: create it with session/new or"
+                 " load it with session/load first", "sessionId": session_id}
+            )  # fmt: skip
+        return session
+
+    # -- prompts --
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        session = self._session(session_id)
+        if session.busy:
+            raise RequestError.invalid_request(
+                {"details": f"session {session_id} is still answering its last prompt"}
+            )
+        text = prompt_text(prompt, session.cwd)
+        if not text.strip():
+            raise invalid("the prompt has no text")
+        session.cancelled.clear()
+        session.turn = turn = asyncio.ensure_future(self._turn(session, text))
+        try:
+            result = await turn
+        except asyncio.CancelledError:
+            if not session.cancelled.is_set():  # the connection is closing, not the client
+                turn.cancel()
+                raise
+            await session.outbox.flush()
+            return PromptResponse(stop_reason="cancelled", field_meta=self._meta(session))
+        except RequestError:
+            raise
+        except Exception as exc:  # a failure of the harness or the store: one line, no trace
+            log.warning(
+                "session %s: the prompt failed: %s: %s", session_id, type(exc).__name__, exc
+            )
+            log.debug("the prompt's failure", exc_info=True)
+            raise RequestError.internal_error(
+                {"details": f"{type(exc).__name__}: {exc}", "runId": session.run_id}
+            ) from None
+        await session.outbox.flush()
+        stop: StopReason = STOP_REASONS.get(result.outcome, "end_turn")
+        if session.cancelled.is_set() and result.status in RESUMABLE:
+            stop = "cancelled"  # a cancel during an ask defers it: the run paused
+        return PromptResponse(stop_reason=stop, field_meta=self._meta(session, result))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is None:
+            log.warning("session/cancel for unknown session %r ignored", session_id)
+            return
+        if not session.busy or session.turn is None:
+            return
+        session.cancelled.set()  # an open ask is deferred: the run pauses, durably
+        if not session.asking:
+            session.turn.cancel(OPERATOR_CANCEL)
+
+    def _meta(self, session: Session, result: RunResult | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {"run_id": session.run_id}
+        if result is not None:
+            data.update(status=result.status, outcome=result.outcome.value, error=result.error)
+        return {"io-tui": data}
+
+    async def _turn(self, session: Session, text: str) -> RunResult:
+        runs = await self._runs(session.id)
+        last = runs[-1] if runs else None
+        registry = await self._registry(session)
+        approver = ClientApprover(self.client, session, self.store, self.client_name)
+        sink = UpdateSink(session, self.store)
+        if last is not None and last.status in RESUMABLE:
+            result = await self._resume(session, last.id, text, approver, sink, registry)
+        elif last is not None and last.status not in ("finished", "failed", "cancelled"):
+            raise RequestError.invalid_request(
+                {"details": f"run {last.id} of this session is {last.status} in another process"}
+            )
+        else:
+            result = await self._start(session, text, last, approver, sink, registry)
+        if sink.unobserved:  # the last results first, then how the run stopped
+            session.outbox.put(sink.observed)
+        note = await run_note(self.store, await self.store.runs.get(result.run_id))
+        if note:
+            session.outbox.put(update_agent_message_text(note))
+        return result
+
+    async def _start(
+        self,
+        session: Session,
+        text: str,
+        last: Any,
+        approver: ClientApprover,
+        sink: UpdateSink,
+        registry: ToolRegistry,
+    ) -> RunResult:
+        request = NewRunRequest(
+            task=text, workspace=session.cwd, seed_run_id=last.id if last is not None else None
+        )
+        try:
+            contract, provider, policy = await build_run(self.store, self.settings, request)
+        except ValueError as exc:
+            raise invalid(f"the run cannot start: {exc}") from None
+        servers = self._servers(session)
+        harness = Harness(
+            store=self.store,
+            provider=provider,
+            approver=approver,
+            sink=sink,
+            policy=policy,
+            registry=registry,
+            origin=RunOrigin.at_start(self.settings, servers, session=session.id),
+        )
+
+        async def created(run_id: int) -> None:
+            session.run_id = run_id
+            if last is None:
+                session.outbox.put(SessionInfoUpdate(session_update="session_info_update",
+                                                     title=_title(text)))  # fmt: skip
+
+        try:
+            return await start_run(
+                harness, contract, seed_run_id=request.seed_run_id, on_created=created
+            )
+        finally:
+            await provider.aclose()
+
+    async def _resume(
+        self,
+        session: Session,
+        run_id: int,
+        text: str,
+        approver: ClientApprover,
+        sink: UpdateSink,
+        registry: ToolRegistry,
+    ) -> RunResult:
+        """A paused or interrupted run goes on with the prompt as an operator message: its
+        pending ask is put to the client again, its calls in flight reconciled by the client."""
+        session.run_id = run_id
+        await self.store.runs.add_operator_message(run_id, text)
+        try:
+            return await resume(
+                self.store,
+                run_id,
+                reconciler=ClientReconciler(self.client, session),
+                approver=approver,
+                sink=sink,
+                registry=registry,
+            )
+        except DecideError as exc:
+            raise RequestError.invalid_request({"details": str(exc)}) from None
+
+    def _servers(self, session: Session) -> dict[str, ServerSource]:
+        """The config's MCP servers for the session's directory (read once per directory), and
+        the client's over them."""
+        if session.cwd not in self._configured:
+            self._configured[session.cwd] = dict(self.servers(session.cwd))
+        return {**self._configured[session.cwd], **session.servers}
+
+    async def _registry(self, session: Session) -> ToolRegistry:
+        """The built-in tools (files and commands through the client where it offers them),
+        with the MCP servers of the config for the session's directory."""
+        registry = harness_registry()
+        hub = self._hubs.get(session.id)
+        servers = self._servers(session)
+        if hub is None and servers:
+            hub = await self._exit.enter_async_context(McpHub(servers))
+            self._hubs[session.id] = hub
+            for problem in hub.problems:
+                log.warning("MCP: %s", problem)
+        if hub is not None:
+            hub.register_into(registry)
+        return client_tools(registry, Editor(self.client, session))
+
+
+def prompt_text(blocks: list[Any], cwd: Path) -> str:
+    """A prompt's blocks as the run's text: text as it is, a linked or embedded file named by
+    its path in ``cwd`` (else its URI), an embedded file's text after it."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(f"[file: {_named(block.uri, cwd)}]")
+        elif kind == "resource":
+            resource = block.resource
+            body = getattr(resource, "text", None)
+            fenced = f"\n```\n{body}\n```" if body is not None else ""
+            parts.append(f"[file: {_named(resource.uri, cwd)}]{fenced}")
+    return "\n".join(parts)
+
+
+def _named(uri: str, cwd: Path) -> str:
+    """``file:///abs/src/a.py`` under ``cwd`` as ``src/a.py``, the path the tools take."""
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return uri
+    path = Path(unquote(parts.path))
+    return path.relative_to(cwd).as_posix() if path.is_relative_to(cwd) else str(path)
+
+
+def _directory(cwd: str) -> Path:
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise invalid(f"cwd must be an absolute path, not {cwd!r}", cwd=cwd)
+    if not path.exists():
+        raise invalid(f"cwd {cwd} does not exist", cwd=cwd)
+    if not path.is_dir():
+        raise invalid(f"cwd {cwd} is not a directory", cwd=cwd)
+    return path.resolve()
+
+
+def _title(goal: str) -> str:
+    line = goal.strip().splitlines()[0] if goal.strip() else goal
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat()

@@ -1,0 +1,211 @@
+"""io-tui's asks as ACP permission requests, and the client's answers as io-tui decisions.
+
+| the client's option (kind) | io-tui's decision |
+|---|---|
+| Allow (``allow_once``) | approve |
+| Always allow PATTERN (``allow_always``) | remember: approve, and a rule allowing PATTERN in this workspace |
+| Reject (``reject_once``) | deny |
+| Always reject PATTERN (``reject_always``) | deny, and a rule denying PATTERN in this workspace |
+| Decide later in io-tui (``reject_once``) | defer: the ask stays in io-tui's inbox, the run pauses |
+| the request cancelled (``session/cancel``) | defer, as above |
+
+PATTERN is the narrowest one that names the request (``suggest_pattern``: an exec's exact
+command line, a write's folder), as the TUI's remember editor starts from. The ask was stored
+before it was put to the client, so the cockpit's inbox shows it while the client is asked, and
+a decision made there first (``io-tui decide``, the TUI) wins: the request to the client is
+withdrawn and the run goes on with it.
+
+Calls in flight when an earlier process died are put to the client the same way before an
+interrupted run resumes (``ClientReconciler``): run it again, mark it done, or skip it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError, text_block, tool_content
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from io_tui.acp.updates import call_key, file_diff, tool_kind, tool_title
+from io_tui.core import (
+    ApprovalRequest,
+    Decision,
+    DecisionKind,
+    Effect,
+    InFlight,
+    ReconcileChoice,
+    ReconcileNeeded,
+    RememberRule,
+    suggest_pattern,
+)
+
+if TYPE_CHECKING:
+    from acp import Client
+
+    from io_tui.acp.session import Session
+    from io_tui.core import Store
+
+log = logging.getLogger("io_tui.acp")
+
+DECIDED_ELSEWHERE_POLL_S = 0.5  # how often a waiting ask looks for a decision made in the cockpit
+DECIDED_BY = "acp"
+
+
+def options_for(request: ApprovalRequest) -> list[PermissionOption]:
+    pattern = suggest_pattern(request)
+    act = request.act.value
+    return [
+        PermissionOption(option_id="approve", name="Allow", kind="allow_once"),
+        PermissionOption(
+            option_id="remember", name=f"Always allow {act} {pattern}", kind="allow_always"
+        ),
+        PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
+        PermissionOption(
+            option_id="deny-always", name=f"Always reject {act} {pattern}", kind="reject_always"
+        ),
+        PermissionOption(option_id="defer", name="Decide later in io-tui", kind="reject_once"),
+    ]
+
+
+class ClientApprover:
+    """The ``Approver`` of a session's runs: each ask becomes a ``session/request_permission``."""
+
+    def __init__(self, client: Client, session: Session, store: Store, client_name: str) -> None:
+        self.client = client
+        self.session = session
+        self.store = store
+        self.client_name = client_name
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        session = self.session
+        await session.outbox.flush()  # the tool call is on the client's screen first
+        if session.cancelled.is_set():
+            return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
+        session.asking += 1
+        try:
+            return await self._race(request)
+        finally:
+            session.asking -= 1
+
+    async def _race(self, request: ApprovalRequest) -> Decision:
+        asked = asyncio.ensure_future(self._ask_client(request))
+        elsewhere = asyncio.ensure_future(self._decided_elsewhere(request.id))
+        cancelled = asyncio.ensure_future(self.session.cancelled.wait())
+        waiting = {asked, elsewhere, cancelled}
+        try:
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waiting:
+                task.cancel()
+            for task in waiting:
+                with contextlib.suppress(BaseException):
+                    await task
+        if asked in done and not asked.cancelled() and asked.exception() is None:
+            return asked.result()
+        if elsewhere in done and not elsewhere.cancelled() and elsewhere.exception() is None:
+            return elsewhere.result()
+        if asked in done and not asked.cancelled() and asked.exception() is not None:
+            log.warning("permission request %s failed: %s", request.id, asked.exception())
+        return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
+
+    async def _ask_client(self, request: ApprovalRequest) -> Decision:
+        key = call_key(request.run_id, request.call_id)
+        content = await asyncio.to_thread(
+            file_diff, self.session.cwd, request.tool, request.arguments
+        )
+        why = f"{request.summary()}\n\n(io-tui approval #{request.id}, run {request.run_id})"
+        answer = await self.client.request_permission(
+            session_id=self.session.id,
+            tool_call=ToolCallUpdate(
+                tool_call_id=key,
+                title=tool_title(request.tool, request.arguments),
+                kind=tool_kind(request.tool),
+                status="pending",
+                content=[*(content or []), tool_content(text_block(why))],
+                raw_input=request.arguments,
+            ),
+            options=options_for(request),
+        )
+        outcome = answer.outcome
+        if getattr(outcome, "outcome", None) != "selected":
+            return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
+        return await self._decision(request, str(getattr(outcome, "option_id", "")))
+
+    async def _decision(self, request: ApprovalRequest, option: str) -> Decision:
+        by = f"{DECIDED_BY}: {self.client_name}"
+        rule = RememberRule(suggest_pattern(request), request.act, "workspace")
+        if option == "approve":
+            return Decision.approve(decided_by=by)
+        if option == "remember":
+            return Decision(DecisionKind.REMEMBER, rule=rule, decided_by=by)
+        if option == "deny-always":
+            await self.store.rules.add(
+                act=request.act,
+                pattern=rule.pattern,
+                scope="workspace",
+                workspace=request.workspace,
+                run_id=request.run_id,
+                approval_id=request.id,
+                effect=Effect.DENY,
+            )
+            return Decision.deny(f"rejected always in {self.client_name}", decided_by=by)
+        if option == "deny":
+            return Decision.deny(f"rejected in {self.client_name}", decided_by=by)
+        if option != "defer":
+            log.warning("permission request %s: unknown option %r, deferred", request.id, option)
+        return Decision.defer(decided_by=by)
+
+    async def _decided_elsewhere(self, approval_id: int) -> Decision:
+        """The decision someone else recorded for ``approval_id`` (the cockpit, ``decide``)."""
+        while True:
+            await asyncio.sleep(DECIDED_ELSEWHERE_POLL_S)
+            record = await self.store.approvals.get(approval_id)
+            if record is not None and record.decision is not None:
+                return record.decision
+
+
+RECONCILE_OPTIONS = [
+    PermissionOption(option_id="rerun", name="Run it again", kind="allow_once"),
+    PermissionOption(option_id="done", name="It took effect: mark it done", kind="allow_once"),
+    PermissionOption(option_id="skip", name="Skip it", kind="reject_once"),
+]
+
+
+class ClientReconciler:
+    """A call in flight at a crash, put to the client: rerun / done / skip (cancelled: the run
+    stays interrupted)."""
+
+    def __init__(self, client: Client, session: Session) -> None:
+        self.client = client
+        self.session = session
+
+    async def reconcile(self, call: InFlight) -> ReconcileChoice:
+        intent = call.intent
+        await self.session.outbox.flush()
+        try:
+            answer = await self.client.request_permission(
+                session_id=self.session.id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=call_key(call.run_id, intent.call_id),
+                    title=tool_title(intent.tool, intent.arguments),
+                    kind=tool_kind(intent.tool),
+                    status="pending",
+                    content=[tool_content(text_block(call.known))],
+                    raw_input=intent.arguments,
+                ),
+                options=RECONCILE_OPTIONS,
+            )
+        except RequestError as exc:
+            raise _needed(call, f"the client did not answer: {exc}") from None
+        outcome: Any = answer.outcome
+        if getattr(outcome, "outcome", None) == "selected":
+            with contextlib.suppress(ValueError):
+                return ReconcileChoice(outcome.option_id)
+        raise _needed(call, "no choice was made")
+
+
+def _needed(call: InFlight, why: str) -> Exception:
+    return ReconcileNeeded(f"run {call.run_id}: {call.intent.tool} was in flight at a crash; {why}")

@@ -1,0 +1,242 @@
+"""Run events as ACP session updates, live (``UpdateSink``) and replayed from the store for
+``session/load`` (``replay``).
+
+| io-tui | ACP |
+|---|---|
+| the prompt of a run (its goal), an operator message | ``user_message_chunk`` |
+| ``text_delta`` of the session's run | ``agent_message_chunk`` |
+| ``text_delta`` of a sub-agent run, ``request_retry`` | ``agent_thought_chunk`` |
+| ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
+| its observation, ``tool_refused`` | ``tool_call_update``: completed / failed, with the result text |
+
+A tool call's id is ``RUN:CALL`` (the run's id and the model's call id), unique in a session
+whose runs and sub-agents may reuse a provider's call ids. An observation's text is in the store
+only once its call is committed, so its update is made by a job that reads it there when the
+outbox reaches it, after the run's next event (``UpdateSink``); the end of a turn sends the last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import ToolCallLocation
+from acp.schema import ToolCallStatus as Status
+
+from io_tui.core import EventKind, RunEvent
+
+if TYPE_CHECKING:
+    from io_tui.acp.session import Session
+    from io_tui.core import Store
+
+RESULT_CHARS = 20_000  # of a tool's result shown in the client (the store keeps it whole)
+DIFF_MAX_CHARS = 512_000  # a file larger than this is shown as its new text alone
+
+KINDS = {
+    "read_file": "read",
+    "list_dir": "read",
+    "read_skill": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "find": "search",
+    "grep": "search",
+    "run_command": "execute",
+    "spawn_agent": "think",
+}
+
+
+def call_key(run_id: int, call_id: str) -> str:
+    return f"{run_id}:{call_id}"
+
+
+def tool_kind(name: str) -> Any:
+    return KINDS.get(name, "fetch" if name.startswith("mcp__") else "other")
+
+
+def tool_title(name: str, arguments: dict[str, Any]) -> str:
+    if name == "run_command" and isinstance(arguments.get("argv"), list):
+        return f"$ {shlex.join(str(a) for a in arguments['argv'])}"
+    target = arguments.get("path") or arguments.get("pattern") or arguments.get("goal")
+    if isinstance(target, str):
+        return f"{name} {target[:120]}"
+    return name
+
+
+def locations(root: Path, arguments: dict[str, Any]) -> list[ToolCallLocation] | None:
+    path = arguments.get("path")
+    if not isinstance(path, str):
+        return None
+    line = arguments.get("offset")
+    return [ToolCallLocation(path=str(root / path), line=line if isinstance(line, int) else None)]
+
+
+def file_diff(root: Path, name: str, arguments: dict[str, Any]) -> list[Any] | None:
+    """A write's change as an ACP diff (the whole file before and after), or None."""
+    path = arguments.get("path")
+    if name not in ("write_file", "edit_file") or not isinstance(path, str):
+        return None
+    target = root / path
+    try:
+        before = target.read_text(encoding="utf-8") if target.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        before = None
+    if before is not None and len(before) > DIFF_MAX_CHARS:
+        before = None
+    if name == "write_file":
+        after = arguments.get("content")
+    else:
+        old, new = arguments.get("old"), arguments.get("new")
+        if before is None or not isinstance(old, str) or not isinstance(new, str):
+            return None
+        after = before.replace(old, new, 1)
+    if not isinstance(after, str):
+        return None
+    return [tool_diff_content(str(target), after, before)]
+
+
+def result_content(text: str) -> list[Any]:
+    shown = (
+        text if len(text) <= RESULT_CHARS else text[:RESULT_CHARS] + "\n[… cut for the client …]"
+    )
+    return [tool_content(text_block(shown))]
+
+
+class UpdateSink:
+    """An ``EventSink`` turning one session's run events into updates in its outbox."""
+
+    def __init__(self, session: Session, store: Store) -> None:
+        self.session = session
+        self.store = store
+        self.unobserved: dict[str, tuple[int, int, str]] = {}  # key → (run, step, call id)
+
+    def emit(self, event: RunEvent) -> None:
+        try:
+            self._emit(event)
+        except Exception:  # a sink never stops a run
+            return
+
+    def _emit(self, event: RunEvent) -> None:
+        outbox = self.session.outbox
+        if event.kind is not EventKind.OBSERVATION and self.unobserved:
+            outbox.put(self.observed)  # committed by now: the run moved on
+        detail = event.detail
+        if event.kind is EventKind.TEXT_DELTA:
+            text = str(detail.get("text", ""))
+            mine = event.run_id == self.session.run_id
+            outbox.put(update_agent_message_text(text) if mine else update_agent_thought_text(text))
+        elif event.kind is EventKind.TOOL_CALLED:
+            outbox.put(self._started(event.run_id, detail))
+        elif event.kind is EventKind.OBSERVATION:
+            key = call_key(event.run_id, str(detail.get("call_id")))
+            self.unobserved[key] = (event.run_id, event.step, str(detail.get("call_id")))
+        elif event.kind is EventKind.REQUEST_RETRY:
+            why = detail.get("error") or "the provider failed"
+            delay = detail.get("delay_s", 0)
+            outbox.put(update_agent_thought_text(f"[io-tui] {why}; trying again in {delay}s\n"))
+        elif event.kind is EventKind.TOOL_REFUSED:
+            key = call_key(event.run_id, str(detail.get("call_id")))
+            why = f"refused by policy: rule '{detail.get('rule')}' in layer '{detail.get('layer')}'"
+            outbox.put(update_tool_call(key, status="failed", content=result_content(why)))
+
+    def _started(self, run_id: int, detail: dict[str, Any]) -> Any:
+        name = str(detail.get("name", "?"))
+        given = detail.get("arguments")
+        arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+        root = self.session.cwd
+
+        async def make() -> Any:
+            diff = await asyncio.to_thread(file_diff, root, name, arguments)
+            return start_tool_call(
+                call_key(run_id, str(detail.get("call_id"))),
+                tool_title(name, arguments),
+                kind=tool_kind(name),
+                status="in_progress",
+                content=diff,
+                locations=locations(root, arguments),
+                raw_input=arguments,
+            )
+
+        return make
+
+    async def observed(self) -> Any:
+        """The results of the calls observed since the last look, from the store."""
+        waiting, self.unobserved = self.unobserved, {}
+        for run_id, step in {(run, step) for run, step, _ in waiting.values()}:
+            rows = await self.store.trace.observations(run_id, first_step=step)
+            for row in rows:
+                key = call_key(run_id, row.call_id)
+                if key in waiting:
+                    status: Status = "failed" if row.is_error else "completed"
+                    update = update_tool_call(
+                        key, status=status, content=result_content(row.full_text)
+                    )
+                    await self.session.outbox.client.session_update(
+                        session_id=self.session.id, update=update
+                    )
+        return None
+
+
+async def replay(session: Session, store: Store, runs: list[Any]) -> None:
+    """Send the history of ``runs`` (a session's, oldest first) as the updates it was made of:
+    each prompt, the agent's text and its tool calls with their results."""
+    outbox = session.outbox
+    for run in runs:
+        outbox.put(update_user_message_text(run.goal))
+        observations = {o.call_id: o for o in await store.trace.observations(run.id)}
+        for step in await store.trace.steps(run.id):
+            for text in step.operator_messages:
+                outbox.put(update_user_message_text(text))
+            if step.text:
+                outbox.put(update_agent_message_text(step.text))
+            for call in step.tool_calls:
+                key = call_key(run.id, call.id)
+                seen = observations.get(call.id)
+                status: Status = (
+                    "pending" if seen is None else "failed" if seen.is_error else "completed"
+                )
+                outbox.put(
+                    start_tool_call(
+                        key,
+                        tool_title(call.name, call.arguments),
+                        kind=tool_kind(call.name),
+                        status=status,
+                        content=result_content(seen.full_text) if seen is not None else None,
+                        locations=locations(session.cwd, call.arguments),
+                        raw_input=call.arguments,
+                    )
+                )
+        note = await run_note(store, run)
+        if note:
+            outbox.put(update_agent_message_text(note))
+    await outbox.flush()
+
+
+async def run_note(store: Store, run: Any) -> str:
+    """One line on how a run stopped, when it did not simply finish: what waits where."""
+    if run.status == "paused":
+        pending = [a for a in await store.approvals.for_run(run.id) if a.decision is None]
+        asks = "; ".join(f"#{a.request.id} {a.request.summary()}" for a in pending)
+        return (
+            f"\n\n[io-tui] run {run.id} is paused"
+            + (f", waiting for a decision: {asks}" if asks else "")
+            + ". Decide it in io-tui's inbox (or `io-tui decide`), or send a prompt here to be"
+            " asked again."
+        )
+    if run.status == "interrupted":
+        return f"\n\n[io-tui] run {run.id} was interrupted; a prompt here resumes it."
+    if run.status in ("failed", "cancelled") or run.outcome == "finished_truncated":
+        why = f": {run.error}" if run.error else ""
+        return f"\n\n[io-tui] run {run.id} ended {run.outcome or run.status}{why}."
+    return ""

@@ -1,0 +1,53 @@
+"""``io-tui acp``: io-tui's harness as an Agent Client Protocol agent on stdin/stdout, for Zed,
+Toad and other ACP clients (docs/ACP.md). Each prompt is an ordinary run in the store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from io_tui.cli.common import add_store_option, open_store
+from io_tui.cli.mcp import add_mcp_config_option, mcp_servers
+from io_tui.cli.run import provider_from, settings_from
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "acp",
+        help="speak the Agent Client Protocol on stdio (for Zed, Toad, …)",
+        description="io-tui's harness as an Agent Client Protocol agent on stdin/stdout: point"
+        " an editor's agent server setting at `io-tui acp` (docs/ACP.md). Each prompt is an"
+        " ordinary run in the store, which the cockpit shows live.",
+    )
+    parser.add_argument(
+        "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
+    )
+    parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument("--base-url", help="override the preset's base URL")
+    parser.add_argument("--policy", type=Path, help="policy TOML file")
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--token-budget", type=int)
+    parser.add_argument("--max-output-tokens", type=int)
+    parser.add_argument(
+        "--log", type=Path, metavar="FILE", help="the whole log, tracebacks included"
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="log everything to stderr")
+    add_mcp_config_option(parser)
+    add_store_option(parser)
+    parser.set_defaults(handler=acp_command)
+
+
+async def acp_command(args: argparse.Namespace) -> int:
+    from io_tui.acp.server import configure_logging, serve
+
+    configure_logging(args.log, args.verbose)
+    settings = settings_from(args)
+    # a bad provider or --mcp-config fails here, as a usage error, before any client waits on it
+    await provider_from(settings).aclose()
+    mcp_servers(settings, args.mcp_config)
+    store = await open_store(args, create=True)
+    try:
+        return await serve(store, settings, lambda cwd: mcp_servers(settings, args.mcp_config, cwd))
+    finally:
+        await store.close()

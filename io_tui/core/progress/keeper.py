@@ -1,0 +1,148 @@
+"""Keeping a run's progress ledger, and reading any run's back.
+
+A live run's ``ProgressKeeper`` is fed each batch of events, with the observations and the
+model's text committed with it, right after the batch is stored (``RunState.flush_events``,
+``RunState.commit_step``); when what the ledger says changed, it is saved as a new revision
+(``store.progress``), the modified files' digests taken then. The first batch of a run, or of a
+resumed one, folds everything the store holds instead, so a resume in any process picks the
+ledger up where it was. ``ledger_of`` reads any run's ledger: its newest revision, or one folded
+from its events for a run that has none (a store from before schema 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from io_tui.core.context.summary import Agreement
+from io_tui.core.contract import Continuation, TaskContract, contract_from_json
+from io_tui.core.errors import WorkspaceError
+from io_tui.core.events import RunEvent
+from io_tui.core.ledger import Observation, content_digest
+from io_tui.core.progress.fold import Fold
+from io_tui.core.progress.model import ProgressLedger
+from io_tui.core.progress.render import render_ledger
+from io_tui.core.store import Store
+from io_tui.core.workspace import Workspace
+
+FILE_TOOLS = ("write_file", "edit_file")
+
+
+class ProgressKeeper:
+    def __init__(self, store: Store, run_id: int, contract: TaskContract, workspace: Workspace):
+        self.store = store
+        self.workspace = workspace
+        self.fold = Fold(run_id, contract)
+        self.current: ProgressLedger | None = None
+        self._loaded = False
+        self._digests: dict[str, str] = {}  # a write's handle → the file's digest after it
+
+    async def take(
+        self,
+        events: Sequence[RunEvent],
+        observations: Iterable[Observation] = (),
+        text: str = "",
+        step: int = 0,
+    ) -> None:
+        """Fold a batch the store has just written, and save the ledger if it changed."""
+        if not self._loaded:
+            await self._load()  # the store holds this batch too
+        else:
+            fold = self.fold
+            for obs in observations:
+                fold.texts[obs.call_id] = obs.text
+            fold.note_model(step, text)
+            for event in events:
+                fold.apply(event.kind.value, event.step, event.detail)
+        ledger = await with_digests(self.fold.ledger(), self.workspace, self._digests)
+        if self.current is not None and ledger.digest == self.current.digest:
+            return
+        revision = await self.store.progress.save(
+            self.fold.run_id, ledger.step, ledger.digest, ledger.to_json()
+        )
+        self.current = replace(ledger, revision=revision)
+
+    def ledger(self) -> ProgressLedger:
+        """The ledger as of the last batch (digests as of its revision)."""
+        return self.current if self.current is not None else self.fold.ledger()
+
+    def agreement(self) -> Agreement:
+        """What the run's compaction summaries must agree with: this ledger."""
+        ledger = self.ledger()
+        return Agreement(render_ledger(ledger), ledger.must_name())
+
+    async def _load(self) -> None:
+        store, run_id = self.store, self.fold.run_id
+        self.fold = await fold_from_store(store, run_id, self.fold.contract)
+        latest = await store.progress.latest(run_id)
+        if latest is not None:
+            self.current = ProgressLedger.from_json(latest.ledger)
+            self._digests = {c.ref: c.digest for c in self.current.changes if c.tool in FILE_TOOLS}
+        self._loaded = True
+
+
+async def with_digests(
+    ledger: ProgressLedger, workspace: Workspace, known: dict[str, str]
+) -> ProgressLedger:
+    """The ledger with each modified file's digest, taken once per write (``known``: a write's
+    handle → the digest taken after it, filled in here)."""
+    missing = [c for c in ledger.changes if c.tool in FILE_TOOLS and c.ref not in known]
+    if missing:
+        found = await asyncio.to_thread(_digests, workspace, [c.resource for c in missing])
+        known |= {c.ref: d for c, d in zip(missing, found, strict=True)}
+    changes = tuple(
+        replace(c, digest=known[c.ref]) if c.tool in FILE_TOOLS else c for c in ledger.changes
+    )
+    return replace(ledger, changes=changes)
+
+
+def _digests(workspace: Workspace, paths: list[str]) -> list[str]:
+    """``content_digest`` of each file as it is now; "" for one that is gone or unreadable."""
+    out = []
+    for path in paths:
+        try:
+            out.append(content_digest(workspace.resolve(path).read_bytes()))
+        except (OSError, WorkspaceError):
+            out.append("")
+    return out
+
+
+async def fold_from_store(store: Store, run_id: int, contract: TaskContract) -> Fold:
+    """The fold of everything the store holds of a run."""
+    fold = Fold(run_id, contract)
+    fold.texts = {o.call_id: o.text for o in await store.trace.observations(run_id)}
+    steps = await store.trace.steps_after(run_id, 0, limit=8)
+    for row in steps:
+        fold.note_model(row.step, row.text)
+    for event in await store.trace.events(run_id):
+        fold.apply(event.kind, event.step, event.detail)
+    return fold
+
+
+async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
+    """A run's ledger: its newest revision, or, without one, folded from its events now (its
+    files' digests as they are now). ``LookupError`` when there is no such run."""
+    latest = await store.progress.latest(run_id)
+    if latest is not None:
+        return ProgressLedger.from_json(latest.ledger)
+    row = await store.runs.get(run_id)
+    if row is None:
+        raise LookupError(f"no run {run_id} in {store.path}")
+    try:
+        contract = contract_from_json(row.contract)
+    except (KeyError, TypeError, ValueError):  # a contract as an early store wrote it
+        contract = TaskContract(row.goal, Path(row.workspace))
+    ledger = (await fold_from_store(store, run_id, contract)).ledger()
+    try:
+        workspace = Workspace(contract.workspace)
+    except WorkspaceError:
+        return ledger
+    return await with_digests(ledger, workspace, {})
+
+
+async def continuation(store: Store, run_id: int) -> Continuation:
+    """What a run that continues ``run_id`` carries in its first request: that run's ledger."""
+    ledger = await ledger_of(store, run_id)
+    return Continuation(run_id, ledger.revision, ledger.digest, render_ledger(ledger, carried=True))
