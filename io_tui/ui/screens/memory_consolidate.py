@@ -55,7 +55,7 @@ class ChooseNoteScreen(ModalScreen[str | None]):
             yield Static(Content(plain(self.title_text)), classes="memory-dialog-title")
             yield OptionList(
                 *(
-                    Option(Content(plain(f"{n.key} — {_one_line(n.value, 50)}")), id=n.key)
+                    Option(Content(plain(f"{n.key} — {one_line(n.value, 50)}")), id=n.key)
                     for n in self.notes
                 ),
                 id="note-choices",
@@ -184,6 +184,7 @@ def _pressed(radios: RadioSet, prefix: str, default: str) -> str:
     return button.id.removeprefix(prefix)
 
 
-def _one_line(value: str, limit: int) -> str:
+def one_line(value: str, limit: int = 60) -> str:
+    """A value on one table line: newlines shown as ⏎, cut with … past ``limit``."""
     line = value.replace("\n", " ⏎ ")
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -52,6 +52,7 @@ from io_tui.ui.screens.memory_consolidate import (
     MergeScreen,
     PromoteScreen,
     Promotion,
+    one_line,
 )
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.gauges import Gauge
@@ -475,7 +476,7 @@ class MemoryEditorScreen(Screen[None]):
                 "key": note.key,
                 "type": note.label,
                 "state": note_state(note, now),
-                "value": _one_line(note.value),
+                "value": one_line(note.value),
                 "written by": note.origin,
                 "written at": format_time(note.written_at),
                 "pinned": "📌" if note.pinned else "",
@@ -500,7 +501,7 @@ class MemoryEditorScreen(Screen[None]):
                 "day": line.day,
                 "run": str(line.run_id) if line.run_id is not None else "-",
                 "field": line.field,
-                "text": _one_line(line.text),
+                "text": one_line(line.text),
                 "promoted to": line.promoted or "",
             }
             if key in have:
@@ -822,8 +823,3 @@ class MemoryEditorScreen(Screen[None]):
     async def _change(self, change: Awaitable[str]) -> None:
         self.notify(await change, title="Memory")
         self.load()
-
-
-def _one_line(value: str, limit: int = 60) -> str:
-    line = value.replace("\n", " ⏎ ")
-    return line if len(line) <= limit else line[: limit - 1] + "…"
