@@ -378,7 +378,8 @@ class IoAgent:
         hub = self._hubs.get(session.id)
         servers = self._servers(session)
         if hub is None and servers:
-            hub = await self._exit.enter_async_context(McpHub(servers))
+            hub = McpHub(servers, roots=(session.cwd,))  # the session's directory, their root
+            await self._exit.enter_async_context(hub)
             self._hubs[session.id] = hub
             for problem in hub.problems:
                 log.warning("MCP: %s", problem)

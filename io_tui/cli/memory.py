@@ -1,10 +1,14 @@
 """``io-tui memory``: the operator's view of what agents remember (DESIGN §3.3, §4).
 
     io-tui memory list|get|set|delete|clear|pin|unpin [--workspace DIR | --global] [--json]
+    io-tui memory verify|expire|supersede KEY …   (provenance: approve, end, replace a note)
+    io-tui memory log [--day YYYY-MM-DD] | promote LINE KEY   (the daily log)
+    io-tui memory export [--to DIR] [--force] | import [--from DIR] [--replace] [--dry-run]
 
 The scope is the workspace (default: the current directory, resolved to an absolute path, which is
 the key runs use) or ``--global``. Every change is audited as a ``memory`` event with run id 0.
-Exit codes: 0 ok, 1 not found (or refused), 2 bad usage.
+Exit codes: 0 ok, 1 not found, refused, or an import that left conflicts, 2 bad usage or a
+malformed file.
 """
 
 from __future__ import annotations
@@ -24,7 +28,21 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.core import MemoryLimits, MemoryNote, MemoryRepo, Scope
+from io_tui.core import (
+    KINDS,
+    SECTIONS,
+    ExportRefused,
+    LogLine,
+    MarkdownError,
+    MemoryLimits,
+    MemoryNote,
+    MemoryRepo,
+    Provenance,
+    Scope,
+    export_memory,
+    import_memory,
+    parse_when,
+)
 
 ACTIONS_WITH_KEY = ("get", "delete", "pin", "unpin")
 VALUE_COLUMN = 60
@@ -58,6 +76,52 @@ def register(subparsers: Any) -> None:
     setter = actions.add_parser("set", parents=[shared], help="write a note as the operator")
     setter.add_argument("key")
     setter.add_argument("value", help="the note's text; '-' reads it from stdin")
+    setter.add_argument("--type", choices=KINDS, default="fact", help="what it is (default fact)")
+    setter.add_argument("--section", choices=SECTIONS, default="project", help="MEMORY.md section")
+    setter.add_argument("--source", default="", help="where it comes from (a file, a command)")
+    setter.add_argument("--unverified", action="store_true", help="not checked yet")
+    setter.add_argument("--expires", metavar="DATE", help="stop recalling it then (YYYY-MM-DD)")
+    verify = actions.add_parser(
+        "verify", parents=[shared], help="mark a note verified (a fact) or confirmed (a preference)"
+    )
+    verify.add_argument("key")
+    verify.add_argument("--undo", action="store_true", help="mark it unverified again")
+    expire = actions.add_parser("expire", parents=[shared], help="stop recalling a note")
+    expire.add_argument("key")
+    expire.add_argument(
+        "--at", metavar="DATE", help="from DATE (YYYY-MM-DD, UTC; default now); 'never' undoes it"
+    )
+    supersede = actions.add_parser(
+        "supersede", parents=[shared], help="mark a note replaced by another of the same scope"
+    )
+    supersede.add_argument("key")
+    supersede.add_argument("by", nargs="?", help="the note that replaces it")
+    supersede.add_argument("--undo", action="store_true", help="make it current again")
+    log = actions.add_parser("log", parents=[shared], help="the workspace's daily log")
+    log.add_argument("--day", metavar="YYYY-MM-DD", help="one day only (UTC)")
+    promote = actions.add_parser(
+        "promote", parents=[shared], help="make a long-term note of one log line"
+    )
+    promote.add_argument("line", type=int, help="the log line's id (`memory log` shows it)")
+    promote.add_argument("key")
+    promote.add_argument("--type", choices=KINDS, default="fact")
+    promote.add_argument("--section", choices=SECTIONS, default="project")
+    promote.add_argument("--value", help="the note's text (default: the line's)")
+    export = actions.add_parser(
+        "export", parents=[shared], help="write MEMORY.md and .io-tui/memory/YYYY-MM-DD.md"
+    )
+    export.add_argument("--to", metavar="DIR", help="where (default: the workspace)")
+    export.add_argument(
+        "--force", action="store_true", help="overwrite files holding what the store lacks"
+    )
+    importer = actions.add_parser(
+        "import", parents=[shared], help="merge MEMORY.md and the daily logs into the store"
+    )
+    importer.add_argument("--from", dest="source_dir", metavar="DIR", help="default: the workspace")
+    importer.add_argument(
+        "--replace", action="store_true", help="let the file win where a note differs"
+    )
+    importer.add_argument("--dry-run", action="store_true", help="report, change nothing")
     clear = actions.add_parser("clear", parents=[shared], help="delete a scope's notes")
     clear.add_argument(
         "--include-pinned", action="store_true", help="also delete pinned notes (kept by default)"
@@ -74,14 +138,17 @@ def _scope(args: argparse.Namespace) -> tuple[Scope, str | None]:
 
 async def _handler(args: argparse.Namespace) -> int:
     try:
-        store = await open_store(args, create=args.action == "set")
+        store = await open_store(args, create=args.action in ("set", "import"))
     except UsageError as exc:
         sys.stderr.write(f"io-tui: {exc}\n")
         return EXIT_USAGE
     async with store:
         try:
             return await _dispatch(store.memory, args)
-        except (UsageError, ValueError) as exc:
+        except ExportRefused as exc:
+            sys.stderr.write(f"io-tui: {exc}\n")
+            return EXIT_FAILED
+        except (UsageError, ValueError, OSError) as exc:
             sys.stderr.write(f"io-tui: {exc}\n")
             return EXIT_USAGE
 
@@ -102,6 +169,16 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
         return EXIT_OK
     if action == "set":
         return await _set(repo, args, scope, workspace)
+    if action in PROVENANCE_ACTIONS:
+        return await _provenance(repo, args, scope, workspace)
+    if action == "log":
+        return await _log(repo, args, workspace)
+    if action == "promote":
+        return await _promote(repo, args, scope, workspace)
+    if action == "export":
+        return await _export(repo, args, scope, workspace)
+    if action == "import":
+        return await _import(repo, args, scope, workspace)
     if action == "clear":
         count = await repo.clear(scope, workspace, include_pinned=args.include_pinned)
         kept = sum(1 for n in await repo.list(scope, workspace) if n.pinned)
@@ -152,7 +229,14 @@ async def _set(
 ) -> int:
     value = sys.stdin.read() if args.value == "-" else args.value
     limits = MemoryLimits()
-    result = await repo.set(args.key, value, scope, workspace, limits)
+    provenance = Provenance(
+        section=args.section,
+        kind=args.type,
+        status="unverified" if args.unverified else "verified",
+        source=args.source,
+        expires_at=parse_when(args.expires) if args.expires else None,
+    )
+    result = await repo.set(args.key, value, scope, workspace, limits, provenance)
     if not result.written:
         sys.stderr.write(
             f"io-tui: {args.key!r} does not fit {_where(scope, workspace)}: pinned notes fill it "
@@ -183,6 +267,168 @@ async def _set(
     return EXIT_OK
 
 
+PROVENANCE_ACTIONS = ("verify", "expire", "supersede")
+
+
+async def _provenance(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    action = args.action
+    if action == "verify":
+        note = await repo.verify(args.key, scope, workspace, verified=not args.undo)
+    elif action == "expire":
+        at = None if args.at == "never" else parse_when(args.at) if args.at else time.time()
+        note = await repo.expire(args.key, scope, workspace, at)
+    else:
+        if (args.by is None) != args.undo:
+            raise UsageError("supersede KEY BY, or supersede KEY --undo")
+        note = await repo.supersede(args.key, args.by, scope, workspace)
+    if note is None:
+        return _missing(args.key, scope, workspace)
+    if args.json:
+        print_json(note.to_json())
+        return EXIT_OK
+    if action == "verify":
+        said = f"is now a {note.label}"
+    elif action == "expire":
+        said = f"expires {_when(note.expires_at)}" if note.expires_at else "never expires"
+        if not note.active(time.time()):
+            said += " (no longer recalled)"
+    elif note.superseded_by:
+        said = f"is superseded by {note.superseded_by!r} (no longer recalled)"
+    else:
+        said = "is current again"
+    sys.stdout.write(f"{note.key!r} in {_where(scope, workspace)} {said}\n")
+    return EXIT_OK
+
+
+def _needs_workspace(workspace: str | None, what: str) -> str:
+    if workspace is None:
+        raise UsageError(f"the daily log belongs to a workspace: {what} takes --workspace DIR")
+    return workspace
+
+
+async def _log(repo: MemoryRepo, args: argparse.Namespace, workspace: str | None) -> int:
+    workspace = _needs_workspace(workspace, "log")
+    if args.day:
+        parse_when(args.day)  # a clear error for a bad date
+    lines = await repo.log(workspace, args.day)
+    if args.json:
+        print_json([line.to_json() for line in lines])
+        return EXIT_OK
+    if not lines:
+        sys.stdout.write(f"no log lines for workspace {workspace}\n")
+        return EXIT_OK
+    sys.stdout.write(_log_table(lines) + "\n")
+    return EXIT_OK
+
+
+def _log_table(lines: list[LogLine]) -> str:
+    rows = [("ID", "DAY", "RUN", "FIELD", "TEXT")]
+    rows += [
+        (
+            str(line.id),
+            line.day,
+            str(line.run_id) if line.run_id is not None else "-",
+            line.field,
+            _clip(line.text, VALUE_COLUMN) + (f"  → {line.promoted}" if line.promoted else ""),
+        )
+        for line in lines
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])), row[4]]).rstrip()
+        for row in rows
+    )
+
+
+async def _promote(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    provenance = Provenance(section=args.section, kind=args.type, status="verified")
+    result = await repo.promote(args.line, args.key, scope, workspace, provenance, args.value)
+    if not result.written:
+        sys.stderr.write(f"io-tui: not promoted: {result.status}\n")
+        return EXIT_FAILED
+    if args.json:
+        print_json(result.note.to_json())
+    else:
+        note = result.note
+        sys.stdout.write(
+            f"promoted log line {args.line} to {note.key!r} in {_where(scope, workspace)} "
+            f"({note.section}, {note.label}, source: {note.source})\n"
+        )
+    return EXIT_OK
+
+
+def _directory(given: str | None, workspace: str | None, flag: str) -> Path:
+    if given:
+        return Path(given).expanduser().resolve()
+    if workspace is None:
+        raise UsageError(f"the global notes have no workspace to live in: give {flag} DIR")
+    return Path(workspace)
+
+
+async def _export(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    root = _directory(args.to, workspace, "--to")
+    report = await export_memory(repo, root, scope, workspace, force=args.force)
+    if args.json:
+        print_json(
+            {"written": report.written, "notes": report.notes, "log_lines": report.log_lines}
+        )
+        return EXIT_OK
+    noun = "file" if len(report.written) == 1 else "files"
+    lines = [
+        f"exported {report.notes} notes and {report.log_lines} log lines of "
+        f"{_where(scope, workspace)} to {root}: {len(report.written)} {noun} changed"
+    ]
+    lines += [f"  wrote {path}" for path in report.written]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+async def _import(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    root = _directory(args.source_dir, workspace, "--from")
+    try:
+        report = await import_memory(
+            repo, root, scope, workspace, replace=args.replace, dry_run=args.dry_run
+        )
+    except MarkdownError as exc:
+        sys.stderr.write(f"io-tui: malformed memory file, nothing imported: {exc}\n")
+        return EXIT_USAGE
+    if args.json:
+        print_json(report.to_json())
+        return EXIT_FAILED if report.unresolved else EXIT_OK
+    merge = report.notes
+    assert merge is not None
+    verb = "would import" if args.dry_run else "imported"
+    out = [
+        f"{verb} into {_where(scope, workspace)} from {root}: {len(merge.added)} notes added, "
+        f"{len(merge.unchanged)} unchanged, {len(merge.conflicts)} differing, "
+        f"{len(merge.only_in_store)} only in the store (kept); "
+        f"{report.log_added} log lines added, {report.log_unchanged} already there"
+    ]
+    out += [f"  added {n.key!r} ({n.section}, {n.kind}, {n.status})" for n in merge.added]
+    for file_note, stored in merge.conflicts:
+        kept = "replaced by the file's" if file_note.key in report.replaced else "kept the store's"
+        if args.dry_run and args.replace:
+            kept = "would take the file's"
+        out.append(f"  differs {file_note.key!r} (line {file_note.line}): {kept}")
+        out.append(f"    store: {_clip(stored.value, VALUE_COLUMN)}")
+        out.append(f"    file:  {_clip(file_note.value, VALUE_COLUMN)}")
+    if report.unresolved and not args.dry_run:
+        out.append(
+            f"{report.unresolved} differing note(s) left as the store has them: the store is the "
+            "authority; --replace takes the file's"
+        )
+    sys.stdout.write("\n".join(out) + "\n")
+    return EXIT_FAILED if report.unresolved and not args.dry_run else EXIT_OK
+
+
 def _missing(key: str, scope: Scope, workspace: str | None) -> int:
     sys.stderr.write(f"io-tui: no note {key!r} in {_where(scope, workspace)}\n")
     return EXIT_FAILED
@@ -197,7 +443,19 @@ def _when(ts: float | None) -> str:
 
 
 def _describe(note: MemoryNote) -> str:
-    bits = [note.scope, f"written by {note.origin} at {_when(note.written_at)}"]
+    bits = [
+        note.scope,
+        note.section,
+        note.label,
+        f"written by {note.origin} at {_when(note.written_at)}",
+    ]
+    if note.source:
+        bits.append(f"source: {note.source}")
+    state = note.state(time.time())
+    if state == "superseded":
+        bits.append(f"superseded by {note.superseded_by!r}, not recalled")
+    elif note.expires_at is not None:
+        bits.append(f"expire{'d' if state == 'expired' else 's'} {_when(note.expires_at)}")
     if note.pinned:
         bits.append("pinned")
     bits.append(f"recalled {note.recalls}x (last {_when(note.last_recalled)})")
@@ -217,10 +475,13 @@ def _table(notes: list[MemoryNote], title: str) -> str:
     head = f"{title}: {len(notes)} note{'' if len(notes) == 1 else 's'}, {chars:,} chars"
     if not notes:
         return head
-    rows = [("KEY", "WRITTEN BY", "WRITTEN AT", "PIN", "RECALLS", "VALUE")]
+    now = time.time()
+    rows = [("KEY", "TYPE", "STATE", "WRITTEN BY", "WRITTEN AT", "PIN", "RECALLS", "VALUE")]
     rows += [
         (
             n.key,
+            n.label,
+            n.state(now),
             n.origin,
             _when(n.written_at),
             "yes" if n.pinned else "",
@@ -229,9 +490,10 @@ def _table(notes: list[MemoryNote], title: str) -> str:
         )
         for n in notes
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    last = len(rows[0]) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(last)]
     lines = [head]
     for row in rows:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:5])]
-        lines.append("  ".join([*cells, row[5]]).rstrip())
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:last])]
+        lines.append("  ".join([*cells, row[last]]).rstrip())
     return "\n".join(lines)

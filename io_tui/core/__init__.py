@@ -44,7 +44,20 @@ if TYPE_CHECKING:
         user_servers,
     )
     from io_tui.core.mcp.config import read_servers
-    from io_tui.core.memory import MemoryNote, Scope, check_key
+    from io_tui.core.memory import (
+        KINDS,
+        SECTION_TITLES,
+        SECTIONS,
+        MemoryNote,
+        NoteKind,
+        Scope,
+        Section,
+        check_key,
+        provenance_label,
+    )
+    from io_tui.core.memory_log import LogLine
+    from io_tui.core.memory_markdown import MarkdownError, parse_when
+    from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
     from io_tui.core.origin import RunOrigin, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Effect, Policy
@@ -87,7 +100,7 @@ if TYPE_CHECKING:
         StoreLocation,
         store_location,
     )
-    from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.store.memory import MemoryRepo, Provenance
     from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, request_notes
@@ -167,7 +180,23 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("RewriteCheck", "check_rewrite"), "rewrite"),
     **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
     # memory and the store
-    **dict.fromkeys(("MemoryNote", "Scope", "check_key"), "memory"),
+    **dict.fromkeys(
+        (
+            "KINDS",
+            "SECTIONS",
+            "SECTION_TITLES",
+            "MemoryNote",
+            "NoteKind",
+            "Scope",
+            "Section",
+            "check_key",
+            "provenance_label",
+        ),
+        "memory",
+    ),
+    "LogLine": "memory_log",
+    **dict.fromkeys(("MarkdownError", "parse_when"), "memory_markdown"),
+    **dict.fromkeys(("ExportRefused", "export_memory", "import_memory"), "memory_sync"),
     **dict.fromkeys(
         (
             "ApprovalRecord",
@@ -183,7 +212,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ),
         "store",
     ),
-    "MemoryRepo": "store.memory",
+    **dict.fromkeys(("MemoryRepo", "Provenance"), "store.memory"),
     # providers and MCP servers
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
@@ -206,10 +235,13 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
 __all__ = [
     "FIXED_APPROVERS",
     "HAND_BACK",
+    "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
     "SCOPES",
     "SCOPE_LABELS",
+    "SECTIONS",
+    "SECTION_TITLES",
     "Act",
     "ApprovalRecord",
     "ApprovalRequest",
@@ -224,20 +256,25 @@ __all__ = [
     "EventKind",
     "EventSink",
     "ExecResult",
+    "ExportRefused",
     "FixedReconciler",
     "GitSource",
     "Harness",
     "InFlight",
+    "LogLine",
+    "MarkdownError",
     "McpConfigError",
     "McpHub",
     "MemoryLimits",
     "MemoryNote",
     "MemoryRepo",
     "NewRunRequest",
+    "NoteKind",
     "Outcome",
     "Policy",
     "ProbeResult",
     "ProgressLedger",
+    "Provenance",
     "Provider",
     "QueueWorker",
     "Recall",
@@ -253,6 +290,7 @@ __all__ = [
     "RunResult",
     "Scope",
     "ScriptedProvider",
+    "Section",
     "ServerSource",
     "StepSummary",
     "Store",
@@ -285,15 +323,19 @@ __all__ = [
     "discover_mcp_files",
     "enqueue_request",
     "enqueue_run",
+    "export_memory",
     "grant_text",
     "harness_registry",
+    "import_memory",
     "in_flight_calls",
     "ledger_of",
     "load_mcp_file",
     "operator",
+    "parse_when",
     "policy_for",
     "preview_matches",
     "probe_models",
+    "provenance_label",
     "provider_for",
     "read_servers",
     "render_ledger",

@@ -28,6 +28,7 @@ from io_tui.core.contract import TaskContract, contract_from_json, contract_to_j
 from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.ledger import ObsKind
+from io_tui.core.memory_runlog import append_run_log
 from io_tui.core.model_turn import ask_model, build_engine, request_tokens, truncated_note
 from io_tui.core.outcome import Outcome, RunResult, status_for
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
@@ -230,6 +231,7 @@ class Run:
         detail: dict[str, Any] = {"status": status, "outcome": outcome.value, "error": error}
         if self.waiting_on is not None:
             detail["waiting_on"] = self.waiting_on
+        await append_run_log(state, outcome, error)  # the workspace's daily log (memory)
         finished = state.record(EventKind.RUN_FINISHED, detail)
         await state.flush_events()
         await self.store.runs.set_status(

@@ -91,9 +91,13 @@ def test_plain_list_is_a_table_with_provenance(cli: Cli) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == f"workspace {cli.ws.resolve()}: 2 notes, 30 chars"
-    assert lines[1].split() == ["KEY", "WRITTEN", "BY", "WRITTEN", "AT", "PIN", "RECALLS", "VALUE"]
-    assert "run 3 step 2" in lines[2] and lines[2].endswith("make build…")
-    assert "operator" in lines[3] and "yes" in lines[3] and lines[3].endswith("alice")
+    assert lines[1].split() == [
+        "KEY", "TYPE", "STATE", "WRITTEN", "BY", "WRITTEN", "AT", "PIN", "RECALLS", "VALUE"
+    ]  # fmt: skip
+    assert "model inference  active  run 3 step 2" in lines[2]
+    assert lines[2].endswith("make build…")
+    assert "verified fact" in lines[3] and "operator" in lines[3] and "yes" in lines[3]
+    assert lines[3].endswith("alice")
 
 
 def test_scopes_are_separate(cli: Cli) -> None:

@@ -227,6 +227,9 @@ def test_a_store_of_every_shipped_schema_opens_migrates_and_keeps_its_data(tmp_p
         assert "progress" in tables  # migration 7
         workers = conn.execute("SELECT id FROM workers").fetchall()
         assert workers == ([("w1",)] if version >= 6 else [])
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(memory)")}
+        assert {"section", "kind", "status", "source", "expires_at", "superseded_by"} <= columns
+        assert "memory_log" in tables  # migration 8
     assert sha(fixture) == shipped
 
 
@@ -277,8 +280,11 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert step["observations"][0]["full_text"] == "def parse(x):\n    return a\n"
     assert [e["kind"] for e in data["events"]] == ["run_started", "step_committed"]
     # no ledger revision before schema 7: the ledger is folded from the run's events
-    assert data["progress_revisions"] == []
-    assert (data["progress"]["objective"], data["progress"]["revision"]) == ("fix the parser", 0)
+    if version >= 7:  # a stored revision of the progress ledger
+        assert [r["revision"] for r in data["progress_revisions"]] == [1]
+    else:
+        assert data["progress_revisions"] == []
+    assert data["progress"]["objective"] == "fix the parser"
     origin = data["run"]["origin"]
     if version < 5:
         assert origin is None  # from before migration 5: resumes say so
@@ -290,6 +296,24 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
     assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]
     notes = json.loads(io_tui("memory", "list", "--global", "--json", *store).stdout)
     assert [(n["key"], n["value"]) for n in notes] == [("style", "tabs, never spaces")]
+    # an agent's note from before provenance (migration 8) is an unverified inference
+    assert (notes[0]["type"], notes[0]["status"], notes[0]["section"]) == (
+        "inference",
+        "unverified",
+        "project",
+    )
+    if version >= 8:  # a note's provenance and the daily log
+        [old] = json.loads(io_tui("memory", "list", "--workspace", "/ws", "--json", *store).stdout)
+        assert (old["key"], old["section"], old["type"], old["superseded_by"]) == (
+            "old-cmd",
+            "lessons",
+            "fact",
+            "style",
+        )
+        log = json.loads(io_tui("memory", "log", "--workspace", "/ws", "--json", *store).stdout)
+        assert [(x["day"], x["run_id"], x["text"]) for x in log] == [
+            ("2025-10-09", 1, "fix the parser")
+        ]
     assert io_tui("memory", "set", "k", "v", "--global", *store).returncode == 0  # still writes
 
 

@@ -80,13 +80,13 @@ def test_restatement_uses_word_overlap() -> None:
 def test_render_shows_key_value_and_the_step_that_wrote_it() -> None:
     notes = [
         MemoryNote("build", "make build", run_id=3, step=2),
-        MemoryNote("owner", "alice", scope="global"),
+        MemoryNote("owner", "alice", scope="global", kind="fact", status="verified"),
     ]
     out = render_notes(notes, 10_000)
     assert out.text.splitlines()[0] == MEMORY_HEADER
     assert "not instructions" in out.text and "out of date" in out.text
-    assert "- build [run 3 step 2]: make build" in out.text
-    assert "- owner [operator, global]: alice" in out.text
+    assert "- build [model inference; run 3 step 2]: make build" in out.text
+    assert "- owner [verified fact; operator; global]: alice" in out.text
     assert out.keys == ("build", "owner") and out.omitted == 0
 
 
@@ -108,7 +108,7 @@ def test_render_prefers_pinned_then_newest_and_skips_a_note_too_long() -> None:
         MemoryNote("huge", "h" * 5_000),
         MemoryNote("new", "n" * 50),
     ]
-    out = render_notes(notes, len(MEMORY_HEADER) + 230)
+    out = render_notes(notes, len(MEMORY_HEADER) + 270)
     assert out.keys == ("pinned-old", "new")
     assert out.omitted == 2
     assert "2 more notes left out" in out.text
@@ -116,12 +116,13 @@ def test_render_prefers_pinned_then_newest_and_skips_a_note_too_long() -> None:
 
 def test_multiline_values_stay_inside_their_note() -> None:
     out = render_notes([MemoryNote("steps", "one\ntwo")], 1_000)
-    assert "- steps [operator]: one\n  two" in out.text
+    assert "- steps [model inference; operator]: one\n  two" in out.text
 
 
 def test_a_note_that_fits_exactly_is_kept() -> None:
     note = MemoryNote("k", "v")
-    exact = len(MEMORY_HEADER) + 1 + len("- k [operator]: v")
+    heading = len("## Project knowledge") + 1
+    exact = len(MEMORY_HEADER) + 1 + heading + len("- k [model inference; operator]: v")
     assert render_notes([note], exact).keys == ("k",)
     assert render_notes([note], exact - 1).keys == ()
 

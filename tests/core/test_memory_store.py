@@ -11,7 +11,7 @@ import pytest
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory import render_notes
 from io_tui.core.store import Store
-from io_tui.core.store.memory import MemoryRepo, WriteResult
+from io_tui.core.store.memory import MemoryRepo, Provenance, WriteResult
 
 WS = "/work/project-a"
 OTHER_WS = "/work/project-b"
@@ -188,7 +188,7 @@ async def test_two_runs_over_one_workspace_recall_each_others_notes(store: Store
     # ... run 2 starts later in the same workspace and is shown it, attributed.
     notes = await repo.notes_for(WS)
     block = render_notes(notes, 6_000)
-    assert "- test-cmd [run 1 step 3]: pytest -q tests/" in block.text
+    assert "- test-cmd [model inference; run 1 step 3]: pytest -q tests/" in block.text
     recorded = await repo.record_recall(2, 1, None, block.keys, WS)
     assert recorded == [("workspace", "test-cmd")]
     note = await repo.get("test-cmd", "workspace", WS)
@@ -271,3 +271,131 @@ async def test_the_requests_that_carried_a_note(store: Store) -> None:
     await store.memory.record_recall(3, 2, 17, ["k"], "/ws/a")
     found = await store.memory.recalls_of("k", "workspace", "/ws/a")
     assert [(r.request_id, r.run_id, r.step) for r in found] == [(17, 3, 2)]
+
+
+# -- provenance and the daily log (schema 7) ---------------------------------------------------
+
+
+async def test_expired_and_superseded_notes_are_kept_but_never_recalled(store: Store) -> None:
+    repo = store.memory
+    await _remember(repo, "old-cmd", "make check")
+    await _remember(repo, "test-cmd", "pytest -q")
+    await _remember(repo, "tmp", "the CI is down today")
+    await repo.set("style", "tabs", "workspace", WS)
+    assert await repo.supersede("old-cmd", "test-cmd", "workspace", WS) is not None
+    assert await repo.expire("tmp", "workspace", WS, 1.0) is not None  # long past
+    recalled = [n.key for n in await repo.notes_for(WS)]
+    assert recalled == ["test-cmd", "style"]
+    block = render_notes(await repo.notes_for(WS), 10_000).text
+    assert "old-cmd" not in block and "CI is down" not in block
+    listed = {n.key: n for n in await repo.list("workspace", WS)}
+    assert listed["old-cmd"].superseded_by == "test-cmd"
+    assert listed["old-cmd"].state(2.0) == "superseded" and listed["tmp"].state(2.0) == "expired"
+    # an expiry in the future keeps it recalled; never (None) undoes it
+    await repo.expire("tmp", "workspace", WS, 4_000_000_000.0)
+    assert "tmp" in [n.key for n in await repo.notes_for(WS)]
+    # undoing the supersession brings the note back
+    await repo.supersede("old-cmd", None, "workspace", WS)
+    assert "old-cmd" in [n.key for n in await repo.notes_for(WS)]
+
+
+async def test_supersede_refuses_itself_a_missing_note_and_a_chain(store: Store) -> None:
+    repo = store.memory
+    for key in ("a", "b", "c"):
+        await _remember(repo, key, f"note {key}")
+    with pytest.raises(ValueError, match="itself"):
+        await repo.supersede("a", "a", "workspace", WS)
+    with pytest.raises(ValueError, match="no note 'zz'"):
+        await repo.supersede("a", "zz", "workspace", WS)
+    await repo.supersede("b", "c", "workspace", WS)
+    with pytest.raises(ValueError, match="'b' is itself superseded by 'c'"):
+        await repo.supersede("a", "b", "workspace", WS)
+    assert await repo.supersede("nope", "c", "workspace", WS) is None
+
+
+async def test_agent_notes_are_unverified_the_operators_verified_and_both_audited(
+    store: Store,
+) -> None:
+    repo = store.memory
+    await _remember(repo, "pref", "short answers", provenance=Provenance(kind="preference"))
+    agent = await repo.get("pref", "workspace", WS)
+    assert agent is not None and agent.label == "unconfirmed preference"
+    # an agent cannot mark its own note verified
+    claimed = Provenance(kind="fact", status="verified")
+    await _remember(repo, "claim", "it works", provenance=claimed)
+    claim = await repo.get("claim", "workspace", WS)
+    assert claim is not None and claim.status == "unverified"
+    verified = await repo.verify("pref", "workspace", WS)
+    assert verified is not None and verified.label == "confirmed preference"
+    operator = await repo.set("owner", "alice", "workspace", WS)
+    assert operator.note.label == "verified fact"
+    with pytest.raises(ValueError, match="a note's type must be one of"):
+        await repo.set("x", "y", "workspace", WS, provenance=Provenance(kind="rumour"))  # type: ignore[arg-type]
+    ops = [e.detail["op"] for e in await store.trace.events(0)]
+    assert ops == ["verify", "set"]
+
+
+async def test_merge_folds_one_note_into_another_and_supersedes_it(store: Store) -> None:
+    repo = store.memory
+    await _remember(repo, "tests-a", "run pytest -q", run_id=1, step=1)
+    await _remember(repo, "tests-b", "from the repo root", run_id=2, step=1)
+    result = await repo.merge(
+        "tests-a", "tests-b", "run pytest -q from the repo root", "workspace", WS
+    )
+    assert result.written
+    merged = await repo.get("tests-b", "workspace", WS)
+    gone = await repo.get("tests-a", "workspace", WS)
+    assert merged is not None and gone is not None
+    assert (merged.value, merged.status, merged.origin) == (
+        "run pytest -q from the repo root",
+        "verified",
+        "operator",
+    )
+    assert "merged tests-a" in merged.source
+    assert gone.superseded_by == "tests-b"
+    assert [n.key for n in await repo.notes_for(WS)] == ["tests-b"]
+    with pytest.raises(ValueError, match="no note 'zz'"):
+        await repo.merge("zz", "tests-b", "v", "workspace", WS)
+
+
+async def test_superseded_notes_are_evicted_before_older_active_ones(store: Store) -> None:
+    repo = store.memory
+    small = MemoryLimits(max_entries=3, max_chars=16_000, max_entry_chars=2_000)
+    for key in ("oldest", "middle", "newer"):
+        await _remember(repo, key, key, limits=small)
+    await repo.supersede("middle", "newer", "workspace", WS)
+    result = await _remember(repo, "fourth", "fourth", limits=small)
+    assert [n.key for n in result.evicted] == ["middle"]
+
+
+async def test_the_daily_log_appends_lists_by_day_and_promotes_a_line(store: Store) -> None:
+    repo = store.memory
+    day1 = 1_760_000_000.0  # 2025-10-09 UTC
+    day2 = day1 + 86_400
+    await repo.append_log(
+        WS, [("goal", "fix the parser"), ("outcome", "finished")], run_id=4, at=day1
+    )
+    added = await repo.append_log(WS, [("tests", "`pytest -q` → exit code 0")], run_id=5, at=day2)
+    await repo.append_log(OTHER_WS, [("goal", "elsewhere")], run_id=6, at=day2)
+    assert [line.text for line in await repo.log(WS)] == [
+        "fix the parser",
+        "finished",
+        "`pytest -q` → exit code 0",
+    ]
+    assert [(line.day, line.run_id) for line in await repo.log(WS, "2025-10-10")] == [
+        ("2025-10-10", 5)
+    ]
+    with pytest.raises(ValueError, match="a log field must be one of"):
+        await repo.append_log(WS, [("gossip", "x")], run_id=1)
+    result = await repo.promote(added[0].id, "test-cmd", "workspace", WS)
+    assert result.written
+    note = result.note
+    assert (note.value, note.label, note.source) == (
+        "`pytest -q` → exit code 0",
+        "verified fact",
+        "log 2025-10-10 run 5",
+    )
+    line = await repo.log_line(added[0].id)
+    assert line is not None and line.promoted == "test-cmd"
+    with pytest.raises(ValueError, match="no log line 999"):
+        await repo.promote(999, "k", "workspace", WS)

@@ -63,9 +63,11 @@ def test_schemas_and_no_gate() -> None:
     names = [cls().spec().name for cls in MEMORY_TOOLS]
     assert names == ["remember", "forget"]
     params = Remember().spec().parameters
-    assert set(params["properties"]) == {"key", "value", "scope"}
+    assert set(params["properties"]) == {"key", "value", "scope", "type", "section", "source"}
     assert params["required"] == ["key", "value"]
     assert params["properties"]["scope"]["enum"] == ["workspace", "global"]
+    assert params["properties"]["type"]["enum"] == ["fact", "preference", "inference"]
+    assert params["properties"]["section"]["enum"] == ["preferences", "project", "lessons"]
 
 
 async def test_memory_tools_are_not_path_acts(h: Harness) -> None:
@@ -79,9 +81,10 @@ async def test_memory_tools_are_not_path_acts(h: Harness) -> None:
 async def test_remember_attributes_and_keys_by_workspace_root(h: Harness) -> None:
     out = await remember(h, "build", "make build", run_id=4, step=2)
     assert (out.kind, out.target, out.is_error) == (ObsKind.MEMORY, "build", False)
-    assert "Remembered 'build' (workspace scope)" in out.text
+    assert "Remembered 'build' (workspace scope, project: model inference)" in out.text
     (note,) = await h.store.memory.notes_for(str(h.workspace.root))
     assert (note.run_id, note.step, note.workspace) == (4, 2, str(h.workspace.root))
+    assert (note.kind, note.status, note.section) == ("inference", "unverified", "project")
     assert h.events[0][0] == "memory"
     assert h.events[0][1]["op"] == "write" and h.events[0][1]["run_id"] == 4
 
@@ -148,3 +151,30 @@ async def test_bad_arguments_and_missing_service(h: Harness) -> None:
     ctx = replace(h.ctx(), memory=None)
     with pytest.raises(ToolError, match="not available"):
         await Remember().run(Remember().parse({"key": "k", "value": "v"}), ctx)
+
+
+async def test_an_agent_fact_is_unverified_until_the_operator_verifies_it(h: Harness) -> None:
+    tool = Remember()
+    args = tool.parse(
+        {
+            "key": "test-cmd",
+            "value": "pytest -q",
+            "type": "fact",
+            "section": "lessons",
+            "source": "pytest -q → exit 0",
+        }
+    )
+    out = await tool.run(args, h.ctx(run_id=3, step=5))
+    assert "lessons: unverified fact" in out.text
+    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    assert (note.kind, note.status, note.section, note.source) == (
+        "fact",
+        "unverified",
+        "lessons",
+        "pytest -q → exit 0",
+    )
+    await h.store.memory.verify("test-cmd", "workspace", str(h.workspace.root))
+    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    assert note.label == "verified fact"
+    with pytest.raises(ToolError):
+        tool.parse({"key": "k", "value": "v", "type": "gospel"})

@@ -421,3 +421,32 @@ async def test_a_final_answer_cut_by_the_output_limit_is_not_finished_silently(
     trace = await build_trace(store, result.run_id)
     assert [r["stop_reason"] for r in trace["requests"]] == ["tool_calls", "length"]
     assert trace["run"]["outcome"] == "finished_truncated" and trace["run"]["error"] == result.error
+
+
+async def test_each_run_end_appends_its_entry_to_the_workspace_daily_log(
+    store, workspace, write_script
+):
+    tests = {"name": "run_command", "arguments": {"argv": ["python3", "-m", "unittest", "-q"]}}
+    script = write_script([{"tool_calls": [EDIT]}, {"tool_calls": [tests]}, {"text": "fixed"}])
+    check = ("python3", "-c", "import sys; sys.exit('return x' not in open('src/app.py').read())")
+    policy = Policy(defaults={Act.WRITE: Effect.ASK, Act.EXEC: Effect.ALLOW})
+    result = await start_run(
+        harness(store, script, policy=policy),
+        TaskContract("fix the parser", workspace, verify=check),
+    )
+    assert result.outcome is Outcome.SUCCESS
+    lines = await store.memory.log(str(workspace.resolve()))
+    assert {line.run_id for line in lines} == {result.run_id}
+    by_field = {line.field: line.text for line in lines}
+    assert by_field["goal"] == "fix the parser"
+    assert by_field["outcome"].startswith("success after 3 steps")
+    assert by_field["files"] == "src/app.py"
+    assert "`python3 -m unittest -q` → exit code" in by_field["tests"]
+    assert "(verification) → exit 0, passed" in by_field["tests"]
+    assert by_field["decision"] == "approve write src/app.py"
+    # the log is never recalled into a request: a later run in the workspace is not shown it
+    again = await start_run(
+        harness(store, write_script([{"text": "ok"}])), TaskContract("look", workspace)
+    )
+    trace = await build_trace(store, again.run_id)
+    assert "success after 3 steps" not in json.dumps(trace["requests"])

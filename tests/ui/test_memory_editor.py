@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Input, RadioButton, Static, TextArea
+from textual.widgets import DataTable, Input, OptionList, RadioButton, Static, TextArea
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
+from io_tui.ui.screens.memory_consolidate import ChooseNoteScreen, MergeScreen, PromoteScreen
 from io_tui.ui.screens.memory_editor import (
     AddNoteScreen,
     ChooseWorkspaceScreen,
@@ -25,6 +26,7 @@ from io_tui.ui.widgets.table import Table
 from ui._steering import StoreHost, freeze_times
 
 WS = "/work/project-a"
+LOG_AT = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 
 
 async def _seed(store_path: Path) -> None:
@@ -47,6 +49,17 @@ async def _seed(store_path: Path) -> None:
                 limits=limits,
             )
         await store.memory.set("editor", "vim", "global", None)
+        await store.memory.append_log(
+            WS,
+            [
+                ("goal", "fix the parser"),
+                ("outcome", "success after 3 steps, 1,200 tokens"),
+                ("files", "src/app.py"),
+                ("tests", "`python3 -m unittest` → exit code 0"),
+            ],
+            run_id=4,
+            at=LOG_AT,
+        )
         await store.memory.record_recall(4, 5, 11, ["test-command"], WS)
         await store.memory.record_recall(5, 2, 19, ["test-command"], WS)
         await freeze_times(store)
@@ -133,7 +146,7 @@ async def test_a_note_the_agent_wrote_with_markup_and_escapes_is_shown_as_text(
     async with app.run_test(size=(120, 36)) as pilot:
         await _settle(pilot)
         view = str(app.screen.query_one("#memory-value-view", Static).render())
-        assert view == "use [/] then [bold]x"
+        assert view == "verified fact · Project knowledge · by operator\nuse [/] then [bold]x"
         table = app.screen.query_one("#memory-table", Table)
         assert str(table.cell(next(iter(table.rows)), "key")) == "odd [/]"
 
@@ -192,3 +205,109 @@ async def test_switch_to_another_workspace_the_store_knows_or_global_only(
         await _settle(pilot)
         assert [str(table.cell(k, "key")) for k in table.rows] == ["editor"]
         assert not editor.query_one("#gauges-workspace", Horizontal).display
+
+
+def _keys_and_states(table: Table) -> list[tuple[str, str, str]]:
+    return [
+        (str(table.cell(k, "key")), str(table.cell(k, "type")), str(table.cell(k, "state")))
+        for k in table.rows
+    ]
+
+
+async def test_consolidate_verify_supersede_expire_and_merge(store_path: Path) -> None:
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        table = app.screen.query_one("#memory-table", Table)
+        await pilot.press("v")  # test-command: the agent's inference, now verified
+        await _settle(pilot)
+        await pilot.press("down", "down", "s")  # todo is superseded by ...
+        await pilot.pause()
+        chooser = app.screen
+        assert isinstance(chooser, ChooseNoteScreen)
+        assert [o.id for o in chooser.query_one(OptionList).options] == ["test-command", "style"]
+        await pilot.press("down", "enter")  # ... style
+        await _settle(pilot)
+        await pilot.press("up", "t")  # style expires now
+        await _settle(pilot)
+        assert _keys_and_states(table) == [
+            ("test-command", "verified inference", "active"),
+            ("style", "model inference", "expired"),
+            ("todo", "model inference", "→ style"),
+            ("editor", "verified fact", "active"),
+        ]
+        view = str(app.screen.query_one("#memory-value-view", Static).render())
+        assert view.startswith("model inference · Project knowledge · by run 4 step 3 · expired")
+        await pilot.press("t")  # current again
+        await _settle(pilot)
+        await pilot.press("m")  # merge style into test-command
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        merge = app.screen
+        assert isinstance(merge, MergeScreen)
+        value = merge.query_one("#merge-value", TextArea)
+        assert value.text == "python3 -m unittest\nruff, 100 columns"
+        value.text = "python3 -m unittest; lint with ruff (100 columns)"
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert _keys_and_states(table)[:2] == [
+            ("test-command", "verified inference", "active"),
+            ("style", "model inference", "→ test-command"),
+        ]
+    async with await Store.open(store_path) as store:
+        recalled = {n.key: n for n in await store.memory.notes_for(WS)}
+        assert set(recalled) == {"test-command", "editor"}  # superseded notes are not recalled
+        assert recalled["test-command"].value == "python3 -m unittest; lint with ruff (100 columns)"
+        ops = [e.detail["op"] for e in await store.trace.events(0)]
+        assert ops[-6:] == ["verify", "supersede", "expire", "expire", "set", "supersede"]
+
+
+async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) -> None:
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        editor = app.screen
+        assert isinstance(editor, MemoryEditorScreen)
+        await pilot.press("l")
+        await _settle(pilot)
+        log = editor.query_one("#memory-log", Table)
+        assert log.display and not editor.query_one("#memory-table", Table).display
+        assert [str(log.cell(k, "field")) for k in log.rows] == [
+            "goal",
+            "outcome",
+            "files",
+            "tests",
+        ]
+        assert "Daily log" in str(editor.query_one("#memory-title", Static).render())
+        await pilot.press("v")  # a notes action: not bound in the log
+        await pilot.press("down", "down", "down", "enter")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, PromoteScreen)
+        assert dialog.query_one("#promote-value", TextArea).text.startswith("`python3 -m unittest`")
+        await pilot.press("ctrl+s")  # no key yet: said inside, the dialog stays
+        assert app.screen is dialog
+        assert "must not be empty" in str(dialog.query_one("#promote-error", Static).render())
+        await pilot.press(*"tests")
+        dialog.query_one("#section-lessons", RadioButton).value = True
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert str(log.cell(next(reversed(list(log.rows))), "promoted to")) == "tests"
+        await pilot.press("l")
+        await _settle(pilot)
+        table = editor.query_one("#memory-table", Table)
+        assert ("tests", "verified fact", "active") in _keys_and_states(table)
+    async with await Store.open(store_path) as store:
+        note = await store.memory.get("tests", "workspace", WS)
+        assert note is not None
+        assert (note.section, note.label, note.source) == (
+            "lessons",
+            "verified fact",
+            "log 2023-11-14 run 4",
+        )
+        assert note.status == "verified"
+        untouched = await store.memory.get("test-command", "workspace", WS)
+        assert untouched is not None and untouched.status == "unverified"

@@ -123,10 +123,42 @@ def test_rules_80x24(snap_compare: Any, store_path: Path) -> None:
 
 
 def test_memory_editor_80x24(snap_compare: Any, store_path: Path) -> None:
-    """One gauge line per scope, no header over another; scope, key, value (cut), pinned."""
+    """One gauge line per scope, no header over another; scope, key, type, state, value (cut);
+    the highlighted note's provenance over its value."""
     asyncio.run(seed_memory(store_path))
     app = StoreHost(store_path, lambda store: MemoryEditorScreen(store, WS))
     assert snap_compare(app, terminal_size=NARROW, run_before=wait_until_idle)
+
+
+def test_memory_log_80x24(snap_compare: Any, store_path: Path) -> None:
+    """The daily log in place of the notes: day, run, field, text; the line under the cursor
+    with its reference below; the footer offers promote and back to the notes."""
+    asyncio.run(seed_memory(store_path))
+    app = StoreHost(store_path, lambda store: MemoryEditorScreen(store, WS))
+
+    async def run_before(pilot: Any) -> None:
+        await wait_until_idle(pilot)
+        await pilot.press("l")
+        await wait_until_idle(pilot)
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
+
+
+def test_promote_line_80x24(snap_compare: Any, store_path: Path) -> None:
+    """The promote dialog fits: key, the three sections, the three types, the line's text."""
+    asyncio.run(seed_memory(store_path))
+    app = StoreHost(store_path, lambda store: MemoryEditorScreen(store, WS))
+
+    async def run_before(pilot: Any) -> None:
+        await wait_until_idle(pilot)
+        await pilot.press("l")
+        await wait_until_idle(pilot)
+        await pilot.press("down", "down", "down", "o")
+        await wait_until_idle(pilot)
+        freeze(pilot.app)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
 
 
 def test_add_note_80x24(snap_compare: Any, store_path: Path) -> None:

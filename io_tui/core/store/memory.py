@@ -18,7 +18,7 @@ import builtins
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,21 @@ import aiosqlite
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
 from io_tui.core.memory import (
+    KINDS,
+    SECTIONS,
+    STATUSES,
     MemoryNote,
+    NoteKind,
+    NoteStatus,
     Scope,
+    Section,
+    check_choice,
     check_key,
     find_restated,
     plan_write,
     truncate_value,
 )
+from io_tui.core.memory_log import LOG_FIELDS, LogLine, log_day
 from io_tui.core.store.db import Database, row_as
 
 OPERATOR_RUN_ID = 0
@@ -48,14 +56,56 @@ def workspace_key(scope: Scope, workspace: str | Path | None) -> str:
     return str(workspace)
 
 
-COLUMNS = "key, value, scope, run_id, step, pinned, written_at, recalls, last_recalled, workspace"
+COLUMNS = (
+    "key, value, scope, run_id, step, pinned, written_at, recalls, last_recalled, workspace,"
+    " section, kind, status, source, expires_at, superseded_by"
+)
+# what a request recalls: neither superseded nor expired (the one parameter: now)
+ACTIVE = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 
 
 def _note(row: aiosqlite.Row) -> MemoryNote:
     """A row selected as ``SELECT {COLUMNS}``; positional access keeps 4,096-note scans cheap."""
     return MemoryNote(
-        row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], row[7], row[8], row[9]
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        bool(row[5]),
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        row[11],
+        row[12],
+        row[13],
+        row[14],
+        row[15],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What a write says about its note (DESIGN §3.3). An agent's write is always unverified;
+    the operator's is verified unless said otherwise."""
+
+    section: Section = "project"
+    kind: NoteKind = "inference"
+    status: NoteStatus = "unverified"
+    source: str = ""
+    expires_at: float | None = None
+
+    def checked(self) -> Provenance:
+        check_choice(self.section, SECTIONS, "a note's section")
+        check_choice(self.kind, KINDS, "a note's type")
+        check_choice(self.status, STATUSES, "a note's status")
+        return self
+
+
+# what an operator's write is unless it says otherwise
+OPERATOR_NOTE = Provenance(kind="fact", status="verified")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,9 +184,9 @@ class MemoryRepo:
         """What a request in ``workspace`` recalls: its notes, then the global notes whose key no
         workspace note shadows; each group oldest-first (``render_notes`` picks under budget)."""
         rows = await self.db.fetchall(
-            f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
-            " OR scope = 'global' ORDER BY scope = 'global', id",
-            (str(workspace),),
+            f"SELECT {COLUMNS} FROM memory WHERE ((scope = 'workspace' AND workspace = ?)"
+            f" OR scope = 'global') AND {ACTIVE} ORDER BY scope = 'global', id",
+            (str(workspace), time.time()),
         )
         notes = [_note(r) for r in rows]
         local = {n.key for n in notes if n.scope == "workspace"}
@@ -218,13 +268,19 @@ class MemoryRepo:
         run_id: int | None,
         step: int | None,
         limits: MemoryLimits,
+        provenance: Provenance | None = None,
     ) -> WriteResult:
         """Write (or replace and re-attribute) one note, truncating and evicting as the caps say.
 
         ``run_id`` None marks an operator write: it may replace a pinned note (which stays
-        pinned) and is audited in ``events``. An agent write to a pinned key is refused.
+        pinned) and is audited in ``events``. An agent write to a pinned key is refused, and an
+        agent's note is unverified whatever ``provenance`` says. A rewrite is a new note: it is
+        active again (not superseded) and carries only the provenance given.
         """
         key = check_key(key)
+        given = (provenance or Provenance()).checked()
+        if run_id is not None:
+            given = replace(given, status="unverified")
         where = workspace_key(scope, workspace)
         value = value.encode("utf-8", "replace").decode("utf-8")  # lone surrogates from JSON
         operator = run_id is None
@@ -247,10 +303,15 @@ class MemoryRepo:
                 pinned=bool(old and old.pinned),
                 written_at=now,
                 workspace=where,
+                section=given.section,
+                kind=given.kind,
+                status=given.status,
+                source=given.source,
+                expires_at=given.expires_at,
             )
             if old is not None and old.pinned and not operator:
                 return WriteResult("pinned", old, len(value))
-            plan = plan_write(existing, new, limits)
+            plan = plan_write(existing, new, limits, now)
             if not plan.fits:
                 return WriteResult("full", new, len(value), entries=len(existing))
             for gone in plan.evict:
@@ -264,8 +325,23 @@ class MemoryRepo:
             )
             await conn.execute(
                 "INSERT INTO memory (scope, workspace, key, value, run_id, step, written_at,"
-                " pinned) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope, where, key, stored, run_id, step, now, int(new.pinned)),
+                " pinned, section, kind, status, source, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    scope,
+                    where,
+                    key,
+                    stored,
+                    run_id,
+                    step,
+                    now,
+                    int(new.pinned),
+                    new.section,
+                    new.kind,
+                    new.status,
+                    new.source,
+                    new.expires_at,
+                ),
             )
             visible = await _visible(conn, scope, where, existing)
             gone_keys = {g.key for g in plan.evict}
@@ -319,6 +395,7 @@ class MemoryRepo:
         scope: Scope,
         workspace: str | Path | None,
         limits: MemoryLimits | None = None,
+        provenance: Provenance | None = None,
     ) -> WriteResult:
         return await self.write(
             key=key,
@@ -328,6 +405,7 @@ class MemoryRepo:
             run_id=None,
             step=None,
             limits=limits or MemoryLimits(),
+            provenance=provenance or OPERATOR_NOTE,
         )
 
     async def delete(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
@@ -383,6 +461,167 @@ class MemoryRepo:
             await _audit(conn, "pin" if pinned else "unpin", _note(rows[0]))
         return True
 
+    # -- provenance: verify, expire, supersede, merge (the operator's; audited) ------------------
+
+    async def verify(
+        self, key: str, scope: Scope, workspace: str | Path | None, *, verified: bool = True
+    ) -> MemoryNote | None:
+        """Mark a note verified (a confirmed preference, a verified fact), or unverified again."""
+        status: NoteStatus = "verified" if verified else "unverified"
+        return await self._update(key, scope, workspace, "verify", status=status)
+
+    async def expire(
+        self, key: str, scope: Scope, workspace: str | Path | None, at: float | None
+    ) -> MemoryNote | None:
+        """Set when a note stops being recalled (``None``: never; a past time: now)."""
+        return await self._update(key, scope, workspace, "expire", expires_at=at)
+
+    async def supersede(
+        self, key: str, by: str | None, scope: Scope, workspace: str | Path | None
+    ) -> MemoryNote | None:
+        """Mark ``key`` superseded by the note ``by`` of the same scope (``None`` undoes it).
+
+        Raises ValueError when ``by`` is ``key`` itself, is missing, or is itself superseded (a
+        chain would hide both)."""
+        if by is not None:
+            by = by.strip()
+            if by == key.strip():
+                raise ValueError("a note cannot supersede itself")
+            other = await self.get(by, scope, workspace)
+            if other is None:
+                raise ValueError(f"no note {by!r} in the same scope to supersede {key!r} with")
+            if other.superseded_by is not None:
+                raise ValueError(f"{by!r} is itself superseded by {other.superseded_by!r}")
+        return await self._update(key, scope, workspace, "supersede", superseded_by=by)
+
+    async def merge(
+        self,
+        key: str,
+        into: str,
+        value: str,
+        scope: Scope,
+        workspace: str | Path | None,
+        limits: MemoryLimits | None = None,
+    ) -> WriteResult:
+        """Merge note ``key`` into ``into``: ``into`` gets ``value`` (as the operator's verified
+        write, keeping its section and type) and ``key`` is superseded by it."""
+        target = await self.get(into, scope, workspace)
+        if target is None or await self.get(key, scope, workspace) is None:
+            missing = into if target is None else key
+            raise ValueError(f"no note {missing!r} to merge in {scope} scope")
+        if key.strip() == into.strip():
+            raise ValueError("a note cannot be merged into itself")
+        kept = Provenance(
+            section=target.section,
+            kind=target.kind,
+            status="verified",
+            source=_joined(target.source, f"merged {key.strip()}"),
+            expires_at=target.expires_at,
+        )
+        result = await self.set(into, value, scope, workspace, limits, kept)
+        if result.written:
+            await self.supersede(key, into, scope, workspace)
+        return result
+
+    async def _update(
+        self, key: str, scope: Scope, workspace: str | Path | None, op: str, **columns: Any
+    ) -> MemoryNote | None:
+        """Set ``columns`` of one note and audit it as ``op``; None when there is no such note."""
+        where = workspace_key(scope, workspace)
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        selected = "FROM memory WHERE scope = ? AND workspace = ? AND key = ?"
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                f"UPDATE memory SET {assignments} WHERE scope = ? AND workspace = ? AND key = ?",
+                (*columns.values(), scope, where, key.strip()),
+            )
+            if not cursor.rowcount:
+                return None
+            rows = await _fetch(conn, f"SELECT {COLUMNS} {selected}", (scope, where, key.strip()))
+            note = _note(rows[0])
+            await _audit(conn, op, note, **columns)
+        return note
+
+    # -- the daily log ----------------------------------------------------------------------------
+
+    async def append_log(
+        self,
+        workspace: str | Path,
+        lines: Sequence[tuple[str, str]],
+        *,
+        run_id: int | None,
+        at: float | None = None,
+    ) -> builtins.list[LogLine]:
+        """Append ``(field, text)`` lines to ``workspace``'s log for the day of ``at`` (UTC)."""
+        at = time.time() if at is None else at
+        day = log_day(at)
+        ws = str(workspace)
+        added: builtins.list[LogLine] = []
+        async with self.db.transaction() as conn:
+            for field_name, text in lines:
+                cursor = await conn.execute(
+                    "INSERT INTO memory_log (workspace, day, run_id, field, text, at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        ws,
+                        day,
+                        run_id,
+                        check_choice(field_name, LOG_FIELDS, "a log field"),
+                        text,
+                        at,
+                    ),
+                )
+                added.append(LogLine(cursor.lastrowid or 0, ws, day, run_id, field_name, text, at))
+        return added
+
+    async def log(self, workspace: str | Path, day: str | None = None) -> builtins.list[LogLine]:
+        """A workspace's log lines, oldest first: one day's, or every day's."""
+        if day is None:
+            rows = await self.db.fetchall(
+                "SELECT * FROM memory_log WHERE workspace = ? ORDER BY day, id", (str(workspace),)
+            )
+        else:
+            rows = await self.db.fetchall(
+                "SELECT * FROM memory_log WHERE workspace = ? AND day = ? ORDER BY id",
+                (str(workspace), day),
+            )
+        return [row_as(LogLine, r) for r in rows]
+
+    async def log_line(self, line_id: int) -> LogLine | None:
+        row = await self.db.fetchone("SELECT * FROM memory_log WHERE id = ?", (line_id,))
+        return row_as(LogLine, row) if row else None
+
+    async def promote(
+        self,
+        line_id: int,
+        key: str,
+        scope: Scope,
+        workspace: str | Path | None,
+        provenance: Provenance | None = None,
+        value: str | None = None,
+        limits: MemoryLimits | None = None,
+    ) -> WriteResult:
+        """Make a long-term note of one log line (its text unless ``value`` is given), sourced
+        to the line; the line remembers the key it was promoted to."""
+        line = await self.log_line(line_id)
+        if line is None:
+            raise ValueError(f"no log line {line_id}")
+        given = provenance or OPERATOR_NOTE
+        source = _joined(given.source, line.reference)
+        result = await self.set(
+            key, value or line.text, scope, workspace, limits, replace(given, source=source)
+        )
+        if result.written:
+            async with self.db.transaction() as conn:
+                await conn.execute(
+                    "UPDATE memory_log SET promoted = ? WHERE id = ?", (result.note.key, line_id)
+                )
+        return result
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
 
 async def _fetch(
     conn: aiosqlite.Connection, sql: str, params: Sequence[Any]
@@ -432,6 +671,8 @@ async def _audit(conn: aiosqlite.Connection, op: str, note: MemoryNote, **extra:
         "key": note.key,
         "value": note.value,
         "pinned": note.pinned,
+        "type": note.kind,
+        "status": note.status,
     }
     replaced = extra.pop("replaced", None)
     if isinstance(replaced, MemoryNote):

@@ -250,6 +250,32 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, revision)
     );
     """,
+    # 8: two-tier memory. A note's provenance: its MEMORY.md section (preferences, project,
+    # lessons), type (fact, preference, inference), verification status (unverified, verified),
+    # source reference, expiry and the key that supersedes it. Notes from before keep what they
+    # were: an agent's an unverified inference, the operator's a verified fact. The daily log:
+    # lines the harness appends per workspace at each run's end (goal, outcome, files, tests,
+    # decisions), never recalled whole, and the key of the note a line was promoted to
+    """
+    ALTER TABLE memory ADD COLUMN section TEXT NOT NULL DEFAULT 'project';
+    ALTER TABLE memory ADD COLUMN kind TEXT NOT NULL DEFAULT 'inference';
+    ALTER TABLE memory ADD COLUMN status TEXT NOT NULL DEFAULT 'unverified';
+    ALTER TABLE memory ADD COLUMN source TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memory ADD COLUMN expires_at REAL;
+    ALTER TABLE memory ADD COLUMN superseded_by TEXT;
+    UPDATE memory SET kind = 'fact', status = 'verified' WHERE run_id IS NULL;
+    CREATE TABLE memory_log (
+        id INTEGER PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        day TEXT NOT NULL,
+        run_id INTEGER,
+        field TEXT NOT NULL,
+        text TEXT NOT NULL,
+        at REAL NOT NULL,
+        promoted TEXT
+    );
+    CREATE INDEX memory_log_day ON memory_log(workspace, day, id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

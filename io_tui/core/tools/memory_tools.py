@@ -23,8 +23,8 @@ from pydantic import Field
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
-from io_tui.core.memory import MAX_KEY_CHARS, MemoryNote, Scope
-from io_tui.core.store.memory import ForgetResult, MemoryRepo, WriteResult
+from io_tui.core.memory import MAX_KEY_CHARS, MemoryNote, NoteKind, Scope, Section
+from io_tui.core.store.memory import ForgetResult, MemoryRepo, Provenance, WriteResult
 from io_tui.core.tools.base import Emit, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 SCOPE_HELP = (
@@ -42,6 +42,22 @@ class RememberArgs(ToolArgs):
     )
     value: str = Field(description="What to remember, in a sentence or two.")
     scope: Scope = Field(default="workspace", description=SCOPE_HELP)
+    type: NoteKind = Field(
+        default="inference",
+        description="'fact': checked (say how in source); 'preference': what the operator said "
+        "they want; 'inference' (default): your own conclusion. The operator verifies notes; "
+        "until then they are shown as unverified.",
+    )
+    section: Section = Field(
+        default="project",
+        description="'preferences', 'project' (project knowledge, default) or 'lessons' "
+        "(what went wrong and how to avoid it).",
+    )
+    source: str = Field(
+        default="",
+        max_length=200,
+        description="Where it comes from: a file path, a command and its exit code, a URL.",
+    )
 
 
 class ForgetArgs(ToolArgs):
@@ -68,6 +84,8 @@ def _brief(note: MemoryNote) -> dict[str, Any]:
         "run_id": note.run_id,
         "step": note.step,
         "value": note.value,
+        "type": note.kind,
+        "section": note.section,
     }
 
 
@@ -92,6 +110,7 @@ class Remember(Tool):
                 run_id=ctx.run_id,
                 step=ctx.step,
                 limits=limits,
+                provenance=Provenance(section=args.section, kind=args.type, source=args.source),
             )
         except ValueError as exc:
             raise ToolError(str(exc)) from None
@@ -143,7 +162,8 @@ class Remember(Tool):
 def _written(result: WriteResult, limits: MemoryLimits) -> str:
     note = result.note
     lines = [
-        f"Remembered {note.key!r} ({note.scope} scope). The scope now holds {result.entries}/"
+        f"Remembered {note.key!r} ({note.scope} scope, {note.section}: {note.label}). "
+        f"The scope now holds {result.entries}/"
         f"{limits.max_entries} notes, {result.chars:,}/{limits.max_chars:,} chars."
     ]
     if result.replaced is not None:

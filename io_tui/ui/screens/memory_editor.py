@@ -1,4 +1,6 @@
-"""The memory editor: a workspace's notes and the global notes, with provenance and recalls.
+"""The memory editor: a workspace's notes and the global notes, with provenance and recalls,
+and the workspace's daily log (``l``), where the operator consolidates (DESIGN §3.3): promote a
+log line to a note, verify a note, merge two, expire one, mark one superseded by another.
 
 Every change goes through ``MemoryRepo``'s operator API, which records it in the trace
 (``events`` with run 0). Caps are shown as gauges; clearing asks for confirmation.
@@ -6,6 +8,7 @@ Every change goes through ``MemoryRepo``'s operator API, which records it in the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import ClassVar
@@ -32,8 +35,25 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from io_tui.core import MemoryLimits, MemoryNote, Recall, Scope, Store, check_key
+from io_tui.core import (
+    SECTION_TITLES,
+    LogLine,
+    MemoryLimits,
+    MemoryNote,
+    Provenance,
+    Recall,
+    Scope,
+    Store,
+    check_key,
+)
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.screens.memory_consolidate import (
+    ChooseNoteScreen,
+    MergeScreen,
+    PromoteScreen,
+    Promotion,
+    one_line,
+)
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.table import Table
@@ -42,8 +62,10 @@ from io_tui.ui.widgets.table import Table
 NOTE_COLUMNS = (
     ("scope", 6, None),
     ("key", 6, 12),
-    ("value", 3, 12),
-    ("written by", 4, None),
+    ("type", 5, None),
+    ("state", 5, None),
+    ("value", 4, 12),
+    ("written by", 3, None),
     ("written at", 1, None),
     ("pinned", 5, None),
     ("recalls", 4, None),
@@ -51,8 +73,42 @@ NOTE_COLUMNS = (
 )
 
 
+LOG_COLUMNS = (
+    ("day", 4, None),
+    ("run", 5, None),
+    ("field", 6, None),
+    ("text", 3, 12),
+    ("promoted to", 4, None),
+)
+# what each tier's bindings are: a notes action is hidden in the log, and the other way round
+NOTE_ACTIONS = frozenset(
+    {"add", "toggle_pin", "delete", "clear", "verify", "expire", "supersede", "merge"}
+)
+LOG_ACTIONS = frozenset({"promote"})
+
+
 def note_key(note: MemoryNote) -> str:
     return f"{note.scope}\x1f{note.workspace}\x1f{note.key}"
+
+
+def note_state(note: MemoryNote, now: float) -> str:
+    """``active``, ``expired`` or ``→ KEY`` (superseded by KEY), for the state column."""
+    if note.superseded_by is not None:
+        return f"→ {note.superseded_by}"
+    return note.state(now)
+
+
+def provenance_line(note: MemoryNote, now: float) -> str:
+    """The highlighted note's provenance, above its value."""
+    bits = [note.label, SECTION_TITLES[note.section], f"by {note.origin}"]
+    if note.source:
+        bits.append(f"source: {note.source}")
+    if note.superseded_by is not None:
+        bits.append(f"superseded by '{note.superseded_by}', not recalled")
+    elif note.expires_at is not None:
+        verb = "expires" if note.active(now) else "expired, not recalled:"
+        bits.append(f"{verb} {format_time(note.expires_at)}")
+    return " · ".join(bits)
 
 
 class EditValueScreen(ModalScreen[str | None]):
@@ -233,7 +289,49 @@ class MemoryEditorScreen(Screen[None]):
             id="memory.edit",
             tooltip="Edit the highlighted note's value",
         ),
+        Binding(
+            "enter,o",
+            "promote",
+            "Promote",
+            id="memory.promote",
+            tooltip="Make a long-term note of the highlighted log line",
+        ),
         Binding("a", "add", "Add note", id="memory.add", tooltip="Write a new note"),
+        Binding(
+            "l",
+            "toggle_log",
+            "Log/notes",
+            id="memory.log",
+            tooltip="Show the workspace's daily log, or the notes again",
+        ),
+        Binding(
+            "v",
+            "verify",
+            "Verify",
+            id="memory.verify",
+            tooltip="Mark the note verified (a fact) or confirmed (a preference); again to undo",
+        ),
+        Binding(
+            "m",
+            "merge",
+            "Merge",
+            id="memory.merge",
+            tooltip="Merge the note into another, which supersedes it",
+        ),
+        Binding(
+            "s",
+            "supersede",
+            "Supersede",
+            id="memory.supersede",
+            tooltip="Mark the note replaced by another (no longer recalled); again to undo",
+        ),
+        Binding(
+            "t",
+            "expire",
+            "Expire",
+            id="memory.expire",
+            tooltip="Stop recalling the note from now; again to make it current",
+        ),
         Binding(
             "w",
             "switch",
@@ -267,12 +365,19 @@ class MemoryEditorScreen(Screen[None]):
     ]
 
     class Loaded(Message):
-        """Notes and per-scope usage ``(entries, chars)`` as read from the store."""
+        """Notes, per-scope usage ``(entries, chars)`` and the workspace's log lines as read
+        from the store."""
 
-        def __init__(self, notes: list[MemoryNote], usage: dict[str, tuple[int, int]]) -> None:
+        def __init__(
+            self,
+            notes: list[MemoryNote],
+            usage: dict[str, tuple[int, int]],
+            log: list[LogLine],
+        ) -> None:
             super().__init__()
             self.notes = notes
             self.usage = usage
+            self.log = log
 
     class RecallsLoaded(Message):
         """Which requests carried ``note`` (None: no note highlighted)."""
@@ -283,6 +388,7 @@ class MemoryEditorScreen(Screen[None]):
             self.recalls = recalls
 
     memory_table = query_one("#memory-table", Table)
+    log_table = query_one("#memory-log", Table)
 
     def __init__(
         self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
@@ -292,6 +398,8 @@ class MemoryEditorScreen(Screen[None]):
         self.workspace = workspace
         self.limits = limits or MemoryLimits()
         self.notes: list[MemoryNote] = []
+        self.log_lines: list[LogLine] = []
+        self.showing_log = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="memory-title")
@@ -300,6 +408,7 @@ class MemoryEditorScreen(Screen[None]):
                 yield Gauge(scope, unit="notes", id=f"gauge-{scope}-entries")
                 yield Gauge("chars", unit="chars", id=f"gauge-{scope}-chars")
         yield Table(id="memory-table", cursor_type="row", zebra_stripes=True)
+        yield Table(id="memory-log", cursor_type="row", zebra_stripes=True)
         yield Static("", id="memory-value-view")
         yield Label("Recalled by:", id="memory-recalls-label")
         yield Table(id="memory-recalls", cursor_type="row")
@@ -310,15 +419,21 @@ class MemoryEditorScreen(Screen[None]):
 
     def _show_where(self) -> None:
         title = f"Memory — {self.workspace} + global" if self.workspace else "Memory — global"
+        if self.showing_log:
+            title = f"Daily log — {self.workspace or 'no workspace chosen'}"
+        hint = "  l: notes" if self.showing_log else "  l: log · w: switch"
         self.query_one("#memory-title", Static).update(
-            Content.assemble(plain(title), ("  w: switch", "dim"))
+            Content.assemble(plain(title), (hint, "dim"))
         )
-        self.query_one("#gauges-workspace", Horizontal).display = self.workspace is not None
+        gauges = self.query_one("#gauges-workspace", Horizontal)
+        gauges.display = self.workspace is not None and not self.showing_log
 
     def on_mount(self) -> None:
         table = self.memory_table
         for label, priority, shrink_to in NOTE_COLUMNS:
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
+        for label, priority, shrink_to in LOG_COLUMNS:
+            self.log_table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         recalls = self.query_one("#memory-recalls", DataTable)
         for label in ("request", "run", "step", "at"):
             recalls.add_column(label, key=label)
@@ -332,7 +447,8 @@ class MemoryEditorScreen(Screen[None]):
         for scope in self.scopes():
             notes += await self.store.memory.list(scope, self.workspace)
             usage[scope] = await self.store.memory.usage(scope, self.workspace)
-        self.post_message(self.Loaded(notes, usage))
+        log = await self.store.memory.log(self.workspace) if self.workspace else []
+        self.post_message(self.Loaded(notes, usage, log))
 
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
@@ -342,7 +458,9 @@ class MemoryEditorScreen(Screen[None]):
             )
             self.query_one(f"#gauge-{scope}-chars", Gauge).update(chars, self.limits.max_chars)
         self.notes = message.notes
+        self.log_lines = message.log
         self._apply()
+        self._apply_log()
         self.refresh_bindings()  # edit / pin / delete apply to a highlighted note
 
     def _apply(self) -> None:
@@ -351,11 +469,14 @@ class MemoryEditorScreen(Screen[None]):
         for gone in [k for k in table.rows if k.value not in wanted]:
             table.remove_row(gone)
         have = {k.value for k in table.rows}
+        now = time.time()
         for key, note in wanted.items():
             cells = {
                 "scope": note.scope,
                 "key": note.key,
-                "value": _one_line(note.value),
+                "type": note.label,
+                "state": note_state(note, now),
+                "value": one_line(note.value),
                 "written by": note.origin,
                 "written at": format_time(note.written_at),
                 "pinned": "📌" if note.pinned else "",
@@ -369,6 +490,40 @@ class MemoryEditorScreen(Screen[None]):
                 table.add_row(*cells.values(), key=key)
         self._show_selected()
 
+    def _apply_log(self) -> None:
+        table = self.log_table
+        wanted = {str(line.id): line for line in self.log_lines}
+        for gone in [k for k in table.rows if k.value not in wanted]:
+            table.remove_row(gone)
+        have = {k.value for k in table.rows}
+        for key, line in wanted.items():
+            cells = {
+                "day": line.day,
+                "run": str(line.run_id) if line.run_id is not None else "-",
+                "field": line.field,
+                "text": one_line(line.text),
+                "promoted to": line.promoted or "",
+            }
+            if key in have:
+                for column, value in cells.items():
+                    table.update_cell(key, column, value)
+            else:
+                table.add_row(*cells.values(), key=key)
+        if self.showing_log:
+            self._show_selected()
+
+    @on(DataTable.RowSelected, "#memory-log")
+    def _line_chosen(self) -> None:
+        """enter on a log line (the table takes the key itself): promote it."""
+        self.action_promote()
+
+    def selected_line(self) -> LogLine | None:
+        table = self.log_table
+        if table.row_count == 0:
+            return None
+        key = table.ordered_rows[min(table.cursor_row, table.row_count - 1)].key.value
+        return next((line for line in self.log_lines if str(line.id) == key), None)
+
     def selected(self) -> MemoryNote | None:
         table = self.memory_table
         if table.row_count == 0:
@@ -377,13 +532,28 @@ class MemoryEditorScreen(Screen[None]):
         return next((n for n in self.notes if note_key(n) == key), None)
 
     @on(DataTable.RowHighlighted, "#memory-table")
+    @on(DataTable.RowHighlighted, "#memory-log")
     def _highlighted(self) -> None:
         self._show_selected()
 
     def _show_selected(self) -> None:
+        view = self.query_one("#memory-value-view", Static)
+        if self.showing_log:
+            line = self.selected_line()
+            if line is None:
+                view.update(Content("no log lines yet: each run appends its own at its end"))
+                return
+            head = f"{line.reference} · {line.field}"
+            if line.promoted:
+                head += f" · promoted to '{line.promoted}'"
+            view.update(Content.assemble((head, "dim"), "\n", plain(line.text)))
+            return
         note = self.selected()
-        value = Content(plain(note.value)) if note else Content()  # the agent's text
-        self.query_one("#memory-value-view", Static).update(value)
+        if note is None:
+            view.update(Content())
+        else:  # the agent's text, under its provenance
+            head = provenance_line(note, time.time())
+            view.update(Content.assemble((plain(head), "dim"), "\n", plain(note.value)))
         self.load_recalls(note)
 
     @work(group="memory-recalls", exclusive=True, exit_on_error=False)
@@ -408,13 +578,26 @@ class MemoryEditorScreen(Screen[None]):
             )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if (
-            action in ("edit", "toggle_pin", "delete")
-            and self.is_mounted
-            and self.selected() is None
-        ):
-            return None
+        if action == "edit" or action in NOTE_ACTIONS:
+            if self.showing_log:
+                return False
+            needs_note = action not in ("add", "clear")
+            if needs_note and self.is_mounted and self.selected() is None:
+                return None
+        if action in LOG_ACTIONS:
+            if not self.showing_log:
+                return False
+            if self.is_mounted and self.selected_line() is None:
+                return None
         return True
+
+    def action_toggle_log(self) -> None:
+        self.showing_log = not self.showing_log
+        self.set_class(self.showing_log, "-log")
+        (self.log_table if self.showing_log else self.memory_table).focus()
+        self._show_where()
+        self._show_selected()
+        self.refresh_bindings()
 
     def action_reload(self) -> None:
         self.load()
@@ -510,6 +693,129 @@ class MemoryEditorScreen(Screen[None]):
         )
         return f"cleared {count} {scope} note(s)"
 
+    # -- consolidation --------------------------------------------------------------------------
+
+    def action_verify(self) -> None:
+        note = self.selected()
+        if note is not None:
+            self._change(self._verify(note))
+
+    async def _verify(self, note: MemoryNote) -> str:
+        verified = note.status != "verified"
+        done = await self.store.memory.verify(
+            note.key, note.scope, self._where(note), verified=verified
+        )
+        return f"'{note.key}' is now a {done.label}" if done else f"'{note.key}' is gone"
+
+    def action_expire(self) -> None:
+        note = self.selected()
+        if note is not None:
+            self._change(self._expire(note))
+
+    async def _expire(self, note: MemoryNote) -> str:
+        now = time.time()
+        at = None if note.expires_at is not None and note.expires_at <= now else now
+        await self.store.memory.expire(note.key, note.scope, self._where(note), at)
+        return f"expired '{note.key}': no longer recalled" if at else f"'{note.key}' is current"
+
+    def _others(self, note: MemoryNote) -> list[MemoryNote]:
+        """The notes of the same scope that could supersede or absorb ``note``."""
+        return [
+            n
+            for n in self.notes
+            if n.scope == note.scope
+            and n.workspace == note.workspace
+            and n.key != note.key
+            and n.superseded_by is None
+        ]
+
+    def action_supersede(self) -> None:
+        note = self.selected()
+        if note is None:
+            return
+        if note.superseded_by is not None:
+            self._change(self._supersede(note, None))
+            return
+        others = self._others(note)
+        if not others:
+            self.notify(f"no other {note.scope} note to supersede it with", title="Memory")
+            return
+
+        def chosen(by: str | None) -> None:
+            if by is not None:
+                self._change(self._supersede(note, by))
+
+        title = f"Which note supersedes '{note.key}'?"
+        self.app.push_screen(ChooseNoteScreen(title, others), chosen)
+
+    async def _supersede(self, note: MemoryNote, by: str | None) -> str:
+        try:
+            await self.store.memory.supersede(note.key, by, note.scope, self._where(note))
+        except ValueError as exc:
+            return f"not superseded: {exc}"
+        return f"'{note.key}' superseded by '{by}'" if by else f"'{note.key}' is current again"
+
+    def action_merge(self) -> None:
+        note = self.selected()
+        if note is None:
+            return
+        others = self._others(note)
+        if not others:
+            self.notify(f"no other {note.scope} note to merge it into", title="Memory")
+            return
+
+        def chosen(into_key: str | None) -> None:
+            into = next((n for n in others if n.key == into_key), None)
+            if into is None:
+                return
+
+            def merged(value: str | None) -> None:
+                if value is not None:
+                    self._change(self._merge(note, into, value))
+
+            self.app.push_screen(MergeScreen(note, into), merged)
+
+        self.app.push_screen(
+            ChooseNoteScreen(f"Merge '{note.key}' into which note?", others), chosen
+        )
+
+    async def _merge(self, note: MemoryNote, into: MemoryNote, value: str) -> str:
+        try:
+            result = await self.store.memory.merge(
+                note.key, into.key, value, note.scope, self._where(note), self.limits
+            )
+        except ValueError as exc:
+            return f"not merged: {exc}"
+        if not result.written:
+            return f"not merged: {result.status}"
+        return f"merged '{note.key}' into '{into.key}'"
+
+    def action_promote(self) -> None:
+        line = self.selected_line()
+        if line is None or self.workspace is None:
+            return
+
+        def chosen(promotion: Promotion | None) -> None:
+            if promotion is not None:
+                self._change(self._promote(line, promotion))
+
+        self.app.push_screen(PromoteScreen(line), chosen)
+
+    async def _promote(self, line: LogLine, promotion: Promotion) -> str:
+        provenance = Provenance(section=promotion.section, kind=promotion.kind, status="verified")
+        result = await self.store.memory.promote(
+            line.id,
+            promotion.key,
+            "workspace",
+            self.workspace,
+            provenance,
+            promotion.value,
+            self.limits,
+        )
+        if not result.written:
+            return f"not promoted: {result.status}"
+        return f"promoted to '{result.note.key}' ({SECTION_TITLES[result.note.section]})"
+
     def _where(self, note: MemoryNote) -> str | None:
         return note.workspace or None
 
@@ -517,8 +823,3 @@ class MemoryEditorScreen(Screen[None]):
     async def _change(self, change: Awaitable[str]) -> None:
         self.notify(await change, title="Memory")
         self.load()
-
-
-def _one_line(value: str, limit: int = 60) -> str:
-    line = value.replace("\n", " ⏎ ")
-    return line if len(line) <= limit else line[: limit - 1] + "…"

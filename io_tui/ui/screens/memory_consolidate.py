@@ -1,0 +1,190 @@
+"""The memory editor's consolidation dialogs (DESIGN §3.3): pick the note that supersedes or
+absorbs another, write the merged value, and promote a daily-log line to a long-term note.
+
+Each is a typed modal that dismisses with what the operator chose (None: nothing), so the editor
+makes the change through ``MemoryRepo`` and it is audited there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, RadioButton, RadioSet, Static, TextArea
+from textual.widgets.option_list import Option
+
+from io_tui.core import (
+    KINDS,
+    SECTIONS,
+    LogLine,
+    MemoryNote,
+    NoteKind,
+    Section,
+    check_key,
+)
+from io_tui.ui.terminal_text import plain
+
+SECTION_LABELS: dict[Section, str] = {
+    "preferences": "Preferences",
+    "project": "Project",
+    "lessons": "Lessons",
+}
+
+
+class ChooseNoteScreen(ModalScreen[str | None]):
+    """Pick one of ``notes`` by key (the note that supersedes, or absorbs, another)."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="memory.choose.cancel", tooltip="Change nothing"),
+    ]
+
+    def __init__(self, title: str, notes: list[MemoryNote]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.notes = notes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="choose-note"):
+            yield Static(Content(plain(self.title_text)), classes="memory-dialog-title")
+            yield OptionList(
+                *(
+                    Option(Content(plain(f"{n.key} — {one_line(n.value, 50)}")), id=n.key)
+                    for n in self.notes
+                ),
+                id="note-choices",
+            )
+            yield Static("enter chooses · escape cancels", classes="memory-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#note-choices", OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class MergeScreen(ModalScreen[str | None]):
+    """The merged value of two notes, prefilled with both; dismisses with it, or None."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Merge", id="memory.merge.save", tooltip="Merge", priority=True),
+        Binding("escape", "cancel", "Cancel", id="memory.merge.cancel", tooltip="Merge nothing"),
+    ]
+
+    def __init__(self, note: MemoryNote, into: MemoryNote) -> None:
+        super().__init__()
+        self.note = note
+        self.into = into
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="merge-note"):
+            title = (
+                f"Merge '{self.note.key}' into '{self.into.key}' ('{self.note.key}' is superseded)"
+            )
+            yield Static(Content(plain(title)), classes="memory-dialog-title")
+            yield TextArea(f"{self.into.value}\n{self.note.value}", id="merge-value")
+            yield Static("", id="merge-error")
+            yield Static("ctrl+s merges · escape cancels", classes="memory-hint")
+
+    def action_save(self) -> None:
+        value = self.query_one("#merge-value", TextArea).text
+        if not value.strip():
+            self.query_one("#merge-error", Static).update("the merged note needs a value")
+            return
+        self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    key: str
+    section: Section
+    kind: NoteKind
+    value: str
+
+
+class PromoteScreen(ModalScreen[Promotion | None]):
+    """A log line made a long-term note: key, section, type and value (the line's text to
+    start); a bad key is said inside the dialog and nothing typed is lost."""
+
+    CSS_PATH = "memory_editor.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "ctrl+s",
+            "save",
+            "Promote",
+            id="memory.promote.save",
+            tooltip="Save the note",
+            priority=True,
+        ),
+        Binding("escape", "cancel", "Cancel", id="memory.promote.cancel", tooltip="Write nothing"),
+    ]
+
+    def __init__(self, line: LogLine) -> None:
+        super().__init__()
+        self.line = line
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="memory-dialog", id="promote-line"):
+            title = f"Promote a line of {self.line.reference} to a note"
+            yield Static(Content(plain(title)), classes="memory-dialog-title")
+            yield Input(placeholder="key, e.g. test-command", id="promote-key")
+            with RadioSet(id="promote-section", classes="memory-choices"):
+                for section in SECTIONS:
+                    yield RadioButton(
+                        SECTION_LABELS[section], value=section == "project", id=f"section-{section}"
+                    )
+            with RadioSet(id="promote-kind", classes="memory-choices"):
+                for kind in KINDS:
+                    yield RadioButton(kind, value=kind == "fact", id=f"kind-{kind}")
+            yield TextArea(self.line.text, id="promote-value")
+            yield Static("", id="promote-error")
+            yield Static("ctrl+s saves (verified) · escape cancels", classes="memory-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#promote-key", Input).focus()
+
+    def action_save(self) -> None:
+        error = self.query_one("#promote-error", Static)
+        try:
+            key = check_key(self.query_one("#promote-key", Input).value)
+        except ValueError as exc:
+            error.update(Content(str(exc)))
+            self.query_one("#promote-key", Input).focus()
+            return
+        value = self.query_one("#promote-value", TextArea).text
+        if not value.strip():
+            error.update("a note needs a value")
+            return
+        section = _pressed(self.query_one("#promote-section", RadioSet), "section-", "project")
+        kind = _pressed(self.query_one("#promote-kind", RadioSet), "kind-", "fact")
+        self.dismiss(Promotion(key, section, kind, value))  # type: ignore[arg-type]
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _pressed(radios: RadioSet, prefix: str, default: str) -> str:
+    button = radios.pressed_button
+    if button is None or button.id is None:
+        return default
+    return button.id.removeprefix(prefix)
+
+
+def one_line(value: str, limit: int = 60) -> str:
+    """A value on one table line: newlines shown as ⏎, cut with … past ``limit``."""
+    line = value.replace("\n", " ⏎ ")
+    return line if len(line) <= limit else line[: limit - 1] + "…"

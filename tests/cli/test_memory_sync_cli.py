@@ -1,0 +1,275 @@
+"""`io-tui memory verify|expire|supersede|log|promote|export|import`: provenance, the daily log and
+markdown round trips against a real store file (the store stays the authority)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_memory_cli import Cli
+
+from io_tui.core.contract import MemoryLimits
+from io_tui.core.store import Store
+
+DAY = 1_760_000_000.0  # 2025-10-09 08:53:20 UTC
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(tmp_path, capsys)
+
+
+def _seed_log(cli: Cli) -> None:
+    async def seed() -> None:
+        async with await Store.open(cli.db, create=True) as store:
+            ws = str(cli.ws.resolve())
+            await store.memory.append_log(
+                ws,
+                [
+                    ("goal", "fix the parser"),
+                    ("outcome", "success after 3 steps"),
+                    ("tests", "`pytest -q` → exit code 0"),
+                ],
+                run_id=4,
+                at=DAY,
+            )
+            await store.memory.write(
+                key="guess",
+                value="the parser is in src/app.py",
+                scope="workspace",
+                workspace=ws,
+                run_id=4,
+                step=2,
+                limits=MemoryLimits(),
+            )
+
+    asyncio.run(seed())
+
+
+def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
+    code, out, err = cli(
+        "set",
+        "tone",
+        "short answers",
+        "--type",
+        "preference",
+        "--section",
+        "preferences",
+        "--unverified",
+        "--source",
+        "chat 2025-10-09",
+    )
+    assert code == 0, err
+    note = cli.json("get", "tone")
+    assert (note["type"], note["status"], note["section"], note["source"]) == (
+        "preference",
+        "unverified",
+        "preferences",
+        "chat 2025-10-09",
+    )
+    code, out, _ = cli("verify", "tone")
+    assert code == 0 and "is now a confirmed preference" in out
+    cli("set", "old-cmd", "make check")
+    cli("set", "test-cmd", "pytest -q")
+    code, out, _ = cli("supersede", "old-cmd", "test-cmd")
+    assert code == 0 and "superseded by 'test-cmd' (no longer recalled)" in out
+    code, out, _ = cli("expire", "tone", "--at", "2000-01-01")
+    assert code == 0 and "(no longer recalled)" in out
+    code, out, _ = cli("list")
+    rows = {line.split()[0]: line for line in out.splitlines()[2:]}
+    assert "superseded" in rows["old-cmd"] and "expired" in rows["tone"]
+    assert "verified fact" in rows["test-cmd"] and "active" in rows["test-cmd"]
+    # bad input: one clear line, exit 2 (or 1 for a missing note)
+    assert cli("expire", "tone", "--at", "soon")[0] == 2
+    code, _, err = cli("supersede", "test-cmd", "test-cmd")
+    assert code == 2 and "cannot supersede itself" in err
+    code, _, err = cli("verify", "nope")
+    assert code == 1 and "no note 'nope'" in err
+    code, _, err = cli("supersede", "tone")
+    assert code == 2 and "supersede KEY BY" in err
+
+
+def test_log_lists_lines_and_promote_makes_a_sourced_note(cli: Cli) -> None:
+    _seed_log(cli)
+    lines = cli.json("log")
+    assert [(x["field"], x["run_id"], x["day"]) for x in lines] == [
+        ("goal", 4, "2025-10-09"),
+        ("outcome", 4, "2025-10-09"),
+        ("tests", 4, "2025-10-09"),
+    ]
+    tests_line = lines[2]["id"]
+    code, out, err = cli("promote", str(tests_line), "test-cmd", "--section", "lessons")
+    assert code == 0, err
+    assert "(lessons, verified fact, source: log 2025-10-09 run 4)" in out
+    code, out, _ = cli("log", "--day", "2025-10-09")
+    assert "→ test-cmd" in out
+    assert cli("log", "--day", "yesterday")[0] == 2
+    assert cli("promote", "999", "k")[0] == 2
+
+
+def test_export_writes_both_tiers_and_import_round_trips_unchanged(cli: Cli) -> None:
+    _seed_log(cli)
+    cli("set", "style", "tabs\n\nnever spaces", "--type", "preference", "--section", "preferences")
+    code, out, err = cli("export")
+    assert code == 0, err
+    memory_md = (cli.ws / "MEMORY.md").read_text()
+    assert "## Preferences\n\n- **style**: tabs\n\n  never spaces\n" in memory_md
+    assert '"type": "inference", "status": "unverified", "by": "run 4 step 2"' in memory_md
+    day = (cli.ws / ".io-tui/memory/2025-10-09.md").read_text()
+    assert day.startswith("# 2025-10-09\n\n## run 4 · 08:53:20 UTC\n- goal: fix the parser\n")
+    # exporting again changes nothing; importing what was exported changes nothing
+    code, out, _ = cli("export")
+    assert "0 files changed" in out
+    report = cli.json("import")
+    assert report["added"] == [] and report["conflicts"] == []
+    assert sorted(report["unchanged"]) == ["guess", "style"]
+    assert (report["log_added"], report["log_unchanged"]) == (0, 3)
+
+
+def test_import_adds_new_notes_and_reports_conflicts_without_overwriting(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli("set", "test-cmd", "pytest -q")
+    cli("export")
+    text = (cli.ws / "MEMORY.md").read_text()
+    text = text.replace("- **test-cmd**: pytest -q", "- **test-cmd**: make test")
+    text += "\n## Lessons\n\n- **flaky**: the network test is flaky on CI\n"
+    text = text.replace("## Lessons\n\n\n## Lessons", "## Lessons")
+    (cli.ws / "MEMORY.md").write_text(text)
+    # a teammate's edit is not overwritten by an export either
+    code, _, err = cli("export")
+    assert code == 1 and "holds memory the store lacks (1 new notes, 1 that differ" in err
+    code, out, _ = cli("import", "--dry-run")
+    assert code == 0 and out.startswith("would import")
+    assert cli("get", "flaky")[0] == 1  # the dry run changed nothing
+    code, out, _ = cli("import")
+    assert code == 1  # a conflict left unresolved
+    assert "1 notes added, 0 unchanged, 1 differing" in out
+    assert "differs 'test-cmd'" in out and "kept the store's" in out
+    assert "store: pytest -q" in out and "file:  make test" in out
+    assert cli.json("get", "test-cmd")["value"] == "pytest -q"  # the store is the authority
+    flaky = cli.json("get", "flaky")
+    assert (flaky["section"], flaky["type"], flaky["status"], flaky["source"]) == (
+        "lessons",
+        "fact",
+        "verified",
+        "MEMORY.md",
+    )
+    code, out, _ = cli("import", "--replace")
+    assert code == 0 and "replaced by the file's" in out
+    assert cli.json("get", "test-cmd")["value"] == "make test"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("# Memory\n\n- **k**: v\n", "MEMORY.md:3: a note before any '## ' section"),
+        ("## Trivia\n", "MEMORY.md:1: unknown section 'Trivia'"),
+        ("## Lessons\n\n* k: v\n", "MEMORY.md:3: expected a note ('- **key**: value')"),
+        ("## Lessons\n- **k**: v\n- **k**: w\n", "MEMORY.md:3: the key 'k' appears twice"),
+        (
+            '## Lessons\n- **k**: v\n  <!-- io-tui {"type": "rumour"} -->\n',
+            "MEMORY.md:2: type must be one of fact, preference, inference",
+        ),
+        (
+            "## Lessons\n- **k**: v\n  <!-- io-tui {nope} -->\n",
+            "MEMORY.md:3: the provenance comment is not JSON",
+        ),
+        (
+            '## Lessons\n- **k**: v\n  <!-- io-tui {"colour": 1} -->\n',
+            "MEMORY.md:3: unknown provenance field(s) colour",
+        ),
+        (
+            '## Lessons\n- **k**: v\n  <!-- io-tui {"expires": "soon"} -->\n',
+            "MEMORY.md:2: expires: 'soon' is not a date",
+        ),
+    ],
+)
+def test_malformed_memory_md_is_a_clear_error_and_changes_nothing(
+    cli: Cli, text: str, error: str
+) -> None:
+    cli("set", "keep", "me")
+    (cli.ws / "MEMORY.md").write_text(text)
+    code, out, err = cli("import")
+    assert code == 2, (out, err)
+    assert "malformed memory file, nothing imported" in err and error in err
+    assert "Traceback" not in err
+    assert [n["key"] for n in cli.json("list")] == ["keep"]
+
+
+def test_malformed_daily_log_is_a_clear_error(cli: Cli) -> None:
+    folder = cli.ws / ".io-tui/memory"
+    folder.mkdir(parents=True)
+    (folder / "2025-10-09.md").write_text("# 2025-10-09\n\n- goal: no heading\n")
+    code, _, err = cli("import")
+    assert code == 2 and "2025-10-09.md:3: a log line before any '## run N' heading" in err
+    (folder / "2025-10-09.md").write_text("# 2025-10-10\n")
+    code, _, err = cli("import")
+    assert code == 2 and "the heading says 2025-10-10 but the file is 2025-10-09.md" in err
+    (folder / "2025-10-09.md").write_text("# 2025-10-09\n## run 3 · 10:00:00 UTC\n- mood: ok\n")
+    code, _, err = cli("import")
+    assert code == 2 and "unknown log field 'mood'" in err
+
+
+def test_a_teammates_log_day_is_merged_once(cli: Cli) -> None:
+    folder = cli.ws / ".io-tui/memory"
+    folder.mkdir(parents=True)
+    (folder / "2025-10-08.md").write_text(
+        "# 2025-10-08\n\n## run 9 · 17:00:05 UTC\n- goal: add the lexer\n- files: src/lex.py\n"
+    )
+    assert cli.json("import")["log_added"] == 2
+    assert cli.json("import")["log_added"] == 0
+    lines = cli.json("log")
+    assert [(x["day"], x["run_id"], x["field"], x["text"]) for x in lines] == [
+        ("2025-10-08", 9, "goal", "add the lexer"),
+        ("2025-10-08", 9, "files", "src/lex.py"),
+    ]
+
+
+def test_import_over_the_caps_is_refused_before_any_change(cli: Cli) -> None:
+    notes = "".join(f"- **k{i}**: note {i}\n" for i in range(70))
+    (cli.ws / "MEMORY.md").write_text(f"## Project knowledge\n\n{notes}")
+    code, _, err = cli("import")
+    assert code == 2 and "over the caps (64 notes" in err
+    assert cli.json("list") == []
+
+
+def test_global_export_needs_a_directory(cli: Cli, tmp_path: Path) -> None:
+    cli("set", "owner", "alice", "--global", ws=False)
+    code, _, err = cli("export", "--global", ws=False)
+    assert code == 2 and "give --to DIR" in err
+    team = tmp_path / "team"
+    code, _out, err = cli("export", "--global", "--to", str(team), ws=False)
+    assert code == 0, err
+    assert "- **owner**: alice" in (team / "MEMORY.md").read_text()
+    assert not (team / ".io-tui").exists()
+
+
+def test_the_real_command_reports_a_malformed_file_without_a_traceback(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("## Lessons\n- **k**: v\n  <!-- io-tui [1] -->\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "io_tui",
+            "--store",
+            str(tmp_path / "s.db"),
+            "memory",
+            "import",
+            "--workspace",
+            str(ws),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().endswith("MEMORY.md:3: the provenance comment must be a JSON object")
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
