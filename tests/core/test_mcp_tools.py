@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ from io_tui.core.ledger import ObsKind
 from io_tui.core.mcp import McpTool, exposed_name
 from io_tui.core.mcp.tools import model_schema, render_result
 from io_tui.core.policy import Act
-from io_tui.core.tools.base import ToolError
+from io_tui.core.tools.base import ToolContext, ToolError
+from io_tui.core.workspace import Workspace
 
 SAFE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -35,9 +37,16 @@ class FakeServer:
         self.result = result
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Any = None, sampler: Any = None
+    ) -> CallToolResult:
         self.calls.append((tool, arguments))
         return self.result
+
+
+def bare_context(tmp_path: Path) -> ToolContext:
+    """A call's context with nothing but a workspace: no events, no sampling."""
+    return ToolContext(Workspace(tmp_path), run_id=1, step=1, cap_chars=10_000)
 
 
 def text_result(*texts: str, **extra: Any) -> CallToolResult:
@@ -77,7 +86,7 @@ def test_schema_is_offered_as_an_object_without_noise() -> None:
     assert model_schema(None) == {"type": "object", "properties": {}}
 
 
-async def test_tool_spec_gate_and_run() -> None:
+async def test_tool_spec_gate_and_run(tmp_path: Path) -> None:
     server = FakeServer(text_result("12:00"))
     schema = {
         "type": "object",
@@ -89,10 +98,10 @@ async def test_tool_spec_gate_and_run() -> None:
     assert spec.name == "mcp__fake__get_time" and spec.parameters["required"] == ["timezone"]
     assert "Current time." in spec.description and "fake" in spec.description
     args = tool.parse({"timezone": "UTC", "b": [2, 1]})
-    gate = await tool.gate(args, None)  # type: ignore[arg-type]
+    gate = await tool.gate(args, bare_context(tmp_path))
     assert (gate.act, gate.target) == (Act.EXEC, "mcp__fake__get_time")
     assert gate.content == json.dumps({"b": [2, 1], "timezone": "UTC"}, sort_keys=True)
-    outcome = await tool.run(args, None)  # type: ignore[arg-type]
+    outcome = await tool.run(args, bare_context(tmp_path))
     assert server.calls == [("get time", {"timezone": "UTC", "b": [2, 1]})]
     assert (outcome.text, outcome.kind, outcome.target, outcome.is_error) == (
         "12:00",
@@ -188,7 +197,7 @@ def test_binary_content_is_summarized_by_type_and_size() -> None:
     assert png not in render_result(result)
 
 
-async def test_error_results_become_error_observations() -> None:
+async def test_error_results_become_error_observations(tmp_path: Path) -> None:
     tool = McpTool.make(
         FakeServer(text_result("Invalid timezone 'Mars/Base'", is_error=True)),
         "get",
@@ -196,7 +205,7 @@ async def test_error_results_become_error_observations() -> None:
         {},
         "mcp__f__get",
     )
-    outcome = await tool.run(tool.parse({}), None)  # type: ignore[arg-type]
+    outcome = await tool.run(tool.parse({}), bare_context(tmp_path))
     assert outcome.is_error and outcome.kind is ObsKind.MCP
     assert outcome.text == "Invalid timezone 'Mars/Base'"
     empty = render_result(CallToolResult(content=[], is_error=True))
