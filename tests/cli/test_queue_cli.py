@@ -166,7 +166,7 @@ def test_sigterm_drains_a_worker_its_ask_waits_and_another_worker_finishes(
     )  # fmt: skip
     run_id = enqueue(store_path, workspace, script)  # default policy: writes ask
     proc = worker(store_path)
-    until(lambda: "pending" in io_tui("approvals", store=store_path).stdout, "the ask in the inbox")
+    until(lambda: "[pending]" in io_tui("approvals", store=store_path).stdout, "the ask")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
     assert proc.stderr is not None and "draining" in proc.stderr.read()
