@@ -163,12 +163,12 @@ class QueueWorker:
         listen = asyncio.create_task(self._listen())
         try:
             while not self.draining.is_set():
+                self._wake.clear()  # before the round: a wake-up during it (a drain) holds
                 try:
                     if not await self._round():
                         break
                 except StoreError as exc:  # a store busy past its timeout: the next round
                     self.log(f"store: {exc}")
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), options.poll_s)
             if self.draining.is_set():  # `io-tui workers` says so however it was asked
