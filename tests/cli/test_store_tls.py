@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from mcp_support import free_port
-from pg_cluster import MISSING, PG_BIN, Cluster
+from pg_cluster import MISSING, PG_BIN, Cluster, running
 
 from io_tui.core import Store, StoreError
 from io_tui.core.store import store_location
@@ -101,17 +101,7 @@ def tls_cluster() -> Iterator[TlsCluster]:
     if shutil.which("openssl") is None:
         pytest.skip("openssl not found: no certificates for the TLS server")
     cluster = TlsCluster(Path(tempfile.mkdtemp(prefix="iotu-tls-", dir="/tmp")), free_port())
-    try:
-        cluster.start()
-    except subprocess.CalledProcessError as exc:
-        log = cluster.root / "log"
-        detail = log.read_text() if log.exists() else exc.stderr.decode(errors="replace")
-        cluster.stop()
-        raise RuntimeError(f"the TLS test server did not start: {detail}") from None
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from running(cluster, "the TLS test server")
 
 
 @dataclass

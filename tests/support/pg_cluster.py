@@ -16,6 +16,7 @@ SQLite file and once on a PostgreSQL database (a module imports it as ``store_pa
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -30,6 +31,7 @@ import pytest
 PG_BIN = Path(os.environ.get("IO_TUI_PG_BIN") or "/usr/lib/postgresql/15/bin")
 MISSING = f"PostgreSQL server binaries not found in {PG_BIN} (apt-get install postgresql-15)"
 _UNPRIVILEGED = "nobody"
+OWNER_FILE = "owner.pid"  # the test process that started a cluster (``running``)
 
 
 class Cluster:
@@ -93,23 +95,44 @@ def _drop_privileges() -> list[str]:
     return ["runuser", "-u", _UNPRIVILEGED, "--"]
 
 
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[Cluster]:
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(MISSING)
-    # short: a unix socket's path must stay under ~107 bytes
-    cluster = Cluster(Path(tempfile.mkdtemp(prefix="iotu-pg-", dir="/tmp")))
+def running(cluster: Cluster, what: str) -> Iterator[Cluster]:
+    """Start ``cluster`` for a fixture (``yield from``) and stop it after; a server that does not
+    start is an error with its log. A cluster left by a test process that died (killed: its
+    ``finally`` never ran) is stopped first."""
+    _reap_orphans()
     try:
         cluster.start()
     except subprocess.CalledProcessError as exc:
         log = cluster.root / "log"
         detail = log.read_text() if log.exists() else exc.stderr.decode(errors="replace")
         cluster.stop()
-        raise RuntimeError(f"the test PostgreSQL server did not start: {detail}") from None
+        raise RuntimeError(f"{what} did not start: {detail}") from None
+    (cluster.root / OWNER_FILE).write_text(str(os.getpid()))
     try:
         yield cluster
     finally:
         cluster.stop()
+
+
+def _reap_orphans() -> None:
+    """Stop the servers under /tmp whose owning test process is gone."""
+    for owner in Path("/tmp").glob(f"iotu-*/{OWNER_FILE}"):
+        try:
+            os.kill(int(owner.read_text()), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(subprocess.CalledProcessError):  # its server is gone too
+                Cluster(owner.parent).stop()
+        except (OSError, ValueError):
+            continue  # another user's, or being written: leave it
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(MISSING)
+    # short: a unix socket's path must stay under ~107 bytes
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="iotu-pg-", dir="/tmp")))
+    yield from running(cluster, "the test PostgreSQL server")
 
 
 @pytest.fixture
