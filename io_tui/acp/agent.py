@@ -184,6 +184,7 @@ class IoAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
     ) -> ListSessionsResponse:
+        where = None if cwd is None else await asyncio.to_thread(Path(cwd).resolve)  # as load
         by_session: dict[str, list[Any]] = {}
         for row in await self._runs(None):
             by_session.setdefault(row.origin["session"], []).append(row)
@@ -195,7 +196,7 @@ class IoAgent:
                 updated_at=_iso(max(r.updated_at for r in rows)),
             )
             for session_id, rows in by_session.items()
-            if cwd is None or Path(rows[0].workspace) == Path(cwd)
+            if where is None or Path(rows[0].workspace) == where
         ]
         infos.sort(key=lambda info: info.updated_at or "", reverse=True)
         return ListSessionsResponse(sessions=infos)
@@ -292,8 +293,7 @@ class IoAgent:
             )
         else:
             result = await self._start(session, text, last, approver, sink, registry)
-        if sink.unobserved:  # the last results first, then how the run stopped
-            session.outbox.put(sink.observed)
+        sink.send_observed()  # the last results first, then how the run stopped
         note = await run_note(self.store, await self.store.runs.get(result.run_id))
         if note:
             session.outbox.put(update_agent_message_text(note))

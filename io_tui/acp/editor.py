@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from acp import RequestError, tool_terminal_ref, update_tool_call
 
+from io_tui.acp.updates import call_key
 from io_tui.core import (
     HAND_BACK,
     ExecResult,
@@ -53,18 +54,6 @@ class Editor:
         self.reads = bool(fs and fs.read_text_file)
         self.writes = bool(fs and fs.write_text_file)
         self.terminals = bool(caps and caps.terminal)
-
-    @property
-    def offers(self) -> tuple[str, ...]:
-        return tuple(
-            name
-            for name, offered in (
-                ("read", self.reads),
-                ("write", self.writes),
-                ("terminal", self.terminals),
-            )
-            if offered
-        )
 
     def workspace(self, ctx: ToolContext, tool_call_id: str) -> ToolContext:
         """``ctx`` acting through the client (``tool_call_id``: where a terminal is shown)."""
@@ -184,7 +173,7 @@ class _ThroughClient(Tool):
         return await self.inner.gate(args, self.editor.workspace(ctx, ""))
 
     async def run(self, args: Any, ctx: ToolContext) -> Any:
-        tool_call_id = f"{ctx.run_id}:{ctx.call_id}"
+        tool_call_id = call_key(ctx.run_id, ctx.call_id)  # the id its updates carry
         return await self.inner.run(args, self.editor.workspace(ctx, tool_call_id))
 
 

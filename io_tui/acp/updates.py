@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,8 +130,8 @@ class UpdateSink:
 
     def _emit(self, event: RunEvent) -> None:
         outbox = self.session.outbox
-        if event.kind is not EventKind.OBSERVATION and self.unobserved:
-            outbox.put(self.observed)  # committed by now: the run moved on
+        if event.kind is not EventKind.OBSERVATION:
+            self.send_observed()  # committed by now: the run moved on
         detail = event.detail
         if event.kind is EventKind.TEXT_DELTA:
             text = str(detail.get("text", ""))
@@ -170,9 +171,16 @@ class UpdateSink:
 
         return make
 
-    async def observed(self) -> Any:
-        """The results of the calls observed since the last look, from the store."""
-        waiting, self.unobserved = self.unobserved, {}
+    def send_observed(self) -> None:
+        """Queue the results of the calls observed so far (their step is committed by the time
+        the next event comes). The set is taken now: a call observed later may not be stored
+        when the job runs."""
+        if self.unobserved:
+            waiting, self.unobserved = self.unobserved, {}
+            self.session.outbox.put(partial(self._observed, waiting))
+
+    async def _observed(self, waiting: dict[str, tuple[int, int, str]]) -> None:
+        """The results of the ``waiting`` calls, read from the store."""
         for run_id, step in {(run, step) for run, step, _ in waiting.values()}:
             rows = await self.store.trace.observations(run_id, first_step=step)
             for row in rows:
@@ -185,7 +193,6 @@ class UpdateSink:
                     await self.session.outbox.client.session_update(
                         session_id=self.session.id, update=update
                     )
-        return None
 
 
 async def replay(session: Session, store: Store, runs: list[Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from io_tui.cli.common import add_store_option, open_store
 from io_tui.cli.mcp import add_mcp_config_option, mcp_servers
-from io_tui.cli.run import provider_from, settings_from
+from io_tui.cli.run import add_run_settings_options, policy_from, provider_from, settings_from
 
 
 def register(sub: Any) -> None:
@@ -20,15 +20,7 @@ def register(sub: Any) -> None:
         " an editor's agent server setting at `io-tui acp` (docs/ACP.md). Each prompt is an"
         " ordinary run in the store, which the cockpit shows live.",
     )
-    parser.add_argument(
-        "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
-    )
-    parser.add_argument("--model", help="model name for the provider")
-    parser.add_argument("--base-url", help="override the preset's base URL")
-    parser.add_argument("--policy", type=Path, help="policy TOML file")
-    parser.add_argument("--max-steps", type=int)
-    parser.add_argument("--token-budget", type=int)
-    parser.add_argument("--max-output-tokens", type=int)
+    add_run_settings_options(parser)
     parser.add_argument(
         "--log", type=Path, metavar="FILE", help="the whole log, tracebacks included"
     )
@@ -43,8 +35,10 @@ async def acp_command(args: argparse.Namespace) -> int:
 
     configure_logging(args.log, args.verbose)
     settings = settings_from(args)
-    # a bad provider or --mcp-config fails here, as a usage error, before any client waits on it
+    # a bad provider, policy or --mcp-config fails here, as a usage error, before any client
+    # waits on it
     await provider_from(settings).aclose()
+    policy_from(settings)
     mcp_servers(settings, args.mcp_config)
     store = await open_store(args, create=True)
     try:

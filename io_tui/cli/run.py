@@ -60,21 +60,9 @@ def register(sub: Any) -> None:
         metavar="RUN",
         help="a fresh run in RUN's workspace whose first request carries RUN's progress ledger",
     )
-    run.add_argument(
-        "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
-    )
-    run.add_argument("--model", help="model name for the provider")
-    run.add_argument("--base-url", help="override the preset's base URL")
+    add_run_settings_options(run)
     run.add_argument(
         "--approve", choices=sorted(APPROVERS), help="how asks are answered (default: ask)"
-    )
-    run.add_argument("--policy", type=Path, help="policy TOML file")
-    run.add_argument("--max-steps", type=int)
-    run.add_argument("--token-budget", type=int)
-    run.add_argument("--context-max-tokens", type=int)
-    run.add_argument("--context-share", type=float)
-    run.add_argument(
-        "--max-output-tokens", type=int, help="the longest answer a request asks for (tokens)"
     )
     run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
@@ -92,6 +80,23 @@ def register(sub: Any) -> None:
     demo.add_argument("--json", action="store_true")
     add_store_option(demo)
     demo.set_defaults(handler=demo_command)
+
+
+def add_run_settings_options(parser: argparse.ArgumentParser) -> None:
+    """What a run is built from, over the config: ``io-tui run``'s and ``io-tui acp``'s."""
+    parser.add_argument(
+        "--provider", help="preset name (openai, anthropic, ollama, …) or scripted:FILE"
+    )
+    parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument("--base-url", help="override the preset's base URL")
+    parser.add_argument("--policy", type=Path, help="policy TOML file")
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--token-budget", type=int)
+    parser.add_argument("--context-max-tokens", type=int)
+    parser.add_argument("--context-share", type=float)
+    parser.add_argument(
+        "--max-output-tokens", type=int, help="the longest answer a request asks for (tokens)"
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

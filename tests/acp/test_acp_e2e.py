@@ -374,6 +374,11 @@ def test_acp_is_an_io_tui_command(tmp_path):
     assert done.returncode == 0 and "Agent Client Protocol" in done.stdout
     bad = io_tui("acp", "--provider", f"scripted:{tmp_path / 'missing.json'}")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    script, policy = tmp_path / "s.json", tmp_path / "bad.toml"
+    script.write_text('{"turns": [{"text": "hi"}]}')
+    policy.write_text("bad = [")
+    refused = io_tui("acp", "--provider", f"scripted:{script}", "--policy", str(policy))
+    assert refused.returncode == 2 and "not valid TOML" in refused.stderr  # not at each prompt
 
 
 @pytest.fixture(autouse=True)
