@@ -10,18 +10,16 @@ promotes the lines worth keeping into long-term notes (``MemoryRepo.promote``).
 from __future__ import annotations
 
 import re
+import shlex
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from io_tui.core.checks import is_test_command
 from io_tui.core.ledger import ObsKind, StepRecord
 
 LOG_FIELDS: tuple[str, ...] = ("goal", "outcome", "files", "tests", "decision", "note")
 MAX_LOG_TEXT = 400
-# a command whose program or subcommand names a test runner counts as a test
-_TEST_WORD = re.compile(
-    r"(^|[-_/.])(test|tests|pytest|unittest|tox|nox|jest|vitest|rspec)($|[-_.])"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +65,6 @@ def clip(text: str, limit: int = MAX_LOG_TEXT) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def is_test_command(argv: Sequence[str]) -> bool:
-    words = [w.rsplit("/", 1)[-1] for w in argv[:3] if not w.startswith("-")]
-    return any(_TEST_WORD.search(w) for w in words)
-
-
 @dataclass(frozen=True, slots=True)
 class RunFacts:
     """What a run's entry is made of, gathered from the store at its end."""
@@ -100,7 +93,7 @@ def run_lines(facts: RunFacts, history: Iterable[StepRecord]) -> list[tuple[str,
             call = calls.get(obs.call_id)
             if obs.kind is ObsKind.EXEC and call is not None:
                 argv = [str(a) for a in call.arguments.get("argv") or []]
-                if argv and is_test_command(argv):
+                if argv and is_test_command(shlex.join(argv)):  # the ledger's rule
                     tests[f"`{' '.join(argv)}` → {_exit(obs.text)}"] = None
     if facts.verified is not None:
         check, code, passed = facts.verified

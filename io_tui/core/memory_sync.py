@@ -185,14 +185,7 @@ def _check_fits(stored: list[MemoryNote], applied: list[FileNote], limits: Memor
 async def _write(
     repo: MemoryRepo, note: FileNote, scope: Scope, workspace: str | None, limits: MemoryLimits
 ) -> None:
-    provenance = Provenance(
-        section=note.section,
-        kind=note.kind,
-        status=note.status,
-        source=note.source,
-        expires_at=note.expires_at,
-    )
-    await repo.set(note.key, note.value, scope, workspace, limits, provenance)
+    await repo.set(note.key, note.value, scope, workspace, limits, Provenance.of(note))
     current = await repo.get(note.key, scope, workspace)  # a rewrite keeps a pin, never adds one
     if current is not None and current.pinned != note.pinned:
         await (repo.pin if note.pinned else repo.unpin)(note.key, scope, workspace)

@@ -126,6 +126,8 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
     async with await Store.open(store_path) as store:
         note = await store.memory.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -q" and note.pinned
+        # a new text is not a new provenance: the agent's inference stays one until verified
+        assert (note.section, note.kind, note.status) == ("project", "inference", "unverified")
         ops = [e.detail["op"] for e in await store.trace.events(0)]
         assert ops[-4:] == ["set", "pin", "delete", "clear"]
 

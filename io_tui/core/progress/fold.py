@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from io_tui.core.checks import is_test_command
 from io_tui.core.contract import TaskContract
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import content_digest
@@ -43,19 +44,9 @@ from io_tui.core.progress.model import (
     handle,
 )
 
-TEST_COMMAND = re.compile(
-    r"(^|[\s/])(pytest|py\.test|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|unittest)(\s|$)"
-    r"|\b(npm|yarn|pnpm|bun)\s+(run\s+)?test\b"
-    r"|\b(go|cargo|dotnet|mvn|gradle|mix|deno|zig)\s+test\b"
-    r"|\bmake\s+(test|check)\b"
-)
 _EXIT = re.compile(r"^exit code (-?\d+)$", re.M)
 TAIL_CHARS = 400
 NOTE_CHARS = 600
-
-
-def is_test_command(line: str) -> bool:
-    return TEST_COMMAND.search(line) is not None
 
 
 def _tail(text: str, limit: int = TAIL_CHARS) -> str:

@@ -97,6 +97,11 @@ class Provenance:
     source: str = ""
     expires_at: float | None = None
 
+    @classmethod
+    def of(cls, note: Any) -> Provenance:
+        """What ``note`` (a stored note, or one read from a file) says about itself."""
+        return cls(note.section, note.kind, note.status, note.source, note.expires_at)
+
     def checked(self) -> Provenance:
         check_choice(self.section, SECTIONS, "a note's section")
         check_choice(self.kind, KINDS, "a note's type")
@@ -511,13 +516,8 @@ class MemoryRepo:
             raise ValueError(f"no note {missing!r} to merge in {scope} scope")
         if key.strip() == into.strip():
             raise ValueError("a note cannot be merged into itself")
-        kept = Provenance(
-            section=target.section,
-            kind=target.kind,
-            status="verified",
-            source=_joined(target.source, f"merged {key.strip()}"),
-            expires_at=target.expires_at,
-        )
+        merged = _joined(target.source, f"merged {key.strip()}")
+        kept = replace(Provenance.of(target), status="verified", source=merged)
         result = await self.set(into, value, scope, workspace, limits, kept)
         if result.written:
             await self.supersede(key, into, scope, workspace)

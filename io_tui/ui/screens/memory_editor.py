@@ -617,8 +617,10 @@ class MemoryEditorScreen(Screen[None]):
         self.app.push_screen(EditValueScreen(note), edited)
 
     async def _set(self, note: MemoryNote, value: str) -> str:
+        """A new text for ``note``: what it says about itself (section, type, status, source,
+        expiry) stays; verifying or expiring it is an action of its own."""
         result = await self.store.memory.set(
-            note.key, value, note.scope, self._where(note), self.limits
+            note.key, value, note.scope, self._where(note), self.limits, Provenance.of(note)
         )
         return f"saved '{note.key}'" if result.written else f"not saved: {result.status}"
 
