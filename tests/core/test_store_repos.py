@@ -141,3 +141,16 @@ async def test_the_runs_of_an_acp_session_are_found_by_their_origin(store: Store
     assert [r.origin["session"] for r in await store.runs.of_session()] == [
         "io-tui-a", "io-tui-b", "io-tui-a",
     ]  # fmt: skip
+
+
+async def test_the_latest_runs_are_the_newest_top_level_ones(store: Store) -> None:
+    """What the new-run dialog offers to continue from: the newest, however many the store
+    holds (it read the oldest 500 and missed the ones a user wants)."""
+    first = await new_run(store)
+    second = await new_run(store)
+    await store.runs.create(
+        goal="g", workspace="/w", contract={}, provider={}, policy={}, parent_run_id=second
+    )  # a sub-agent is never continued from
+    third = await new_run(store)
+    assert [r.id for r in await store.runs.latest(2)] == [third, second]
+    assert [r.id for r in await store.runs.latest(10)] == [third, second, first]

@@ -114,6 +114,13 @@ class RunRepo:
         rows = await self.db.fetchall("SELECT * FROM runs ORDER BY id LIMIT ?", (limit,))
         return [RunRow.from_row(r) for r in rows]
 
+    async def latest(self, limit: int) -> list[RunRow]:
+        """The newest ``limit`` top-level runs (no sub-agents), newest first."""
+        rows = await self.db.fetchall(
+            "SELECT * FROM runs WHERE parent_run_id IS NULL ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        return [RunRow.from_row(r) for r in rows]
+
     async def of_session(self, session: str | None = None) -> list[RunRow]:
         """The top-level runs an ACP session started (``RunOrigin.session``; every session's
         when ``session`` is None), oldest first."""

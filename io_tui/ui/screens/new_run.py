@@ -41,6 +41,7 @@ SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
 PROBE_TIMEOUT_S = 2.0
 REPROBE_DELAY_S = 0.4  # seconds a base URL must stay unchanged before it is probed
 MIN_CONTEXT = 256
+CONTINUE_CHOICES = 500  # the newest runs offered under "continue from run N"
 # where the run goes: driven by this app, or queued for an `io-tui worker` (docs/SCALE-OUT.md)
 RUN_ON = [("this machine", "here"), ("the queue (a worker drives it)", "queue")]
 
@@ -183,11 +184,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @work(group="runs", exit_on_error=False)
     async def list_runs(self) -> None:
-        rows = await self.store.runs.all(limit=500)
-        ended = [
-            r for r in rows if r.parent_run_id is None and r.status not in ("running", "asking")
-        ]
-        ended.sort(key=lambda r: r.id, reverse=True)
+        rows = await self.store.runs.latest(CONTINUE_CHOICES)  # a store keeps every run
+        ended = [r for r in rows if r.status not in ("running", "asking")]
         self.post_message(
             self.RunsListed(
                 [
