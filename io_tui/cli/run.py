@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run one task headless")
     run.add_argument("task", nargs="?", default="", help="what the agent should do")
     run.add_argument(
-        "--workspace", "-w", help="the directory the agent works in (default: . or RUN's)"
+        "--workspace", "-w", help="the directory the agent works in (default: .)"
     )
     run.add_argument(
         "--continue",
@@ -172,9 +172,11 @@ async def run_command(args: argparse.Namespace) -> int:
 
 
 async def continued_run(args: argparse.Namespace) -> str | None:
-    """The workspace of the run ``--continue`` names (the default ``-w``); None without."""
+    """The workspace of the run ``--continue`` names (it is ``-w``); None without."""
     if args.continue_run is None:
         return None
+    if args.workspace is not None or getattr(args, "git", None):
+        raise UsageError("--continue runs in RUN's workspace: leave out -w and --git")
     store = await open_store(args)
     try:
         row = await store.runs.get(args.continue_run)
@@ -182,8 +184,7 @@ async def continued_run(args: argparse.Namespace) -> str | None:
         await store.close()
     if row is None:
         raise UsageError(f"no run {args.continue_run} to continue")
-    if args.workspace is None:
-        args.workspace = row.workspace
+    args.workspace = row.workspace
     return row.workspace
 
 

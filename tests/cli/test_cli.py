@@ -325,5 +325,7 @@ def test_run_continue_starts_a_fresh_run_from_the_earlier_ones_ledger(
 
     missing = io_tui("run", "--continue", "9", *store)
     assert missing.returncode == 2 and "no run 9 to continue" in missing.stderr
+    elsewhere = io_tui("run", "--continue", "1", "-w", str(store_path.parent), *store)
+    assert elsewhere.returncode == 2 and "leave out -w" in elsewhere.stderr  # not ignored
     bare = io_tui("run", *store)
     assert bare.returncode == 2 and "TASK" in bare.stderr
