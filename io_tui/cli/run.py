@@ -50,9 +50,7 @@ APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run one task headless")
     run.add_argument("task", nargs="?", default="", help="what the agent should do")
-    run.add_argument(
-        "--workspace", "-w", help="the directory the agent works in (default: .)"
-    )
+    run.add_argument("--workspace", "-w", help="the directory the agent works in (default: .)")
     run.add_argument(
         "--continue",
         dest="continue_run",

@@ -64,3 +64,36 @@ async def test_sampling_is_answered_by_the_runs_model_only_once_approved(
         assert "Hello from the run's model" not in observation["text"]
         assert "did not approve the sampling request: not for this server" in observation["text"]
         assert len(provider.seen) == 2  # the model was never asked for the server
+
+
+async def test_a_sampling_request_with_two_calls_in_flight_goes_to_neither() -> None:
+    """One connection serves every run of a worker: with two calls on it in flight a request
+    cannot be told apart, so it is refused, never put to the wrong run's operator."""
+    from types import SimpleNamespace
+
+    from mcp_types import CreateMessageResult, ErrorData, SamplingMessage, TextContent
+
+    from io_tui.core.mcp.connection import Connection
+
+    connection = Connection("everything", StdioServer(command="true"))
+    asked: list[str] = []
+
+    def sampler(run: str):  # type: ignore[no-untyped-def]
+        async def answer(ask: object) -> str:
+            asked.append(run)
+            return f"{run} answers"
+
+        return answer
+
+    params = SimpleNamespace(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))],
+        system_prompt=None,
+        max_tokens=10,
+    )
+    connection._samplers = [sampler("run 1")]
+    one = await connection._sample(None, params)
+    assert isinstance(one, CreateMessageResult) and asked == ["run 1"]
+    connection._samplers.append(sampler("run 2"))
+    both = await connection._sample(None, params)
+    assert isinstance(both, ErrorData) and "cannot tell" in both.message
+    assert asked == ["run 1"]

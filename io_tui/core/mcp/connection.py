@@ -92,7 +92,6 @@ class Connection:
     capabilities: ServerCapabilities | None = None  # what the ready server offers
     listed: tuple[list[Resource], list[ResourceTemplate]] = ([], [])  # its resources at start
     subscribed: set[str] = field(default_factory=set)  # resources whose updates it sends
-    updated: dict[str, int] = field(default_factory=dict)  # uri → updates heard, in order
     on_update: Callable[[str], None] | None = None  # told of each resource update heard
     roots: Callable[[], list[Path]] | None = None  # the directories offered as roots
     _client: Client | None = None
@@ -102,7 +101,9 @@ class Connection:
     _opened: bool = False  # the owner task has handed over a connected client
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _timeouts_in_a_row: int = 0
-    _sampler: Sampler | None = None  # the run whose call is in flight answers its sampling
+    # the calls in flight that can answer a sampling request (one: it answers; more: whose it
+    # is cannot be told, so it is refused rather than put to the wrong run's operator)
+    _samplers: list[Sampler] = field(default_factory=list)
 
     # -- lifecycle --
 
@@ -240,14 +241,11 @@ class Connection:
         )
 
     async def _on_message(self, message: Any) -> None:
-        """The server's notifications: a subscribed resource's update is counted and told."""
+        """The server's notifications: a subscribed resource's update is told."""
         from mcp_types import ResourceUpdatedNotification
 
-        if isinstance(message, ResourceUpdatedNotification):
-            uri = str(message.params.uri)
-            self.updated[uri] = self.updated.get(uri, 0) + 1
-            if self.on_update is not None:
-                self.on_update(uri)
+        if isinstance(message, ResourceUpdatedNotification) and self.on_update is not None:
+            self.on_update(str(message.params.uri))
 
     async def _close_owner(self) -> None:
         owner, self._owner, self._client = self._owner, None, None
@@ -276,13 +274,15 @@ class Connection:
         """Call ``tool``; every failure is a ToolError the model can read. ``progress`` hears
         the server's progress notifications on the call (asking for them gives it a token);
         ``sampler`` answers its sampling requests while the call lasts."""
-        self._sampler = sampler
+        if sampler is not None:
+            self._samplers.append(sampler)
         try:
             return await self._request(
                 tool, lambda client: client.call_tool(tool, arguments, progress_callback=progress)
             )
         finally:
-            self._sampler = None
+            if sampler is not None:
+                self._samplers.remove(sampler)
 
     async def _sample(self, context: Any, params: Any) -> Any:
         """``sampling/createMessage``: put to the run whose call is in flight (its policy, its
@@ -291,16 +291,21 @@ class Connection:
 
         from io_tui.core.sampling import SamplingAsk
 
-        sampler = self._sampler
-        if sampler is None:
+        if not self._samplers:
             return ErrorData(code=-32600, message="io-tui answers sampling only during a call")
+        if len(self._samplers) > 1:
+            return ErrorData(
+                code=-32600,
+                message="io-tui cannot tell which of its calls in flight asks: sampling refused",
+            )
+        (sampler,) = self._samplers
         messages = tuple(
             (m.role, getattr(m.content, "text", None) or f"[{m.content.type} content]")
             for m in params.messages
         )
-        from io_tui.core.mcp.tools import safe_part
+        from io_tui.core.mcp.tools import exposed_name
 
-        target = f"mcp__{safe_part(self.name)}__sampling"
+        target = exposed_name(self.name, "sampling")
         ask = SamplingAsk(self.name, target, messages, params.system_prompt, params.max_tokens)
         try:
             text = await sampler(ask)
