@@ -123,6 +123,7 @@ PUBLIC = [  # sorted
     "render_ledger",
     "request_notes",
     "resume",
+    "run_settings_for",
     "servers_to_resume",
     "start_run",
     "store_location",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         continue_contract,
         policy_for,
         provider_for,
+        run_settings_for,
     )
     from io_tui.core.mcp import (
         McpConfigError,
@@ -112,7 +113,14 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("Harness", "harness_registry"), "harness"),
     "start_run": "run",
     **dict.fromkeys(
-        ("build_run", "cache_prices_for", "continue_contract", "policy_for", "provider_for"),
+        (
+            "build_run",
+            "cache_prices_for",
+            "continue_contract",
+            "policy_for",
+            "provider_for",
+            "run_settings_for",
+        ),
         "launch",
     ),
     **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
@@ -341,6 +349,7 @@ __all__ = [
     "render_ledger",
     "request_notes",
     "resume",
+    "run_settings_for",
     "servers_to_resume",
     "start_run",
     "store_location",

@@ -51,7 +51,7 @@ from io_tui.ui.messages import (
 )
 
 if TYPE_CHECKING:
-    from io_tui.core import Policy, Provider, TaskContract
+    from io_tui.core import Policy, Provider, RunOrigin, TaskContract
 
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
@@ -286,7 +286,12 @@ class InlineHost:
         return self.app.run_worker(work, group="runs", exit_on_error=False)
 
     async def _run(
-        self, contract: TaskContract, provider: Provider, policy: Policy, seed_run_id: int | None
+        self,
+        contract: TaskContract,
+        provider: Provider,
+        policy: Policy,
+        seed_run_id: int | None,
+        origin: RunOrigin | None = None,
     ) -> None:
         from io_tui.core import Harness, start_run
 
@@ -297,6 +302,7 @@ class InlineHost:
             approver=self.build_approver(),
             sink=sink,
             policy=policy,
+            origin=origin,
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)
@@ -305,14 +311,17 @@ class InlineHost:
         self.app.post_message(RunEnded(result))
 
     async def _start_request(self, request: NewRunRequest) -> None:
-        from io_tui.core import build_run
+        from io_tui.core import RunOrigin, build_run, run_settings_for
 
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
-        self.run(contract, provider, policy, request.seed_run_id)
+        # what a resume in any process rebuilds, as the worker records it (no MCP servers here)
+        origin = RunOrigin.at_start(run_settings_for(self.settings, request), {})
+        work = self._run(contract, provider, policy, request.seed_run_id, origin)
+        self.app.run_worker(work, group="runs", exit_on_error=False)
 
 
 class _Asking:

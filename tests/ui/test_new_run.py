@@ -136,6 +136,8 @@ async def test_a_local_server_lists_its_models_and_runs_the_chosen_one(
         assert row is not None and row.status == "finished"
         assert row.provider["model"] == "llama-3.2-3b"
         assert row.provider["base_url"] == server.base_url + "/v1"
+        # what a resume rebuilds, recorded in the app's own loop too (``[ui] harness = inline``)
+        assert row.origin is not None and row.origin["settings"]["model"] == "llama-3.2-3b"
         [listing, completion] = server.requests
         assert (listing.method, listing.path) == ("GET", "/v1/models")
         assert (completion.method, completion.path) == ("POST", "/v1/chat/completions")
