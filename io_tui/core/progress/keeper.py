@@ -38,6 +38,7 @@ class ProgressKeeper:
         self.current: ProgressLedger | None = None
         self._loaded = False
         self._digests: dict[str, str] = {}  # a write's handle → the file's digest after it
+        self._saved: str | None = None  # the digest of ``current``, the newest revision
 
     async def take(
         self,
@@ -57,12 +58,12 @@ class ProgressKeeper:
             for event in events:
                 fold.apply(event.kind.value, event.step, event.detail)
         ledger = await with_digests(self.fold.ledger(), self.workspace, self._digests)
-        if self.current is not None and ledger.digest == self.current.digest:
+        digest = ledger.digest  # hashed once a batch: the whole ledger as JSON
+        if digest == self._saved:
             return
-        revision = await self.store.progress.save(
-            self.fold.run_id, ledger.step, ledger.digest, ledger.to_json()
-        )
-        self.current = replace(ledger, revision=revision)
+        data = ledger.to_json(digest)
+        revision = await self.store.progress.save(self.fold.run_id, ledger.step, digest, data)
+        self.current, self._saved = replace(ledger, revision=revision), digest
 
     def ledger(self) -> ProgressLedger:
         """The ledger as of the last batch (digests as of its revision)."""
@@ -78,7 +79,7 @@ class ProgressKeeper:
         self.fold = await fold_from_store(store, run_id, self.fold.contract)
         latest = await store.progress.latest(run_id)
         if latest is not None:
-            self.current = ProgressLedger.from_json(latest.ledger)
+            self.current, self._saved = ProgressLedger.from_json(latest.ledger), latest.digest
             self._digests = {c.ref: c.digest for c in self.current.changes if c.tool in FILE_TOOLS}
         self._loaded = True
 

@@ -121,10 +121,9 @@ class ProgressLedger:
 
     # -- JSON and digest --
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["digest"] = self.digest
-        return data
+    def to_json(self, digest: str | None = None) -> dict[str, Any]:
+        """The ledger and its ``digest`` (given when the caller has just taken it)."""
+        return {**asdict(self), "digest": digest or self.digest}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProgressLedger:
