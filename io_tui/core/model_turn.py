@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,7 @@ from io_tui.core.context import (
     RefreshFailed,
     Summary,
 )
+from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
 from io_tui.core.instructions import load_instructions, oversized
@@ -151,11 +153,13 @@ async def ask_model(
     operator_messages: tuple[str, ...],
     requests: list[RequestRecord],
 ) -> Response:
-    """One working completion, with one forced fold and retry on context overflow.
+    """One working completion, climbing the degradation ladder's last rungs on context
+    overflow (``context/ladder.py``): a forced fold, then the bounded emergency compaction,
+    then a safe stop (``LadderExhausted``) before any call of the step runs.
 
     Guarded before sending (``refuse``): a frame (system prompt, tools, contract, instructions)
     that with the answer's limit exceeds the model's known window is refused locally with the
-    figures; a request the server found too long is compacted once and sent again only if that
+    figures; a request the server found too long is compacted and sent again only if that
     changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
     appended to ``requests`` for the step's commit.
     """
@@ -167,11 +171,12 @@ async def ask_model(
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
-    for attempt in (1, 2):
-        force_fold = attempt == 2
+    for attempt in LADDER:
+        fold, emergency = attempt == 2, attempt == LADDER[-1]
         assembly = await engine.build(
-            history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes, force_fold=force_fold
-        )
+            history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes,
+            force_fold=fold, emergency=emergency,
+        )  # fmt: skip
         tools = tool_tokens(assembly)
         dropped = 0 if state.calibration.counts_tools(*key) else tools
         frame = round((assembly.frame_tokens - dropped) * factor)
@@ -180,13 +185,14 @@ async def ask_model(
             ceiling = room
             assembly = await engine.build(
                 history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes,
-                force_fold=force_fold,
+                force_fold=fold, emergency=emergency,
             )  # fmt: skip
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
         state.publish(
             EventKind.REQUEST_STARTED,
             {
                 "attempt": attempt,
+                "rung": assembly.rung,
                 "ceiling_tokens": ceiling,
                 "est_tokens": estimate.tokens,
                 "frame_tokens": frame,
@@ -196,43 +202,42 @@ async def ask_model(
                 "window_tokens": window,
             },
         )
+        last = attempt == LADDER[-1]
         refusal = refuse(assembly, frame, estimate, ceiling, (limit, window), overflowed)
         if refusal is not None:
+            unchanged = isinstance(refusal, LadderExhausted)  # this rung left it as refused
+            if unchanged and last:
+                refusal = LadderExhausted(f"{STOPPED}; {refusal.message}")
+                assembly = replace(assembly, rung=Rung.STOPPED)
             requests.append(
                 request_record(state, assembly, estimate, ceiling, attempt, None, refusal)
             )
-            state.publish(
-                EventKind.REQUEST_FAILED,
-                {"attempt": attempt, "error": str(refusal), "kind": refusal.kind.value,
-                 "local": True},
-            )  # fmt: skip
+            _failed(state, attempt, refusal, local=True)
+            if unchanged and not last:
+                continue  # climb to the next rung
             raise refusal
         started = time.monotonic()
         try:
             response = await stream(state, assembly, len(engine.frame_parts()[0]))
         except ProviderError as exc:
+            overflow = exc.kind is ErrorKind.CONTEXT_OVERFLOW
+            error = exc
+            if overflow and last:
+                error = LadderExhausted(
+                    f"{STOPPED}: the prompt still does not fit after a forced fold and a bounded"
+                    f" emergency compaction (~{estimate.tokens:,} tokens): {exc.message}",
+                    status=exc.status,
+                    attempts=exc.attempts,
+                )
+                assembly = replace(assembly, rung=Rung.STOPPED)
             requests.append(request_record(state, assembly, estimate, ceiling, attempt, None, exc))
-            state.publish(
-                EventKind.REQUEST_FAILED,
-                {
-                    "attempt": attempt,
-                    "error": str(exc),
-                    "kind": exc.kind.value,
-                    "partial": partial_json(exc.attempts),
-                },
-            )
-            if exc.kind is not ErrorKind.CONTEXT_OVERFLOW:
+            _failed(state, attempt, exc, partial=partial_json(exc.attempts))
+            if not overflow:
                 raise
-            if attempt == 1:
+            if not last:
                 overflowed = (assembly.messages, exc)
-                continue
-            raise ProviderError(
-                ErrorKind.CONTEXT_OVERFLOW,
-                f"the prompt still does not fit after compacting once (~{estimate.tokens:,}"
-                f" tokens): {exc.message}",
-                status=exc.status,
-                attempts=exc.attempts,
-            ) from exc
+                continue  # climb to the next rung
+            raise error from exc
         requests.append(request_record(state, assembly, estimate, ceiling, attempt, response, None))
         if response.usage:
             state.calibration.observe(
@@ -258,6 +263,27 @@ async def ask_model(
         )
         return response
     raise AssertionError("unreachable")
+
+
+LADDER = (1, 2, 3)  # the attempts: as built, a forced fold, the emergency compaction
+STOPPED = (
+    "stopped safely before running any call of this step: the required state could not be"
+    " preserved in the model's window"
+)
+
+
+def _failed(
+    state: RunState,
+    attempt: int,
+    error: ProviderError,
+    *,
+    local: bool = False,
+    partial: dict[str, Any] | None = None,
+) -> None:
+    detail: dict[str, Any] = {"attempt": attempt, "error": str(error), "kind": error.kind.value}
+    state.publish(
+        EventKind.REQUEST_FAILED, detail | ({"local": True} if local else {"partial": partial})
+    )
 
 
 def truncated_note(response: Response) -> str:
@@ -301,8 +327,7 @@ def refuse(
     sent, error = overflowed
     why = f"not sent again: the server found the prompt too long ({error.message}), and"
     if sent == assembly.messages:
-        return ProviderError(
-            ErrorKind.CONTEXT_OVERFLOW,
+        return LadderExhausted(
             f"{why} compacting left it unchanged (~{estimate.tokens:,} tokens, of which the"
             f" frame is ~{frame:,}: {parts}); trim the frame or use a model with a larger window",
         )

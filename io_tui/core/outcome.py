@@ -22,6 +22,9 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
     FAILED = "failed"
     CONTEXT_OVERFLOW = "context_overflow"
+    # the degradation ladder ran out (``context/ladder.py``): stopped safely before any call
+    # of the step, since the required state could not be preserved in the model's window
+    STATE_NOT_PRESERVED = "state_not_preserved"
     INTERRUPTED = "interrupted"  # its process died, or a resume waits for the operator's word
 
 
@@ -31,6 +34,7 @@ _STATUS = {
     Outcome.CANCELLED: "cancelled",
     Outcome.FAILED: "failed",
     Outcome.CONTEXT_OVERFLOW: "failed",
+    Outcome.STATE_NOT_PRESERVED: "failed",
     Outcome.INTERRUPTED: "interrupted",
 }
 

@@ -24,6 +24,7 @@ from functools import partial
 from typing import Any
 
 from io_tui.core.calls import CallResult, CallRunner
+from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
 from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
@@ -287,6 +288,8 @@ class Run:
                     requests=requests,
                     operator_messages=operator_messages,
                 )
+                if isinstance(exc, LadderExhausted):
+                    return Outcome.STATE_NOT_PRESERVED
                 return (
                     Outcome.CONTEXT_OVERFLOW
                     if exc.kind is ErrorKind.CONTEXT_OVERFLOW

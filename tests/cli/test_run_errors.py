@@ -24,7 +24,7 @@ CASES = {
     # case: (replies, what the reason says, the run's outcome)
     "transport": (None, "transport", "failed"),
     "timeout": ([Reply(action="hang")] * 3, "timeout", "failed"),
-    "overflow": ([json_reply(400, OVERFLOW)] * 6, "context_overflow", "context_overflow"),
+    "overflow": ([json_reply(400, OVERFLOW)] * 6, "context_overflow", "state_not_preserved"),
     "garbage": ([Reply(body=b"<html>hello</html>" * 20, sse=False)] * 3, "malformed", "failed"),
 }
 

@@ -136,11 +136,11 @@ async def test_an_overflow_compacts_once_and_is_never_resent_identically(
     )
     assert len(server.requests) == 1  # nothing to fold in step 1: the same prompt stays here
     assert code == 1
-    assert events[-1]["outcome"] == "context_overflow"
+    assert events[-1]["outcome"] == "state_not_preserved"  # the degradation ladder ran out
     assert (
         "not sent again" in events[-1]["error"] and "maximum context length" in events[-1]["error"]
     )
-    assert [r["attempt"] for r in trace["requests"]] == [1, 2]  # the refusal is recorded too
+    assert [r["attempt"] for r in trace["requests"]] == [1, 2, 3]  # the refusals are recorded too
 
 
 async def test_a_frame_beyond_the_models_window_is_refused_before_sending(

@@ -1,5 +1,6 @@
-"""The guard around a working request (``model_turn.ask_model``): a server's overflow gets one
-compaction, then a clear failure; what compaction leaves unchanged is never sent again; a frame
+"""The guard around a working request (``model_turn.ask_model``): a server's overflow climbs the
+degradation ladder's last rungs (a forced fold, then the bounded emergency compaction), then stops
+the run safely with a clear reason; what compaction leaves unchanged is never sent again; a frame
 beyond the model's window is never sent at all."""
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ OVERFLOW = "prompt is too long: 210000 tokens > 200000 maximum"
 
 
 class Overflowing:
-    """A scripted provider whose working requests from the ``from_request``-th on overflow."""
+    """A scripted provider whose working requests from the ``from_request``-th on overflow
+    (``until``: up to that one only)."""
 
-    def __init__(self, script: Path, from_request: int, **limits: Any) -> None:
+    def __init__(
+        self, script: Path, from_request: int, until: int | None = None, **limits: Any
+    ) -> None:
         self.inner = ScriptedProvider.from_file(script)
         self.name, self.model = "overflowing", "m"
-        self.from_request = from_request
+        self.from_request, self.until = from_request, until
         self.sent: list[CompletionRequest] = []
+        self.summaries = 0
         self.max_output_tokens = limits.get("max_output_tokens")
         self.window_tokens = limits.get("window_tokens")
 
@@ -44,9 +49,10 @@ class Overflowing:
         return None
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+        self.summaries += request.purpose == "summary"
         if request.purpose == "work":
             self.sent.append(request)
-            if len(self.sent) >= self.from_request:
+            if self.from_request <= len(self.sent) <= (self.until or len(self.sent)):
                 raise ProviderError(ErrorKind.CONTEXT_OVERFLOW, OVERFLOW, status=400)
         async for event in self.inner.stream(request):
             yield event
@@ -57,25 +63,53 @@ async def run_with(store, workspace: Path, provider: Overflowing):
     return await start_run(harness, TaskContract("read", workspace, max_steps=30))
 
 
-async def test_an_overflow_compacts_once_then_fails_clearly(store, workspace, write_script):
+async def rungs(store, run_id: int, step: int) -> list[str]:
+    """The rung each working request of ``step`` reached, as its stored manifest says."""
+    rows = await store.trace.requests(run_id)
+    return [r.manifest["rung"] for r in rows if r.step == step and r.purpose == "work"]
+
+
+async def test_an_overflow_climbs_the_ladder_then_stops_safely(store, workspace, write_script):
     provider = Overflowing(write_script([{"tool_calls": [READ]}] * 12), from_request=13)
     result = await run_with(store, workspace, provider)
-    assert result.outcome is Outcome.CONTEXT_OVERFLOW
-    assert result.error and "still does not fit after compacting once" in result.error
+    assert result.outcome is Outcome.STATE_NOT_PRESERVED and result.status == "failed"
+    assert result.error and "the required state could not be preserved" in result.error
+    assert "after a forced fold and a bounded emergency compaction" in result.error
     assert OVERFLOW in result.error
-    first, second = provider.sent[-2:]
-    assert first.messages != second.messages  # the retry was compacted, not resent as it was
-    assert len(second.messages) < len(first.messages)
+    first, folded, emergency = provider.sent[-3:]
+    assert len(folded.messages) < len(first.messages)  # each rung changed what was sent
+    assert emergency.messages != folded.messages
     trace = await build_trace(store, result.run_id)
     last = [r for r in trace["requests"] if r["step"] == 13 and r["purpose"] == "work"]
-    assert [r["attempt"] for r in last] == [1, 2] and all(r["error"] for r in last)
+    assert [r["attempt"] for r in last] == [1, 2, 3] and all(r["error"] for r in last)
+    assert await rungs(store, result.run_id, 13) == ["referenced", "summary", "stopped"]
+    assert provider.summaries == 1  # the emergency compaction asks no provider
+    history = await store.runs.history(result.run_id)
+    assert history[-1].step == 13 and not history[-1].tool_calls  # step 13 ran no call
+
+
+async def test_the_emergency_compaction_can_save_the_run(store, workspace, write_script):
+    provider = Overflowing(
+        write_script([{"tool_calls": [READ]}] * 12 + [{"text": "done"}]), from_request=13, until=14
+    )
+    result = await run_with(store, workspace, provider)
+    assert result.outcome is Outcome.FINISHED, result.error
+    assert await rungs(store, result.run_id, 13) == ["referenced", "summary", "emergency"]
+    rows = [
+        r for r in await store.trace.requests(result.run_id) if r.step == 13 and r.purpose == "work"
+    ]
+    first, emergency = rows[0].manifest, rows[-1].manifest
+    assert emergency["ceiling_tokens"] * 2 <= first["ceiling_tokens"]  # under half the ceiling
+    summaries = await store.runs.summaries(result.run_id)
+    assert provider.summaries == 1 and len(summaries) == 2  # the second one, the digest's
 
 
 async def test_what_compaction_leaves_unchanged_is_not_sent_again(store, workspace, write_script):
     provider = Overflowing(write_script([{"text": "x"}]), from_request=1)
     result = await run_with(store, workspace, provider)
-    assert result.outcome is Outcome.CONTEXT_OVERFLOW and len(provider.sent) == 1
+    assert result.outcome is Outcome.STATE_NOT_PRESERVED and len(provider.sent) == 1
     assert result.error and "not sent again" in result.error and OVERFLOW in result.error
+    assert await rungs(store, result.run_id, 1) == ["whole", "whole", "stopped"]  # nothing folds
 
 
 async def test_a_frame_beyond_the_window_is_refused_before_sending(store, workspace, write_script):

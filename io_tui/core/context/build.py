@@ -15,6 +15,7 @@ from io_tui.core.context.compaction import (
 )
 from io_tui.core.context.fit import fit, stub_out
 from io_tui.core.context.frame import Frame
+from io_tui.core.context.ladder import rung_reached
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.messages import emit_step
@@ -60,8 +61,10 @@ class Build:
         ceiling: int,
         notes: Sequence[MemoryNote],
         plan: Plan,
+        emergency: bool = False,
     ) -> None:
         self.engine = engine
+        self.emergency = emergency  # the ladder's bounded emergency compaction (``ladder.py``)
         self.history = history
         self.ceiling = ceiling
         self.plan = plan
@@ -184,6 +187,12 @@ class Build:
             entry_cap_chars=self.cap,
             summary=self.summary,
             folded=self.folded,
+            rung=rung_reached(
+                (e.state for e in entries),
+                collapsed=self.collapse_msg is not None,
+                summary=self.summary is not None,
+                emergency=self.emergency,
+            ),
         )
 
     async def _window(self, window: int) -> int:
@@ -250,6 +259,8 @@ class Build:
         return message_tokens(msg) if msg else 0
 
     async def _maybe_fold(self, force: bool) -> None:
+        """Fold when due (``compaction.fold_due``), or when forced; an emergency build folds
+        into the digest: bounded, with no provider call."""
         policy = self.engine.frame.contract.compaction
         records = self.live.records
         if not policy.enabled or not records:
@@ -276,7 +287,7 @@ class Build:
             first_step=self.first_step,
             through_step=records[boundary - 1].step,
             ceiling_tokens=self.ceiling,
-            summarize=self.engine.summarize,
+            summarize=None if self.emergency else self.engine.summarize,
             left_out=left_out,
             agreement=self.engine.agreement() if self.engine.agreement else None,
         )

@@ -69,20 +69,25 @@ class ContextEngine:
         ceiling_tokens: int,
         notes: Sequence[MemoryNote] = (),
         force_fold: bool = False,
+        emergency: bool = False,
     ) -> Assembly:
         """Assemble the next request over ``history`` (oldest step first) under the ceiling.
 
         ``force_fold`` (after a provider's context-overflow error) folds once even below the
-        threshold. The probe, refreshes and the summarizer are the only awaits.
+        threshold. ``emergency`` (after the forced fold overflowed too) is the ladder's bounded
+        emergency compaction (``ladder.py``): a forced fold into the digest, under half the
+        ceiling. The probe, refreshes and the summarizer are the only awaits.
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")
+        if emergency:
+            ceiling_tokens, force_fold = max(1, ceiling_tokens // 2), True
         step = history[-1].step if history else 0
         # a rewrite stubs what the steps before this one superseded, and this one's too when
         # its results are in (a resumed step): supersessions by later steps stay pending
         applied = step + 1 if history and history[-1].observations else step
         plan = self.plan if self.plan.sent else self.plan.rewriting(applied)
-        build = Build(self, history, ceiling_tokens, notes, plan)
+        build = Build(self, history, ceiling_tokens, notes, plan, emergency)
         assembly = await build.run(force_fold)
         forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
         if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
@@ -90,7 +95,7 @@ class ContextEngine:
             kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
             reaches = kept <= len(self.frame_parts()[0]) + 1  # memory or what follows it
             plan, reread = plan.rewriting(applied, forced, reaches), build.resolver.refreshed
-            build = Build(self, history, ceiling_tokens, notes, plan)
+            build = Build(self, history, ceiling_tokens, notes, plan, emergency)
             build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)
         self.plan = Plan(

@@ -98,6 +98,7 @@ class Assembly:
     entry_cap_chars: int = 0
     summary: Summary | None = None  # the summary standing in for the oldest steps, if any
     folded: bool = False  # this build bought (or digested) a new summary
+    rung: str = "whole"  # the deepest rung of the degradation ladder it reached (``ladder.Rung``)
 
     @property
     def total_est_tokens(self) -> int:
@@ -110,6 +111,7 @@ class Assembly:
         """The manifest without its entries (which come last in ``manifest_json``)."""
         return {
             "ceiling_tokens": self.ceiling_tokens,
+            "rung": self.rung,
             "est_tokens": self.est_tokens,
             "frame_tokens": self.frame_tokens,
             "entry_cap_chars": self.entry_cap_chars,
