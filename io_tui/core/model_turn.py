@@ -171,22 +171,26 @@ async def ask_model(
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
-    for attempt in LADDER:
-        fold, emergency = attempt == 2, attempt == LADDER[-1]
-        assembly = await engine.build(
-            history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes,
-            force_fold=fold, emergency=emergency,
+    refused = 0  # what the last request the server refused carried beside its frame (raw)
+
+    async def build(attempt: int) -> Assembly:
+        raw = raw_ceiling(ceiling, factor)
+        if attempt == LADDER[-1]:  # carrying at most half of what the refused request did
+            raw = max(1, min(raw, refused))
+        return await engine.build(
+            history, ceiling_tokens=raw, notes=notes, force_fold=attempt == 2,
+            emergency=attempt == LADDER[-1],
         )  # fmt: skip
+
+    for attempt in LADDER:
+        assembly = await build(attempt)
         tools = tool_tokens(assembly)
         dropped = 0 if state.calibration.counts_tools(*key) else tools
         frame = round((assembly.frame_tokens - dropped) * factor)
         room = None if window is None or limit is None else window - limit - frame
         if room is not None and 0 < room < ceiling:  # the window is tighter than the ceiling
             ceiling = room
-            assembly = await engine.build(
-                history, ceiling_tokens=raw_ceiling(ceiling, factor), notes=notes,
-                force_fold=fold, emergency=emergency,
-            )  # fmt: skip
+            assembly = await build(attempt)
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
         state.publish(
             EventKind.REQUEST_STARTED,
@@ -235,7 +239,7 @@ async def ask_model(
             if not overflow:
                 raise
             if not last:
-                overflowed = (assembly.messages, exc)
+                overflowed, refused = (assembly.messages, exc), assembly.est_tokens
                 continue  # climb to the next rung
             raise error from exc
         requests.append(request_record(state, assembly, estimate, ceiling, attempt, response, None))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from io_tui.core.context.ladder import decision_of
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import elided_stub, shown_stub, superseded_stub
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
@@ -57,7 +58,11 @@ class Entry:
         return self.drift[1]
 
     def stub(self) -> str:
-        """What this entry becomes when it leaves the window."""
+        """What this entry becomes when it leaves the window (a decision stays with its call:
+        ``ladder.decision_of``)."""
+        decision = decision_of(self.obs)
+        if decision is not None:
+            return f"[step {self.obs.step} {self.obs.tool}, out of the window: {decision}]"
         if self.shown_by is not None:
             return shown_stub(self.obs, self.shown_by)
         if self.by is not None:
