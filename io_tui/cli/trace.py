@@ -106,6 +106,7 @@ def print_context(trace: dict[str, Any], step: int) -> int:
         print(
             f"request for step {step}, attempt {req['attempt']}: ceiling {req['ceiling_tokens']:,} ·"
             f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
+            f" · rung {req.get('rung') or '—'}"
         )
         print("\nfixed sections:")
         for s in req["sections"]:

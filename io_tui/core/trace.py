@@ -150,6 +150,7 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "model": row.model,
         "attempts": row.attempts,
         "error": row.error,
+        "rung": manifest.get("rung"),  # the degradation ladder's (``context/ladder.py``)
         # the answer's stop reason (normalized, and the vendor's), and what a failed request
         # had streamed before it failed (its last attempt's, marked partial)
         "stop_reason": last.get("stop_reason"),

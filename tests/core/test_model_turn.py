@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from io_tui.cli.trace import print_context
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.contract import TaskContract
 from io_tui.core.harness import Harness
@@ -69,7 +70,9 @@ async def rungs(store, run_id: int, step: int) -> list[str]:
     return [r.manifest["rung"] for r in rows if r.step == step and r.purpose == "work"]
 
 
-async def test_an_overflow_climbs_the_ladder_then_stops_safely(store, workspace, write_script):
+async def test_an_overflow_climbs_the_ladder_then_stops_safely(
+    store, workspace, write_script, capsys
+):
     provider = Overflowing(write_script([{"tool_calls": [READ]}] * 12), from_request=13)
     result = await run_with(store, workspace, provider)
     assert result.outcome is Outcome.STATE_NOT_PRESERVED and result.status == "failed"
@@ -83,6 +86,9 @@ async def test_an_overflow_climbs_the_ladder_then_stops_safely(store, workspace,
     last = [r for r in trace["requests"] if r["step"] == 13 and r["purpose"] == "work"]
     assert [r["attempt"] for r in last] == [1, 2, 3] and all(r["error"] for r in last)
     assert await rungs(store, result.run_id, 13) == ["referenced", "summary", "stopped"]
+    assert [r["rung"] for r in last] == ["referenced", "summary", "stopped"]  # the trace's
+    print_context(trace, 13)  # io-tui trace RUN --context 13
+    assert "attempt 3: ceiling" in (out := capsys.readouterr().out) and "· rung stopped" in out
     assert provider.summaries == 1  # the emergency compaction asks no provider
     history = await store.runs.history(result.run_id)
     assert history[-1].step == 13 and not history[-1].tool_calls  # step 13 ran no call

@@ -367,6 +367,7 @@ def _summary(
     )
     return Text.assemble(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
+        f" · rung {request.get('rung') or '—'}",
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
         *_answer_notes(request),
