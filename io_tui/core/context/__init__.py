@@ -23,7 +23,9 @@ The ladder, cheapest rung first:
 4. collapse (``fit.py``): when those stubs pass an eighth of the ceiling, their steps become one
    line;
 5. compaction (``compaction.py``, ``summary.py``, ``digest.py``): past the threshold, old steps
-   fold into a stored summary.
+   fold into a stored summary;
+6. after a server's overflow: a forced fold, then the bounded emergency compaction, then a safe
+   stop (``ladder.py``, which names the rung each request reached: ``Assembly.rung``).
 
 Between planned rewrites the requests of a run only append (``plan.py``): superseded results
 that are still current stay pending, the window's floor stays put until it must move (then it
