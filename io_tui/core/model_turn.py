@@ -211,7 +211,7 @@ async def ask_model(
         if refusal is not None:
             unchanged = isinstance(refusal, LadderExhausted)  # this rung left it as refused
             if unchanged and last:
-                refusal = LadderExhausted(f"{STOPPED}; {refusal.message}")
+                refusal = LadderExhausted(f"{STOPPED}; {refusal.message}{_go_on(state)}")
                 assembly = replace(assembly, rung=Rung.STOPPED)
             requests.append(
                 request_record(state, assembly, estimate, ceiling, attempt, None, refusal)
@@ -229,7 +229,8 @@ async def ask_model(
             if overflow and last:
                 error = LadderExhausted(
                     f"{STOPPED}: the prompt still does not fit after a forced fold and a bounded"
-                    f" emergency compaction (~{estimate.tokens:,} tokens): {exc.message}",
+                    f" emergency compaction (~{estimate.tokens:,} tokens): {exc.message}"
+                    + _go_on(state),
                     status=exc.status,
                     attempts=exc.attempts,
                 )
@@ -274,6 +275,13 @@ STOPPED = (
     "stopped safely before running any call of this step: the required state could not be"
     " preserved in the model's window"
 )
+
+
+def _go_on(state: RunState) -> str:
+    return (
+        f"; nothing is lost: io-tui run --continue {state.run_id} starts a fresh run from its"
+        " progress ledger (on a model with a larger window)"
+    )
 
 
 def _failed(
