@@ -197,6 +197,37 @@ async def test_remember_persists_a_rule_that_stops_later_asks(store, workspace, 
     ]
 
 
+async def test_always_reject_persists_a_deny_rule_the_run_applies_at_once(
+    store, workspace, write_script
+):
+    class RejectAlways:
+        calls = 0
+
+        async def decide(self, request):
+            self.calls += 1
+            return Decision.deny("not here", rule=RememberRule("src/*", Act.WRITE, "workspace"))
+
+    approver = RejectAlways()
+    w1 = {"name": "write_file", "arguments": {"path": "src/a.py", "content": "a"}}
+    w2 = {"name": "write_file", "arguments": {"path": "src/b.py", "content": "b"}}
+    script = write_script([{"tool_calls": [w1]}, {"tool_calls": [w2]}])
+    result = await start_run(
+        harness(store, script, approver=approver), TaskContract("x", workspace)
+    )
+    assert approver.calls == 1
+    assert not (workspace / "src/a.py").exists() and not (workspace / "src/b.py").exists()
+    trace = await build_trace(store, result.run_id)
+    assert (
+        "The operator denied write src/a.py: not here"
+        in trace["steps"][0]["observations"][0]["text"]
+    )
+    assert "Refused by policy" in trace["steps"][1]["observations"][0]["text"]
+    rules = await store.rules.list()
+    assert [(r.pattern, r.act, r.effect, r.scope) for r in rules] == [
+        ("src/*", Act.WRITE, Effect.DENY, "workspace")
+    ]
+
+
 async def test_remembered_allow_never_beats_a_deny(store, workspace, write_script):
     await store.rules.add(act=Act.READ, pattern="*", scope="global", workspace=None, run_id=None)
     script = write_script([{"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}])
