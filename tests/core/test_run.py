@@ -481,3 +481,29 @@ async def test_each_run_end_appends_its_entry_to_the_workspace_daily_log(
     )
     trace = await build_trace(store, again.run_id)
     assert "success after 3 steps" not in json.dumps(trace["requests"])
+
+
+async def test_a_run_whose_end_cannot_be_written_says_it_ended_once(
+    tmp_path, workspace, write_script
+):
+    """The ``run_finished`` event and the status change are one transaction: when the status
+    cannot be written (here a trigger aborts it, as a full disk would), the ``finished`` that
+    was not stored leaves no event behind; the run fails, and its trace says so once."""
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    async with await Store.open(path):
+        pass
+    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+        raw.execute(
+            "CREATE TRIGGER disk_died BEFORE UPDATE OF status ON runs"
+            " WHEN NEW.status = 'finished' BEGIN SELECT RAISE(ABORT, 'disk died'); END"
+        )
+    script = write_script([{"text": "done"}])
+    async with await Store.open(path) as store:
+        result = await start_run(harness(store, script), TaskContract("x", workspace))
+        ended = await store.trace.events(result.run_id, kinds=["run_finished"])
+        row = await store.runs.get(result.run_id)
+    assert (result.status, result.error) == ("failed", "IntegrityError: disk died")
+    assert row is not None and row.status == "failed"
+    assert [e.detail["outcome"] for e in ended] == ["failed"]
