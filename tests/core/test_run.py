@@ -472,9 +472,10 @@ async def test_each_run_end_appends_its_entry_to_the_workspace_daily_log(
     assert by_field["goal"] == "fix the parser"
     assert by_field["outcome"].startswith("success after 3 steps")
     assert by_field["files"] == "src/app.py"
-    assert "`python3 -m unittest -q` → exit code" in by_field["tests"]
-    assert "(verification) → exit 0, passed" in by_field["tests"]
-    assert by_field["decision"] == "approve write src/app.py"
+    assert "`python3 -m unittest -q` → exit 0, passed" in by_field["tests"]
+    assert "verification `python3 -c 'import sys" in by_field["tests"]
+    assert by_field["tests"].endswith("→ exit 0, passed")
+    assert by_field["decision"] == "approve approval 1: write src/app.py"
     # the log is never recalled into a request: a later run in the workspace is not shown it
     again = await start_run(
         harness(store, write_script([{"text": "ok"}])), TaskContract("look", workspace)
