@@ -241,3 +241,58 @@ def test_no_request_ever_splits_a_pair_and_the_ladder_is_climbed_in_order(
         pairs_whole(request.messages)
     rungs_in_order(s)
     stopped_safely(s)
+
+
+# -- one session each, deterministic ---------------------------------------------------------
+
+
+def test_one_session_climbs_to_the_last_rung() -> None:
+    """A big command output (capped), a long history (summary), then the server refusing a
+    step's first two requests (emergency) and later all three (stopped)."""
+    turns: list[dict[str, Any]] = [{"tool_calls": [call("c1", "list_dir", path=".")]}]
+    turns.append(
+        {"tool_calls": [call("c2-ok", "run_command", argv=[PY, "-c", "print('o ' * 9000)"])]}
+    )
+    turns += [
+        {"text": "again " * 30, "tool_calls": [call(f"c{n}", "read_file", path=FILES[n % 3])]}
+        for n in range(3, 40)
+    ]
+    turns.append({"text": "done"})
+    s = run_session(
+        {"script": {"model": "scripted", "turns": turns}, "refused": {30, 31, 36, 37, 38}},
+        context=ContextBudget(max_tokens=4_000),
+    )
+    reached = {Rung(row.manifest["rung"]) for row in s.requests}
+    assert reached >= {Rung.WHOLE, Rung.CAPPED, Rung.SUMMARY, Rung.EMERGENCY, Rung.STOPPED}
+    assert s.outcome is Outcome.STATE_NOT_PRESERVED
+    rungs_in_order(s)
+    stopped_safely(s)
+
+
+def test_a_denied_call_keeps_its_decision_until_it_goes_with_it() -> None:
+    """A denied write, then range reads (none covering another, so nothing supersedes and the
+    window moves on), compaction off: the denial is sent whole, then as a stub that keeps the
+    decision, then collapsed with its call."""
+    write = call("c1-deny", "write_file", path="a.py", content="x\n")
+    turns: list[dict[str, Any]] = [{"tool_calls": [write]}]
+    turns += [
+        {"tool_calls": [call(f"c{n}", "read_file", path=FILES[n % 3], offset=n, limit=40)]}
+        for n in range(2, 60)
+    ]
+    turns.append({"text": "done"})
+    s = run_session(
+        {"script": {"model": "scripted", "turns": turns}, "refused": set()},
+        context=ContextBudget(max_tokens=6_000),
+        compaction=Compaction(enabled=False),
+    )
+    assert s.outcome is Outcome.FINISHED, s.error
+    for request in s.seen:
+        pairs_whole(request.messages)
+    reached = {Rung(row.manifest["rung"]) for row in s.requests}
+    assert reached >= {Rung.WHOLE, Rung.REFERENCED, Rung.DROPPED}
+    answers = [m.content for r in s.seen for m in r.messages if m.tool_call_id == "c1-deny"]
+    stubs = [a for a in answers if a.startswith("[step 1 write_file, out of the window: ")]
+    assert answers[0].startswith(DENIED) and stubs  # sent whole, then as its stub
+    assert all(f"{DENIED} write a.py: not this one." in a for a in answers)
+    carried = [any(c.id == "c1-deny" for m in r.messages for c in m.tool_calls) for r in s.seen]
+    assert carried[1] and not carried[-1]  # the call went with its answer (pairs_whole)
