@@ -279,12 +279,12 @@ STOPPED = (
 
 def _go_on(state: RunState) -> str:
     return (
-        f"; nothing is lost: io-tui run --continue {state.run_id} starts a fresh run from its"
-        " progress ledger (on a model with a larger window)"
+        f"; the run's state is kept: io-tui run --continue {state.run_id} starts a fresh run"
+        " from its progress ledger (on a model with a larger window)"
     )
 
 
-def _failed(
+def _failed(  # the request_failed event
     state: RunState,
     attempt: int,
     error: ProviderError,

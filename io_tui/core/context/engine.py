@@ -75,8 +75,9 @@ class ContextEngine:
 
         ``force_fold`` (after a provider's context-overflow error) folds once even below the
         threshold. ``emergency`` (after the forced fold overflowed too) is the ladder's bounded
-        emergency compaction (``ladder.py``): a forced fold into the digest, under half the
-        ceiling. The probe, refreshes and the summarizer are the only awaits.
+        emergency compaction (``ladder.py``): a forced fold into the digest, under half of
+        ``ceiling_tokens`` (the caller passes at most what the refused request carried). The
+        probe, refreshes and the summarizer are the only awaits.
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")

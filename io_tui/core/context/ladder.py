@@ -14,10 +14,13 @@ Each rung is taken only when the ones before it no longer keep the request under
 4. ``summary``: old steps fold into a summary under the summary contract (``summary.py``);
 5. ``emergency``: after the server refused a folded request too, one bounded compaction:
    every step but the newest with results folds into the deterministic digest (no provider
-   call), under half the ceiling;
-6. ``stopped``: the emergency request is refused too; the run stops safely, before any call,
-   with ``Outcome.STATE_NOT_PRESERVED`` (``LadderExhausted``): the required state could not be
-   preserved in the model's window.
+   call), the request carrying at most half of what the refused one did;
+6. ``stopped``: the emergency request is refused too (or left unchanged); the run stops safely,
+   before any call of the step, with ``Outcome.STATE_NOT_PRESERVED`` (``LadderExhausted``): the
+   required state could not be preserved in the model's window.
+
+The first four are the engine's, as each build needs them; the last two are ``model_turn``'s
+answer to the server's context-overflow error, each rung a new attempt of the same step.
 
 ``whole`` is the rung of a request that needed none of them.
 """
