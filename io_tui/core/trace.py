@@ -159,6 +159,10 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),
+        # the stable/dynamic boundary prompt caching uses, and the window and output budget
+        # that bounded the request (older requests recorded neither: null)
+        "boundary": manifest.get("boundary"),
+        "limits": manifest.get("limits"),
     }
 
 
