@@ -55,6 +55,7 @@ PUBLIC = [  # sorted
     "Provenance",
     "Provider",
     "QueueWorker",
+    "ROLES",
     "Recall",
     "ReconcileChoice",
     "ReconcileNeeded",

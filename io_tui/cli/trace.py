@@ -107,17 +107,56 @@ def print_context(trace: dict[str, Any], step: int) -> int:
             f"request for step {step}, attempt {req['attempt']}: ceiling {req['ceiling_tokens']:,} ·"
             f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
         )
-        print("\nfixed sections:")
+        for line in limits_lines(req):
+            print(line)
+        print("\nsections:")
+        print(f"  {'name':<14} {'tokens':>6}      {'prefix':<7} {'role':<16} authority · source")
         for s in req["sections"]:
-            print(f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {s['source']}")
+            prefix = "stable" if s.get("fixed", True) else "dynamic"
+            print(
+                f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {prefix:<7} {s.get('role', ''):<16}"
+                f" {_labels(s, s['source'])}"
+            )
         print("\nentries:")
-        print(f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  target · reason")
+        print(
+            f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  {'role':<16}"
+            " target · reason · authority · source"
+        )
         for e in req["entries"]:
             by = f" (by step {e['superseded_by']})" if e.get("superseded_by") else ""
             print(
                 f"  {e['step']:>4}  {e['state']:<15} {e['kind']:<7} {e['est_tokens']:>6}  "
-                f"{e['target']} · {e['reason']}{by}"
+                f"{e.get('role', ''):<16} {e['target']} · {e['reason']}{by}"
+                f" · {_labels(e, e.get('source_ref', ''))}"
             )
         if req["memory_keys"]:
             print(f"\nmemory carried: {', '.join(req['memory_keys'])}")
     return EXIT_OK
+
+
+def limits_lines(request: dict[str, Any]) -> list[str]:
+    """The window and output budget that bounded a request, and its stable prefix (a request
+    recorded before they were kept has neither)."""
+    lines = []
+    limits, boundary = request.get("limits"), request.get("boundary")
+    if limits:
+        window, output = limits["window_tokens"], limits["max_output_tokens"]
+        bound = "the window" if limits["ceiling_bound"] == "window" else "the contract"
+        lines.append(
+            f"window {f'{window:,}' if window else 'unknown'} · output budget"
+            f" {f'{output:,}' if output else 'none'} · the ceiling is {bound}'s"
+        )
+    if boundary:
+        lines.append(
+            f"stable prefix: messages 0–{boundary['stable_messages'] - 1}"
+            f" (~{boundary['stable_tokens']:,} tok: {', '.join(boundary['stable_sections'])});"
+            " the rest is dynamic"
+        )
+    return lines
+
+
+def _labels(item: dict[str, Any], source: str) -> str:
+    """Authority · source @ version, as far as the item names them."""
+    version = item.get("source_version")
+    where = f"{source} @ {version}" if version else source
+    return " · ".join(p for p in (item.get("authority", ""), where) if p)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
+    from io_tui.core.context.labels import ROLES
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
@@ -224,6 +225,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # providers and MCP servers
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
+    "ROLES": "context.labels",
     "ScriptedProvider": "providers.scripted",
     **dict.fromkeys(
         (
@@ -246,6 +248,7 @@ __all__ = [
     "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
+    "ROLES",
     "SCOPES",
     "SCOPE_LABELS",
     "SECTIONS",
