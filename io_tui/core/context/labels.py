@@ -22,10 +22,8 @@ An observation's role comes from its kind alone, so no tool's output can ask to 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import NamedTuple
 
 from io_tui.core.ledger import Observation, ObsKind, content_digest
 
@@ -38,11 +36,8 @@ class Role(StrEnum):
     MODEL = "model output"
 
 
-class Labels(NamedTuple):
-    role: Role
-    authority: str
-    source_ref: str
-    source_version: str
+Labels = tuple[str, str, str, str]  # role, authority, source_ref, source_version (a plain
+# tuple: a long run labels every observation, and a named tuple takes 20 times as long to make)
 
 
 HARNESS = "harness"
@@ -65,7 +60,7 @@ _ROLES = {
     ObsKind.MESSAGE: Role.EVIDENCE,  # the harness's note on a call it did not run
     ObsKind.AGENT: Role.MODEL,  # a sub-agent's answer
 }
-_EXIT = re.compile(r"^(exit code -?\d+|timed out after [^;\n]*)", re.MULTILINE)
+_EXIT_MARKS = ("\nexit code ", "\ntimed out after ")  # how ``run_command`` heads its output
 MCP_PREFIX = "mcp__"
 
 
@@ -74,21 +69,34 @@ def digest(text: str) -> str:
     return content_digest(text.encode("utf-8", "surrogatepass"))
 
 
+# an enum member read off its class takes ten times as long as a global: read them once
+_ERROR, _MESSAGE, _MCP, _EXEC = ObsKind.ERROR, ObsKind.MESSAGE, ObsKind.MCP, ObsKind.EXEC
+_UNTRUSTED = Role.UNTRUSTED
+
+
 def observation_labels(obs: Observation) -> Labels:
     """An observation's labels, from its kind, tool, target and what it was made from."""
-    role = _ROLES.get(obs.kind, Role.UNTRUSTED)
-    authority = obs.tool
-    ref, version = obs.target, _seen_version(obs)
-    if obs.kind in (ObsKind.ERROR, ObsKind.MESSAGE):
-        authority = HARNESS
-    elif obs.kind is ObsKind.MCP:
+    kind = obs.kind
+    role = _ROLES.get(kind, _UNTRUSTED)
+    if kind is _ERROR or kind is _MESSAGE:
+        return (role, HARNESS, obs.target, "")
+    if kind is _MCP:
         server, tool = _mcp_parts(obs)
-        authority = f"MCP server {server}"
-        ref = f"{server} {tool}" if tool else obs.target
-    elif obs.kind is ObsKind.EXEC:
-        found = _EXIT.search(obs.text[:2_000])
-        version = found[1] if found else ""
-    return Labels(role, authority, ref, version)
+        return (role, f"MCP server {server}", f"{server} {tool}" if tool else obs.target, "")
+    if kind is _EXEC:
+        return (role, obs.tool, obs.target, _exit_status(obs))
+    return (role, obs.tool, obs.target, _seen_version(obs) if obs.seen else "")
+
+
+def _exit_status(obs: Observation) -> str:
+    """``exit code N`` or ``timed out after …``: the line after the command's ``$ argv``."""
+    text, near = obs.text, len(obs.target) + 200  # the frame's head, then ``$ <argv>``
+    for mark in _EXIT_MARKS:
+        start = text.find(mark, 0, near)
+        if start >= 0:
+            end = text.find("\n", start + 1)
+            return text[start + 1 : end if end >= 0 else len(text)].split(";")[0]
+    return ""
 
 
 def _mcp_parts(obs: Observation) -> tuple[str, str]:
@@ -122,8 +130,9 @@ def _seen_version(obs: Observation) -> str:
 
 def summary_labels(source: str, steps: str) -> Labels:
     """The compaction summary: the model's (or the harness's digest of) earlier work."""
-    role = Role.MODEL if source == "provider" else Role.EVIDENCE
-    return Labels(role, MODEL if source == "provider" else HARNESS, steps, source)
+    if source == "provider":
+        return (Role.MODEL, MODEL, steps, source)
+    return (Role.EVIDENCE, HARNESS, steps, source)
 
 
 def memory_labels(provenance: Iterable[str]) -> tuple[Role, str]:
