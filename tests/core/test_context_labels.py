@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_test_server import build_server
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.context import ContextEngine, Frame
 from io_tui.core.context.labels import Role, digest, memory_labels, observation_labels
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
+from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
+from io_tui.core.mcp import InProcessServer, McpHub
 from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import ToolCall
@@ -88,6 +90,30 @@ async def test_a_planted_prompt_injection_stays_framed_as_data(store, workspace,
     assert agents["source_version"] == digest(AGENTS.strip())  # the text as loaded
     index = next(i for i, m in enumerate(messages) if m["content"].endswith(AGENTS.strip()))
     assert index < stable <= min(i for i, m in enumerate(messages) if MARK in m["content"])
+
+
+async def test_an_mcp_server_s_injected_answer_stays_data(store, workspace, write_script):
+    echo = {"name": "mcp__demo__echo", "arguments": {"message": PLANTED}}
+    script = write_script([{"tool_calls": [echo]}, {"text": "done"}])
+    async with McpHub({"demo": InProcessServer(build_server())}) as hub:
+        registry = harness_registry()
+        hub.register_into(registry)
+        harness = Harness(
+            store=store, provider=ScriptedProvider.from_file(script), approver=ApproveAll(),
+            registry=registry, policy=Policy(),
+        )  # fmt: skip
+        result = await start_run(harness, TaskContract("use mcp", workspace))
+    last = (await build_trace(store, result.run_id))["requests"][-1]
+    answer = next(m for m in last["messages"] if m["role"] == "tool")
+    assert MARK in answer["content"] and answer["content"].startswith("[untrusted data from ")
+    stable = last["boundary"]["stable_messages"]
+    assert all(MARK not in m["content"] for m in last["messages"][:stable])
+    entry = last["entries"][0]
+    assert (entry["role"], entry["authority"], entry["source_ref"]) == (
+        "untrusted data", "MCP server demo", "demo echo",
+    )  # fmt: skip
+    tools = next(s for s in last["sections"] if s["name"] == "tools")
+    assert tools["authority"] == "harness, MCP server demo"  # its tool descriptions are its own
 
 
 async def test_entries_name_their_source_version_and_what_was_sent(store, workspace, write_script):
