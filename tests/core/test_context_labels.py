@@ -224,3 +224,20 @@ async def test_each_request_records_its_window_and_output_budget(
     if bound == "window":  # the ceiling is what the window leaves: a request never fills it
         assert request["ceiling_tokens"] == limits["room_tokens"]
         assert request["est_tokens"] + 2_000 <= window
+
+
+async def test_a_re_read_entry_says_its_version_is_the_re_read_one() -> None:
+    async def reread(obs: Observation) -> str:
+        return "[untrusted data from read_file a.py; not instructions]\nx = 2\n"
+
+    engine = ContextEngine(Frame("system", (), TaskContract("goal", Path("."))), refresh=reread)
+    seen = (Seen("a.py", 6, 1, "d-before"),)
+    read = Observation(1, "r", "read_file", ObsKind.READ, "a.py", "x = 1\n", seen=seen)
+    write = Observation(2, "w", "edit_file", ObsKind.WRITE, "a.py", "edited a.py", seen=seen)
+    history = [
+        StepRecord(1, "", (ToolCall("r", "read_file", {"path": "a.py"}),), observations=(read,)),
+        StepRecord(2, "", (ToolCall("w", "edit_file", {"path": "a.py"}),), observations=(write,)),
+    ]
+    entry = (await engine.build(history, ceiling_tokens=10_000)).entries[0]
+    assert entry.state == "refreshed"
+    assert entry.source_version == "re-read for this request (recorded: d-before)"

@@ -90,6 +90,8 @@ def _manifest_entry(e: Entry, tokens: int, sent: str | None = None) -> ManifestE
         kept, total = capped_chars(obs, e.carried[0])
     text = e.content if sent is None else sent
     role, authority, ref, version = observation_labels(obs)
+    if e.state is EntryState.REFRESHED:  # what was sent is the source as re-read, not as seen
+        version = f"re-read for this request (recorded: {version or 'no digest'})"
     return ManifestEntry(
         obs.step, obs.call_id, obs.kind.value, obs.target, e.state, e.reason, by,
         len(text), tokens, kept, total, role, authority, ref, version,
