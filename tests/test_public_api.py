@@ -112,6 +112,7 @@ PUBLIC = [  # sorted
     "import_memory",
     "in_flight_calls",
     "ledger_of",
+    "limits_notes",
     "load_mcp_file",
     "operator",
     "parse_when",

@@ -6,7 +6,14 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core import ProgressLedger, TraceNotFound, build_trace, render_ledger, request_notes
+from io_tui.core import (
+    ProgressLedger,
+    TraceNotFound,
+    build_trace,
+    limits_notes,
+    render_ledger,
+    request_notes,
+)
 
 
 def register(sub: Any) -> None:
@@ -107,7 +114,7 @@ def print_context(trace: dict[str, Any], step: int) -> int:
             f"request for step {step}, attempt {req['attempt']}: ceiling {req['ceiling_tokens']:,} ·"
             f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
         )
-        for line in limits_lines(req):
+        for line in limits_notes(req):
             print(line)
         print("\nsections:")
         print(f"  {'name':<14} {'tokens':>6}      {'prefix':<7} {'role':<16} authority · source")
@@ -132,27 +139,6 @@ def print_context(trace: dict[str, Any], step: int) -> int:
         if req["memory_keys"]:
             print(f"\nmemory carried: {', '.join(req['memory_keys'])}")
     return EXIT_OK
-
-
-def limits_lines(request: dict[str, Any]) -> list[str]:
-    """The window and output budget that bounded a request, and its stable prefix (a request
-    recorded before they were kept has neither)."""
-    lines = []
-    limits, boundary = request.get("limits"), request.get("boundary")
-    if limits:
-        window, output = limits["window_tokens"], limits["max_output_tokens"]
-        bound = "the window" if limits["ceiling_bound"] == "window" else "the contract"
-        lines.append(
-            f"window {f'{window:,}' if window else 'unknown'} · output budget"
-            f" {f'{output:,}' if output else 'none'} · the ceiling is {bound}'s"
-        )
-    if boundary:
-        lines.append(
-            f"stable prefix: messages 0–{boundary['stable_messages'] - 1}"
-            f" (~{boundary['stable_tokens']:,} tok: {', '.join(boundary['stable_sections'])});"
-            " the rest is dynamic"
-        )
-    return lines
 
 
 def _labels(item: dict[str, Any], source: str) -> str:

@@ -105,7 +105,7 @@ if TYPE_CHECKING:
     from io_tui.core.store.memory import MemoryRepo, Provenance
     from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace, request_notes
+    from io_tui.core.trace import TraceNotFound, build_trace, limits_notes, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import ExecResult, Workspace
 
@@ -149,7 +149,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
     ),
-    **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
+    **dict.fromkeys(("TraceNotFound", "build_trace", "limits_notes", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
@@ -340,6 +340,7 @@ __all__ = [
     "import_memory",
     "in_flight_calls",
     "ledger_of",
+    "limits_notes",
     "load_mcp_file",
     "operator",
     "parse_when",

@@ -167,7 +167,7 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     assert "step 1" in readable.stdout and "return a" in readable.stdout
     context = io_tui("trace", "1", "--context", "2", "--store", str(store_path))
     assert "ceiling" in context.stdout and "src/app.py" in context.stdout
-    assert "untrusted data" in context.stdout and "stable prefix: messages 0–" in context.stdout
+    assert "untrusted data" in context.stdout and "stable prefix: " in context.stdout
 
 
 @pytest.mark.parametrize(

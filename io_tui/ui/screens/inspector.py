@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
-from io_tui.core import Store, TraceNotFound, build_trace
+from io_tui.core import Store, TraceNotFound, build_trace, limits_notes
 from io_tui.ui.manifest import (
     FILTERS,
     EntryRow,
@@ -424,7 +424,7 @@ def _summary(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
-        *_limits_notes(request),
+        *(f"\n{line}" for line in limits_notes(request)),
         *_answer_notes(request),
         f"\n{len(rows)} entries, {stubs} stubs"
         + (f" ({dropped} dropped: left out with their steps)" if dropped else "")
@@ -434,27 +434,6 @@ def _summary(
         (filters[1], "bold"),
         " (a)",
     )
-
-
-def _limits_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
-    """The window and output budget that bounded the request, and its stable prefix."""
-    limits, boundary = request.get("limits"), request.get("boundary")
-    out: list[tuple[str, str] | str] = []
-    if limits:
-        window, output = limits.get("window_tokens"), limits.get("max_output_tokens")
-        line = f"\nwindow {window:,}" if window else "\nwindow unknown"
-        line += f" · output budget {output:,}" if output else " · no output budget"
-        by_window = limits.get("ceiling_bound") == "window"
-        line += " · ceiling set by " + (
-            "the window, less the output budget and the frame" if by_window else "the contract"
-        )
-        out.append(line)
-    if boundary:
-        out.append(
-            f"\nstable prefix: {boundary['stable_messages']} messages, ~{boundary['stable_tokens']:,}"
-            " tok (the prompt-cache breakpoint); the rest is dynamic"
-        )
-    return out
 
 
 def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
