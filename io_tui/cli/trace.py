@@ -6,7 +6,14 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
-from io_tui.core import ProgressLedger, TraceNotFound, build_trace, render_ledger, request_notes
+from io_tui.core import (
+    ProgressLedger,
+    TraceNotFound,
+    build_trace,
+    limits_notes,
+    render_ledger,
+    request_notes,
+)
 
 
 def register(sub: Any) -> None:
@@ -108,17 +115,35 @@ def print_context(trace: dict[str, Any], step: int) -> int:
             f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
             f" · rung {req.get('rung') or '—'}"
         )
-        print("\nfixed sections:")
+        for line in limits_notes(req):
+            print(line)
+        print("\nsections:")
+        print(f"  {'name':<14} {'tokens':>6}      {'prefix':<7} {'role':<16} authority · source")
         for s in req["sections"]:
-            print(f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {s['source']}")
+            prefix = "stable" if s.get("fixed", True) else "dynamic"
+            print(
+                f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {prefix:<7} {s.get('role', ''):<16}"
+                f" {_labels(s, s['source'])}"
+            )
         print("\nentries:")
-        print(f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  target · reason")
+        print(
+            f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  {'role':<16}"
+            " target · reason · authority · source"
+        )
         for e in req["entries"]:
             by = f" (by step {e['superseded_by']})" if e.get("superseded_by") else ""
             print(
                 f"  {e['step']:>4}  {e['state']:<15} {e['kind']:<7} {e['est_tokens']:>6}  "
-                f"{e['target']} · {e['reason']}{by}"
+                f"{e.get('role', ''):<16} {e['target']} · {e['reason']}{by}"
+                f" · {_labels(e, e.get('source_ref', ''))}"
             )
         if req["memory_keys"]:
             print(f"\nmemory carried: {', '.join(req['memory_keys'])}")
     return EXIT_OK
+
+
+def _labels(item: dict[str, Any], source: str) -> str:
+    """Authority · source @ version, as far as the item names them."""
+    version = item.get("source_version")
+    where = f"{source} @ {version}" if version else source
+    return " · ".join(p for p in (item.get("authority", ""), where) if p)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
+    from io_tui.core.context.labels import ROLES
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
@@ -104,7 +105,7 @@ if TYPE_CHECKING:
     from io_tui.core.store.memory import MemoryRepo, Provenance
     from io_tui.core.tools.base import Tool, ToolContext
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace, request_notes
+    from io_tui.core.trace import TraceNotFound, build_trace, limits_notes, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import ExecResult, Workspace
 
@@ -148,7 +149,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
     ),
-    **dict.fromkeys(("TraceNotFound", "build_trace", "request_notes"), "trace"),
+    **dict.fromkeys(("TraceNotFound", "build_trace", "limits_notes", "request_notes"), "trace"),
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
@@ -224,6 +225,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # providers and MCP servers
     "Provider": "providers.base",
     **dict.fromkeys(("PRESETS", "ProbeResult", "probe_models"), "providers.presets"),
+    "ROLES": "context.labels",
     "ScriptedProvider": "providers.scripted",
     **dict.fromkeys(
         (
@@ -246,6 +248,7 @@ __all__ = [
     "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
+    "ROLES",
     "SCOPES",
     "SCOPE_LABELS",
     "SECTIONS",
@@ -337,6 +340,7 @@ __all__ = [
     "import_memory",
     "in_flight_calls",
     "ledger_of",
+    "limits_notes",
     "load_mcp_file",
     "operator",
     "parse_when",

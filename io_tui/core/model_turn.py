@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from io_tui.core.calls import framed
 from io_tui.core.context import (
@@ -191,7 +191,11 @@ async def ask_model(
         if room is not None and 0 < room < ceiling:  # the window is tighter than the ceiling
             ceiling = room
             assembly = await build(attempt)
+        # which limit the ceiling is: the window's room (kept for the ladder's later rungs), or
+        # the run's context ceiling (or what is left of its token budget)
+        bound = "window" if room is not None and ceiling == room else "contract"
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
+        limits = Limits(ceiling, window, limit, room, bound)
         state.publish(
             EventKind.REQUEST_STARTED,
             {
@@ -214,7 +218,7 @@ async def ask_model(
                 refusal = LadderExhausted(f"{STOPPED}; {refusal.message}{_go_on(state)}")
                 assembly = replace(assembly, rung=Rung.STOPPED)
             requests.append(
-                request_record(state, assembly, estimate, ceiling, attempt, None, refusal)
+                request_record(state, assembly, estimate, limits, attempt, None, refusal)
             )
             _failed(state, attempt, refusal, local=True)
             if unchanged and not last:
@@ -222,7 +226,7 @@ async def ask_model(
             raise refusal
         started = time.monotonic()
         try:
-            response = await stream(state, assembly, len(engine.frame_parts()[0]))
+            response = await stream(state, assembly)
         except ProviderError as exc:
             overflow = exc.kind is ErrorKind.CONTEXT_OVERFLOW
             error = exc
@@ -235,7 +239,7 @@ async def ask_model(
                     attempts=exc.attempts,
                 )
                 assembly = replace(assembly, rung=Rung.STOPPED)
-            requests.append(request_record(state, assembly, estimate, ceiling, attempt, None, exc))
+            requests.append(request_record(state, assembly, estimate, limits, attempt, None, exc))
             _failed(state, attempt, exc, partial=partial_json(exc.attempts))
             if not overflow:
                 raise
@@ -243,7 +247,7 @@ async def ask_model(
                 overflowed, refused = (assembly.messages, exc), assembly.est_tokens
                 continue  # climb to the next rung
             raise error from exc
-        requests.append(request_record(state, assembly, estimate, ceiling, attempt, response, None))
+        requests.append(request_record(state, assembly, estimate, limits, attempt, response, None))
         if response.usage:
             state.calibration.observe(
                 response.provider,
@@ -359,11 +363,12 @@ def partial_json(attempts: Sequence[Attempt]) -> dict[str, Any] | None:
     return last.to_json()["partial"] if last is not None and last.partial else None
 
 
-async def stream(state: RunState, assembly: Assembly, frame_messages: int) -> Response:
-    """One working completion. Its prompt-cache breakpoints end the frame (never rewritten in a
-    run) and the request (what the next one repeats while history is only appended to). Text
-    deltas and retries are published as they come."""
-    ends = {frame_messages - 1, len(assembly.messages) - 1} - {-1}
+async def stream(state: RunState, assembly: Assembly) -> Response:
+    """One working completion. Its prompt-cache breakpoints end the frame (the manifest's
+    stable/dynamic boundary: never rewritten in a run) and the request (what the next one
+    repeats while history is only appended to). Text deltas and retries are published as they
+    come."""
+    ends = {assembly.stable_messages - 1, len(assembly.messages) - 1} - {-1}
     request = CompletionRequest(
         messages=assembly.messages,
         tools=state.specs(),
@@ -395,20 +400,43 @@ def cache_key(state: RunState) -> str:
     )
 
 
+class Limits(NamedTuple):
+    """What bounded one request: its ceiling, the model's window and the answer's reserved
+    output budget (None: unknown), the room the window leaves beside the frame and the output
+    budget, and which of the two limits the ceiling is (``window`` or ``contract``)."""
+
+    ceiling: int
+    window: int | None
+    max_output: int | None
+    room: int | None
+    bound: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window_tokens": self.window,
+            "max_output_tokens": self.max_output,
+            "room_tokens": self.room,
+            "ceiling_bound": self.bound,
+        }
+
+
 def request_record(
     state: RunState,
     assembly: Assembly,
     estimate: Calibrated,
-    ceiling: int,
+    limits: Limits,
     attempt: int,
     response: Response | None,
     error: ProviderError | None,
 ) -> RequestRecord:
     """The request as stored: its token figures calibrated (comparable with the reported
-    usage); the manifest keeps the engine's raw figures, and says how they were calibrated."""
+    usage); the manifest keeps the engine's raw figures, and says how they were calibrated,
+    and the window and output budget that bounded it (``limits``)."""
     usage = response.usage if response else None
     attempts = response.attempts if response else tuple(error.attempts if error else ())
+    ceiling = limits.ceiling
     head = assembly.manifest_head()
+    head["limits"] = limits.to_json()
     frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
     head["calibration"] = {
         "ceiling_tokens": ceiling,

@@ -160,7 +160,34 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),
+        # the stable/dynamic boundary prompt caching uses, and the window and output budget
+        # that bounded the request (older requests recorded neither: null)
+        "boundary": manifest.get("boundary"),
+        "limits": manifest.get("limits"),
     }
+
+
+def limits_notes(request: dict[str, Any]) -> list[str]:
+    """A request's window, output budget and which of them set its ceiling, and its stable
+    prefix, as readable lines (none for a request recorded before they were kept)."""
+    lines = []
+    limits, boundary = request.get("limits"), request.get("boundary")
+    if limits:
+        window, output = limits["window_tokens"], limits["max_output_tokens"]
+        by_window = limits["ceiling_bound"] == "window"
+        lines.append(
+            (f"window {window:,}" if window else "window unknown")
+            + (f" · output budget {output:,}" if output else " · no output budget")
+            + " · ceiling set by "
+            + ("the window, less the output budget and the frame" if by_window else "the contract")
+        )
+    if boundary:
+        lines.append(
+            f"stable prefix: {boundary['stable_messages']} messages, ~{boundary['stable_tokens']:,}"
+            f" tok ({', '.join(boundary['stable_sections'])}: the prompt-cache breakpoint);"
+            " the rest is dynamic"
+        )
+    return lines
 
 
 NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say

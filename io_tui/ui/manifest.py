@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from io_tui.core import ROLES
 
 STUB_STATES = frozenset({"superseded", "dropped", "refresh_failed", "elided", "collapsed"})
 CARRIED_STATES = frozenset({"full", "capped", "refreshed", "summary"})
@@ -25,6 +28,11 @@ class EntryRow:
     chars: int
     est_tokens: int
     call_id: str = ""
+    role: str = ""  # its labels (DESIGN §3.2); "" in a manifest recorded before them
+    authority: str = ""
+    source_ref: str = ""
+    source_version: str = ""
+    digest: str = ""
 
     @property
     def is_stub(self) -> bool:
@@ -62,6 +70,11 @@ def entry_rows(request: dict[str, Any] | None) -> list[EntryRow]:
                 chars=int(entry.get("chars") or 0),
                 est_tokens=int(entry.get("est_tokens") or 0),
                 call_id=str(entry.get("call_id") or ""),
+                role=str(entry.get("role") or ""),
+                authority=str(entry.get("authority") or ""),
+                source_ref=str(entry.get("source_ref") or ""),
+                source_version=str(entry.get("source_version") or ""),
+                digest=str(entry.get("digest") or ""),
             )
         )
     return rows
@@ -75,6 +88,29 @@ def matches(row: EntryRow, state_filter: str) -> bool:
     if state_filter == "carried":
         return row.state in CARRIED_STATES and not row.is_stub
     return row.state == state_filter
+
+
+def label_filters(rows: Iterable[EntryRow]) -> list[str]:
+    """The label filters the rows offer: ``all``, then each role, then each authority present
+    (roles in the vocabulary's order, authorities by name)."""
+    rows = list(rows)
+    roles = {r.role for r in rows if r.role}
+    authorities = sorted({r.authority for r in rows if r.authority})
+    return [
+        "all",
+        *(f"role: {r}" for r in ROLES if r in roles),
+        *(f"authority: {a}" for a in authorities),
+    ]
+
+
+def label_matches(row: EntryRow, label_filter: str) -> bool:
+    """Whether ``row`` passes a filter of ``label_filters``."""
+    what, _, value = label_filter.partition(": ")
+    if what == "role":
+        return row.role == value
+    if what == "authority":
+        return row.authority == value
+    return True
 
 
 def entry_text(trace: dict[str, Any], row: EntryRow) -> str | None:

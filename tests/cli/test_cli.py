@@ -151,7 +151,14 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
         "superseded_by",
         "chars",
         "est_tokens",
+        "role",
+        "authority",
+        "source_ref",
+        "source_version",
+        "digest",
     } <= set(entry)
+    assert entry["role"] == "untrusted data" and entry["authority"] == "read_file"
+    assert second["boundary"]["stable_messages"] >= 2 and "limits" in second
     tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
     assert tool_msgs and tool_msgs[0]["tool_call_id"]
     assert all({"step", "kind", "detail"} <= set(e) for e in trace["events"])
@@ -160,6 +167,7 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     assert "step 1" in readable.stdout and "return a" in readable.stdout
     context = io_tui("trace", "1", "--context", "2", "--store", str(store_path))
     assert "ceiling" in context.stdout and "src/app.py" in context.stdout
+    assert "untrusted data" in context.stdout and "stable prefix: " in context.stdout
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.console import Console
 from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
 
 from io_tui.core import (
@@ -19,7 +20,7 @@ from io_tui.core import (
 from io_tui.core.trace import build_trace
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen
-from io_tui.ui.screens.inspector import InspectorScreen
+from io_tui.ui.screens.inspector import InspectorScreen, _render_entry
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.screens.new_run import SCRIPTED_DEMO, NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen, render_trace
@@ -75,6 +76,32 @@ async def test_inspector_filter_is_a_keyed_update(make_app) -> None:
         assert inspector.state_filter != "full"
         inspector.set_filter("all")
         assert table.row_count == total
+
+
+async def test_inspector_filters_by_role_then_by_authority(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 10)
+        table = inspector.query_one("#entries", DataTable)
+        total = table.row_count
+        roles = [r.role for r in inspector.rows.values()]
+        assert "untrusted data" in roles and "runtime evidence" in roles
+        await pilot.press("a")  # the first role present, in the vocabulary's order
+        assert inspector.label_filter == "role: runtime evidence"
+        assert table.row_count == roles.count("runtime evidence") < total
+        await pilot.press("a")
+        assert inspector.label_filter == "role: untrusted data"
+        assert table.row_count == roles.count("untrusted data")
+        await pilot.press("a")  # then by authority: the tools, by name
+        authorities = sorted({r.authority for r in inspector.rows.values()})
+        assert inspector.label_filter == f"authority: {authorities[0]}"
+        shown = [inspector.rows[str(k.value)] for k in table.rows]
+        assert shown and all(r.authority == authorities[0] for r in shown)
+        detail = Console(width=200, record=True)
+        detail.print(_render_entry(inspector.trace or {}, None, shown[0]))
+        assert f"authority: {authorities[0]}" in detail.export_text()
+        assert "authority: " in str(inspector.query_one("#summary", Static).render())
 
 
 async def test_inspector_stub_jumps_to_the_replacing_step(make_app) -> None:

@@ -15,6 +15,14 @@ from io_tui.core.context.compaction import (
 )
 from io_tui.core.context.fit import fit, stub_out
 from io_tui.core.context.frame import Frame
+from io_tui.core.context.labels import (
+    HARNESS,
+    MODEL,
+    Role,
+    digest,
+    memory_labels,
+    summary_labels,
+)
 from io_tui.core.context.ladder import rung_reached
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
@@ -68,6 +76,7 @@ class Build:
         self.history = history
         self.ceiling = ceiling
         self.plan = plan
+        self.notes = notes
         self.cap = entry_cap_chars(ceiling)
         self.reserve = ceiling // 8  # what stubs may take before they collapse
         if plan.memory is not None and plan.memory[0] == ceiling:
@@ -131,13 +140,14 @@ class Build:
             tokens = add(summary_msg)
             est += tokens
             through = self.summary.through_step
+            steps = f"steps {self.first_step}–{through}"
             entries.append(
                 ManifestEntry(
-                    through, f"summary:{through}", "summary", f"steps {self.first_step}–{through}",
-                    EntryState.SUMMARY,
+                    through, f"summary:{through}", "summary", steps, EntryState.SUMMARY,
                     f"compaction summary ({self.summary.source}"
                     f"{', written for this request' if self.folded else ', reused'})",
-                    None, len(summary_msg.content), tokens,
+                    None, len(summary_msg.content), tokens, None, None,
+                    *summary_labels(self.summary.source, steps), digest(summary_msg.content),
                 )
             )  # fmt: skip
         records = self.live.records
@@ -146,11 +156,13 @@ class Build:
             tokens = add(self.collapse_msg)
             est += tokens
             first, last = records[0].step, records[self.collapsed - 1].step
+            content = self.collapse_msg.content
             entries.append(
                 ManifestEntry(
                     last, "collapse", "collapse", f"steps {first}–{last}", EntryState.COLLAPSED,
                     f"their stubs passed an eighth of the ceiling ({self.reserve:,} tokens)",
-                    None, len(self.collapse_msg.content), tokens,
+                    None, len(content), tokens, None, None, Role.EVIDENCE, HARNESS,
+                    f"steps {first}–{last}", "", digest(content),
                 )
             )  # fmt: skip
         start, settled = self.collapsed, self.live.settled
@@ -170,10 +182,13 @@ class Build:
                 settled.add_emitted(chunk.messages, chunk.entries, chunk.turns, chunk.spent)
         sections = [*frame_sections]
         if self.memory_msg:
-            sections.append(Section("memory", "store", self.memory_tokens, fixed=False))
+            sections.append(self._memory_section())
         sections.append(
-            Section("turns", "assistant turns and operator messages", turns_tokens, fixed=False)
-        )
+            Section(
+                "turns", "assistant turns and operator messages", turns_tokens, fixed=False,
+                role=Role.MODEL, authority=MODEL, source_ref="the run's steps",
+            )
+        )  # fmt: skip
         policy = self.engine.frame.contract.compaction
         return Assembly(
             messages=tuple(messages),
@@ -193,7 +208,18 @@ class Build:
                 summary=self.summary is not None,
                 emergency=self.emergency,
             ),
+            stable_messages=len(frame_messages),
         )
+
+    def _memory_section(self) -> Section:
+        """The memory block, labelled by the provenance of the notes it carries."""
+        assert self.memory_msg is not None
+        labels = {n.key: n.label for n in self.notes}
+        role, authority = memory_labels(labels[k] for k in self.memory.keys if k in labels)
+        return Section(
+            "memory", "store", self.memory_tokens, fixed=False, role=role, authority=authority,
+            source_ref=f"{len(self.memory.keys)} notes", digest=digest(self.memory_msg.content),
+        )  # fmt: skip
 
     async def _window(self, window: int) -> int:
         """How many of the oldest live steps are out: those before the plan's floor while the

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from io_tui.core.context.build import Build
 from io_tui.core.context.frame import Frame, frame_messages
+from io_tui.core.context.labels import observation_labels
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.plan import Plan, extends, worth_rewriting
@@ -140,9 +141,12 @@ class ContextEngine:
             return cached[1]
         reason = COLLAPSED_REASON if state is EntryState.COLLAPSED else FOLDED_REASON
         made = [
-            ManifestEntry(o.step, o.call_id, o.kind.value, o.target, state, reason, None, 0, 0)
+            ManifestEntry(
+                o.step, o.call_id, o.kind.value, o.target, state, reason, None, 0, 0, None, None,
+                *observation_labels(o),
+            )
             for o in record.observations
-        ]
+        ]  # fmt: skip
         self._stable[key] = (record, made)
         return made
 

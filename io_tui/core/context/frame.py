@@ -9,6 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from io_tui.core.context.labels import (
+    HARNESS,
+    MCP_PREFIX,
+    OPERATOR,
+    Role,
+    digest,
+    mcp_tool_parts,
+)
 from io_tui.core.context.manifest import Section
 from io_tui.core.contract import TaskContract, estimate_tokens
 from io_tui.core.providers.base import Message, ToolSpec
@@ -47,23 +55,49 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
         ]
     )
     sections = [
-        Section("system", "harness", estimate_tokens(frame.system_prompt)),
+        Section(
+            "system", "harness", estimate_tokens(frame.system_prompt), role=Role.INSTRUCTION,
+            authority=HARNESS, source_ref="system prompt", digest=digest(frame.system_prompt),
+        ),
         # no tools: none are sent (``CompletionRequest.tools``), so none are counted
         Section(
-            "tools",
-            f"{len(frame.tools)} tool schemas",
-            estimate_tokens(schemas) if frame.tools else 0,
+            "tools", f"{len(frame.tools)} tool schemas",
+            estimate_tokens(schemas) if frame.tools else 0, role=Role.INSTRUCTION,
+            authority=_tool_authority(frame.tools), source_ref="tool schemas",
+            digest=digest(schemas) if frame.tools else "",
         ),
-        Section("contract", "task", estimate_tokens(task_text)),
-    ]
+        Section(
+            "contract", "task", estimate_tokens(task_text), role=Role.OPERATOR,
+            authority=OPERATOR, source_ref="task contract", digest=digest(task_text),
+        ),
+    ]  # fmt: skip
     messages = [Message("system", frame.system_prompt), Message("user", task_text)]
     for inst in frame.instructions:
         body = f"Project instructions from {inst.name}:\n{inst.text}"
         messages.append(Message("user", body))
-        sections.append(Section(inst.name, inst.source, estimate_tokens(body)))
+        sections.append(
+            Section(
+                inst.name, inst.source, estimate_tokens(body), role=Role.INSTRUCTION,
+                authority=f"{inst.name} file", source_ref=inst.source,
+                source_version=digest(inst.text), digest=digest(body),
+            )
+        )  # fmt: skip
     carried = contract.continues
     if carried is not None:  # the earlier run's progress ledger: runtime evidence, after them
         messages.append(Message("user", carried.text))
         source = f"run {carried.run_id} ledger revision {carried.revision} ({carried.digest})"
-        sections.append(Section("ledger", source, estimate_tokens(carried.text)))
+        sections.append(
+            Section(
+                "ledger", source, estimate_tokens(carried.text), role=Role.EVIDENCE,
+                authority=HARNESS, source_ref=f"run {carried.run_id} progress ledger",
+                source_version=f"revision {carried.revision} {carried.digest}",
+                digest=digest(carried.text),
+            )
+        )  # fmt: skip
     return tuple(messages), tuple(sections)
+
+
+def _tool_authority(tools: tuple[ToolSpec, ...]) -> str:
+    """The harness, and the MCP servers whose tools it offers (their descriptions are theirs)."""
+    servers = sorted({mcp_tool_parts(t.name)[0] for t in tools if t.name.startswith(MCP_PREFIX)})
+    return HARNESS + "".join(f", MCP server {s}" for s in servers)

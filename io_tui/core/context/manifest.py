@@ -6,11 +6,13 @@ each entry's state, reason and cost without re-running the engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from io_tui.core.context.labels import OPERATOR, Role, digest
 from io_tui.core.context.summary import Summary
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.providers.base import Message
 
 
@@ -46,6 +48,13 @@ class ManifestEntry(NamedTuple):
     est_tokens: int
     kept_chars: int | None = None
     total_chars: int | None = None
+    # its labels (``labels.py``): what it is, on whose authority, from which source and version,
+    # and the digest of what this request sent of it ("" when nothing of its own was sent)
+    role: str = ""
+    authority: str = ""
+    source_ref: str = ""
+    source_version: str = ""
+    digest: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,18 +69,29 @@ class ManifestEntry(NamedTuple):
             "est_tokens": self.est_tokens,
             "kept_chars": self.kept_chars,
             "total_chars": self.total_chars,
+            "role": self.role,
+            "authority": self.authority,
+            "source_ref": self.source_ref,
+            "source_version": self.source_version,
+            "digest": self.digest,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class Section:
     """A block counted apart from the entries. ``fixed`` sections are the frame (beside the
-    ceiling); the others (memory, turns) are inside it."""
+    ceiling, and the stable prefix prompt caching keeps); the others (memory, turns) are inside
+    it. Labelled as entries are (``labels.py``); ``source`` says it in words."""
 
     name: str
     source: str
     est_tokens: int
     fixed: bool = True
+    role: str = ""
+    authority: str = ""
+    source_ref: str = ""
+    source_version: str = ""
+    digest: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +99,11 @@ class Section:
             "source": self.source,
             "est_tokens": self.est_tokens,
             "fixed": self.fixed,
+            "role": self.role,
+            "authority": self.authority,
+            "source_ref": self.source_ref,
+            "source_version": self.source_version,
+            "digest": self.digest,
         }
 
 
@@ -99,6 +124,9 @@ class Assembly:
     summary: Summary | None = None  # the summary standing in for the oldest steps, if any
     folded: bool = False  # this build bought (or digested) a new summary
     rung: str = "whole"  # the deepest rung of the degradation ladder it reached (``ladder.Rung``)
+    # the stable/dynamic boundary: ``messages[:stable_messages]`` is the frame, which no request
+    # of the run rewrites (a prompt-cache breakpoint ends it); the rest is dynamic
+    stable_messages: int = 0
 
     @property
     def total_est_tokens(self) -> int:
@@ -117,5 +145,45 @@ class Assembly:
             "entry_cap_chars": self.entry_cap_chars,
             "memory_keys": list(self.memory_keys),
             "summary_through": self.summary.through_step if self.summary else None,
-            "sections": [s.to_json() for s in self.sections],
+            "boundary": {
+                "stable_messages": self.stable_messages,
+                "stable_tokens": self.frame_tokens,
+                "stable_sections": [s.name for s in self.sections if s.fixed],
+            },
+            "sections": [s.to_json() for s in self.labelled_sections()],
         }
+
+    def labelled_sections(self) -> list[Section]:
+        """The sections with the operator's messages counted apart from the model's turns
+        (``turns`` carries both while the request is built): each keeps its own role."""
+        ops = [
+            m.content
+            for m in self.messages[self.stable_messages :]
+            if m.role == "user" and m.content.startswith(OPERATOR_LINE)
+        ]
+        if not ops:
+            return list(self.sections)
+        tokens = sum(estimate_tokens(text) for text in ops)
+        out = []
+        for section in self.sections:
+            if section.name == "turns":
+                out.append(
+                    replace(
+                        section,
+                        source="assistant turns",
+                        est_tokens=max(0, section.est_tokens - tokens),
+                    )
+                )
+                out.append(
+                    Section(
+                        "operator", "operator messages", tokens, fixed=False,
+                        role=Role.OPERATOR, authority=OPERATOR,
+                        source_ref=f"{len(ops)} messages", digest=digest("\n".join(ops)),
+                    )
+                )  # fmt: skip
+            else:
+                out.append(section)
+        return out
+
+
+OPERATOR_LINE = "[operator] "  # how ``turns.render_turn`` heads an operator's message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from io_tui.core.context.labels import digest, observation_labels
 from io_tui.core.context.manifest import EntryState, ManifestEntry
 from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import what
@@ -74,18 +75,25 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
         body = f"[result of step {obs.step} {obs.tool} {what(obs)}]\n{e.content}"
         messages.append(Message("user", body))
         tokens = estimate_tokens(body)
-        entries.append(_manifest_entry(e, tokens, len(body)))
+        entries.append(_manifest_entry(e, tokens, body))
         spent += tokens
     return Chunk(key, tuple(messages), tuple(entries), st.cost, spent)
 
 
-def _manifest_entry(e: Entry, tokens: int, chars: int | None = None) -> ManifestEntry:
+def _manifest_entry(e: Entry, tokens: int, sent: str | None = None) -> ManifestEntry:
+    """``sent``: what the request carried for it, when not its content (None: its content;
+    "" with no tokens: nothing, its step left out)."""
     obs = e.obs
     by = next((b for b in (e.shown_by, e.by) if b is not None), e.invalidated_by)
     kept = total = None
     if e.state is EntryState.CAPPED and e.carried is not None:
         kept, total = capped_chars(obs, e.carried[0])
+    text = e.content if sent is None else sent
+    role, authority, ref, version = observation_labels(obs)
+    if e.state is EntryState.REFRESHED:  # what was sent is the source as re-read, not as seen
+        version = f"re-read for this request (recorded: {version or 'no digest'})"
     return ManifestEntry(
         obs.step, obs.call_id, obs.kind.value, obs.target, e.state, e.reason, by,
-        len(e.content) if chars is None else chars, tokens, kept, total,
+        len(text), tokens, kept, total, role, authority, ref, version,
+        digest(text) if tokens else "",
     )  # fmt: skip

@@ -1,6 +1,7 @@
 """The context inspector: what the model was shown on one request, and why.
 
-Left: the request's manifest as a keyed table (filter by state with ``f``) and the fixed sections.
+Left: the request's manifest as a keyed table (filter by state with ``f``, by role or authority
+with ``a``) and the sections, each with its role (DESIGN §3.2).
 Right: the selected entry's full text (Pygments-highlighted by file type) or a stub's reason
 (``j`` jumps to the step that superseded or invalidated it), and a diff against the previous
 request. Everything is rebuilt from the store (``build_trace``) in a worker.
@@ -8,6 +9,7 @@ request. Everything is rebuilt from the store (``build_trace``) in a worker.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -24,13 +26,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
-from io_tui.core import Store, TraceNotFound, build_trace
+from io_tui.core import Store, TraceNotFound, build_trace, limits_notes
 from io_tui.ui.manifest import (
     FILTERS,
     EntryRow,
     diff_requests,
     entry_rows,
     entry_text,
+    label_filters,
+    label_matches,
     matches,
     section_text,
     sent_text,
@@ -46,11 +50,18 @@ ENTRY_COLUMNS = (
     ("state", 6, None),
     ("kind", 4, None),
     ("target", 3, 8),
+    ("role", 4, 9),
     ("step", 5, None),
     ("tokens", 5, None),
     ("reason", 2, 8),
 )
-SECTION_COLUMNS = (("section", 3, None), ("source", 1, 8), ("tokens", 2, None))
+SECTION_COLUMNS = (
+    ("section", 3, None),
+    ("role", 2, 9),
+    ("prefix", 2, None),
+    ("source", 1, 8),
+    ("tokens", 2, None),
+)
 NARROW = 110  # columns: below this the entry text takes the table's place (enter / escape)
 
 
@@ -60,6 +71,7 @@ class InspectorScreen(Screen[None]):
         Binding("escape,q", "close", "Back", id="inspector.close", tooltip="Back to the main screen (narrow: back to the table)"),
         Binding("enter", "open_entry", "Show", id="inspector.show", show=False, tooltip="Narrow terminal: show the highlighted entry's text in the table's place"),
         Binding("f", "cycle_filter", "Filter", id="inspector.filter", tooltip="Cycle the state filter"),
+        Binding("a", "cycle_label_filter", "Role", id="inspector.label_filter", tooltip="Cycle the filter by role, then by authority"),
         Binding("j", "jump", "Jump", id="inspector.jump", tooltip="Go to the step that superseded or invalidated this stub"),
         Binding("left_square_bracket", "step(-1)", "Prev step", id="inspector.prev", tooltip="Previous request"),
         Binding("right_square_bracket", "step(1)", "Next step", id="inspector.next", tooltip="Next request"),
@@ -85,6 +97,7 @@ class InspectorScreen(Screen[None]):
         self.run_id = run_id
         self.step = step
         self.state_filter = "all"
+        self.label_filter = "all"  # one of ``label_filters``: by role or by authority
         self.trace: dict[str, Any] | None = None
         self.rows: dict[str, EntryRow] = {}
         self.selected: EntryRow | None = None
@@ -109,7 +122,7 @@ class InspectorScreen(Screen[None]):
         self.entries.border_title = "Manifest"
         for column, priority, shrink_to in SECTION_COLUMNS:
             self.sections.add_column(column, key=column, priority=priority, shrink_to=shrink_to)
-        self.sections.border_title = "Fixed sections"
+        self.sections.border_title = "Sections"
         self.entries.focus()
         self.load()
 
@@ -153,7 +166,8 @@ class InspectorScreen(Screen[None]):
         if request is None:
             self.summary.update(Text(f"run {self.run_id} step {self.step}: no request recorded"))
         else:
-            self.summary.update(_summary(self.run_id, request, self.state_filter, self.rows))
+            filters = (self.state_filter, self.label_filter)
+            self.summary.update(_summary(self.run_id, request, filters, self.rows))
         self._sync_entries()
         self._sync_sections(request)
         previous = self._previous_request()
@@ -172,7 +186,11 @@ class InspectorScreen(Screen[None]):
     def _sync_entries(self) -> None:
         """Keyed update: remove rows that left, update rows that stayed, add new ones."""
         table = self.entries
-        wanted = {k: r for k, r in self.rows.items() if matches(r, self.state_filter)}
+        wanted = {
+            k: r
+            for k, r in self.rows.items()
+            if matches(r, self.state_filter) and label_matches(r, self.label_filter)
+        }
         present = {key.value for key in table.rows}
         for key in present - wanted.keys():
             table.remove_row(str(key))
@@ -194,7 +212,13 @@ class InspectorScreen(Screen[None]):
         for key in present - wanted.keys():
             table.remove_row(str(key))
         for name, section in wanted.items():
-            cells = (name, str(section.get("source", "")), f"{section.get('est_tokens', 0):,}")
+            cells = (
+                name,
+                str(section.get("role") or ""),
+                "stable" if section.get("fixed", True) else "dynamic",
+                str(section.get("source", "")),
+                f"{section.get('est_tokens', 0):,}",
+            )
             if name in present:
                 for (column, _, _), value in zip(SECTION_COLUMNS, cells, strict=True):
                     table.update_cell(name, column, value)
@@ -221,13 +245,16 @@ class InspectorScreen(Screen[None]):
         for section in request.get("sections", []):
             if section.get("name") == event.row_key.value:
                 text = section_text(request, section)
+                fixed = section.get("fixed", True)
+                where = "fixed, never elided: the stable prefix" if fixed else "dynamic"
                 self.detail.update(
                     Group(
                         Text(
                             f"{section['name']} · {section.get('source')} · "
-                            f"{section.get('est_tokens', 0):,} tok (fixed, never elided)",
+                            f"{section.get('est_tokens', 0):,} tok ({where})",
                             style="bold",
                         ),
+                        _labels_text(section),
                         Syntax(plain(text), "markdown", word_wrap=True, theme="ansi_dark"),
                     )
                 )
@@ -277,6 +304,13 @@ class InspectorScreen(Screen[None]):
         self.show_step()
         self.notify(f"filter: {self.state_filter}", timeout=1.5)
 
+    def action_cycle_label_filter(self) -> None:
+        options = label_filters(self.rows.values())
+        index = options.index(self.label_filter) if self.label_filter in options else 0
+        self.label_filter = options[(index + 1) % len(options)]
+        self.show_step()
+        self.notify(f"filter: {self.label_filter}", timeout=1.5)
+
     def set_filter(self, state_filter: str) -> None:
         self.state_filter = state_filter
         self.show_step()
@@ -325,7 +359,7 @@ class InspectorScreen(Screen[None]):
 _STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
 
 
-def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
+def _cells(row: EntryRow) -> tuple[Text, str, str, Text, str, str, str]:
     style = _STATE_STYLES.get(row.state, "dim")
     reason = row.reason
     if row.superseded_by is not None:
@@ -334,10 +368,31 @@ def _cells(row: EntryRow) -> tuple[Text, str, str, str, str, str]:
         Text(row.state, style=style),
         row.kind,
         row.target,
+        Text(row.role, style=_ROLE_STYLES.get(row.role, "")),
         str(row.step),
         f"{row.est_tokens:,}",
         reason,
     )
+
+
+# low trust is marked: what came from the world, and what the model wrote itself
+_ROLE_STYLES = {"untrusted data": "yellow", "model output": "italic"}
+
+
+def _labels_text(labels: dict[str, Any]) -> Text:
+    """Its role and authority, source and version, and the digest of what was sent."""
+    role = str(labels.get("role") or "unlabelled (recorded before labels)")
+    out = Text.assemble(("role: ", "dim"), (role, _ROLE_STYLES.get(role, "bold")))
+    for key, name in (
+        ("authority", "authority"),
+        ("source_ref", "source"),
+        ("source_version", "version"),
+        ("digest", "digest of what was sent"),
+    ):
+        if labels.get(key):
+            out.append(f"\n{name}: ", style="dim")
+            out.append(plain(str(labels[key])))
+    return out
 
 
 def _sort_key(step: Any) -> int:
@@ -345,7 +400,7 @@ def _sort_key(step: Any) -> int:
 
 
 def _summary(
-    run_id: int, request: dict[str, Any], state_filter: str, rows: dict[str, EntryRow]
+    run_id: int, request: dict[str, Any], filters: tuple[str, str], rows: dict[str, EntryRow]
 ) -> Text:
     est, ceiling, reported, frame = (
         request.get("est_tokens"),
@@ -370,12 +425,15 @@ def _summary(
         f" · rung {request.get('rung') or '—'}",
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {counted}",
+        *(f"\n{line}" for line in limits_notes(request)),
         *_answer_notes(request),
         f"\n{len(rows)} entries, {stubs} stubs"
         + (f" ({dropped} dropped: left out with their steps)" if dropped else "")
         + " · filter: ",
-        (state_filter, "bold"),
-        " (f)",
+        (filters[0], "bold"),
+        " (f) · ",
+        (filters[1], "bold"),
+        " (a)",
     )
 
 
@@ -408,7 +466,7 @@ def _render_entry(
         f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
     )
     sent, recorded = sent_text(request, row), entry_text(trace, row)
-    lines: list[RenderableType] = [head]
+    lines: list[RenderableType] = [head, _labels_text(asdict(row))]
     if row.is_stub:
         lines.append(Text(f"\nreason: {row.reason or row.state}", style="bold"))
         if row.superseded_by is not None:
