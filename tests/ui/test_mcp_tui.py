@@ -170,3 +170,55 @@ async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model
     async with await Store.open(tmp_path / "store.db") as store:
         trace = await build_trace(store, 1)
     assert "Hi from the model" in trace["steps"][0]["observations"][0]["text"]
+
+
+async def test_a_servers_form_is_filled_in_the_modal_and_sent(tmp_path: Path) -> None:
+    """Through the worker: the tool call asks, then the server's elicitation asks with its form;
+    approve opens the form (built from the schema, defaults filled), a missing required field
+    is said and the form stays, and the filled form is what the server gets."""
+    from textual.widgets import Checkbox, Static
+
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.screens.elicit import ElicitScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)  # the app asks
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("elicit", workspace, provider))
+        for target in ("mcp__everything__trigger-elicitation-request", "elicitation"):
+            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 120)
+            modal = app.screen
+            assert isinstance(modal, ApprovalScreen) and modal.request.target.endswith(target)
+            await until(lambda m=modal: m.armed, "the modal to arm")
+            await pilot.press("1")  # approve: the form opens for the elicitation
+            if target == "elicitation":
+                break
+            await until(lambda m=modal: app.screen is not m, "the modal to close")
+        await until(lambda: isinstance(app.screen, ElicitScreen), "the form")
+        form = app.screen
+        assert isinstance(form, ElicitScreen)
+        assert form.query_one("#field-integer", Input).value == "42"  # the schema's default
+        await pilot.press("ctrl+s")  # no name yet
+        problems = form.query_one("#elicit-problems", Static)
+        assert "'name' is a required property" in str(problems.render())
+        assert app.screen is form
+        form.query_one("#field-name", Input).value = "Ada Lovelace"
+        form.query_one("#field-check", Checkbox).value = True
+        await pilot.press("ctrl+s")
+        await until(lambda: not isinstance(app.screen, (ElicitScreen, ApprovalScreen)), "closed")
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, 1)
+        (record,) = [
+            r
+            for r in await store.approvals.for_run(1)
+            if r.request.target.endswith("__elicitation")
+        ]
+    text = trace["steps"][0]["observations"][0]["text"]
+    assert "- Name: Ada Lovelace" in text and "- Agreed to terms: true" in text
+    assert "- Favorite Integer: 42" in text
+    assert record.performed is not None and record.performed["action"] == "accept"

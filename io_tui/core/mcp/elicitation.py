@@ -27,7 +27,7 @@ ELICITATION = "elicitation"  # the policy target's last part: mcp__<server>__eli
 
 
 @dataclass(frozen=True, slots=True)
-class Field:
+class FormField:
     """One field of an elicitation form, from its schema property."""
 
     name: str
@@ -42,7 +42,7 @@ class Field:
     maximum: float | None = None
 
 
-def form_fields(schema: dict[str, Any]) -> list[Field]:
+def form_fields(schema: dict[str, Any]) -> list[FormField]:
     """The fields of a requested schema (flat: top-level properties only), in its order."""
     required = set(schema.get("required") or ())
     fields = []
@@ -58,7 +58,7 @@ def form_fields(schema: dict[str, Any]) -> list[Field]:
         elif options:
             kind = "choice"
         fields.append(
-            Field(
+            FormField(
                 name,
                 kind,
                 str(spec.get("title") or name),
