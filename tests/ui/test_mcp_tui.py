@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from mcp_support import TEST_SERVER, server_everything_entry
 from textual.widgets import Input
 from waits import until
@@ -99,6 +100,16 @@ async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) ->
         )
         await pilot.press("escape")
         await until(lambda: not isinstance(app.screen, ResourcesScreen), "back to the runs")
+        # the app's own hub: started once, kept for the next visit (and the palette, the dialog)
+        hub = screen.hub
+        assert hub is not None and hub is await app.mcp.hub()
+        await pilot.press("f6")
+        await until(lambda: isinstance(app.screen, ResourcesScreen), "the resources screen")
+        again = app.screen
+        assert isinstance(again, ResourcesScreen)
+        await until(lambda: again.rows, "the resources again", 60)
+        assert again.hub is hub and [s.state for s in hub.statuses()] == ["ready"]
+    assert [s.state for s in hub.statuses()] == ["stopped"]  # closed with the app
 
 
 async def test_a_servers_prompt_in_the_palette_opens_the_new_run_dialog_with_its_text(
@@ -222,3 +233,40 @@ async def test_a_servers_form_is_filled_in_the_modal_and_sent(tmp_path: Path) ->
     assert "- Name: Ada Lovelace" in text and "- Agreed to terms: true" in text
     assert "- Favorite Integer: 42" in text
     assert record.performed is not None and record.performed["action"] == "accept"
+
+
+async def test_the_new_run_dialog_offers_the_servers_prompts_with_their_arguments(
+    tmp_path: Path,
+) -> None:
+    """The dialog lists the prompts from the app's hub; a prompt without arguments fills the
+    task at once, one that needs them shows the arguments field and fills the task once they
+    are typed."""
+    from textual.widgets import Select
+
+    from io_tui.ui.screens.new_run import NewRunScreen, prompt_arguments
+
+    app = mcp_app(
+        tmp_path, everything={"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    )
+    async with app.run_test(size=SIZE):
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        app.action_new_run()
+        await until(lambda: isinstance(app.screen, NewRunScreen), "the new-run dialog")
+        dialog = app.screen
+        assert isinstance(dialog, NewRunScreen)
+        await until(lambda: "everything/args-prompt" in dialog.prompts, "the prompts", 120)
+        assert not dialog.has_class("-no-prompts")
+        task = dialog.query_one("#task", Input)
+        dialog.query_one("#prompt", Select).value = "everything/simple-prompt"
+        await until(lambda: task.value == "This is a simple prompt without arguments.", "filled")
+        assert dialog.has_class("-no-prompt-args")
+        dialog.query_one("#prompt", Select).value = "everything/args-prompt"
+        await until(lambda: not dialog.has_class("-no-prompt-args"), "the arguments field")
+        args = dialog.query_one("#prompt-args", Input)
+        assert args.placeholder == "city*=… state=…"
+        await until(lambda: "the prompt needs city" in str(dialog.error.render()), "needs city")
+        args.value = 'city="San Francisco" state=CA'
+        await until(lambda: task.value == "What's weather in San Francisco, CA?", "the args' text")
+    assert prompt_arguments('a=1 b="x y"') == {"a": "1", "b": "x y"}
+    with pytest.raises(ValueError, match="name=value pairs, not 'oops'"):
+        prompt_arguments("oops")
