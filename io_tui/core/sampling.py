@@ -10,7 +10,7 @@ The ask is checked as ``exec`` on ``mcp__<server>__sampling`` (or ``__elicitatio
 then allow or ask. An ask is persisted with the server's request as its content, the run is
 marked asking (``RunState.asking``: the cockpits' status), the approver decides, and the first
 decision recorded wins (another cockpit, ``io-tui decide``, may have decided first); a REMEMBER
-decision saves its rule as any approval's does. A deferral cannot wait (the server is waiting
+(or an always-reject deny) saves its rule as any approval's does. A deferral cannot wait (the server is waiting
 inside its call), and nobody answers for longer than the server's ``call_timeout_s``: either
 is recorded, never left pending, and the server is told. The sampling answer's request is kept
 in the run's trace (``purpose: sampling``) and its tokens count against the run's budget.
@@ -102,11 +102,13 @@ async def ask_operator(
         EventKind.APPROVAL_DECIDED,
         {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
     )
-    if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
+    remembered = decision.kind in (DecisionKind.REMEMBER, DecisionKind.DENY)
+    if remembered and decision.rule is not None:  # remember allows, always-reject denies
         rule = decision.rule
+        effect = Effect.DENY if decision.kind is DecisionKind.DENY else Effect.ALLOW
         await state.store.rules.add(
             act=rule.act, pattern=rule.pattern, scope=rule.scope, workspace=workspace,
-            run_id=state.run_id, approval_id=request.id,
+            run_id=state.run_id, approval_id=request.id, effect=effect,
         )  # fmt: skip
         layer = await state.store.rules.layer_for(workspace=workspace, run_id=state.run_id)
         state.policy = state.policy.with_layer(layer)
