@@ -270,3 +270,50 @@ async def test_the_new_run_dialog_offers_the_servers_prompts_with_their_argument
     assert prompt_arguments('a=1 b="x y"') == {"a": "1", "b": "x y"}
     with pytest.raises(ValueError, match="name=value pairs, not 'oops'"):
         prompt_arguments("oops")
+
+
+async def test_a_form_nobody_answers_is_cancelled_and_its_modal_goes(tmp_path: Path) -> None:
+    """The worker stops waiting after the server's call_timeout_s and records the form as
+    cancelled; the app's next inbox count sees it decided and takes the modal down (an answer
+    now would reach nobody)."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"],
+              "call_timeout_s": 4}  # fmt: skip
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("elicit", workspace, provider))
+        await until(lambda: isinstance(app.screen, ApprovalScreen), "the tool call's ask", 120)
+        first = app.screen
+        await until(lambda: first.armed, "the modal to arm")  # type: ignore[attr-defined]
+        await pilot.press("1")
+        await until(
+            lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first,
+            "the form's ask",
+            60,
+        )
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen)
+        form_id = modal.request.id
+        app.desk.refresh_count()
+        await until(lambda: form_id in (app.desk.pending or ()), "the form counted pending")
+        async with await Store.open(tmp_path / "store.db") as store:
+
+            async def decided() -> bool:
+                record = await store.approvals.get(form_id)
+                return record is not None and record.status == "decided"
+
+            for _ in range(200):
+                if await decided():
+                    break
+                await pilot.pause(0.1)
+            record = await store.approvals.get(form_id)
+        assert record is not None and record.performed is not None
+        assert record.performed["action"] == "cancel"
+        app.desk.refresh_count()
+        await until(lambda: app.screen is not modal, "the modal to go")
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)

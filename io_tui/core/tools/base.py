@@ -91,7 +91,7 @@ class ToolContext:
     call_id: str = ""  # the call being carried out
     # an MCP server's request during the call, (call id, ask) → its answer: sampling (the
     # model's answer) or elicitation (the operator's form), asked as any act (``core.sampling``)
-    sample: Callable[[str, Any], Awaitable[str]] | None = None
+    sample: Callable[[str, Any], Awaitable[Any]] | None = None
 
 
 class Tool(ABC):
