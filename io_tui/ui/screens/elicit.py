@@ -67,25 +67,30 @@ class ElicitScreen(ModalScreen[dict[str, Any] | None]):
     @staticmethod
     def _label(field: FormField) -> Content:
         title = field.title + (" *" if field.required else "")
+        name = f"({field.name})" if field.name != field.title else ""
         about = f" — {field.description}" if field.description else ""
         limits = ""
         if field.minimum is not None or field.maximum is not None:
             limits = f" ({_num(field.minimum)}…{_num(field.maximum)})"
-        return Content.assemble(Content.styled(plain(title), "bold"), plain(about + limits))
+        return Content.assemble(Content.styled(plain(title), "bold"), plain(name + about + limits))
 
     @staticmethod
     def _widget(field: FormField) -> Widget:
         wid = f"field-{field.name}"
         if field.kind == "boolean":
-            return Checkbox(field.title, bool(field.default), id=wid)
+            return Checkbox(field.title, bool(field.default), id=wid, compact=True)
         if field.kind == "choice":
             options = [(label, value) for value, label in field.options]
             default = str(field.default) if field.default is not None else Select.BLANK
-            return Select(options, value=default, allow_blank=not field.required, id=wid)
+            return Select(
+                options, value=default, allow_blank=not field.required, id=wid, compact=True
+            )
         if field.kind == "choices":
             chosen = set(field.default or ())
             return SelectionList[str](
-                *[(label, value, value in chosen) for value, label in field.options], id=wid
+                *[(label, value, value in chosen) for value, label in field.options],
+                id=wid,
+                compact=True,
             )
         value = "" if field.default is None else str(field.default)
         return Input(
@@ -93,6 +98,7 @@ class ElicitScreen(ModalScreen[dict[str, Any] | None]):
             placeholder=field.format or field.kind,
             type=INPUT_TYPES.get(field.kind, "text"),  # type: ignore[arg-type]
             id=wid,
+            compact=True,
         )
 
     def content(self) -> dict[str, Any]:
