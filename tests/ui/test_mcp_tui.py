@@ -317,3 +317,36 @@ async def test_a_form_nobody_answers_is_cancelled_and_its_modal_goes(tmp_path: P
         app.desk.refresh_count()
         await until(lambda: app.screen is not modal, "the modal to go")
         await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
+
+
+async def test_approving_a_form_in_the_inbox_opens_the_form(tmp_path: Path) -> None:
+    """A server's form waiting in the inbox: its approve key opens the form over the request
+    (an approval without a form would decline it)."""
+    from approval_requests import approval_request, new_run
+
+    from io_tui.core.policy import Act
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.screens.elicit import ElicitScreen
+    from io_tui.ui.screens.inbox import InboxScreen
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    async with await Store.open(tmp_path / "store.db") as store:
+        run_id = await new_run(store, str(tmp_path))
+        arguments = {"message": "Where?", "requested_schema": schema}
+        await store.approvals.create(
+            approval_request(
+                Act.EXEC, "mcp__s__elicitation", tool="mcp__s__elicitation", run_id=run_id,
+                arguments=arguments, content="MCP server 's' asks you to fill in a form: Where?",
+            )
+        )  # fmt: skip
+    app = create_app(Settings(), tmp_path / "store.db", poll_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        app.action_inbox()
+        await until(
+            lambda: isinstance(app.screen, InboxScreen) and bool(app.screen.records), "the inbox"
+        )
+        await pilot.press("1")
+        await until(lambda: isinstance(app.screen, ElicitScreen), "the form")
+        assert isinstance(app.screen_stack[-2], ApprovalScreen)
+        assert [f.name for f in app.screen.fields] == ["city"]  # type: ignore[attr-defined]
