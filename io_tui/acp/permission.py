@@ -15,6 +15,12 @@ before it was put to the client, so the cockpit's inbox shows it while the clien
 a decision made there first (``io-tui decide``, the TUI) wins: the request to the client is
 withdrawn and the run goes on with it.
 
+An MCP server's form (elicitation) goes to a client that offers forms
+(``clientCapabilities.elicitation.form``) as ACP's own ``elicitation/create`` (unstable in the
+protocol), tied to the session and the server's tool call: accept → approve with the form's
+content, decline → deny, cancel → defer. A client without forms is not asked: the form is
+declined, saying so.
+
 Calls in flight when an earlier process died are put to the client the same way before an
 interrupted run resumes (``ClientReconciler``): run it again, mark it done, or skip it.
 """
@@ -38,6 +44,7 @@ from io_tui.core import (
     ReconcileChoice,
     ReconcileNeeded,
     RememberRule,
+    is_elicitation,
     suggest_pattern,
 )
 
@@ -111,6 +118,8 @@ class ClientApprover:
         return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
 
     async def _ask_client(self, request: ApprovalRequest) -> Decision:
+        if is_elicitation(request):
+            return await self._form(request)
         key = call_key(request.run_id, request.call_id)
         content = await asyncio.to_thread(
             file_diff, self.session.cwd, request.tool, request.arguments
@@ -146,6 +155,34 @@ class ClientApprover:
             return Decision.deny(f"rejected in {self.client_name}", decided_by=by)
         if option != "defer":
             log.warning("permission request %s: unknown option %r, deferred", request.id, option)
+        return Decision.defer(decided_by=by)
+
+    async def _form(self, request: ApprovalRequest) -> Decision:
+        """An MCP server's form, as the client's own elicitation when it offers forms."""
+        from acp.schema import ElicitationFormSessionMode, ElicitationSchema
+
+        by = f"{DECIDED_BY}: {self.client_name}"
+        caps = self.session.capabilities
+        if caps is None or caps.elicitation is None or caps.elicitation.form is None:
+            return Decision.deny(
+                f"{self.client_name} shows no forms (ACP elicitation)", decided_by=by
+            )
+        call_id = request.call_id.rsplit(":", 1)[0]  # the server's tool call it asks in
+        mode = ElicitationFormSessionMode(
+            session_id=self.session.id,
+            tool_call_id=call_key(request.run_id, call_id),
+            requested_schema=ElicitationSchema.model_validate(
+                request.arguments.get("requested_schema") or {}
+            ),
+        )
+        answer = await self.client.create_elicitation(
+            message=str(request.arguments.get("message") or ""), mode=mode
+        )
+        if answer.action == "accept":
+            content = getattr(answer, "content", None) or {}
+            return Decision(DecisionKind.APPROVE, arguments=dict(content), decided_by=by)
+        if answer.action == "decline":
+            return Decision.deny(f"declined in {self.client_name}", decided_by=by)
         return Decision.defer(decided_by=by)
 
     async def _decided_elsewhere(self, approval_id: int) -> Decision:

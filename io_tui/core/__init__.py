@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         user_servers,
     )
     from io_tui.core.mcp.config import read_servers
+    from io_tui.core.mcp.elicitation import FormField, form_fields, form_problems, is_elicitation
     from io_tui.core.memory import (
         KINDS,
         SECTION_TITLES,
@@ -240,6 +241,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         "mcp",
     ),
     "read_servers": "mcp.config",
+    **dict.fromkeys(
+        ("FormField", "form_fields", "form_problems", "is_elicitation"), "mcp.elicitation"
+    ),
 }
 
 __all__ = [
@@ -269,6 +273,7 @@ __all__ = [
     "ExecResult",
     "ExportRefused",
     "FixedReconciler",
+    "FormField",
     "GitSource",
     "Harness",
     "InFlight",
@@ -335,10 +340,13 @@ __all__ = [
     "enqueue_request",
     "enqueue_run",
     "export_memory",
+    "form_fields",
+    "form_problems",
     "grant_text",
     "harness_registry",
     "import_memory",
     "in_flight_calls",
+    "is_elicitation",
     "ledger_of",
     "limits_notes",
     "load_mcp_file",

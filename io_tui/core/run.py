@@ -362,10 +362,6 @@ class Run:
     async def _call_runner(self) -> CallRunner:
         state = self.state
 
-        async def on_asking(asking: bool) -> None:
-            await state.flush_events()
-            await self.store.runs.set_status(self.run_id, "asking" if asking else "running")
-
         layer = await self.store.rules.layer_for(
             workspace=str(state.workspace.root), run_id=self.run_id
         )
@@ -379,7 +375,7 @@ class Run:
             workspace=str(state.workspace.root),
             emit=state.publish,
             make_context=state.tool_context,
-            on_asking=on_asking,
+            on_asking=state.asking,
         )
 
     async def _run_step_calls(

@@ -19,7 +19,6 @@ from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
 from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
-from io_tui.core.sampling import answer_sampling
 from io_tui.core.skills import ReadSkill, Skill, catalogue
 from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
@@ -90,6 +89,12 @@ class RunState:
         if events:
             await self.store.runs.add_events(events)
             await self.progress.take(events)
+
+    async def asking(self, asking: bool) -> None:
+        """The run waits for (or has stopped waiting for) its operator: its events so far are
+        stored and its status says so, for every cockpit."""
+        await self.flush_events()
+        await self.store.runs.set_status(self.run_id, "asking" if asking else "running")
 
     async def end(self, status: str, outcome: str, error: str | None) -> None:
         """The run's status change, written with the events still pending (its ``run_finished``)
@@ -194,7 +199,7 @@ class RunState:
             memory_limits=self.contract.memory,
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
-            sample=lambda call_id, ask: answer_sampling(self, step, call_id, ask),
+            sample=lambda call_id, ask: ask.answer(self, step, call_id),
         )
 
     # -- committing --

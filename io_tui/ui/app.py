@@ -55,7 +55,7 @@ from io_tui.ui.commands import (
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.live import follow
-from io_tui.ui.mcp_prompts import PromptCommands
+from io_tui.ui.mcp_prompts import OperatorHub, PromptCommands
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -280,6 +280,8 @@ class IoApp(App[int]):
 
     async def on_unmount(self) -> None:
         await self.host.close()
+        if "mcp" in self.__dict__:  # started only if the operator needed it
+            await self.mcp.aclose()
         await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
@@ -313,11 +315,17 @@ class IoApp(App[int]):
         self.switch_to(lambda: AuditScreen(self.store))
 
     def action_resources(self) -> None:
-        from io_tui.paths import config_dir
         from io_tui.ui.screens.resources import ResourcesScreen
 
-        servers = dict(self.settings.mcp.servers)
-        self.switch_to(lambda: ResourcesScreen(servers, config_dir()))
+        self.switch_to(lambda: ResourcesScreen(self.mcp))
+
+    @cached_property
+    def mcp(self) -> OperatorHub:
+        """The app's own MCP hub (F6, the palette's and the new-run dialog's prompts): started
+        when first needed, closed with the app."""
+        from io_tui.paths import config_dir
+
+        return OperatorHub(dict(self.settings.mcp.servers), config_dir())
 
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the
@@ -532,7 +540,7 @@ class IoApp(App[int]):
 
     # -- actions -------------------------------------------------------------------------------
 
-    def action_new_run(self, task: str = "") -> None:
+    def action_new_run(self, task: str = "", prompt: str | None = None) -> None:
         from io_tui.ui.screens.new_run import NewRunScreen
 
         def started(request: NewRunRequest | None) -> None:
@@ -540,7 +548,10 @@ class IoApp(App[int]):
                 self.start_request(request)
 
         default = self.demo_workspace or Path.cwd()
-        self.push_screen(NewRunScreen(self.store, self.settings, default, task=task), started)
+        screen = NewRunScreen(
+            self.store, self.settings, default, task=task, mcp=self.mcp, prompt=prompt
+        )
+        self.push_screen(screen, started)
 
     def action_help(self) -> None:
         from io_tui.ui.screens.help import HelpScreen

@@ -325,6 +325,9 @@ class ApprovalDesk:
             if record is None or record.decision is None:
                 continue
             request, decision = record.request, record.decision
+            live = self.live.get(approval_id)
+            if live is not None:  # its modal goes: the run has its answer (an MCP server's
+                settle(live, decision)  # request that nobody answered in time, for one)
             self.app.notify(
                 f"request {approval_id} (run {request.run_id}: {request.act.value}"
                 f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",

@@ -329,6 +329,53 @@ async def test_the_clients_mcp_server_serves_the_session(workspace, write_script
         assert row.origin["settings"]["mcp"]["servers"]["time"]["env"] == {"TZ": "${TZ}"}
 
 
+@pytest.mark.parametrize("forms", [True, False])
+async def test_an_mcp_servers_form_is_the_clients_elicitation(
+    workspace, write_script, store_path, forms
+):
+    """server-everything asks for a form mid-call: a client that offers forms gets ACP's own
+    elicitation (tied to the session and the call) and its answer reaches the server; one that
+    does not is not asked, and the form is declined, saying so."""
+    from acp.schema import AcceptElicitationResponse, ElicitationCapabilities
+    from acp_client import CAPABILITIES
+    from mcp_support import server_everything_entry
+
+    trigger = {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}
+    script = write_script([{"tool_calls": [trigger]}, {"text": "Thanks."}])
+    everything = McpServerStdio(
+        name="everything", command="node", args=[str(server_everything_entry()), "stdio"], env=[]
+    )
+    client = EditorClient(answers=["approve"])  # the tool call itself asks
+    client.form_answer = AcceptElicitationResponse(action="accept", content={"name": "Ada"})
+    caps = CAPABILITIES.model_copy(
+        update={"elicitation": ElicitationCapabilities.model_validate({"form": {}})}
+        if forms
+        else {}
+    )
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    async with io_tui_acp(client, *args, capabilities=caps) as conn:
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[everything])
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("form?")])
+    assert answer.stop_reason == "end_turn"
+    (completed,) = client.tool_updates("completed")
+    said = completed.content[0].content.text
+    async with await Store.open(store_path) as store:
+        run_id = answer.field_meta["io-tui"]["run_id"]
+        (record,) = [
+            r for r in await store.approvals.for_run(run_id)
+            if r.request.target == "mcp__everything__elicitation"
+        ]  # fmt: skip
+    if forms:
+        ((message, mode),) = client.forms
+        assert message == "Please provide inputs for the following fields:"
+        assert mode.session_id == session.session_id and mode.tool_call_id == completed.tool_call_id
+        assert "name" in mode.requested_schema.properties
+        assert "- Name: Ada" in said and record.performed["action"] == "accept"
+    else:
+        assert client.forms == [] and "declined" in said.lower()
+        assert record.performed["reason"] == "Test Editor shows no forms (ACP elicitation)"
+
+
 def test_malformed_json_rpc_gets_errors_and_stdout_stays_protocol(write_script, store_path):
     lines = [
         "this is not json",

@@ -44,6 +44,8 @@ class EditorClient:
         self.terminal_started = asyncio.Event()
         self.process: asyncio.subprocess.Process | None = None  # the io-tui acp process
         self.release: asyncio.Future[str | None] | None = None  # set: the test answers
+        self.forms: list[tuple[str, Any]] = []  # elicitations: (message, mode)
+        self.form_answer: Any = None  # what create_elicitation answers (None: cancel)
 
     # the protocol's client methods
 
@@ -64,6 +66,12 @@ class EditorClient:
         return RequestPermissionResponse(
             outcome=AllowedOutcome(outcome="selected", option_id=choice)
         )
+
+    async def create_elicitation(self, message: str, mode: Any, **_: Any) -> Any:
+        from acp.schema import CancelElicitationResponse
+
+        self.forms.append((message, mode))
+        return self.form_answer or CancelElicitationResponse(action="cancel")
 
     async def read_text_file(self, session_id: str, path: str, **_: Any) -> ReadTextFileResponse:
         self.reads.append(path)
@@ -154,6 +162,7 @@ async def io_tui_acp(
         async with spawn_agent_process(
             client, sys.executable, "-m", "io_tui", "acp", *args, env=env,
             transport_kwargs={"stderr": err},
+            use_unstable_protocol=True,  # elicitation/create, for the clients that offer forms
         ) as (conn, process):  # fmt: skip
             client.process = process
             await conn.initialize(

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from mcp_support import TEST_SERVER, server_everything_entry
 from textual.widgets import Input
 from waits import until
@@ -99,6 +100,16 @@ async def test_f6_browses_the_servers_resources_and_reads_one(tmp_path: Path) ->
         )
         await pilot.press("escape")
         await until(lambda: not isinstance(app.screen, ResourcesScreen), "back to the runs")
+        # the app's own hub: started once, kept for the next visit (and the palette, the dialog)
+        hub = screen.hub
+        assert hub is not None and hub is await app.mcp.hub()
+        await pilot.press("f6")
+        await until(lambda: isinstance(app.screen, ResourcesScreen), "the resources screen")
+        again = app.screen
+        assert isinstance(again, ResourcesScreen)
+        await until(lambda: again.rows, "the resources again", 60)
+        assert again.hub is hub and [s.state for s in hub.statuses()] == ["ready"]
+    assert [s.state for s in hub.statuses()] == ["stopped"]  # closed with the app
 
 
 async def test_a_servers_prompt_in_the_palette_opens_the_new_run_dialog_with_its_text(
@@ -170,3 +181,172 @@ async def test_a_servers_sampling_request_is_asked_in_the_modal_before_the_model
     async with await Store.open(tmp_path / "store.db") as store:
         trace = await build_trace(store, 1)
     assert "Hi from the model" in trace["steps"][0]["observations"][0]["text"]
+
+
+async def test_a_servers_form_is_filled_in_the_modal_and_sent(tmp_path: Path) -> None:
+    """Through the worker: the tool call asks, then the server's elicitation asks with its form;
+    approve opens the form (built from the schema, defaults filled), a missing required field
+    is said and the form stays, and the filled form is what the server gets."""
+    from textual.widgets import Checkbox, Static
+
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.screens.elicit import ElicitScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)  # the app asks
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("elicit", workspace, provider))
+        for target in ("mcp__everything__trigger-elicitation-request", "elicitation"):
+            await until(lambda: isinstance(app.screen, ApprovalScreen), "an approval", 120)
+            modal = app.screen
+            assert isinstance(modal, ApprovalScreen) and modal.request.target.endswith(target)
+            await until(lambda m=modal: m.armed, "the modal to arm")
+            await pilot.press("1")  # approve: the form opens for the elicitation
+            if target == "elicitation":
+                break
+            await until(lambda m=modal: app.screen is not m, "the modal to close")
+        await until(lambda: isinstance(app.screen, ElicitScreen), "the form")
+        form = app.screen
+        assert isinstance(form, ElicitScreen)
+        assert form.query_one("#field-integer", Input).value == "42"  # the schema's default
+        await pilot.press("ctrl+s")  # no name yet
+        problems = form.query_one("#elicit-problems", Static)
+        assert "'name' is a required property" in str(problems.render())
+        assert app.screen is form
+        form.query_one("#field-name", Input).value = "Ada Lovelace"
+        form.query_one("#field-check", Checkbox).value = True
+        await pilot.press("ctrl+s")
+        await until(lambda: not isinstance(app.screen, (ElicitScreen, ApprovalScreen)), "closed")
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, 1)
+        (record,) = [
+            r
+            for r in await store.approvals.for_run(1)
+            if r.request.target.endswith("__elicitation")
+        ]
+    text = trace["steps"][0]["observations"][0]["text"]
+    assert "- Name: Ada Lovelace" in text and "- Agreed to terms: true" in text
+    assert "- Favorite Integer: 42" in text
+    assert record.performed is not None and record.performed["action"] == "accept"
+
+
+async def test_the_new_run_dialog_offers_the_servers_prompts_with_their_arguments(
+    tmp_path: Path,
+) -> None:
+    """The dialog lists the prompts from the app's hub; a prompt without arguments fills the
+    task at once, one that needs them shows the arguments field and fills the task once they
+    are typed."""
+    from textual.widgets import Select
+
+    from io_tui.ui.screens.new_run import NewRunScreen, prompt_arguments
+
+    app = mcp_app(
+        tmp_path, everything={"command": "node", "args": [str(server_everything_entry()), "stdio"]}
+    )
+    async with app.run_test(size=SIZE):
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        app.action_new_run()
+        await until(lambda: isinstance(app.screen, NewRunScreen), "the new-run dialog")
+        dialog = app.screen
+        assert isinstance(dialog, NewRunScreen)
+        await until(lambda: "everything/args-prompt" in dialog.prompts, "the prompts", 120)
+        assert not dialog.has_class("-no-prompts")
+        task = dialog.query_one("#task", Input)
+        dialog.query_one("#prompt", Select).value = "everything/simple-prompt"
+        await until(lambda: task.value == "This is a simple prompt without arguments.", "filled")
+        assert dialog.has_class("-no-prompt-args")
+        dialog.query_one("#prompt", Select).value = "everything/args-prompt"
+        await until(lambda: not dialog.has_class("-no-prompt-args"), "the arguments field")
+        args = dialog.query_one("#prompt-args", Input)
+        assert args.placeholder == "city*=… state=…"
+        await until(lambda: "the prompt needs city" in str(dialog.error.render()), "needs city")
+        args.value = 'city="San Francisco" state=CA'
+        await until(lambda: task.value == "What's weather in San Francisco, CA?", "the args' text")
+    assert prompt_arguments('a=1 b="x y"') == {"a": "1", "b": "x y"}
+    with pytest.raises(ValueError, match="name=value pairs, not 'oops'"):
+        prompt_arguments("oops")
+
+
+async def test_a_form_nobody_answers_is_cancelled_and_its_modal_goes(tmp_path: Path) -> None:
+    """The worker stops waiting after the server's call_timeout_s and records the form as
+    cancelled; the app's next inbox count sees it decided and takes the modal down (an answer
+    now would reach nobody)."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    call = {"name": "mcp__everything__trigger-elicitation-request", "arguments": {}}
+    provider = script(tmp_path / "s.json", {"tool_calls": [call]})
+    server = {"command": "node", "args": [str(server_everything_entry()), "stdio"],
+              "call_timeout_s": 4}  # fmt: skip
+    settings = Settings(mcp={"servers": {"everything": server}})  # type: ignore[arg-type]
+    app = create_app(settings, tmp_path / "store.db", poll_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.start_request(NewRunRequest("elicit", workspace, provider))
+        await until(lambda: isinstance(app.screen, ApprovalScreen), "the tool call's ask", 120)
+        first = app.screen
+        await until(lambda: first.armed, "the modal to arm")  # type: ignore[attr-defined]
+        await pilot.press("1")
+        await until(
+            lambda: isinstance(app.screen, ApprovalScreen) and app.screen is not first,
+            "the form's ask",
+            60,
+        )
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen)
+        form_id = modal.request.id
+        app.desk.refresh_count()
+        await until(lambda: form_id in (app.desk.pending or ()), "the form counted pending")
+        async with await Store.open(tmp_path / "store.db") as store:
+
+            async def decided() -> bool:
+                record = await store.approvals.get(form_id)
+                return record is not None and record.status == "decided"
+
+            for _ in range(200):
+                if await decided():
+                    break
+                await pilot.pause(0.1)
+            record = await store.approvals.get(form_id)
+        assert record is not None and record.performed is not None
+        assert record.performed["action"] == "cancel"
+        app.desk.refresh_count()
+        await until(lambda: app.screen is not modal, "the modal to go")
+        await until(lambda: 1 in app.runs and app.runs[1].status == "finished", "the run", 120)
+
+
+async def test_approving_a_form_in_the_inbox_opens_the_form(tmp_path: Path) -> None:
+    """A server's form waiting in the inbox: its approve key opens the form over the request
+    (an approval without a form would decline it)."""
+    from approval_requests import approval_request, new_run
+
+    from io_tui.core.policy import Act
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.screens.elicit import ElicitScreen
+    from io_tui.ui.screens.inbox import InboxScreen
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    async with await Store.open(tmp_path / "store.db") as store:
+        run_id = await new_run(store, str(tmp_path))
+        arguments = {"message": "Where?", "requested_schema": schema}
+        await store.approvals.create(
+            approval_request(
+                Act.EXEC, "mcp__s__elicitation", tool="mcp__s__elicitation", run_id=run_id,
+                arguments=arguments, content="MCP server 's' asks you to fill in a form: Where?",
+            )
+        )  # fmt: skip
+    app = create_app(Settings(), tmp_path / "store.db", poll_interval=None)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: getattr(app.screen, "ready", False), "the main screen")
+        app.action_inbox()
+        await until(
+            lambda: isinstance(app.screen, InboxScreen) and bool(app.screen.records), "the inbox"
+        )
+        await pilot.press("1")
+        await until(lambda: isinstance(app.screen, ElicitScreen), "the form")
+        assert isinstance(app.screen_stack[-2], ApprovalScreen)
+        assert [f.name for f in app.screen.fields] == ["city"]  # type: ignore[attr-defined]

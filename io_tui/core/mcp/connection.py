@@ -183,6 +183,7 @@ class Connection:
         hooks: dict[str, Any] = {
             "message_handler": self._on_message,
             "sampling_callback": self._sample,
+            "elicitation_callback": self._elicit,
         }
         if self.roots is not None:
             hooks["list_roots_callback"] = self._list_roots
@@ -284,29 +285,33 @@ class Connection:
             if sampler is not None:
                 self._samplers.remove(sampler)
 
+    def _asker(self, what: str) -> Sampler | str:
+        """The one run's call in flight that answers a ``what`` request, or why none does."""
+        if not self._samplers:
+            return f"io-tui answers {what} only during a call"
+        if len(self._samplers) > 1:
+            return f"io-tui cannot tell which of its calls in flight asks: {what} refused"
+        return self._samplers[0]
+
     async def _sample(self, context: Any, params: Any) -> Any:
         """``sampling/createMessage``: put to the run whose call is in flight (its policy, its
         operator, its provider); refused when no run's call is."""
         from mcp_types import CreateMessageResult, ErrorData, TextContent
 
+        from io_tui.core.mcp.tools import exposed_name
         from io_tui.core.sampling import SamplingAsk
 
-        if not self._samplers:
-            return ErrorData(code=-32600, message="io-tui answers sampling only during a call")
-        if len(self._samplers) > 1:
-            return ErrorData(
-                code=-32600,
-                message="io-tui cannot tell which of its calls in flight asks: sampling refused",
-            )
-        (sampler,) = self._samplers
+        sampler = self._asker("sampling")
+        if isinstance(sampler, str):
+            return ErrorData(code=-32600, message=sampler)
         messages = tuple(
             (m.role, getattr(m.content, "text", None) or f"[{m.content.type} content]")
             for m in params.messages
         )
-        from io_tui.core.mcp.tools import exposed_name
-
-        target = exposed_name(self.name, "sampling")
-        ask = SamplingAsk(self.name, target, messages, params.system_prompt, params.max_tokens)
+        ask = SamplingAsk(
+            self.name, exposed_name(self.name, "sampling"), messages, params.system_prompt,
+            params.max_tokens, self.source.call_timeout_s,
+        )  # fmt: skip
         try:
             text = await sampler(ask)
         except Exception as exc:  # the server hears why; the call goes on
@@ -317,6 +322,28 @@ class Connection:
             model="io-tui",
             stop_reason="endTurn",
         )
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """``elicitation/create``: a form put to the operator of the run whose call is in flight
+        (``core.mcp.elicitation``); a URL-mode request is declined (io-tui opens no browser)."""
+        from mcp_types import ElicitResult, ErrorData
+
+        from io_tui.core.mcp.elicitation import ELICITATION, ElicitAsk
+        from io_tui.core.mcp.tools import exposed_name
+
+        asker = self._asker("elicitation")
+        if isinstance(asker, str):
+            return ErrorData(code=-32600, message=asker)
+        if getattr(params, "mode", "form") != "form":
+            return ElicitResult(action="decline")
+        schema = params.requested_schema if isinstance(params.requested_schema, dict) else {}
+        target = exposed_name(self.name, ELICITATION)
+        ask = ElicitAsk(self.name, target, params.message, schema, self.source.call_timeout_s)
+        try:
+            answer = await asker(ask)
+        except Exception:  # the operator could not be asked: the server hears a cancel
+            return ElicitResult(action="cancel")
+        return ElicitResult(action=answer.action, content=answer.content)
 
     async def resources(self) -> tuple[list[Resource], list[ResourceTemplate]]:
         """The server's resources and resource templates now (none when it offers none)."""

@@ -54,7 +54,8 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     return f"{name[: MAX_NAME - 9]}_{digest}"
 
 
-Sampler = Callable[[Any], Awaitable[str]]  # a ``SamplingAsk`` → the model's answer
+Sampler = Callable[[Any], Awaitable[Any]]  # a server's request during a call → its answer
+# (``SamplingAsk`` → the model's text, ``ElicitAsk`` → the operator's ``ElicitAnswer``)
 
 
 class Progress(Protocol):
@@ -187,14 +188,17 @@ def _validator(schema: dict[str, Any]) -> Any | None:
     return cls(schema)
 
 
-def schema_problems(validator: Any | None, arguments: dict[str, Any]) -> str:
-    """Up to five schema violations as ``path: message``; empty when the arguments are valid."""
+def schema_problems(
+    validator: Any | None, arguments: dict[str, Any], top: str = "arguments"
+) -> str:
+    """Up to five schema violations as ``path: message`` (``top``: the whole object's path);
+    empty when the arguments are valid."""
     if validator is None:
         return ""
     errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     lines = []
     for error in errors[:MAX_SCHEMA_ERRORS]:
-        path = ".".join(str(p) for p in error.absolute_path) or "arguments"
+        path = ".".join(str(p) for p in error.absolute_path) or top
         lines.append(f"{path}: {error.message}")
     if len(errors) > MAX_SCHEMA_ERRORS:
         lines.append(f"and {len(errors) - MAX_SCHEMA_ERRORS} more")

@@ -21,6 +21,7 @@ from io_tui.core.providers.base import (
     Retrying,
     StreamEvent,
     TextDelta,
+    discover_limits,
 )
 
 
@@ -35,9 +36,21 @@ class FallbackProvider:
         self.chain: tuple[Provider, ...] = (primary, secondary, *others)
         self.name = ">".join(p.name for p in self.chain)
         self.model = primary.model
-        # the primary's limits stand for the chain's (what the request is built to fit)
+        # the primary's output limit stands for the chain's; the window is the smallest one
+        # known (what the request is built to fit, whichever provider serves it)
         self.max_output_tokens = getattr(primary, "max_output_tokens", None)
-        self.window_tokens = getattr(primary, "window_tokens", None)
+        self.window_tokens = self._window()
+
+    def _window(self) -> int | None:
+        known = [w for p in self.chain if isinstance(w := getattr(p, "window_tokens", None), int)]
+        return min(known) if known else None
+
+    async def discover_window(self) -> None:
+        """Every provider of the chain whose window is unknown asks its server (``/props``,
+        once each); the chain's window is then the smallest known."""
+        for provider in self.chain:
+            await discover_limits(provider)
+        self.window_tokens = self._window()
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "fallback", "chain": [p.describe() for p in self.chain]}

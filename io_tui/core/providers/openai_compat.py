@@ -8,6 +8,7 @@ without an ``index``, arguments sent as an object instead of a string, a stream 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -343,11 +344,14 @@ class OpenAICompatProvider(HttpProvider):
             send_cache_key=send_cache_key,
         )
         super().__init__(wire=wire, model=model, base_url=base_url, name=name, **options)
-        self._window_asked = False  # discover_window asked the server already
+        # discover_window asks only a llama.cpp server or one on this machine: a hosted API has
+        # no /props, and the request (with the key) is not sent to it for nothing
+        self._window_asked = not (name == "llamacpp" or is_local(base_url))
 
     async def discover_window(self) -> None:
         """The model's window from the server, when no preset or setting gave one: llama.cpp's
-        ``GET /props`` says its ``n_ctx`` (per slot). Asked once; any failure leaves it unknown
+        ``GET /props`` says its ``n_ctx`` (per slot). Asked once, and only of the ``llamacpp``
+        preset's server or an endpoint on a loopback address; any failure leaves it unknown
         (other servers answer 404), and never fails the run."""
         if self.window_tokens is not None or self._window_asked:
             return
@@ -361,6 +365,17 @@ class OpenAICompatProvider(HttpProvider):
         except (httpx.HTTPError, ValueError):
             return
         self.window_tokens = props_window(data)
+
+
+def is_local(base_url: str) -> bool:
+    """Whether ``base_url``'s host is this machine (``localhost``, ``127.x``, ``::1``)."""
+    host = (httpx.URL(base_url).host or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def props_url(base_url: str) -> str:

@@ -89,9 +89,9 @@ class ToolContext:
     emit: Emit | None = None
     spawn: Spawner | None = None  # runs a sub-agent to an outcome
     call_id: str = ""  # the call being carried out
-    # an MCP server's sampling request during the call: (call id, ask) → the model's answer,
-    # after the policy and the operator allow it (``core.sampling``)
-    sample: Callable[[str, Any], Awaitable[str]] | None = None
+    # an MCP server's request during the call, (call id, ask) → its answer: sampling (the
+    # model's answer) or elicitation (the operator's form), asked as any act (``core.sampling``)
+    sample: Callable[[str, Any], Awaitable[Any]] | None = None
 
 
 class Tool(ABC):

@@ -30,7 +30,14 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from io_tui.config import UISettings
-from io_tui.core import ApprovalRequest, Decision, DecisionKind, RememberRule, Store
+from io_tui.core import (
+    ApprovalRequest,
+    Decision,
+    DecisionKind,
+    RememberRule,
+    Store,
+    is_elicitation,
+)
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView
@@ -171,7 +178,13 @@ class ApprovalScreen(ModalScreen[Decision]):
     def _title(self) -> Content:
         req = self.request
         prefix = f"{self.position}  " if self.position else ""
-        what = "call MCP tool" if is_mcp(req) else req.act.value
+        what = (
+            "fill in a form for"
+            if is_elicitation(req)
+            else "call MCP tool"
+            if is_mcp(req)
+            else req.act.value
+        )
         return Content.assemble(
             Content.styled(prefix, "$text-muted"),
             Content.styled(f"Run {req.run_id} asks to {what} ", "bold"),
@@ -242,8 +255,10 @@ class ApprovalScreen(ModalScreen[Decision]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "toggle_diff":
             return is_file_write(self.request)
-        if action in ("rewrite", "remember") and self.store is None:
-            return None
+        if action in ("rewrite", "remember") and (
+            self.store is None or is_elicitation(self.request)
+        ):
+            return None  # a form is filled (approve), declined (deny) or cancelled (defer)
         return True
 
     @on(Button.Pressed)
@@ -254,7 +269,16 @@ class ApprovalScreen(ModalScreen[Decision]):
             await self.run_action(event.button.id.removeprefix("act-"))
 
     def action_approve(self) -> None:
-        self.dismiss(Decision.approve())
+        if not is_elicitation(self.request):
+            self.dismiss(Decision.approve())
+            return
+        from io_tui.ui.screens.elicit import ElicitScreen
+
+        def filled(content: dict[str, Any] | None) -> None:
+            if content is not None:  # the server's accept, with the form's content
+                self.dismiss(Decision(DecisionKind.APPROVE, arguments=content))
+
+        self.app.push_screen(ElicitScreen(self.request), filled)
 
     def action_defer(self) -> None:
         self.dismiss(Decision.defer())

@@ -26,7 +26,14 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from io_tui.core import ApprovalRecord, ApprovalRequest, Decision, DecisionKind, Store
+from io_tui.core import (
+    ApprovalRecord,
+    ApprovalRequest,
+    Decision,
+    DecisionKind,
+    Store,
+    is_elicitation,
+)
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
@@ -315,7 +322,9 @@ class InboxScreen(Screen[None]):
     def action_decide(self, action: str) -> None:
         if action == "approve":
             record = self.selected()
-            if record is not None:
+            if record is not None and is_elicitation(record.request):
+                self._open("approve")  # its form opens over the request
+            elif record is not None:
                 self.decide(record, Decision.approve())
             return
         self._open(action if action in ACTIONS else None)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -36,6 +38,9 @@ from io_tui.config import Settings
 from io_tui.core import PRESETS, ProbeResult, Store, build_run, probe_models
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
+
+if TYPE_CHECKING:
+    from io_tui.ui.mcp_prompts import OperatorHub
 
 SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
 PROBE_TIMEOUT_S = 2.0
@@ -106,6 +111,21 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             super().__init__()
             self.runs = runs
 
+    class PromptsListed(Message):
+        """The MCP servers' prompts (``PromptRow``), from the app's hub."""
+
+        def __init__(self, prompts: list[Any]) -> None:
+            super().__init__()
+            self.prompts = prompts
+
+    class PromptFilled(Message):
+        """A prompt's text for the task, or why it could not be had."""
+
+        def __init__(self, text: str | None, problem: str | None = None) -> None:
+            super().__init__()
+            self.text = text
+            self.problem = problem
+
     class Checked(Message):
         """The request was built as the run would build it: ``error`` None means it starts."""
 
@@ -129,9 +149,16 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         *,
         task: str = "",
         continue_from: int | None = None,
+        mcp: OperatorHub | None = None,
+        prompt: str | None = None,
     ) -> None:
-        super().__init__()
+        """``mcp``: where the servers' prompts come from; ``prompt`` (``server/name``): the one
+        chosen when the dialog opens (the palette's, for a prompt that needs arguments)."""
+        super().__init__(classes="-no-prompts -no-prompt-args")  # until prompts are listed
         self.continue_from = continue_from
+        self.mcp = mcp
+        self.initial_prompt = prompt
+        self.prompts: dict[str, Any] = {}  # "server/name" → PromptRow
         self.run_workspaces: dict[int, str] = {}
         self.store = store
         self.settings = settings
@@ -147,6 +174,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         with Vertical(id="dialog"):
             yield Static("New run", id="title")
             with VerticalScroll(id="fields", can_focus=False):
+                yield _row("MCP prompt", Select[str]([], prompt="none: write the task", id="prompt", compact=True), id="prompt-row")  # fmt: skip
+                yield _row("Arguments", Input(id="prompt-args", compact=True), id="prompt-args-row")  # fmt: skip
                 yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
                 yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
                 yield _row("Continue", Select[int]([], prompt="no: a new task", id="continue-from", compact=True))  # fmt: skip
@@ -179,6 +208,82 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self._show_provider(str(self.provider.value))
         self.probe_all()
         self.list_runs()
+        if self.mcp is not None and self.mcp.configured:
+            self.list_prompts()
+
+    # -- the MCP servers' prompts --------------------------------------------------------------
+
+    @work(group="prompts", exit_on_error=False)
+    async def list_prompts(self) -> None:
+        assert self.mcp is not None
+        try:
+            prompts = await self.mcp.prompts()
+        except Exception:  # servers that fail to start offer no prompts
+            prompts = []
+        self.post_message(self.PromptsListed(prompts))
+
+    @on(PromptsListed)
+    def _on_prompts_listed(self, message: PromptsListed) -> None:
+        self.prompts = {f"{p.server}/{p.name}": p for p in message.prompts}
+        select = self.query_one("#prompt", Select)
+        with self.prevent(Select.Changed):
+            select.set_options([(key, key) for key in self.prompts])
+        self.set_class(not self.prompts, "-no-prompts")
+        if self.initial_prompt in self.prompts:
+            select.value = self.initial_prompt
+
+    @on(Select.Changed, "#prompt")
+    def _on_prompt_chosen(self, event: Select.Changed) -> None:
+        row = self.prompts.get(str(event.value)) if event.value is not Select.NULL else None
+        args = self.query_one("#prompt-args", Input)
+        self.set_class(row is None or not row.arguments, "-no-prompt-args")
+        if row is None:
+            return
+        args.value = ""
+        args.placeholder = " ".join(
+            f"{name}{'*' if required else ''}=…" for name, required, _ in row.arguments
+        )
+        self._fill_prompt()
+
+    @on(Input.Changed, "#prompt-args")
+    def _on_prompt_args_changed(self) -> None:
+        self._fill_prompt()
+
+    def _fill_prompt(self) -> None:
+        """Fetch the chosen prompt's text with the arguments typed, once the required are."""
+        row = self.prompts.get(str(self.query_one("#prompt", Select).value))
+        if row is None or self.mcp is None:
+            return
+        try:
+            arguments = prompt_arguments(self._value("prompt-args"))
+        except ValueError as exc:
+            self.error.update(Content.styled(f"✗ {plain(str(exc))}", "$text-error"))
+            return
+        missing = [name for name in row.required if not arguments.get(name)]
+        if missing:
+            needs = ", ".join(missing)
+            self.error.update(Content.styled(f"the prompt needs {needs}", "$text-muted"))
+            return
+        self.error.update("")
+        self.fetch_prompt(row.server, row.name, arguments)
+
+    @work(group="prompt-text", exclusive=True, exit_on_error=False)
+    async def fetch_prompt(self, server: str, name: str, arguments: dict[str, str]) -> None:
+        await asyncio.sleep(REPROBE_DELAY_S if arguments else 0)  # typing settles first
+        assert self.mcp is not None
+        try:
+            text = await self.mcp.prompt_text(server, name, arguments)
+        except Exception as exc:
+            self.post_message(self.PromptFilled(None, f"the prompt failed: {exc}"))
+            return
+        self.post_message(self.PromptFilled(text))
+
+    @on(PromptFilled)
+    def _on_prompt_filled(self, message: PromptFilled) -> None:
+        if message.text is None:
+            self.error.update(Content.styled(f"✗ {plain(message.problem or '')}", "$text-error"))
+            return
+        self.query_one("#task", Input).value = message.text
 
     # -- continuing from an earlier run --------------------------------------------------------
 
@@ -432,6 +537,22 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
 def _row(label: str, widget: Widget, *, id: str | None = None) -> Horizontal:
     return Horizontal(Label(label), widget, classes="row", id=id)
+
+
+def prompt_arguments(text: str) -> dict[str, str]:
+    """``city=Paris style="very short"`` as a prompt's arguments; ValueError saying what is not
+    ``name=value``."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"the arguments: {exc}") from None
+    out: dict[str, str] = {}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if not equals or not name:
+            raise ValueError(f"the arguments are name=value pairs, not {word!r}")
+        out[name] = value
+    return out
 
 
 def labels_of(text: str) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError
+from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError, is_elicitation
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.diff_view import DiffView
 
@@ -47,6 +47,11 @@ def request_body(request: ApprovalRequest, current: str | None) -> Iterator[Widg
         label = f"{req.target} — {state} · {view.stats.describe()}"
         yield Label(Content(plain(label)), classes="approval-diff-label")
         yield view
+    elif is_elicitation(req):  # the server's message and its form's fields, as asked
+        yield Label(
+            "approve opens the form · deny declines · defer cancels", classes="approval-field"
+        )
+        yield _code(req.content)
     elif is_mcp(req):
         yield Label(f"MCP tool {req.tool}", classes="approval-field")
         yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))

@@ -1,6 +1,7 @@
 """Resources: what the configured MCP servers offer to read (resources and resource templates),
-browsed by the operator. The screen starts its own hub of the settings' servers and the user's
-``mcp.json`` (the runs' hub lives in the harness worker), and stops it when it closes.
+browsed by the operator, through the app's own MCP hub (``IoApp.mcp``, started the first time it
+is needed and shared with the palette and the new-run dialog; the runs' servers live in the
+harness worker). Leaving the screen leaves the servers running for the next visit.
 
 ``enter`` reads the highlighted resource into the pane below; a template is shown with its
 fields, since it is read once they are filled in (the model does that through its
@@ -9,7 +10,6 @@ agent."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -25,6 +25,7 @@ from io_tui.ui.widgets.table import Table
 
 if TYPE_CHECKING:
     from io_tui.core import McpHub
+    from io_tui.ui.mcp_prompts import OperatorHub
 
 COLUMNS = (("server", 5, None), ("kind", 4, None), ("uri", 6, 20), ("name", 3, 10), ("type", 1, 8))
 
@@ -49,10 +50,9 @@ class ResourcesScreen(Screen[None]):
             self.title = title
             self.text = text
 
-    def __init__(self, servers: dict[str, Any], user_dir: Path) -> None:
+    def __init__(self, mcp: OperatorHub) -> None:
         super().__init__()
-        self.servers = servers
-        self.user_dir = user_dir
+        self.mcp = mcp
         self.hub: McpHub | None = None
         self.rows: list[Any] = []
         self.shown = ""  # what the pane shows
@@ -70,20 +70,11 @@ class ResourcesScreen(Screen[None]):
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         self.load()
 
-    async def on_unmount(self) -> None:
-        if self.hub is not None:
-            await self.hub.aclose()
-
     @work(group="resources", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        from io_tui.core import McpHub, user_servers
-
-        servers, problems = user_servers(self.servers, self.user_dir)
-        if self.hub is None:
-            self.hub = McpHub(servers)
-            await self.hub.start()
-        rows = await self.hub.resources()
-        self.post_message(self.Listed(rows, [*problems, *self.hub.problems]))
+        self.hub = await self.mcp.hub()
+        rows = await self.hub.resources() if self.hub is not None else []
+        self.post_message(self.Listed(rows, list(self.mcp.problems)))
 
     @on(Listed)
     def _on_listed(self, message: Listed) -> None:
@@ -94,7 +85,7 @@ class ResourcesScreen(Screen[None]):
             table.add_row(row.server, row.kind, row.uri, row.name, row.mime_type or "")
         servers = len(self.hub.statuses()) if self.hub is not None else 0
         head = f"MCP resources · {len(self.rows)} from {servers} servers"
-        if not self.servers and not self.rows:
+        if self.hub is None and not self.rows:
             head = "MCP resources · no MCP servers configured (see docs/MCP.md)"
         lines = [head, *(f"⚠ {problem}" for problem in message.problems)]
         self.query_one("#resources-head", Static).update(Content("\n".join(lines)))

@@ -1,6 +1,17 @@
 """llama.cpp's ``/props``: where it is and which number is the window."""
 
-from io_tui.core.providers.openai_compat import props_url, props_window
+import httpx
+import pytest
+from provider_helpers import Script
+
+from io_tui.core.providers.base import discover_limits
+from io_tui.core.providers.fallback import FallbackProvider
+from io_tui.core.providers.openai_compat import (
+    OpenAICompatProvider,
+    is_local,
+    props_url,
+    props_window,
+)
 
 
 def test_props_is_beside_the_v1_api() -> None:
@@ -14,3 +25,57 @@ def test_the_window_is_n_ctx_of_the_default_generation_settings_or_the_top_level
     assert props_window({"n_ctx": 4096}) == 4096
     for bad in (None, [], {}, {"n_ctx": "4096"}, {"n_ctx": 0}, {"n_ctx": True}):
         assert props_window(bad) is None
+
+
+# -- who is asked: a llama.cpp server or this machine's endpoints, never a hosted API --
+
+PROPS = {"default_generation_settings": {"n_ctx": 4096}}
+
+
+def _provider(name: str, base_url: str, script: Script) -> OpenAICompatProvider:
+    return OpenAICompatProvider(name=name, model="m", base_url=base_url, transport=script.transport)
+
+
+@pytest.mark.parametrize(
+    ("name", "base_url", "asked"),
+    [
+        ("openai-compatible", "http://127.0.0.1:8080/v1", True),
+        ("openai-compatible", "http://localhost:8080/v1", True),
+        ("openai-compatible", "http://[::1]:8080/v1", True),
+        ("llamacpp", "http://gpu-box.lan:8080/v1", True),  # llama.cpp by configuration
+        ("openai-compatible", "https://api.example.com/v1", False),
+        ("openrouter", "https://openrouter.ai/api/v1", False),
+        ("openai-compatible", "http://10.0.0.7:8080/v1", False),
+    ],
+)
+async def test_props_is_asked_only_of_llama_cpp_or_this_machine(
+    name: str, base_url: str, asked: bool
+) -> None:
+    script = Script([httpx.Response(200, json=PROPS)])
+    provider = _provider(name, base_url, script)
+    await discover_limits(provider)
+    await discover_limits(provider)  # once at most
+    assert [r.url.path for r in script.requests] == (["/props"] if asked else [])
+    assert provider.window_tokens == (4096 if asked else None)
+
+
+def test_local_endpoints() -> None:
+    assert is_local("http://127.0.0.2:1/v1") and is_local("http://app.localhost/v1")
+    assert not is_local("http://localhost.example.com/v1")
+
+
+async def test_a_fallback_chain_discovers_and_takes_the_smallest_window() -> None:
+    """The fallback provider asks each local provider of its chain; the request must fit
+    whichever serves it."""
+    local = Script([httpx.Response(200, json=PROPS)])
+    hosted = Script([])
+    small = OpenAICompatProvider(
+        name="llamacpp", model="m", base_url="http://127.0.0.1:1/v1", transport=local.transport
+    )
+    big = _provider("openrouter", "https://openrouter.ai/api/v1", hosted)
+    big.window_tokens = 128_000
+    chain = FallbackProvider(big, small)
+    assert chain.window_tokens == 128_000  # before discovery: the only one known
+    await discover_limits(chain)
+    assert chain.window_tokens == 4096
+    assert [r.url.path for r in local.requests] == ["/props"] and hosted.requests == []

