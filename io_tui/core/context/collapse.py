@@ -10,23 +10,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from io_tui.core.context.stubs import RECALL, what
+from io_tui.core.context.stubs import RECALL, receipt, receipt_rank, what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
 
+MAX_KEPT = 40  # receipts of each rank the line names, newest first (the ledger keeps all)
+
 
 @dataclass(slots=True)
 class Asked:
     """What a run of steps asked, newest first: for each tool (newest first) its newest 200
-    distinct targets, each with the handle (call id) of its newest result, the operator's
-    messages, and how many results there were. ``last``
+    distinct targets, each with the handle (call id) of its newest result, the receipts that
+    are never cleared (``stubs.receipt``: the newest ``MAX_KEPT`` of each ``receipt_rank``),
+    the operator's messages,
+    and how many results there were. ``last``
     keeps the aggregate of the steps collapsed last time, which the next collapse (the same
     steps and a few newer) extends instead of walking them all again."""
 
     tools: dict[str, dict[str, str]] = field(default_factory=dict)  # tool → target → handle
     said: list[str] = field(default_factory=list)
+    kept: tuple[list[str], ...] = field(default_factory=lambda: ([], [], []))  # by rank
     count: int = 0
     last: tuple[list[StepRecord], Asked] | None = None
 
@@ -51,6 +56,9 @@ def _walk(records: Sequence[StepRecord]) -> Asked:
         if rec.operator_messages:
             made.said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
         for obs in rec.observations:
+            kept = receipt(obs)
+            if kept and len(rank := made.kept[receipt_rank(obs)]) < MAX_KEPT:
+                rank.append(f"step {rec.step} {obs.tool} {what(obs)}: {kept}")
             targets = made.tools.get(obs.tool)
             if targets is None:
                 targets = made.tools[obs.tool] = {}
@@ -70,7 +78,8 @@ def _merge(newer: Asked, older: Asked) -> Asked:
                 break
             merged.setdefault(target, handle)
         tools[tool] = merged
-    return Asked(tools, newer.said + older.said, newer.count + older.count)
+    kept = tuple((n + o)[:MAX_KEPT] for n, o in zip(newer.kept, older.kept, strict=True))
+    return Asked(tools, newer.said + older.said, kept, newer.count + older.count)
 
 
 def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> Message:
@@ -87,6 +96,9 @@ def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> 
         f'asked for them are not shown. {RECALL}("<handle>") reads one back as recorded (the '
         "handle follows each target); call a tool again for its current result.]"
     )
+    kept = [k for rank in made.kept for k in rank]
+    if kept:  # decisions, then side effects, then exit codes: what the clip reaches last first
+        line += " Kept, newest first: " + " | ".join(kept) + "."
     if made.said:
         line += " Operator messages then: " + " | ".join(made.said) + "."
     parts = [
