@@ -493,6 +493,8 @@ async def test_past_the_threshold_the_oldest_steps_fold_into_a_stored_summary() 
     assert synthetic.step == 22 and synthetic.chars > 0
     assert assembly.folded and assembly.summary is stored[0]
     assert any("Next step: rerun" in m.content for m in assembly.messages)
+    head = next(m.content for m in assembly.messages if m.content.startswith("[Summary of"))
+    assert 'recall_result("<handle>") reads back a result it cites by handle' in head
     carried = {c.id for m in assembly.messages for c in m.tool_calls}
     assert not carried & {e.call_id for e in folded}
 
