@@ -105,7 +105,7 @@ async def refresh_stale_read(state: RunState, obs: Observation) -> str:
     if obs.tool in ("grep", "find"):
         return await _run_again(state, obs, _arguments(state, obs))
     if obs.kind is ObsKind.RECALL:  # the trace holds the old result only: nothing to redo
-        raise RefreshFailed("a recall gives the result as recorded; read the file again instead")
+        raise RefreshFailed("a recall gives the result as recorded; make the call again instead")
     verdict = state.policy.explain(Act.READ, obs.target)
     if verdict.effect is not Effect.ALLOW:
         raise RefreshFailed(

@@ -156,6 +156,12 @@ async def test_a_recall_is_an_observation_the_engine_treats_like_a_read(
     # the file it was made from changed: the recall is stale, and never re-sent as current
     assert by_step[3]["state"] == "refresh_failed"
     assert "a recall gives the result as recorded" in by_step[3]["reason"]
+    stub = next(
+        m["content"]
+        for m in trace["requests"][-1]["messages"]
+        if m.get("tool_call_id") == "call_3_1"
+    )
+    assert "make the call call_1_1 recorded again for its current result" in stub
 
 
 async def test_a_recall_of_a_changed_file_says_it_is_the_recorded_result(

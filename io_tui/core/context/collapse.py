@@ -24,10 +24,9 @@ class Asked:
     """What a run of steps asked, newest first: for each tool (newest first) its newest 200
     distinct targets, each with the handle (call id) of its newest result, the receipts that
     are never cleared (``stubs.receipt``: the newest ``MAX_KEPT`` of each ``receipt_rank``),
-    the operator's messages,
-    and how many results there were. ``last``
-    keeps the aggregate of the steps collapsed last time, which the next collapse (the same
-    steps and a few newer) extends instead of walking them all again."""
+    the operator's messages, and how many results there were. ``last`` keeps the aggregate
+    of the steps collapsed last time, which the next collapse (the same steps and a few
+    newer) extends instead of walking them all again."""
 
     tools: dict[str, dict[str, str]] = field(default_factory=dict)  # tool → target → handle
     said: list[str] = field(default_factory=list)
@@ -83,9 +82,9 @@ def _merge(newer: Asked, older: Asked) -> Asked:
 
 
 def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> Message:
-    """One line for every out-of-window step: what they asked (newest first, as many as the
-    line holds, each target with its handle) and what the operator said then, so nothing is
-    dropped without a trace or a way back.
+    """One line for every out-of-window step: the receipts never cleared, what the operator
+    said then and what they asked (newest first, as many as the line holds, each target with
+    its handle), so nothing is dropped without a trace or a way back.
 
     Works on the records alone: a collapsed step needs no classification, and its manifest
     entries are the engine's stable ones."""

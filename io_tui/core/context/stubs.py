@@ -53,6 +53,8 @@ def again(obs: Observation) -> str:
             return f"rerun the {obs.tool} for {target}"
         case ObsKind.EXEC:
             return f"rerun {target}"
+        case ObsKind.RECALL:  # a recall gives the recorded result again, never the current one
+            return f"make the call {obs.target} recorded again"
         case _:
             return f"call {obs.tool} again with the same arguments"
 
@@ -115,9 +117,9 @@ def _with(stub: str, obs: Observation, latest: bool = False) -> str:
 
 
 def superseded_stub(obs: Observation, by: int, covered: bool = False) -> str:
-    again = "read these lines again" if covered else "made the same call"
+    how = "read these lines again" if covered else "made the same call"
     stub = (
-        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {again}; "
+        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {how}; "
         f"the newest such result is the current one; {recall_call(obs.call_id)} reads this one]"
     )
     return _with(stub, obs)
