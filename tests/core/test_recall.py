@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.context import Agreement, Assembly, ContextEngine, EntryState, Frame
 from io_tui.core.context.stubs import TEST_TAIL_CHARS, cut, recall_call, receipt
@@ -27,6 +29,12 @@ NUMBERS = "print(''.join(f'{i:05d}\\n' for i in range(1000)))"  # 6,000 chars, e
 READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
 SMALL = ContextBudget(max_tokens=4_000)  # an entry cap of 2,000 chars
 CAP = entry_cap_chars(SMALL.max_tokens)
+
+
+@pytest.fixture
+def store_path(store_on_both: Path | str) -> Path | str:
+    """The store tests run on a SQLite file and on a PostgreSQL database (``pg_cluster``)."""
+    return store_on_both
 
 
 def command(code: str) -> dict[str, Any]:
