@@ -135,6 +135,21 @@ async def test_the_read_policy_applies_to_what_is_recalled(store, workspace, wri
     assert not got["is_error"] and "return a" in got["full_text"]
 
 
+async def test_a_recalled_grep_needs_every_file_it_was_made_from_readable(
+    store, workspace, write_script
+):
+    grep = {"name": "grep", "arguments": {"pattern": "return"}}
+    first, _ = await run(store, workspace, write_script, [[grep]])
+    deny = Layer("project", (Rule(Act.READ, Effect.DENY, "src/*"),))
+    policy = Policy().with_layer(deny)
+    _, trace = await run(
+        store, workspace, write_script, [[recall(f"r{first}.s1.call_1_1")]], policy
+    )
+    got = results(trace)["call_1_1"]
+    assert got["is_error"] and "was made from src/app.py" in got["full_text"]
+    assert "return a" not in got["full_text"]
+
+
 async def test_a_handle_of_another_workspace_or_step_resolves_to_nothing(
     store, workspace, write_script, tmp_path
 ):
