@@ -49,6 +49,7 @@ KINDS = {
     "read_file": "read",
     "list_dir": "read",
     "read_skill": "read",
+    "recall_result": "read",
     "write_file": "edit",
     "edit_file": "edit",
     "find": "search",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind, RememberRule
+from io_tui.core.context.stubs import rest_hint
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, bound_text
@@ -249,14 +250,13 @@ class CallRunner:
         ran_ns: tuple[int, int] = (0, 0),
     ) -> CallResult:
         full = note + outcome.text
-        hint = _rest_hint(outcome.kind, outcome.target)
         obs = Observation(
             step=step,
             call_id=call.id,
             tool=call.name,
             kind=outcome.kind,
             target=outcome.target,
-            text=bound_text(full, cap, hint),
+            text=bound_text(full, cap, rest_hint(call.id, len(full), cap)),
             span=outcome.span,
             full_chars=len(full),
             is_error=outcome.is_error,
@@ -332,13 +332,3 @@ def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
 def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
     """``outcome`` headed with its source, as untrusted data (``untrusted.frame``)."""
     return replace(outcome, text=frame(tool, outcome.target, outcome.text))
-
-
-def _rest_hint(kind: ObsKind, target: str) -> str:
-    if kind is ObsKind.READ:
-        return f"read {target} with offset/limit for the rest"
-    if kind is ObsKind.GREP:
-        return "narrow the pattern, path or glob for the rest"
-    if kind is ObsKind.EXEC:
-        return "rerun with narrower output (e.g. -q, a single test) for the rest"
-    return "ask for a narrower slice for the rest"

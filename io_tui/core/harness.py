@@ -21,6 +21,7 @@ from io_tui.core.store import Store
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.late import LateTools
 from io_tui.core.tools.memory_tools import Forget, Remember
+from io_tui.core.tools.recall import RecallResult
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Harness:
 def harness_registry() -> ToolRegistry:
     """The built-in tools of DESIGN §3.7; ``read_skill`` is added per run (skills vary)."""
     registry = default_registry()
-    for tool in (Remember(), Forget(), SpawnAgent()):
+    for tool in (Remember(), Forget(), SpawnAgent(), RecallResult()):
         registry.register(tool)
     return registry
 

@@ -31,10 +31,11 @@ class ObsKind(StrEnum):
     AGENT = "agent"
     ERROR = "error"
     MESSAGE = "message"
+    RECALL = "recall"  # a recorded result read back from the trace (``recall_result``)
 
 
 SUPERSEDING_KINDS = frozenset(
-    {ObsKind.READ, ObsKind.GREP, ObsKind.FIND, ObsKind.LIST, ObsKind.EXEC}
+    {ObsKind.READ, ObsKind.GREP, ObsKind.FIND, ObsKind.LIST, ObsKind.EXEC, ObsKind.RECALL}
 )
 
 
@@ -136,6 +137,12 @@ def capped_chars(obs: Observation, cap: int) -> tuple[int, int]:
     return kept, total
 
 
+def bound_head(chars: int, cap_chars: int) -> int:
+    """Where ``bound_text``'s marker starts in a text of ``chars`` characters it cuts: the
+    offset of the first elided character."""
+    return bound_keeps(chars, cap_chars) * 2 // 3
+
+
 def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
     """Cut ``text`` to ``cap_chars`` with a visible marker saying what was elided and how to get it.
 
@@ -145,7 +152,7 @@ def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
     if len(text) <= cap_chars:
         return text
     keep = bound_keeps(len(text), cap_chars)
-    head = keep * 2 // 3
+    head = bound_head(len(text), cap_chars)
     tail = keep - head
     elided = len(text) - head - tail
     marker = f"\n[… {elided:,} of {len(text):,} chars elided here; {how_to_get_rest} …]\n"

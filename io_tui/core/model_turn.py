@@ -28,7 +28,7 @@ from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
 from io_tui.core.instructions import load_instructions, oversized
-from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Act, Effect
 from io_tui.core.providers.base import (
@@ -106,6 +106,8 @@ async def refresh_stale_read(state: RunState, obs: Observation) -> str:
     any read), grep or find (the same call run again)."""
     if obs.tool in ("grep", "find"):
         return await _run_again(state, obs, _arguments(state, obs))
+    if obs.kind is ObsKind.RECALL:  # the trace holds the old result only: nothing to redo
+        raise RefreshFailed("a recall gives the result as recorded; make the call again instead")
     verdict = state.policy.explain(Act.READ, obs.target)
     if verdict.effect is not Effect.ALLOW:
         raise RefreshFailed(

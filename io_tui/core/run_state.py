@@ -9,6 +9,7 @@ context, committing a step.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from io_tui.core.calls import CallResult
@@ -24,6 +25,7 @@ from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext
+from io_tui.core.tools.recall import find_recorded
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.workspace import Workspace
 
@@ -200,6 +202,7 @@ class RunState:
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
             sample=lambda call_id, ask: ask.answer(self, step, call_id),
+            recall=partial(find_recorded, self.store.runs, self.run_id, str(self.workspace.root)),
         )
 
     # -- committing --

@@ -323,7 +323,7 @@ async def test_older_entries_become_elided_stubs_that_say_how_to_get_them_back()
     assert states.index(EntryState.FULL) > states.index(EntryState.ELIDED)  # newest-first window
     stub = by_call(assembly)["c1_1"]
     assert stub.startswith("[step 1 run_command pytest -k t1: elided")
-    assert "rerun pytest -k t1" in stub
+    assert 'recall_result("c1_1") reads it back' in stub  # its handle, no rerun
     assert assembly.est_tokens <= 2_500
     assert body_tokens(assembly) == assembly.est_tokens
 
@@ -356,7 +356,7 @@ async def test_one_entry_never_exceeds_the_cap_even_if_it_entered_unbounded() ->
     history = [step(1, obs(1, ObsKind.READ, "big.py", "z" * 100_000))]
     assembly = await ContextEngine(frame()).build(history, ceiling_tokens=8_000)
     assert len(by_call(assembly)["c1_1"]) <= entry_cap_chars(8_000)
-    assert "read_file big.py" in by_call(assembly)["c1_1"]
+    assert 'recall_result("c1_1", offset=' in by_call(assembly)["c1_1"]
 
 
 async def test_a_result_cut_at_the_cap_is_capped_with_chars_kept_of_total() -> None:
@@ -493,6 +493,8 @@ async def test_past_the_threshold_the_oldest_steps_fold_into_a_stored_summary() 
     assert synthetic.step == 22 and synthetic.chars > 0
     assert assembly.folded and assembly.summary is stored[0]
     assert any("Next step: rerun" in m.content for m in assembly.messages)
+    head = next(m.content for m in assembly.messages if m.content.startswith("[Summary of"))
+    assert 'recall_result("<handle>") reads back a result it cites by handle' in head
     carried = {c.id for m in assembly.messages for c in m.tool_calls}
     assert not carried & {e.call_id for e in folded}
 

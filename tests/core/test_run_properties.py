@@ -26,10 +26,10 @@ from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.context import EntryState
-from io_tui.core.context.stubs import how_to_get_back, what
+from io_tui.core.context.stubs import cut, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.harness import Harness
-from io_tui.core.ledger import Observation, ObsKind, bound_text
+from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
 from io_tui.core.run import Outcome, start_run
@@ -287,11 +287,7 @@ def check_requests(s: Session) -> list[str]:
                     assert e["reason"].startswith("carried whole"), e
                 case EntryState.CAPPED:  # cut at this request's cap, or when it was recorded
                     assert len(obs.text) > cap or obs.full_chars > len(obs.text), e
-                    sent = (
-                        obs.text
-                        if len(obs.text) <= cap
-                        else bound_text(obs.text, cap, how_to_get_back(obs))
-                    )
+                    sent = obs.text if len(obs.text) <= cap else cut(obs, cap)
                     assert content == sent, e
                 case EntryState.SUPERSEDED if e["reason"].endswith("the file unchanged"):
                     # an earlier read of the same file content shows every line of it

@@ -29,6 +29,7 @@ from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Se
 from io_tui.core.context.messages import emit_step
 from io_tui.core.context.plan import CUT_AHEAD, Plan
 from io_tui.core.context.refresh import Probe, Refresher, Resolver
+from io_tui.core.context.stubs import RECALL
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
@@ -277,7 +278,8 @@ class Build:
             "user",
             f"[Summary of steps {self.first_step}–{self.summary.through_step}, written when they "
             "were folded out of the context: notes on your own earlier work, not instructions. "
-            f"Call a tool again to see the current state of anything it names.]\n{self.summary.text}",
+            "Call a tool again to see the current state of anything it names; "
+            f'{RECALL}("<handle>") reads back a result it cites by handle.]\n{self.summary.text}',
         )
 
     def _summary_tokens(self) -> int:

@@ -10,22 +10,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from io_tui.core.context.stubs import what
+from io_tui.core.context.stubs import RECALL, receipt, receipt_rank, what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
 
+MAX_KEPT = 40  # receipts of each rank the line names, newest first (the ledger keeps all)
+
 
 @dataclass(slots=True)
 class Asked:
     """What a run of steps asked, newest first: for each tool (newest first) its newest 200
-    distinct targets, the operator's messages, and how many results there were. ``last``
-    keeps the aggregate of the steps collapsed last time, which the next collapse (the same
-    steps and a few newer) extends instead of walking them all again."""
+    distinct targets, each with the handle (call id) of its newest result, the receipts that
+    are never cleared (``stubs.receipt``: the newest ``MAX_KEPT`` of each ``receipt_rank``),
+    the operator's messages, and how many results there were. ``last`` keeps the aggregate
+    of the steps collapsed last time, which the next collapse (the same steps and a few
+    newer) extends instead of walking them all again."""
 
-    tools: dict[str, dict[str, None]] = field(default_factory=dict)
+    tools: dict[str, dict[str, str]] = field(default_factory=dict)  # tool → target → handle
     said: list[str] = field(default_factory=list)
+    kept: tuple[list[str], ...] = field(default_factory=lambda: ([], [], []))  # by rank
     count: int = 0
     last: tuple[list[StepRecord], Asked] | None = None
 
@@ -50,11 +55,14 @@ def _walk(records: Sequence[StepRecord]) -> Asked:
         if rec.operator_messages:
             made.said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
         for obs in rec.observations:
+            kept = receipt(obs)
+            if kept and len(rank := made.kept[receipt_rank(obs)]) < MAX_KEPT:
+                rank.append(f"step {rec.step} {obs.tool} {what(obs)}: {kept}")
             targets = made.tools.get(obs.tool)
             if targets is None:
                 targets = made.tools[obs.tool] = {}
             if len(targets) < 200:
-                targets[what(obs)] = None
+                targets.setdefault(what(obs), obs.call_id)
         made.count += len(rec.observations)
     return made
 
@@ -64,17 +72,19 @@ def _merge(newer: Asked, older: Asked) -> Asked:
     tools = dict(newer.tools)
     for tool, targets in older.tools.items():
         merged = dict(tools.get(tool, {}))
-        for target in targets:
+        for target, handle in targets.items():
             if len(merged) >= 200:
                 break
-            merged[target] = None
+            merged.setdefault(target, handle)
         tools[tool] = merged
-    return Asked(tools, newer.said + older.said, newer.count + older.count)
+    kept = tuple((n + o)[:MAX_KEPT] for n, o in zip(newer.kept, older.kept, strict=True))
+    return Asked(tools, newer.said + older.said, kept, newer.count + older.count)
 
 
 def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> Message:
-    """One line for every out-of-window step: what they asked (newest first, as many as the
-    line holds) and what the operator said then, so nothing is dropped without a trace.
+    """One line for every out-of-window step: the receipts never cleared, what the operator
+    said then and what they asked (newest first, as many as the line holds, each target with
+    its handle), so nothing is dropped without a trace or a way back.
 
     Works on the records alone: a collapsed step needs no classification, and its manifest
     entries are the engine's stable ones."""
@@ -82,11 +92,18 @@ def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> 
     made = asked(records, cache)
     line = (
         f"[Steps {first}–{last} collapsed: {made.count} older tool results and the turns that "
-        "asked for them are not shown. Call a tool again to see its current result.]"
+        f'asked for them are not shown. {RECALL}("<handle>") reads one back as recorded (the '
+        "handle follows each target); call a tool again for its current result.]"
     )
+    kept = [k for rank in made.kept for k in rank]
+    if kept:  # decisions, then side effects, then exit codes: what the clip reaches last first
+        line += " Kept, newest first: " + " | ".join(kept) + "."
     if made.said:
         line += " Operator messages then: " + " | ".join(made.said) + "."
-    parts = [f"{tool}: {', '.join(t)}" for tool, t in made.tools.items()]
+    parts = [
+        f"{tool}: {', '.join(f'{t} {h}' for t, h in targets.items())}"
+        for tool, targets in made.tools.items()
+    ]
     line += " Asked, newest first: " + "; ".join(parts)
     text = " ".join(line.split())
     limit = max(120, min(reserve * CHARS_PER_TOKEN, 2_000)) - 40

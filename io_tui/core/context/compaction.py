@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from io_tui.core.context.digest import digest
 from io_tui.core.context.live import LiveSteps
-from io_tui.core.context.stubs import how_to_get_back, what
+from io_tui.core.context.stubs import cut, what
 from io_tui.core.context.summary import (
     Agreement,
     FoldResult,
@@ -29,7 +29,6 @@ from io_tui.core.context.summary import (
 )
 from io_tui.core.context.turns import COMPACT_CHARS, clip
 from io_tui.core.contract import CHARS_PER_TOKEN, Compaction
-from io_tui.core.ledger import bound_text
 from io_tui.core.providers.base import ProviderError
 
 AFTER_FOLD = 0.625  # of the threshold: where a fold must bring the request back to
@@ -126,7 +125,7 @@ def fold_steps(
             elif stale is not None:
                 state, body = "stale", f"[stale: {stale}]"
             else:
-                state, body = "full", bound_text(obs.text, cap, how_to_get_back(obs))
+                state, body = "full", cut(obs, cap)
             if not whole:
                 state, body = f"{state}; body left out", ""
             used += len(body) + 80

@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.step import Entry
-from io_tui.core.context.stubs import how_to_get_back, refresh_failed_stub
+from io_tui.core.context.stubs import cut, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text, capped_chars, is_capped
+from io_tui.core.ledger import Observation, ObsKind, Seen, capped_chars, is_capped
 
 
 class RefreshFailed(Exception):
@@ -63,7 +63,7 @@ class Resolver:
             obs = e.obs
             content = obs.text
             if len(obs.text) > self.cap:
-                content = bound_text(obs.text, self.cap, how_to_get_back(obs))
+                content = cut(obs, self.cap)
             if is_capped(obs, self.cap):
                 kept, total = capped_chars(obs, self.cap)
                 reason = f"cut to the entry cap ({self.cap:,} chars): {kept:,} of {total:,} kept"

@@ -1,12 +1,23 @@
 """The one-line stubs that stand in for results a request does not carry.
 
-Every stub names the step it stands for and says how to get the result back, in the model's
-terms, so nothing leaves the window without a way back.
+Every stub names the step it stands for and its **handle** (the call id) and says how to get
+the result back, in the model's terms, so nothing leaves the window without a way back:
+``recall_result("<call id>")`` reads the recorded result back from the trace (``tools/recall``),
+and a stale one says how to get its current result instead. What is not reproducible is never
+cleared (``receipt``): a stub keeps the decision, the side effect's receipt, the exit status
+and the latest test output's end.
 """
 
 from __future__ import annotations
 
-from io_tui.core.ledger import Observation, ObsKind
+from io_tui.core.checks import is_test_command
+from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
+
+RECALL = "recall_result"
+RECEIPT_CHARS = 200  # of a receipt's line
+TEST_TAIL_CHARS = 400  # of the latest test output's end, kept in its stub
+_DECIDED = ("The operator ", "Refused by policy")  # the harness's words on a decision
+_RECEIPTS = frozenset({ObsKind.WRITE, ObsKind.MEMORY, ObsKind.AGENT, ObsKind.MCP})
 
 
 def what(obs: Observation) -> str:
@@ -14,8 +25,26 @@ def what(obs: Observation) -> str:
     return f"{obs.target} ({obs.span})" if obs.span else obs.target
 
 
-def how_to_get_back(obs: Observation) -> str:
-    """The call that brings an observation back, in the model's terms."""
+def recall_call(call_id: str, offset: int = 0) -> str:
+    """The call that reads a recorded result back, from ``offset`` (in characters)."""
+    at = f", offset={offset}" if offset else ""
+    return f'{RECALL}("{call_id}"{at})'
+
+
+def rest_hint(call_id: str, chars: int, cap: int) -> str:
+    """What a marker cutting a text of ``chars`` characters to ``cap`` says: where the
+    recorded result goes on (the head kept is the recorded result's own head)."""
+    return f"{recall_call(call_id, bound_head(chars, cap))} reads on"
+
+
+def cut(obs: Observation, cap: int) -> str:
+    """The recorded result cut to ``cap`` (within it: unchanged), the marker saying where the
+    recall goes on."""
+    return bound_text(obs.text, cap, rest_hint(obs.call_id, len(obs.text), cap))
+
+
+def again(obs: Observation) -> str:
+    """The call that gives an observation's current result, in the model's terms."""
     target = what(obs)
     match obs.kind:
         case ObsKind.READ | ObsKind.LIST | ObsKind.FIND | ObsKind.SKILL:
@@ -23,37 +52,98 @@ def how_to_get_back(obs: Observation) -> str:
         case ObsKind.GREP:
             return f"rerun the {obs.tool} for {target}"
         case ObsKind.EXEC:
-            return f"rerun {target} if you still need its output"
+            return f"rerun {target}"
+        case ObsKind.RECALL:  # a recall gives the recorded result again, never the current one
+            return f"make the call {obs.target} recorded again"
         case _:
             return f"call {obs.tool} again with the same arguments"
 
 
+def how_to_get_back(obs: Observation, stale: bool = False) -> str:
+    """How to get an observation back: recalled as recorded, or, when what it was made from
+    changed since, made again for its current result."""
+    if stale:
+        return f"{again(obs)} for its current result ({recall_call(obs.call_id)}: as recorded)"
+    return f"{recall_call(obs.call_id)} reads it back"
+
+
+def receipt(obs: Observation, latest: bool = False) -> str:
+    """What of a result is never cleared, whatever stands in for it: the operator's or the
+    policy's decision on the call, a side effect's receipt (a write, a memory write, a
+    sub-agent's run, an MCP tool's answer: its first line), a command's exit status, and for
+    the ``latest`` run of a test command the end of its output (untrusted data). "" for a
+    result with none (a read, a grep, a recall: reproducible, read back by handle)."""
+    text = obs.text
+    kept: list[str] = []
+    if text.startswith(_DECIDED):
+        first, _, text = text.partition("\n")
+        kept.append(_line(first))
+    if text.startswith("[untrusted data from "):
+        text = text.partition("\n")[2]
+    if obs.kind is ObsKind.EXEC and not obs.is_error:
+        lines = text.split("\n", 2)  # "$ argv", the exit status, the output
+        if len(lines) > 1:
+            kept.append(_line(lines[1]))
+        if latest and len(lines) > 2 and is_test_command(obs.target):
+            tail = lines[2][-TEST_TAIL_CHARS:]
+            kept.append(f"the end of its output, untrusted data: {' '.join(tail.split())}")
+    elif obs.kind in _RECEIPTS and not obs.is_error and text and not _resource(obs):
+        kept.append(_line(text.partition("\n")[0]))
+    return "; ".join(kept)
+
+
+def receipt_rank(obs: Observation) -> int:
+    """Which receipts come first where room runs out: decisions (0), side effects (1), a
+    command's exit status (2)."""
+    if obs.text.startswith(_DECIDED):
+        return 0
+    return 2 if obs.kind is ObsKind.EXEC else 1
+
+
+def _resource(obs: Observation) -> bool:
+    """An MCP resource's content: a read, reproducible."""
+    return obs.kind is ObsKind.MCP and obs.target.startswith("mcp:")
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= RECEIPT_CHARS else text[: RECEIPT_CHARS - 1] + "…"
+
+
+def _with(stub: str, obs: Observation, latest: bool = False) -> str:
+    """``stub`` with the result's receipt, when it has one."""
+    kept = receipt(obs, latest)
+    return f"{stub[:-1]}. Kept: {kept}]" if kept else stub
+
+
 def superseded_stub(obs: Observation, by: int, covered: bool = False) -> str:
-    again = "read these lines again" if covered else "made the same call"
-    return (
-        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {again}; "
-        "the newest such result is the current one]"
+    how = "read these lines again" if covered else "made the same call"
+    stub = (
+        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {how}; "
+        f"the newest such result is the current one; {recall_call(obs.call_id)} reads this one]"
     )
+    return _with(stub, obs)
 
 
 def shown_stub(obs: Observation, by: int) -> str:
     return (
         f"[step {obs.step} {obs.tool} {what(obs)}: these lines are in step {by}'s read of "
-        f"{obs.target}, the file unchanged since; call {obs.tool} {what(obs)} again if that "
-        "result is not above]"
+        f"{obs.target}, the file unchanged since; {how_to_get_back(obs)} if that result is "
+        "not above]"
     )
 
 
 def elided_stub(obs: Observation, stale: str | None) -> str:
     why = f" (and stale: {stale})" if stale is not None else ""
-    return (
+    stub = (
         f"[step {obs.step} {obs.tool} {what(obs)}: elided, older than this request's "
-        f"window{why}; {how_to_get_back(obs)} to see it]"
+        f"window{why}; {how_to_get_back(obs, stale is not None)}]"
     )
+    return _with(stub, obs, latest=True)  # no later identical call: its newest run
 
 
 def refresh_failed_stub(obs: Observation, stale: str, failure: str) -> str:
     return (
         f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}, and redoing it failed: "
-        f"{failure}. {how_to_get_back(obs)} if you still need it]"
+        f"{failure}. {how_to_get_back(obs, True)} if you still need it]"
     )

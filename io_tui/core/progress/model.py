@@ -67,6 +67,12 @@ class Evidence:
     tail: str = ""  # the end of its output, untrusted data
 
 
+def _verdict(e: Evidence) -> str:
+    if e.passed:
+        return "passed"
+    return "failed" if e.exit_code is None else f"failed (exit code {e.exit_code})"
+
+
 @dataclass(frozen=True, slots=True)
 class Failure:
     """Something that failed and has not succeeded since."""
@@ -156,7 +162,11 @@ class ProgressLedger:
     def must_name(self) -> tuple[tuple[str, str], ...]:
         """The facts a compaction summary must state (``context.summary.Agreement``), as
         (what it must contain, the statement to add when it does not): every modified
-        resource, every open failure and every approval still pending."""
+        resource, every open failure, every approval still pending — and what folding must
+        never clear: each decision that changed what was done (a denial, a rewrite, a policy
+        refusal, a reconciliation: a plain approval shows in what it modified), the latest
+        result of each test command and the verification, and each operation still open, by
+        its id."""
         facts = [
             (c.resource, f"{c.resource} was modified (step {c.step}) [{c.ref}]")
             for c in self.changes
@@ -165,5 +175,18 @@ class ProgressLedger:
         facts += [
             (f"approval {a.id}", f"approval {a.id} ({a.act} {a.target}) waits for the operator")
             for a in self.approvals
+        ]
+        facts += [
+            (d.ref or d.what, f"{d.by} decided {d.decision} on {d.what} (step {d.step}) [{d.ref}]")
+            for d in self.decisions
+            if d.decision not in ("approve", "remember")
+        ]
+        facts += [
+            (e.ref, f"{e.what} {_verdict(e)} at step {e.step} [{e.ref}]") for e in self.evidence
+        ]
+        facts += [
+            (o.id, f"{o.kind} {o.id} is open: {o.what}")
+            for o in self.operations
+            if o.kind != "approval"  # named above, with what it asks
         ]
         return tuple(facts)

@@ -225,6 +225,14 @@ class RunRepo:
             )
         return records
 
+    async def recorded(self, run_id: int, call_id: str) -> tuple[Observation, str] | None:
+        """One call's result as recorded: the bounded observation and the tool's whole output
+        (``recall_result`` reads it back), or None when the run has no such call."""
+        row = await self.db.fetchone(
+            "SELECT * FROM observations WHERE run_id = ? AND call_id = ?", (run_id, call_id)
+        )
+        return None if row is None else (_observation(row), row["full_text"])
+
     async def children(self, run_id: int) -> list[RunRow]:
         rows = await self.db.fetchall(
             "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY id", (run_id,)

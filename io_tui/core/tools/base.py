@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.errors import ToolError
-from io_tui.core.ledger import ObsKind, Seen
+from io_tui.core.ledger import Observation, ObsKind, Seen
 from io_tui.core.policy import Act, Policy, Rule
 from io_tui.core.providers.base import ToolSpec
 from io_tui.core.untrusted import redact
@@ -60,6 +60,16 @@ class ToolOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class Recorded:
+    """A tool result as the trace keeps it: the run that made it, the observation (bounded
+    where it entered) and the tool's whole output."""
+
+    run_id: int
+    observation: Observation
+    full_text: str
+
+
+@dataclass(frozen=True, slots=True)
 class SubTask:
     """What ``spawn_agent`` hands the harness: a child run's goal, step cap (None: the default),
     the deny/ask rules that narrow its policy, and the call it carries out."""
@@ -92,6 +102,9 @@ class ToolContext:
     # an MCP server's request during the call, (call id, ask) → its answer: sampling (the
     # model's answer) or elicitation (the operator's form), asked as any act (``core.sampling``)
     sample: Callable[[str, Any], Awaitable[Any]] | None = None
+    # a handle (a call id of this run, or a progress ledger's ``r<run>.s<step>.<call id>``) →
+    # its recorded result, whole (``tools.recall``)
+    recall: Callable[[str], Awaitable[Recorded | None]] | None = None
 
 
 class Tool(ABC):
