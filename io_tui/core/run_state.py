@@ -14,6 +14,7 @@ from typing import Any
 from io_tui.core.calls import CallResult
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
+from io_tui.core.derived import DerivedContext, Files
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
@@ -63,6 +64,8 @@ class RunState:
         self._arrivals_seen = 0  # of harness.late_tools' arrivals
         self._told_starting: set[str] = set()  # the sources the model was told are starting
         self._asked = False  # a model request was built in this process
+        # the skill and tool catalogues, instructions and memory block, with what they depend on
+        self.derived = DerivedContext(Files(workspace.root))
         # the run's progress ledger, folded from each batch of events once it is stored
         self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
 
@@ -105,10 +108,16 @@ class RunState:
 
     # -- tools --
 
-    def use_skills(self, skills: dict[str, Skill]) -> None:
-        """Offer ``read_skill`` over ``skills`` and list them in the system prompt."""
-        self.registry.register(ReadSkill(skills), replace=True)
-        self.system_prompt = f"{self.harness.system_prompt}\n\n{catalogue(skills)}"
+    def use_skills(self, skills: dict[str, Skill], listed: dict[str, Skill] | None = None) -> None:
+        """Offer ``read_skill`` over ``skills`` and list ``listed`` (all of them unless said) in
+        the system prompt (none: no ``read_skill``, and the harness's prompt alone)."""
+        if skills:
+            self.registry.register(ReadSkill(skills), replace=True)
+            shown = catalogue(skills if listed is None else listed)
+            self.system_prompt = f"{self.harness.system_prompt}\n\n{shown}".rstrip()
+        else:
+            self.registry.remove(ReadSkill.name)
+            self.system_prompt = self.harness.system_prompt
         self._tool_specs = None
 
     async def late_arrivals(self) -> tuple[str, ...]:

@@ -159,6 +159,8 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "sections": manifest.get("sections", []),
         "entries": manifest.get("entries", []),
         "memory_keys": manifest.get("memory_keys", []),
+        # the version of each derived part it carried (skills, tools, instructions, memory)
+        "derived": manifest.get("derived", {}),
     }
 
 
