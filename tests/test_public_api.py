@@ -110,6 +110,7 @@ PUBLIC = [  # sorted
     "harness_registry",
     "import_memory",
     "in_flight_calls",
+    "invalidation_line",
     "ledger_of",
     "load_mcp_file",
     "operator",

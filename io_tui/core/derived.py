@@ -252,3 +252,14 @@ class DerivedContext:
         before = self.built.get(after.name)
         self.built[after.name] = after
         return None if before is None else invalidation(before, after, cause, effect)
+
+
+def invalidation_line(detail: Mapping[str, Any], shown: int = 3) -> str:
+    """An ``invalidated`` event in one line (the transcript, the trace viewer, the CLI):
+    ``↻ instructions rebuilt: AGENTS.md — step 1 wrote AGENTS.md (write_file)``."""
+    refs = [str(c.get("ref", "")).partition(":")[2] for c in detail.get("changed") or ()]
+    listed = ", ".join(refs[:shown]) + (f" +{len(refs) - shown} more" if len(refs) > shown else "")
+    cause = detail.get("cause") or ""
+    return f"↻ {detail.get('cache')} {detail.get('effect')}: {listed}" + (
+        f" — {cause}" if cause else ""
+    )
