@@ -55,12 +55,11 @@ from io_tui.paths import bundled_dir, config_dir
 
 
 async def first_build(state: RunState) -> tuple[InstructionFile, ...]:
-    """The run's skills, instructions and tools as its first request carries them, recorded
-    with what they depend on; returns the instruction files."""
+    """The run's skills and instructions as its first request carries them, recorded with what
+    they depend on; returns the instruction files."""
     await load_skills(state, None)
     found, _ = await load_instruction_files(state, None)
-    record_tools(state)
-    return found
+    return found  # the tools are recorded as the first request sends them (``record_tools``)
 
 
 async def refresh_derived(

@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolListChangedNotification
 
 from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision
 from io_tui.core.contract import TaskContract
 from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation
 from io_tui.core.harness import Harness
+from io_tui.core.mcp import InProcessServer, McpHub
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import start_run
@@ -269,6 +272,9 @@ class Late:
     async def settle(self) -> None:
         return None
 
+    async def relisted(self) -> None:
+        return None
+
 
 async def test_a_server_whose_tools_arrive_invalidates_the_tool_catalogue(
     store, workspace, write_script
@@ -291,6 +297,47 @@ async def test_a_server_whose_tools_arrive_invalidates_the_tool_catalogue(
         next(s["source"] for s in r["sections"] if s["name"] == "tools") for r in trace["requests"]
     ]
     assert int(counts[1].split()[0]) == int(counts[0].split()[0]) + 1
+
+
+def changing_server() -> MCPServer:
+    """An MCP server whose ``grow`` tool offers ``later``, withdraws ``gone`` and says so."""
+    server = MCPServer("changing")
+
+    def later() -> str:
+        return "later"
+
+    @server.tool(description="Withdrawn by grow.")
+    def gone() -> str:
+        return "gone"
+
+    @server.tool(description="Change the tool list.")
+    async def grow(ctx: Context) -> str:
+        server.add_tool(later, description="Offered once grow ran.")
+        server.remove_tool("gone")
+        # on the call's own stream: an in-process server has no standalone one
+        await ctx.session.send_notification(
+            ToolListChangedNotification(), related_request_id=ctx.request_id
+        )
+        return "grown"
+
+    return server
+
+
+async def test_an_mcp_servers_changed_tool_list_is_offered_and_invalidates_the_catalogue(
+    store, workspace, write_script
+):
+    script = write_script([call("mcp__c__grow"), call("mcp__c__later"), {"text": "ok"}])
+    async with McpHub({"c": InProcessServer(changing_server())}, background=True) as hub:
+        await hub.wait_all()
+        trace = await run(store, workspace, script, late=hub)
+    [event] = invalidations(trace, "tools")
+    assert event["step"] == 2 and event["effect"] == "rebuilt"
+    assert event["cause"] == "offered from this request on: mcp__c__later; withdrawn: mcp__c__gone"
+    assert trace["steps"][1]["operator_messages"] == [
+        "io-tui: MCP server 'c' changed its tools; offered from this request on: mcp__c__later;"
+        " withdrawn: mcp__c__gone."
+    ]
+    assert "later" in trace["steps"][1]["observations"][0]["text"]  # the new tool is called
 
 
 # -- the memory block --
