@@ -239,6 +239,8 @@ class DerivedContext:
 
     files: Files
     built: dict[str, Built] = field(default_factory=dict)
+    # the versions the run's last stored request carried, for a run resumed in this process
+    carried: dict[str, str] = field(default_factory=dict)
     skills_found: dict[str, Any] = field(default_factory=dict)  # name → skills.Skill
     specs: tuple[ToolSpec, ...] | None = None
 
@@ -248,10 +250,18 @@ class DerivedContext:
 
     def update(self, after: Built, cause: str, effect: Effect | None = None) -> Invalidation | None:
         """Record ``after`` as what the requests carry from now on; the invalidation of what it
-        replaces (None: the first build, or no dependency moved)."""
+        replaces (None: no dependency moved, or the run's first build; a resumed run's first
+        build is compared with the version its last request carried)."""
         before = self.built.get(after.name)
         self.built[after.name] = after
-        return None if before is None else invalidation(before, after, cause, effect)
+        if before is not None:
+            return invalidation(before, after, cause, effect)
+        was = self.carried.get(after.name)
+        if was is None or was == after.version:
+            return None
+        # what it was built from then is not kept: only that its version moved meanwhile
+        stopped = "changed while the run was stopped (its last request carried another version)"
+        return Invalidation(Built(after.name, was, {}), after, (), stopped, "rebuilt")
 
 
 def invalidation_line(detail: Mapping[str, Any], shown: int = 3) -> str:

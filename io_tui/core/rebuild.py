@@ -57,8 +57,10 @@ from io_tui.paths import bundled_dir, config_dir
 async def first_build(state: RunState) -> tuple[InstructionFile, ...]:
     """The run's skills and instructions as its first request carries them, recorded with what
     they depend on; returns the instruction files."""
-    await load_skills(state, None)
-    found, _ = await load_instruction_files(state, None)
+    state.derived.carried = await state.store.trace.latest_derived(state.run_id)  # resumed
+    say(state, await load_skills(state, None))
+    found, invalidated = await load_instruction_files(state, None)
+    say(state, invalidated)
     return found  # the tools are recorded as the first request sends them (``record_tools``)
 
 
@@ -195,9 +197,8 @@ def check_memory(
     depends = note_versions(notes)
     before = state.derived.built.get("memory")
     built = Built("memory", version_of(depends), depends)
-    if before is None:
-        state.derived.update(built, "")
-        return None
+    if before is None:  # the first request in this process (a resumed run's: compared)
+        return state.derived.update(built, "")
     changed = before.moved(depends)
     if not changed:
         return None

@@ -17,8 +17,9 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolListChangedNotification
 
-from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision
+from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DeferAll
 from io_tui.core.contract import TaskContract
+from io_tui.core.decisions import decide
 from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation
 from io_tui.core.harness import Harness
 from io_tui.core.mcp import InProcessServer, McpHub
@@ -426,3 +427,35 @@ def test_files_are_hashed_again_only_when_their_stat_moves(tmp_path, monkeypatch
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert files.version(fifo) == ABSENT  # never opened: it would block
+
+
+# -- across a pause --
+
+
+async def test_a_change_while_the_run_waits_for_a_decision_is_invalidated_on_resume(
+    store, workspace, write_script
+):
+    ws = str(workspace.resolve())
+    (workspace / "AGENTS.md").write_text("Paused rules. OLD-RULE\n")
+    await store.memory.set("style", "tabs OLD-NOTE", "workspace", ws)
+    script = write_script([call("write_file", path="x.txt", content="1"), {"text": "ok"}])
+    first = await start_run(
+        Harness(store, ScriptedProvider.from_file(script), DeferAll(), policy=ASK_WRITES),
+        TaskContract("keep the notes", workspace),
+    )
+    assert first.status == "paused"
+    (workspace / "AGENTS.md").write_text("Resumed rules. NEW-RULE\n")  # while nobody runs it
+    await store.memory.set("style", "spaces NEW-NOTE", "workspace", ws)
+    [pending] = await store.approvals.pending()
+    decided = await decide(store, pending.request.id, Decision.approve())
+    assert decided.result is not None and decided.result.status == "finished"
+    trace = await build_trace(store, first.run_id)
+    stopped = "changed while the run was stopped (its last request carried another version)"
+    for cache in ("instructions", "memory"):
+        [event] = invalidations(trace, cache)
+        assert event["cause"] == stopped and event["changed"] == []
+        assert event["before"] == trace["requests"][0]["derived"][cache]
+        assert event["after"] == trace["requests"][1]["derived"][cache] != event["before"]
+    assert invalidations(trace, "skills") == invalidations(trace, "tools") == []
+    assert "OLD-RULE" not in sent(trace, 1) and "NEW-RULE" in sent(trace, 1)
+    assert "OLD-NOTE" not in sent(trace, 1) and "NEW-NOTE" in sent(trace, 1)
