@@ -8,11 +8,11 @@ it renders) and its dependencies, each a reference with the version it was built
 |---|---|
 | ``file:AGENTS.md`` (workspace-relative, else absolute) | the file's content digest, or ``absent`` |
 | ``dir:.io-tui/skills`` | the digest of the skill folders it holds (names of their SKILL.md) |
-| ``policy`` | the digest of the run's policy (its layers and defaults) |
+| ``policy:skills/deploy/SKILL.md`` | the read policy's verdict on the skill (``allow``, ``deny``, …) |
 | ``tool:read_file`` | the digest of the tool's schema as the model is shown it |
 | ``note:workspace:style`` | the digest of the note as the memory block shows it |
 
-Before each request the run checks every part (``model_turn.refresh_derived``): a file is hashed
+Before each request the run checks every part (``rebuild.refresh_derived``): a file is hashed
 again only when its stat moved (``Files``); a part whose dependencies moved is rebuilt, and an
 ``invalidated`` event says which part, what moved (before → after), its cause, the versions
 before and after, and what the rebuild did (``Invalidation``).
@@ -30,15 +30,15 @@ from typing import Any, Literal
 
 from io_tui.core.ledger import ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote, note_line
-from io_tui.core.policy import Policy
 from io_tui.core.providers.base import ToolSpec
+from io_tui.core.skills import Skill
 
 ABSENT = "absent"
 MAX_HASHED_BYTES = 4 * 1024 * 1024  # a dependency larger than this is hashed on its head
 
 # what a rebuild did: carried from this request on; identical (nothing sent changes); or, for
 # the memory block, left for the next rewrite (new notes of this run, shown in their results)
-Effect = Literal["rebuilt", "unchanged", "deferred"]
+RebuildEffect = Literal["rebuilt", "unchanged", "deferred"]
 
 
 def digest(data: str | bytes) -> str:
@@ -76,7 +76,7 @@ class Invalidation:
     after: Built
     changed: tuple[dict[str, str], ...]
     cause: str
-    effect: Effect
+    effect: RebuildEffect
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,7 +90,7 @@ class Invalidation:
 
 
 def invalidation(
-    before: Built, after: Built, cause: str, effect: Effect | None = None
+    before: Built, after: Built, cause: str, effect: RebuildEffect | None = None
 ) -> Invalidation | None:
     """The invalidation of ``before`` by ``after`` (None: no dependency moved)."""
     changed = before.moved(after.depends)
@@ -158,10 +158,6 @@ class Files:
 
 
 # -- the parts' dependencies --------------------------------------------------------------------
-
-
-def policy_version(policy: Policy) -> str:
-    return digest(json.dumps(policy.to_json(), sort_keys=True))
 
 
 def tool_versions(specs: Sequence[ToolSpec]) -> dict[str, str]:
@@ -241,14 +237,16 @@ class DerivedContext:
     built: dict[str, Built] = field(default_factory=dict)
     # the versions the run's last stored request carried, for a run resumed in this process
     carried: dict[str, str] = field(default_factory=dict)
-    skills_found: dict[str, Any] = field(default_factory=dict)  # name → skills.Skill
+    skills_found: dict[str, Skill] = field(default_factory=dict)
     specs: tuple[ToolSpec, ...] | None = None
 
     def versions(self) -> dict[str, str]:
         """Each part's version, for the manifest of the request that carries them."""
         return {name: built.version for name, built in self.built.items()}
 
-    def update(self, after: Built, cause: str, effect: Effect | None = None) -> Invalidation | None:
+    def update(
+        self, after: Built, cause: str, effect: RebuildEffect | None = None
+    ) -> Invalidation | None:
         """Record ``after`` as what the requests carry from now on; the invalidation of what it
         replaces (None: no dependency moved, or the run's first build; a resumed run's first
         build is compared with the version its last request carried)."""

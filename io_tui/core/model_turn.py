@@ -51,7 +51,8 @@ from io_tui.core.tools.base import ToolError
 
 
 async def build_engine(state: RunState) -> ContextEngine:
-    """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh and summaries to the run."""
+    """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh
+    and summaries to the run."""
     instructions = await first_build(state)
     frame = Frame(
         system_prompt=state.system_prompt,
