@@ -60,6 +60,8 @@ async def load_steps(
     results = {o.call_id: (o.full_text, o.is_error) for o in obs}
     notes: dict[int, list[tuple[str, str]]] = {}
     for e in events:
+        if e.kind == "invalidated" and e.detail.get("effect") == "deferred":
+            continue  # the run's own new note: its memory write line says so (the trace keeps it)
         notes.setdefault(e.step, []).append(describe_event(e.kind, e.detail))
     out = []
     for row in rows:

@@ -20,6 +20,7 @@ from io_tui.core import (
     ScriptedProvider,
     Store,
     TaskContract,
+    build_trace,
     start_run,
 )
 from io_tui.ui.screens.main import MainScreen
@@ -40,7 +41,9 @@ async def test_the_transcript_trace_viewer_and_cli_show_an_invalidation(
     (workspace / "AGENTS.md").write_text("Use tabs.\n")
     script = tmp_path / "script.json"
     write = {"name": "write_file", "arguments": {"path": "AGENTS.md", "content": "Use spaces.\n"}}
-    script.write_text(json.dumps({"turns": [{"tool_calls": [write]}, {"text": "done"}]}))
+    note = {"name": "remember", "arguments": {"key": "style", "value": "spaces"}}
+    turns = [{"tool_calls": [write]}, {"tool_calls": [note]}, {"text": "done"}]
+    script.write_text(json.dumps({"turns": turns}))
     store = await Store.open(tmp_path / "store.db", create=True)
     printed = io.StringIO()
     harness = Harness(
@@ -51,7 +54,12 @@ async def test_the_transcript_trace_viewer_and_cli_show_an_invalidation(
         policy=Policy(defaults={a: Effect.ALLOW for a in Act}),
     )
     await start_run(harness, TaskContract("switch to spaces", workspace))
+    events = (await build_trace(store, 1))["events"]
     await store.close()
+    # the run's own new note is a deferred invalidation: kept in the trace, not shown, since
+    # nothing the request sent changed (its memory write line says what happened)
+    [deferred] = [e for e in events if e["kind"] == "invalidated" and e["step"] == 3]
+    assert deferred["detail"]["effect"] == "deferred"
     assert f"step 2 {LINE}" in printed.getvalue()
     app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -63,6 +71,7 @@ async def test_the_transcript_trace_viewer_and_cli_show_an_invalidation(
         transcript = screen.query_one(Transcript)
         assert ("note", LINE) in transcript.steps[2].data.notes
         assert transcript.steps[1].data.notes == []
+        assert not any("↻" in line for _, line in transcript.steps[3].data.notes)
         await pilot.press("t")
         await wait_until_idle(pilot)
         trace = app.screen
@@ -70,3 +79,4 @@ async def test_the_transcript_trace_viewer_and_cli_show_an_invalidation(
         lines = trace.query_one(TextArea).text.splitlines()
         at = lines.index(LINE)
         assert lines[at - 1].startswith("━━ step 2")
+        assert sum("↻" in line for line in lines) == 1

@@ -132,8 +132,8 @@ def render_trace(trace: dict[str, Any]) -> str:
     ]
     approvals = {a["step"]: a for a in trace.get("approvals", [])}
     rebuilt: dict[int, list[str]] = {}  # derived parts invalidated before a step's request
-    for event in trace.get("events", []):
-        if event["kind"] == "invalidated":
+    for event in trace.get("events", []):  # a deferred one changed nothing the request sent
+        if event["kind"] == "invalidated" and event["detail"].get("effect") != "deferred":
             rebuilt.setdefault(event["step"], []).append(invalidation_line(event["detail"]))
     for step in trace["steps"]:
         out.append(f"━━ step {step['step']} · {step['tokens']:,} tok " + "━" * 40)
