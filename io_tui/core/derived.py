@@ -258,7 +258,7 @@ class DerivedContext:
         if was is None or was == after.version:
             return None
         # what it was built from then is not kept: only that its version moved meanwhile
-        stopped = "changed while the run was stopped (its last request carried another version)"
+        stopped = f"changed while the run was stopped (its last request carried version {was})"
         return Invalidation(Built(after.name, was, {}), after, (), stopped, "rebuilt")
 
 
@@ -268,6 +268,8 @@ def invalidation_line(detail: Mapping[str, Any], shown: int = 3) -> str:
     refs = [str(c.get("ref", "")).partition(":")[2] for c in detail.get("changed") or ()]
     listed = ", ".join(refs[:shown]) + (f" +{len(refs) - shown} more" if len(refs) > shown else "")
     cause = detail.get("cause") or ""
-    return f"↻ {detail.get('cache')} {detail.get('effect')}: {listed}" + (
-        f" — {cause}" if cause else ""
+    return (
+        f"↻ {detail.get('cache')} {detail.get('effect')}"
+        + (f": {listed}" if refs else "")
+        + (f" — {cause}" if cause else "")
     )

@@ -20,7 +20,7 @@ from mcp_types import ToolListChangedNotification
 from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DeferAll
 from io_tui.core.contract import TaskContract
 from io_tui.core.decisions import decide
-from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation
+from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation, invalidation_line
 from io_tui.core.harness import Harness
 from io_tui.core.mcp import InProcessServer, McpHub
 from io_tui.core.policy import Act, Effect, Policy
@@ -450,10 +450,13 @@ async def test_a_change_while_the_run_waits_for_a_decision_is_invalidated_on_res
     decided = await decide(store, pending.request.id, Decision.approve())
     assert decided.result is not None and decided.result.status == "finished"
     trace = await build_trace(store, first.run_id)
-    stopped = "changed while the run was stopped (its last request carried another version)"
     for cache in ("instructions", "memory"):
         [event] = invalidations(trace, cache)
-        assert event["cause"] == stopped and event["changed"] == []
+        was = trace["requests"][0]["derived"][cache]
+        assert event["changed"] == [] and event["cause"] == (
+            f"changed while the run was stopped (its last request carried version {was})"
+        )
+        assert invalidation_line(event) == f"↻ {cache} rebuilt — {event['cause']}"
         assert event["before"] == trace["requests"][0]["derived"][cache]
         assert event["after"] == trace["requests"][1]["derived"][cache] != event["before"]
     assert invalidations(trace, "skills") == invalidations(trace, "tools") == []
