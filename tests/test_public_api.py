@@ -114,6 +114,7 @@ PUBLIC = [  # sorted
     "harness_registry",
     "import_memory",
     "in_flight_calls",
+    "invalidation_line",
     "is_elicitation",
     "ledger_of",
     "limits_notes",

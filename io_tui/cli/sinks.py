@@ -6,7 +6,7 @@ import json
 import sys
 from typing import TextIO
 
-from io_tui.core import EventKind, RunEvent
+from io_tui.core import EventKind, RunEvent, invalidation_line
 
 
 class JsonLinesSink:
@@ -72,6 +72,8 @@ class HumanSink:
                 line = f"  step {event.step} ↻ {d.get('name')} {d.get('progress'):g}{total}{note}"
             case EventKind.WARNING:
                 line = f"  step {event.step} ! {d.get('message')}"
+            case EventKind.INVALIDATED:
+                line = f"  step {event.step} {invalidation_line(d)}"
             case EventKind.RUN_FINISHED:
                 line = f"run {event.run_id} {d.get('status')}: {d.get('outcome')}" + (
                     f" ({d['error']})" if d.get("error") else ""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from io_tui.core.context.labels import ROLES
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
+    from io_tui.core.derived import invalidation_line
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
     from io_tui.core.harness import Harness, harness_registry
@@ -151,6 +152,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
     ),
     **dict.fromkeys(("TraceNotFound", "build_trace", "limits_notes", "request_notes"), "trace"),
+    "invalidation_line": "derived",
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
     **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
@@ -346,6 +348,7 @@ __all__ = [
     "harness_registry",
     "import_memory",
     "in_flight_calls",
+    "invalidation_line",
     "is_elicitation",
     "ledger_of",
     "limits_notes",

@@ -37,6 +37,9 @@ class EventKind(StrEnum):
     WARNING = "warning"
     RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
     SUB_AGENT = "sub_agent"  # a spawn_agent call handed to its child run (call_id, run_id)
+    # a derived part of the context (skills, tools, instructions, memory) whose dependencies
+    # moved, and what its rebuild did (``core/derived.py``)
+    INVALIDATED = "invalidated"
     RUN_FINISHED = "run_finished"
 
 

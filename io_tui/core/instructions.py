@@ -7,6 +7,10 @@ out what the run observes on every single request.
 Order: the user's file (``config_dir()/AGENTS.md``) first, then the workspace's ``AGENTS.md``,
 then ``CLAUDE.md``, so the more specific text comes later. A ``CLAUDE.md`` that is the same file
 as ``AGENTS.md`` (a symlink, a common setup) or says exactly the same is loaded once.
+
+They are derived context (``core/derived.py``): the frame records the digest of every candidate
+file, present or not, and a run loads them again when one moves (written, renamed, deleted,
+checked out), with an ``invalidated`` event.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 from io_tui.core.context import InstructionFile
 from io_tui.core.contract import estimate_tokens
+from io_tui.core.derived import digest
 from io_tui.paths import config_dir
 
 PROJECT_FILES = ("AGENTS.md", "CLAUDE.md")
@@ -29,9 +34,23 @@ async def load_instructions(workspace: Path) -> tuple[InstructionFile, ...]:
     return await asyncio.to_thread(_load, workspace, config_dir())
 
 
-def _load(workspace: Path, user_dir: Path) -> tuple[InstructionFile, ...]:
+def instruction_paths(workspace: Path) -> tuple[Path, ...]:
+    """Every file the instructions are loaded from, present or not: what they depend on."""
+    return tuple(path for _, path in _candidates(workspace, config_dir()))
+
+
+def instructions_version(found: tuple[InstructionFile, ...]) -> str:
+    """The version of the instructions as the frame carries them."""
+    return digest("\0".join(f"{inst.name}\0{inst.source}\0{inst.text}" for inst in found))
+
+
+def _candidates(workspace: Path, user_dir: Path) -> list[tuple[str, Path]]:
     candidates = [(f"{USER_FILE} (user)", user_dir / USER_FILE)]
-    candidates += [(name, workspace / name) for name in PROJECT_FILES]
+    return candidates + [(name, workspace / name) for name in PROJECT_FILES]
+
+
+def _load(workspace: Path, user_dir: Path) -> tuple[InstructionFile, ...]:
+    candidates = _candidates(workspace, user_dir)
     found: list[InstructionFile] = []
     seen_paths: set[Path] = set()
     seen_texts: set[str] = set()

@@ -20,14 +20,12 @@ from io_tui.core.context import (
     Assembly,
     ContextEngine,
     Frame,
-    InstructionFile,
     RefreshFailed,
     Summary,
 )
 from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
-from io_tui.core.instructions import load_instructions, oversized
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Act, Effect
@@ -44,25 +42,25 @@ from io_tui.core.providers.base import (
     discover_limits,
     provider_limits,
 )
+from io_tui.core.rebuild import first_build, refresh_derived
 from io_tui.core.run_state import RunState
-from io_tui.core.skills import discover_async
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
 from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
-from io_tui.paths import bundled_dir, config_dir
 
 # -- the context engine --
 
 
 async def build_engine(state: RunState) -> ContextEngine:
-    """Load skills and instructions, fix the frame, and wire refresh and summaries to the run."""
-    await load_skills(state)
+    """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh
+    and summaries to the run."""
+    instructions = await first_build(state)
     frame = Frame(
         system_prompt=state.system_prompt,
         tools=state.specs(),
         contract=state.contract,
-        instructions=await instructions(state),
+        instructions=instructions,
     )
     summaries = [Summary(s, t) for s, t in await state.store.runs.summaries(state.run_id)]
 
@@ -82,23 +80,6 @@ async def build_engine(state: RunState) -> ContextEngine:
         on_summary=on_summary,
         agreement=state.progress.agreement,
     )
-
-
-async def instructions(state: RunState) -> tuple[InstructionFile, ...]:
-    """AGENTS.md / CLAUDE.md, carried whole; a warning event when one is oversized."""
-    found = await load_instructions(state.workspace.root)
-    ceiling = state.contract.context.ceiling(state.remaining_tokens())
-    for warning in oversized(found, ceiling):
-        state.publish(EventKind.WARNING, {"message": warning})
-    return found
-
-
-async def load_skills(state: RunState) -> None:
-    skills = await discover_async(
-        state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
-    )
-    if skills:
-        state.use_skills(skills)
 
 
 async def refresh_stale_read(state: RunState, obs: Observation) -> str:
@@ -172,6 +153,7 @@ async def ask_model(
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
+    await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)
 
@@ -439,6 +421,7 @@ def request_record(
     ceiling = limits.ceiling
     head = assembly.manifest_head()
     head["limits"] = limits.to_json()
+    head["derived"] = state.derived.versions()  # what its derived parts were built from
     frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
     head["calibration"] = {
         "ceiling_tokens": ceiling,

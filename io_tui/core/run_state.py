@@ -15,6 +15,7 @@ from typing import Any
 from io_tui.core.calls import CallResult
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
+from io_tui.core.derived import DerivedContext, Files
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import StepRecord
@@ -25,6 +26,7 @@ from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext
+from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.recall import find_recorded
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.workspace import Workspace
@@ -63,7 +65,10 @@ class RunState:
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
         self._arrivals_seen = 0  # of harness.late_tools' arrivals
         self._told_starting: set[str] = set()  # the sources the model was told are starting
+        self._offered: dict[str, tuple[str, ...]] = {}  # each late source's tools, by name
         self._asked = False  # a model request was built in this process
+        # the skill and tool catalogues, instructions and memory block, with what they depend on
+        self.derived = DerivedContext(Files(workspace.root))
         # the run's progress ledger, folded from each batch of events once it is stored
         self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
 
@@ -127,10 +132,16 @@ class RunState:
 
     # -- tools --
 
-    def use_skills(self, skills: dict[str, Skill]) -> None:
-        """Offer ``read_skill`` over ``skills`` and list them in the system prompt."""
-        self.registry.register(ReadSkill(skills), replace=True)
-        self.system_prompt = f"{self.harness.system_prompt}\n\n{catalogue(skills)}"
+    def use_skills(self, skills: dict[str, Skill], listed: dict[str, Skill] | None = None) -> None:
+        """Offer ``read_skill`` over ``skills`` and list ``listed`` (all of them unless said) in
+        the system prompt (none: no ``read_skill``, and the harness's prompt alone)."""
+        if skills:
+            self.registry.register(ReadSkill(skills), replace=True)
+            shown = catalogue(skills if listed is None else listed)
+            self.system_prompt = f"{self.harness.system_prompt}\n\n{shown}".rstrip()
+        else:
+            self.registry.remove(ReadSkill.name)
+            self.system_prompt = self.harness.system_prompt
         self._tool_specs = None
 
     async def late_arrivals(self) -> tuple[str, ...]:
@@ -146,10 +157,14 @@ class RunState:
             return ()
         if not self._asked:
             await late.settle()
+        await late.relisted()
         arrivals = late.arrivals()
         fresh, self._arrivals_seen = arrivals[self._arrivals_seen :], len(arrivals)
         notices: list[str] = []
         for arrival in fresh:
+            if arrival.replaces:
+                notices += self._replace_tools(arrival)
+                continue
             if arrival.updated is not None:
                 if self._has_read(arrival.updated):
                     notices.append(
@@ -161,6 +176,10 @@ class RunState:
             for tool in arrival.tools:
                 if tool.name in added:
                     self.registry.register(tool)
+            # what it offers, to replace when its list changes (a name another holds is theirs)
+            self._offered[arrival.source] = tuple(
+                t.name for t in arrival.tools if self.registry.holds(t)
+            )
             if added:
                 self._tool_specs = None
                 if self._asked:
@@ -179,6 +198,30 @@ class RunState:
                 )
         self._asked = True
         return tuple(notices)
+
+    def _replace_tools(self, arrival: Arrival) -> list[str]:
+        """A source's tool list changed: offer its new list in place of what it offered (a
+        name another source holds stays that one's), and say what joined or left."""
+        before = self._offered.get(arrival.source, ())
+        now = tuple(
+            t.name for t in arrival.tools if t.name in before or t.name not in self.registry
+        )
+        for name in before:
+            if name not in now:
+                self.registry.remove(name)
+        for tool in arrival.tools:
+            if tool.name in now:
+                self.registry.register(tool, replace=True)
+        self._offered[arrival.source] = now
+        self._tool_specs = None
+        added = [n for n in now if n not in before]
+        gone = [n for n in before if n not in now]
+        if not added and not gone:
+            return []
+        changes = ([f"offered from this request on: {', '.join(added)}"] if added else []) + (
+            [f"withdrawn: {', '.join(gone)}"] if gone else []
+        )
+        return [f"io-tui: {arrival.source} changed its tools; {'; '.join(changes)}."]
 
     def _has_read(self, target: str) -> bool:
         return any(obs.target == target for rec in self.history for obs in rec.observations)

@@ -4,6 +4,10 @@ The frame lists every available skill by name and description; the model reads o
 ``read_skill(name)`` only when it needs it. Skills come from three places, later ones shadowing
 earlier ones of the same name: the bundled ``skills/``, the user's config dir ``skills/``, and the
 workspace's ``.io-tui/skills/``.
+
+The catalogue is derived context (``core/derived.py``): it depends on each folder's listing, each
+SKILL.md's digest and the read policy's verdict on each skill (one the policy denies is left
+out: the model could not read it), and is rebuilt, with an ``invalidated`` event, when one moves.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from pathlib import Path
 from pydantic import Field
 
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act
+from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 SKILL_FILE = "SKILL.md"
@@ -67,17 +71,34 @@ def _scan(folder: Path, origin: str) -> list[Skill]:
     return found
 
 
+def skill_folders(
+    workspace: Path, *, bundled: Path | None, user: Path | None
+) -> list[tuple[Path, str]]:
+    """Where skills come from, each with its origin, later ones shadowing earlier ones."""
+    folders = ((bundled, "bundled"), (user, "user"), (workspace / WORKSPACE_SKILLS, "workspace"))
+    return [(folder, origin) for folder, origin in folders if folder is not None]
+
+
 def discover(workspace: Path, *, bundled: Path | None, user: Path | None) -> dict[str, Skill]:
     skills: dict[str, Skill] = {}
-    for folder, origin in (
-        (bundled, "bundled"),
-        (user, "user"),
-        (workspace / WORKSPACE_SKILLS, "workspace"),
-    ):
-        if folder is not None:
-            for skill in _scan(folder, origin):
-                skills[skill.name] = skill
+    for folder, origin in skill_folders(workspace, bundled=bundled, user=user):
+        for skill in _scan(folder, origin):
+            skills[skill.name] = skill
     return skills
+
+
+def verdict(policy: Policy, skill: Skill) -> str:
+    """The read policy's effect on ``skill`` (``unset``: a policy with no read default)."""
+    try:
+        return policy.explain(Act.READ, skill.target).effect.value
+    except KeyError:
+        return "unset"
+
+
+def readable(skills: dict[str, Skill], policy: Policy) -> dict[str, Skill]:
+    """The skills whose SKILL.md the read policy does not deny: the ones the catalogue lists
+    (``read_skill`` refuses the others, naming the rule)."""
+    return {n: s for n, s in skills.items() if verdict(policy, s) != Effect.DENY.value}
 
 
 async def discover_async(

@@ -164,6 +164,8 @@ def _request(row: RequestRow) -> dict[str, Any]:
         # that bounded the request (older requests recorded neither: null)
         "boundary": manifest.get("boundary"),
         "limits": manifest.get("limits"),
+        # the version of each derived part it carried (skills, tools, instructions, memory)
+        "derived": manifest.get("derived", {}),
     }
 
 

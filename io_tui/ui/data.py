@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core import Store
+from io_tui.core import Store, invalidation_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,7 @@ NOTE_KINDS = (
     "verify",
     "memory",
     "compacted",
+    "invalidated",
 )
 
 
@@ -59,6 +60,8 @@ async def load_steps(
     results = {o.call_id: (o.full_text, o.is_error) for o in obs}
     notes: dict[int, list[tuple[str, str]]] = {}
     for e in events:
+        if e.kind == "invalidated" and e.detail.get("effect") == "deferred":
+            continue  # the run's own new note: its memory write line says so (the trace keeps it)
         notes.setdefault(e.step, []).append(describe_event(e.kind, e.detail))
     out = []
     for row in rows:
@@ -108,6 +111,8 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
         keys = detail.get("keys") or detail.get("key") or ""
         action = detail.get("action") or detail.get("op") or "write"
         return ("memory", f"◆ memory {action}: {keys}")
+    if kind == "invalidated":
+        return ("note", invalidation_line(detail))
     return ("note", f"· {kind}: {json.dumps(detail)[:120]}")
 
 

@@ -124,8 +124,20 @@ class ContextEngine:
     def offer_tools(self, tools: tuple[ToolSpec, ...]) -> None:
         """The run's tools changed (an MCP server became ready): count the new schemas."""
         if tools is not self.frame.tools:
-            self.frame = replace(self.frame, tools=tools)
+            self.reframe(replace(self.frame, tools=tools))
+
+    def reframe(self, frame: Frame) -> None:
+        """A part of the frame was rebuilt (``core/derived.py``): send ``frame`` from the next
+        request on. A changed frame rewrites the whole request: nothing before it is cached."""
+        if frame != self.frame:
+            self.frame = frame
             self._frame_cache = None
+
+    def drop_memory(self) -> None:
+        """The memory block the last rewrite rendered no longer holds (a note it shows changed
+        or left): the next request renders it again, a rewrite from there on."""
+        if self.plan.memory is not None:
+            self.plan = replace(self.plan, memory=None)
 
     def frame_parts(self) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
         if self._frame_cache is None:

@@ -93,6 +93,7 @@ class Connection:
     listed: tuple[list[Resource], list[ResourceTemplate]] = ([], [])  # its resources at start
     subscribed: set[str] = field(default_factory=set)  # resources whose updates it sends
     on_update: Callable[[str], None] | None = None  # told of each resource update heard
+    on_tools_changed: Callable[[], None] | None = None  # told when it says its tools changed
     roots: Callable[[], list[Path]] | None = None  # the directories offered as roots
     _client: Client | None = None
     _owner: asyncio.Task[None] | None = None
@@ -242,11 +243,18 @@ class Connection:
         )
 
     async def _on_message(self, message: Any) -> None:
-        """The server's notifications: a subscribed resource's update is told."""
-        from mcp_types import ResourceUpdatedNotification
+        """The server's notifications: a subscribed resource's update, a changed tool list."""
+        from mcp_types import ResourceUpdatedNotification, ToolListChangedNotification
 
         if isinstance(message, ResourceUpdatedNotification) and self.on_update is not None:
             self.on_update(str(message.params.uri))
+        elif isinstance(message, ToolListChangedNotification) and self.on_tools_changed:
+            self.on_tools_changed()
+
+    async def list_tools(self) -> list[RemoteTool]:
+        """The server's tools listed again (after it said they changed); ToolError if not."""
+        self.tools = await self._request("tools/list", _list_tools)
+        return self.tools
 
     async def _close_owner(self) -> None:
         owner, self._owner, self._client = self._owner, None, None

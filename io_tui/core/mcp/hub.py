@@ -121,6 +121,7 @@ class McpHub:
         self._starting: dict[str, asyncio.Task[None]] = {}
         self._watchers: list[Callable[[Arrival], None]] = []
         self._started_at: float | None = None
+        self._relisting: set[asyncio.Task[None]] = set()  # tool lists being fetched again
 
     async def __aenter__(self) -> McpHub:
         try:
@@ -183,6 +184,7 @@ class McpHub:
             tools = self._tools_of(connection)
             self._tools.extend(tools)
             arrival = Arrival(source, tuple(tools))
+            connection.on_tools_changed = partial(self._tools_changed, connection)
         finally:
             self._starting.pop(connection.name, None)
         if arrival.problem is not None:
@@ -245,9 +247,10 @@ class McpHub:
     async def aclose(self) -> None:
         """Stop the starts still going, close every client and end every server process
         (concurrently); never raises."""
-        for task in list(self._starting.values()):
+        tasks = [*self._starting.values(), *self._relisting]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._starting.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(
             *(connection.stop() for connection in self._connections.values()),
             return_exceptions=True,
@@ -270,6 +273,27 @@ class McpHub:
                 tools.append(kind.make(connection, name))
             connection.on_update = partial(self._resource_updated, connection.name)
         return tools
+
+    def _tools_changed(self, connection: Connection) -> None:
+        """The server says its tool list changed: list it again (not inside the handler of
+        its notification) and announce the whole new list in place of the old."""
+        task = asyncio.get_running_loop().create_task(self._relist(connection))
+        self._relisting.add(task)
+        task.add_done_callback(self._relisting.discard)
+
+    async def _relist(self, connection: Connection) -> None:
+        try:
+            await connection.list_tools()
+        except ToolError:
+            return  # the server is in trouble: its calls will say so
+        self._tools = [tool for tool in self._tools if tool.server.name != connection.name]
+        tools = self._tools_of(connection)
+        self._tools.extend(tools)
+        self._announce(Arrival(_source(connection.name), tuple(tools), replaces=True))
+
+    async def relisted(self) -> None:
+        if self._relisting:
+            await asyncio.wait(set(self._relisting))
 
     def _resource_updated(self, server: str, uri: str) -> None:
         arrival = Arrival(_source(server), updated=resource_target(server, uri))

@@ -170,6 +170,16 @@ class TraceRepo:
             sections=tuple(json.loads(row["sections"])) if row["sections"] else (),
         )
 
+    async def latest_derived(self, run_id: int) -> dict[str, str]:
+        """The versions of the derived parts the run's last working request carried (skills,
+        tools, instructions, memory: ``core/derived.py``); empty before its first."""
+        row = await self.db.fetchone(
+            "SELECT json_extract(manifest, '$.derived') AS derived FROM requests"
+            " WHERE run_id = ? AND purpose = 'work' ORDER BY step DESC, attempt DESC LIMIT 1",
+            (run_id,),
+        )
+        return json.loads(row["derived"]) if row is not None and row["derived"] else {}
+
     async def events(
         self, run_id: int, first_step: int = 0, kinds: Sequence[str] | None = None
     ) -> list[EventRow]:

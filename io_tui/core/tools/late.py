@@ -18,12 +18,14 @@ from io_tui.core.tools.base import Tool
 @dataclass(frozen=True, slots=True)
 class Arrival:
     """One source done starting: ``tools`` when it is ready, else the one-line ``problem``; or
-    later, a resource it sends updates of changed (``updated``: the read's target)."""
+    later, a resource it sends updates of changed (``updated``: the read's target), or its tool
+    list changed (``replaces``: ``tools`` is its whole list now, in place of what it offered)."""
 
     source: str  # as the model is told it: "MCP server 'time'"
     tools: tuple[Tool, ...] = ()
     problem: str | None = None
     updated: str | None = None
+    replaces: bool = False
 
 
 class LateTools(Protocol):
@@ -38,4 +40,9 @@ class LateTools(Protocol):
     async def settle(self) -> None:
         """Wait for the sources still starting, at most as long as the source allows from when
         it started them (``[mcp] ready_wait_s``); never raises."""
+        ...
+
+    async def relisted(self) -> None:
+        """Wait for the tool lists being fetched again since a source said they changed (each
+        within its call timeout), so the next request offers them; never raises."""
         ...

@@ -29,6 +29,14 @@ class ToolRegistry:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
 
+    def holds(self, tool: Tool) -> bool:
+        """Whether ``tool`` itself (not another of its name) is registered."""
+        return self._tools.get(tool.name) is tool
+
+    def remove(self, name: str) -> None:
+        """Withdraw the tool called ``name`` (a no-op when none is)."""
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool:
         """The tool called ``name``; an unknown name is the model's mistake, so a ToolError."""
         try:

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
-from io_tui.core import Store, TraceNotFound, build_trace, request_notes
+from io_tui.core import Store, TraceNotFound, build_trace, invalidation_line, request_notes
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.title_bar import TitleBar
 
@@ -131,10 +131,15 @@ def render_trace(trace: dict[str, Any]) -> str:
         "",
     ]
     approvals = {a["step"]: a for a in trace.get("approvals", [])}
+    rebuilt: dict[int, list[str]] = {}  # derived parts invalidated before a step's request
+    for event in trace.get("events", []):  # a deferred one changed nothing the request sent
+        if event["kind"] == "invalidated" and event["detail"].get("effect") != "deferred":
+            rebuilt.setdefault(event["step"], []).append(invalidation_line(event["detail"]))
     for step in trace["steps"]:
         out.append(f"━━ step {step['step']} · {step['tokens']:,} tok " + "━" * 40)
         for message in step.get("operator_messages", []):
             out.append(f"operator ▸ {message}")
+        out += rebuilt.get(step["step"], [])
         if step["text"]:
             out.append(step["text"])
         out += request_notes([r for r in trace.get("requests", []) if r["step"] == step["step"]])
