@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
+    from io_tui.core.context.lifecycle import Lifecycle, LifecycleReport, lifecycles
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.errors import WorkspaceError
@@ -145,6 +146,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
     ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("Lifecycle", "LifecycleReport", "lifecycles"), "context.lifecycle"),
     **dict.fromkeys(
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
     ),
@@ -269,6 +271,8 @@ __all__ = [
     "GitSource",
     "Harness",
     "InFlight",
+    "Lifecycle",
+    "LifecycleReport",
     "LogLine",
     "MarkdownError",
     "McpConfigError",
@@ -337,6 +341,7 @@ __all__ = [
     "import_memory",
     "in_flight_calls",
     "ledger_of",
+    "lifecycles",
     "load_mcp_file",
     "operator",
     "parse_when",
