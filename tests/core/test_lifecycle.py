@@ -60,7 +60,9 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
     store: Store, workspace: Path, write_script
 ) -> None:
     turns = session(workspace, 30, 60)
-    turns.append({"tool_calls": [{"name": "recall_result", "arguments": {"handle": "call_1_1"}}]})
+    for handle in ("call_1_1", "r1.s1.call_1_1"):  # the call id, and the ledger's handle
+        args = {"handle": handle, "offset": 100}
+        turns.append({"tool_calls": [{"name": "recall_result", "arguments": args}]})
     trace = await run(store, workspace, write_script, turns, 8_000)
     requests = [r for r in trace["requests"] if r["purpose"] == "work"]
 
@@ -73,10 +75,11 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
     # every request after its step is one phase's, in order, with no gap
     assert sum(p.requests for p in cat.phases) == sum(1 for r in requests if r["step"] > 1)
     assert all(a.last < b.first for a, b in zip(cat.phases, cat.phases[1:], strict=False))
-    recall_step = len(turns)
-    assert [r.step for r in cat.recalls] == [recall_step]
+    last = len(turns)
+    assert [(r.step, r.offset) for r in cat.recalls] == [(last - 1, 100), (last, 100)]
     assert cat.story() == (
-        f"{capped.label()} → elided → collapsed → recalled by handle at step {recall_step}"
+        f"{capped.label()} → elided → collapsed → recalled by handle at step {last - 1}"
+        f" → recalled by handle at step {last}"
     )
 
     again = lifecycles(trace, "call_3_1").matches[0]

@@ -22,6 +22,7 @@ from typing import Any
 RECALL_TOOL = "recall_result"  # core/tools/recall.py: reads a recorded result back by handle
 NOT_LISTED = "not listed"  # a request after the observation whose manifest does not name it
 _SUMMARY_HEAD = re.compile(r"^\[Summary of steps (\d+)–(\d+),")
+_LEDGER_HANDLE = re.compile(r"r\d+\.s\d+\.(.+)")  # core/progress/model.py's handle()
 _SOURCE = re.compile(r"compaction summary \((\w+)")
 
 
@@ -286,22 +287,24 @@ def _phase(run: dict[str, Any]) -> Phase:
 
 
 def recalls_of(trace: dict[str, Any]) -> dict[str, list[Recalled]]:
-    """Every ``recall_result`` call of the run, by the handle it named."""
+    """Every ``recall_result`` call of the run, by the call id its handle names (the call id
+    itself, or the progress ledger's ``r<run>.s<step>.<call id>`` of this run)."""
     out: dict[str, list[Recalled]] = {}
+    ours = f"r{trace['run']['id']}."
     for step in trace["steps"]:
         for call in step.get("tool_calls", []):
             args = call.get("arguments") or {}
             if call.get("name") != RECALL_TOOL or not isinstance(args, dict):
                 continue
-            handle = str(args.get("handle", ""))
-            out.setdefault(handle, []).append(
-                Recalled(
-                    int(step["step"]),
-                    str(call.get("id")),
-                    _int(args.get("offset")),
-                    _int(args.get("limit")),
-                )
+            handle = str(args.get("handle", "")).strip()
+            found = _LEDGER_HANDLE.fullmatch(handle) if handle.startswith(ours) else None
+            recall = Recalled(
+                int(step["step"]),
+                str(call.get("id")),
+                _int(args.get("offset")),
+                _int(args.get("limit")),
             )
+            out.setdefault(found[1] if found else handle, []).append(recall)
     return out
 
 
