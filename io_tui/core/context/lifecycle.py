@@ -122,7 +122,9 @@ class Lifecycle:
 
     def story(self) -> str:
         """``full → capped (…) → superseded by step N → … → recalled by handle at step M``."""
-        parts = [p.label() for p in self.phases] or ["never sent: no request came after it"]
+        labels = [p.label() for p in self.phases]  # a new reason alone is no new state
+        parts = [b for a, b in zip(["", *labels], labels, strict=False) if a != b]
+        parts = parts or ["never sent: no request came after it"]
         parts += [f"recalled by handle at step {r.step}" for r in self.recalls]
         return " → ".join(parts)
 

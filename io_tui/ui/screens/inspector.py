@@ -65,6 +65,7 @@ class InspectorScreen(Screen[None]):
         Binding("right_square_bracket", "step(1)", "Next step", id="inspector.next", tooltip="Next request"),
         Binding("d", "toggle_diff", "Diff", id="inspector.diff", tooltip="What changed from the previous request"),
         Binding("r", "reload", "Reload", id="inspector.reload", tooltip="Rebuild from the store"),
+        Binding("l", "lifecycle", "Lifecycle", id="inspector.lifecycle", tooltip="Why did it forget it: the highlighted entry's lifecycle across the run's requests, and the compaction ledger (or search)"),
     ]  # fmt: skip
 
     class TraceLoaded(Message):
@@ -320,6 +321,15 @@ class InspectorScreen(Screen[None]):
 
     def action_reload(self) -> None:
         self.load()
+
+    def action_lifecycle(self) -> None:
+        if self.trace is None:
+            return
+        from io_tui.ui.screens.lifecycle import LifecycleScreen
+
+        row = self.selected  # a summary or collapse line is no one entry: search instead
+        query = row.call_id if row is not None and row.kind not in ("summary", "collapse") else ""
+        self.app.push_screen(LifecycleScreen(self.trace, query))
 
 
 _STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
