@@ -168,12 +168,10 @@ def lifecycle_text(entry: Lifecycle) -> Text:
     )
     for phase in entry.phases:
         many = "s" if phase.requests != 1 else ""
-        out.append(f"{phase.span():<14} ", style="dim")
-        out.append(f"{phase.label():<36}", style=_STATE_STYLES.get(phase.state, ""))
-        out.append(f" {phase.requests:>3} request{many}")
+        out.append(phase.label(), style=_STATE_STYLES.get(phase.state, "bold"))
+        out.append(f" · the request{many} of {phase.span()} ({phase.requests})\n", style="dim")
         if phase.reason and phase.reason != phase.label():
-            out.append(f" · {plain(phase.reason)}", style="dim")
-        out.append("\n")
+            out.append(f"  {plain(phase.reason)}\n", style="dim")
     if not entry.phases:
         out.append("never sent: no request came after its step\n", style="dim")
     for recall in entry.recalls:
