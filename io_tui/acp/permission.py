@@ -34,7 +34,6 @@ from io_tui.core import (
     ApprovalRequest,
     Decision,
     DecisionKind,
-    Effect,
     InFlight,
     ReconcileChoice,
     ReconcileNeeded,
@@ -142,16 +141,7 @@ class ClientApprover:
         if option == "remember":
             return Decision(DecisionKind.REMEMBER, rule=rule, decided_by=by)
         if option == "deny-always":
-            await self.store.rules.add(
-                act=request.act,
-                pattern=rule.pattern,
-                scope="workspace",
-                workspace=request.workspace,
-                run_id=request.run_id,
-                approval_id=request.id,
-                effect=Effect.DENY,
-            )
-            return Decision.deny(f"rejected always in {self.client_name}", decided_by=by)
+            return Decision.deny(f"rejected always in {self.client_name}", decided_by=by, rule=rule)
         if option == "deny":
             return Decision.deny(f"rejected in {self.client_name}", decided_by=by)
         if option != "defer":

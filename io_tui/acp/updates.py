@@ -7,7 +7,7 @@
 | ``text_delta`` of the session's run | ``agent_message_chunk`` |
 | ``text_delta`` of a sub-agent run, ``request_retry`` | ``agent_thought_chunk`` |
 | ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
-| its observation, ``tool_refused`` | ``tool_call_update``: completed / failed, with the result text |
+| its observation (a refusal included) | ``tool_call_update``: completed / failed, with the result text |
 
 A tool call's id is ``RUN:CALL`` (the run's id and the model's call id), unique in a session
 whose runs and sub-agents may reuse a provider's call ids. An observation's text is in the store
@@ -146,10 +146,6 @@ class UpdateSink:
             why = detail.get("error") or "the provider failed"
             delay = detail.get("delay_s", 0)
             outbox.put(update_agent_thought_text(f"[io-tui] {why}; trying again in {delay}s\n"))
-        elif event.kind is EventKind.TOOL_REFUSED:
-            key = call_key(event.run_id, str(detail.get("call_id")))
-            why = f"refused by policy: rule '{detail.get('rule')}' in layer '{detail.get('layer')}'"
-            outbox.put(update_tool_call(key, status="failed", content=result_content(why)))
 
     def _started(self, run_id: int, detail: dict[str, Any]) -> Any:
         name = str(detail.get("name", "?"))

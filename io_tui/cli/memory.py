@@ -76,9 +76,12 @@ def register(subparsers: Any) -> None:
     setter = actions.add_parser("set", parents=[shared], help="write a note as the operator")
     setter.add_argument("key")
     setter.add_argument("value", help="the note's text; '-' reads it from stdin")
-    setter.add_argument("--type", choices=KINDS, default="fact", help="what it is (default fact)")
-    setter.add_argument("--section", choices=SECTIONS, default="project", help="MEMORY.md section")
-    setter.add_argument("--source", default="", help="where it comes from (a file, a command)")
+    kept = "; a note rewritten keeps its own unless given"
+    setter.add_argument("--type", choices=KINDS, help=f"what it is (default fact{kept})")
+    setter.add_argument(
+        "--section", choices=SECTIONS, help=f"MEMORY.md section (default project{kept})"
+    )
+    setter.add_argument("--source", help="where it comes from (a file, a command)")
     setter.add_argument("--unverified", action="store_true", help="not checked yet")
     setter.add_argument("--expires", metavar="DATE", help="stop recalling it then (YYYY-MM-DD)")
     verify = actions.add_parser(
@@ -229,12 +232,16 @@ async def _set(
 ) -> int:
     value = sys.stdin.read() if args.value == "-" else args.value
     limits = MemoryLimits()
+    # the operator's write is verified unless said otherwise; what it does not say of a note
+    # that exists (its type, section, source, expiry) stays as it was
+    existing = await repo.get(args.key, scope, workspace)
+    was = Provenance.of(existing) if existing is not None else Provenance(kind="fact")
     provenance = Provenance(
-        section=args.section,
-        kind=args.type,
+        section=args.section or was.section,
+        kind=args.type or was.kind,
         status="unverified" if args.unverified else "verified",
-        source=args.source,
-        expires_at=parse_when(args.expires) if args.expires else None,
+        source=was.source if args.source is None else args.source,
+        expires_at=parse_when(args.expires) if args.expires else was.expires_at,
     )
     result = await repo.set(args.key, value, scope, workspace, limits, provenance)
     if not result.written:

@@ -80,7 +80,7 @@ class Decision:
     kind: DecisionKind
     reason: str | None = None
     arguments: dict[str, Any] | None = None  # the edited tool arguments, for REWRITE
-    rule: RememberRule | None = None  # for REMEMBER
+    rule: RememberRule | None = None  # for REMEMBER (an allow rule) or DENY (a deny rule)
     decided_by: str = "human"
 
     @classmethod
@@ -88,8 +88,11 @@ class Decision:
         return cls(DecisionKind.APPROVE, decided_by=decided_by)
 
     @classmethod
-    def deny(cls, reason: str | None = None, decided_by: str = "human") -> Decision:
-        return cls(DecisionKind.DENY, reason=reason, decided_by=decided_by)
+    def deny(
+        cls, reason: str | None = None, decided_by: str = "human", rule: RememberRule | None = None
+    ) -> Decision:
+        """A denial; with ``rule``, also a rule denying such calls from now on ("always reject")."""
+        return cls(DecisionKind.DENY, reason=reason, rule=rule, decided_by=decided_by)
 
     @classmethod
     def defer(cls, decided_by: str = "human") -> Decision:

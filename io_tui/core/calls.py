@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind
+from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind, RememberRule
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, bound_text
@@ -126,6 +126,8 @@ class CallRunner:
             {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
         )
         if decision.kind is DecisionKind.DENY:
+            if decision.rule is not None:
+                await self._remember(decision.rule, request.id, Effect.DENY)
             reason = decision.reason or "no reason given"
             text = f"The operator denied {request.act.value} {request.target}: {reason}. Adapt your approach."
             await self.store.approvals.record_performed(request.id, {"performed": False})
@@ -152,16 +154,7 @@ class CallRunner:
                 call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars
             )
         if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
-            await self.store.rules.add(
-                act=decision.rule.act,
-                pattern=decision.rule.pattern,
-                scope=decision.rule.scope,
-                workspace=self.workspace,
-                run_id=self.run_id,
-                approval_id=request.id,
-            )
-            layer = await self.store.rules.layer_for(workspace=self.workspace, run_id=self.run_id)
-            self.policy = self.policy.with_layer(layer)
+            await self._remember(decision.rule, request.id, Effect.ALLOW)
         if gate is not None:
             verdict = self.policy.explain(gate.act, gate.target)
             if verdict.effect is Effect.DENY:
@@ -188,6 +181,20 @@ class CallRunner:
         )
         result.decision = {"approval_id": request.id, "decision": decision.kind.value}
         return result
+
+    async def _remember(self, rule: RememberRule, approval_id: int, effect: Effect) -> None:
+        """Store the operator's rule and apply it to this run's policy at once."""
+        await self.store.rules.add(
+            act=rule.act,
+            pattern=rule.pattern,
+            scope=rule.scope,
+            workspace=self.workspace,
+            run_id=self.run_id,
+            approval_id=approval_id,
+            effect=effect,
+        )
+        layer = await self.store.rules.layer_for(workspace=self.workspace, run_id=self.run_id)
+        self.policy = self.policy.with_layer(layer)
 
     def _persisted_write(self, request: ApprovalRequest) -> tuple[Tool, Any]:
         tool = self.registry.get("write_file")

@@ -9,14 +9,8 @@ promotes the lines worth keeping into long-term notes (``MemoryRepo.promote``).
 
 from __future__ import annotations
 
-import re
-import shlex
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
-
-from io_tui.core.checks import is_test_command
-from io_tui.core.ledger import ObsKind, StepRecord
 
 LOG_FIELDS: tuple[str, ...] = ("goal", "outcome", "files", "tests", "decision", "note")
 MAX_LOG_TEXT = 400
@@ -63,62 +57,3 @@ def log_day(at: float) -> str:
 def clip(text: str, limit: int = MAX_LOG_TEXT) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class RunFacts:
-    """What a run's entry is made of, gathered from the store at its end."""
-
-    goal: str
-    outcome: str
-    steps: int
-    tokens: int
-    error: str | None = None
-    parent_run_id: int | None = None
-    # (argv, exit code, passed) of the contract's verification, when it ran
-    verified: tuple[tuple[str, ...], int, bool] | None = None
-    # (verb, act, target, reason) of each human decision on an approval
-    decisions: tuple[tuple[str, str, str, str | None], ...] = ()
-
-
-def run_lines(facts: RunFacts, history: Iterable[StepRecord]) -> list[tuple[str, str]]:
-    """The ``(field, text)`` lines of one run's entry, short (each under ``MAX_LOG_TEXT``)."""
-    files: dict[str, None] = {}
-    tests: dict[str, None] = {}
-    for record in history:
-        calls = {c.id: c for c in record.tool_calls}
-        for obs in record.observations:
-            if obs.kind is ObsKind.WRITE and not obs.is_error:
-                files[obs.target] = None
-            call = calls.get(obs.call_id)
-            if obs.kind is ObsKind.EXEC and call is not None:
-                argv = [str(a) for a in call.arguments.get("argv") or []]
-                if argv and is_test_command(shlex.join(argv)):  # the ledger's rule
-                    tests[f"`{' '.join(argv)}` → {_exit(obs.text)}"] = None
-    if facts.verified is not None:
-        check, code, passed = facts.verified
-        tests[
-            f"`{' '.join(check)}` (verification) → exit {code}, {'passed' if passed else 'failed'}"
-        ] = None
-    outcome = f"{facts.outcome} after {facts.steps} step{'s' if facts.steps != 1 else ''}"
-    outcome += f", {facts.tokens:,} tokens"
-    if facts.error:
-        outcome += f": {facts.error}"
-    goal = facts.goal
-    if facts.parent_run_id is not None:
-        goal = f"{goal} (sub-agent of run {facts.parent_run_id})"
-    lines = [("goal", clip(goal)), ("outcome", clip(outcome))]
-    if files:
-        lines.append(("files", clip(", ".join(files))))
-    if tests:
-        lines.append(("tests", clip("; ".join(tests))))
-    for verb, act, target, reason in facts.decisions:
-        text = f"{verb} {act} {target}" + (f" ({reason})" if reason else "")
-        lines.append(("decision", clip(text)))
-    return lines
-
-
-def _exit(text: str) -> str:
-    """The exit status a command's result starts with (``exit code 0``), else ``ran``."""
-    match = re.search(r"^(exit code -?\d+|timed out after [^;\n]*)", text, re.MULTILINE)
-    return match.group(1) if match else "ran"

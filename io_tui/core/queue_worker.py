@@ -33,7 +33,7 @@ import os
 import shutil
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +42,7 @@ from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.contract import TaskContract, contract_to_json
 from io_tui.core.decisions import harness_for_run
 from io_tui.core.events import HAND_BACK
-from io_tui.core.harness import harness_registry
+from io_tui.core.harness import registry_with
 from io_tui.core.launch import build_run, run_settings_for
 from io_tui.core.origin import RunOrigin, configured_servers
 from io_tui.core.outcome import Outcome, RunResult
@@ -290,20 +290,8 @@ class QueueWorker:
         row = await self.store.runs.get(run_id)
         origin = RunOrigin.from_json(row.origin if row is not None else None)
         servers = origin.servers_here(self.options.servers) if origin is not None else {}
-        registry = harness_registry()
-        async with AsyncExitStack() as stack:
-            if servers:
-                from io_tui.core.mcp import McpHub
-
-                try:
-                    hub = await stack.enter_async_context(McpHub(servers))
-                except Exception as exc:  # the run goes on with the built-in tools
-                    self.log(f"run {run_id}: MCP servers not started: {exc}")
-                else:
-                    for problem in hub.problems:
-                        self.log(f"run {run_id}: {problem}")
-                    hub.register_into(registry)
-            yield registry
+        async with registry_with(servers, lambda text: self.log(f"run {run_id}: {text}")) as tools:
+            yield tools
 
     async def _workspace(self, claim: Claim) -> Path:
         """The run's workspace on this worker: the recorded path, or (a git run's first claim)

@@ -233,15 +233,8 @@ class Run:
             detail["waiting_on"] = self.waiting_on
         await append_run_log(state, outcome, error)  # the workspace's daily log (memory)
         finished = state.record(EventKind.RUN_FINISHED, detail)
-        await state.flush_events()
-        await self.store.runs.set_status(
-            self.run_id,
-            status,
-            outcome.value,
-            # why a resume stopped short is the caller's to print, not the run's to keep
-            error=None if outcome is Outcome.INTERRUPTED else error,
-            provider=state.harness.provider.describe(),
-        )
+        # why a resume stopped short is the caller's to print, not the run's to keep
+        await state.end(status, outcome.value, None if outcome is Outcome.INTERRUPTED else error)
         state.announce(finished)
         row = await self.store.runs.get(self.run_id)
         return RunResult(

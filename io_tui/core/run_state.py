@@ -91,6 +91,21 @@ class RunState:
             await self.store.runs.add_events(events)
             await self.progress.take(events)
 
+    async def end(self, status: str, outcome: str, error: str | None) -> None:
+        """The run's status change, written with the events still pending (its ``run_finished``)
+        in one transaction."""
+        events, self.pending_events = self.pending_events, []
+        await self.store.runs.set_status(
+            self.run_id,
+            status,
+            outcome,
+            error=error,
+            provider=self.harness.provider.describe(),
+            events=events,
+        )
+        if events:
+            await self.progress.take(events)
+
     # -- budget --
 
     def remaining_tokens(self) -> int | None:

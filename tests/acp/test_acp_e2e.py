@@ -93,6 +93,7 @@ async def test_a_rejected_edit_and_always_reject(workspace, write_script, store_
         [
             {"text": "Editing.", "tool_calls": [EDIT]},
             {"text": "Trying again.", "tool_calls": [{**EDIT, "id": "again"}]},
+            {"text": "Once more.", "tool_calls": [{**EDIT, "id": "third"}]},
             {"text": "I will leave it."},
         ]
     )
@@ -106,8 +107,11 @@ async def test_a_rejected_edit_and_always_reject(workspace, write_script, store_
     assert (workspace / "src" / "app.py").read_text() == "def parse(x):\n    return a\n"
     assert client.writes == []
     failed = client.tool_updates("failed")
-    assert len(failed) == 2
+    assert [f.tool_call_id for f in failed] == ["1:call_1_1", "1:again", "1:third"]  # one each
     assert "denied write src/app.py: rejected in Test Editor" in failed[0].content[0].content.text
+    # the rule "always reject" made holds in the same run at once: the third edit is not asked
+    assert len(client.permissions) == 2
+    assert "Refused by policy: write src/app.py" in failed[2].content[0].content.text
     async with await Store.open(store_path) as store:
         run_id = answer.field_meta["io-tui"]["run_id"]
         decisions = [a.decision.kind.value for a in await store.approvals.for_run(run_id)]

@@ -92,6 +92,35 @@ def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
     assert code == 2 and "supersede KEY BY" in err
 
 
+def test_set_over_a_note_keeps_what_it_does_not_say(cli: Cli) -> None:
+    cli(
+        "set",
+        "tone",
+        "short",
+        "--type",
+        "preference",
+        "--section",
+        "preferences",
+        "--source",
+        "chat",
+    )
+    cli("set", "tone", "short answers, no emoji")  # the operator rewrites the text alone
+    note = cli.json("get", "tone")
+    assert (note["value"], note["type"], note["section"], note["source"], note["status"]) == (
+        "short answers, no emoji",
+        "preference",
+        "preferences",
+        "chat",
+        "verified",
+    )
+    cli("set", "tone", "terse", "--section", "lessons", "--source", "")
+    note = cli.json("get", "tone")
+    assert (note["type"], note["section"], note["source"]) == ("preference", "lessons", "")
+    cli("set", "fresh", "a new note")  # a new note: a verified fact in project knowledge
+    note = cli.json("get", "fresh")
+    assert (note["type"], note["section"], note["status"]) == ("fact", "project", "verified")
+
+
 def test_log_lists_lines_and_promote_makes_a_sourced_note(cli: Cli) -> None:
     _seed_log(cli)
     lines = cli.json("log")

@@ -197,6 +197,37 @@ async def test_remember_persists_a_rule_that_stops_later_asks(store, workspace, 
     ]
 
 
+async def test_always_reject_persists_a_deny_rule_the_run_applies_at_once(
+    store, workspace, write_script
+):
+    class RejectAlways:
+        calls = 0
+
+        async def decide(self, request):
+            self.calls += 1
+            return Decision.deny("not here", rule=RememberRule("src/*", Act.WRITE, "workspace"))
+
+    approver = RejectAlways()
+    w1 = {"name": "write_file", "arguments": {"path": "src/a.py", "content": "a"}}
+    w2 = {"name": "write_file", "arguments": {"path": "src/b.py", "content": "b"}}
+    script = write_script([{"tool_calls": [w1]}, {"tool_calls": [w2]}])
+    result = await start_run(
+        harness(store, script, approver=approver), TaskContract("x", workspace)
+    )
+    assert approver.calls == 1
+    assert not (workspace / "src/a.py").exists() and not (workspace / "src/b.py").exists()
+    trace = await build_trace(store, result.run_id)
+    assert (
+        "The operator denied write src/a.py: not here"
+        in trace["steps"][0]["observations"][0]["text"]
+    )
+    assert "Refused by policy" in trace["steps"][1]["observations"][0]["text"]
+    rules = await store.rules.list()
+    assert [(r.pattern, r.act, r.effect, r.scope) for r in rules] == [
+        ("src/*", Act.WRITE, Effect.DENY, "workspace")
+    ]
+
+
 async def test_remembered_allow_never_beats_a_deny(store, workspace, write_script):
     await store.rules.add(act=Act.READ, pattern="*", scope="global", workspace=None, run_id=None)
     script = write_script([{"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}])
@@ -441,12 +472,39 @@ async def test_each_run_end_appends_its_entry_to_the_workspace_daily_log(
     assert by_field["goal"] == "fix the parser"
     assert by_field["outcome"].startswith("success after 3 steps")
     assert by_field["files"] == "src/app.py"
-    assert "`python3 -m unittest -q` → exit code" in by_field["tests"]
-    assert "(verification) → exit 0, passed" in by_field["tests"]
-    assert by_field["decision"] == "approve write src/app.py"
+    assert "`python3 -m unittest -q` → exit 0, passed" in by_field["tests"]
+    assert "verification `python3 -c 'import sys" in by_field["tests"]
+    assert by_field["tests"].endswith("→ exit 0, passed")
+    assert by_field["decision"] == "approve approval 1: write src/app.py"
     # the log is never recalled into a request: a later run in the workspace is not shown it
     again = await start_run(
         harness(store, write_script([{"text": "ok"}])), TaskContract("look", workspace)
     )
     trace = await build_trace(store, again.run_id)
     assert "success after 3 steps" not in json.dumps(trace["requests"])
+
+
+async def test_a_run_whose_end_cannot_be_written_says_it_ended_once(
+    tmp_path, workspace, write_script
+):
+    """The ``run_finished`` event and the status change are one transaction: when the status
+    cannot be written (here a trigger aborts it, as a full disk would), the ``finished`` that
+    was not stored leaves no event behind; the run fails, and its trace says so once."""
+    import sqlite3
+
+    path = tmp_path / "s.db"
+    async with await Store.open(path):
+        pass
+    with contextlib.closing(sqlite3.connect(path)) as raw, raw:
+        raw.execute(
+            "CREATE TRIGGER disk_died BEFORE UPDATE OF status ON runs"
+            " WHEN NEW.status = 'finished' BEGIN SELECT RAISE(ABORT, 'disk died'); END"
+        )
+    script = write_script([{"text": "done"}])
+    async with await Store.open(path) as store:
+        result = await start_run(harness(store, script), TaskContract("x", workspace))
+        ended = await store.trace.events(result.run_id, kinds=["run_finished"])
+        row = await store.runs.get(result.run_id)
+    assert (result.status, result.error) == ("failed", "IntegrityError: disk died")
+    assert row is not None and row.status == "failed"
+    assert [e.detail["outcome"] for e in ended] == ["failed"]

@@ -139,8 +139,12 @@ class RunRepo:
         *,
         error: str | None = None,
         provider: dict[str, Any] | None = None,
+        events: Sequence[RunEvent] = (),
     ) -> None:
-        """A status change; a run that stops going (paused, ended) gives its lease up."""
+        """A status change; a run that stops going (paused, ended) gives its lease up.
+
+        ``events`` (the ``run_finished`` that says why) go in the same transaction, so no reader
+        and no crash ever sees a run whose trace says it ended while its row says it runs."""
         now = time.time()
         finished = now if status in {"finished", "failed", "cancelled"} else None
         if finished or status == "paused":  # a resumed run starts new chains
@@ -157,6 +161,7 @@ class RunRepo:
         )
 
         def update(conn: Connection) -> None:
+            _insert_events(events, conn)
             conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
                 " provider = COALESCE(?, provider), updated_at = ?, finished_at = ?"

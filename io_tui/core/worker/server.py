@@ -22,7 +22,7 @@ from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, De
 from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
-from io_tui.core.harness import Harness, harness_registry
+from io_tui.core.harness import Harness, harness_registry, registry_with
 from io_tui.core.launch import build_run, run_settings_for
 from io_tui.core.origin import (
     RunOrigin,
@@ -183,22 +183,10 @@ class WorkerServer:
         if without_secrets(servers) == without_secrets(current):
             yield await self.registry()
             return
-        registry = harness_registry()
-        if not servers:
-            yield registry
-            return
-        from io_tui.core.mcp import McpHub
-
-        async with AsyncExitStack() as stack:
-            try:
-                hub = await stack.enter_async_context(McpHub(servers))
-            except Exception as exc:  # the run goes on with the built-in tools
-                self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
-            else:
-                for problem in hub.problems:
-                    self.send({"t": "notice", "text": problem})
-                hub.register_into(registry)
-            yield registry
+        async with registry_with(
+            servers, lambda text: self.send({"t": "notice", "text": text})
+        ) as tools:
+            yield tools
 
     # -- the tasks --
 
