@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 RECALL_TOOL = "recall_result"  # core/tools/recall.py: reads a recorded result back by handle
@@ -32,7 +32,8 @@ class Phase:
 
     ``first`` and ``last`` are the steps of those requests (the request that opened step N is
     the first to carry a result of step N - 1). ``summary`` is the summary the entry was folded
-    into (its last step); ``kept_chars`` / ``total_chars`` what a capped entry kept."""
+    into (its last step); ``est_tokens`` what the entry cost in the first of those requests;
+    ``kept_chars`` / ``total_chars`` what a capped entry kept."""
 
     state: str
     first: int
@@ -211,12 +212,8 @@ def _observations(trace: dict[str, Any]) -> dict[str, tuple[int, dict[str, Any]]
     }
 
 
-def _calls(trace: dict[str, Any]) -> dict[str, tuple[int, dict[str, Any]]]:
-    return {
-        str(c.get("id")): (int(s["step"]), c)
-        for s in trace["steps"]
-        for c in s.get("tool_calls", [])
-    }
+def _calls(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c.get("id")): c for s in trace["steps"] for c in s.get("tool_calls", [])}
 
 
 def _by_call(requests: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, dict[str, Any]]]]:
@@ -228,11 +225,14 @@ def _by_call(requests: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, di
     return index
 
 
+def _summary_entry(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's summary entry (kind ``summary``, call id ``summary:K``), if it carried one."""
+    return next((e for e in request.get("entries", []) if e.get("kind") == "summary"), None)
+
+
 def _summary_of(request: dict[str, Any]) -> int | None:
-    for entry in request.get("entries", []):
-        if entry.get("kind") == "summary":
-            return int(entry.get("step") or 0)
-    return None
+    entry = _summary_entry(request)
+    return int(entry.get("step") or 0) if entry is not None else None
 
 
 def phases(
@@ -322,13 +322,12 @@ def compaction_ledger(
 ) -> tuple[Fold, ...]:
     """Every summary the run's requests carried, oldest first, with what it replaced."""
     requests = work_requests(trace) if requests is None else requests
-    folds: list[Fold] = []
     seen: set[str] = set()  # call ids already folded under an earlier summary
-    by_through: dict[int, dict[str, Any]] = {}
+    by_through: dict[int, Fold] = {}
     carried: dict[int, int] = {}
     previous: int | None = None
     for request in requests:
-        summary = next((e for e in request.get("entries", []) if e.get("kind") == "summary"), None)
+        summary = _summary_entry(request)
         if summary is None:
             continue
         through = int(summary.get("step") or 0)
@@ -351,20 +350,19 @@ def compaction_ledger(
         target = str(summary.get("target", ""))
         first = re.match(r"steps (\d+)", target)
         source = _SOURCE.match(str(summary.get("reason") or ""))
-        by_through[through] = {
-            "through": through,
-            "first": int(first.group(1)) if first else 1,
-            "written_at": int(request["step"]),
-            "source": source.group(1) if source else "",
-            "rewrote": previous,
-            "replaced": replaced,
-            "est_tokens": int(summary.get("est_tokens") or 0),
-            "text": _summary_text(request, through),
-        }
+        by_through[through] = Fold(
+            through,
+            int(first.group(1)) if first else 1,
+            int(request["step"]),
+            source.group(1) if source else "",
+            previous,
+            replaced,
+            0,  # counted below, once every request is seen
+            int(summary.get("est_tokens") or 0),
+            _summary_text(request, through),
+        )
         previous = through
-    for through, fields in by_through.items():
-        folds.append(Fold(carried_by=carried[through], **fields))
-    return tuple(folds)
+    return tuple(replace(f, carried_by=carried[k]) for k, f in by_through.items())
 
 
 def _summary_text(request: dict[str, Any], through: int) -> str:
@@ -393,7 +391,7 @@ def find(trace: dict[str, Any], query: str) -> list[tuple[str, str]]:
     calls = _calls(trace)
     found: dict[str, list[str]] = {"target": [], "arguments": [], "result": []}
     for call_id, (_, obs) in observations.items():
-        call = calls.get(call_id, (0, {}))[1]
+        call = calls.get(call_id, {})
         arguments = json.dumps(call.get("arguments") or {}, ensure_ascii=False)
         if needle in str(obs.get("target", "")).casefold():
             found["target"].append(call_id)
