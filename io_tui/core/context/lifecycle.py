@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -216,49 +217,54 @@ def _calls(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(c.get("id")): c for s in trace["steps"] for c in s.get("tool_calls", [])}
 
 
-def _by_call(requests: Sequence[dict[str, Any]]) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    """Each call id's manifest entries, with the index of the request that listed it."""
-    index: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for at, request in enumerate(requests):
-        for entry in request.get("entries", []):
-            index.setdefault(str(entry.get("call_id", "")), []).append((at, entry))
-    return index
+Listed = dict[str, list[tuple[int, dict[str, Any]]]]  # call id → (request index, its entry)
 
 
-def _summary_entry(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The request's summary entry (kind ``summary``, call id ``summary:K``), if it carried one."""
-    return next((e for e in request.get("entries", []) if e.get("kind") == "summary"), None)
-
-
-def _summary_of(request: dict[str, Any]) -> int | None:
-    entry = _summary_entry(request)
-    return int(entry.get("step") or 0) if entry is not None else None
+def scan(
+    requests: Sequence[dict[str, Any]], wanted: Iterable[str] = ()
+) -> tuple[list[dict[str, Any] | None], Listed]:
+    """One pass over every request's entries: each request's summary entry (kind ``summary``,
+    call id ``summary:K``) if it carried one, and the entries of the ``wanted`` call ids."""
+    want = set(wanted)
+    summaries: list[dict[str, Any] | None] = []
+    listed: Listed = {c: [] for c in want}
+    for index, request in enumerate(requests):
+        summary = None
+        for entry in request.get("entries", ()):
+            call_id = entry.get("call_id")
+            if call_id in want:
+                listed[call_id].append((index, entry))
+            elif entry.get("kind") == "summary":
+                summary = entry
+        summaries.append(summary)
+    return summaries, listed
 
 
 def phases(
-    requests: Sequence[dict[str, Any]],
+    steps: Sequence[int],
     listed: Sequence[tuple[int, dict[str, Any]]],
     step: int,
-    summaries: Sequence[int | None],
+    summaries: Sequence[dict[str, Any] | None],
 ) -> tuple[Phase, ...]:
-    """The phases of one entry: ``listed`` are its (request index, entry) pairs; every request
-    after its step that does not list it is ``not listed``. ``summaries[i]`` is the summary
-    request ``i`` carried."""
+    """The phases of one entry of step ``step``: ``steps[i]`` is the step request ``i`` opened
+    (in order), ``listed`` the entry's (request index, entry) pairs; every request after
+    ``step`` that does not list it is ``not listed``. ``summaries[i]`` is the summary entry
+    request ``i`` carried (``scan``)."""
     at = dict(listed)
     out: list[Phase] = []
     open_: dict[str, Any] | None = None
-    for index, request in enumerate(requests):
+    start = min([bisect_right(steps, step), *at])  # before its result existed: nothing
+    for index in range(start, len(steps)):
         entry = at.get(index)
-        if entry is None and int(request["step"]) <= step:
-            continue  # before its result existed
         key: tuple[Any, ...]
         if entry is None:
             key = (NOT_LISTED, "", None, None)
         else:
             state = str(entry.get("state", ""))
-            folded = summaries[index] if state == "summary" else None
+            summary = summaries[index] if state == "summary" else None
+            folded = int(summary.get("step") or 0) if summary is not None else None
             key = (state, str(entry.get("reason") or ""), entry.get("superseded_by"), folded)
-        req_step = int(request["step"])
+        req_step = steps[index]
         if open_ is not None and open_["key"] == key:
             open_["last"] = req_step
             open_["requests"] += 1
@@ -318,16 +324,15 @@ def _int(value: Any) -> int | None:
 
 
 def compaction_ledger(
-    trace: dict[str, Any], requests: Sequence[dict[str, Any]] | None = None
+    requests: Sequence[dict[str, Any]], summaries: Sequence[dict[str, Any] | None]
 ) -> tuple[Fold, ...]:
-    """Every summary the run's requests carried, oldest first, with what it replaced."""
-    requests = work_requests(trace) if requests is None else requests
+    """Every summary the run's requests carried, oldest first, with what it replaced
+    (``summaries``: each request's summary entry, from ``scan``)."""
     seen: set[str] = set()  # call ids already folded under an earlier summary
     by_through: dict[int, Fold] = {}
     carried: dict[int, int] = {}
     previous: int | None = None
-    for request in requests:
-        summary = _summary_entry(request)
+    for request, summary in zip(requests, summaries, strict=True):
         if summary is None:
             continue
         through = int(summary.get("step") or 0)
@@ -406,10 +411,10 @@ def lifecycles(trace: dict[str, Any], query: str, limit: int = 50) -> LifecycleR
     """The lifecycle of every entry ``query`` names (at most ``limit``) and the run's
     compaction ledger."""
     requests = work_requests(trace)
-    ledger = compaction_ledger(trace, requests)
     found = find(trace, query)
-    index = _by_call(requests)
-    summaries = [_summary_of(r) for r in requests]
+    summaries, index = scan(requests, (c for c, _ in found[:limit]))
+    ledger = compaction_ledger(requests, summaries)
+    steps = [int(r["step"]) for r in requests]
     observations = _observations(trace)
     recalls = recalls_of(trace)
     matches = []
@@ -423,7 +428,7 @@ def lifecycles(trace: dict[str, Any], query: str, limit: int = 50) -> LifecycleR
                 str(obs.get("tool", "")),
                 str(obs.get("kind", "")),
                 target,
-                phases(requests, index.get(call_id, []), step, summaries),
+                phases(steps, index.get(call_id, []), step, summaries),
                 tuple(recalls.get(call_id, ())),
                 how,
                 _naming(ledger, target),
