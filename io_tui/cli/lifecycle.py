@@ -71,6 +71,5 @@ def ledger_lines(report: LifecycleReport) -> list[str]:
             f"{rewrote}) · first sent for step {fold.written_at} · carried by"
             f" {fold.carried_by} requests · {fold.est_tokens:,} tok"
         )
-        replaced = ", ".join(f"step {s} {k} {t}" for s, _, k, t in fold.replaced) or "no results"
-        lines.append(f"  replaced: {replaced}")
+        lines.append(f"  replaced: {fold.replaced_text()}")
     return lines

@@ -101,6 +101,9 @@ async def test_the_ledger_says_what_each_summary_replaced_and_text_finds_the_ent
     assert [s for s, *_ in first.replaced] == list(range(1, first.through + 1))
     assert all(first.through < s <= second.through for s, *_ in second.replaced)
     assert first.text and first.source in ("provider", "digest")
+    assert first.replaced_text(limit=2) == (
+        f"step 1 exec cat big.txt, step 2 read m0.py and {len(first.replaced) - 2} more"
+    )
     states = [p.label() for p in cat.phases]
     assert states[-2:] == [
         f"folded into summary {first.through}",

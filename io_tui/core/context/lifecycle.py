@@ -163,6 +163,12 @@ class Fold:
     est_tokens: int
     text: str
 
+    def replaced_text(self, limit: int = 20) -> str:
+        """``step 1 exec cat big.txt, step 2 read a.py, …`` (the first ``limit``, then a count)."""
+        shown = ", ".join(f"step {s} {k} {t}" for s, _, k, t in self.replaced[:limit])
+        more = len(self.replaced) - limit
+        return (shown or "no results") + (f" and {more} more" if more > 0 else "")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "through_step": self.through,

@@ -112,7 +112,7 @@ class LifecycleScreen(Screen[None]):
         present = {k.value for k in table.rows}
         for call_id, entry in wanted.items():
             cells = (str(entry.step), entry.kind, plain(entry.target), _now(entry), entry.matched)
-            if call_id in present:  # the same answer again (a reload): keep cursor and scroll
+            if call_id in present:  # the same answer again: keep cursor and scroll
                 for (column, _, _), value in zip(MATCH_COLUMNS, cells, strict=True):
                     table.update_cell(call_id, column, value)
             else:
@@ -199,6 +199,5 @@ def ledger_text(report: LifecycleReport) -> Text:
             f" for step {fold.written_at} · carried by {fold.carried_by} requests ·"
             f" {fold.est_tokens:,} tok\n"
         )
-        replaced = ", ".join(f"step {s} {k} {plain(t)}" for s, _, k, t in fold.replaced)
-        out.append(f"  replaced: {replaced or 'no results'}\n", style="dim")
+        out.append(f"  replaced: {plain(fold.replaced_text())}\n", style="dim")
     return out
