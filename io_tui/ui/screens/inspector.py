@@ -130,6 +130,7 @@ class InspectorScreen(Screen[None]):
             self.summary.update(Text(message.error or "no trace", style="bold"))
             return
         self.trace = message.trace
+        self.refresh_bindings()  # lifecycle needs the trace
         steps = self._request_steps()
         if steps and self.step not in steps:
             self.step = min(steps, key=lambda s: abs(s - self.step))
@@ -253,6 +254,8 @@ class InspectorScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "jump":
             return self.selected is not None and self.selected.superseded_by is not None
+        if action == "lifecycle":
+            return self.trace is not None
         if action == "open_entry":
             return self.has_class("-narrow") and not self.has_class("-reading")
         return True
@@ -323,7 +326,7 @@ class InspectorScreen(Screen[None]):
         self.load()
 
     def action_lifecycle(self) -> None:
-        if self.trace is None:
+        if self.trace is None:  # disabled until the trace is loaded
             return
         from io_tui.ui.screens.lifecycle import LifecycleScreen
 
