@@ -18,6 +18,7 @@ from io_tui.core import (
     lifecycles,
     start_run,
 )
+from io_tui.core.context.lifecycle import Lifecycle, Phase, Recalled
 
 
 def read(path: str, offset: int, limit: int) -> dict[str, Any]:
@@ -117,3 +118,22 @@ async def test_the_ledger_says_what_each_summary_replaced_and_text_finds_the_ent
     assert {m.matched for m in by_target.matches} == {"target"}
     assert lifecycles(trace, "no such thing anywhere").matches == ()
     assert report.to_json()["compaction_ledger"][1]["rewrote"] == first.through
+
+
+def test_the_story_is_in_the_order_things_happened() -> None:
+    """A recall sits where it was made; phases that differ only in their reason read as one."""
+    phases = (
+        Phase("full", 2, 5, 4),
+        Phase("elided", 6, 9, 4, "older than this request's window"),
+        Phase("elided", 10, 12, 3, "older than this request's window (and stale: edited)"),
+        Phase("summary", 13, 20, 8, summary=11),
+    )
+    recalls = (Recalled(7, "call_7_1"), Recalled(21, "call_21_1"))
+    entry = Lifecycle("call_1_1", 1, "read_file", "read", "a.py", phases, recalls)
+    assert entry.story() == (
+        "full → elided → recalled by handle at step 7 → elided → folded into summary 11"
+        " → recalled by handle at step 21"
+    )
+    assert entry.now == "folded into summary 11"
+    never = Lifecycle("call_9_1", 9, "read_file", "read", "a.py", ())
+    assert never.story() == "never sent: no request came after it" and never.now == "never sent"

@@ -123,11 +123,16 @@ class Lifecycle:
         return self.phases[-1].label() if self.phases else "never sent"
 
     def story(self) -> str:
-        """``full → capped (…) → superseded by step N → … → recalled by handle at step M``."""
-        labels = [p.label() for p in self.phases]  # a new reason alone is no new state
+        """``full → capped (…) → superseded by step N → … → recalled by handle at step M``, in
+        the order they happened (a recall of step M comes after the request that opened M)."""
+        events = sorted(
+            [(p.first, 0, p.label()) for p in self.phases]
+            + [(r.step, 1, f"recalled by handle at step {r.step}") for r in self.recalls]
+        )
+        labels = [label for _, _, label in events]  # a new reason alone is no new state
         parts = [b for a, b in zip(["", *labels], labels, strict=False) if a != b]
-        parts = parts or ["never sent: no request came after it"]
-        parts += [f"recalled by handle at step {r.step}" for r in self.recalls]
+        if not self.phases:
+            parts.insert(0, "never sent: no request came after it")
         return " → ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
