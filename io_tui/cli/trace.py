@@ -1,4 +1,5 @@
-"""``io-tui trace RUN [--json] [--context STEP]``: the full, unelided trace of a run."""
+"""``io-tui trace RUN [--json] [--context STEP] [--lifecycle CALL_ID|TEXT]``: the full,
+unelided trace of a run."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--ledger", action="store_true", help="only the run's progress ledger, as text"
     )
+    parser.add_argument(
+        "--lifecycle",
+        metavar="CALL_ID|TEXT",
+        help="why did it forget X: an entry's lifecycle across the requests, and the compaction"
+        " ledger (plain, or --json)",
+    )
     add_store_option(parser)
     parser.set_defaults(handler=trace_command)
 
@@ -37,6 +44,10 @@ async def trace_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     finally:
         await store.close()
+    if args.lifecycle is not None:
+        from io_tui.cli.lifecycle import print_lifecycle
+
+        return print_lifecycle(trace, args.lifecycle, args.json)
     if args.json:
         print_json(trace)
     elif args.ledger:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
     from io_tui.core.context.labels import ROLES
+    from io_tui.core.context.lifecycle import Lifecycle, LifecycleReport, lifecycles
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.derived import invalidation_line
@@ -148,6 +149,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
         ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
     ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
+    **dict.fromkeys(("Lifecycle", "LifecycleReport", "lifecycles"), "context.lifecycle"),
     **dict.fromkeys(
         ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
     ),
@@ -279,6 +281,8 @@ __all__ = [
     "GitSource",
     "Harness",
     "InFlight",
+    "Lifecycle",
+    "LifecycleReport",
     "LogLine",
     "MarkdownError",
     "McpConfigError",
@@ -351,6 +355,7 @@ __all__ = [
     "invalidation_line",
     "is_elicitation",
     "ledger_of",
+    "lifecycles",
     "limits_notes",
     "load_mcp_file",
     "operator",

@@ -564,6 +564,7 @@ class IoApp(App[int]):
         from io_tui.ui.screens.audit import AuditScreen
         from io_tui.ui.screens.inbox import InboxScreen
         from io_tui.ui.screens.inspector import InspectorScreen
+        from io_tui.ui.screens.lifecycle import LifecycleScreen
         from io_tui.ui.screens.memory_editor import MemoryEditorScreen
         from io_tui.ui.screens.new_run import NewRunScreen
         from io_tui.ui.screens.rules import RulesScreen
@@ -574,6 +575,7 @@ class IoApp(App[int]):
             ("main", MainScreen.BINDINGS),
             ("transcript", Transcript.BINDINGS),
             ("inspector", InspectorScreen.BINDINGS),
+            ("lifecycle", LifecycleScreen.BINDINGS),
             ("trace", TraceScreen.BINDINGS),
             ("new run", NewRunScreen.BINDINGS),
             ("approval", ApprovalScreen.BINDINGS),

@@ -62,6 +62,17 @@ def test_inspector_step_10(snap_compare, make_app) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 
 
+def test_lifecycle_of_the_dropped_test_run(snap_compare, make_app) -> None:
+    """``l`` on step 2's test run in step 10's inspector: its call id in the query box, the one
+    entry it names, its story (full, then dropped with its step) with one line per phase and the
+    manifest's reason, and the compaction ledger (no summary in the demo)."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", "down", "l", step=10)
+
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+
+
 def test_trace_viewer(snap_compare, make_app) -> None:
     """The trace viewer: the run header and the first steps with their full results."""
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=lambda p: _settle(p, "t"))

@@ -85,6 +85,15 @@ def test_inspector_200x60(snap_compare, make_app) -> None:
     assert snap_compare(make_app(), terminal_size=WIDE, run_before=run_before)
 
 
+def test_lifecycle_80x24(snap_compare, make_app) -> None:
+    """The lifecycle of step 2's test run at 80×24: the entry table above, its phases below."""
+
+    async def run_before(pilot: Pilot[object]) -> None:
+        await _settle(pilot, "i", "down", "l", step=10)
+
+    assert snap_compare(make_app(), terminal_size=NARROW, run_before=run_before)
+
+
 def test_trace_80x24(snap_compare, make_app) -> None:
     """The trace viewer: search box, line count, the run header and first step."""
     assert snap_compare(make_app(), terminal_size=NARROW, run_before=lambda p: _settle(p, "t"))

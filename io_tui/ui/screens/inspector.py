@@ -77,6 +77,7 @@ class InspectorScreen(Screen[None]):
         Binding("right_square_bracket", "step(1)", "Next step", id="inspector.next", tooltip="Next request"),
         Binding("d", "toggle_diff", "Diff", id="inspector.diff", tooltip="What changed from the previous request"),
         Binding("r", "reload", "Reload", id="inspector.reload", tooltip="Rebuild from the store"),
+        Binding("l", "lifecycle", "Lifecycle", id="inspector.lifecycle", tooltip="Why did it forget it: the highlighted entry's lifecycle across the run's requests, and the compaction ledger (or search)"),
     ]  # fmt: skip
 
     class TraceLoaded(Message):
@@ -142,6 +143,7 @@ class InspectorScreen(Screen[None]):
             self.summary.update(Text(message.error or "no trace", style="bold"))
             return
         self.trace = message.trace
+        self.refresh_bindings()  # lifecycle needs the trace
         steps = self._request_steps()
         if steps and self.step not in steps:
             self.step = min(steps, key=lambda s: abs(s - self.step))
@@ -279,6 +281,8 @@ class InspectorScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "jump":
             return self.selected is not None and self.selected.superseded_by is not None
+        if action == "lifecycle":
+            return self.trace is not None
         if action == "open_entry":
             return self.has_class("-narrow") and not self.has_class("-reading")
         return True
@@ -354,6 +358,15 @@ class InspectorScreen(Screen[None]):
 
     def action_reload(self) -> None:
         self.load()
+
+    def action_lifecycle(self) -> None:
+        if self.trace is None:  # disabled until the trace is loaded
+            return
+        from io_tui.ui.screens.lifecycle import LifecycleScreen
+
+        row = self.selected  # a summary or collapse line is no one entry: search instead
+        query = row.call_id if row is not None and row.kind not in ("summary", "collapse") else ""
+        self.app.push_screen(LifecycleScreen(self.trace, query))
 
 
 _STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip

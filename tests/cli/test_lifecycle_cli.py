@@ -1,0 +1,66 @@
+"""``io-tui trace RUN --lifecycle CALL_ID|TEXT``, plain and ``--json``, as a user meets it: a real
+scripted run in a real store, then the command in its own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def io_tui(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    return subprocess.run(
+        [sys.executable, "-m", "io_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def read(path: str, offset: int) -> dict[str, Any]:
+    args = {"path": path, "offset": offset, "limit": 10}
+    return {"tool_calls": [{"name": "read_file", "arguments": args}]}
+
+
+def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, store_path):
+    for i in range(12):
+        body = "".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(120))
+        (workspace / f"m{i}.py").write_text(body)
+    (workspace / "notes.txt").write_text("the parser needs the v2 grammar\n" + "filler\n" * 40)
+    turns = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}]
+    turns += [read(f"m{i % 12}.py", 101 + 10 * (i // 12)) for i in range(1, 80)]
+    script = write_script([*turns, {"text": "done"}])
+    store = ("--store", str(store_path))
+    run = io_tui(
+        "run", "look around", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "all", "--context-max-tokens", "8000", "--max-steps", "100", *store,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    plain = io_tui("trace", "1", "--lifecycle", "V2 GRAMMAR", *store)  # text in a result
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    lines = plain.stdout.splitlines()
+    assert lines[0] == "run 1 · 'V2 GRAMMAR': 1 entry"
+    assert lines[2] == "call_1_1 · step 1 · read_file read notes.txt (matched by result)"
+    assert lines[3].startswith("  full → ") and "folded into summary" in lines[3]
+    assert "── compaction ledger" in plain.stdout
+    assert "replaced: step 1 read notes.txt, step 2 read m1.py" in plain.stdout
+
+    report = json.loads(io_tui("trace", "1", "--lifecycle", "call_1_1", "--json", *store).stdout)
+    (entry,) = report["matches"]
+    assert entry["matched"] == "call id" and entry["phases"][0]["first_request"] == 2
+    assert entry["story"] == lines[3].strip()
+    first = report["compaction_ledger"][0]
+    assert first["rewrote"] is None and first["replaced"][0]["call_id"] == "call_1_1"
+    folded = [p for p in entry["phases"] if p["state"] == "summary"]
+    assert folded[0]["summary"] == first["through_step"]
+
+    missing = io_tui("trace", "1", "--lifecycle", "nowhere in this run", *store)
+    assert (
+        missing.returncode == 1 and "has no entry matching 'nowhere in this run'" in missing.stdout
+    )
+    assert "Traceback" not in missing.stdout + missing.stderr
