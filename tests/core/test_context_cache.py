@@ -9,6 +9,7 @@ from pathlib import Path
 
 from io_tui.core.context import ContextEngine, EntryState, Frame
 from io_tui.core.context.plan import extends
+from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices, Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
@@ -65,6 +66,74 @@ async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
     again = await engine.build([*records, StepRecord(5, "")], ceiling_tokens=24_000)
     assert entry(again, "r1").state is EntryState.REFRESHED
     assert entry(again, "c2").state is EntryState.DROPPED  # its step is left out with it
+
+
+async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_whole() -> None:
+    """While the earlier output is pending (carried whole), the rerun's is sent as the lines
+    that changed (``echoed``), not the same lines twice: each later rerun too, from the one
+    carried whole; the rewrite that stubs the earlier ones sends the newest whole."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    log = "".join(f"test_{n} PASSED\n" for n in range(60))
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
+    records = [StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,))]
+    records += [rerun(2, text=log), rerun(3, text=log.replace("test_7 PASSED", "test_7 FAILED"))]
+    records.append(rerun(4, text=records[-1].observations[0].text))
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))  # append-only
+    sent = {m.tool_call_id: m.content for m in built[-1].messages if m.tool_call_id}
+    third, fourth = entry(built[-1], "c3"), entry(built[-1], "c4")
+    assert entry(built[-1], "c2").state is EntryState.FULL and sent["c2"] == log
+    assert third.state is EntryState.ECHOED and "the difference from step 2's" in third.reason
+    assert sent["c3"].endswith("@@ -8 +8 @@\n-test_7 PASSED\n+test_7 FAILED\n")
+    assert apply_echo(log, sent["c3"]) == records[2].observations[0].text
+    assert fourth.state is EntryState.ECHOED and "step 2's result above" in sent["c4"]
+    assert apply_echo(log, sent["c4"]) == records[3].observations[0].text
+    # a request that must rewrite anyway stubs the pending ones: the newest is sent whole
+    write = Observation(5, "w5", "edit_file", ObsKind.WRITE, "a.py", "edited")
+    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (write,)))
+    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(again, "c4").state is EntryState.FULL
+    assert {entry(again, c).state for c in ("c2", "c3")} == {EntryState.DROPPED}
+
+
+async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewrite() -> None:
+    """A write_file whose path a later step read whole: what its call wrote is superseded, so
+    its turn is sent compact (as an out-of-window turn) from the next rewrite on, not before
+    (the requests only append until then)."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current b.py"
+
+    content = "x = 1\n" * 400
+    write = Observation(2, "w2", "write_file", ObsKind.WRITE, "a.py", "wrote a.py")
+    read_b = Observation(1, "r1", "read_file", ObsKind.READ, "b.py", "old b.py")
+    read_a = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content)
+    records = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_b,)),
+        StepRecord(2, "write", (ToolCall("w2", "write_file", {"content": content}),), (write,)),
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (read_a,)),
+        rerun(4),
+    ]
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))
+
+    def written(assembly) -> str:
+        calls = [c for m in assembly.messages for c in m.tool_calls if c.id == "w2"]
+        return calls[0].arguments["content"]
+
+    assert written(built[-1]) == content
+    # a request that must rewrite anyway (step 1's read went stale) takes the compact turn
+    edit = Observation(5, "w5", "edit_file", ObsKind.WRITE, "b.py", "edited")
+    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
+    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(again, "r1").state is EntryState.REFRESHED
+    assert written(again).startswith("x = 1\n") and "more chars, in the trace]" in written(again)
+    assert len(written(again)) < 250
 
 
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:

@@ -100,6 +100,8 @@ class Build:
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
         self.out = await self._window(window)
+        while self.live.broken_echoes(self.out):  # their bases are not carried: send them whole
+            self.out = await self._window(window)
         self.collapse_msg = stub_out(self.live, self.out, self.reserve)
         if self.collapse_msg is not None:
             self.collapsed = self.out
@@ -228,6 +230,13 @@ class Build:
             return 0, 0
         dying = {index for index, _ in held if live[index].dies_at_rewrite}  # left out whole
         saved = sum(e.tokens - e.stub_cost() for index, e in held if index not in dying)
+        # what is sent as a difference from them is sent whole once they are stubs
+        saved -= sum(
+            echo.carried[3] - echo.tokens
+            for _, e in held
+            for _, echo in e.echoed_by
+            if echo.state is EntryState.ECHOED and echo.carried is not None
+        )
         saved += sum(live[i].cost + sum(e.tokens for e in live[i].entries) for i in dying)
         oldest = min(index for index, _ in held)
         rewritten = sum(
@@ -254,7 +263,12 @@ class Build:
         records = self.live.records
         if not policy.enabled or not records:
             return
-        counts = (len(r.observations) for r in reversed(records))
+        # the newest results a fold keeps are ones the request carries: those of a dead step
+        # (or one dead at the next rewrite) count for nothing, or it would keep fewer
+        counts = (
+            0 if st.dies_at_rewrite else len(st.record.observations)
+            for st in reversed(self.live.steps)
+        )
         boundary = fold_boundary(counts, len(records), policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
             boundary = next(

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from io_tui.core.context.collapse import Asked
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.turns import TurnCache
@@ -62,6 +63,7 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 # what a tool run may change on disk: a file changed while one of these ran is put down to it
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
+_CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED})
 
 
 class LiveSteps:
@@ -92,6 +94,9 @@ class LiveSteps:
         self._deps: dict[str, list[tuple[Step, Entry]]] = {}
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
         self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
+        self.echoes: list[tuple[Step, Entry]] = []  # results sent as a difference (``Entry.echo``)
+        self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
+        self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
@@ -130,6 +135,15 @@ class LiveSteps:
         last rewrite applied them (``plan.py``). Those superseded by the results of the step it
         asked for, and by later steps, came after it and stay pending (stubbing them now would
         rewrite again)."""
+        waiting = []
+        for writer in self._overwritten:  # what it wrote is shown whole later: compact turn
+            if writer.written_over is not None and writer.written_over < rewritten_at:
+                writer.compact_turn = True
+                writer.version += 1
+                writer.unsettle()
+            else:
+                waiting.append(writer)
+        self._overwritten = waiting
         kept = []
         for held in self.pending:
             owner, e = held
@@ -139,6 +153,26 @@ class LiveSteps:
             else:
                 kept.append(held)
         self.pending = kept
+
+    def broken_echoes(self, out: int) -> bool:
+        """Results sent as a difference from a base this build does not carry whole (out of
+        the window, folded, or stubbed) are sent whole from now on; True if there were any.
+        Echoes no longer in use are forgotten."""
+        broken, kept = False, []
+        for owner, e in self.echoes:
+            if e.echo is None or e.no_echo:
+                continue
+            if owner.index >= out and e.state is EntryState.ECHOED:
+                base_st, base = e.echo
+                index = base_st.index
+                live = index < len(self.steps) and self.steps[index] is base_st
+                if not (live and index >= out and base.state in _CARRIED):
+                    e.no_echo, broken = True, True
+                    owner.changed(e)
+                    continue
+            kept.append((owner, e))
+        self.echoes = kept
+        return broken
 
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
@@ -170,11 +204,15 @@ class LiveSteps:
         self._deps = _without(self._deps, gone)
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
         self.pending = [h for h in self.pending if id(h[0]) not in gone]
+        self.echoes = [h for h in self.echoes if id(h[0]) not in gone]
+        self._written = {p: [s for s in v if id(s) not in gone] for p, v in self._written.items()}
+        self._overwritten = [s for s in self._overwritten if id(s) not in gone]
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
-        self._watch, self._ran, self.pending = [], [], []
+        self._watch, self._ran, self.pending, self.echoes = [], [], [], []
+        self._written, self._overwritten = {}, []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -188,6 +226,7 @@ class LiveSteps:
             if kind is _WRITE:
                 if not obs.is_error:
                     path = _norm(obs.target)
+                    self._written_over(path, st, obs.step)
                     for owner, dep in self._deps.pop(path, ()):
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
@@ -195,9 +234,12 @@ class LiveSteps:
                         elif dep.pending and dep.stale_by is None:  # re-read from now on
                             dep.stale_by, dep.stale_path = obs.step, path
                             owner.changed(dep)
+                    self._written.setdefault(path, []).append(st)
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
+                if not obs.is_error and not obs.span:
+                    self._written_over(path, st, obs.step)
                 if not obs.is_error and self._shown(path, e):
                     continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
@@ -209,7 +251,7 @@ class LiveSteps:
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
                 if older is not None:
-                    self._superseded(older, obs)
+                    self._superseded(older, st, e)
                 self._newest[key] = (st, e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
@@ -217,6 +259,15 @@ class LiveSteps:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _written_over(self, path: str, st: Step, step: int) -> None:
+        """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
+        writes of it sent in their calls is superseded, and their turns are compact from the
+        next rewrite on (``apply_rewrites``)."""
+        for writer in self._written.pop(path, ()):
+            if writer is not st and writer.written_over is None:
+                writer.written_over = step
+                self._overwritten.append(writer)
 
     def _shown(self, path: str, e: Entry) -> bool:
         """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
@@ -248,24 +299,33 @@ class LiveSteps:
         for held in open_reads:
             older = held[1]
             if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
-                self._superseded(held, e.obs, covered=older.obs.span != span)
+                self._superseded(held, st, e, covered=older.obs.span != span)
             else:
                 kept.append(held)
         kept.append((st, e))
         self._reads[path] = kept
 
     def _superseded(
-        self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
+        self, held: tuple[Step, Entry], st: Step, e: Entry, covered: bool = False
     ) -> None:
-        """``newer`` supersedes ``held``. If what it carries is still current, it is pending:
-        carried until the next rewrite (``plan.py``)."""
+        """``e`` (of step ``st``) supersedes ``held``. If what it carries is still current, it
+        is pending: carried until the next rewrite (``plan.py``), and ``e`` is sent as the
+        difference from it (or from the pending result it is itself sent as a difference from)
+        while it is (``echo``)."""
         owner, older = held
+        newer = e.obs
         older.by, older.covered, older.drift = newer.step, covered, None
         # still current: the files it was made from as ``newer`` saw them, or a stale result
         # that is re-read (re-run) for every request anyway
         older.pending = older.stale_by is not None or _same_content(older.obs, newer)
         if older.pending:
             self.pending.append(held)
+            if not covered:
+                echo = older.echo
+                base = echo if echo is not None and not older.no_echo and echo[1].pending else held
+                e.echo = base
+                base[1].echoed_by.append((st, e))
+                self.echoes.append((st, e))
         owner.changed(older)
 
     # -- changes on disk ------------------------------------------------------------------------

@@ -39,6 +39,11 @@ class Entry:
     tokens: int = 0  # estimate_tokens(content)
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
+    # the pending result of the same call, carried whole before it, that this one is sent as a
+    # difference from (``refresh.py``), with its step; and those sent as a difference from this
+    echo: tuple[Step, Entry] | None = None
+    echoed_by: list[tuple[Step, Entry]] = field(default_factory=list)
+    no_echo: bool = False  # its base fell out of the window: sent whole from then on
 
     @property
     def stale(self) -> str | None:
@@ -89,11 +94,14 @@ class Entry:
 
     def drop(self) -> None:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
-        again = "read these lines again" if self.covered else "made the same call"
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
+        if self.shown_by is not None:
+            why = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        else:
+            again = "read these lines again" if self.covered else "made the same call"
+            why = f"step {self.by} {again}"
         self.reason = (
-            f"step {self.by} {again}; every result of step {self.obs.step} was superseded, "
-            "so the step is left out"
+            f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
         )
 
     def decide(self, state: EntryState, content: str, reason: str) -> None:
@@ -124,6 +132,10 @@ class Step:
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
     _dead: tuple[int, bool, bool] = (-1, False, False)  # version, dead, dead once pending go
     chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
+    # a later step showed whole what its calls wrote (a whole read or a write of the path), and
+    # the last rewrite applied that: its turn is sent compact, as an out-of-window one
+    written_over: int | None = None
+    compact_turn: bool = False
 
     @property
     def turn(self) -> Message | None:
@@ -141,9 +153,10 @@ class Step:
     @property
     def dead(self) -> bool:
         """Dead weight: every result of it was superseded by a later call and is a stub now
-        (none pending), its turn says no more than an out-of-window turn keeps, and the
-        operator said nothing then. It is left out of the transcript (``drop``): the newer
-        result of each of its calls is in the request, later in it."""
+        (none pending), or is shown by an earlier read of the unchanged file; its turn says no
+        more than an out-of-window turn keeps, and the operator said nothing then. It is left
+        out of the transcript (``drop``): the newer result of each of its calls is in the
+        request, later in it (or the read showing its lines, earlier)."""
         return self._deadness()[1]
 
     @property
@@ -155,7 +168,7 @@ class Step:
         if self._dead[0] == self.version:
             return self._dead
         rec, entries = self.record, self.entries
-        later = all(e.by is not None for e in entries)
+        later = all(e.by is not None or e.shown_by is not None for e in entries)
         if later and (rec.operator_messages or len(rec.text) > COMPACT_CHARS or not entries):
             later = False
         if later:
@@ -173,8 +186,11 @@ class Step:
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = render_turn(self.record, cap, self.cache)
+        self.rendered = render_turn(self.record, self._limit(cap), self.cache)
         return self.rendered.cost
+
+    def _limit(self, cap: int) -> int:
+        return COMPACT_CHARS if self.compact_turn else cap
 
     def compact(self) -> int:
         """Send the turn as an out-of-window step shows it; return the same cost."""
@@ -189,8 +205,12 @@ class Step:
 
     @property
     def volatile(self) -> bool:
-        """Holds a stale result, re-read (or re-run) on every build while in the window."""
-        return not self.dead and any(e.stale is not None for e in self.entries)
+        """Holds a stale result, re-read (or re-run) on every build while in the window, or
+        one sent as a difference from such a result."""
+        return not self.dead and any(
+            e.stale is not None or (e.echo is not None and e.echo[1].stale is not None)
+            for e in self.entries
+        )
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size),
@@ -201,7 +221,7 @@ class Step:
         if self.dies_at_rewrite:
             self._desired = (self.version, cap, 0)
             return 0
-        cost = render_turn(self.record, cap, self.cache).cost
+        cost = render_turn(self.record, self._limit(cap), self.cache).cost
         for e in self.entries:
             if e.by is not None or e.shown_by is not None:
                 cost += e.stub_cost()
@@ -224,3 +244,5 @@ class Step:
         entry.reclassified()
         self.version += 1
         self.unsettle()
+        for owner, echo in entry.echoed_by:  # what is sent as a difference from it may change
+            owner.changed(echo)
