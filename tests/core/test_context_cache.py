@@ -70,8 +70,9 @@ async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
 
 async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_whole() -> None:
     """While the earlier output is pending (carried whole), the rerun's is sent as the lines
-    that changed (``echoed``), not the same lines twice: each later rerun too, from the one
-    carried whole; the rewrite that stubs the earlier ones sends the newest whole."""
+    that changed (``echoed``), not the same lines twice; a rerun that gives the output carried
+    again, to the character, leaves that one current and is left out pointing at it (no
+    rewrite to stub it later); the rewrite that stubs the pending one sends the rerun whole."""
 
     async def refresh(obs: Observation) -> str:
         return "current a.py"
@@ -90,14 +91,15 @@ async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_wh
     assert third.state is EntryState.ECHOED and "the difference from step 2's" in third.reason
     assert sent["c3"].endswith("@@ -8 +8 @@\n-test_7 PASSED\n+test_7 FAILED\n")
     assert apply_echo(log, sent["c3"]) == records[2].observations[0].text
-    assert fourth.state is EntryState.ECHOED and "step 2's result above" in sent["c4"]
-    assert apply_echo(log, sent["c4"]) == records[3].observations[0].text
-    # a request that must rewrite anyway stubs the pending ones: the newest is sent whole
+    assert fourth.state is EntryState.DROPPED and fourth.superseded_by == 3
+    assert "step 3's result of the same call is the same, to the character" in fourth.reason
+    assert "c4" not in sent
+    # a request that must rewrite anyway stubs the pending one: the rerun is sent whole
     write = Observation(5, "w5", "edit_file", ObsKind.WRITE, "a.py", "edited")
     records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (write,)))
     again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
-    assert entry(again, "c4").state is EntryState.FULL
-    assert {entry(again, c).state for c in ("c2", "c3")} == {EntryState.DROPPED}
+    assert entry(again, "c3").state is EntryState.FULL
+    assert {entry(again, c).state for c in ("c2", "c4")} == {EntryState.DROPPED}
 
 
 async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewrite() -> None:
@@ -147,7 +149,7 @@ async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite(
     everything after it once: not worth it twenty steps back when a cached token costs a tenth
     and a written one 1.25, worth it when caching saves little."""
     records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
-    records.append(rerun(21, text="F" * 6_000))
+    records.append(rerun(21, text="F" * 5_999 + "G"))  # not the same output: supersedes c1
     cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
     for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.DROPPED)):
         built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)

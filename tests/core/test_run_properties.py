@@ -255,7 +255,8 @@ def check_requests(s: Session) -> list[str]:
             if state is EntryState.DROPPED:  # its step is left out: no turn, no result
                 by = e["superseded_by"]
                 # superseded by a later call, or its lines shown by an earlier read
-                shown = "read shows these lines" in e["reason"]
+                same = "the same, to the character" in e["reason"]  # a rerun's same result
+                shown = same or "read shows these lines" in e["reason"]
                 assert by is not None and (by < obs.step if shown else by >= obs.step), e
                 assert e["chars"] == e["est_tokens"] == 0, e
                 assert obs.call_id not in by_call and obs.call_id not in called, e
@@ -266,7 +267,8 @@ def check_requests(s: Session) -> list[str]:
                 assert any(  # the call that superseded it is the same call (or the same read)
                     (o.step, o.kind, o.target) == (by, obs.kind, obs.target)
                     and o.call_id != obs.call_id
-                    and (not shown or o.seen[0].digest == obs.seen[0].digest)
+                    and (not shown or same or o.seen[0].digest == obs.seen[0].digest)
+                    and (not same or o.text == obs.text)
                     for o in s.observations.values()
                 ), e
                 continue
@@ -311,6 +313,21 @@ def check_requests(s: Session) -> list[str]:
                         and o.seen[0].digest == obs.seen[0].digest
                         for o in s.observations.values()
                     ), e
+                case EntryState.SUPERSEDED if e["reason"].endswith("to the character"):
+                    # an earlier run of the same call gave this result, and is carried
+                    by = e["superseded_by"]
+                    assert by is not None and by <= obs.step, e  # <: an earlier call
+                    assert f"the same result as step {by}'s, to the character" in content, e
+                    assert any(
+                        (o.step, o.kind, o.target, o.span, o.text)
+                        == (by, obs.kind, obs.target, obs.span, obs.text)
+                        for o in s.observations.values()
+                    ), e
+                case EntryState.SUPERSEDED if obs.tool == "remember":
+                    # the request's memory block holds the note
+                    assert e["reason"] == "the memory block holds this note", e
+                    assert obs.target in manifest["memory_keys"], e
+                    assert f"remember {obs.target!r}: remembered; the memory block" in content, e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
                     assert by is not None and by >= obs.step, e  # the same step: a later call

@@ -81,6 +81,7 @@ class Build:
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
         self.live.sync(history[start:])
+        self.live.note_memory(self.memory.keys)
         self.live.apply_rewrites(plan.rewritten_at)
         self.out = 0  # how many of the oldest live steps are out of the window
         self.collapsed = 0  # how many of them are collapsed into one line

@@ -22,7 +22,7 @@ import functools
 import math
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from io_tui.core.context.collapse import Asked
@@ -33,7 +33,7 @@ from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
 
-_READ, _WRITE, _EXEC = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC  # member lookups are slow
+_READ, _WRITE, _EXEC, _MEMORY = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC, ObsKind.MEMORY  # fast
 _K = TypeVar("_K")
 _SUPERSEDING = SUPERSEDING_KINDS
 
@@ -98,6 +98,8 @@ class LiveSteps:
         self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
+        self._notes: list[tuple[Step, Entry]] = []  # remember results (``Entry.noted``)
+        self._noted: frozenset[str] = frozenset()  # the keys of the memory block they know of
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
 
@@ -174,6 +176,20 @@ class LiveSteps:
         self.echoes = kept
         return broken
 
+    def note_memory(self, keys: Collection[str]) -> None:
+        """The request's memory block holds the notes ``keys``: a remember result of one of
+        them says nothing the block does not, and is sent as a stub (``Entry.noted``). The
+        block changes only with a rewrite that reaches it (``plan.py``), which rewrites every
+        result after it anyway: this never breaks the prefix by itself."""
+        noted = frozenset(keys)
+        if noted == self._noted:
+            return
+        self._noted = noted
+        for owner, e in self._notes:
+            if e.noted != (e.obs.target in noted):
+                e.noted = not e.noted
+                owner.changed(e)
+
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
         and only until it passes ``above``: the callers ask whether it does, and the answer
@@ -204,6 +220,7 @@ class LiveSteps:
         self._deps = _without(self._deps, gone)
         self._watch = [h for h in self._watch if id(h[0]) not in gone]
         self.pending = [h for h in self.pending if id(h[0]) not in gone]
+        self._notes = [h for h in self._notes if id(h[0]) not in gone]
         self.echoes = [h for h in self.echoes if id(h[0]) not in gone]
         self._written = {p: [s for s in v if id(s) not in gone] for p, v in self._written.items()}
         self._overwritten = [s for s in self._overwritten if id(s) not in gone]
@@ -213,6 +230,7 @@ class LiveSteps:
         self._newest, self._reads, self._deps = {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
+        self._notes, self._noted = [], frozenset()
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -250,11 +268,18 @@ class LiveSteps:
                 # the current one (a failed read or grep, though, answers nothing)
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
+                if older is not None and _same_result(older[1], obs):
+                    self._revalidate(older, obs)
+                    e.shown_by = older[1].obs.step  # a stub from the start, pointing at it
+                    continue
                 if older is not None:
                     self._superseded(older, st, e)
                 self._newest[key] = (st, e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
+            elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:
+                e.noted = obs.target in self._noted
+                self._notes.append((st, e))
             if obs.seen and not obs.is_error:
                 self._watch.append((st, e))
         self.records.append(record)
@@ -268,6 +293,19 @@ class LiveSteps:
             if writer is not st and writer.written_over is None:
                 writer.written_over = step
                 self._overwritten.append(writer)
+
+    def _revalidate(self, held: tuple[Step, Entry], newer: Observation) -> None:
+        """``newer`` re-ran ``held``'s call and gave its result again, to the character: that
+        result is current as of ``newer`` (stale no more), and watched from ``newer``'s view of
+        the files on, so it stays where the request carries it."""
+        owner, older = held
+        if older.stale_by is not None or older.drift is not None:
+            older.stale_by, older.stale_path, older.drift = None, "", None
+            owner.changed(older)
+            self._watch.append(held)
+        older.seen = newer.seen
+        for seen in newer.seen:
+            self._deps.setdefault(seen.path, []).append(held)
 
     def _shown(self, path: str, e: Entry) -> bool:
         """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
@@ -317,7 +355,7 @@ class LiveSteps:
         older.by, older.covered, older.drift = newer.step, covered, None
         # still current: the files it was made from as ``newer`` saw them, or a stale result
         # that is re-read (re-run) for every request anyway
-        older.pending = older.stale_by is not None or _same_content(older.obs, newer)
+        older.pending = older.stale_by is not None or _same_content(older.seen, newer.seen)
         if older.pending:
             self.pending.append(held)
             if not covered:
@@ -334,14 +372,14 @@ class LiveSteps:
         """What the open results (not superseded, or pending; not made stale by a write) saw
         on disk."""
         self._watch = [h for h in self._watch if _open(h[1])]
-        return {seen for _, e in self._watch for seen in e.obs.seen}
+        return {seen for _, e in self._watch for seen in e.seen}
 
     def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
         """Mark the open results whose ``seen`` no longer holds: ``changed`` maps each such
         record to the file's mtime now (None: it is gone). Results that held again lose it."""
         for owner, e in self._watch:
             drift = None
-            for seen in e.obs.seen:
+            for seen in e.seen:
                 if seen in changed:
                     drift = self._cause(e.obs, seen, changed[seen])
                     break
@@ -364,18 +402,35 @@ class LiveSteps:
         return what, None
 
 
+def _same_result(older: Entry, obs: Observation) -> bool:
+    """Whether ``obs``, a rerun of ``older``'s call, gave what ``older`` carries, to the
+    character (stale or not: the rerun is what is current), while ``older`` is the open result
+    of the call, recorded whole: then ``older`` stays the current one (no rewrite to stub it
+    later) and ``obs`` points at it."""
+    old = older.obs
+    return (
+        older.by is None
+        and older.shown_by is None
+        and not obs.is_error
+        and not old.is_error
+        and old.text == obs.text
+        and old.recorded_keeps >= old.full_chars
+    )
+
+
 def _open(e: Entry) -> bool:
     """Whether a change on disk could make ``e`` stale: it carries what it saw."""
     return (e.by is None or e.pending) and e.stale_by is None and e.shown_by is None
 
 
-def _same_content(older: Observation, newer: Observation) -> bool:
-    """Whether ``newer`` saw every file ``older`` was made from as it was (a command's output
-    is made from no file it knows of; a result recorded without ``seen`` is taken as it is)."""
-    if not older.seen or not newer.seen:
+def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
+    """Whether a newer result saw every file an older one was made from (``older``) as it was
+    (a command's output is made from no file it knows of; a result recorded without ``seen``
+    is taken as it is)."""
+    if not older or not newer:
         return True
-    now = {s.path: s.digest for s in newer.seen}
-    return all(now.get(s.path) == s.digest for s in older.seen)
+    now = {s.path: s.digest for s in newer}
+    return all(now.get(s.path) == s.digest for s in older)
 
 
 def _without(

@@ -44,7 +44,11 @@ class Resolver:
         """Decide an in-window entry that needs no re-read: superseded stub (or carried while
         pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
         stale result: ``resolve`` it."""
-        if e.shown_by is not None or (e.by is not None and (not e.pending or e.drift is not None)):
+        if (
+            e.shown_by is not None
+            or e.noted
+            or (e.by is not None and (not e.pending or e.drift is not None))
+        ):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
         if e.stale is not None or _echoing(e):

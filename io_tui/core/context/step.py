@@ -8,10 +8,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.stubs import elided_stub, shown_stub, superseded_stub
+from io_tui.core.context.stubs import (
+    elided_stub,
+    noted_stub,
+    same_stub,
+    shown_stub,
+    superseded_stub,
+)
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import Message
 
 
@@ -29,6 +35,9 @@ class Entry:
     by: int | None = None  # the later step that made the same call or covered it (supersession)
     covered: bool = False  # superseded by a read of more lines of the same file
     shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
+    # what it stands for on disk: ``obs.seen``, or that of a rerun that gave it again (``live.py``)
+    seen: tuple[Seen, ...] = ()
+    noted: bool = False  # a remember whose note the request's memory block holds (``live.py``)
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
@@ -45,10 +54,13 @@ class Entry:
     echoed_by: list[tuple[Step, Entry]] = field(default_factory=list)
     no_echo: bool = False  # its base fell out of the window: sent whole from then on
 
+    def __post_init__(self) -> None:
+        self.seen = self.obs.seen
+
     @property
     def stale(self) -> str | None:
         """Why what it carries no longer holds (a later write, or a change on disk), or None."""
-        if (self.by is not None and not self.pending) or self.shown_by is not None:
+        if (self.by is not None and not self.pending) or self.shown_by is not None or self.noted:
             return None
         if self.stale_by is not None:
             return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
@@ -63,8 +75,12 @@ class Entry:
 
     def stub(self) -> str:
         """What this entry becomes when it leaves the window."""
+        if self.shown_by is not None and self.obs.kind is not ObsKind.READ:
+            return same_stub(self.obs, self.shown_by)
         if self.shown_by is not None:
             return shown_stub(self.obs, self.shown_by)
+        if self.noted:
+            return noted_stub(self.obs)
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered)
         return elided_stub(self.obs, self.stale)
@@ -78,7 +94,10 @@ class Entry:
         """Send the stub instead of the result, and say why."""
         if self.shown_by is not None:
             self.state = EntryState.SUPERSEDED
-            self.reason = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+            self.reason = self._shown_reason()
+        elif self.noted:
+            self.state = EntryState.SUPERSEDED
+            self.reason = "the memory block holds this note"
         elif self.by is not None:
             self.state = EntryState.SUPERSEDED
             again = "read these lines again" if self.covered else "made the same call"
@@ -96,13 +115,18 @@ class Entry:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
         if self.shown_by is not None:
-            why = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+            why = self._shown_reason()
         else:
             again = "read these lines again" if self.covered else "made the same call"
             why = f"step {self.by} {again}"
         self.reason = (
             f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
         )
+
+    def _shown_reason(self) -> str:
+        if self.obs.kind is ObsKind.READ:
+            return f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        return f"step {self.shown_by}'s result of the same call is the same, to the character"
 
     def decide(self, state: EntryState, content: str, reason: str) -> None:
         self.state, self.content, self.reason = state, content, reason
@@ -223,7 +247,7 @@ class Step:
             return 0
         cost = render_turn(self.record, self._limit(cap), self.cache).cost
         for e in self.entries:
-            if e.by is not None or e.shown_by is not None:
+            if e.by is not None or e.shown_by is not None or e.noted:
                 cost += e.stub_cost()
             else:
                 cost += estimate_tokens(e.obs.text[:cap])

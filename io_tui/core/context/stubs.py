@@ -47,6 +47,20 @@ def shown_stub(obs: Observation, by: int) -> str:
     )
 
 
+def same_stub(obs: Observation, by: int) -> str:
+    return (
+        f"[step {obs.step} {obs.tool} {what(obs)}: the same result as step {by}'s, to the "
+        f"character; {how_to_get_back(obs)} if that result is not above]"
+    )
+
+
+def noted_stub(obs: Observation) -> str:
+    return (
+        f"[step {obs.step} {obs.tool} {obs.target!r}: remembered; the memory block above holds "
+        "the note as it is now]"
+    )
+
+
 def elided_stub(obs: Observation, stale: str | None) -> str:
     why = f" (and stale: {stale})" if stale is not None else ""
     return (
