@@ -11,7 +11,7 @@ from io_tui.core.context import ContextEngine, EntryState, Frame
 from io_tui.core.context.plan import extends
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices, Compaction, TaskContract
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 
 
@@ -204,3 +204,66 @@ async def test_a_window_that_must_move_leaves_half_of_itself_for_the_coming_step
     moved = [i for i in range(1, len(built)) if not extends(built[i].messages, built[i - 1].messages)]  # fmt: skip
     assert len(moved) >= 5 and all(b - a >= 8 for a, b in pairwise(moved))
     assert all(a.est_tokens <= 3_000 for a in built)
+
+
+def grep(step: int, text: str, seen: tuple[Seen, ...]) -> StepRecord:
+    obs = Observation(step, f"g{step}", "grep", ObsKind.GREP, "TODO", text, seen=seen)
+    return StepRecord(step, "search", (ToolCall(obs.call_id, "grep", {}),), (obs,))
+
+
+async def test_a_rerun_that_gives_the_carried_result_again_leaves_it_where_it_is() -> None:
+    """A grep made stale by a write, run again with the same hits to the character: the earlier
+    result is current again and stays carried as it was (no rewrite later to stub it); the
+    rerun is left out, pointing at it. A rerun with other hits supersedes it as before."""
+    hits = "a.py:1: TODO one\n"
+    before, after = Seen("a.py", 10, 1, "d0"), Seen("a.py", 12, 2, "d1")
+    write = Observation(2, "w2", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        grep(1, hits, (before,)),
+        StepRecord(2, "edit", (ToolCall("w2", "edit_file", {}),), (write,)),
+        grep(3, hits, (after,)),
+        rerun(4),
+    ]
+    engine = ContextEngine(frame())
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[3:]))
+    first, again = entry(built[-1], "g1"), entry(built[-1], "g3")
+    assert first.state is EntryState.FULL and first.reason == "carried whole"
+    assert again.state is EntryState.DROPPED and again.superseded_by == 1
+    assert "step 1's result of the same call is the same, to the character" in again.reason
+    other = grep(5, "a.py:1: TODO two\n", (Seen("a.py", 12, 3, "d2"),))
+    last = await engine.build([*records, other, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(last, "g1").superseded_by == 5 and entry(last, "g5").state is EntryState.FULL
+
+
+def remember(step: int, value: str) -> StepRecord:
+    args = {"key": f"k{step}", "value": value}
+    obs = Observation(step, f"m{step}", "remember", ObsKind.MEMORY, f"k{step}", "Remembered.")
+    return StepRecord(step, "note", (ToolCall(obs.call_id, "remember", args),), (obs,))
+
+
+async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown() -> None:
+    """Once a request showed a remember result, the next rewrite stubs it: its call, sent with
+    it, says what was saved. Not before (the requests only append), and not when the call's
+    value is too long for a compact turn to carry whole."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    read = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", "old a.py")
+    write = Observation(4, "w4", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        remember(1, "the tests run with pytest"),
+        remember(2, "x" * 200),
+        StepRecord(3, "look", (ToolCall("r3", "read_file", {}),), (read,)),
+        StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)),
+    ]
+    built = await grow(ContextEngine(frame(), refresh=refresh), records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[:4]))
+    assert entry(built[3], "m1").state is EntryState.FULL
+    assert not extends(built[4].messages, built[3].messages)  # step 3's read is re-read
+    noted = entry(built[4], "m1")
+    assert noted.state is EntryState.SUPERSEDED and "its call carries the note" in noted.reason
+    sent = {m.tool_call_id: m.content for m in built[4].messages if m.tool_call_id}
+    assert sent["m1"].startswith("[step 1 remember 'k1': the note was saved")
+    assert entry(built[4], "m2").state is EntryState.FULL

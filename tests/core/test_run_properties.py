@@ -227,6 +227,7 @@ def check_requests(s: Session) -> list[str]:
     # step -> the files once its calls ran (as the next request saw them)
     read_at = {r["step"] - 1: files for r, (_, files) in zip(work, s.seen, strict=True)}
     lies = []
+    shown_whole: set[str] = set()  # results an earlier request carried whole
     for stored, manifest, (sent, files) in zip(work, s.manifests, s.seen, strict=True):
         # the trace holds the request exactly as the provider received it
         assert stored["messages"] == [m.to_json() for m in sent.messages]
@@ -324,10 +325,11 @@ def check_requests(s: Session) -> list[str]:
                         for o in s.observations.values()
                     ), e
                 case EntryState.SUPERSEDED if obs.tool == "remember":
-                    # the request's memory block holds the note
-                    assert e["reason"] == "the memory block holds this note", e
-                    assert obs.target in manifest["memory_keys"], e
-                    assert f"remember {obs.target!r}: remembered; the memory block" in content, e
+                    # shown whole by an earlier request; its call, sent with it, holds the note
+                    assert e["reason"].startswith("a remember result shown once"), e
+                    assert obs.call_id in called, e
+                    assert f"remember {obs.target!r}: the note was saved" in content, e
+                    assert obs.call_id in shown_whole, e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
                     assert by is not None and by >= obs.step, e  # the same step: a later call
@@ -365,6 +367,7 @@ def check_requests(s: Session) -> list[str]:
                     f"{what(obs)} is labelled {state.value} ({e['reason']!r}), but "
                     f"{'the file' if obs.kind is ObsKind.READ else 'its hits'} changed since"
                 )
+        shown_whole |= {e["call_id"] for e in entries if e["state"] in ("full", "capped")}
     return lies
 
 

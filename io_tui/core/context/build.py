@@ -81,7 +81,6 @@ class Build:
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
         self.live.sync(history[start:])
-        self.live.note_memory(self.memory.keys)
         self.live.apply_rewrites(plan.rewritten_at)
         self.out = 0  # how many of the oldest live steps are out of the window
         self.collapsed = 0  # how many of them are collapsed into one line
@@ -210,6 +209,10 @@ class Build:
         if cut and out + 1 < len(live):  # the step cut in the middle leaves the window whole
             out, cut = await fit(live, budget, cap, resolver, out + 1)
         return out
+
+    def head_messages(self) -> int:
+        """How many messages this request sends between the frame and the first step's."""
+        return sum(m is not None for m in (self.memory_msg, self.summary_msg(), self.collapse_msg))
 
     def floor(self) -> int:
         """The plan's floor after this build: the oldest step its window carries."""

@@ -22,14 +22,14 @@ import functools
 import math
 import posixpath
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
-from io_tui.core.context.turns import TurnCache
+from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
 
@@ -98,8 +98,7 @@ class LiveSteps:
         self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
-        self._notes: list[tuple[Step, Entry]] = []  # remember results (``Entry.noted``)
-        self._noted: frozenset[str] = frozenset()  # the keys of the memory block they know of
+        self._notes: list[tuple[Step, Entry]] = []  # remember results not yet ``noted``
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
 
@@ -146,6 +145,15 @@ class LiveSteps:
             else:
                 waiting.append(writer)
         self._overwritten = waiting
+        notes = []
+        for held in self._notes:  # shown by one request at least: its call says the rest
+            owner, e = held
+            if e.obs.step + 1 < rewritten_at and _says_note(owner.record, e.obs.call_id):
+                e.noted = True
+                owner.changed(e)
+            else:
+                notes.append(held)
+        self._notes = notes
         kept = []
         for held in self.pending:
             owner, e = held
@@ -175,20 +183,6 @@ class LiveSteps:
             kept.append((owner, e))
         self.echoes = kept
         return broken
-
-    def note_memory(self, keys: Collection[str]) -> None:
-        """The request's memory block holds the notes ``keys``: a remember result of one of
-        them says nothing the block does not, and is sent as a stub (``Entry.noted``). The
-        block changes only with a rewrite that reaches it (``plan.py``), which rewrites every
-        result after it anyway: this never breaks the prefix by itself."""
-        noted = frozenset(keys)
-        if noted == self._noted:
-            return
-        self._noted = noted
-        for owner, e in self._notes:
-            if e.noted != (e.obs.target in noted):
-                e.noted = not e.noted
-                owner.changed(e)
 
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
@@ -230,7 +224,7 @@ class LiveSteps:
         self._newest, self._reads, self._deps = {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
-        self._notes, self._noted = [], frozenset()
+        self._notes = []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -278,7 +272,6 @@ class LiveSteps:
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
             elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:
-                e.noted = obs.target in self._noted
                 self._notes.append((st, e))
             if obs.seen and not obs.is_error:
                 self._watch.append((st, e))
@@ -400,6 +393,15 @@ class LiveSteps:
             if ran_then and (changer.kind is not _WRITE or _norm(changer.target) == seen.path):
                 return f"{what} ({changer.tool} at step {changer.step})", changer.step
         return what, None
+
+
+def _says_note(record: StepRecord, call_id: str) -> bool:
+    """Whether the remember call ``call_id`` of ``record`` carries its note whole wherever its
+    turn is carried (no argument is cut, not even at the compact limit)."""
+    call = next((c for c in record.tool_calls if c.id == call_id), None)
+    return call is not None and all(
+        not isinstance(v, str) or len(v) <= COMPACT_CHARS for v in call.arguments.values()
+    )
 
 
 def _same_result(older: Entry, obs: Observation) -> bool:

@@ -37,7 +37,7 @@ class Entry:
     shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
     # what it stands for on disk: ``obs.seen``, or that of a rerun that gave it again (``live.py``)
     seen: tuple[Seen, ...] = ()
-    noted: bool = False  # a remember whose note the request's memory block holds (``live.py``)
+    noted: bool = False  # a remember result shown once: its call carries the note (``live.py``)
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
@@ -97,7 +97,7 @@ class Entry:
             self.reason = self._shown_reason()
         elif self.noted:
             self.state = EntryState.SUPERSEDED
-            self.reason = "the memory block holds this note"
+            self.reason = "a remember result shown once; its call carries the note"
         elif self.by is not None:
             self.state = EntryState.SUPERSEDED
             again = "read these lines again" if self.covered else "made the same call"

@@ -56,8 +56,8 @@ def same_stub(obs: Observation, by: int) -> str:
 
 def noted_stub(obs: Observation) -> str:
     return (
-        f"[step {obs.step} {obs.tool} {obs.target!r}: remembered; the memory block above holds "
-        "the note as it is now]"
+        f"[step {obs.step} {obs.tool} {obs.target!r}: the note was saved as this step's call "
+        "gives it; its result was shown once and is left out since]"
     )
 
 
