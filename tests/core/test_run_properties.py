@@ -258,7 +258,7 @@ def check_requests(s: Session) -> list[str]:
                 # superseded by a later call, or its lines shown by an earlier read
                 same = "the same, to the character" in e["reason"]  # a rerun's same result
                 shown = same or "read shows these lines" in e["reason"]
-                assert by is not None and (by < obs.step if shown else by >= obs.step), e
+                assert by is not None and (by <= obs.step if shown else by >= obs.step), e
                 assert e["chars"] == e["est_tokens"] == 0, e
                 assert obs.call_id not in by_call and obs.call_id not in called, e
                 of_step = [d for d in entries if d["step"] == obs.step]

@@ -303,4 +303,4 @@ class Build:
             await self.engine.on_summary(summary)
         self.summary, self.folded = summary, True
         self.folded_records = self.history[: len(self.folded_records) + boundary]
-        self.live.drop_oldest(boundary)
+        self.live.drop_oldest(boundary, self.plan.rewritten_at)

@@ -23,7 +23,7 @@ import math
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
@@ -34,7 +34,6 @@ from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, St
 from io_tui.core.prefix import common_prefix
 
 _READ, _WRITE, _EXEC, _MEMORY = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC, ObsKind.MEMORY  # fast
-_K = TypeVar("_K")
 _SUPERSEDING = SUPERSEDING_KINDS
 
 
@@ -99,6 +98,7 @@ class LiveSteps:
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self._notes: list[tuple[Step, Entry]] = []  # remember results not yet ``noted``
+        self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
 
@@ -201,23 +201,19 @@ class LiveSteps:
         self.settled.extend(self.steps, cap)
         return self.settled
 
-    def drop_oldest(self, count: int) -> None:
-        """Forget the ``count`` oldest steps (folded): the rest keep their classification,
-        which only ever depends on newer steps."""
-        gone = {id(st) for st in self.steps[:count]}
-        del self.records[:count], self.steps[:count]
-        for index, st in enumerate(self.steps):
-            st.index = index
-        self.settled.reset(-1)
-        self._newest = {k: v for k, v in self._newest.items() if id(v[0]) not in gone}
-        self._reads = _without(self._reads, gone)
-        self._deps = _without(self._deps, gone)
-        self._watch = [h for h in self._watch if id(h[0]) not in gone]
-        self.pending = [h for h in self.pending if id(h[0]) not in gone]
-        self._notes = [h for h in self._notes if id(h[0]) not in gone]
-        self.echoes = [h for h in self.echoes if id(h[0]) not in gone]
-        self._written = {p: [s for s in v if id(s) not in gone] for p, v in self._written.items()}
-        self._overwritten = [s for s in self._overwritten if id(s) not in gone]
+    def drop_oldest(self, count: int, rewritten_at: int) -> None:
+        """Forget the ``count`` oldest steps (folded) and classify the rest afresh, as a fresh
+        engine would: a result shown by an earlier one that is folded now (``shown_by``) is the
+        current one, carried whole. The plan's applied rewrites (``rewritten_at``) and this
+        build's changes on disk are applied again. A fold is rare and costs a provider call:
+        classifying what is left once more is linear in it."""
+        records, changed = self.records[count:], self._changed
+        self._reset()
+        for record in records:
+            self._append(record)
+        self.apply_rewrites(rewritten_at)
+        self.watched()
+        self.mark_drift(changed)
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
@@ -370,6 +366,7 @@ class LiveSteps:
     def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
         """Mark the open results whose ``seen`` no longer holds: ``changed`` maps each such
         record to the file's mtime now (None: it is gone). Results that held again lose it."""
+        self._changed = changed
         for owner, e in self._watch:
             drift = None
             for seen in e.seen:
@@ -433,10 +430,3 @@ def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
         return True
     now = {s.path: s.digest for s in newer}
     return all(now.get(s.path) == s.digest for s in older)
-
-
-def _without(
-    table: dict[_K, list[tuple[Step, Entry]]], gone: set[int]
-) -> dict[_K, list[tuple[Step, Entry]]]:
-    kept = {k: [h for h in v if id(h[0]) not in gone] for k, v in table.items()}
-    return {k: v for k, v in kept.items() if v}
