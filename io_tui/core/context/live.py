@@ -69,10 +69,12 @@ class LiveSteps:
     """The live steps, classified as they are appended, reused by every build of a run.
 
     Supersession: a later call of the same key (``Observation.key``, for the superseding kinds)
-    supersedes the one before it, and a later read supersedes the earlier reads of the same
-    path whose lines it covers (a whole read covers every range). Each entry is superseded
-    once, by the first later call that covers it, so a new call re-points only the entries
-    still open (``_newest``, ``_reads``): appending is linear in the history. Staleness: a
+    supersedes the one before it — unless it gave that one's result again, to the character:
+    then it is a stub pointing at it, which stays current (``_same_result``) — and a later read
+    supersedes the earlier reads of the same path whose lines it covers (a whole read covers
+    every range). Each entry is superseded once, by the first later call that covers it, so a
+    new call re-points only the entries still open (``_newest``, ``_reads``): appending is
+    linear in the history. Staleness: a
     successful write to a path makes the open results made from it stale (reads of it, greps
     and finds whose ``seen`` names it: ``_deps``); a superseded result is never stale, its
     successor is. Appending oldest-first gives exactly what deciding newest-first from scratch
