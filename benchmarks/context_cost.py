@@ -466,13 +466,18 @@ class Pricer:
 ECHO = re.compile(r"^\$ .*\n?", re.M)  # run_command's echo of its argv (a sed's markers)
 SOURCE = re.compile(r"^\[untrusted data from .*\]\n?", re.M)  # the line naming the call (argv)
 STUB = re.compile(r"\[step \d+ \w+ ")  # a stub: names the call (a sed's argv), shows nothing
+DIFF = re.compile(r"\[step \d+ \w+ [^\n]*: step \d+'s result above, with these lines changed")
 
 
 def shown(message: Message) -> str:
     """What a message shows of the workspace: its text without the commands it echoes (a
-    stub shows none of it)."""
+    stub shows none of it; a result sent as the difference from an earlier one shows the
+    lines it adds, the rest being in that one)."""
     if message.role != "tool":
         return message.content
+    if DIFF.match(message.content):
+        added = [line[1:] for line in message.content.splitlines()[1:] if line.startswith("+")]
+        return ECHO.sub("", SOURCE.sub("", "\n".join(added)))
     return "" if STUB.match(message.content) else ECHO.sub("", SOURCE.sub("", message.content))
 
 

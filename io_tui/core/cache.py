@@ -74,6 +74,7 @@ def request_cost(total_tokens: int, cached_tokens: int, prices: CachePrices) -> 
 BECAME = {  # what happened to a result whose entry is now in this state
     "full": "is carried whole again",
     "capped": "was cut at the entry cap",
+    "echoed": "was sent as the difference from an earlier result",
     "superseded": "became a stub",
     "dropped": "was left out with its step",
     "refreshed": "was re-read",
@@ -85,6 +86,7 @@ BECAME = {  # what happened to a result whose entry is now in this state
 STILL = {  # what a result still is whose entry kept its state but changed its text
     "full": "carried whole",
     "capped": "cut at the entry cap",
+    "echoed": "a difference from an earlier result",
     "superseded": "a stub",
     "refreshed": "re-read",
     "refresh_failed": "a stub",

@@ -10,8 +10,8 @@ from typing import Any
 from io_tui.core import ROLES
 
 STUB_STATES = frozenset({"superseded", "dropped", "refresh_failed", "elided", "collapsed"})
-CARRIED_STATES = frozenset({"full", "capped", "refreshed", "summary"})
-FILTERS = ("all", "carried", "stubs", "full", "capped", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
+CARRIED_STATES = frozenset({"full", "capped", "echoed", "refreshed", "summary"})
+FILTERS = ("all", "carried", "stubs", "full", "capped", "echoed", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 _LINES = {"summary": "[Summary of steps {},", "collapse": "[Steps {} collapsed"}  # how each starts
 

@@ -275,6 +275,28 @@ async def test_a_stale_result_recorded_capped_that_re_reads_the_same_stays_cappe
     assert "whole" not in e.reason
 
 
+async def test_a_read_that_repeats_a_pending_re_read_is_the_same_result_until_the_rewrite() -> None:
+    """Step 1's read went stale (step 2 wrote the file) and is re-read; step 3 reads it again:
+    step 1's stays, pending, re-read whole, and step 3's is "the same result" as it, not the
+    same lines twice."""
+    text = "def parse(): ...\n" * 40
+    history = [
+        *stale_history(),
+        step(3, obs(3, ObsKind.READ, "src/app.py", text)),
+        step(4, obs(4, ObsKind.EXEC, "pytest", "1 passed")),
+    ]
+    engine = ContextEngine(frame(), refresh=Fs({"src/app.py": text}))
+    built = [await engine.build(history[:n], ceiling_tokens=8_000) for n in (2, 3, 4)]
+    first, third = entry(built[-1], "c1_1"), entry(built[-1], "c3_1")
+    assert first.state is EntryState.REFRESHED and "stubbed at the next rewrite" in first.reason
+    assert third.state is EntryState.ECHOED
+    assert by_call(built[-1])["c3_1"] == (
+        "[step 3 read_file src/app.py: the same result as step 1's, above, to the character]"
+    )
+    assert "the same result as step 1's result of the same call" in third.reason
+    assert by_call(built[-1])["c1_1"].endswith(text)
+
+
 async def test_refresh_failure_when_the_refresher_raises_oserror_or_is_missing() -> None:
     async def broken(observation: Observation) -> str:
         raise PermissionError("EACCES")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from io_tui.core.context import ContextEngine, EntryState, Frame
 from io_tui.core.context.plan import extends
+from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices, Compaction, TaskContract
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 
 
@@ -67,6 +68,76 @@ async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
     assert entry(again, "c2").state is EntryState.DROPPED  # its step is left out with it
 
 
+async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_whole() -> None:
+    """While the earlier output is pending (carried whole), the rerun's is sent as the lines
+    that changed (``echoed``), not the same lines twice; a rerun that gives the output carried
+    again, to the character, leaves that one current and is left out pointing at it (no
+    rewrite to stub it later); the rewrite that stubs the pending one sends the rerun whole."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    log = "".join(f"test_{n} PASSED\n" for n in range(60))
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
+    records = [StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,))]
+    records += [rerun(2, text=log), rerun(3, text=log.replace("test_7 PASSED", "test_7 FAILED"))]
+    records.append(rerun(4, text=records[-1].observations[0].text))
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))  # append-only
+    sent = {m.tool_call_id: m.content for m in built[-1].messages if m.tool_call_id}
+    third, fourth = entry(built[-1], "c3"), entry(built[-1], "c4")
+    assert entry(built[-1], "c2").state is EntryState.FULL and sent["c2"] == log
+    assert third.state is EntryState.ECHOED and "the difference from step 2's" in third.reason
+    assert sent["c3"].endswith("@@ -8 +8 @@\n-test_7 PASSED\n+test_7 FAILED\n")
+    assert apply_echo(log, sent["c3"]) == records[2].observations[0].text
+    assert fourth.state is EntryState.DROPPED and fourth.superseded_by == 3
+    assert "step 3's result of the same call is the same, to the character" in fourth.reason
+    assert "c4" not in sent
+    # a request that must rewrite anyway stubs the pending one: the rerun is sent whole
+    write = Observation(5, "w5", "edit_file", ObsKind.WRITE, "a.py", "edited")
+    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (write,)))
+    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(again, "c3").state is EntryState.FULL
+    assert {entry(again, c).state for c in ("c2", "c4")} == {EntryState.DROPPED}
+
+
+async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewrite() -> None:
+    """A write_file whose path a later step read whole: what its call wrote is superseded, so
+    its turn is sent compact (as an out-of-window turn) from the next rewrite on, not before
+    (the requests only append until then)."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current b.py"
+
+    content = "x = 1\n" * 400
+    write = Observation(2, "w2", "write_file", ObsKind.WRITE, "a.py", "wrote a.py")
+    read_b = Observation(1, "r1", "read_file", ObsKind.READ, "b.py", "old b.py")
+    read_a = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content)
+    records = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_b,)),
+        StepRecord(2, "write", (ToolCall("w2", "write_file", {"content": content}),), (write,)),
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (read_a,)),
+        rerun(4),
+    ]
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))
+
+    def written(assembly) -> str:
+        calls = [c for m in assembly.messages for c in m.tool_calls if c.id == "w2"]
+        return calls[0].arguments["content"]
+
+    assert written(built[-1]) == content
+    # a request that must rewrite anyway (step 1's read went stale) takes the compact turn
+    edit = Observation(5, "w5", "edit_file", ObsKind.WRITE, "b.py", "edited")
+    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
+    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(again, "r1").state is EntryState.REFRESHED
+    assert written(again).startswith("x = 1\n") and "more chars, in the trace]" in written(again)
+    assert len(written(again)) < 250
+
+
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:
     engine = ContextEngine(frame(CachePrices(write=1.0, read=1.0)))
     built = await grow(engine, [rerun(1), rerun(2)], 24_000)
@@ -78,7 +149,7 @@ async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite(
     everything after it once: not worth it twenty steps back when a cached token costs a tenth
     and a written one 1.25, worth it when caching saves little."""
     records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
-    records.append(rerun(21, text="F" * 6_000))
+    records.append(rerun(21, text="F" * 5_999 + "G"))  # not the same output: supersedes c1
     cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
     for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.DROPPED)):
         built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)
@@ -133,3 +204,66 @@ async def test_a_window_that_must_move_leaves_half_of_itself_for_the_coming_step
     moved = [i for i in range(1, len(built)) if not extends(built[i].messages, built[i - 1].messages)]  # fmt: skip
     assert len(moved) >= 5 and all(b - a >= 8 for a, b in pairwise(moved))
     assert all(a.est_tokens <= 3_000 for a in built)
+
+
+def grep(step: int, text: str, seen: tuple[Seen, ...]) -> StepRecord:
+    obs = Observation(step, f"g{step}", "grep", ObsKind.GREP, "TODO", text, seen=seen)
+    return StepRecord(step, "search", (ToolCall(obs.call_id, "grep", {}),), (obs,))
+
+
+async def test_a_rerun_that_gives_the_carried_result_again_leaves_it_where_it_is() -> None:
+    """A grep made stale by a write, run again with the same hits to the character: the earlier
+    result is current again and stays carried as it was (no rewrite later to stub it); the
+    rerun is left out, pointing at it. A rerun with other hits supersedes it as before."""
+    hits = "a.py:1: TODO one\n"
+    before, after = Seen("a.py", 10, 1, "d0"), Seen("a.py", 12, 2, "d1")
+    write = Observation(2, "w2", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        grep(1, hits, (before,)),
+        StepRecord(2, "edit", (ToolCall("w2", "edit_file", {}),), (write,)),
+        grep(3, hits, (after,)),
+        rerun(4),
+    ]
+    engine = ContextEngine(frame())
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[3:]))
+    first, again = entry(built[-1], "g1"), entry(built[-1], "g3")
+    assert first.state is EntryState.FULL and first.reason == "carried whole"
+    assert again.state is EntryState.DROPPED and again.superseded_by == 1
+    assert "step 1's result of the same call is the same, to the character" in again.reason
+    other = grep(5, "a.py:1: TODO two\n", (Seen("a.py", 12, 3, "d2"),))
+    last = await engine.build([*records, other, StepRecord(6, "")], ceiling_tokens=24_000)
+    assert entry(last, "g1").superseded_by == 5 and entry(last, "g5").state is EntryState.FULL
+
+
+def remember(step: int, value: str) -> StepRecord:
+    args = {"key": f"k{step}", "value": value}
+    obs = Observation(step, f"m{step}", "remember", ObsKind.MEMORY, f"k{step}", "Remembered.")
+    return StepRecord(step, "note", (ToolCall(obs.call_id, "remember", args),), (obs,))
+
+
+async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown() -> None:
+    """Once a request showed a remember result, the next rewrite stubs it: its call, sent with
+    it, says what was saved. Not before (the requests only append), and not when the call's
+    value is too long for a compact turn to carry whole."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current a.py"
+
+    read = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", "old a.py")
+    write = Observation(4, "w4", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        remember(1, "the tests run with pytest"),
+        remember(2, "x" * 200),
+        StepRecord(3, "look", (ToolCall("r3", "read_file", {}),), (read,)),
+        StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)),
+    ]
+    built = await grow(ContextEngine(frame(), refresh=refresh), records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[:4]))
+    assert entry(built[3], "m1").state is EntryState.FULL
+    assert not extends(built[4].messages, built[3].messages)  # step 3's read is re-read
+    noted = entry(built[4], "m1")
+    assert noted.state is EntryState.SUPERSEDED and "its call carries the note" in noted.reason
+    sent = {m.tool_call_id: m.content for m in built[4].messages if m.tool_call_id}
+    assert sent["m1"].startswith("[step 1 remember 'k1': the note was saved")
+    assert entry(built[4], "m2").state is EntryState.FULL

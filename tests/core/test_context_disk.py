@@ -221,8 +221,9 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
 async def test_a_range_an_earlier_read_of_the_same_content_shows_is_a_stub_pointing_at_it() -> None:
     whole = read(2, "line 1\nline 2\nline 3\n")
     again = read(4, "line 2\n", span="lines 2-2")
+    listing = Observation(4, "c4b", "list_dir", ObsKind.LIST, "src", "a.txt")
     changed = read(6, "line 2 (new)\n", seen=Seen("a.txt", 13, 2_000, "d2"), span="lines 2-2")
-    history = [record(whole), record(again), record(changed), StepRecord(7, "")]
+    history = [record(whole), record(again, listing), record(changed), StepRecord(7, "")]
     assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c4")
     assert (e.state, e.superseded_by) == (EntryState.SUPERSEDED, 2)
@@ -232,6 +233,25 @@ async def test_a_range_an_earlier_read_of_the_same_content_shows_is_a_stub_point
     )
     assert entry(assembly, "c2").state is EntryState.FULL  # the earlier read stays whole
     assert entry(assembly, "c6").state is EntryState.FULL  # another version of the file: shown
+
+
+async def test_a_step_whose_every_result_an_earlier_read_shows_is_left_out() -> None:
+    """Such a step adds nothing the request does not carry: its turn and stub are not sent
+    (``dropped``, naming the read that shows its lines), as a step whose every result a later
+    call superseded."""
+    whole = read(2, "line 1\nline 2\nline 3\n")
+    again = read(4, "line 2\n", span="lines 2-2")
+    history = [record(whole), record(again), record(command(5)), StepRecord(6, "")]
+    assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
+    e = entry(assembly, "c4")
+    assert (e.state, e.superseded_by, e.chars) == (EntryState.DROPPED, 2, 0)
+    assert e.reason == (
+        "step 2's read shows these lines, the file unchanged; every result of step 4 was "
+        "superseded, so the step is left out"
+    )
+    assert not any(m.tool_call_id == "c4" for m in assembly.messages)
+    assert not any(c.id == "c4" for m in assembly.messages for c in m.tool_calls)
+    assert entry(assembly, "c2").state is EntryState.FULL
 
 
 async def test_lines_read_twice_do_not_count_twice_towards_a_fold() -> None:

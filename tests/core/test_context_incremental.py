@@ -178,7 +178,8 @@ def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None, b
     lambda seeds: st.tuples(*[step_record(n + 1) for n in range(len(seeds))])
 ))  # fmt: skip
 def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
-    """Supersession and staleness decided step by step equal what the whole history decides."""
+    """Supersession and staleness decided step by step equal what the whole history decides,
+    and the rule."""
     history = list(history)
     grown = LiveSteps({})
     for n in range(1, len(history) + 1):
@@ -189,7 +190,25 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
     # and both agree with the rule, decided newest-first: a result is superseded by the first
     # later call that covers it (the same key; for a read, a read of the same file whose lines
     # hold its lines), and a read that is not is stale from the first later write to its path
-    later_key: dict[tuple[str, str, str], int] = {}
+    # other calls, oldest-first: a rerun that gives the open result again, to the character,
+    # leaves it open (and is a stub from the start); any other rerun supersedes it
+    open_calls: dict[tuple[str, str, str], Observation] = {}
+    superseded: dict[str, int] = {}
+    for record in history:
+        for o in record.observations:
+            if o.kind in SUPERSEDING_KINDS and o.kind is not ObsKind.READ:
+                if o.is_error and o.kind is not ObsKind.EXEC:
+                    continue
+                older = open_calls.get(o.key)
+                if (
+                    older is not None
+                    and not (o.is_error or older.is_error)
+                    and (older.text == o.text and older.recorded_keeps >= older.full_chars)
+                ):
+                    continue
+                if older is not None:
+                    superseded[older.call_id] = o.step
+                open_calls[o.key] = o
     later_reads: dict[str, list[tuple[str, int]]] = {}  # path -> (span, step), nearest last
     writes: dict[str, int] = {}
     expected = {}
@@ -205,9 +224,8 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
                     None,
                 )
                 later_reads.setdefault(path, []).append((o.span, o.step))
-            elif o.kind in SUPERSEDING_KINDS and (not o.is_error or o.kind is ObsKind.EXEC):
-                by = later_key.get(o.key)
-                later_key[o.key] = o.step
+            elif o.kind in SUPERSEDING_KINDS:
+                by = superseded.get(o.call_id)
             if o.kind is ObsKind.READ and by is None:
                 stale = writes.get(path)
             expected[o.call_id] = (by, stale)

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from token_reference import reference_tokens
 
 from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed
+from io_tui.core.context.stubs import apply_echo, how_to_get_back
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
-from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
 
@@ -183,9 +184,13 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
             of_step = [d for d in assembly.entries if d.step == e.step and d.call_id in results]
             assert all(d.state is EntryState.DROPPED for d in of_step), e  # the whole step
             assert not record.operator_messages and ids == {o.call_id for o in record.observations}
-            by = e.superseded_by  # a later call made the same call: in a later step for one
-            assert by is not None and by >= e.step, e
-            assert max(d.superseded_by or 0 for d in of_step) > e.step, e
+            # a later call made the same call (in a later step for one), or an earlier read of
+            # the unchanged file shows its lines
+            by = e.superseded_by
+            assert by is not None, e
+            shown = "read shows these lines" in e.reason
+            assert by < e.step if shown else by >= e.step, e
+            assert shown or max(d.superseded_by or 0 for d in of_step) > e.step, e
             assert any(
                 (o.kind, o.target) == (obs.kind, obs.target) and o.call_id != e.call_id
                 for o in records[by].observations
@@ -206,6 +211,21 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
         assert e.chars == len(content), e
         if e.state is EntryState.FULL:
             assert content == obs.text, e
+        if e.state is EntryState.ECHOED:  # the difference from a result above, carried whole
+            base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
+            whole = bound_text(obs.text, assembly.entry_cap_chars, how_to_get_back(obs))
+            bases = []
+            for d in assembly.entries:
+                if (d.step, d.kind, d.target) == (base, e.kind, e.target) and d.state in (
+                    EntryState.FULL,
+                    EntryState.CAPPED,
+                    EntryState.REFRESHED,
+                ):
+                    text = tool_msgs.get(d.call_id, "")
+                    if d.state is EntryState.REFRESHED:  # as re-read: below its head line
+                        text = text.split("\n", 1)[1]
+                    bases.append(text)
+            assert any(apply_echo(b, content) == whole for b in bases), e
 
 
 def stale_reads(history: list[StepRecord]) -> set[str]:

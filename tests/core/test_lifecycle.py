@@ -84,7 +84,8 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
     )
 
     again = lifecycles(trace, "call_3_1").matches[0]
-    assert again.phases[0].label() == "superseded by step 2"
+    # the same lines as step 2's read, to the character: its step is left out, pointing at it
+    assert again.phases[0].label() == "dropped (superseded by step 2)"
     assert again.now == "collapsed"
 
 

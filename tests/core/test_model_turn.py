@@ -80,7 +80,11 @@ async def test_an_overflow_climbs_the_ladder_then_stops_safely(
     assert "after a forced fold and a bounded emergency compaction" in result.error
     assert OVERFLOW in result.error
     first, folded, emergency = provider.sent[-3:]
-    assert len(folded.messages) < len(first.messages)  # each rung changed what was sent
+    assert first.messages != folded.messages  # each rung changed what was sent
+    # the forced fold folds what it can into a summary (the twelve reads of one unchanged file
+    # are one carried read and eleven left out, so it need not get shorter in messages)
+    assert any(m.content.startswith("[Summary of steps 1–") for m in folded.messages)
+    assert not any(m.content.startswith("[Summary of steps") for m in first.messages)
     assert emergency.messages != folded.messages
     trace = await build_trace(store, result.run_id)
     last = [r for r in trace["requests"] if r["step"] == 13 and r["purpose"] == "work"]
@@ -106,8 +110,10 @@ async def test_the_emergency_compaction_can_save_the_run(store, workspace, write
     ]
     first, emergency = rows[0].manifest, rows[-1].manifest
     assert emergency["ceiling_tokens"] * 2 <= first["ceiling_tokens"]  # under half the ceiling
-    summaries = await store.runs.summaries(result.run_id)
-    assert provider.summaries == 1 and len(summaries) == 2  # the second one, the digest's
+    folded = rows[1].manifest
+    assert emergency["est_tokens"] <= folded["est_tokens"]
+    assert emergency["summary_through"] >= folded["summary_through"]
+    assert provider.summaries == 1  # the forced fold's; the emergency compaction asks none
 
 
 async def test_what_compaction_leaves_unchanged_is_not_sent_again(store, workspace, write_script):

@@ -174,15 +174,16 @@ async def test_a_recall_is_an_observation_the_engine_treats_like_a_read(
     assert "changed since" not in got["call_2_1"]["full_text"]
     last = trace["requests"][-1]["entries"]
     by_step = {e["step"]: e for e in last if e["kind"] == "recall"}
-    # an identical recall supersedes the earlier one, as an identical read does
-    assert by_step[2]["state"] in ("superseded", "dropped") and by_step[2]["superseded_by"] == 3
+    # an identical recall points at the earlier one, as an identical rerun does: that one stays
+    # the current result (the same, to the character) and its step is left out
+    assert by_step[3]["state"] == "dropped" and by_step[3]["superseded_by"] == 2
     # the file it was made from changed: the recall is stale, and never re-sent as current
-    assert by_step[3]["state"] == "refresh_failed"
-    assert "a recall gives the result as recorded" in by_step[3]["reason"]
+    assert by_step[2]["state"] == "refresh_failed"
+    assert "a recall gives the result as recorded" in by_step[2]["reason"]
     stub = next(
         m["content"]
         for m in trace["requests"][-1]["messages"]
-        if m.get("tool_call_id") == "call_3_1"
+        if m.get("tool_call_id") == "call_2_1"
     )
     assert "make the call call_1_1 recorded again for its current result" in stub
 

@@ -26,7 +26,7 @@ from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.approvals import ApproveAll
 from io_tui.core.context import EntryState
-from io_tui.core.context.stubs import cut, what
+from io_tui.core.context.stubs import apply_echo, cut, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind
@@ -227,6 +227,7 @@ def check_requests(s: Session) -> list[str]:
     # step -> the files once its calls ran (as the next request saw them)
     read_at = {r["step"] - 1: files for r, (_, files) in zip(work, s.seen, strict=True)}
     lies = []
+    shown_whole: set[str] = set()  # results an earlier request carried whole
     for stored, manifest, (sent, files) in zip(work, s.manifests, s.seen, strict=True):
         # the trace holds the request exactly as the provider received it
         assert stored["messages"] == [m.to_json() for m in sent.messages]
@@ -254,14 +255,21 @@ def check_requests(s: Session) -> list[str]:
             assert (e["step"], e["kind"], e["target"]) == (obs.step, obs.kind.value, obs.target)
             if state is EntryState.DROPPED:  # its step is left out: no turn, no result
                 by = e["superseded_by"]
-                assert by is not None and by >= obs.step and e["chars"] == e["est_tokens"] == 0, e
+                # superseded by a later call, or its lines shown by an earlier read
+                same = "the same, to the character" in e["reason"]  # a rerun's same result
+                shown = same or "read shows these lines" in e["reason"]
+                assert by is not None and (by <= obs.step if shown else by >= obs.step), e
+                assert e["chars"] == e["est_tokens"] == 0, e
                 assert obs.call_id not in by_call and obs.call_id not in called, e
                 of_step = [d for d in entries if d["step"] == obs.step]
                 assert all(d["state"] == "dropped" for d in of_step), e  # the whole step or none
-                assert max(d["superseded_by"] for d in of_step) > obs.step, e  # by a later step
-                assert any(  # the call that superseded it is the same call
+                if not shown:
+                    assert max(d["superseded_by"] for d in of_step) > obs.step, e  # a later step
+                assert any(  # the call that superseded it is the same call (or the same read)
                     (o.step, o.kind, o.target) == (by, obs.kind, obs.target)
                     and o.call_id != obs.call_id
+                    and (not shown or same or o.seen[0].digest == obs.seen[0].digest)
+                    and (not same or o.text == obs.text)
                     for o in s.observations.values()
                 ), e
                 continue
@@ -302,6 +310,22 @@ def check_requests(s: Session) -> list[str]:
                         and o.seen[0].digest == obs.seen[0].digest
                         for o in s.observations.values()
                     ), e
+                case EntryState.SUPERSEDED if e["reason"].endswith("to the character"):
+                    # an earlier run of the same call gave this result, and is carried
+                    by = e["superseded_by"]
+                    assert by is not None and by <= obs.step, e  # <: an earlier call
+                    assert f"the same result as step {by}'s, to the character" in content, e
+                    assert any(
+                        (o.step, o.kind, o.target, o.span, o.text)
+                        == (by, obs.kind, obs.target, obs.span, obs.text)
+                        for o in s.observations.values()
+                    ), e
+                case EntryState.SUPERSEDED if obs.tool == "remember":
+                    # shown whole by an earlier request; its call, sent with it, holds the note
+                    assert e["reason"].startswith("a remember result shown once"), e
+                    assert obs.call_id in called, e
+                    assert f"remember {obs.target!r}: the note was saved" in content, e
+                    assert obs.call_id in shown_whole, e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
                     assert by is not None and by >= obs.step, e  # the same step: a later call
@@ -320,6 +344,18 @@ def check_requests(s: Session) -> list[str]:
                         ] == now.splitlines()
                 case EntryState.REFRESH_FAILED:
                     assert content.startswith(f"[step {obs.step} ") and "failed" in content
+                case EntryState.ECHOED:  # the difference from a result above, carried whole
+                    base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
+                    sent_whole = cut(obs, cap)
+                    bases = []
+                    for d in entries:
+                        if (d["step"], d["kind"], d["target"]) == (base, e["kind"], e["target"]):
+                            text = by_call.get(d["call_id"], "")
+                            if d["state"] == "refreshed":  # as re-read: below its head line
+                                text = text.split("\n", 1)[1]
+                            if d["state"] in ("full", "capped", "refreshed"):
+                                bases.append(text)
+                    assert any(apply_echo(b, content) == sent_whole for b in bases), e
             current = state in (EntryState.FULL, EntryState.CAPPED) and not obs.is_error
             if current and stale(obs, read_at[obs.step], files):
                 lies.append(
@@ -327,6 +363,7 @@ def check_requests(s: Session) -> list[str]:
                     f"{what(obs)} is labelled {state.value} ({e['reason']!r}), but "
                     f"{'the file' if obs.kind is ObsKind.READ else 'its hits'} changed since"
                 )
+        shown_whole |= {e["call_id"] for e in entries if e["state"] in ("full", "capped")}
     return lies
 
 
@@ -384,12 +421,14 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
             case 0:
                 calls.append(call("edit_file", path="a.py", old="VERSION-", new=f"VERSION-e{n}-"))
             case 1:
-                calls.append(call("run_command", argv=[PY, "-c", f"print('o{n} ' * 3000)"]))
+                calls.append(call("run_command", argv=[PY, "-c", f"print('o{n} ' * 600)"]))
             case 2:
                 calls.append(call("remember", key=f"k{n % 4}", value="fact " * 50))
             case _:
                 calls.append(call("read_file", path=FILES[n % 4]))
     turns: list[dict[str, Any]] = [{"tool_calls": [c]} for c in calls]
+    # a read whose turn says more than a stub keeps: its step stays when the read is superseded
+    turns[8]["text"] = "Reading it again, to check what the last edit left in place. " * 3
     turns.append({"text": "done"})
     s = run_session(
         {"model": "scripted", "turns": turns},
@@ -399,7 +438,16 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
     finished(s)
     assert s.outcome is Outcome.FINISHED and len(s.manifests) == 120
     states = {e["state"] for m in s.manifests for e in m["entries"]}
-    every = {"full", "capped", "superseded", "dropped", "refreshed", "collapsed", "summary"}
+    every = {
+        "full",
+        "capped",
+        "echoed",
+        "superseded",
+        "dropped",
+        "refreshed",
+        "collapsed",
+        "summary",
+    }
     assert states >= every
     assert sum(bool(m["memory_keys"]) for m in s.manifests) > len(s.manifests) // 2
     assert len({m["entry_cap_chars"] for m in s.manifests}) > 1  # the ceiling shrank

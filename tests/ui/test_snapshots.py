@@ -52,9 +52,9 @@ def test_main_screen_light_theme(snap_compare, make_app) -> None:
 
 
 def test_inspector_step_10(snap_compare, make_app) -> None:
-    """The manifest of step 10's request and its fixed sections: step 2's test run dropped
-    (step 8 ran it again, and its step is left out), step 3's read refreshed after step 6's
-    edit, step 4's grep carried whole until the next rewrite (step 9 ran it again)."""
+    """The manifest of step 10's request and its fixed sections: step 2's test run carried
+    whole until the next rewrite (step 8 ran it again), step 3's read refreshed after step 6's
+    edit, step 9's grep dropped (it gave step 4's result again, which stays carried)."""
 
     async def run_before(pilot: Pilot[object]) -> None:
         await _settle(pilot, "i", step=10)

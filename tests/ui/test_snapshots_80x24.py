@@ -57,12 +57,13 @@ def test_inspector_entry_80x24(snap_compare, make_app) -> None:
 
 
 def test_inspector_dropped_entry_160x48(snap_compare, make_app) -> None:
-    """The second entry, step 2's test run, selected: its state ``dropped`` (struck through) and
-    why in the row, then beside the table the reason in full, the step that superseded it
-    (step 8, ``j``), that nothing was sent for it, and the result as recorded."""
+    """The last entry, step 9's grep, selected: its state ``dropped`` (struck through) and why
+    in the row (step 4's grep gave the same result, to the character), then beside the table
+    the reason in full, the step it points at (step 4, ``j``), that nothing was sent for it,
+    and the result as recorded."""
 
     async def run_before(pilot: Pilot[object]) -> None:
-        await _settle(pilot, "i", "down", step=10)
+        await _settle(pilot, "i", *["down"] * 8, step=10)
 
     assert snap_compare(make_app(), terminal_size=(160, 48), run_before=run_before)
 
@@ -71,7 +72,7 @@ def test_inspector_dropped_entry_80x24(snap_compare, make_app) -> None:
     """Enter on that entry at 80×24: the same, in the table's place."""
 
     async def run_before(pilot: Pilot[object]) -> None:
-        await _settle(pilot, "i", "down", "enter", step=10)
+        await _settle(pilot, "i", *["down"] * 8, "enter", step=10)
 
     assert snap_compare(make_app(), terminal_size=NARROW, run_before=run_before)
 

@@ -11,8 +11,10 @@ The ladder, cheapest rung first:
 
 1. supersession (``live.py``): a later call with the same ``Observation.key`` (a read, grep,
    find, listing or command), or a later read covering an earlier read's lines, is the one
-   answer; the earlier becomes a stub naming it, and a step whose every result is such a stub
-   (none pending) is left out whole (``Step.dead``, state ``dropped``);
+   answer; the earlier becomes a stub naming it (a read whose lines an earlier read of the same
+   file content shows is one from the start, and so is a rerun that gives the open earlier
+   result again, to the character, which stays current), and a step whose every result is such
+   a stub (none pending) is left out whole (``Step.dead``, state ``dropped``);
 2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a result made from a file that a later
    write changed, or that the injected ``probe`` finds changed on disk since (``seen``: stat,
    then hash), is never sent stale: it is re-read (a grep or find re-run) through ``refresh``;

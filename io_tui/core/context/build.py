@@ -113,6 +113,8 @@ class Build:
         await self._maybe_fold(force_fold)
         window = self.ceiling - self.memory_tokens - self._summary_tokens()
         self.out = await self._window(window)
+        while self.live.broken_echoes(self.out):  # their bases are not carried: send them whole
+            self.out = await self._window(window)
         self.collapse_msg = stub_out(self.live, self.out, self.reserve)
         if self.collapse_msg is not None:
             self.collapsed = self.out
@@ -244,6 +246,10 @@ class Build:
             out, cut = await fit(live, budget, cap, resolver, out + 1)
         return out
 
+    def head_messages(self) -> int:
+        """How many messages this request sends between the frame and the first step's."""
+        return sum(m is not None for m in (self.memory_msg, self.summary_msg(), self.collapse_msg))
+
     def floor(self) -> int:
         """The plan's floor after this build: the oldest step its window carries."""
         records = self.live.records
@@ -264,6 +270,13 @@ class Build:
             return 0, 0
         dying = {index for index, _ in held if live[index].dies_at_rewrite}  # left out whole
         saved = sum(e.tokens - e.stub_cost() for index, e in held if index not in dying)
+        # what is sent as a difference from them is sent whole once they are stubs
+        saved -= sum(
+            echo.carried[3] - echo.tokens
+            for _, e in held
+            for _, echo in e.echoed_by
+            if echo.state is EntryState.ECHOED and echo.carried is not None
+        )
         saved += sum(live[i].cost + sum(e.tokens for e in live[i].entries) for i in dying)
         oldest = min(index for index, _ in held)
         rewritten = sum(
@@ -293,7 +306,12 @@ class Build:
         records = self.live.records
         if not policy.enabled or not records:
             return
-        counts = (len(r.observations) for r in reversed(records))
+        # the newest results a fold keeps are ones the request carries: those of a dead step
+        # (or one dead at the next rewrite) count for nothing, or it would keep fewer
+        counts = (
+            0 if st.dies_at_rewrite else len(st.record.observations)
+            for st in reversed(self.live.steps)
+        )
         boundary = fold_boundary(counts, len(records), policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
             boundary = next(
@@ -324,4 +342,4 @@ class Build:
             await self.engine.on_summary(summary)
         self.summary, self.folded = summary, True
         self.folded_records = self.history[: len(self.folded_records) + boundary]
-        self.live.drop_oldest(boundary)
+        self.live.drop_oldest(boundary, self.plan.rewritten_at)

@@ -95,7 +95,10 @@ class ContextEngine:
         if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
             # a rewrite: take every pending one with it, and the memory block if it gets there
             kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
-            reaches = kept <= len(self.frame_parts()[0]) + 1  # memory or what follows it
+            # it reaches the memory block when it breaks before the first step's message (at
+            # the block, the summary or the collapse line): rendering the block again then
+            # rewrites only those few messages more
+            reaches = kept <= len(self.frame_parts()[0]) + max(1, build.head_messages())
             plan, reread = plan.rewriting(applied, forced, reaches), build.resolver.refreshed
             build = Build(self, history, ceiling_tokens, notes, plan, emergency)
             build.resolver.refreshed = reread  # each stale read is re-read once per request

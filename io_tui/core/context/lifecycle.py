@@ -53,6 +53,8 @@ class Phase:
                 return f"capped ({self.kept_chars:,} of {self.total_chars:,} chars)"
             case "superseded" if self.superseded_by is not None:
                 return f"superseded by step {self.superseded_by}"
+            case "dropped" if self.superseded_by is not None:  # its whole step left out
+                return f"dropped (superseded by step {self.superseded_by})"
             case "summary" if self.summary is not None:
                 return f"folded into summary {self.summary}"
             case "refresh_failed":

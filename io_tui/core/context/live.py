@@ -23,17 +23,17 @@ import math
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from io_tui.core.context.collapse import Asked
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
-from io_tui.core.context.turns import TurnCache
+from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
 
-_READ, _WRITE, _EXEC = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC  # member lookups are slow
-_K = TypeVar("_K")
+_READ, _WRITE, _EXEC, _MEMORY = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC, ObsKind.MEMORY  # fast
 _SUPERSEDING = SUPERSEDING_KINDS
 
 
@@ -62,16 +62,19 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 # what a tool run may change on disk: a file changed while one of these ran is put down to it
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
+_CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED})
 
 
 class LiveSteps:
     """The live steps, classified as they are appended, reused by every build of a run.
 
     Supersession: a later call of the same key (``Observation.key``, for the superseding kinds)
-    supersedes the one before it, and a later read supersedes the earlier reads of the same
-    path whose lines it covers (a whole read covers every range). Each entry is superseded
-    once, by the first later call that covers it, so a new call re-points only the entries
-    still open (``_newest``, ``_reads``): appending is linear in the history. Staleness: a
+    supersedes the one before it — unless it gave that one's result again, to the character:
+    then it is a stub pointing at it, which stays current (``_same_result``) — and a later read
+    supersedes the earlier reads of the same path whose lines it covers (a whole read covers
+    every range). Each entry is superseded once, by the first later call that covers it, so a
+    new call re-points only the entries still open (``_newest``, ``_reads``): appending is
+    linear in the history. Staleness: a
     successful write to a path makes the open results made from it stale (reads of it, greps
     and finds whose ``seen`` names it: ``_deps``); a superseded result is never stale, its
     successor is. Appending oldest-first gives exactly what deciding newest-first from scratch
@@ -92,7 +95,12 @@ class LiveSteps:
         self._deps: dict[str, list[tuple[Step, Entry]]] = {}
         self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
         self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
+        self.echoes: list[tuple[Step, Entry]] = []  # results sent as a difference (``Entry.echo``)
+        self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
+        self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
+        self._notes: list[tuple[Step, Entry]] = []  # remember results not yet ``noted``
+        self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
 
@@ -130,6 +138,24 @@ class LiveSteps:
         last rewrite applied them (``plan.py``). Those superseded by the results of the step it
         asked for, and by later steps, came after it and stay pending (stubbing them now would
         rewrite again)."""
+        waiting = []
+        for writer in self._overwritten:  # what it wrote is shown whole later: compact turn
+            if writer.written_over is not None and writer.written_over < rewritten_at:
+                writer.compact_turn = True
+                writer.version += 1
+                writer.unsettle()
+            else:
+                waiting.append(writer)
+        self._overwritten = waiting
+        notes = []
+        for held in self._notes:  # shown by one request at least: its call says the rest
+            owner, e = held
+            if e.obs.step + 1 < rewritten_at and _says_note(owner.record, e.obs.call_id):
+                e.noted = True
+                owner.changed(e)
+            else:
+                notes.append(held)
+        self._notes = notes
         kept = []
         for held in self.pending:
             owner, e = held
@@ -139,6 +165,26 @@ class LiveSteps:
             else:
                 kept.append(held)
         self.pending = kept
+
+    def broken_echoes(self, out: int) -> bool:
+        """Results sent as a difference from a base this build does not carry whole (out of
+        the window, folded, or stubbed) are sent whole from now on; True if there were any.
+        Echoes no longer in use are forgotten."""
+        broken, kept = False, []
+        for owner, e in self.echoes:
+            if e.echo is None or e.no_echo:
+                continue
+            if owner.index >= out and e.state is EntryState.ECHOED:
+                base_st, base = e.echo
+                index = base_st.index
+                live = index < len(self.steps) and self.steps[index] is base_st
+                if not (live and index >= out and base.state in _CARRIED):
+                    e.no_echo, broken = True, True
+                    owner.changed(e)
+                    continue
+            kept.append((owner, e))
+        self.echoes = kept
+        return broken
 
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
@@ -157,24 +203,26 @@ class LiveSteps:
         self.settled.extend(self.steps, cap)
         return self.settled
 
-    def drop_oldest(self, count: int) -> None:
-        """Forget the ``count`` oldest steps (folded): the rest keep their classification,
-        which only ever depends on newer steps."""
-        gone = {id(st) for st in self.steps[:count]}
-        del self.records[:count], self.steps[:count]
-        for index, st in enumerate(self.steps):
-            st.index = index
-        self.settled.reset(-1)
-        self._newest = {k: v for k, v in self._newest.items() if id(v[0]) not in gone}
-        self._reads = _without(self._reads, gone)
-        self._deps = _without(self._deps, gone)
-        self._watch = [h for h in self._watch if id(h[0]) not in gone]
-        self.pending = [h for h in self.pending if id(h[0]) not in gone]
+    def drop_oldest(self, count: int, rewritten_at: int) -> None:
+        """Forget the ``count`` oldest steps (folded) and classify the rest afresh, as a fresh
+        engine would: a result shown by an earlier one that is folded now (``shown_by``) is the
+        current one, carried whole. The plan's applied rewrites (``rewritten_at``) and this
+        build's changes on disk are applied again. A fold is rare and costs a provider call:
+        classifying what is left once more is linear in it."""
+        records, changed = self.records[count:], self._changed
+        self._reset()
+        for record in records:
+            self._append(record)
+        self.apply_rewrites(rewritten_at)
+        self.watched()
+        self.mark_drift(changed)
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
         self._newest, self._reads, self._deps = {}, {}, {}
-        self._watch, self._ran, self.pending = [], [], []
+        self._watch, self._ran, self.pending, self.echoes = [], [], [], []
+        self._written, self._overwritten = {}, []
+        self._notes = []
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -188,6 +236,7 @@ class LiveSteps:
             if kind is _WRITE:
                 if not obs.is_error:
                     path = _norm(obs.target)
+                    self._written_over(path, st, obs.step)
                     for owner, dep in self._deps.pop(path, ()):
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
@@ -195,9 +244,12 @@ class LiveSteps:
                         elif dep.pending and dep.stale_by is None:  # re-read from now on
                             dep.stale_by, dep.stale_path = obs.step, path
                             owner.changed(dep)
+                    self._written.setdefault(path, []).append(st)
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
+                if not obs.is_error and not obs.span:
+                    self._written_over(path, st, obs.step)
                 if not obs.is_error and self._shown(path, e):
                     continue  # a stub from the start: nothing of it can go stale or pending
                 self._deps.setdefault(path, []).append((st, e))
@@ -208,15 +260,43 @@ class LiveSteps:
                 # the current one (a failed read or grep, though, answers nothing)
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
+                if older is not None and _same_result(older[1], obs):
+                    self._revalidate(older, obs)
+                    e.shown_by = older[1].obs.step  # a stub from the start, pointing at it
+                    continue
                 if older is not None:
-                    self._superseded(older, obs)
+                    self._superseded(older, st, e)
                 self._newest[key] = (st, e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
+            elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:
+                self._notes.append((st, e))
             if obs.seen and not obs.is_error:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _written_over(self, path: str, st: Step, step: int) -> None:
+        """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
+        writes of it sent in their calls is superseded, and their turns are compact from the
+        next rewrite on (``apply_rewrites``)."""
+        for writer in self._written.pop(path, ()):
+            if writer is not st and writer.written_over is None:
+                writer.written_over = step
+                self._overwritten.append(writer)
+
+    def _revalidate(self, held: tuple[Step, Entry], newer: Observation) -> None:
+        """``newer`` re-ran ``held``'s call and gave its result again, to the character: that
+        result is current as of ``newer`` (stale no more), and watched from ``newer``'s view of
+        the files on, so it stays where the request carries it."""
+        owner, older = held
+        if older.stale_by is not None or older.drift is not None:
+            older.stale_by, older.stale_path, older.drift = None, "", None
+            owner.changed(older)
+            self._watch.append(held)
+        older.seen = newer.seen
+        for seen in newer.seen:
+            self._deps.setdefault(seen.path, []).append(held)
 
     def _shown(self, path: str, e: Entry) -> bool:
         """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
@@ -248,24 +328,33 @@ class LiveSteps:
         for held in open_reads:
             older = held[1]
             if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
-                self._superseded(held, e.obs, covered=older.obs.span != span)
+                self._superseded(held, st, e, covered=older.obs.span != span)
             else:
                 kept.append(held)
         kept.append((st, e))
         self._reads[path] = kept
 
     def _superseded(
-        self, held: tuple[Step, Entry], newer: Observation, covered: bool = False
+        self, held: tuple[Step, Entry], st: Step, e: Entry, covered: bool = False
     ) -> None:
-        """``newer`` supersedes ``held``. If what it carries is still current, it is pending:
-        carried until the next rewrite (``plan.py``)."""
+        """``e`` (of step ``st``) supersedes ``held``. If what it carries is still current, it
+        is pending: carried until the next rewrite (``plan.py``), and ``e`` is sent as the
+        difference from it (or from the pending result it is itself sent as a difference from)
+        while it is (``echo``)."""
         owner, older = held
+        newer = e.obs
         older.by, older.covered, older.drift = newer.step, covered, None
         # still current: the files it was made from as ``newer`` saw them, or a stale result
         # that is re-read (re-run) for every request anyway
-        older.pending = older.stale_by is not None or _same_content(older.obs, newer)
+        older.pending = older.stale_by is not None or _same_content(older.seen, newer.seen)
         if older.pending:
             self.pending.append(held)
+            if not covered:
+                echo = older.echo
+                base = echo if echo is not None and not older.no_echo and echo[1].pending else held
+                e.echo = base
+                base[1].echoed_by.append((st, e))
+                self.echoes.append((st, e))
         owner.changed(older)
 
     # -- changes on disk ------------------------------------------------------------------------
@@ -274,14 +363,15 @@ class LiveSteps:
         """What the open results (not superseded, or pending; not made stale by a write) saw
         on disk."""
         self._watch = [h for h in self._watch if _open(h[1])]
-        return {seen for _, e in self._watch for seen in e.obs.seen}
+        return {seen for _, e in self._watch for seen in e.seen}
 
     def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
         """Mark the open results whose ``seen`` no longer holds: ``changed`` maps each such
         record to the file's mtime now (None: it is gone). Results that held again lose it."""
+        self._changed = changed
         for owner, e in self._watch:
             drift = None
-            for seen in e.obs.seen:
+            for seen in e.seen:
                 if seen in changed:
                     drift = self._cause(e.obs, seen, changed[seen])
                     break
@@ -304,22 +394,41 @@ class LiveSteps:
         return what, None
 
 
+def _says_note(record: StepRecord, call_id: str) -> bool:
+    """Whether the remember call ``call_id`` of ``record`` carries its note whole wherever its
+    turn is carried (no argument is cut, not even at the compact limit)."""
+    call = next((c for c in record.tool_calls if c.id == call_id), None)
+    return call is not None and all(
+        not isinstance(v, str) or len(v) <= COMPACT_CHARS for v in call.arguments.values()
+    )
+
+
+def _same_result(older: Entry, obs: Observation) -> bool:
+    """Whether ``obs``, a rerun of ``older``'s call, gave what ``older`` carries, to the
+    character (stale or not: the rerun is what is current), while ``older`` is the open result
+    of the call, recorded whole: then ``older`` stays the current one (no rewrite to stub it
+    later) and ``obs`` points at it."""
+    old = older.obs
+    return (
+        older.by is None
+        and older.shown_by is None
+        and not obs.is_error
+        and not old.is_error
+        and old.text == obs.text
+        and old.recorded_keeps >= old.full_chars
+    )
+
+
 def _open(e: Entry) -> bool:
     """Whether a change on disk could make ``e`` stale: it carries what it saw."""
     return (e.by is None or e.pending) and e.stale_by is None and e.shown_by is None
 
 
-def _same_content(older: Observation, newer: Observation) -> bool:
-    """Whether ``newer`` saw every file ``older`` was made from as it was (a command's output
-    is made from no file it knows of; a result recorded without ``seen`` is taken as it is)."""
-    if not older.seen or not newer.seen:
+def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
+    """Whether a newer result saw every file an older one was made from (``older``) as it was
+    (a command's output is made from no file it knows of; a result recorded without ``seen``
+    is taken as it is)."""
+    if not older or not newer:
         return True
-    now = {s.path: s.digest for s in newer.seen}
-    return all(now.get(s.path) == s.digest for s in older.seen)
-
-
-def _without(
-    table: dict[_K, list[tuple[Step, Entry]]], gone: set[int]
-) -> dict[_K, list[tuple[Step, Entry]]]:
-    kept = {k: [h for h in v if id(h[0]) not in gone] for k, v in table.items()}
-    return {k: v for k, v in kept.items() if v}
+    now = {s.path: s.digest for s in newer}
+    return all(now.get(s.path) == s.digest for s in older)

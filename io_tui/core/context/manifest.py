@@ -19,6 +19,7 @@ from io_tui.core.providers.base import Message
 class EntryState(StrEnum):
     FULL = "full"
     CAPPED = "capped"
+    ECHOED = "echoed"
     SUPERSEDED = "superseded"
     DROPPED = "dropped"
     REFRESHED = "refreshed"

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.step import Entry
-from io_tui.core.context.stubs import cut, refresh_failed_stub
+from io_tui.core.context.stubs import cut, echo_stub, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, capped_chars, is_capped
 
@@ -44,20 +44,21 @@ class Resolver:
         """Decide an in-window entry that needs no re-read: superseded stub (or carried while
         pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
         stale result: ``resolve`` it."""
-        if e.shown_by is not None or (e.by is not None and (not e.pending or e.drift is not None)):
+        if (
+            e.shown_by is not None
+            or e.noted
+            or (e.by is not None and (not e.pending or e.drift is not None))
+        ):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
-        if e.stale is not None:
-            return False
+        if e.stale is not None or _echoing(e):
+            return False  # re-read, or sent as a difference from this build's base: ``resolve``
         self._carry(e)
-        if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
-            again = "read these lines again" if e.covered else "made the same call"
-            e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
+        _pending(e)
         return True
 
-    def _carry(self, e: Entry) -> None:
-        """Send the recorded result: whole (``full``), or cut to the entry cap or where it
-        entered (``capped``, with chars kept of total)."""
+    def _carried(self, e: Entry) -> tuple[int, str, str, int]:
+        """The recorded result as sent whole or capped: (cap, content, reason, tokens)."""
         carried = e.carried
         if carried is None or carried[0] != self.cap:  # decided once per classification
             obs = e.obs
@@ -70,8 +71,45 @@ class Resolver:
             else:
                 reason = "carried whole"
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
-        _, e.content, e.reason, e.tokens = carried
+        return carried
+
+    def _carry(self, e: Entry) -> None:
+        """Send the recorded result: whole (``full``), or cut to the entry cap or where it
+        entered (``capped``, with chars kept of total)."""
+        _, e.content, e.reason, e.tokens = self._carried(e)
         e.state = EntryState.CAPPED if is_capped(e.obs, self.cap) else EntryState.FULL
+
+    async def _echo(self, e: Entry) -> None:
+        """Send ``e`` as the difference from its base (``Entry.echo``: the pending result of
+        the same call before it, carried whole in this request) when that is under half its
+        size; else whole."""
+        self._carry(e)
+        assert e.echo is not None
+        base = e.echo[1]
+        text = await self._sent_text(base)
+        if text is not None:
+            echo = echo_stub(e.obs, base.obs.step, text, e.content)
+            tokens = estimate_tokens(echo)
+            if tokens * 2 <= e.tokens:
+                how = "the same result as" if text == e.content else "the difference from"
+                e.state, e.content, e.tokens = EntryState.ECHOED, echo, tokens
+                e.reason = (
+                    f"sent as {how} step {base.obs.step}'s result of the same call, carried "
+                    "whole above until the next rewrite stubs it; whole from then on"
+                )
+        _pending(e)
+
+    async def _sent_text(self, e: Entry) -> str | None:
+        """The result a pending entry sends in this request (its current one, when it is
+        re-read), or None when it sends no result whole."""
+        if e.drift is not None or e.shown_by is not None or not e.pending:
+            return None
+        if e.stale is None:
+            return self._carried(e)[1]
+        fresh, failure = await self._reread(e.obs, e.stale)
+        if failure is not None:
+            return None
+        return self._carried(e)[1] if _unchanged(e.obs, fresh, self.cap) else fresh
 
     async def resolve(self, e: Entry) -> None:
         """Decide an in-window entry: superseded stub, fresh re-read, failure stub, or whole."""
@@ -79,7 +117,9 @@ class Resolver:
             return
         obs = e.obs
         stale = e.stale
-        assert stale is not None
+        if stale is None:
+            await self._echo(e)
+            return
         fresh, failure = await self._reread(obs, stale)
         again = "re-read" if obs.kind is ObsKind.READ else "re-run"
         pending = f"; step {e.by} made the same call, stubbed at the next rewrite"
@@ -127,6 +167,17 @@ class Resolver:
                     result = ("", f"{why} re-read ({head:,}) pass the entry cap ({self.cap:,})")
         self.refreshed[obs.call_id] = result
         return result
+
+
+def _echoing(e: Entry) -> bool:
+    """Whether ``e`` may be sent as a difference from its base: the base is still pending."""
+    return e.echo is not None and not e.no_echo and e.echo[1].pending
+
+
+def _pending(e: Entry) -> None:
+    if e.pending:  # superseded but current: stubbed at the next rewrite (``plan.py``)
+        again = "read these lines again" if e.covered else "made the same call"
+        e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
 
 
 def _head(obs: Observation, stale: str) -> str:

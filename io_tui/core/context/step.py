@@ -9,10 +9,16 @@ from typing import Any
 
 from io_tui.core.context.ladder import decision_of
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.stubs import elided_stub, shown_stub, superseded_stub
+from io_tui.core.context.stubs import (
+    elided_stub,
+    noted_stub,
+    same_stub,
+    shown_stub,
+    superseded_stub,
+)
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import Message
 
 
@@ -30,6 +36,9 @@ class Entry:
     by: int | None = None  # the later step that made the same call or covered it (supersession)
     covered: bool = False  # superseded by a read of more lines of the same file
     shown_by: int | None = None  # an earlier open read shows every line of it, the file unchanged
+    # what it stands for on disk: ``obs.seen``, or that of a rerun that gave it again (``live.py``)
+    seen: tuple[Seen, ...] = ()
+    noted: bool = False  # a remember result shown once: its call carries the note (``live.py``)
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
@@ -40,11 +49,19 @@ class Entry:
     tokens: int = 0  # estimate_tokens(content)
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
+    # the pending result of the same call, carried whole before it, that this one is sent as a
+    # difference from (``refresh.py``), with its step; and those sent as a difference from this
+    echo: tuple[Step, Entry] | None = None
+    echoed_by: list[tuple[Step, Entry]] = field(default_factory=list)
+    no_echo: bool = False  # its base fell out of the window: sent whole from then on
+
+    def __post_init__(self) -> None:
+        self.seen = self.obs.seen
 
     @property
     def stale(self) -> str | None:
         """Why what it carries no longer holds (a later write, or a change on disk), or None."""
-        if (self.by is not None and not self.pending) or self.shown_by is not None:
+        if (self.by is not None and not self.pending) or self.shown_by is not None or self.noted:
             return None
         if self.stale_by is not None:
             return f"step {self.stale_by} wrote {self.stale_path} after this {self.obs.kind.value}"
@@ -63,8 +80,12 @@ class Entry:
         decision = decision_of(self.obs)
         if decision is not None:
             return f"[step {self.obs.step} {self.obs.tool}, out of the window: {decision}]"
+        if self.shown_by is not None and self.obs.kind is not ObsKind.READ:
+            return same_stub(self.obs, self.shown_by)
         if self.shown_by is not None:
             return shown_stub(self.obs, self.shown_by)
+        if self.noted:
+            return noted_stub(self.obs)
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered)
         return elided_stub(self.obs, self.stale)
@@ -78,7 +99,10 @@ class Entry:
         """Send the stub instead of the result, and say why."""
         if self.shown_by is not None:
             self.state = EntryState.SUPERSEDED
-            self.reason = f"step {self.shown_by}'s read shows these lines, the file unchanged"
+            self.reason = self._shown_reason()
+        elif self.noted:
+            self.state = EntryState.SUPERSEDED
+            self.reason = "a remember result shown once; its call carries the note"
         elif self.by is not None:
             self.state = EntryState.SUPERSEDED
             again = "read these lines again" if self.covered else "made the same call"
@@ -94,12 +118,20 @@ class Entry:
 
     def drop(self) -> None:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
-        again = "read these lines again" if self.covered else "made the same call"
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
+        if self.shown_by is not None:
+            why = self._shown_reason()
+        else:
+            again = "read these lines again" if self.covered else "made the same call"
+            why = f"step {self.by} {again}"
         self.reason = (
-            f"step {self.by} {again}; every result of step {self.obs.step} was superseded, "
-            "so the step is left out"
+            f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
         )
+
+    def _shown_reason(self) -> str:
+        if self.obs.kind is ObsKind.READ:
+            return f"step {self.shown_by}'s read shows these lines, the file unchanged"
+        return f"step {self.shown_by}'s result of the same call is the same, to the character"
 
     def decide(self, state: EntryState, content: str, reason: str) -> None:
         self.state, self.content, self.reason = state, content, reason
@@ -129,6 +161,10 @@ class Step:
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
     _dead: tuple[int, bool, bool] = (-1, False, False)  # version, dead, dead once pending go
     chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
+    # a later step showed whole what its calls wrote (a whole read or a write of the path), and
+    # the last rewrite applied that: its turn is sent compact, as an out-of-window one
+    written_over: int | None = None
+    compact_turn: bool = False
 
     @property
     def turn(self) -> Message | None:
@@ -146,9 +182,10 @@ class Step:
     @property
     def dead(self) -> bool:
         """Dead weight: every result of it was superseded by a later call and is a stub now
-        (none pending), its turn says no more than an out-of-window turn keeps, and the
-        operator said nothing then. It is left out of the transcript (``drop``): the newer
-        result of each of its calls is in the request, later in it."""
+        (none pending), or is shown by an earlier read of the unchanged file; its turn says no
+        more than an out-of-window turn keeps, and the operator said nothing then. It is left
+        out of the transcript (``drop``): the newer result of each of its calls is in the
+        request, later in it (or the read showing its lines, earlier)."""
         return self._deadness()[1]
 
     @property
@@ -160,7 +197,7 @@ class Step:
         if self._dead[0] == self.version:
             return self._dead
         rec, entries = self.record, self.entries
-        later = all(e.by is not None for e in entries)
+        later = all(e.by is not None or e.shown_by is not None for e in entries)
         if later and (rec.operator_messages or len(rec.text) > COMPACT_CHARS or not entries):
             later = False
         if later:
@@ -178,8 +215,11 @@ class Step:
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = render_turn(self.record, cap, self.cache)
+        self.rendered = render_turn(self.record, self._limit(cap), self.cache)
         return self.rendered.cost
+
+    def _limit(self, cap: int) -> int:
+        return COMPACT_CHARS if self.compact_turn else cap
 
     def compact(self) -> int:
         """Send the turn as an out-of-window step shows it; return the same cost."""
@@ -194,8 +234,12 @@ class Step:
 
     @property
     def volatile(self) -> bool:
-        """Holds a stale result, re-read (or re-run) on every build while in the window."""
-        return not self.dead and any(e.stale is not None for e in self.entries)
+        """Holds a stale result, re-read (or re-run) on every build while in the window, or
+        one sent as a difference from such a result."""
+        return not self.dead and any(
+            e.stale is not None or (e.echo is not None and e.echo[1].stale is not None)
+            for e in self.entries
+        )
 
     def desired(self, cap: int) -> int:
         """What carrying this step whole would cost (stale reads priced at their old size),
@@ -206,9 +250,9 @@ class Step:
         if self.dies_at_rewrite:
             self._desired = (self.version, cap, 0)
             return 0
-        cost = render_turn(self.record, cap, self.cache).cost
+        cost = render_turn(self.record, self._limit(cap), self.cache).cost
         for e in self.entries:
-            if e.by is not None or e.shown_by is not None:
+            if e.by is not None or e.shown_by is not None or e.noted:
                 cost += e.stub_cost()
             else:
                 cost += estimate_tokens(e.obs.text[:cap])
@@ -229,3 +273,5 @@ class Step:
         entry.reclassified()
         self.version += 1
         self.unsettle()
+        for owner, echo in entry.echoed_by:  # what is sent as a difference from it may change
+            owner.changed(echo)
