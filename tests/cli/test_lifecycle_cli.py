@@ -45,7 +45,7 @@ def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, 
     assert plain.returncode == 0, plain.stdout + plain.stderr
     lines = plain.stdout.splitlines()
     assert lines[0] == "run 1 · 'V2 GRAMMAR': 1 entry"
-    assert lines[2] == "call_1_1 · step 1 · read_file read notes.txt (matched by result)"
+    assert lines[2] == "call_1_1 · step 1 · read_file (read) notes.txt (matched by result)"
     assert lines[3].startswith("  full → ") and "folded into summary" in lines[3]
     assert "── compaction ledger" in plain.stdout
     assert "replaced: step 1 read notes.txt, step 2 read m1.py" in plain.stdout

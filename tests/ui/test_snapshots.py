@@ -62,13 +62,13 @@ def test_inspector_step_10(snap_compare, make_app) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 
 
-def test_lifecycle_of_the_dropped_test_run(snap_compare, make_app) -> None:
-    """``l`` on step 2's test run in step 10's inspector: its call id in the query box, the one
-    entry it names, its story (full, then dropped with its step) with one line per phase and the
-    manifest's reason, and the compaction ledger (no summary in the demo)."""
+def test_lifecycle_of_the_dropped_grep(snap_compare, make_app) -> None:
+    """``l`` on step 9's grep (the last entry) in step 10's inspector: its call id in the query
+    box, the one entry it names, its story (dropped with its step, pointing at step 4's same
+    result) with the manifest's reason, and the compaction ledger (no summary in the demo)."""
 
     async def run_before(pilot: Pilot[object]) -> None:
-        await _settle(pilot, "i", "down", "l", step=10)
+        await _settle(pilot, "i", *["down"] * 8, "l", step=10)
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
 

@@ -87,10 +87,10 @@ def test_inspector_200x60(snap_compare, make_app) -> None:
 
 
 def test_lifecycle_80x24(snap_compare, make_app) -> None:
-    """The lifecycle of step 2's test run at 80×24: the entry table above, its phases below."""
+    """The lifecycle of step 9's grep at 80×24: the entry table above, its phases below."""
 
     async def run_before(pilot: Pilot[object]) -> None:
-        await _settle(pilot, "i", "down", "l", step=10)
+        await _settle(pilot, "i", *["down"] * 8, "l", step=10)
 
     assert snap_compare(make_app(), terminal_size=NARROW, run_before=run_before)
 

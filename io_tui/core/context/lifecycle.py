@@ -120,6 +120,12 @@ class Lifecycle:
     named_by: tuple[int, ...] = ()
 
     @property
+    def call(self) -> str:
+        """The call, as a line names it: ``grep word_count``, ``read_file (read) a.py``."""
+        kind = "" if self.kind == self.tool else f" ({self.kind})"
+        return f"{self.tool}{kind} {self.target}"
+
+    @property
     def now(self) -> str:
         """Its state in the run's last request (``never sent`` when no request came after it)."""
         return self.phases[-1].label() if self.phases else "never sent"

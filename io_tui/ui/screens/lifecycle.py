@@ -161,7 +161,7 @@ def _nothing(query: str) -> Text:
 def lifecycle_text(entry: Lifecycle) -> Text:
     """The entry's head, its story in one line, then one line per phase and recall."""
     out = Text.assemble(
-        (plain(f"{entry.tool} {entry.kind} {entry.target}"), "bold"),
+        (plain(entry.call), "bold"),
         f"  · step {entry.step} · {entry.call_id} · matched by {entry.matched}\n",
         (entry.story(), "italic"),
         "\n\n",
