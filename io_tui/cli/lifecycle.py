@@ -42,8 +42,7 @@ def lifecycle_lines(run_id: int, report: LifecycleReport) -> list[str]:
 
 def entry_lines(entry: Lifecycle) -> list[str]:
     lines = [
-        f"{entry.call_id} · step {entry.step} · {entry.call}"
-        f" (matched by {entry.matched})",
+        f"{entry.call_id} · step {entry.step} · {entry.call} (matched by {entry.matched})",
         f"  {entry.story()}",
     ]
     for phase in entry.phases:
