@@ -291,8 +291,9 @@ def test_a_denied_call_keeps_its_decision_until_it_goes_with_it() -> None:
     reached = {Rung(row.manifest["rung"]) for row in s.requests}
     assert reached >= {Rung.WHOLE, Rung.REFERENCED, Rung.DROPPED}
     answers = [m.content for r in s.seen for m in r.messages if m.tool_call_id == "c1-deny"]
-    stubs = [a for a in answers if a.startswith("[step 1 write_file, out of the window: ")]
+    stubs = [a for a in answers if a.startswith("[step 1 write_file") and "elided" in a]
     assert answers[0].startswith(DENIED) and stubs  # sent whole, then as its stub
     assert all(f"{DENIED} write a.py: not this one." in a for a in answers)
+    assert all(f"Kept: {DENIED}" in a for a in stubs)  # the decision, never "call it again"
     carried = [any(c.id == "c1-deny" for m in r.messages for c in m.tool_calls) for r in s.seen]
     assert carried[1] and not carried[-1]  # the call went with its answer (pairs_whole)

@@ -31,7 +31,6 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import Attempt, ErrorKind, ProviderError
 
 
@@ -86,18 +85,6 @@ def rung_reached(
 
 # how the harness words a decision that a call was not performed (``calls.py``): the operator's
 # denial of an asked call, or the policy's refusal
-DECISIONS = ("The operator denied ", "Refused by policy: ")
-DECISION_CHARS = 400  # what of a decision a stub keeps: a decision is a sentence or two
-
-
-def decision_of(obs: Observation) -> str | None:
-    """The decision ``obs`` records, if it is one: what no rung ever clears from its call."""
-    if obs.kind is not ObsKind.ERROR or not any(d in obs.text for d in DECISIONS):
-        return None
-    text = " ".join(obs.text.split())
-    return text if len(text) <= DECISION_CHARS else text[: DECISION_CHARS - 1] + "…"
-
-
 class LadderExhausted(ProviderError):
     """The last rung: the emergency compaction did not make the request fit either. The run
     stops safely (no call of the step is made) with ``Outcome.STATE_NOT_PRESERVED``."""

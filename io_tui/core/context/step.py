@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.context.ladder import decision_of
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import (
     elided_stub,
@@ -75,11 +74,8 @@ class Entry:
         return self.drift[1]
 
     def stub(self) -> str:
-        """What this entry becomes when it leaves the window (a decision stays with its call:
-        ``ladder.decision_of``)."""
-        decision = decision_of(self.obs)
-        if decision is not None:
-            return f"[step {self.obs.step} {self.obs.tool}, out of the window: {decision}]"
+        """What this entry becomes when it leaves the window (a decision, a receipt, an exit
+        status stay in it: ``stubs.receipt``)."""
         if self.shown_by is not None and self.obs.kind is not ObsKind.READ:
             return same_stub(self.obs, self.shown_by)
         if self.shown_by is not None:
