@@ -4,21 +4,9 @@ scripted run in a real store, then the command in its own process."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
-
-def io_tui(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+from test_cli import io_tui
 
 
 def read(path: str, offset: int) -> dict[str, Any]:
