@@ -11,8 +11,9 @@ then allow or ask. An ask is persisted with the server's request as its content,
 marked asking (``RunState.asking``: the cockpits' status), the approver decides, and the first
 decision recorded wins (another cockpit, ``io-tui decide``, may have decided first); a REMEMBER
 (or an always-reject deny) saves its rule as any approval's does. A deferral cannot wait (the server is waiting
-inside its call), and nobody answers for longer than the server's ``call_timeout_s``: either
-is recorded, never left pending, and the server is told. The sampling answer's request is kept
+inside its call), and nobody answers for longer than what is left of the server's
+``call_timeout_s`` (less a margin for the answer to reach it): either is recorded, never left
+pending, and the server is told; so is a call that ends while its request waits. The sampling answer's request is kept
 in the run's trace (``purpose: sampling``) and its tokens count against the run's budget.
 """
 
@@ -92,7 +93,11 @@ async def ask_operator(
         async with asyncio.timeout(wait_s):
             decision = await state.harness.approver.decide(request)
     except TimeoutError:
-        decision = Decision.defer(decided_by=f"io-tui (unanswered within {wait_s:g}s)")
+        decision = Decision.defer(decided_by=f"io-tui (unanswered within {wait_s:.1f}s)")
+    except asyncio.CancelledError:  # the call ended (or the run stopped): never left pending
+        ended = Decision.defer(decided_by="io-tui (the call ended before an answer)")
+        await asyncio.shield(state.store.approvals.record_decision(request.id, ended))
+        raise
     finally:
         await state.asking(False)
     if not await state.store.approvals.record_decision(request.id, decision):

@@ -91,10 +91,11 @@ async def test_a_sampling_request_with_two_calls_in_flight_goes_to_neither() -> 
         system_prompt=None,
         max_tokens=10,
     )
-    connection._samplers = [sampler("run 1")]
+    forever = float("inf")  # the calls' deadlines: not what this test is about
+    connection._samplers = [(sampler("run 1"), forever)]
     one = await connection._sample(None, params)
     assert isinstance(one, CreateMessageResult) and asked == ["run 1"]
-    connection._samplers.append(sampler("run 2"))
+    connection._samplers.append((sampler("run 2"), forever))
     both = await connection._sample(None, params)
     assert isinstance(both, ErrorData) and "cannot tell" in both.message
     assert asked == ["run 1"]

@@ -49,6 +49,9 @@ STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 600
 LIST_PAGES_CAP = 100
 HTTP_CONNECT_TIMEOUT_S = 30.0
+# a server's sampling or form request mid-call: the operator's wait ends this long (at most a
+# tenth of call_timeout_s) before the call's, so the answer reaches the server and is recorded
+ANSWER_MARGIN_S = 1.0
 
 
 class State(StrEnum):
@@ -102,9 +105,10 @@ class Connection:
     _opened: bool = False  # the owner task has handed over a connected client
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _timeouts_in_a_row: int = 0
-    # the calls in flight that can answer a sampling request (one: it answers; more: whose it
-    # is cannot be told, so it is refused rather than put to the wrong run's operator)
-    _samplers: list[Sampler] = field(default_factory=list)
+    # the calls in flight that can answer a sampling request, each with the loop time its
+    # call_timeout_s ends (one: it answers; more: whose it is cannot be told, so it is refused
+    # rather than put to the wrong run's operator)
+    _samplers: list[tuple[Sampler, float]] = field(default_factory=list)
 
     # -- lifecycle --
 
@@ -283,23 +287,28 @@ class Connection:
         """Call ``tool``; every failure is a ToolError the model can read. ``progress`` hears
         the server's progress notifications on the call (asking for them gives it a token);
         ``sampler`` answers its sampling requests while the call lasts."""
-        if sampler is not None:
-            self._samplers.append(sampler)
+        deadline = asyncio.get_running_loop().time() + self.source.call_timeout_s
+        entries = [] if sampler is None else [(sampler, deadline)]
+        self._samplers += entries
         try:
             return await self._request(
                 tool, lambda client: client.call_tool(tool, arguments, progress_callback=progress)
             )
         finally:
-            if sampler is not None:
-                self._samplers.remove(sampler)
+            for entry in entries:
+                self._samplers.remove(entry)
 
-    def _asker(self, what: str) -> Sampler | str:
-        """The one run's call in flight that answers a ``what`` request, or why none does."""
+    def _asker(self, what: str) -> tuple[Sampler, float] | str:
+        """The one run's call in flight that answers a ``what`` request and how long its
+        operator may take (what is left of the call's ``call_timeout_s``, less the time the
+        answer needs to reach the server and be recorded), or why no call answers."""
         if not self._samplers:
             return f"io-tui answers {what} only during a call"
         if len(self._samplers) > 1:
             return f"io-tui cannot tell which of its calls in flight asks: {what} refused"
-        return self._samplers[0]
+        sampler, deadline = self._samplers[0]
+        margin = min(ANSWER_MARGIN_S, self.source.call_timeout_s / 10)
+        return sampler, max(0.0, deadline - asyncio.get_running_loop().time() - margin)
 
     async def _sample(self, context: Any, params: Any) -> Any:
         """``sampling/createMessage``: put to the run whose call is in flight (its policy, its
@@ -309,16 +318,17 @@ class Connection:
         from io_tui.core.mcp.tools import exposed_name
         from io_tui.core.sampling import SamplingAsk
 
-        sampler = self._asker("sampling")
-        if isinstance(sampler, str):
-            return ErrorData(code=-32600, message=sampler)
+        asker = self._asker("sampling")
+        if isinstance(asker, str):
+            return ErrorData(code=-32600, message=asker)
+        sampler, wait_s = asker
         messages = tuple(
             (m.role, getattr(m.content, "text", None) or f"[{m.content.type} content]")
             for m in params.messages
         )
         ask = SamplingAsk(
             self.name, exposed_name(self.name, "sampling"), messages, params.system_prompt,
-            params.max_tokens, self.source.call_timeout_s,
+            params.max_tokens, wait_s,
         )  # fmt: skip
         try:
             text = await sampler(ask)
@@ -342,13 +352,14 @@ class Connection:
         asker = self._asker("elicitation")
         if isinstance(asker, str):
             return ErrorData(code=-32600, message=asker)
+        sampler, wait_s = asker
         if getattr(params, "mode", "form") != "form":
             return ElicitResult(action="decline")
         schema = params.requested_schema if isinstance(params.requested_schema, dict) else {}
         target = exposed_name(self.name, ELICITATION)
-        ask = ElicitAsk(self.name, target, params.message, schema, self.source.call_timeout_s)
+        ask = ElicitAsk(self.name, target, params.message, schema, wait_s)
         try:
-            answer = await asker(ask)
+            answer = await sampler(ask)
         except Exception:  # the operator could not be asked: the server hears a cancel
             return ElicitResult(action="cancel")
         return ElicitResult(action=answer.action, content=answer.content)
