@@ -33,11 +33,13 @@ class Operator:
     def __init__(self, answer: Decision | None) -> None:
         self.answer = answer
         self.asked: list[ApprovalRequest] = []
+        self.form_asked = asyncio.Event()
 
     async def decide(self, request: ApprovalRequest) -> Decision:
         self.asked.append(request)
         if not is_elicitation(request):
             return Decision.approve(decided_by="test")
+        self.form_asked.set()
         if self.answer is None:
             await asyncio.Event().wait()  # never answers
         assert self.answer is not None
@@ -132,8 +134,7 @@ async def test_a_form_waiting_when_its_run_is_cancelled_is_recorded_not_left_pen
                           late_tools=hub)  # fmt: skip
         run = asyncio.create_task(start_run(harness, TaskContract("elicit", workspace)))
         async with asyncio.timeout(30):
-            while len(operator.asked) < 2:  # the tool call, then the form
-                await asyncio.sleep(0.05)
+            await operator.form_asked.wait()
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await run
