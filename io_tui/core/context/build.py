@@ -33,6 +33,7 @@ from io_tui.core.context.stubs import RECALL
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
+from io_tui.core.gcpause import gc_paused
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
@@ -93,8 +94,9 @@ class Build:
         start = self._live_start()
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
-        self.live.sync(history[start:])
-        self.live.apply_rewrites(plan.rewritten_at)
+        with gc_paused():  # an entry per observation, all living on (``core/gcpause.py``)
+            self.live.sync(history[start:])
+            self.live.apply_rewrites(plan.rewritten_at)
         self.out = 0  # how many of the oldest live steps are out of the window
         self.collapsed = 0  # how many of them are collapsed into one line
         self.collapse_msg: Message | None = None
@@ -110,15 +112,18 @@ class Build:
         if probe is not None:
             watched = self.live.watched()
             self.live.mark_drift(await probe(watched) if watched else {})
-        await self._maybe_fold(force_fold)
-        window = self.ceiling - self.memory_tokens - self._summary_tokens()
-        self.out = await self._window(window)
-        while self.live.broken_echoes(self.out):  # their bases are not carried: send them whole
+        await self._maybe_fold(force_fold)  # the summarizer's provider call: collected as usual
+        # the passes make an entry per observation that lives on: no collector walking the
+        # heap for garbage while they do (``core/gcpause.py``); the refreshes are short awaits
+        with gc_paused():
+            window = self.ceiling - self.memory_tokens - self._summary_tokens()
             self.out = await self._window(window)
-        self.collapse_msg = stub_out(self.live, self.out, self.reserve)
-        if self.collapse_msg is not None:
-            self.collapsed = self.out
-        assembly = self.emit()
+            while self.live.broken_echoes(self.out):  # their bases are not carried: whole
+                self.out = await self._window(window)
+            self.collapse_msg = stub_out(self.live, self.out, self.reserve)
+            if self.collapse_msg is not None:
+                self.collapsed = self.out
+            assembly = self.emit()
         self.est_tokens = assembly.est_tokens
         return assembly
 
@@ -325,7 +330,8 @@ class Build:
         if not fold_due(demand, kept, self.ceiling, policy, foldable=boundary > 0, force=force):
             return
         budget = notes_budget_chars(self.ceiling, self.summary)
-        steps, left_out = fold_steps(self.live, boundary, self.cap, budget)
+        with gc_paused():
+            steps, left_out = fold_steps(self.live, boundary, self.cap, budget)
         summary = await fold(
             goal=self.engine.frame.contract.goal,
             previous=self.summary,
@@ -342,4 +348,5 @@ class Build:
             await self.engine.on_summary(summary)
         self.summary, self.folded = summary, True
         self.folded_records = self.history[: len(self.folded_records) + boundary]
-        self.live.drop_oldest(boundary, self.plan.rewritten_at)
+        with gc_paused():
+            self.live.drop_oldest(boundary, self.plan.rewritten_at)

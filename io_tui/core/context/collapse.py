@@ -55,8 +55,8 @@ def _walk(records: Sequence[StepRecord]) -> Asked:
         if rec.operator_messages:
             made.said += (f"step {rec.step}: {clip(m, 200)}" for m in rec.operator_messages)
         for obs in rec.observations:
-            kept = receipt(obs)
-            if kept and len(rank := made.kept[receipt_rank(obs)]) < MAX_KEPT:
+            rank = made.kept[receipt_rank(obs)]
+            if len(rank) < MAX_KEPT and (kept := receipt(obs)):  # a full rank takes no more
                 rank.append(f"step {rec.step} {obs.tool} {what(obs)}: {kept}")
             targets = made.tools.get(obs.tool)
             if targets is None:

@@ -59,7 +59,7 @@ class Settled:
 
     def truncate(self, index: int) -> None:
         """Step ``index`` changed: it and every newer step leave the prefix."""
-        if index >= self.length:
+        if index >= len(self.full) - 1:  # ``length``, without the property's call: hot
             return
         del self.full[index + 1 :], self.high[index + 1 :]
         self.volatile = [v for v in self.volatile if v[0] < index]

@@ -28,7 +28,7 @@ class Entry:
     ``tokens``).
 
     ``carried`` and ``stub_tokens`` cache what only the classification and the entry cap
-    decide; ``reclassified`` drops them.
+    decide; ``Step.changed`` drops them.
     """
 
     obs: Observation
@@ -133,8 +133,6 @@ class Entry:
         self.state, self.content, self.reason = state, content, reason
         self.tokens = estimate_tokens(content)
 
-    def reclassified(self) -> None:
-        self.stub_tokens, self.carried = -1, None
 
 
 @dataclass(slots=True, eq=False)
@@ -266,8 +264,12 @@ class Step:
         return sums
 
     def changed(self, entry: Entry) -> None:
-        entry.reclassified()
+        """``entry`` was reclassified: what is cached on it and on this step goes, and the step
+        leaves the settled prefix (``unsettle`` written out: a cold build calls this a few times
+        per observation)."""
+        entry.stub_tokens, entry.carried = -1, None
         self.version += 1
-        self.unsettle()
+        self.settled = None
+        self.on_unsettle(self.index)
         for owner, echo in entry.echoed_by:  # what is sent as a difference from it may change
             owner.changed(echo)
