@@ -134,7 +134,6 @@ class Entry:
         self.tokens = estimate_tokens(content)
 
 
-
 @dataclass(slots=True, eq=False)
 class Step:
     """One live step. Its turn is rendered lazily (from the engine's ``TurnCache``): most steps
