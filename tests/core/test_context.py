@@ -598,3 +598,26 @@ async def test_the_manifest_reports_entries_sections_ceiling_and_estimate() -> N
     assert {"name", "source", "est_tokens"} <= set(manifest["sections"][0])
     inside = sum(s.est_tokens for s in assembly.sections if not s.fixed)
     assert inside + sum(e.est_tokens for e in assembly.entries) == assembly.est_tokens
+
+
+async def test_repeated_output_carried_until_a_rewrite_never_brings_on_a_fold() -> None:
+    """A test command run at every step, its output different each time: the older outputs are
+    superseded yet carried whole (pending) until a rewrite stubs them, and together they pass
+    the fold threshold many times over. What is live is one output: the engine stubs them by a
+    rewrite, never folds current content away for them, and stays under the ceiling."""
+    writer = Writer()
+    engine = ContextEngine(frame(), summarize=writer)
+    threshold = Compaction().threshold * 6_000
+    history: list[StepRecord] = []
+    past_threshold = 0  # requests past the threshold, three quarters of it pending outputs
+    for n in range(1, 61):
+        output = f"run {n}\n" + "".join(f"test_{n}_{i} FAILED\n" for i in range(20))
+        history.append(step(n, obs(n, ObsKind.EXEC, "pytest -q", output)))
+        assembly = await engine.build(history, ceiling_tokens=6_000)
+        assert not assembly.folded and assembly.summary is None, f"folded at step {n}"
+        assert assembly.est_tokens <= 6_000
+        assert entry(assembly, f"c{n}_1").state is EntryState.FULL
+        pending = [e for e in assembly.entries if e.state is EntryState.FULL and e.superseded_by]
+        carried = sum(e.est_tokens for e in pending)
+        past_threshold += assembly.est_tokens > threshold and carried > threshold * 3 / 4
+    assert past_threshold >= 3 and writer.requests == []
