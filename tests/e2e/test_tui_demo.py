@@ -70,9 +70,8 @@ def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
             _tmux(socket, "send-keys", "-t", "io", "Down")
         time.sleep(0.5)
         _tmux(socket, "send-keys", "-t", "io", "i")
-        screen = _wait_for(socket, "Manifest")
-        screen = _wait_for(socket, "entries")
-        assert "state" in screen and "reason" in screen
+        _wait_for(socket, "Manifest")
+        screen = _wait_for_line(socket, ("state", "reason"))  # the table's header, once drawn
         # every manifest row shows its state and reason on screen
         assert any(word in screen for word in ("carried whole", "superseded", "elided", "step"))
         _tmux(socket, "send-keys", "-t", "io", "f")  # filter: carried → stubs
