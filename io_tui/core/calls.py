@@ -132,7 +132,7 @@ class CallRunner:
             reason = decision.reason or "no reason given"
             text = f"The operator denied {request.act.value} {request.target}: {reason}. Adapt your approach."
             await self.store.approvals.record_performed(request.id, {"performed": False})
-            result = self._error(call, step, text, ctx.cap_chars, kind=ObsKind.ERROR)
+            result = self._error(call, step, text, ctx.cap_chars, target=request.target)
             result.denied = True
             return result
         arguments = request.arguments
@@ -152,8 +152,9 @@ class CallRunner:
                 request.id, {"performed": False, "error": str(exc)}
             )
             return self._error(
-                call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars
-            )
+                call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars,
+                target=request.target,
+            )  # fmt: skip
         if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
             await self._remember(decision.rule, request.id, Effect.ALLOW)
         if gate is not None:
@@ -237,7 +238,8 @@ class CallRunner:
         try:
             outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
         except ToolError as exc:
-            return self._error(call, step, note + str(exc), ctx.cap_chars)
+            target = gate.target if gate else ""
+            return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
         return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
 
     def _observe(
@@ -283,9 +285,17 @@ class CallRunner:
         return self._observe(call, step, outcome, self.make_context(step).cap_chars)
 
     def _error(
-        self, call: ToolCall, step: int, message: str, cap: int, kind: ObsKind = ObsKind.ERROR
+        self,
+        call: ToolCall,
+        step: int,
+        message: str,
+        cap: int,
+        kind: ObsKind = ObsKind.ERROR,
+        target: str = "",
     ) -> CallResult:
-        outcome = ToolOutcome(text=message, kind=kind, target=call.name, is_error=True)
+        """A failed or refused call's observation. ``target``: what it acted on, when known (the
+        path or command a refusal names, which its stub and the inspector show); else the tool."""
+        outcome = ToolOutcome(text=message, kind=kind, target=target or call.name, is_error=True)
         return self._observe(call, step, outcome, cap)
 
     def _refused(
@@ -305,7 +315,7 @@ class CallRunner:
             f"{prefix}Refused by policy: {verdict.act.value} {verdict.target} is denied by rule "
             f"'{verdict.rule_text}' in layer '{verdict.layer}'. Do not retry it; choose another way."
         )
-        result = self._error(call, step, text, cap)
+        result = self._error(call, step, text, cap, target=verdict.target)
         result.denied = True
         return result
 

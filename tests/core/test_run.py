@@ -222,6 +222,8 @@ async def test_always_reject_persists_a_deny_rule_the_run_applies_at_once(
         in trace["steps"][0]["observations"][0]["text"]
     )
     assert "Refused by policy" in trace["steps"][1]["observations"][0]["text"]
+    # each refusal is of the path it names (its stub and the inspector say what was refused)
+    assert [s["observations"][0]["target"] for s in trace["steps"][:2]] == ["src/a.py", "src/b.py"]
     rules = await store.rules.list()
     assert [(r.pattern, r.act, r.effect, r.scope) for r in rules] == [
         ("src/*", Act.WRITE, Effect.DENY, "workspace")
