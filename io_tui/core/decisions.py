@@ -21,6 +21,7 @@ from io_tui.core.policy import Policy
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.reconcile import Reconciler
 from io_tui.core.run import RunResult, resume_run
+from io_tui.core.sampling import expire_server_asks, is_server_ask
 from io_tui.core.store import RunBusy, RunRow, Store
 from io_tui.core.sub_agents import last_active, waiting_chain
 from io_tui.core.tools.registry import ToolRegistry
@@ -84,15 +85,21 @@ async def decide(
     if record is None:
         raise DecideError(f"no approval request {approval_id}")
     run_id = record.request.run_id
+    run = await store.runs.get(run_id)
     if record.status != "pending":
         kind = _decided(record.decision)
-        run = await store.runs.get(run_id)
         hint = (
             f"; its run {run_id} is {run.status}: continue it with `io-tui resume {run_id}`"
             if run is not None and run.status in RESUMABLE
             else ""
         )
         raise DecideError(f"request {approval_id} was already decided ({kind}){hint}")
+    if is_server_ask(record.request) and (run is None or run.status != "running"):
+        await expire_server_asks(store, run_id)
+        raise DecideError(
+            f"request {approval_id} was an MCP server's request inside a call that ended with "
+            "the process that asked; it can no longer be answered (it leaves the inbox)"
+        )
     if decision.kind is DecisionKind.DEFER:
         return Decided(approval_id, run_id, None)
     if not await store.approvals.record_decision(approval_id, decision):
@@ -101,7 +108,6 @@ async def decide(
         raise DecideError(f"request {approval_id} was decided by someone else first ({kind})")
     if not resume:
         return Decided(approval_id, run_id, None)
-    run = await store.runs.get(run_id)
     if run is None or run.status not in RESUMABLE:
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)

@@ -42,6 +42,7 @@ from io_tui.core.reconcile import (
     what_is_known,
 )
 from io_tui.core.run_state import RunState
+from io_tui.core.sampling import expire_server_asks
 from io_tui.core.store import IntentRow, RequestRecord, RunBusy, RunRow, StoreError
 from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.sub_agents import ENDED, WAITING, child_of_call
@@ -100,6 +101,7 @@ async def resume_run(
     )
     state.tokens = row.tokens
     await harness.store.leases.acquire(run_id)
+    await expire_server_asks(harness.store, run_id)  # asked by calls that ended with a process
     return await Run(state, reconciler).drive(resumed=not first)
 
 

@@ -120,6 +120,30 @@ async def ask_operator(
     return Asked(decision, request.id)
 
 
+SERVER_ASKS = (":sampling", ":elicitation")  # how ``ask_operator`` ends a request's call id
+ENDED_WITH_PROCESS = "io-tui (the call that asked ended with its process)"
+
+
+def is_server_ask(request: ApprovalRequest) -> bool:
+    """Whether an approval request is an MCP server's sampling or form request, made inside one
+    of its tool calls: it can be answered only while that call lasts, in that process."""
+    return request.call_id.endswith(SERVER_ASKS)
+
+
+async def expire_server_asks(store: Any, run_id: int) -> list[int]:
+    """Decide (a defer saying why) the server requests of ``run_id`` still pending when no
+    process drives the run: the calls that asked ended with the process that made them, so
+    no answer can reach them, and each would otherwise wait in every inbox for ever. Returns
+    their ids. ``store``: the ``Store``."""
+    ended = Decision.defer(decided_by=ENDED_WITH_PROCESS)
+    waiting = [
+        r.request.id
+        for r in await store.approvals.for_run(run_id)
+        if r.status == "pending" and is_server_ask(r.request)
+    ]
+    return [id_ for id_ in waiting if await store.approvals.record_decision(id_, ended)]
+
+
 @dataclass(frozen=True, slots=True)
 class SamplingAsk:
     """What a server asked the model: its messages as (role, text), a system prompt, a limit."""

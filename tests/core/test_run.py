@@ -14,6 +14,7 @@ import pytest
 from waits import until
 
 from io_tui.core.approvals import (
+    ApprovalRequest,
     ApproveAll,
     Decision,
     DecisionKind,
@@ -22,12 +23,13 @@ from io_tui.core.approvals import (
     RememberRule,
 )
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import decide
+from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.harness import Harness
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Outcome, resume_run, start_run
+from io_tui.core.sampling import ENDED_WITH_PROCESS
 from io_tui.core.store import Store
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.trace import build_trace
@@ -510,3 +512,41 @@ async def test_a_run_whose_end_cannot_be_written_says_it_ended_once(
     assert (result.status, result.error) == ("failed", "IntegrityError: disk died")
     assert row is not None and row.status == "failed"
     assert [e.detail["outcome"] for e in ended] == ["failed"]
+
+
+async def orphaned_form(store: Store, run_id: int) -> int:
+    """A server's form request of ``run_id`` left pending, as ``ask_operator`` persists it, by
+    a process that died while the call that asked waited for it."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    request = await store.approvals.create(
+        ApprovalRequest(
+            id=0, run_id=run_id, step=1, call_id="c9:elicitation",
+            tool="mcp__everything__elicitation", act=Act.EXEC,
+            arguments={"message": "Who?", "requested_schema": schema},
+            target="mcp__everything__elicitation", content="MCP server 'everything' asks…",
+            rule="", layer="", workspace="/ws",
+        )
+    )  # fmt: skip
+    return request.id
+
+
+async def test_a_server_request_orphaned_by_its_process_leaves_the_inbox(
+    store, workspace, write_script
+):
+    """Deciding it is refused in one line (no call is left to hear the answer); resuming its
+    run decides every such request, so none waits in an inbox for ever."""
+    script = write_script([{"tool_calls": [EDIT]}, {"text": "done"}])
+    paused = await start_run(harness(store, script, approver=DeferAll()), TaskContract("x", workspace))  # fmt: skip
+    (edit,) = await store.approvals.pending()
+    form = await orphaned_form(store, paused.run_id)
+    with pytest.raises(DecideError, match="can no longer be answered"):
+        await decide(store, form, Decision.approve())
+    record = await store.approvals.get(form)
+    assert record.status == "decided" and record.decision.decided_by == ENDED_WITH_PROCESS
+
+    another = await orphaned_form(store, paused.run_id)
+    decided = await decide(store, edit.request.id, Decision.approve())  # resumes the run
+    assert decided.result is not None and decided.result.outcome is Outcome.FINISHED
+    record = await store.approvals.get(another)
+    assert record.status == "decided" and record.decision.kind is DecisionKind.DEFER
+    assert await store.approvals.pending() == []
