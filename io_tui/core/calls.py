@@ -285,17 +285,13 @@ class CallRunner:
         return self._observe(call, step, outcome, self.make_context(step).cap_chars)
 
     def _error(
-        self,
-        call: ToolCall,
-        step: int,
-        message: str,
-        cap: int,
-        kind: ObsKind = ObsKind.ERROR,
-        target: str = "",
+        self, call: ToolCall, step: int, message: str, cap: int, target: str = ""
     ) -> CallResult:
         """A failed or refused call's observation. ``target``: what it acted on, when known (the
         path or command a refusal names, which its stub and the inspector show); else the tool."""
-        outcome = ToolOutcome(text=message, kind=kind, target=target or call.name, is_error=True)
+        outcome = ToolOutcome(
+            text=message, kind=ObsKind.ERROR, target=target or call.name, is_error=True
+        )
         return self._observe(call, step, outcome, cap)
 
     def _refused(

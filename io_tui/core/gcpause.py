@@ -14,14 +14,9 @@ synchronous code, or awaits that are short: never a provider call or an operator
 
 from __future__ import annotations
 
-import functools
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 _depth = 0
 _resume = False
@@ -41,14 +36,3 @@ def gc_paused() -> Iterator[None]:
         _depth -= 1
         if _depth == 0 and _resume:
             gc.enable()
-
-
-def paused_gc(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` (synchronous) under ``gc_paused``."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with gc_paused():
-            return fn(*args, **kwargs)
-
-    return wrapper
