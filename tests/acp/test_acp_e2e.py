@@ -14,6 +14,7 @@ import pytest
 from acp import RequestError, text_block
 from acp.schema import ClientCapabilities, EnvVariable, McpServerStdio
 from acp_client import EditorClient, io_tui_acp
+from cli_process import io_tui
 
 from io_tui.core import Store
 
@@ -21,13 +22,6 @@ EDIT = {
     "name": "edit_file",
     "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
 }
-
-
-def io_tui(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args], capture_output=True, text=True, timeout=60, env=env
-    )
 
 
 async def test_an_edit_after_a_permission_request(workspace, write_script, store_path, tmp_path):

@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_process import io_tui
 
 EDIT = {
     "name": "edit_file",
     "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
 }
-
-
-def io_tui(
-    *args: str, cwd: Path | None = None, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-        input=input,
-    )
 
 
 def test_defer_then_decide_in_a_new_process(tmp_path, workspace, write_script, store_path):

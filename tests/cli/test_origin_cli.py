@@ -5,13 +5,13 @@ mcp-server-time, one store."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import cli_process
 import pytest
 from mcp_support import MARK_VAR, needs_proc, new_mark, wait_until_gone
 
@@ -21,15 +21,7 @@ DONE = {"text": "done"}
 
 
 def io_tui(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", MARK_VAR)}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**environ, **env},
-    )
+    return cli_process.io_tui(*args, env=cli_process.user_env(env, drop=(MARK_VAR,)))
 
 
 def time_server(tmp_path: Path, name: str = "mcp.toml", mark: str = SECRET) -> Path:

@@ -7,31 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import cli_process
 import pytest
+from cli_process import user_env as env
 from mcp_support import server_script_args
 
 POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
 
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-
-
 def io_tui(*args: str, store: Path | str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args, "--store", str(store)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(),
-    )
+    return cli_process.io_tui(*args, "--store", str(store))
 
 
 def worker(store: Path | str, *args: str) -> subprocess.Popen[str]:

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_process
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,15 +24,7 @@ POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
 
 def io_tui(*args: str, store: Path, input: str = "") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args, "--store", str(store)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        input=input,
-    )
+    return cli_process.io_tui(*args, "--store", str(store), input=input)
 
 
 def wait_for(path: Path, what: str, timeout_s: float = 30.0) -> None:

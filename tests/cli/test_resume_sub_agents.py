@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import cli_process
 import pytest
+from cli_process import user_env as env
 from waits import until
 
 from io_tui.core import Store, Workspace, in_flight_calls
@@ -22,19 +23,8 @@ from io_tui.core import Store, Workspace, in_flight_calls
 ALLOW = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 
 
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-
-
 def io_tui(*args: str, store: Path, input: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args, "--store", str(store)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env(),
-        input=input,
-    )
+    return cli_process.io_tui(*args, "--store", str(store), input=input)
 
 
 def started(*args: str, store: Path) -> subprocess.Popen[bytes]:

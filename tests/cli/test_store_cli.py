@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -15,6 +14,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import cli_process
 import pytest
 
 from io_tui.core.store.db import APPLICATION_ID
@@ -32,14 +32,7 @@ READ_ONLY = (
 
 
 def io_tui(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | env
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environ,
-    )
+    return cli_process.io_tui(*args, env=cli_process.user_env(env))
 
 
 def sha(path: Path) -> str:

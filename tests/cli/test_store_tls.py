@@ -7,16 +7,15 @@ the credentials file or the URL, is never written to the store nor shown by any 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import cli_process
 import pytest
 from mcp_support import free_port
 from pg_cluster import MISSING, PG_BIN, Cluster, running
@@ -160,14 +159,7 @@ async def test_tls_options_that_do_not_fit_the_server_are_one_line_without_the_p
 
 
 def io_tui(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**environ, **env},
-    )
+    return cli_process.io_tui(*args, env=cli_process.user_env(env))
 
 
 def stored_text(tls: Tls) -> str:

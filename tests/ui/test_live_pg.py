@@ -8,13 +8,14 @@ its own decision is told it came second."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import cli_process
 import pytest
+from cli_process import user_env as env
 from textual.pilot import Pilot
 
 from io_tui.config import Settings
@@ -26,15 +27,8 @@ from io_tui.ui.widgets.run_tree import RunTree, run_label
 TRIES = 1200  # pauses of 0.05 s: what a condition may take on a loaded machine, at most
 
 
-def env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-
-
 def io_tui(*args: str, store: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "io_tui", *args, "--store", store],
-        capture_output=True, text=True, timeout=120, env=env(),
-    )  # fmt: skip
+    return cli_process.io_tui(*args, "--store", store)
 
 
 def start_worker(store: str) -> subprocess.Popen[str]:
