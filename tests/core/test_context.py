@@ -14,6 +14,7 @@ from io_tui.core.context import (
     EntryState,
     Frame,
     InstructionFile,
+    ManifestEntry,
     RefreshFailed,
     Summary,
     message_tokens,
@@ -364,6 +365,13 @@ async def test_stubs_past_an_eighth_of_the_ceiling_collapse_into_one_line() -> N
     for e in collapsed:
         assert e.call_id not in carried_calls and e.call_id not in by_call(assembly)
     assert assembly.est_tokens <= 2_000
+    # a collapsed step's entries are made whole, every field in its place (``engine._unsent``)
+    first = entry(assembly, "c1_1")
+    assert ManifestEntry._make(first) == first and first._asdict() == {
+        **first._asdict(), "step": 1, "kind": "exec", "state": EntryState.COLLAPSED,
+        "superseded_by": None, "chars": 0, "est_tokens": 0, "kept_chars": None,
+        "total_chars": None, "role": "untrusted data", "digest": "",
+    }  # fmt: skip
 
 
 async def test_operator_messages_survive_a_collapse_inside_its_line() -> None:

@@ -14,13 +14,25 @@ from io_tui.core.context.plan import Plan, extends, worth_rewriting
 from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
-from io_tui.core.ledger import StepRecord
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message, ToolSpec
 
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
 FOLDED_REASON = "folded into the compaction summary"
+
+
+_KIND = {kind: kind.value for kind in ObsKind}  # an enum's ``value`` is slow to read, and hot
+_new_tuple = tuple.__new__  # a named tuple made without its generated ``__new__``: twice as fast
+
+
+def _unsent(o: Observation, state: EntryState, reason: str) -> ManifestEntry:
+    """The manifest entry of a result nothing of which this request sends (collapsed, folded)."""
+    return _new_tuple(ManifestEntry, (  # every field, in order: see ``ManifestEntry``
+        o.step, o.call_id, _KIND[o.kind], o.target, state, reason, None, 0, 0, None, None,
+        *observation_labels(o), "",
+    ))  # fmt: skip
 
 
 @dataclass
@@ -54,9 +66,6 @@ class ContextEngine:
     live: LiveSteps = field(init=False, repr=False)
     _frame_cache: tuple[tuple[Message, ...], tuple[Section, ...]] | None = field(
         default=None, init=False, repr=False
-    )
-    _stable: dict[tuple[int, EntryState], tuple[StepRecord, list[ManifestEntry]]] = field(
-        default_factory=dict, init=False, repr=False
     )
     _runs: dict[EntryState, StableRun] = field(default_factory=dict, init=False, repr=False)
 
@@ -147,37 +156,22 @@ class ContextEngine:
             self._frame_cache = frame_messages(self.frame)
         return self._frame_cache
 
-    def stable_entries(self, record: StepRecord, state: EntryState) -> list[ManifestEntry]:
-        """The manifest entries of a collapsed or folded step: nothing of them is sent, so they
-        do not change from one request to the next and are built once per step and state."""
-        key = (record.step, state)
-        cached = self._stable.get(key)
-        if cached is not None and cached[0] is record:
-            return cached[1]
-        reason = COLLAPSED_REASON if state is EntryState.COLLAPSED else FOLDED_REASON
-        made = [
-            ManifestEntry(
-                o.step, o.call_id, o.kind.value, o.target, state, reason, None, 0, 0, None, None,
-                *observation_labels(o),
-            )
-            for o in record.observations
-        ]  # fmt: skip
-        self._stable[key] = (record, made)
-        return made
-
     def stable_run(self, records: Sequence[StepRecord], state: EntryState) -> list[ManifestEntry]:
-        """The stable entries of ``records`` (the oldest live steps, collapsed; or the folded
-        ones), in order. Kept flat between builds: a run of them mostly grows at its newest
-        end, so only the steps new to it are looked up."""
+        """The manifest entries of ``records`` (the oldest live steps, collapsed; or the folded
+        ones), in order: nothing of them is sent, so they do not change from one request to the
+        next. Kept flat between builds: a run of them mostly grows at its newest end, so only
+        the entries of the steps new to it are made."""
         run = self._runs.setdefault(state, StableRun())
         keep = common_prefix(run.records, records)
         del run.records[keep:], run.ends[keep + 1 :]
-        del run.entries[run.ends[-1] :]
+        entries, ends = run.entries, run.ends
+        del entries[ends[-1] :]
+        reason = COLLAPSED_REASON if state is EntryState.COLLAPSED else FOLDED_REASON
         for record in records[keep:]:
             run.records.append(record)
-            run.entries += self.stable_entries(record, state)
-            run.ends.append(len(run.entries))
-        return run.entries
+            entries += [_unsent(o, state, reason) for o in record.observations]
+            ends.append(len(entries))
+        return entries
 
     def latest_summary(self, last_step: int) -> Summary | None:
         usable = [s for s in self.summaries if s.through_step <= last_step]
