@@ -230,7 +230,9 @@ async def test_cancel_a_running_command_and_follow_up(
 
     assert first.stop_reason == "cancelled"
     (terminal,) = client.terminals.values()
-    assert terminal.returncode is not None  # released and killed with the run
+    # released and killed with the run (its `sleep 60` would outlive the wait): reaped within
+    # a few seconds, however loaded the machine
+    assert await asyncio.wait_for(terminal.wait(), 10) < 0
     assert second.stop_reason == "end_turn"
     first_run, second_run = (
         first.field_meta["io-tui"]["run_id"],
