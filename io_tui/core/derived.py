@@ -20,7 +20,6 @@ before and after, and what the rebuild did (``Invalidation``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from io_tui.core.ledger import ObsKind, StepRecord
+from io_tui.core.ledger import ObsKind, StepRecord, content_digest
 from io_tui.core.memory import MemoryNote, note_line
 from io_tui.core.providers.base import ToolSpec
 from io_tui.core.skills import Skill
@@ -42,8 +41,9 @@ RebuildEffect = Literal["rebuilt", "unchanged", "deferred"]
 
 
 def digest(data: str | bytes) -> str:
-    raw = data.encode() if isinstance(data, str) else data
-    return hashlib.sha256(raw).hexdigest()[:16]
+    """The version of what a part renders or depends on: ``content_digest``, as a read's
+    ``Seen.digest`` and a section's ``source_version`` are (one file, one version everywhere)."""
+    return content_digest(data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data)
 
 
 @dataclass(frozen=True, slots=True)

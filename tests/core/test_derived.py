@@ -18,10 +18,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolListChangedNotification
 
 from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DeferAll
+from io_tui.core.context.labels import digest as label_digest
 from io_tui.core.contract import TaskContract
 from io_tui.core.decisions import decide
 from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation, invalidation_line
 from io_tui.core.harness import Harness
+from io_tui.core.ledger import content_digest
 from io_tui.core.mcp import InProcessServer, McpHub
 from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
@@ -413,6 +415,8 @@ def test_files_are_hashed_again_only_when_their_stat_moves(tmp_path, monkeypatch
     assert files.versions([path]) == {"file:AGENTS.md": ABSENT}
     path.write_text("one")
     assert files.version(path) == digest("one")
+    # one version of a file everywhere: what a read of it records, and a section's label
+    assert digest("one") == content_digest(b"one") == label_digest("one")
     reads: list[Path] = []
     original = Path.open
 
