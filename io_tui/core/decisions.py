@@ -108,6 +108,8 @@ async def decide(
         raise DecideError(f"request {approval_id} was decided by someone else first ({kind})")
     if not resume:
         return Decided(approval_id, run_id, None)
+    # read again now the decision is recorded: a run that paused meanwhile is resumed here
+    run = await store.runs.get(run_id)
     if run is None or run.status not in RESUMABLE:
         # The run is live in another process (it will pick the decision up) or already over.
         return Decided(approval_id, run_id, None)
