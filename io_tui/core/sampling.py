@@ -153,7 +153,7 @@ class SamplingAsk:
     messages: tuple[tuple[str, str], ...]
     system_prompt: str | None = None
     max_tokens: int | None = None
-    wait_s: float | None = None  # how long the operator may take (the server's call timeout)
+    wait_s: float | None = None  # how long the operator may take (what is left of the call)
 
     def text(self) -> str:
         """The request as the operator reads it in the approval."""

@@ -9,7 +9,7 @@ The request is an ask like any other (``core.sampling.ask_operator``), checked a
   the server's schema;
 - **decline**: a deny (its reason recorded), or an approval without a form: an approver that
   cannot show one (``io-tui run``'s terminal, ``--approve all``) declines, saying so;
-- **cancel**: a defer, or no answer within the server's ``call_timeout_s``.
+- **cancel**: a defer, or no answer within what is left of the call's ``call_timeout_s``.
 
 The outcome is recorded with the request (``performed``: action, content or reason).
 """
@@ -117,7 +117,7 @@ class ElicitAsk:
     target: str  # what the policy checks: ``mcp__<server>__elicitation``
     message: str
     schema: dict[str, Any] = field(default_factory=dict)
-    wait_s: float | None = None  # how long the operator may take (the server's call timeout)
+    wait_s: float | None = None  # how long the operator may take (what is left of the call)
 
     def text(self) -> str:
         """The request as the operator reads it (the approval's content, the inbox)."""
