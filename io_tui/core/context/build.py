@@ -279,7 +279,7 @@ class Build:
         saved -= sum(
             echo.carried[3] - echo.tokens
             for _, e in held
-            for _, echo in e.echoed_by
+            for _, echo in e.echoed_by or ()
             if echo.state is EntryState.ECHOED and echo.carried is not None
         )
         saved += sum(live[i].cost + sum(e.tokens for e in live[i].entries) for i in dying)

@@ -102,6 +102,7 @@ class LiveSteps:
         self._notes: list[tuple[Step, Entry]] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
+        self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
 
     def __len__(self) -> int:
@@ -227,7 +228,7 @@ class LiveSteps:
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in record.observations]
-        st = Step(record, entries, self.cache, self.settled.truncate, len(self.steps))
+        st = Step(record, entries, self.cache, self._unsettle, len(self.steps))
         for e in st.entries:  # in order: a later result of the same step is the newer one
             obs = e.obs
             kind = obs.kind
@@ -353,7 +354,7 @@ class LiveSteps:
                 echo = older.echo
                 base = echo if echo is not None and not older.no_echo and echo[1].pending else held
                 e.echo = base
-                base[1].echoed_by.append((st, e))
+                base[1].echoed((st, e))
                 self.echoes.append((st, e))
         owner.changed(older)
 

@@ -50,8 +50,9 @@ class Entry:
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
     # the pending result of the same call, carried whole before it, that this one is sent as a
     # difference from (``refresh.py``), with its step; and those sent as a difference from this
+    # (made on the first: most entries never have one, and a cold build makes one per result)
     echo: tuple[Step, Entry] | None = None
-    echoed_by: list[tuple[Step, Entry]] = field(default_factory=list)
+    echoed_by: list[tuple[Step, Entry]] | None = None
     no_echo: bool = False  # its base fell out of the window: sent whole from then on
 
     def __post_init__(self) -> None:
@@ -85,6 +86,12 @@ class Entry:
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered)
         return elided_stub(self.obs, self.stale)
+
+    def echoed(self, by: tuple[Step, Entry]) -> None:
+        """``by`` is sent as a difference from this entry."""
+        if self.echoed_by is None:
+            self.echoed_by = []
+        self.echoed_by.append(by)
 
     def stub_cost(self) -> int:
         if self.stub_tokens < 0:
@@ -270,5 +277,6 @@ class Step:
         self.version += 1
         self.settled = None
         self.on_unsettle(self.index)
-        for owner, echo in entry.echoed_by:  # what is sent as a difference from it may change
-            owner.changed(echo)
+        if entry.echoed_by:  # what is sent as a difference from it may change
+            for owner, echo in entry.echoed_by:
+                owner.changed(echo)
