@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("io_tui.acp")
 
 RESUMABLE = ("paused", "interrupted")
+ENDED = ("finished", "failed", "cancelled")
 STOP_REASONS: dict[Outcome, StopReason] = {
     Outcome.CANCELLED: "cancelled",
     Outcome.STEP_CAP: "max_turn_requests",
@@ -282,17 +283,21 @@ class IoAgent:
     async def _turn(self, session: Session, text: str) -> RunResult:
         runs = await self._runs(session.id)
         last = runs[-1] if runs else None
-        registry = await self._registry(session)
-        approver = ClientApprover(self.client, session, self.store, self.client_name)
-        sink = UpdateSink(session, self.store)
-        if last is not None and last.status in RESUMABLE:
-            result = await self._resume(session, last.id, text, approver, sink, registry)
-        elif last is not None and last.status not in ("finished", "failed", "cancelled"):
+        if last is not None and last.status not in (*RESUMABLE, *ENDED):
             raise RequestError.invalid_request(
                 {"details": f"run {last.id} of this session is {last.status} in another process"}
             )
+        resumed = last.id if last is not None and last.status in RESUMABLE else None
+        hub = await self._hub(session)
+        if resumed is not None and hub is not None:
+            await hub.wait_all()  # the call the run resumes with may need its tool now
+        registry = self._registry(session, hub)
+        approver = ClientApprover(self.client, session, self.store, self.client_name)
+        sink = UpdateSink(session, self.store)
+        if resumed is not None:
+            result = await self._resume(session, resumed, text, approver, sink, registry)
         else:
-            result = await self._start(session, text, last, approver, sink, registry)
+            result = await self._start(session, text, last, approver, sink, registry, hub)
         sink.send_observed()  # the last results first, then how the run stopped
         note = await run_note(self.store, await self.store.runs.get(result.run_id))
         if note:
@@ -307,6 +312,7 @@ class IoAgent:
         approver: ClientApprover,
         sink: UpdateSink,
         registry: ToolRegistry,
+        hub: McpHub | None,
     ) -> RunResult:
         request = NewRunRequest(
             task=text, workspace=session.cwd, seed_run_id=last.id if last is not None else None
@@ -324,6 +330,7 @@ class IoAgent:
             policy=policy,
             registry=registry,
             origin=RunOrigin.at_start(self.settings, servers, session=session.id),
+            late_tools=hub,  # servers still starting: their tools join the run when ready
         )
 
         async def created(run_id: int) -> None:
@@ -371,21 +378,40 @@ class IoAgent:
             self._configured[session.cwd] = dict(self.servers(session.cwd))
         return {**self._configured[session.cwd], **session.servers}
 
-    async def _registry(self, session: Session) -> ToolRegistry:
-        """The built-in tools (files and commands through the client where it offers them),
-        with the MCP servers of the config for the session's directory."""
-        registry = harness_registry()
+    async def _hub(self, session: Session) -> McpHub | None:
+        """The session's MCP servers (the config's for its directory, and the client's), started
+        in the background at its first prompt: a run waits for them at most ``[mcp]
+        ready_wait_s``, and the tools of one that is ready later join the run then."""
         hub = self._hubs.get(session.id)
         servers = self._servers(session)
         if hub is None and servers:
-            hub = McpHub(servers, roots=(session.cwd,))  # the session's directory, their root
+            hub = McpHub(
+                servers,
+                background=True,
+                ready_wait_s=self.settings.mcp.ready_wait_s,
+                roots=(session.cwd,),  # the session's directory, their root
+            )
+            hub.watch(_log_arrival)
             await self._exit.enter_async_context(hub)
             self._hubs[session.id] = hub
-            for problem in hub.problems:
-                log.warning("MCP: %s", problem)
+        return hub
+
+    def _registry(self, session: Session, hub: McpHub | None) -> ToolRegistry:
+        """The built-in tools (files and commands through the client where it offers them),
+        with the MCP tools of the servers ready by now."""
+        registry = harness_registry()
         if hub is not None:
             hub.register_into(registry)
         return client_tools(registry, Editor(self.client, session))
+
+
+def _log_arrival(arrival: Any) -> None:  # the hub's Arrival
+    """A server of a session's done starting: its problem a warning, its tools the log's."""
+    if arrival.problem is not None:
+        log.warning("MCP: %s", arrival.problem)
+    elif arrival.tools and not arrival.replaces:
+        names = ", ".join(tool.name for tool in arrival.tools)
+        log.info("MCP: %s ready: %s", arrival.source, names)
 
 
 def prompt_text(blocks: list[Any], cwd: Path) -> str:

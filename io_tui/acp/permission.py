@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from acp import RequestError, text_block, tool_content
 from acp.schema import PermissionOption, ToolCallUpdate
 
+from io_tui.acp.plan import send_plan
 from io_tui.acp.updates import call_key, file_diff, tool_kind, tool_title
 from io_tui.core import (
     ApprovalRequest,
@@ -87,7 +88,8 @@ class ClientApprover:
 
     async def decide(self, request: ApprovalRequest) -> Decision:
         session = self.session
-        await session.outbox.flush()  # the tool call is on the client's screen first
+        send_plan(session, self.store)  # the ledger says what waits for the decision
+        await session.outbox.flush()  # the tool call (and the plan) on the client's screen first
         if session.cancelled.is_set():
             return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
         session.asking += 1

@@ -92,6 +92,8 @@ class Session:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     asking: int = 0  # permission requests open now: a cancel defers them instead
     servers: dict[str, Any] = field(default_factory=dict)  # the client's MCP servers
+    plan_revision: tuple[int, int] | None = None  # (run, ledger revision) last made a plan
+    plan: list[Any] | None = None  # the plan's entries last sent
 
     @property
     def busy(self) -> bool:

@@ -8,6 +8,7 @@
 | ``text_delta`` of a sub-agent run, ``request_retry`` | ``agent_thought_chunk`` |
 | ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
 | its observation (a refusal included) | ``tool_call_update``: completed / failed, with the result text |
+| ``step_committed``, ``run_finished`` of the session's run | ``plan``, when its progress ledger has a new revision (``plan``) |
 
 A tool call's id is ``RUN:CALL`` (the run's id and the model's call id), unique in a session
 whose runs and sub-agents may reuse a provider's call ids. An observation's text is in the store
@@ -36,12 +37,15 @@ from acp import (
 from acp.schema import ToolCallLocation
 from acp.schema import ToolCallStatus as Status
 
+from io_tui.acp.plan import send_plan
 from io_tui.core import EventKind, RunEvent
 
 if TYPE_CHECKING:
     from io_tui.acp.session import Session
     from io_tui.core import Store
 
+# the events after which a run's progress ledger may have a new revision (stored before them)
+PLANNED = (EventKind.STEP_COMMITTED, EventKind.RUN_FINISHED)
 RESULT_CHARS = 20_000  # of a tool's result shown in the client (the store keeps it whole)
 DIFF_MAX_CHARS = 512_000  # a file larger than this is shown as its new text alone
 
@@ -143,6 +147,8 @@ class UpdateSink:
         elif event.kind is EventKind.OBSERVATION:
             key = call_key(event.run_id, str(detail.get("call_id")))
             self.unobserved[key] = (event.run_id, event.step, str(detail.get("call_id")))
+        elif event.kind in PLANNED and event.run_id == self.session.run_id:
+            send_plan(self.session, self.store)  # its ledger's revision is stored by now
         elif event.kind is EventKind.REQUEST_RETRY:
             why = detail.get("error") or "the provider failed"
             delay = detail.get("delay_s", 0)
@@ -224,6 +230,7 @@ async def replay(session: Session, store: Store, runs: list[Any]) -> None:
         note = await run_note(store, run)
         if note:
             outbox.put(update_agent_message_text(note))
+    send_plan(session, store)  # the last run's, as its ledger stands
     await outbox.flush()
 
 

@@ -1,0 +1,54 @@
+"""A ledger's plan for the states the end-to-end test's run does not reach: a paused run with an
+ask, a call in flight at a crash, an open failure and a verification not yet passed, each at its
+priority, and a run that ended without meeting its objective."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from io_tui.acp.plan import plan_entries
+from io_tui.core.progress.fold import plan
+from io_tui.core.progress.model import Failure, Operation, PendingApproval, ProgressLedger
+
+
+def planned(ledger: ProgressLedger) -> list[tuple[str, str, str]]:
+    remaining, action = plan(ledger)
+    ledger = replace(ledger, remaining=remaining, next_action=action)
+    return [(e.content, e.priority, e.status) for e in plan_entries(ledger)]
+
+
+def test_what_blocks_the_run_comes_first_then_what_failed_then_the_check() -> None:
+    ledger = ProgressLedger(
+        run_id=4,
+        objective="fix\nthe parser",
+        status="paused",
+        outcome="awaiting_approval",
+        approvals=(PendingApproval(7, 3, "write", "src/app.py"),),
+        operations=(Operation("call", "r4.s2.c1", "run_command with no result", 2),),
+        failures=(Failure("`pytest -q`", 2, "r4.s2.c0"),),
+        verify=("make", "check"),
+    )
+    entries = planned(ledger)
+    assert entries[0] == ("Objective: fix the parser", "high", "pending")  # paused: not going
+    assert entries[1][0].startswith("Next: the operator decides approval 7")
+    assert entries[1][1:] == ("high", "in_progress")
+    assert [(p, s) for _, p, s in entries[2:]] == [
+        ("high", "pending"),  # the ask
+        ("high", "pending"),  # the call in flight
+        ("medium", "pending"),  # the failure
+        ("low", "pending"),  # the verification
+    ]
+    assert entries[2][0] == "approval 7 (write src/app.py) waits for the operator"
+
+
+def test_a_run_that_ended_short_of_its_objective() -> None:
+    ledger = ProgressLedger(run_id=2, objective="go", status="failed", outcome="error")
+    assert planned(ledger) == [
+        ("Objective: go", "high", "pending"),
+        (
+            "Next: go on with the objective from the modified resources and the evidence above",
+            "high",
+            "in_progress",
+        ),
+        ("the objective is not met: run 2 ended failed (error)", "low", "pending"),
+    ]
