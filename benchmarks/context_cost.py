@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/context_cost.py [--quick] [--steps 60 200 500]
                                                 [--ceiling 8000 24000 64000] [--json FILE]
+                                                [--breakdown]
 
 Each session is a real run: the run loop (``start_run``) with a real SQLite store, the real
 tools over a copy of ``benchmarks/fixture_repo.tar.gz`` and the scripted provider answering from a
@@ -525,6 +526,8 @@ class Result:
     oracle_final: int
     tallies: dict[str, Tally]
     breaks: list[tuple[str, int]]  # why io-tui's prefix broke (core/cache.py), most common first
+    # where io-tui's tokens went, summed over its working requests (``breakdown``)
+    parts: dict[str, int] = field(default_factory=dict)
 
 
 async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
@@ -588,10 +591,54 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
     if sum(breaks.values()) != tallies["io-tui"].rewrites:  # two readings of one definition
         raise SystemExit(f"the trace counts {sum(breaks.values())} prefix breaks, the benchmark "
                          f"{tallies['io-tui'].rewrites}")  # fmt: skip
+    parts = breakdown([s.io_tui for s in shots], provider.tools_tokens)
+    parts["oracle: its live content (no frame)"] = sum(
+        message_tokens(m) for s in shots for m in s.oracle
+    )
     return Result(
         steps, ceiling, k, time.perf_counter() - started, result.outcome.value, oracle_final,
-        tallies, breaks.most_common(),
+        tallies, breaks.most_common(), parts,
     )  # fmt: skip
+
+
+REREAD = re.compile(r"^\[re-(?:read|run) for this request \([^\n]*\]\n")
+FRAMED = re.compile(r"^\[untrusted data from (\S+)[^\n]*\]\n?")
+STUBBED = re.compile(r"^\[step \d+ (\w+) ")
+
+
+def breakdown(requests: Sequence[list[Message]], tools_tokens: int) -> dict[str, int]:
+    """Where io-tui's tokens went, over every working request: the frame (system, task,
+    tool schemas), the model's turns by the tool they call, the headers a result carries (the
+    untrusted-data frame, the line saying it was re-read), the results by tool, the stubs by
+    tool, and the harness's own user messages (memory block, collapse line, notices)."""
+    parts: Counter[str] = Counter()
+    for messages in requests:
+        parts["frame: tool schemas"] += tools_tokens
+        for i, m in enumerate(messages):
+            tokens = message_tokens(m)
+            if m.role == "system" or i == 1:
+                parts["frame: system and task"] += tokens
+            elif m.role == "assistant":
+                tool = m.tool_calls[0].name if m.tool_calls else "no call"
+                parts[f"turn: {tool}"] += tokens
+            elif m.role == "tool":
+                text = m.content
+                reread = REREAD.match(text)
+                if reread:
+                    parts["header: re-read/re-run line"] += estimate(reread.group(0))
+                    tokens -= estimate(reread.group(0))
+                    text = text[reread.end() :]
+                framed, stub = FRAMED.match(text), STUBBED.match(text)
+                if framed:
+                    parts["header: untrusted-data frame"] += estimate(framed.group(0))
+                    parts[f"result: {framed.group(1)}"] += tokens - estimate(framed.group(0))
+                elif stub:
+                    parts[f"stub: {stub.group(1)}"] += tokens
+                else:
+                    parts["result: other (a difference, an error)"] += tokens
+            else:
+                parts["harness messages (memory, collapse line, notices)"] += tokens
+    return dict(parts)
 
 
 def kind_of(why: str) -> str:
@@ -648,6 +695,14 @@ def report(r: Result) -> None:
     print("targets: " + "  ".join(f"{'✓' if ok else '✗'} {name}" for name, ok in targets(r)))
 
 
+def report_parts(r: Result) -> None:
+    """The breakdown (``--breakdown``): tokens and share of io-tui's plain total, largest first."""
+    total = r.tallies["io-tui"].plain
+    print(f"where io-tui's {total:,} tokens went ({r.steps} × {r.ceiling:,}), beside the oracle's")
+    for name, tokens in sorted(r.parts.items(), key=lambda kv: -kv[1]):
+        print(f"  {tokens:>12,}  {tokens / total:>6.1%}  {name}")
+
+
 def targets(r: Result) -> list[tuple[str, bool]]:
     """Issue 13's targets for this session and ceiling."""
     io, cached, oracle = (r.tallies[n] for n in ("io-tui", "naive+cache", "oracle"))
@@ -669,6 +724,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[60, 200, 500])
     parser.add_argument("--ceiling", type=int, nargs="+", default=[8_000, 24_000, 64_000])
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also print where io-tui's tokens went"
+    )
     args = parser.parse_args()
     steps = [60] if args.quick else args.steps
     prices = CachePrices()
@@ -681,6 +739,8 @@ def main() -> None:
         for ceiling in args.ceiling:
             results.append(asyncio.run(measure(n, ceiling, prices)))
             report(results[-1])
+            if args.breakdown:
+                report_parts(results[-1])
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=1, default=str) + "\n")
 
