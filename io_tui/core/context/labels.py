@@ -7,8 +7,9 @@
 - ``runtime evidence``: what the harness itself states (receipts of writes, refusals and errors,
   the progress ledger, the collapse line, memory the operator wrote or verified);
 - ``untrusted data``: what came from the world (file contents, command output, search hits, MCP
-  results, skills): framed as data (``untrusted.frame``), always a tool result, never a system
-  or instruction section;
+  results, skills), and a failed MCP call, whose message quotes the server's own words (its
+  error text, its stderr) after the harness's sentence: framed as data (``untrusted.frame``),
+  always a tool result, never a system or instruction section;
 - ``model output``: the model's own turns, summaries, sub-agents' answers, unverified inferences.
 
 ``authority`` says who stands behind it (the harness, the operator, ``AGENTS.md file``, a memory
@@ -52,7 +53,7 @@ _ROLES = {
     ObsKind.FIND: Role.UNTRUSTED,
     ObsKind.GREP: Role.UNTRUSTED,
     ObsKind.EXEC: Role.UNTRUSTED,
-    ObsKind.MCP: Role.UNTRUSTED,
+    ObsKind.MCP: Role.UNTRUSTED,  # a server's answer, or its failure quoting it (``calls.py``)
     ObsKind.SKILL: Role.UNTRUSTED,
     ObsKind.WRITE: Role.EVIDENCE,  # the harness's receipt of what it wrote
     ObsKind.MEMORY: Role.EVIDENCE,  # the store's receipt of a remember / forget
