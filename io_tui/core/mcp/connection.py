@@ -451,7 +451,9 @@ class Connection:
             if self.state is State.CRASHED:
                 await self._restart()
             if self.state is State.FAILED:
-                raise ServerError(f"MCP server '{self.name}' is unavailable", self.error, self.name)
+                raise ServerError(
+                    f"MCP server '{self.name}' is unavailable", self.error or "", self.name
+                )
             if self.state is not State.READY or self._client is None:
                 raise ToolError(f"MCP server '{self.name}' is not running ({self.state.value})")
             return self._client
