@@ -17,7 +17,7 @@ from typing import Any
 
 from io_tui.core.approvals import ApprovalRequest, Approver, Decision, DecisionKind, RememberRule
 from io_tui.core.context.stubs import rest_hint
-from io_tui.core.errors import WorkspaceError
+from io_tui.core.errors import ServerError, WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, bound_text
 from io_tui.core.policy import Act, Effect, Policy, Verdict
@@ -237,6 +237,8 @@ class CallRunner:
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
+        except ServerError as exc:
+            return self._observe(call, step, server_failed(call, exc, gate, note), ctx.cap_chars)
         except ToolError as exc:
             target = gate.target if gate else ""
             return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
@@ -338,3 +340,13 @@ def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
 def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
     """``outcome`` headed with its source, as untrusted data (``untrusted.frame``)."""
     return replace(outcome, text=frame(tool, outcome.target, outcome.text))
+
+
+def server_failed(call: ToolCall, exc: ServerError, gate: Gate | None, note: str) -> ToolOutcome:
+    """A call an MCP server failed: the harness's sentence, then the server's words (its error
+    text, its stderr) framed as data. The whole is the server's result: untrusted data on its
+    authority (``context.labels``), whatever its words say."""
+    quoted = frame(f"MCP server {exc.server}", "", exc.quoted) if exc.quoted else ""
+    text = f"{note}{exc.said}:\n{quoted}" if quoted else f"{note}{exc.said}"
+    target = gate.target if gate else call.name
+    return ToolOutcome(text=text, kind=ObsKind.MCP, target=target, is_error=True)

@@ -157,7 +157,10 @@ async def spawn(
         f"steps ({result.tokens:,} tokens). Its final answer:\n{answer}"
     )
     failed = result.status != "finished"
-    return ToolOutcome(text, ObsKind.AGENT, task.goal[:80], is_error=failed, data=result.to_json())
+    return ToolOutcome(
+        text, ObsKind.AGENT, task.goal[:80], span=f"run {result.run_id}", is_error=failed,
+        data=result.to_json(),
+    )  # fmt: skip
 
 
 class Run:

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from mcp import MCPError
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
@@ -61,9 +62,13 @@ def build_server() -> MCPServer:
     def info(var: str = "IO_TUI_TEST_VAR") -> str:
         return f"pid={os.getpid()} {var}={os.environ.get(var, '')}"
 
+    @server.tool(description="Answer with a JSON-RPC error: the code and message given.")
+    def reject(message: str, code: int = -32050) -> str:
+        raise MCPError(code, message)
+
     @server.tool(description="Exit the server process abruptly, mid-call.")
-    def crash() -> str:
-        sys.stderr.write("about to crash: simulated fault\n")
+    def crash(last_words: str = "about to crash: simulated fault") -> str:
+        sys.stderr.write(f"{last_words}\n")
         sys.stderr.flush()
         os._exit(7)
 

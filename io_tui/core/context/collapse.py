@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from io_tui.core.context.stubs import RECALL, receipt, receipt_rank, what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
-from io_tui.core.ledger import StepRecord
+from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.providers.base import Message
 
 MAX_KEPT = 40  # receipts of each rank the line names, newest first (the ledger keeps all)
@@ -81,10 +81,14 @@ def _merge(newer: Asked, older: Asked) -> Asked:
     return Asked(tools, newer.said + older.said, kept, newer.count + older.count)
 
 
-def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> Message:
+def collapse_line(
+    records: Sequence[StepRecord], reserve: int, cache: Asked, tested: Observation | None = None
+) -> Message:
     """One line for every out-of-window step: the receipts never cleared, what the operator
     said then and what they asked (newest first, as many as the line holds, each target with
-    its handle), so nothing is dropped without a trace or a way back.
+    its handle), so nothing is dropped without a trace or a way back. ``tested``: the run's
+    latest test command's result; when it is one of these steps, its exit status and its
+    output's end come first, where the clip reaches last.
 
     Works on the records alone: a collapsed step needs no classification, and its manifest
     entries are the engine's stable ones."""
@@ -96,6 +100,10 @@ def collapse_line(records: Sequence[StepRecord], reserve: int, cache: Asked) -> 
         "handle follows each target); call a tool again for its current result.]"
     )
     kept = [k for rank in made.kept for k in rank]
+    if tested is not None and first <= tested.step <= last:
+        head = f"step {tested.step} {tested.tool} {what(tested)}: "
+        line += f" The latest test run, {head}{receipt(tested, latest=True)}."
+        kept = [k for k in kept if not k.startswith(head)]  # its exit status, said above
     if kept:  # decisions, then side effects, then exit codes: what the clip reaches last first
         line += " Kept, newest first: " + " | ".join(kept) + "."
     if made.said:

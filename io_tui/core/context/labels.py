@@ -7,14 +7,17 @@
 - ``runtime evidence``: what the harness itself states (receipts of writes, refusals and errors,
   the progress ledger, the collapse line, memory the operator wrote or verified);
 - ``untrusted data``: what came from the world (file contents, command output, search hits, MCP
-  results, skills): framed as data (``untrusted.frame``), always a tool result, never a system
-  or instruction section;
-- ``model output``: the model's own turns, summaries, sub-agents' answers, unverified inferences.
+  results, skills), a failed MCP call, whose message quotes the server's own words (its error
+  text, its stderr) after the harness's sentence, and a sub-agent's answer (its run read the
+  same world): framed as data (``untrusted.frame``), always a tool result, never a system or
+  instruction section;
+- ``model output``: the model's own turns, summaries, unverified inferences.
 
 ``authority`` says who stands behind it (the harness, the operator, ``AGENTS.md file``, a memory
-tier by verification, a tool, an MCP server); ``source_ref`` and ``source_version`` which source
-and which version of it (path + content digest, command + exit code, server + tool); ``digest``
-is of the text this request sent (empty when nothing of its own was sent).
+tier by verification, a tool, an MCP server, a sub-agent run); ``source_ref`` and
+``source_version`` which source and which version of it (path + content digest, command + exit
+code, server + tool, a sub-agent's goal); ``digest`` is of the text this request sent (empty
+when nothing of its own was sent).
 
 An observation's role comes from its kind alone, so no tool's output can ask to be promoted.
 """
@@ -52,13 +55,13 @@ _ROLES = {
     ObsKind.FIND: Role.UNTRUSTED,
     ObsKind.GREP: Role.UNTRUSTED,
     ObsKind.EXEC: Role.UNTRUSTED,
-    ObsKind.MCP: Role.UNTRUSTED,
+    ObsKind.MCP: Role.UNTRUSTED,  # a server's answer, or its failure quoting it (``calls.py``)
     ObsKind.SKILL: Role.UNTRUSTED,
     ObsKind.WRITE: Role.EVIDENCE,  # the harness's receipt of what it wrote
     ObsKind.MEMORY: Role.EVIDENCE,  # the store's receipt of a remember / forget
     ObsKind.ERROR: Role.EVIDENCE,  # the harness's refusal or error
     ObsKind.MESSAGE: Role.EVIDENCE,  # the harness's note on a call it did not run
-    ObsKind.AGENT: Role.MODEL,  # a sub-agent's answer
+    ObsKind.AGENT: Role.UNTRUSTED,  # a sub-agent's answer: made from what its run read
 }
 _EXIT_MARKS = ("\nexit code ", "\ntimed out after ")  # how ``run_command`` heads its output
 MCP_PREFIX = "mcp__"
@@ -71,6 +74,7 @@ def digest(text: str) -> str:
 
 # an enum member read off its class takes ten times as long as a global: read them once
 _ERROR, _MESSAGE, _MCP, _EXEC = ObsKind.ERROR, ObsKind.MESSAGE, ObsKind.MCP, ObsKind.EXEC
+_AGENT = ObsKind.AGENT
 _UNTRUSTED = Role.UNTRUSTED
 
 
@@ -85,6 +89,8 @@ def observation_labels(obs: Observation) -> Labels:
         return (role, f"MCP server {server}", f"{server} {tool}" if tool else obs.target, "")
     if kind is _EXEC:
         return (role, obs.tool, obs.target, _exit_status(obs))
+    if kind is _AGENT:  # its span names the child run (``run N``), set by the harness
+        return (role, f"sub-agent {obs.span}" if obs.span else "sub-agent", obs.target, "")
     return (role, obs.tool, obs.target, _seen_version(obs) if obs.seen else "")
 
 

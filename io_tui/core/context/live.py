@@ -29,6 +29,7 @@ from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
+from io_tui.core.context.stubs import is_test_run
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.prefix import common_prefix
@@ -104,6 +105,7 @@ class LiveSteps:
         self.settled = Settled()
         self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
+        self.latest_test: tuple[Step, Entry] | None = None  # the newest test command's result
 
     def __len__(self) -> int:
         return len(self.records)
@@ -224,6 +226,7 @@ class LiveSteps:
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
         self._notes = []
+        self.latest_test = None
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
@@ -264,10 +267,14 @@ class LiveSteps:
                 if older is not None and _same_result(older[1], obs):
                     self._revalidate(older, obs)
                     e.shown_by = older[1].obs.step  # a stub from the start, pointing at it
+                    if is_test_run(obs):
+                        self._tested(older)  # its result is the latest test output again
                     continue
                 if older is not None:
                     self._superseded(older, st, e)
                 self._newest[key] = (st, e)
+                if kind is _EXEC and is_test_run(obs):
+                    self._tested((st, e))
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append((st, e))
             elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:
@@ -276,6 +283,19 @@ class LiveSteps:
                 self._watch.append((st, e))
         self.records.append(record)
         self.steps.append(st)
+
+    def _tested(self, held: tuple[Step, Entry]) -> None:
+        """``held`` is the run's latest test output: its stub keeps its end (``stubs.receipt``),
+        the one before it no longer does."""
+        before = self.latest_test
+        if before is not None and before[1] is held[1]:
+            return
+        if before is not None:
+            before[1].latest_test = False
+            before[0].changed(before[1])
+        held[1].latest_test = True
+        held[0].changed(held[1])
+        self.latest_test = held
 
     def _written_over(self, path: str, st: Step, step: int) -> None:
         """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier

@@ -38,6 +38,7 @@ class Entry:
     # what it stands for on disk: ``obs.seen``, or that of a rerun that gave it again (``live.py``)
     seen: tuple[Seen, ...] = ()
     noted: bool = False  # a remember result shown once: its call carries the note (``live.py``)
+    latest_test: bool = False  # the run's latest test command: its stub keeps its output's end
     pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
@@ -85,7 +86,7 @@ class Entry:
             return noted_stub(self.obs)
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered)
-        return elided_stub(self.obs, self.stale)
+        return elided_stub(self.obs, self.stale, self.latest_test)
 
     def echoed(self, by: tuple[Step, Entry]) -> None:
         """``by`` is sent as a difference from this entry."""

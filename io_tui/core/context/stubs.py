@@ -5,7 +5,7 @@ the result back, in the model's terms, so nothing leaves the window without a wa
 ``recall_result("<call id>")`` reads the recorded result back from the trace (``tools/recall``),
 and a stale one says how to get its current result instead. What is not reproducible is never
 cleared (``receipt``): a stub keeps the decision, the side effect's receipt, the exit status
-and the latest test output's end.
+(of a failed command as of a passed one) and the latest test command's output's end.
 """
 
 from __future__ import annotations
@@ -73,9 +73,11 @@ def how_to_get_back(obs: Observation, stale: bool = False) -> str:
 def receipt(obs: Observation, latest: bool = False) -> str:
     """What of a result is never cleared, whatever stands in for it: the operator's or the
     policy's decision on the call, a side effect's receipt (a write, a memory write, a
-    sub-agent's run, an MCP tool's answer: its first line), a command's exit status, and for
-    the ``latest`` run of a test command the end of its output (untrusted data). "" for a
-    result with none (a read, a grep, a recall: reproducible, read back by handle)."""
+    sub-agent's run, an MCP tool's answer: its first line), a command's exit status (passed or
+    failed alike), and for the run's ``latest`` test command (``checks.is_test_command``) the end
+    of its output (untrusted data), whether it passed or failed: the evidence the verification
+    step needs. "" for a result with none (a read, a grep, a recall: reproducible, read back by
+    handle)."""
     text = obs.text
     kept: list[str] = []
     if text.startswith(_DECIDED):
@@ -83,7 +85,7 @@ def receipt(obs: Observation, latest: bool = False) -> str:
         kept.append(_line(first))
     if text.startswith("[untrusted data from "):
         text = text.partition("\n")[2]
-    if obs.kind is ObsKind.EXEC and not obs.is_error:
+    if obs.kind is ObsKind.EXEC:  # failed or passed: its exit status all the same
         lines = text.split("\n", 2)  # "$ argv", the exit status, the output
         if len(lines) > 1:
             kept.append(_line(lines[1]))
@@ -150,13 +152,19 @@ def noted_stub(obs: Observation) -> str:
     )
 
 
-def elided_stub(obs: Observation, stale: str | None) -> str:
+def elided_stub(obs: Observation, stale: str | None, latest: bool = False) -> str:
+    """``latest``: the run's latest test command, whose output's end the stub keeps."""
     why = f" (and stale: {stale})" if stale is not None else ""
     stub = (
         f"[step {obs.step} {obs.tool} {what(obs)}: elided, older than this request's "
         f"window{why}; {how_to_get_back(obs, stale is not None)}]"
     )
-    return _with(stub, obs, latest=True)  # no later identical call: its newest run
+    return _with(stub, obs, latest)
+
+
+def is_test_run(obs: Observation) -> bool:
+    """Whether ``obs`` is a test command's result (``checks.is_test_command``)."""
+    return obs.kind is ObsKind.EXEC and is_test_command(obs.target)
 
 
 def refresh_failed_stub(obs: Observation, stale: str, failure: str) -> str:

@@ -4,8 +4,9 @@ The SDK's ``Client`` holds anyio task groups, which must be entered and left by 
 connection has an owner task that opens the client, hands it over, and closes it when told to (or
 when the transport dies under it); calls are made from any task through the handed-over client.
 
-A crash (the connection closed under a call) fails that call with a ToolError naming the server
-and its last stderr lines; the next call restarts the server once (a failed restart is retried by
+A crash (the connection closed under a call) fails that call with a ``ServerError`` naming the
+server and quoting its last stderr lines (the model reads them framed as data, as it reads every
+error text of the server's own); the next call restarts the server once (a failed restart is retried by
 later calls, at most MAX_RESTARTS times in a row). A call that outlives
 ``call_timeout_s`` is cancelled and reported; the server stays up, unless it timed out twice in a
 row, in which case it is restarted before the next call.
@@ -26,6 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from io_tui.core.errors import ServerError
 from io_tui.core.mcp.config import HttpServer, McpConfigError, StdioServer
 from io_tui.core.tools.base import ToolError
 
@@ -425,16 +427,20 @@ class Connection:
         from pydantic import ValidationError
 
         if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
-            return ToolError(f"MCP server '{self.name}' timed out on {tool}: {exc.message}")
+            return ServerError(
+                f"MCP server '{self.name}' timed out on {tool}", exc.message, self.name
+            )
         if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
-            return ToolError(f"MCP server '{self.name}' refused {tool}: {exc.message}")
+            return ServerError(f"MCP server '{self.name}' refused {tool}", exc.message, self.name)
         if isinstance(exc, ValidationError):
             return ToolError(f"MCP server '{self.name}' sent a malformed result for {tool}")
         self.state = State.CRASHED
         self.error = _describe(exc, self._stderr_tail(since=stderr_mark))
-        return ToolError(
-            f"MCP server '{self.name}' crashed during the {tool!r} call: {self.error}. The call "
-            "may or may not have taken effect; the server will be restarted on the next call."
+        return ServerError(
+            f"MCP server '{self.name}' crashed during the {tool!r} call. The call may or may not "
+            "have taken effect; the server will be restarted on the next call. What it reported",
+            self.error,
+            self.name,
         )
 
     async def _ready_client(self) -> Client:
@@ -445,7 +451,9 @@ class Connection:
             if self.state is State.CRASHED:
                 await self._restart()
             if self.state is State.FAILED:
-                raise ToolError(f"MCP server '{self.name}' is unavailable: {self.error}")
+                raise ServerError(
+                    f"MCP server '{self.name}' is unavailable", self.error or "", self.name
+                )
             if self.state is not State.READY or self._client is None:
                 raise ToolError(f"MCP server '{self.name}' is not running ({self.state.value})")
             return self._client
@@ -465,9 +473,10 @@ class Connection:
         except StartError:
             reason = self.error
             self.state, self.error = State.CRASHED, crash
-            raise ToolError(
-                f"MCP server '{self.name}' crashed earlier ({crash}) and could not be restarted: "
-                f"{reason}"
+            raise ServerError(
+                f"MCP server '{self.name}' crashed earlier and could not be restarted",
+                f"the crash: {crash}; the restart: {reason}",
+                self.name,
             ) from None
 
     # -- diagnostics --

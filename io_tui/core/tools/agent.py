@@ -60,6 +60,7 @@ class SpawnAgent(Tool):
             text=outcome.text,
             kind=ObsKind.AGENT,
             target=args.goal[:80],
+            span=outcome.span,  # ``run N``: the child run that answered
             is_error=outcome.is_error,
             data=outcome.data,
         )
