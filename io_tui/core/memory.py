@@ -116,6 +116,13 @@ class MemoryNote:
         }
 
 
+def merge_draft(note: MemoryNote, into: MemoryNote) -> str:
+    """The merged value offered when ``note`` is merged into ``into`` (``MemoryRepo.merge``):
+    both values, ``into``'s first. The memory editor's merge dialog starts from it; ``io-tui
+    memory merge`` writes it unless given a value."""
+    return f"{into.value}\n{note.value}"
+
+
 def provenance_label(kind: NoteKind, status: NoteStatus) -> str:
     if kind == "inference":
         return "verified inference" if status == "verified" else "model inference"
