@@ -41,6 +41,7 @@ from io_tui.core.providers.base import (
     TextDelta,
     discover_limits,
     provider_limits,
+    window_source,
 )
 from io_tui.core.rebuild import first_build, refresh_derived
 from io_tui.core.run_state import RunState
@@ -148,6 +149,7 @@ async def ask_model(
     """
     await discover_limits(state.harness.provider)  # llama.cpp's /props, once, when unknown
     limit, window = provider_limits(state.harness.provider)
+    source = window_source(state.harness.provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
     factor = state.calibration.factor(*key)
@@ -179,7 +181,7 @@ async def ask_model(
         # the run's context ceiling (or what is left of its token budget)
         bound = "window" if room is not None and ceiling == room else "contract"
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
-        limits = Limits(ceiling, window, limit, room, bound)
+        limits = Limits(ceiling, window, limit, room, bound, source)
         state.publish(
             EventKind.REQUEST_STARTED,
             {
@@ -387,17 +389,20 @@ def cache_key(state: RunState) -> str:
 class Limits(NamedTuple):
     """What bounded one request: its ceiling, the model's window and the answer's reserved
     output budget (None: unknown), the room the window leaves beside the frame and the output
-    budget, and which of the two limits the ceiling is (``window`` or ``contract``)."""
+    budget, which of the two limits the ceiling is (``window`` or ``contract``), and where the
+    window came from (``config``, ``preset``, ``server``; None: unknown)."""
 
     ceiling: int
     window: int | None
     max_output: int | None
     room: int | None
     bound: str
+    source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "window_tokens": self.window,
+            "window_source": self.source,
             "max_output_tokens": self.max_output,
             "room_tokens": self.room,
             "ceiling_bound": self.bound,
