@@ -261,6 +261,7 @@ class RenderedMemory:
     text: str
     keys: tuple[str, ...]
     omitted: int
+    dropped: tuple[str, ...] = ()  # the keys of the notes left out for room
 
 
 MEMORY_HEADER = (
@@ -358,4 +359,7 @@ def render_notes(notes: Sequence[MemoryNote], max_chars: int) -> RenderedMemory:
         text = OMITTED_SHORT.format(n=omitted)
         if len(text) > max_chars:
             text = ""
-    return RenderedMemory(text, tuple(notes[i].key for i in kept), omitted)
+    out = set(range(len(notes))) - set(kept)
+    return RenderedMemory(
+        text, tuple(notes[i].key for i in kept), omitted, tuple(notes[i].key for i in sorted(out))
+    )

@@ -56,12 +56,13 @@ from io_tui.core.tools.base import ToolError
 async def build_engine(state: RunState) -> ContextEngine:
     """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh
     and summaries to the run."""
-    instructions = await first_build(state)
+    instructions, withheld = await first_build(state)
     frame = Frame(
         system_prompt=state.system_prompt,
         tools=state.specs(),
         contract=state.contract,
         instructions=instructions,
+        withheld=withheld,
     )
     summaries = [Summary(s, t) for s, t in await state.store.runs.summaries(state.run_id)]
 
@@ -155,6 +156,7 @@ async def ask_model(
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
+    left_out = await state.store.memory.left_out_for(str(state.workspace.root))
     await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)
@@ -164,7 +166,8 @@ async def ask_model(
         if attempt == LADDER[-1]:  # carrying at most half of what the refused request did
             raw = max(1, min(raw, refused))
         return await engine.build(
-            history, ceiling_tokens=raw, notes=notes, force_fold=attempt == 2,
+            history, ceiling_tokens=raw, notes=notes, left_out=left_out,
+            force_fold=attempt == 2,
             emergency=attempt == LADDER[-1],
         )  # fmt: skip
 
@@ -424,9 +427,10 @@ def request_record(
     usage = response.usage if response else None
     attempts = response.attempts if response else tuple(error.attempts if error else ())
     ceiling = limits.ceiling
-    head = assembly.manifest_head()
+    derived = state.derived.versions()  # what its derived parts were built from
+    head = assembly.manifest_head(derived)
     head["limits"] = limits.to_json()
-    head["derived"] = state.derived.versions()  # what its derived parts were built from
+    head["derived"] = derived
     frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
     head["calibration"] = {
         "ceiling_tokens": ceiling,
