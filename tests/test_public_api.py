@@ -122,6 +122,7 @@ PUBLIC = [  # sorted
     "lifecycles",
     "limits_notes",
     "load_mcp_file",
+    "merge_draft",
     "operator",
     "parse_when",
     "policy_for",

@@ -2,6 +2,7 @@
 
     io-tui memory list|get|set|delete|clear|pin|unpin [--workspace DIR | --global] [--json]
     io-tui memory verify|expire|supersede KEY …   (provenance: approve, end, replace a note)
+    io-tui memory merge KEY INTO [--value TEXT]   (INTO absorbs KEY, which it supersedes)
     io-tui memory log [--day YYYY-MM-DD] | promote LINE KEY   (the daily log)
     io-tui memory export [--to DIR] [--force] | import [--from DIR] [--replace] [--dry-run]
 
@@ -41,6 +42,7 @@ from io_tui.core import (
     Scope,
     export_memory,
     import_memory,
+    merge_draft,
     parse_when,
 )
 
@@ -100,6 +102,15 @@ def register(subparsers: Any) -> None:
     supersede.add_argument("key")
     supersede.add_argument("by", nargs="?", help="the note that replaces it")
     supersede.add_argument("--undo", action="store_true", help="make it current again")
+    merge = actions.add_parser(
+        "merge", parents=[shared], help="merge a note into another, which supersedes it"
+    )
+    merge.add_argument("key", help="the note merged (superseded by INTO)")
+    merge.add_argument("into", help="the note that absorbs it (same scope)")
+    merge.add_argument(
+        "--value",
+        help="INTO's new text ('-' reads stdin; default: INTO's value, then KEY's, one per line)",
+    )
     log = actions.add_parser("log", parents=[shared], help="the workspace's daily log")
     log.add_argument("--day", metavar="YYYY-MM-DD", help="one day only (UTC)")
     promote = actions.add_parser(
@@ -174,6 +185,8 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
         return await _set(repo, args, scope, workspace)
     if action in PROVENANCE_ACTIONS:
         return await _provenance(repo, args, scope, workspace)
+    if action == "merge":
+        return await _merge(repo, args, scope, workspace)
     if action == "log":
         return await _log(repo, args, workspace)
     if action == "promote":
@@ -306,6 +319,34 @@ async def _provenance(
     else:
         said = "is current again"
     sys.stdout.write(f"{note.key!r} in {_where(scope, workspace)} {said}\n")
+    return EXIT_OK
+
+
+async def _merge(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    """What the memory editor's merge (``m``) does: INTO gets the merged value as the operator's
+    verified write, and KEY is superseded by it (``MemoryRepo.merge``)."""
+    note = await repo.get(args.key, scope, workspace)
+    into = await repo.get(args.into, scope, workspace)
+    if note is None or into is None:
+        return _missing(args.key if note is None else args.into, scope, workspace)
+    value = sys.stdin.read() if args.value == "-" else args.value
+    if value is None:
+        value = merge_draft(note, into)
+    if not value.strip():
+        raise UsageError("the merged note needs a value")
+    result = await repo.merge(note.key, into.key, value, scope, workspace, MemoryLimits())
+    if not result.written:
+        sys.stderr.write(f"io-tui: not merged: {result.status}\n")
+        return EXIT_FAILED
+    if args.json:
+        print_json({"note": result.note.to_json(), "superseded": note.key})
+        return EXIT_OK
+    sys.stdout.write(
+        f"merged {note.key!r} into {into.key!r} in {_where(scope, workspace)}"
+        f" ({note.key!r} is superseded, no longer recalled)\n"
+    )
     return EXIT_OK
 
 

@@ -95,6 +95,12 @@ def add_run_settings_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-output-tokens", type=int, help="the longest answer a request asks for (tokens)"
     )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="N",
+        help="the model's context window (tokens), over the model table's and the server's",
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -109,6 +115,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
             context_max_tokens=getattr(args, "context_max_tokens", None),
             context_share=getattr(args, "context_share", None),
             max_output_tokens=getattr(args, "max_output_tokens", None),
+            context_window=getattr(args, "context_window", None),
             policy=getattr(args, "policy", None),
         )
     except ConfigError as exc:

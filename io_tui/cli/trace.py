@@ -132,10 +132,16 @@ def print_context(trace: dict[str, Any], step: int) -> int:
         print(f"  {'name':<14} {'tokens':>6}      {'prefix':<7} {'role':<16} authority · source")
         for s in req["sections"]:
             prefix = "stable" if s.get("fixed", True) else "dynamic"
+            if s.get("withheld"):  # an instruction file the read policy denies: not sent
+                prefix = "withheld"
             print(
                 f"  {s['name']:<14} {s['est_tokens']:>6,} tok  {prefix:<7} {s.get('role', ''):<16}"
                 f" {_labels(s, s['source'])}"
             )
+            if s.get("reason"):  # absent from requests recorded before reasons were kept
+                print(f"  {'':<14} why: {s['reason']}")
+            for item in s.get("omitted") or ():
+                print(f"  {'':<14} left out: {item.get('ref', '')} — {item.get('reason', '')}")
         print("\nentries:")
         print(
             f"  {'step':>4}  {'state':<15} {'kind':<7} {'tokens':>6}  {'role':<16}"

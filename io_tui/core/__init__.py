@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         Scope,
         Section,
         check_key,
+        merge_draft,
         provenance_label,
     )
     from io_tui.core.memory_log import LogLine
@@ -204,6 +205,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "Scope",
             "Section",
             "check_key",
+            "merge_draft",
             "provenance_label",
         ),
         "memory",
@@ -358,6 +360,7 @@ __all__ = [
     "lifecycles",
     "limits_notes",
     "load_mcp_file",
+    "merge_draft",
     "operator",
     "parse_when",
     "policy_for",

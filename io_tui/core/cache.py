@@ -144,8 +144,8 @@ def parts(request: Mapping[str, Any]) -> list[Part]:
     frame = [
         s["name"]
         for s in request.get("sections", ())
-        if s.get("fixed", True) and s["name"] != "tools"
-    ]
+        if s.get("fixed", True) and s["name"] != "tools" and not s.get("withheld")
+    ]  # a withheld instruction file sent no message
     by_call = {e["call_id"]: e for e in request.get("entries", ()) if e.get("call_id")}
     out: list[Part] = []
     for index, m in enumerate(request["messages"]):

@@ -116,6 +116,13 @@ class MemoryNote:
         }
 
 
+def merge_draft(note: MemoryNote, into: MemoryNote) -> str:
+    """The merged value offered when ``note`` is merged into ``into`` (``MemoryRepo.merge``):
+    both values, ``into``'s first. The memory editor's merge dialog starts from it; ``io-tui
+    memory merge`` writes it unless given a value."""
+    return f"{into.value}\n{note.value}"
+
+
 def provenance_label(kind: NoteKind, status: NoteStatus) -> str:
     if kind == "inference":
         return "verified inference" if status == "verified" else "model inference"
@@ -254,6 +261,7 @@ class RenderedMemory:
     text: str
     keys: tuple[str, ...]
     omitted: int
+    dropped: tuple[str, ...] = ()  # the keys of the notes left out for room
 
 
 MEMORY_HEADER = (
@@ -351,4 +359,7 @@ def render_notes(notes: Sequence[MemoryNote], max_chars: int) -> RenderedMemory:
         text = OMITTED_SHORT.format(n=omitted)
         if len(text) > max_chars:
             text = ""
-    return RenderedMemory(text, tuple(notes[i].key for i in kept), omitted)
+    out = set(range(len(notes))) - set(kept)
+    return RenderedMemory(
+        text, tuple(notes[i].key for i in kept), omitted, tuple(notes[i].key for i in sorted(out))
+    )

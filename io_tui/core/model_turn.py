@@ -41,6 +41,7 @@ from io_tui.core.providers.base import (
     TextDelta,
     discover_limits,
     provider_limits,
+    window_source,
 )
 from io_tui.core.rebuild import first_build, refresh_derived
 from io_tui.core.run_state import RunState
@@ -55,12 +56,13 @@ from io_tui.core.tools.base import ToolError
 async def build_engine(state: RunState) -> ContextEngine:
     """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh
     and summaries to the run."""
-    instructions = await first_build(state)
+    instructions, withheld = await first_build(state)
     frame = Frame(
         system_prompt=state.system_prompt,
         tools=state.specs(),
         contract=state.contract,
         instructions=instructions,
+        withheld=withheld,
     )
     summaries = [Summary(s, t) for s, t in await state.store.runs.summaries(state.run_id)]
 
@@ -148,11 +150,13 @@ async def ask_model(
     """
     await discover_limits(state.harness.provider)  # llama.cpp's /props, once, when unknown
     limit, window = provider_limits(state.harness.provider)
+    source = window_source(state.harness.provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes = await memory_notes(state)
+    left_out = await state.store.memory.left_out_for(str(state.workspace.root))
     await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)
@@ -162,7 +166,8 @@ async def ask_model(
         if attempt == LADDER[-1]:  # carrying at most half of what the refused request did
             raw = max(1, min(raw, refused))
         return await engine.build(
-            history, ceiling_tokens=raw, notes=notes, force_fold=attempt == 2,
+            history, ceiling_tokens=raw, notes=notes, left_out=left_out,
+            force_fold=attempt == 2,
             emergency=attempt == LADDER[-1],
         )  # fmt: skip
 
@@ -179,7 +184,7 @@ async def ask_model(
         # the run's context ceiling (or what is left of its token budget)
         bound = "window" if room is not None and ceiling == room else "contract"
         estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
-        limits = Limits(ceiling, window, limit, room, bound)
+        limits = Limits(ceiling, window, limit, room, bound, source)
         state.publish(
             EventKind.REQUEST_STARTED,
             {
@@ -387,17 +392,20 @@ def cache_key(state: RunState) -> str:
 class Limits(NamedTuple):
     """What bounded one request: its ceiling, the model's window and the answer's reserved
     output budget (None: unknown), the room the window leaves beside the frame and the output
-    budget, and which of the two limits the ceiling is (``window`` or ``contract``)."""
+    budget, which of the two limits the ceiling is (``window`` or ``contract``), and where the
+    window came from (``config``, ``preset``, ``server``; None: unknown)."""
 
     ceiling: int
     window: int | None
     max_output: int | None
     room: int | None
     bound: str
+    source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "window_tokens": self.window,
+            "window_source": self.source,
             "max_output_tokens": self.max_output,
             "room_tokens": self.room,
             "ceiling_bound": self.bound,
@@ -419,9 +427,10 @@ def request_record(
     usage = response.usage if response else None
     attempts = response.attempts if response else tuple(error.attempts if error else ())
     ceiling = limits.ceiling
-    head = assembly.manifest_head()
+    derived = state.derived.versions()  # what its derived parts were built from
+    head = assembly.manifest_head(derived)
     head["limits"] = limits.to_json()
-    head["derived"] = state.derived.versions()  # what its derived parts were built from
+    head["derived"] = derived
     frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
     head["calibration"] = {
         "ceiling_tokens": ceiling,

@@ -144,6 +144,20 @@ class Policy:
             return Verdict(act, target, self.defaults[act], None, "defaults")
         return Verdict(act, target, best[0].effect, best[0], best[1])
 
+    def read_verdict(self, target: str) -> Verdict | None:
+        """``explain`` of a read the harness makes on the model's behalf (a skill listed, an
+        instruction file sent); None when no rule matches and the policy has no read default."""
+        try:
+            return self.explain(Act.READ, target)
+        except KeyError:
+            return None
+
+    def read_effect(self, target: str) -> str:
+        """The effect of ``read_verdict`` in a word (``unset``: no rule, no read default): what
+        a derived part records it was built under (``core/derived.py``)."""
+        said = self.read_verdict(target)
+        return said.effect.value if said else "unset"
+
     def with_layer(self, layer: Layer) -> Policy:
         """A copy with ``layer`` added, or replacing the layer of the same name."""
         kept = tuple(existing for existing in self.layers if existing.name != layer.name)

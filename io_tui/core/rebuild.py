@@ -1,7 +1,8 @@
 """Before each model request: every derived part of the context (``core/derived.py``) checked
 against what it was built from, rebuilt where that moved, each with an ``invalidated`` event.
 
-- the instruction files (AGENTS.md, CLAUDE.md, the user's): the frame carries them again;
+- the instruction files (AGENTS.md, CLAUDE.md, the user's; the read policy's verdicts on them):
+  the frame carries them again, a file the policy denies named as withheld, never sent;
 - the skill catalogue (its folders, SKILL.md files, the read policy's verdicts): the system
   prompt and ``read_skill``;
 - the tool catalogue (every schema sent): MCP servers ready since, ``read_skill`` come or gone;
@@ -18,8 +19,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
-from io_tui.core.context import ContextEngine, InstructionFile
+from io_tui.core.context import ContextEngine, InstructionFile, Withheld
 from io_tui.core.derived import (
     ABSENT,
     Built,
@@ -41,6 +43,7 @@ from io_tui.core.instructions import (
 )
 from io_tui.core.ledger import ObsKind, StepRecord
 from io_tui.core.memory import MemoryNote
+from io_tui.core.policy import Effect
 from io_tui.core.run_state import RunState
 from io_tui.core.skills import (
     SKILL_FILE,
@@ -53,15 +56,17 @@ from io_tui.core.skills import (
 )
 from io_tui.paths import bundled_dir, config_dir
 
+Instructions = tuple[tuple[InstructionFile, ...], tuple[Withheld, ...]]  # sent, withheld
 
-async def first_build(state: RunState) -> tuple[InstructionFile, ...]:
+
+async def first_build(state: RunState) -> Instructions:
     """The run's skills and instructions as its first request carries them, recorded with what
-    they depend on; returns the instruction files."""
+    they depend on; returns the instruction files sent, and those the read policy withholds."""
     state.derived.carried = await state.store.trace.latest_derived(state.run_id)  # resumed
     say(state, await load_skills(state, None))
-    found, invalidated = await load_instruction_files(state, None)
+    found, withheld, invalidated = await load_instruction_files(state, None)
     say(state, invalidated)
-    return found  # the tools are recorded as the first request sends them (``record_tools``)
+    return found, withheld  # the tools are recorded as the first request sends them
 
 
 async def refresh_derived(
@@ -74,14 +79,13 @@ async def refresh_derived(
         for obs in last.observations:
             if obs.kind is ObsKind.WRITE:
                 derived.files.forget(root / obs.target)
-    paths = instruction_paths(root)
     if (
-        await asyncio.to_thread(derived.files.versions, paths)
+        await asyncio.to_thread(instructions_depends, state)
         != derived.built["instructions"].depends
     ):
-        found, invalidated = await load_instruction_files(state, last)
+        found, withheld, invalidated = await load_instruction_files(state, last)
         say(state, invalidated)
-        engine.reframe(replace(engine.frame, instructions=found))
+        engine.reframe(replace(engine.frame, instructions=found, withheld=withheld))
     depends = await asyncio.to_thread(skills_depends, state, derived.skills_found)
     if depends != derived.built["skills"].depends:
         say(state, await load_skills(state, last))
@@ -101,19 +105,46 @@ def say(state: RunState, invalidated: Invalidation | None) -> None:
 
 async def load_instruction_files(
     state: RunState, last: StepRecord | None
-) -> tuple[tuple[InstructionFile, ...], Invalidation | None]:
-    """AGENTS.md / CLAUDE.md, carried whole (a warning event when one is oversized), recorded
-    with the digest of every file they are loaded from, present or not."""
+) -> tuple[tuple[InstructionFile, ...], tuple[Withheld, ...], Invalidation | None]:
+    """AGENTS.md / CLAUDE.md, carried whole (a warning event when one is oversized) unless the
+    read policy denies the file (then withheld: named in the manifest, never sent), recorded
+    with the digest of every file they are loaded from, present or not, and the policy's
+    verdict on each."""
     derived, root = state.derived, state.workspace.root
-    depends = await asyncio.to_thread(derived.files.versions, instruction_paths(root))
-    found = await load_instructions(root)
+    depends = await asyncio.to_thread(instructions_depends, state)
+    found: list[InstructionFile] = []
+    withheld: list[Withheld] = []
+    for inst in await load_instructions(root):
+        said = state.policy.read_verdict(policy_target(state, Path(inst.source)))
+        if said is not None and said.effect is Effect.DENY:
+            why = f"the read policy denies it (rule '{said.rule_text}', layer {said.layer})"
+            withheld.append(Withheld(inst.name, inst.source, digest(inst.text), why))
+        else:
+            found.append(inst)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
     for warning in oversized(found, ceiling):
         state.publish(EventKind.WARNING, {"message": warning})
-    built = Built("instructions", instructions_version(found), depends)
+    built = Built("instructions", instructions_version(tuple(found)), depends)
     before = derived.built.get("instructions")
-    cause = file_cause(before.moved(depends), last, derived.files) if before else ""
-    return found, derived.update(built, cause)
+    cause = derived_cause(before.moved(depends), last, state) if before else ""
+    return tuple(found), tuple(withheld), derived.update(built, cause)
+
+
+def policy_target(state: RunState, path: Path) -> str:
+    """What the read policy is checked against for an instruction file: its workspace-relative
+    path (``AGENTS.md``), else its absolute one (the user's file)."""
+    return state.derived.files.ref(path).removeprefix("file:")
+
+
+def instructions_depends(state: RunState) -> dict[str, str]:
+    """Every instruction file's digest (``absent`` when there is none) and the read policy's
+    verdict on it."""
+    paths = instruction_paths(state.workspace.root)
+    depends = state.derived.files.versions(paths)
+    for path in paths:
+        target = policy_target(state, path)
+        depends[f"policy:{target}"] = state.policy.read_effect(target)
+    return depends
 
 
 async def load_skills(state: RunState, last: StepRecord | None) -> Invalidation | None:
@@ -128,7 +159,7 @@ async def load_skills(state: RunState, last: StepRecord | None) -> Invalidation 
     derived.skills_found = found
     depends = await asyncio.to_thread(skills_depends, state, found)
     before = derived.built.get("skills")
-    cause = skills_cause(before.moved(depends), last, state) if before else ""
+    cause = derived_cause(before.moved(depends), last, state) if before else ""
     return derived.update(Built("skills", digest(catalogue(usable)), depends), cause)
 
 
@@ -148,7 +179,8 @@ def skills_depends(state: RunState, found: dict[str, Skill]) -> dict[str, str]:
     return depends
 
 
-def skills_cause(changed: list[dict[str, str]], last: StepRecord | None, state: RunState) -> str:
+def derived_cause(changed: list[dict[str, str]], last: StepRecord | None, state: RunState) -> str:
+    """Why the files and policy verdicts a part depends on moved."""
     verdicts = [c for c in changed if c["ref"].startswith("policy:")]
     files = [c for c in changed if not c["ref"].startswith("policy:")]
     parts = [file_cause(files, last, state.derived.files)] if files else []

@@ -68,6 +68,9 @@ class RunSettings(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20)
     # the longest answer a request asks for; None: the preset's and model's (providers.presets)
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
+    # the model's context window (prompt plus answer); None: the model table's, or the server's
+    # own report (llama.cpp's /props). Set, it wins over both (providers.presets.make_provider)
+    context_window: int | None = Field(default=None, ge=1, le=100_000_000)
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     run: CommandSettings = Field(default_factory=CommandSettings)

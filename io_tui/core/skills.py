@@ -89,10 +89,7 @@ def discover(workspace: Path, *, bundled: Path | None, user: Path | None) -> dic
 
 def verdict(policy: Policy, skill: Skill) -> str:
     """The read policy's effect on ``skill`` (``unset``: a policy with no read default)."""
-    try:
-        return policy.explain(Act.READ, skill.target).effect.value
-    except KeyError:
-        return "unset"
+    return policy.read_effect(skill.target)
 
 
 def readable(skills: dict[str, Skill], policy: Policy) -> dict[str, Skill]:

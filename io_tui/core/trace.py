@@ -169,6 +169,9 @@ def _request(row: RequestRow) -> dict[str, Any]:
     }
 
 
+WINDOW_SOURCES = {"config": "config", "preset": "model table", "server": "server's report"}
+
+
 def limits_notes(request: dict[str, Any]) -> list[str]:
     """A request's window, output budget and which of them set its ceiling, and its stable
     prefix, as readable lines (none for a request recorded before they were kept)."""
@@ -177,8 +180,10 @@ def limits_notes(request: dict[str, Any]) -> list[str]:
     if limits:
         window, output = limits["window_tokens"], limits["max_output_tokens"]
         by_window = limits["ceiling_bound"] == "window"
+        source = limits.get("window_source")  # absent from requests recorded before it was kept
         lines.append(
             (f"window {window:,}" if window else "window unknown")
+            + (f" (from the {WINDOW_SOURCES.get(source, source)})" if window and source else "")
             + (f" · output budget {output:,}" if output else " · no output budget")
             + " · ceiling set by "
             + ("the window, less the output budget and the frame" if by_window else "the contract")

@@ -1,9 +1,10 @@
-"""`io-tui memory verify|expire|supersede|log|promote|export|import`: provenance, the daily log and
+"""`io-tui memory verify|expire|supersede|merge|log|promote|export|import`: provenance, the daily log and
 markdown round trips against a real store file (the store stays the authority)."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,36 @@ def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
     assert code == 1 and "no note 'nope'" in err
     code, _, err = cli("supersede", "tone")
     assert code == 2 and "supersede KEY BY" in err
+
+
+def test_merge_does_what_the_editor_does(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli("set", "test-cmd", "pytest -q", "--source", "Makefile")
+    cli("set", "lint-cmd", "ruff check", "--unverified", "--type", "preference")
+    code, out, err = cli("merge", "lint-cmd", "test-cmd")
+    assert code == 0, err
+    assert "merged 'lint-cmd' into 'test-cmd'" in out and "no longer recalled" in out
+    into, gone = cli.json("get", "test-cmd"), cli.json("get", "lint-cmd")
+    # the editor's default value (both, INTO's first), written as the operator's verified note
+    # keeping INTO's type; the merged note is superseded by it and says so in its source
+    assert into["value"] == "pytest -q\nruff check"
+    assert (into["type"], into["status"], into["source"]) == (
+        "fact",
+        "verified",
+        "Makefile; merged lint-cmd",
+    )
+    assert gone["superseded_by"] == "test-cmd" and gone["value"] == "ruff check"
+    # a value of one's own, from stdin
+    cli("set", "fmt-cmd", "ruff format")
+    monkeypatch.setattr("sys.stdin", io.StringIO("make check"))
+    data = cli.json("merge", "fmt-cmd", "test-cmd", "--value", "-")
+    assert data["note"]["value"] == "make check" and data["superseded"] == "fmt-cmd"
+    # bad input: one clear line
+    code, _, err = cli("merge", "nope", "test-cmd")
+    assert code == 1 and "no note 'nope'" in err
+    code, _, err = cli("merge", "test-cmd", "test-cmd")
+    assert code == 2 and "cannot be merged into itself" in err
+    code, _, err = cli("merge", "lint-cmd", "test-cmd", "--value", "  ")
+    assert code == 2 and "needs a value" in err
 
 
 def test_set_over_a_note_keeps_what_it_does_not_say(cli: Cli) -> None:

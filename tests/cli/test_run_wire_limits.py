@@ -182,3 +182,60 @@ async def test_a_server_without_props_is_asked_once_and_the_run_goes_on(
     assert code == 0 and server.props_asked == 1 and len(server.requests) == 1
     started = next(e for e in events if e.get("kind") == "request_started")
     assert started["detail"]["window_tokens"] is None
+
+
+async def test_a_configured_window_wins_and_bounds_the_ceiling(tmp_path, workspace) -> None:
+    """``--context-window`` is the model's window over the server's own report (not asked);
+    each request records it and where it came from, and its ceiling is the window less the
+    output budget and the frame when that is the tighter limit."""
+    props = {"default_generation_settings": {"n_ctx": 100_000}, "total_slots": 1}
+    code, events, trace, server, env = await run_against(
+        tmp_path,
+        workspace,
+        [sse_reply(chat_stream(TEXT))],
+        *("--context-window", "9000", "--max-output-tokens", "1000"),
+        props=props,
+    )
+    assert code == 0 and server.props_asked == 0 and len(server.requests) == 1
+    assert server.requests[0].body["max_tokens"] == 1000
+    started = next(e for e in events if e.get("kind") == "request_started")
+    assert started["detail"]["window_tokens"] == 9000
+    request = trace["requests"][0]
+    limits = request["limits"]
+    assert (limits["window_tokens"], limits["window_source"]) == (9000, "config")
+    assert limits["max_output_tokens"] == 1000 and limits["ceiling_bound"] == "window"
+    assert limits["room_tokens"] == 9000 - 1000 - request["frame_tokens"]
+    assert request["ceiling_tokens"] == limits["room_tokens"] < 24_000  # not the contract's
+    _, readable, _ = await io_tui("trace", "1", "--context", "1", "--store", env["STORE"], env=env)
+    assert "window 9,000 (from the config) · output budget 1,000" in readable
+
+
+async def test_a_server_reported_window_says_so(tmp_path, workspace) -> None:
+    props = {"default_generation_settings": {"n_ctx": 9000}, "total_slots": 1}
+    _code, _events, trace, server, _ = await run_against(
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT))], props=props
+    )
+    assert server.props_asked == 1
+    limits = trace["requests"][0]["limits"]
+    assert (limits["window_tokens"], limits["window_source"]) == (9000, "server")
+
+
+async def test_a_bad_context_window_is_a_usage_error(tmp_path, workspace) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["IO_TUI_CONFIG"] = str(tmp_path / "none.toml")
+    base = (
+        *("run", "answer", "--workspace", str(workspace), "--store", str(tmp_path / "s.db")),
+        *("--provider", "openai-compatible", "--base-url", "http://127.0.0.1:9/v1"),
+        *("--model", "m"),
+    )
+    code, _, err = await io_tui(*base, "--context-window", "0", env=env)
+    assert code == 2 and "context_window" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = await io_tui(
+        *base, "--context-window", "800", "--max-output-tokens", "1000", env=env
+    )
+    assert code == 2 and "Traceback" not in err
+    assert "context window of 800 tokens" in err and "output budget of 1,000" in err
+    # the config's key (and IO_TUI_CONTEXT_WINDOW) is checked the same way
+    code, _, err = await io_tui(*base, env=env | {"IO_TUI_CONTEXT_WINDOW": "-5"})
+    assert code == 2 and "context_window" in err

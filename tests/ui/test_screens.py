@@ -333,3 +333,51 @@ async def test_inspector_trace_viewer_and_transcript_say_an_answer_was_cut(
         assert "stop reason length (length)" in str(inspector.summary.render())
         note = status_line(app.runs[1])  # the transcript's last line for the run
         assert note.startswith("✂ finished truncated: the final answer was cut")
+
+
+async def test_the_inspector_says_why_a_section_is_in_and_what_it_left_out(
+    make_app, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("Use tabs.\n")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"text": "done"}]}))
+    store = await Store.open(tmp_path / "store.db", create=True)
+    ws = str(workspace.resolve())
+    for key in ("style", "tone", "old-cmd", "test-cmd"):
+        await store.memory.set(key, f"{key} value", "workspace", ws)
+    await store.memory.expire("tone", "workspace", ws, 1.0)
+    await store.memory.supersede("old-cmd", "test-cmd", "workspace", ws)
+    harness = Harness(
+        store=store,
+        provider=ScriptedProvider.from_file(script),
+        approver=ApproveAll(),
+        policy=Policy(),
+    )
+    await start_run(harness, TaskContract("answer", workspace))
+    await store.close()
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 1)
+
+        async def detail_of(name: str) -> str:
+            sections = inspector.query_one("#sections", DataTable)
+            sections.focus()
+            sections.move_cursor(row=sections.get_row_index(name))
+            await pilot.pause(0.1)
+            console = Console(width=200, record=True)
+            console.print(inspector.query_one("#detail", Static).content)
+            return console.export_text()
+
+        memory = await detail_of("memory")
+        assert "why: 2 notes of 4 recalled: 1 expired, 1 superseded" in memory
+        assert "left out: tone — expired" in memory
+        assert "left out: old-cmd — superseded by test-cmd" in memory
+        agents = await detail_of("AGENTS.md")
+        assert f"why: AGENTS.md found at {workspace / 'AGENTS.md'}" in agents
+        assert "left out" not in agents
+        system = await detail_of("system")
+        assert "why: the harness's system prompt and skill catalogue" in system
+        assert "version: " in system  # the skill catalogue's version

@@ -52,7 +52,7 @@ with the same plan sends exactly what a reused one sends (``tests/core/test_cont
 from __future__ import annotations
 
 from io_tui.core.context.engine import ContextEngine
-from io_tui.core.context.frame import Frame, InstructionFile
+from io_tui.core.context.frame import Frame, InstructionFile, Withheld
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
 from io_tui.core.context.refresh import Probe, Refresher, RefreshFailed
 from io_tui.core.context.stubs import how_to_get_back
@@ -73,6 +73,7 @@ __all__ = [
     "Section",
     "Summarizer",
     "Summary",
+    "Withheld",
     "how_to_get_back",
     "message_tokens",
 ]

@@ -25,7 +25,14 @@ from io_tui.core.context.labels import (
 )
 from io_tui.core.context.ladder import rung_reached
 from io_tui.core.context.live import LiveSteps
-from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
+from io_tui.core.context.manifest import (
+    TURNS_REASON,
+    Assembly,
+    EntryState,
+    ManifestEntry,
+    Section,
+)
+from io_tui.core.context.memory_section import memory_omissions, memory_reason
 from io_tui.core.context.messages import emit_step
 from io_tui.core.context.plan import CUT_AHEAD, Plan
 from io_tui.core.context.refresh import Probe, Refresher, Resolver
@@ -72,8 +79,10 @@ class Build:
         notes: Sequence[MemoryNote],
         plan: Plan,
         emergency: bool = False,
+        left_out: Sequence[MemoryNote] = (),
     ) -> None:
         self.engine = engine
+        self.left_out = left_out  # notes not recalled (expired, superseded): named, not sent
         self.emergency = emergency  # the ladder's bounded emergency compaction (``ladder.py``)
         self.history = history
         self.ceiling = ceiling
@@ -189,12 +198,14 @@ class Build:
                 chunk = st.chunk
                 settled.add_emitted(chunk.messages, chunk.entries, chunk.turns, chunk.spent)
         sections = [*frame_sections]
-        if self.memory_msg:
-            sections.append(self._memory_section())
+        memory = self._memory_section()
+        if memory is not None:
+            sections.append(memory)
         sections.append(
             Section(
                 "turns", "assistant turns and operator messages", turns_tokens, fixed=False,
                 role=Role.MODEL, authority=MODEL, source_ref="the run's steps",
+                reason=TURNS_REASON,
             )
         )  # fmt: skip
         policy = self.engine.frame.contract.compaction
@@ -219,14 +230,20 @@ class Build:
             stable_messages=len(frame_messages),
         )
 
-    def _memory_section(self) -> Section:
-        """The memory block, labelled by the provenance of the notes it carries."""
-        assert self.memory_msg is not None
+    def _memory_section(self) -> Section | None:
+        """The memory block, labelled by the provenance of the notes it carries, with why each
+        note it does not carry is left out (None: no note at all)."""
+        omitted = memory_omissions(self.notes, self.left_out, self.memory, self.ceiling)
+        if self.memory_msg is None and not omitted:
+            return None
         labels = {n.key: n.label for n in self.notes}
         role, authority = memory_labels(labels[k] for k in self.memory.keys if k in labels)
+        kept = len(self.memory.keys)
         return Section(
             "memory", "store", self.memory_tokens, fixed=False, role=role, authority=authority,
-            source_ref=f"{len(self.memory.keys)} notes", digest=digest(self.memory_msg.content),
+            source_ref=f"{kept} notes",
+            digest=digest(self.memory_msg.content) if self.memory_msg else "",
+            reason=memory_reason(kept, omitted), omitted=omitted,
         )  # fmt: skip
 
     async def _window(self, window: int) -> int:

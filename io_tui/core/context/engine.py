@@ -78,6 +78,7 @@ class ContextEngine:
         *,
         ceiling_tokens: int,
         notes: Sequence[MemoryNote] = (),
+        left_out: Sequence[MemoryNote] = (),
         force_fold: bool = False,
         emergency: bool = False,
     ) -> Assembly:
@@ -87,7 +88,9 @@ class ContextEngine:
         threshold. ``emergency`` (after the forced fold overflowed too) is the ladder's bounded
         emergency compaction (``ladder.py``): a forced fold into the digest, under half of
         ``ceiling_tokens`` (the caller passes at most what the refused request carried). The
-        probe, refreshes and the summarizer are the only awaits.
+        probe, refreshes and the summarizer are the only awaits. ``notes`` are the active
+        memory notes the block is rendered from; ``left_out`` the ones not recalled (expired,
+        superseded), which the memory section names with why.
         """
         if ceiling_tokens <= 0:
             raise ValueError("ceiling_tokens must be positive")
@@ -98,7 +101,7 @@ class ContextEngine:
         # its results are in (a resumed step): supersessions by later steps stay pending
         applied = step + 1 if history and history[-1].observations else step
         plan = self.plan if self.plan.sent else self.plan.rewriting(applied)
-        build = Build(self, history, ceiling_tokens, notes, plan, emergency)
+        build = Build(self, history, ceiling_tokens, notes, plan, emergency, left_out)
         assembly = await build.run(force_fold)
         forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
         if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
@@ -109,7 +112,7 @@ class ContextEngine:
             # rewrites only those few messages more
             reaches = kept <= len(self.frame_parts()[0]) + max(1, build.head_messages())
             plan, reread = plan.rewriting(applied, forced, reaches), build.resolver.refreshed
-            build = Build(self, history, ceiling_tokens, notes, plan, emergency)
+            build = Build(self, history, ceiling_tokens, notes, plan, emergency, left_out)
             build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)
         self.plan = Plan(

@@ -17,7 +17,7 @@ from io_tui.core.context.labels import (
     digest,
     mcp_tool_parts,
 )
-from io_tui.core.context.manifest import Section
+from io_tui.core.context.manifest import Omission, Section
 from io_tui.core.contract import TaskContract, estimate_tokens
 from io_tui.core.providers.base import Message, ToolSpec
 
@@ -32,6 +32,16 @@ class InstructionFile:
 
 
 @dataclass(frozen=True, slots=True)
+class Withheld:
+    """An instruction file found but not sent, and why (the read policy denies it)."""
+
+    name: str
+    source: str
+    version: str  # its content digest
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """The fixed frame: never elided, counted and reported beside the ceiling, not inside it."""
 
@@ -39,6 +49,7 @@ class Frame:
     tools: tuple[ToolSpec, ...]
     contract: TaskContract
     instructions: tuple[InstructionFile, ...] = ()
+    withheld: tuple[Withheld, ...] = ()
 
 
 def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
@@ -58,6 +69,7 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
         Section(
             "system", "harness", estimate_tokens(frame.system_prompt), role=Role.INSTRUCTION,
             authority=HARNESS, source_ref="system prompt", digest=digest(frame.system_prompt),
+            reason="the harness's system prompt and skill catalogue: the head of every request",
         ),
         # no tools: none are sent (``CompletionRequest.tools``), so none are counted
         Section(
@@ -65,10 +77,14 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
             estimate_tokens(schemas) if frame.tools else 0, role=Role.INSTRUCTION,
             authority=_tool_authority(frame.tools), source_ref="tool schemas",
             digest=digest(schemas) if frame.tools else "",
+            reason=f"the schemas of the {len(frame.tools)} tools offered to the model"
+            if frame.tools else "no tool is offered: none is sent",
         ),
         Section(
             "contract", "task", estimate_tokens(task_text), role=Role.OPERATOR,
             authority=OPERATOR, source_ref="task contract", digest=digest(task_text),
+            reason="the run's task contract (goal, success criterion, constraints): the"
+            " operator's task, in every request",
         ),
     ]  # fmt: skip
     messages = [Message("system", frame.system_prompt), Message("user", task_text)]
@@ -80,6 +96,16 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
                 inst.name, inst.source, estimate_tokens(body), role=Role.INSTRUCTION,
                 authority=f"{inst.name} file", source_ref=inst.source,
                 source_version=digest(inst.text), digest=digest(body),
+                reason=f"{inst.name} found at {inst.source}: project instructions, carried whole",
+            )
+        )  # fmt: skip
+    for held in frame.withheld:  # nothing sent: the section says only what was left out
+        sections.append(
+            Section(
+                held.name, held.source, 0, role=Role.INSTRUCTION, authority=f"{held.name} file",
+                source_ref=held.source, source_version=held.version,
+                reason=f"{held.name} found at {held.source}, not sent: {held.why}",
+                omitted=(Omission(held.source, held.why),),
             )
         )  # fmt: skip
     carried = contract.continues
@@ -92,6 +118,8 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
                 authority=HARNESS, source_ref=f"run {carried.run_id} progress ledger",
                 source_version=f"revision {carried.revision} {carried.digest}",
                 digest=digest(carried.text),
+                reason=f"this run continues run {carried.run_id}: its progress ledger, the"
+                " state it left",
             )
         )  # fmt: skip
     return tuple(messages), tuple(sections)

@@ -6,6 +6,7 @@ each entry's state, reason and cost without re-running the engine.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -78,11 +79,26 @@ class ManifestEntry(NamedTuple):
         }
 
 
+class Omission(NamedTuple):
+    """Something a section's source had that the request left out, and why: a memory note
+    (``ref`` its key) expired, superseded or over the block's cap; an instruction file (``ref``
+    its path) the read policy denies."""
+
+    ref: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"ref": self.ref, "reason": self.reason}
+
+
 @dataclass(frozen=True, slots=True)
 class Section:
     """A block counted apart from the entries. ``fixed`` sections are the frame (beside the
     ceiling, and the stable prefix prompt caching keeps); the others (memory, turns) are inside
-    it. Labelled as entries are (``labels.py``); ``source`` says it in words."""
+    it. Labelled as entries are (``labels.py``); ``source`` says it in words, ``reason`` why it
+    is in the request, and ``omitted`` what of its source was left out and why. A section that
+    sent nothing and only says what it left out (an instruction file the policy denies) is
+    ``withheld``."""
 
     name: str
     source: str
@@ -93,6 +109,12 @@ class Section:
     source_ref: str = ""
     source_version: str = ""
     digest: str = ""
+    reason: str = ""
+    omitted: tuple[Omission, ...] = ()
+
+    @property
+    def withheld(self) -> bool:
+        return not self.digest and bool(self.omitted)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,7 +127,16 @@ class Section:
             "source_ref": self.source_ref,
             "source_version": self.source_version,
             "digest": self.digest,
+            "reason": self.reason,
+            "omitted": [o.to_json() for o in self.omitted],
+            "withheld": self.withheld,
         }
+
+
+# the derived part (``core/derived.py``) whose version is a section's ``source_version``: the
+# system prompt carries the skill catalogue, the tools section the tool catalogue, the memory
+# block the memory generation
+DERIVED_VERSIONS = {"system": "skills", "tools": "tools", "memory": "memory"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +167,9 @@ class Assembly:
     def manifest_json(self) -> dict[str, Any]:
         return {**self.manifest_head(), "entries": [e.to_json() for e in self.entries]}
 
-    def manifest_head(self) -> dict[str, Any]:
-        """The manifest without its entries (which come last in ``manifest_json``)."""
+    def manifest_head(self, derived: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The manifest without its entries (which come last in ``manifest_json``); ``derived``
+        (each derived part's version) gives the system, tools and memory sections theirs."""
         return {
             "ceiling_tokens": self.ceiling_tokens,
             "rung": self.rung,
@@ -149,30 +181,41 @@ class Assembly:
             "boundary": {
                 "stable_messages": self.stable_messages,
                 "stable_tokens": self.frame_tokens,
-                "stable_sections": [s.name for s in self.sections if s.fixed],
+                "stable_sections": [s.name for s in self.sections if s.fixed and not s.withheld],
             },
-            "sections": [s.to_json() for s in self.labelled_sections()],
+            "sections": [s.to_json() for s in self.labelled_sections(derived or {})],
         }
 
-    def labelled_sections(self) -> list[Section]:
+    def labelled_sections(self, derived: Mapping[str, str] | None = None) -> list[Section]:
         """The sections with the operator's messages counted apart from the model's turns
-        (``turns`` carries both while the request is built): each keeps its own role."""
+        (``turns`` carries both while the request is built): each keeps its own role. With
+        ``derived``, a section built from a derived part carries that part's version."""
+        sections = list(self.sections)
+        if derived:
+            sections = [
+                replace(s, source_version=version)
+                if not s.source_version
+                and (version := derived.get(DERIVED_VERSIONS.get(s.name, ""), ""))
+                else s
+                for s in sections
+            ]
         ops = [
             m.content
             for m in self.messages[self.stable_messages :]
             if m.role == "user" and m.content.startswith(OPERATOR_LINE)
         ]
         if not ops:
-            return list(self.sections)
+            return sections
         tokens = sum(estimate_tokens(text) for text in ops)
         out = []
-        for section in self.sections:
+        for section in sections:
             if section.name == "turns":
                 out.append(
                     replace(
                         section,
                         source="assistant turns",
                         est_tokens=max(0, section.est_tokens - tokens),
+                        reason=TURNS_REASON,
                     )
                 )
                 out.append(
@@ -180,6 +223,8 @@ class Assembly:
                         "operator", "operator messages", tokens, fixed=False,
                         role=Role.OPERATOR, authority=OPERATOR,
                         source_ref=f"{len(ops)} messages", digest=digest("\n".join(ops)),
+                        reason=f"the operator's {_count(len(ops), 'message')} to this run, in"
+                        " the steps this request carries",
                     )
                 )  # fmt: skip
             else:
@@ -188,3 +233,8 @@ class Assembly:
 
 
 OPERATOR_LINE = "[operator] "  # how ``turns.render_turn`` heads an operator's message
+TURNS_REASON = "the model's own turns in the steps this request carries"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

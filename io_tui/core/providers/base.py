@@ -299,6 +299,13 @@ def provider_limits(provider: Provider) -> tuple[int | None, int | None]:
     )
 
 
+def window_source(provider: Provider) -> str | None:
+    """Where a provider's window came from: ``config``, ``preset`` (the model table) or
+    ``server`` (its own report); None while it is unknown."""
+    source = getattr(provider, "window_source", None)
+    return source if isinstance(source, str) else None
+
+
 async def complete(provider: Provider, request: CompletionRequest) -> Response:
     """Consume a provider's stream and return its final response."""
     async for event in provider.stream(request):

@@ -61,6 +61,7 @@ def provider_from_description(
         timeout=timeout,
         retry=retry,
         max_output_tokens=desc.get("max_output_tokens"),
+        window_tokens=desc.get("window_tokens"),
     )
 
 

@@ -39,18 +39,23 @@ class FallbackProvider:
         # the primary's output limit stands for the chain's; the window is the smallest one
         # known (what the request is built to fit, whichever provider serves it)
         self.max_output_tokens = getattr(primary, "max_output_tokens", None)
-        self.window_tokens = self._window()
+        self.window_tokens, self.window_source = self._window()
 
-    def _window(self) -> int | None:
-        known = [w for p in self.chain if isinstance(w := getattr(p, "window_tokens", None), int)]
-        return min(known) if known else None
+    def _window(self) -> tuple[int | None, str | None]:
+        """The smallest window known in the chain, and where it came from."""
+        known = [
+            (w, getattr(p, "window_source", None))
+            for p in self.chain
+            if isinstance(w := getattr(p, "window_tokens", None), int)
+        ]
+        return min(known, key=lambda pair: pair[0]) if known else (None, None)
 
     async def discover_window(self) -> None:
         """Every provider of the chain whose window is unknown asks its server (``/props``,
         once each); the chain's window is then the smallest known."""
         for provider in self.chain:
             await discover_limits(provider)
-        self.window_tokens = self._window()
+        self.window_tokens, self.window_source = self._window()
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "fallback", "chain": [p.describe() for p in self.chain]}

@@ -118,7 +118,7 @@ class HttpProvider:
     ``name`` is the preset it was built from (it labels attempts and traces); ``describe()``
     says how to build it again and never includes the key. ``max_output_tokens`` caps every
     answer whose request names no limit; ``window_tokens`` is the model's context window (prompt
-    plus answer) when known. Call ``aclose()`` (or use ``async with``) when done, to release
+    plus answer) when known, and ``window_source`` where it came from. Call ``aclose()`` (or use ``async with``) when done, to release
     pooled connections.
     """
 
@@ -137,12 +137,16 @@ class HttpProvider:
         clock: Callable[[], float] = time.monotonic,
         max_output_tokens: int | None = None,
         window_tokens: int | None = None,
+        window_source: str | None = None,
     ) -> None:
         self.wire = wire
         self.name = name or wire.name
         self.model = model
         self.max_output_tokens = max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
         self.window_tokens = window_tokens  # the model's context window, when known
+        # where it came from: ``config`` (the run's setting), ``preset`` (the model table),
+        # ``server`` (the server's own report); None while unknown
+        self.window_source = window_source if window_tokens is not None else None
         self.base_url = base_url.rstrip("/")
         self.streaming = streaming
         self.retry = retry or RetryPolicy()
@@ -163,6 +167,8 @@ class HttpProvider:
             "base_url": self.base_url,
             "streaming": self.streaming,
             "max_output_tokens": self.max_output_tokens,
+            # a configured window is the run's to keep: a resume in any process uses it again
+            **({"window_tokens": self.window_tokens} if self.window_source == "config" else {}),
         }
 
     def __repr__(self) -> str:

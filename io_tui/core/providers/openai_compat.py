@@ -349,7 +349,7 @@ class OpenAICompatProvider(HttpProvider):
         self._window_asked = not (name == "llamacpp" or is_local(base_url))
 
     async def discover_window(self) -> None:
-        """The model's window from the server, when no preset or setting gave one: llama.cpp's
+        """The model's window from the server, when no setting or preset gave one: llama.cpp's
         ``GET /props`` says its ``n_ctx`` (per slot). Asked once, and only of the ``llamacpp``
         preset's server or an endpoint on a loopback address; any failure leaves it unknown
         (other servers answer 404), and never fails the run."""
@@ -365,6 +365,7 @@ class OpenAICompatProvider(HttpProvider):
         except (httpx.HTTPError, ValueError):
             return
         self.window_tokens = props_window(data)
+        self.window_source = "server" if self.window_tokens is not None else None
 
 
 def is_local(base_url: str) -> bool:

@@ -207,14 +207,17 @@ def make_provider(
     timeout: httpx.Timeout | float | None = None,
     retry: RetryPolicy | None = None,
     max_output_tokens: int | None = None,
+    window_tokens: int | None = None,
 ) -> HttpProvider:
     """The provider ``preset`` names, talking to ``base_url`` (or the preset's) about ``model``.
 
     The key is ``api_key`` if given, else the preset's environment variable (read from ``env``,
     default ``os.environ``). ``max_output_tokens`` overrides the preset's and model's limit
-    (``output_limits``); the provider's ``window_tokens`` is the model's window if known.
-    Raises ``ProviderConfigError`` with a message fit for the user when
-    the preset is unknown, a required key or base URL is missing, or the model is empty.
+    (``output_limits``); ``window_tokens`` (``context_window`` in the config,
+    ``--context-window``) is the model's window, over the model table's and the server's own
+    report (which is then never asked). Raises ``ProviderConfigError`` with a message fit for the
+    user when the preset is unknown, a required key or base URL is missing, the model is empty,
+    or the window set leaves no room beside the output budget.
     """
     spec = get_preset(preset)
     if not model:
@@ -222,10 +225,20 @@ def make_provider(
     url = _base_url(spec, base_url)
     key = _key(spec, api_key, env)
     limit, window = output_limits(spec.name, model, max_output_tokens)
+    source = "preset" if window is not None else None
+    if window_tokens is not None:
+        if window_tokens <= limit:
+            raise ProviderConfigError(
+                f"the context window of {window_tokens:,} tokens (context_window,"
+                f" --context-window) leaves no room beside the output budget of {limit:,}"
+                " (max_output_tokens): raise the window or lower --max-output-tokens"
+            )
+        window, source = window_tokens, "config"
     options: dict[str, Any] = {
         "name": spec.name,
         "max_output_tokens": limit,
         "window_tokens": window,
+        "window_source": source,
         "api_key": key,
         "transport": transport,
         "streaming": streaming,
@@ -266,10 +279,12 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
     """The provider ``RunSettings`` (``core.settings``) asks for, with its fallback if one is set.
 
     Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
-    ``request_timeout_s``, ``max_retries`` (attempts = retries + 1) and ``max_output_tokens``.
+    ``request_timeout_s``, ``max_retries`` (attempts = retries + 1), ``max_output_tokens`` and
+    ``context_window`` (both also the fallback's).
     """
     timeout, retry = timeout_and_retry(settings)
     limit = getattr(settings, "max_output_tokens", None)
+    window = getattr(settings, "context_window", None)
     primary = make_provider(
         settings.provider,
         model=settings.model or "",
@@ -278,6 +293,7 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
         timeout=timeout,
         retry=retry,
         max_output_tokens=limit,
+        window_tokens=window,
     )
     fallback = getattr(settings, "fallback_provider", None)
     if not fallback:
@@ -289,6 +305,7 @@ def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = Non
         timeout=timeout,
         retry=retry,
         max_output_tokens=limit,
+        window_tokens=window,
     )
     return FallbackProvider(primary, secondary)
 

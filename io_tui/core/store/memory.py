@@ -197,6 +197,16 @@ class MemoryRepo:
         local = {n.key for n in notes if n.scope == "workspace"}
         return [n for n in notes if n.scope == "workspace" or n.key not in local]
 
+    async def left_out_for(self, workspace: str | Path) -> builtins.list[MemoryNote]:
+        """The notes of ``workspace`` and the global ones that a request there no longer
+        recalls (expired or superseded), oldest-first: its manifest names each with why."""
+        rows = await self.db.fetchall(
+            f"SELECT {COLUMNS} FROM memory WHERE ((scope = 'workspace' AND workspace = ?)"
+            f" OR scope = 'global') AND NOT ({ACTIVE}) ORDER BY scope = 'global', id",
+            (str(workspace), time.time()),
+        )
+        return [_note(r) for r in rows]
+
     async def usage(self, scope: Scope, workspace: str | Path | None) -> tuple[int, int]:
         """(entries, chars) held by one scope, for gauges and messages."""
         row = await self.db.fetchone(

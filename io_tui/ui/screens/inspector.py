@@ -217,7 +217,7 @@ class InspectorScreen(Screen[None]):
             cells = (
                 name,
                 str(section.get("role") or ""),
-                "stable" if section.get("fixed", True) else "dynamic",
+                _prefix(section),
                 str(section.get("source", "")),
                 f"{section.get('est_tokens', 0):,}",
             )
@@ -247,8 +247,12 @@ class InspectorScreen(Screen[None]):
         for section in request.get("sections", []):
             if section.get("name") == event.row_key.value:
                 text = section_text(request, section)
-                fixed = section.get("fixed", True)
-                where = "fixed, never elided: the stable prefix" if fixed else "dynamic"
+                if section.get("withheld"):
+                    text = "(nothing of it was sent: see what was left out, and why, above)"
+                where = {
+                    "stable": "fixed, never elided: the stable prefix",
+                    "withheld": "withheld: nothing of it sent",
+                }.get(_prefix(section), "dynamic")
                 self.detail.update(
                     Group(
                         Text(
@@ -256,6 +260,7 @@ class InspectorScreen(Screen[None]):
                             f"{section.get('est_tokens', 0):,} tok ({where})",
                             style="bold",
                         ),
+                        _why_text(section),
                         _labels_text(section),
                         Syntax(plain(text), "markdown", word_wrap=True, theme="ansi_dark"),
                     )
@@ -405,6 +410,25 @@ def _labels_text(labels: dict[str, Any]) -> Text:
         if labels.get(key):
             out.append(f"\n{name}: ", style="dim")
             out.append(plain(str(labels[key])))
+    return out
+
+
+def _prefix(section: dict[str, Any]) -> str:
+    """Where the section is: the ``stable`` prefix, the ``dynamic`` rest, or ``withheld`` (an
+    instruction file the policy denies: named, nothing sent)."""
+    if not section.get("fixed", True):
+        return "dynamic"
+    return "withheld" if section.get("withheld") else "stable"
+
+
+def _why_text(section: dict[str, Any]) -> Text:
+    """Why the section is in the request, and what of its source it left out and why (a
+    manifest recorded before reasons were kept says so)."""
+    reason = str(section.get("reason") or "not recorded (a request recorded before reasons)")
+    out = Text.assemble(("why: ", "dim"), plain(reason))
+    for item in section.get("omitted") or ():
+        out.append("\nleft out: ", style="dim")
+        out.append(plain(f"{item.get('ref', '')} — {item.get('reason', '')}"))
     return out
 
 

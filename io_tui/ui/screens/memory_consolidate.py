@@ -27,6 +27,7 @@ from io_tui.core import (
     NoteKind,
     Section,
     check_key,
+    merge_draft,
 )
 from io_tui.ui.terminal_text import plain
 
@@ -93,7 +94,7 @@ class MergeScreen(ModalScreen[str | None]):
                 f"Merge '{self.note.key}' into '{self.into.key}' ('{self.note.key}' is superseded)"
             )
             yield Static(Content(plain(title)), classes="memory-dialog-title")
-            yield TextArea(f"{self.into.value}\n{self.note.value}", id="merge-value")
+            yield TextArea(merge_draft(self.note, self.into), id="merge-value")
             yield Static("", id="merge-error")
             yield Static("ctrl+s merges · escape cancels", classes="memory-hint")
 

@@ -292,3 +292,17 @@ def test_the_limit_travels_with_the_provider_and_its_description() -> None:
     assert again.max_output_tokens == 777  # type: ignore[attr-defined]
     claude = make_provider("anthropic", model="claude-opus-4-1", env={"ANTHROPIC_API_KEY": KEY})
     assert (claude.max_output_tokens, claude.window_tokens) == (8_192, 200_000)
+
+
+def test_a_configured_window_wins_over_the_table_and_survives_a_resume() -> None:
+    key = {"ANTHROPIC_API_KEY": KEY}
+    claude = make_provider("anthropic", model="claude-opus-4-1", env=key)
+    assert (claude.window_tokens, claude.window_source) == (200_000, "preset")
+    assert "window_tokens" not in claude.describe()  # the table's: found again on resume
+    settings = RunSettings(provider="anthropic", model="claude-opus-4-1", context_window=50_000)
+    set_one = provider_from_settings(settings, env=key)
+    assert (set_one.window_tokens, set_one.window_source) == (50_000, "config")  # type: ignore[attr-defined]
+    again = provider_from_description(set_one.describe(), env=key)
+    assert (again.window_tokens, again.window_source) == (50_000, "config")  # type: ignore[attr-defined]
+    with pytest.raises(ProviderConfigError, match="no room beside the output budget of 8,192"):
+        make_provider("anthropic", model="claude-opus-4-1", env=key, window_tokens=8_192)
