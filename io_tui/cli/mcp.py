@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
 from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core import McpConfigError, discover_mcp_files, load_mcp_file
-from io_tui.paths import config_dir
+from io_tui.core import McpConfigError, configured_servers
 
 if TYPE_CHECKING:
     from io_tui.core import McpHub, ServerSource, ToolRegistry
@@ -50,29 +49,17 @@ def add_mcp_config_option(parser: Any) -> None:
 def mcp_servers(
     settings: Settings, path: Path | None, workspace: Path | None = None
 ) -> dict[str, ServerSource]:
-    """The servers to start: the config file's, then the user's ``mcp.json``, the workspace's
-    ``.mcp.json`` (unless ``mcp.workspace_file = false``; announced on stderr with what it
-    starts, since it came with the workspace) and ``path``'s over them. UsageError if bad."""
-    servers: dict[str, ServerSource] = dict(settings.mcp.servers)
-    files = discover_mcp_files(config_dir(), workspace if settings.mcp.workspace_file else None)
-    for file in [*files, *([path] if path is not None else [])]:
-        try:
-            found = load_mcp_file(file).servers
-        except McpConfigError as exc:
-            raise UsageError(str(exc)) from None
-        if workspace is not None and file.parent == workspace and found:
-            started = ", ".join(f"{name} ({_what(entry)})" for name, entry in found.items())
-            sys.stderr.write(f"io-tui: MCP servers from {file}: {started}\n")
-        servers.update(found)
-    return servers
-
-
-def _what(entry: Any) -> str:
-    """What a server entry starts or reaches, for the notice naming a discovered file's."""
-    if not getattr(entry, "enabled", True):
-        return "disabled"
-    command = getattr(entry, "command", None)
-    return " ".join([command, *entry.args]) if command else str(getattr(entry, "url", ""))
+    """The servers to start, as every run gets them (``configured_servers``): the config
+    file's, the user's ``mcp.json``, the workspace's ``.mcp.json`` (announced on stderr with
+    what it starts, since it came with the workspace) and ``path``'s over them. UsageError if
+    a file does not load."""
+    try:
+        found = configured_servers(settings, workspace, path)
+    except McpConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if (announcement := found.announcement()) is not None:
+        sys.stderr.write(f"io-tui: {announcement}\n")
+    return found.servers
 
 
 @asynccontextmanager

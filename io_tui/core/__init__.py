@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from io_tui.core.derived import invalidation_line
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
-    from io_tui.core.harness import Harness, harness_registry
+    from io_tui.core.harness import Harness, harness_registry, registry_with
     from io_tui.core.launch import (
         build_run,
         cache_prices_for,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from io_tui.core.memory_log import LogLine
     from io_tui.core.memory_markdown import MarkdownError, parse_when
     from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
-    from io_tui.core.origin import RunOrigin, servers_to_resume
+    from io_tui.core.origin import RunOrigin, configured_servers, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Effect, Policy
     from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
@@ -114,7 +114,7 @@ if TYPE_CHECKING:
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
-    **dict.fromkeys(("Harness", "harness_registry"), "harness"),
+    **dict.fromkeys(("Harness", "harness_registry", "registry_with"), "harness"),
     "start_run": "run",
     **dict.fromkeys(
         (
@@ -129,7 +129,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
-    **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
+    **dict.fromkeys(("RunOrigin", "configured_servers", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
@@ -339,6 +339,7 @@ __all__ = [
     "check_key",
     "check_rewrite",
     "command_examples",
+    "configured_servers",
     "contents_text",
     "continue_contract",
     "decide",
@@ -366,6 +367,7 @@ __all__ = [
     "provenance_label",
     "provider_for",
     "read_servers",
+    "registry_with",
     "render_ledger",
     "request_notes",
     "resume",
