@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         McpConfigError,
         McpHub,
         ServerSource,
+        contents_plain,
         contents_text,
         discover_mcp_files,
         load_mcp_file,
@@ -106,7 +107,7 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo, Provenance
-    from io_tui.core.tools.base import Tool, ToolContext
+    from io_tui.core.tools.base import Tool, ToolContext, ToolError
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, limits_notes, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
@@ -157,7 +158,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "invalidation_line": "derived",
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("Tool", "ToolContext", "ToolError"), "tools.base"),
     **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
@@ -237,6 +238,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "McpConfigError",
             "McpHub",
             "ServerSource",
+            "contents_plain",
             "contents_text",
             "discover_mcp_files",
             "load_mcp_file",
@@ -323,6 +325,7 @@ __all__ = [
     "TerminalReconciler",
     "Tool",
     "ToolContext",
+    "ToolError",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
@@ -340,6 +343,7 @@ __all__ = [
     "check_rewrite",
     "command_examples",
     "configured_servers",
+    "contents_plain",
     "contents_text",
     "continue_contract",
     "decide",
