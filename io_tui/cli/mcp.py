@@ -1,135 +1,63 @@
-"""``io-tui mcp list``: start the configured MCP servers, show their tools, report problems.
+"""``io-tui mcp list``: start the configured MCP servers, show their tools, report problems;
+``io-tui mcp resources | read | prompts`` (``mcp_browse``): what they offer besides tools.
 
-Servers come from, lowest precedence first: the config file's ``[mcp.servers.NAME]`` (or
-``[mcpServers.NAME]``) tables, the user's ``mcp.json`` in the config dir, the workspace's
-``.mcp.json``, and ``--mcp-config FILE`` (JSON or TOML); a name given twice takes the later
-entry. ``io-tui run`` uses the same helpers.
+The servers are those ``io-tui run`` starts (``mcp_setup.mcp_servers``).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
-from io_tui.config import ConfigError, Settings, load_settings
-from io_tui.core import McpConfigError, discover_mcp_files, load_mcp_file
-from io_tui.paths import config_dir
-
-if TYPE_CHECKING:
-    from io_tui.core import McpHub, ServerSource, ToolRegistry
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, print_json
+from io_tui.cli.mcp_browse import NONE_CONFIGURED, prompts_command, read_command, resources_command
+from io_tui.cli.mcp_setup import add_mcp_config_option, command_servers
 
 
 def register(sub: Any) -> None:
-    mcp = sub.add_parser("mcp", help="MCP servers: start them and list their tools")
+    mcp = sub.add_parser(
+        "mcp", help="MCP servers: start them, list their tools, resources and prompts"
+    )
     actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION", required=True)
     listing = actions.add_parser(
         "list", help="start every configured server, list its tools (exit 1 if one failed)"
     )
-    add_mcp_config_option(listing)
-    listing.add_argument(
-        "--workspace", "-w", default=".", help="whose .mcp.json to read (default: here)"
+    resources = actions.add_parser(
+        "resources", help="list the resources and resource templates of every server, or SERVER's"
     )
-    listing.add_argument("--json", action="store_true")
-    listing.set_defaults(handler=list_command)
-
-
-def add_mcp_config_option(parser: Any) -> None:
-    parser.add_argument(
-        "--mcp-config",
-        type=Path,
-        metavar="FILE",
-        help='servers to add: JSON {"mcpServers": …} or TOML [mcp.servers.NAME] tables',
+    resources.add_argument("server", nargs="?", metavar="SERVER")
+    reading = actions.add_parser(
+        "read", help="print resource URI of SERVER (binary contents as a one-line summary)"
     )
-
-
-def mcp_servers(
-    settings: Settings, path: Path | None, workspace: Path | None = None
-) -> dict[str, ServerSource]:
-    """The servers to start: the config file's, then the user's ``mcp.json``, the workspace's
-    ``.mcp.json`` (unless ``mcp.workspace_file = false``; announced on stderr with what it
-    starts, since it came with the workspace) and ``path``'s over them. UsageError if bad."""
-    servers: dict[str, ServerSource] = dict(settings.mcp.servers)
-    files = discover_mcp_files(config_dir(), workspace if settings.mcp.workspace_file else None)
-    for file in [*files, *([path] if path is not None else [])]:
-        try:
-            found = load_mcp_file(file).servers
-        except McpConfigError as exc:
-            raise UsageError(str(exc)) from None
-        if workspace is not None and file.parent == workspace and found:
-            started = ", ".join(f"{name} ({_what(entry)})" for name, entry in found.items())
-            sys.stderr.write(f"io-tui: MCP servers from {file}: {started}\n")
-        servers.update(found)
-    return servers
-
-
-def _what(entry: Any) -> str:
-    """What a server entry starts or reaches, for the notice naming a discovered file's."""
-    if not getattr(entry, "enabled", True):
-        return "disabled"
-    command = getattr(entry, "command", None)
-    return " ".join([command, *entry.args]) if command else str(getattr(entry, "url", ""))
-
-
-@asynccontextmanager
-async def opened_hub(
-    servers: dict[str, ServerSource],
-    *,
-    ready_wait_s: float | None = None,
-    roots: tuple[Path, ...] = (),
-) -> AsyncIterator[McpHub | None]:
-    """A started hub for a headless command, its problems warned on stderr; None if no servers.
-
-    With ``ready_wait_s`` (``io-tui run``) the servers start in the background: a run waits for
-    them at most that long, takes each one's tools when it is ready, and a failure is warned when
-    it happens. Without (``decide``, ``resume``: a paused call needs its tool now) all are awaited.
-    ``roots``: the workspace, offered to the servers as their root.
-    """
-    if not servers:
-        yield None
-        return
-    from io_tui.core import McpHub
-
-    background = ready_wait_s is not None
-    hub = McpHub(servers, background=background, ready_wait_s=ready_wait_s or 0.0, roots=roots)
-    hub.watch(_warn_problem)
-    async with hub:
-        yield hub
-
-
-def _warn_problem(arrival: Any) -> None:
-    if arrival.problem is not None:
-        sys.stderr.write(f"io-tui: warning: {arrival.problem}\n")
-
-
-def tool_registry(hub: McpHub | None) -> ToolRegistry:
-    """The built-in tools, plus the hub's MCP tools when there is a hub."""
-    from io_tui.core import harness_registry  # the harness loads only for commands that run
-
-    registry = harness_registry()
-    if hub is not None:
-        hub.register_into(registry)
-    return registry
+    reading.add_argument("server", metavar="SERVER")
+    reading.add_argument("uri", metavar="URI")
+    prompts = actions.add_parser(
+        "prompts",
+        help="list the prompts of every server, or SERVER's: name, description, arguments",
+    )
+    prompts.add_argument("server", nargs="?", metavar="SERVER")
+    handlers = {
+        listing: list_command,
+        resources: resources_command,
+        reading: read_command,
+        prompts: prompts_command,
+    }
+    for parser, handler in handlers.items():
+        add_mcp_config_option(parser)
+        parser.add_argument(
+            "--workspace", "-w", default=".", help="whose .mcp.json to read (default: here)"
+        )
+        parser.add_argument("--json", action="store_true")
+        parser.set_defaults(handler=handler)
 
 
 async def list_command(args: argparse.Namespace) -> int:
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config, Path(args.workspace))
+    servers = command_servers(args)
     if not servers:
         if args.json:
             print_json({"servers": [], "problems": [], "disabled": []})
         else:
-            print(
-                "no MCP servers configured: add [mcp.servers.NAME] tables, or an mcpServers"
-                " .mcp.json (see docs/MCP.md)"
-            )
+            print(NONE_CONFIGURED)
         return EXIT_OK
     from io_tui.core import McpHub
 

@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store, servers_for_run
-from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
+from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (

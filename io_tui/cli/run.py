@@ -17,7 +17,7 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.cli.mcp import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
+from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import (

@@ -209,7 +209,7 @@ def worker_servers() -> dict[str, ServerSource]:
     """This worker's own MCP servers (its config's and the user's ``mcp.json``): never started
     for their own sake, only where a queued run's recorded server names a secret by a variable
     this process has not set, the same server's value here fills it."""
-    from io_tui.cli.mcp import mcp_servers
+    from io_tui.cli.mcp_setup import mcp_servers
     from io_tui.config import ConfigError, load_settings
 
     try:

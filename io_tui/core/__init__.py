@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from io_tui.core.derived import invalidation_line
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
-    from io_tui.core.harness import Harness, harness_registry
+    from io_tui.core.harness import Harness, harness_registry, registry_with
     from io_tui.core.launch import (
         build_run,
         cache_prices_for,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         McpConfigError,
         McpHub,
         ServerSource,
+        contents_plain,
         contents_text,
         discover_mcp_files,
         load_mcp_file,
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from io_tui.core.memory_log import LogLine
     from io_tui.core.memory_markdown import MarkdownError, parse_when
     from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
-    from io_tui.core.origin import RunOrigin, servers_to_resume
+    from io_tui.core.origin import RunOrigin, configured_servers, servers_to_resume
     from io_tui.core.outcome import Outcome, RunResult
     from io_tui.core.policy import Act, Effect, Policy
     from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
@@ -107,7 +108,7 @@ if TYPE_CHECKING:
         store_location,
     )
     from io_tui.core.store.memory import MemoryRepo, Provenance
-    from io_tui.core.tools.base import Tool, ToolContext
+    from io_tui.core.tools.base import Tool, ToolContext, ToolError
     from io_tui.core.tools.registry import ToolRegistry
     from io_tui.core.trace import TraceNotFound, build_trace, limits_notes, request_notes
     from io_tui.core.worker.client import WorkerClient, WorkerError
@@ -115,7 +116,7 @@ if TYPE_CHECKING:
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
-    **dict.fromkeys(("Harness", "harness_registry"), "harness"),
+    **dict.fromkeys(("Harness", "harness_registry", "registry_with"), "harness"),
     "start_run": "run",
     **dict.fromkeys(
         (
@@ -130,7 +131,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
     "NewRunRequest": "run_request",
-    **dict.fromkeys(("RunOrigin", "servers_to_resume"), "origin"),
+    **dict.fromkeys(("RunOrigin", "configured_servers", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
@@ -158,7 +159,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     "invalidation_line": "derived",
     "usage_hit_rate": "cache",
     "ToolRegistry": "tools.registry",
-    **dict.fromkeys(("Tool", "ToolContext"), "tools.base"),
+    **dict.fromkeys(("Tool", "ToolContext", "ToolError"), "tools.base"),
     **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
     **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
@@ -239,6 +240,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "McpConfigError",
             "McpHub",
             "ServerSource",
+            "contents_plain",
             "contents_text",
             "discover_mcp_files",
             "load_mcp_file",
@@ -325,6 +327,7 @@ __all__ = [
     "TerminalReconciler",
     "Tool",
     "ToolContext",
+    "ToolError",
     "ToolRegistry",
     "TraceNotFound",
     "WorkerClient",
@@ -341,6 +344,8 @@ __all__ = [
     "check_key",
     "check_rewrite",
     "command_examples",
+    "configured_servers",
+    "contents_plain",
     "contents_text",
     "continue_contract",
     "decide",
@@ -369,6 +374,7 @@ __all__ = [
     "provenance_label",
     "provider_for",
     "read_servers",
+    "registry_with",
     "render_ledger",
     "request_notes",
     "resume",

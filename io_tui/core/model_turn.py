@@ -143,8 +143,8 @@ async def ask_model(
     then a safe stop (``LadderExhausted``) before any call of the step runs.
 
     Guarded before sending (``refuse``): a frame (system prompt, tools, contract, instructions)
-    that with the answer's limit exceeds the model's known window is refused locally with the
-    figures; a request the server found too long is compacted and sent again only if that
+    that with the answer's limit exceeds the model's known window, or alone exceeds the run's
+    context ceiling when the window is unknown, is refused locally with the figures; a request the server found too long is compacted and sent again only if that
     changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
     appended to ``requests`` for the step's commit.
     """
@@ -200,7 +200,15 @@ async def ask_model(
             },
         )
         last = attempt == LADDER[-1]
-        refusal = refuse(assembly, frame, estimate, ceiling, (limit, window), overflowed)
+        refusal = refuse(
+            assembly,
+            frame,
+            estimate,
+            ceiling,
+            (limit, window),
+            overflowed,
+            state.contract.context.max_tokens,
+        )
         if refusal is not None:
             unchanged = isinstance(refusal, LadderExhausted)  # this rung left it as refused
             if unchanged and last:
@@ -308,13 +316,17 @@ def refuse(
     ceiling: int,
     limits: tuple[int | None, int | None],
     overflowed: tuple[tuple[Message, ...], ProviderError] | None,
+    context_max: int | None = None,
 ) -> ProviderError | None:
     """Why a request is not sent, with the figures; None: send it.
 
-    Its frame (which nothing folds) plus the answer's limit exceed the model's known window; or
-    the server already found the prompt too long (``overflowed``: what was sent, and the error)
-    and compaction left the request unchanged, or its frame alone exceeds the ceiling. (The
-    ceiling bounds what is beside the frame, so a larger frame is sent while the server takes it.)
+    Its frame (which nothing folds) plus the answer's limit exceed the model's known window; or,
+    a model's (it has an output ``limit``: a script has none, and no window) whose window is
+    unknown, its frame alone exceeds the run's context ceiling (``context_max``:
+    ``context_max_tokens``); or the server already found
+    the prompt too long (``overflowed``: what was sent, and the error) and compaction left the
+    request unchanged, or its frame alone exceeds the ceiling. (With the window known, the
+    ceiling bounds what is beside the frame, so a larger frame that fits the window is sent.)
     """
     limit, window = limits
     parts = ", ".join(
@@ -326,6 +338,14 @@ def refuse(
             f"refused before sending: the fixed frame (~{frame:,} tokens: {parts}) plus the"
             f" answer's limit of {limit:,} exceed the model's window of {window:,};"
             " lower max_output_tokens or trim the tools and instruction files",
+        )
+    if window is None and limit is not None and context_max is not None and frame > context_max:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"refused before sending: the fixed frame alone (~{frame:,} tokens: {parts}) exceeds"
+            f" the run's context ceiling of {context_max:,} tokens (context_max_tokens; the"
+            " model's window is unknown), leaving no room for the task; raise"
+            " --context-max-tokens or trim the tools and instruction files",
         )
     if overflowed is None:
         return None

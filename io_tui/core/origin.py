@@ -17,6 +17,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,6 +28,7 @@ from io_tui.core.settings import RunSettings
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import ServerSource
+    from io_tui.core.mcp.config import FoundServers
     from io_tui.core.store import Store
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -90,13 +92,23 @@ class RunOrigin(BaseModel):
         }
 
 
-def configured_servers(settings: RunSettings) -> tuple[dict[str, ServerSource], list[str]]:
-    """The MCP servers a run started in this process gets (and records): the settings' and the
-    user's ``mcp.json`` over them; with a line for each file that does not load (left out)."""
-    from io_tui.core.mcp.config import user_servers
+def configured_servers(
+    settings: RunSettings, workspace: Path | None = None, extra: Path | None = None
+) -> FoundServers:
+    """The MCP servers a run started in this process in ``workspace`` gets (and records),
+    however it starts: the settings', the user's ``mcp.json``, the workspace's ``.mcp.json``
+    and ``extra`` (``--mcp-config``) over them (``find_servers``). McpConfigError (a
+    ValueError) for a file that does not load."""
+    from io_tui.core.mcp.config import find_servers
     from io_tui.paths import config_dir
 
-    return user_servers(settings.mcp.servers, config_dir())
+    return find_servers(
+        settings.mcp.servers,
+        config_dir(),
+        workspace,
+        extra,
+        workspace_file=settings.mcp.workspace_file,
+    )
 
 
 def without_secrets(servers: Mapping[str, ServerSource]) -> dict[str, StdioServer | HttpServer]:

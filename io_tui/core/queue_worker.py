@@ -394,13 +394,15 @@ async def enqueue_request(
     store: Store, settings: RunSettings, request: NewRunRequest
 ) -> tuple[int, list[str]]:
     """The new-run dialog's "Run on: the queue": the run built as this process would start it
-    (``build_run``; ValueError when it cannot start), queued with ``request.labels`` and the
-    settings and MCP servers a run started here gets; its id, and a line for each MCP file
-    that did not load."""
+    (``build_run``; ValueError when it cannot start, or when an MCP file does not load),
+    queued with ``request.labels`` and the settings and MCP servers a run started here in its
+    workspace gets; its id, and the lines to show (what the workspace's ``.mcp.json`` adds)."""
     contract, provider, policy = await build_run(store, settings, request)
     try:
-        servers, problems = configured_servers(settings)
-        origin = RunOrigin.at_start(run_settings_for(settings, request), servers)
+        found = configured_servers(settings, contract.workspace)
+        announcement = found.announcement()
+        problems = [announcement] if announcement is not None else []
+        origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
         run_id = await enqueue_run(
             store, contract, provider, policy, labels=request.labels, origin=origin
         )

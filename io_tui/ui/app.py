@@ -386,12 +386,12 @@ class IoApp(App[int]):
         from io_tui.core import enqueue_request
 
         try:
-            run_id, problems = await enqueue_request(self.store, self.settings, request)
+            run_id, notices = await enqueue_request(self.store, self.settings, request)
         except ValueError as exc:
             self.post_message(RunEnded(None, error=str(exc)))
             return
-        for problem in problems:
-            self.notify(problem, severity="warning")
+        for notice in notices:
+            self.notify(notice, severity="warning")
         labels = f" serving {', '.join(request.labels)}" if request.labels else ""
         self.notify(f"run {run_id} is on the queue: the first free worker{labels} drives it")
         self.refresh_runs([run_id])

@@ -51,7 +51,7 @@ from io_tui.ui.messages import (
 )
 
 if TYPE_CHECKING:
-    from io_tui.core import Policy, Provider, RunOrigin, TaskContract
+    from io_tui.core import Policy, Provider, RunOrigin, ServerSource, TaskContract
 
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
@@ -292,35 +292,48 @@ class InlineHost:
         policy: Policy,
         seed_run_id: int | None,
         origin: RunOrigin | None = None,
+        servers: dict[str, ServerSource] | None = None,
     ) -> None:
-        from io_tui.core import Harness, start_run
+        from io_tui.core import Harness, registry_with, start_run
 
         sink = self._sink()
-        harness = Harness(
-            store=self.store,
-            provider=provider,
-            approver=self.build_approver(),
-            sink=sink,
-            policy=policy,
-            origin=origin,
-        )
         try:
-            result = await start_run(harness, contract, seed_run_id=seed_run_id)
+            async with registry_with(servers or {}, self._notice) as registry:
+                harness = Harness(
+                    store=self.store,
+                    provider=provider,
+                    approver=self.build_approver(),
+                    sink=sink,
+                    policy=policy,
+                    registry=registry,
+                    origin=origin,
+                )
+                result = await start_run(harness, contract, seed_run_id=seed_run_id)
         finally:
             self._stopped(sink)
         self.app.post_message(RunEnded(result))
 
+    def _notice(self, text: str) -> None:
+        self.app.post_message(HarnessNotice(text))
+
     async def _start_request(self, request: NewRunRequest) -> None:
-        from io_tui.core import RunOrigin, build_run, run_settings_for
+        from io_tui.core import RunOrigin, build_run, configured_servers, run_settings_for
 
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
-        # what a resume in any process rebuilds, as the worker records it (no MCP servers here)
-        origin = RunOrigin.at_start(run_settings_for(self.settings, request), {})
-        work = self._run(contract, provider, policy, request.seed_run_id, origin)
+        try:  # the servers a run in its workspace gets wherever it starts, or the CLI's error
+            found = configured_servers(self.settings, contract.workspace)
+        except ValueError as exc:
+            await provider.aclose()
+            self.app.post_message(RunEnded(None, error=str(exc)))
+            return
+        if (announcement := found.announcement()) is not None:
+            self._notice(announcement)
+        origin = RunOrigin.at_start(run_settings_for(self.settings, request), found.servers)
+        work = self._run(contract, provider, policy, request.seed_run_id, origin, found.servers)
         self.app.run_worker(work, group="runs", exit_on_error=False)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import io_tui
 from mcp_support import server_script_args
 from waits import until
 
@@ -341,3 +342,42 @@ async def test_a_run_is_decided_with_the_mcp_servers_it_started_with(tmp_path: P
     assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: after a restart")
     settings = trace["run"]["origin"]["settings"]
     assert (settings["provider"], settings["max_retries"]) == (spec["provider"], 2)
+
+
+async def test_a_run_gets_its_workspaces_mcp_json_and_a_wrong_one_fails_as_the_cli_does(
+    tmp_path: Path,
+) -> None:
+    """The app's runs (through the worker) read the workspace's ``.mcp.json`` as ``io-tui run``
+    does: its servers start for the run, announced; a file of the wrong shape fails the start
+    with the line the CLI prints."""
+    worker = await Worker.start(tmp_path / "store.db")
+    spec = request(tmp_path, script(tmp_path, []))
+    workspace = Path(spec["workspace"])
+    entry = {"command": sys.executable, "args": server_script_args()}
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": entry}}))
+    turns = [
+        {"tool_calls": [{"name": "mcp__proj__echo", "arguments": {"message": "from .mcp.json"}}]},
+        {"text": "done"},
+    ]
+    spec["provider"] = script(tmp_path, turns)
+    await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "all"})
+    notice = await worker.until("notice")
+    assert notice["text"].startswith(
+        f"MCP servers from {workspace / '.mcp.json'}: proj ({sys.executable} "
+    )
+    ended = await worker.until("ended")
+    assert ended["result"]["status"] == "finished"
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, ended["result"]["run_id"])
+    assert trace["steps"][0]["observations"][0]["text"].endswith("]\necho: from .mcp.json")
+    assert list(trace["run"]["origin"]["settings"]["mcp"]["servers"]) == ["proj"]
+
+    (workspace / ".mcp.json").write_text(json.dumps({"servers": {"x": {"command": "a"}}}))
+    await worker.send({"op": "start", "tag": "t2", "request": spec, "approve": "all"})
+    failed = await worker.until("failed")
+    cli = io_tui("run", "hi", "-w", str(workspace), "--provider", spec["provider"])
+    assert cli.returncode == 2
+    assert f"io-tui: {failed['error']}\n" == cli.stderr
+    assert failed["error"].startswith(f"{workspace / '.mcp.json'}: no MCP servers found")
+    code, _ = await worker.close()
+    assert code == 0

@@ -1,5 +1,6 @@
-"""Helpers for MCP tests: the npm server-everything (installed once, cached), the test server's
-command line, a free port, and finding processes by an environment marker (leak checks)."""
+"""Helpers for MCP tests: the npm server-everything and server-filesystem (installed once,
+cached), the test server's command line, a free port, and finding processes by an environment
+marker (leak checks)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
 EVERYTHING = "@modelcontextprotocol/server-everything"
+FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 MARK_VAR = "IO_TUI_MCP_TEST_MARK"
 
 
@@ -27,31 +29,29 @@ def server_script_args(mode: str = "serve") -> list[str]:
     return [str(TEST_SERVER), mode]
 
 
-def npm_cache_dir() -> Path:
-    """Under the repo's .venv when there is one (kept between sessions), else a temp dir."""
+def npm_cache_dir(package: str = EVERYTHING) -> Path:
+    """Where ``package`` is installed: under the repo's .venv when there is one (kept between
+    sessions), else a temp dir; server-everything in ``npm-mcp``, another in its own folder."""
     venv = REPO / ".venv"
     base = venv / ".cache" if venv.is_dir() else Path(tempfile.gettempdir()) / "io-tui-test-cache"
-    return base / "npm-mcp"
+    return base / ("npm-mcp" if package == EVERYTHING else f"npm-{package.rpartition('/')[2]}")
 
 
 @cache
-def server_everything_entry() -> Path:
-    """The installed ``dist/index.js`` of server-everything; skips only when npm is missing."""
+def npm_entry(package: str) -> Path:
+    """The installed ``dist/index.js`` of the npm ``package`` (from the npm registry, on first
+    use; cached); skips only when npm is missing."""
     npm = shutil.which("npm")
     node = shutil.which("node")
     if npm is None or node is None:
-        pytest.skip(
-            "npm/node not found on PATH: cannot install @modelcontextprotocol/server-everything"
-        )
-    final = npm_cache_dir()
-    entry = (
-        final / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-    )
+        pytest.skip(f"npm/node not found on PATH: cannot install {package}")
+    final = npm_cache_dir(package)
+    entry = final / "node_modules" / Path(*package.split("/")) / "dist" / "index.js"
     if entry.is_file():
         return entry
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="npm-mcp-", dir=final.parent))
-    command = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", EVERYTHING]
+    command = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", package]
     output = ""
     for _attempt in range(2):  # one retry for a flaky registry connection
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
@@ -60,12 +60,23 @@ def server_everything_entry() -> Path:
             break
     else:
         shutil.rmtree(staging, ignore_errors=True)
-        pytest.fail(f"npm install {EVERYTHING} failed:\n{output[-3000:]}")
+        pytest.fail(f"npm install {package} failed:\n{output[-3000:]}")
     with contextlib.suppress(OSError):
         os.replace(staging, final)  # another session may have won the race: use theirs
     shutil.rmtree(staging, ignore_errors=True)
-    assert entry.is_file(), f"npm installed {EVERYTHING} but {entry} is missing"
+    assert entry.is_file(), f"npm installed {package} but {entry} is missing"
     return entry
+
+
+def server_everything_entry() -> Path:
+    """The installed ``dist/index.js`` of server-everything."""
+    return npm_entry(EVERYTHING)
+
+
+def server_filesystem_entry() -> Path:
+    """The installed ``dist/index.js`` of server-filesystem (its allowed directories are its
+    arguments)."""
+    return npm_entry(FILESYSTEM)
 
 
 def free_port() -> int:

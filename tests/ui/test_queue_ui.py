@@ -7,6 +7,7 @@ worker; a held takeover goes back to the queue from the reconcile modal."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from textual.widgets import Input, Select
 
@@ -135,3 +136,30 @@ async def test_resuming_a_held_queue_run_puts_it_back_on_the_queue_with_the_choi
                 break
             await pilot.pause(0.05)
         assert entry is not None and entry.held is None and entry.reconcile == "skip"
+
+
+async def test_a_run_queued_from_the_dialog_records_its_workspaces_mcp_json(
+    make_app, tmp_path, write_script
+) -> None:
+    """The dialog's queue takes the servers ``io-tui run`` would give a run in that workspace:
+    its ``.mcp.json``'s with the config's, recorded for the worker, and the file announced."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    entry = {"command": "uvx", "args": ["mcp-server-time"]}
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": entry}}))
+    app = make_app(demo=False)
+    app.settings.provider = f"scripted:{write_script([{'text': 'done'}])}"
+    async with app.run_test(size=(120, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        dialog.query_one("#workspace", Input).value = str(workspace)
+        dialog.query_one("#run-on", Select).value = "queue"
+        dialog.query_one("#task", Input).focus()
+        await pilot.press(*"queued task", "ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await polled(pilot, app, lambda: 1 in app.runs, "the queued run")
+        row = await app.store.runs.get(1)
+        assert row is not None and row.origin is not None
+        assert row.origin["settings"]["mcp"]["servers"]["proj"]["args"] == ["mcp-server-time"]
+        said = [n.message for n in app._notifications]
+        announced = f"MCP servers from {workspace / '.mcp.json'}: proj (uvx mcp-server-time)"
+        assert announced in said

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.mcp.connection import InProcessServer, ServerSource
     from io_tui.core.mcp.hub import McpHub, ServerStatus, open_hub, tool_summary
-    from io_tui.core.mcp.resources import contents_text, resource_target
+    from io_tui.core.mcp.resources import contents_plain, contents_text, resource_target
     from io_tui.core.mcp.tools import McpTool, exposed_name
 
 _HOME = {  # name → the module that defines it, imported on first use
@@ -48,7 +48,7 @@ _HOME = {  # name → the module that defines it, imported on first use
     **dict.fromkeys(("InProcessServer", "ServerSource"), "connection"),
     **dict.fromkeys(("McpHub", "ServerStatus", "open_hub", "tool_summary"), "hub"),
     **dict.fromkeys(("McpTool", "exposed_name"), "tools"),
-    **dict.fromkeys(("contents_text", "resource_target"), "resources"),
+    **dict.fromkeys(("contents_plain", "contents_text", "resource_target"), "resources"),
 }
 
 
@@ -71,6 +71,7 @@ __all__ = [
     "ServerSource",
     "ServerStatus",
     "StdioServer",
+    "contents_plain",
     "contents_text",
     "discover_mcp_files",
     "exposed_name",

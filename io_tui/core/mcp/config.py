@@ -19,6 +19,8 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -282,14 +284,62 @@ def discover_mcp_files(user_dir: Path, workspace: Path | None) -> list[Path]:
     return [path for path in found if path.is_file()]
 
 
+@dataclass(frozen=True)
+class FoundServers:
+    """The servers a run gets, and what its workspace's ``.mcp.json`` added (to announce)."""
+
+    servers: dict[str, Any]
+    workspace_file: Path | None = None
+    from_workspace: dict[str, Any] = dataclass_field(default_factory=dict)
+
+    def announcement(self) -> str | None:
+        """``MCP servers from ./.mcp.json: db (npx -y @x/db-mcp)``: what the workspace's file
+        starts, said because it came with the workspace; None when it adds none."""
+        if not self.from_workspace:
+            return None
+        started = ", ".join(f"{name} ({_what(e)})" for name, e in self.from_workspace.items())
+        return f"MCP servers from {self.workspace_file}: {started}"
+
+
+def find_servers(
+    configured: Mapping[str, Any],
+    user_dir: Path,
+    workspace: Path | None = None,
+    extra: Path | None = None,
+    *,
+    workspace_file: bool = True,
+) -> FoundServers:
+    """The MCP servers of a run in ``workspace``, wherever it starts (``io-tui run``, the app's
+    worker, the queue, ``io-tui acp``), lowest precedence first: the ``configured`` tables, the
+    user's ``mcp.json`` in ``user_dir``, the workspace's ``.mcp.json`` (unless
+    ``workspace_file`` is false: ``[mcp] workspace_file``) and ``extra`` (``--mcp-config``); a name given twice takes the later entry.
+    McpConfigError (one line naming the file and the accepted shapes) for a file that does not
+    load."""
+    servers: dict[str, Any] = dict(configured)
+    here = workspace if workspace_file else None
+    files = [*discover_mcp_files(user_dir, here), *([extra] if extra is not None else [])]
+    found = FoundServers(servers)
+    for file in files:
+        loaded = load_mcp_file(file).servers
+        if here is not None and file == here / WORKSPACE_FILE and loaded:
+            found = FoundServers(servers, file, dict(loaded))
+        servers.update(loaded)
+    return found
+
+
+def _what(entry: Any) -> str:
+    """What a server entry starts or reaches, for the notice naming a workspace file's."""
+    if not getattr(entry, "enabled", True):
+        return "disabled"
+    command = getattr(entry, "command", None)
+    return " ".join([command, *entry.args]) if command else str(getattr(entry, "url", ""))
+
+
 def user_servers(servers: Mapping[str, Any], user_dir: Path) -> tuple[dict[str, Any], list[str]]:
     """``servers`` (the settings') with the user's ``mcp.json`` in ``user_dir`` over them: what
-    the app's runs and its resource browser start. A bad file is a problem line, not an error."""
-    found: dict[str, Any] = dict(servers)
-    problems: list[str] = []
-    for file in discover_mcp_files(user_dir, None):
-        try:
-            found.update(load_mcp_file(file).servers)
-        except McpConfigError as exc:
-            problems.append(str(exc))
-    return found, problems
+    the app's own hub (its resource browser, its prompts) starts. A bad file is a problem
+    line, not an error."""
+    try:
+        return find_servers(servers, user_dir).servers, []
+    except McpConfigError as exc:
+        return dict(servers), [str(exc)]

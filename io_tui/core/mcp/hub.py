@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from io_tui.core.mcp.config import HttpServer, StdioServer
 from io_tui.core.mcp.connection import (
@@ -43,6 +43,9 @@ from io_tui.core.mcp.tools import McpTool, exposed_name, render_embedded
 from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from mcp_types import ReadResourceResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,12 +353,16 @@ class McpHub:
             ]
         return rows
 
-    async def read_resource(self, server: str, uri: str) -> str:
-        """Resource ``uri`` of ``server`` as text (the operator's read: no policy); ToolError."""
+    async def read(self, server: str, uri: str) -> ReadResourceResult:
+        """Resource ``uri`` of ``server`` (the operator's read: no policy); ToolError."""
         connection = self._connections.get(server)
         if connection is None:
             raise ToolError(f"no MCP server named {server!r}")
-        return contents_text(await connection.read(uri)) or f"(resource {uri} is empty)"
+        return await connection.read(uri)
+
+    async def read_resource(self, server: str, uri: str) -> str:
+        """Resource ``uri`` of ``server`` as text (the operator's read: no policy); ToolError."""
+        return contents_text(await self.read(server, uri)) or f"(resource {uri} is empty)"
 
     def statuses(self) -> list[ServerStatus]:
         by_server: dict[str, list[McpTool | ServerTool]] = {name: [] for name in self._connections}

@@ -139,3 +139,21 @@ def contents_text(result: ReadResourceResult) -> str:
     from io_tui.core.mcp.tools import render_embedded
 
     return "\n".join(render_embedded(content) for content in result.contents)
+
+
+def contents_plain(result: ReadResourceResult) -> list[dict[str, Any]]:
+    """Each content as ``io-tui mcp read`` gives it: ``uri``, ``mime_type`` and its ``text``
+    as it is, or, binary, its size (``bytes``) and the one-line ``summary`` a run is shown."""
+    from io_tui.core.mcp.tools import decoded_size, render_embedded
+
+    out: list[dict[str, Any]] = []
+    for content in result.contents:
+        item: dict[str, Any] = {"uri": str(content.uri), "mime_type": content.mime_type}
+        text = getattr(content, "text", None)
+        if text is not None:
+            item["text"] = text
+        else:
+            item["bytes"] = decoded_size(getattr(content, "blob", ""))
+            item["summary"] = render_embedded(content)
+        out.append(item)
+    return out

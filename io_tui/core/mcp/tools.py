@@ -221,7 +221,7 @@ def render_result(result: CallToolResult) -> str:
         if isinstance(block, TextContent):
             parts.append(block.text)
         elif isinstance(block, ImageContent | AudioContent):
-            size = _decoded_size(block.data)
+            size = decoded_size(block.data)
             parts.append(f"[{block.type} {block.mime_type}, {size:,} bytes]")
         elif isinstance(block, EmbeddedResource):
             parts.append(render_embedded(block.resource))
@@ -245,7 +245,7 @@ def render_embedded(resource: Any) -> str:
     text = getattr(resource, "text", None)
     if text is not None:
         return f"[resource {resource.uri}{mime}, {len(text):,} chars]\n{text}"
-    return f"[resource {resource.uri}{mime}, {_decoded_size(resource.blob):,} bytes]"
+    return f"[resource {resource.uri}{mime}, {decoded_size(resource.blob):,} bytes]"
 
 
 def _carried_as_text(structured: Any, parts: list[str]) -> bool:
@@ -272,7 +272,7 @@ def _carried_as_text(structured: Any, parts: list[str]) -> bool:
     return False
 
 
-def _decoded_size(data: str) -> int:
+def decoded_size(data: str) -> int:
     try:
         return len(base64.b64decode(data, validate=False))
     except ValueError:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import sys
 import traceback
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -42,6 +44,7 @@ from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_me
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub, ServerSource
+    from io_tui.core.mcp.config import FoundServers
 
 
 class WorkerServer:
@@ -59,6 +62,8 @@ class WorkerServer:
         self.closing = False
         self._hub: asyncio.Future[McpHub | None] | None = None  # the settings' MCP servers
         self.servers: dict[str, ServerSource] = {}  # theirs and the user's mcp.json's
+        # the hubs of runs whose workspace's .mcp.json adds servers: one per set of servers
+        self._hubs: dict[str, asyncio.Future[McpHub | None]] = {}
         self._exit = AsyncExitStack()
 
     # -- output --
@@ -89,7 +94,7 @@ class WorkerServer:
         op = message.get("op")
         if op == "hello":
             self.settings = RunSettings.from_json(message["settings"])
-            self._hub = asyncio.ensure_future(self._open_hub())
+            self._hub = asyncio.ensure_future(self._open_shared_hub())
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
             self._spawn(
@@ -127,20 +132,31 @@ class WorkerServer:
         await self._exit.aclose()  # stops the MCP servers
         self._flush()
 
-    async def _open_hub(self) -> McpHub | None:
+    async def _open_shared_hub(self) -> McpHub | None:
         """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
-        this worker drives; a server that fails to start is a notice to the app, and the runs go
-        on without it."""
-        from io_tui.core.mcp import McpHub
+        this worker drives in a workspace without a ``.mcp.json``; a file that does not load or
+        a server that fails to start is a notice to the app, and the runs go on without it."""
+        from io_tui.core.mcp import user_servers
+        from io_tui.paths import config_dir
 
-        servers, problems = configured_servers(self.settings)
+        servers, problems = user_servers(self.settings.mcp.servers, config_dir())
         for problem in problems:
             self.send({"t": "notice", "text": problem})
         self.servers = servers  # what each run it starts records
+        return await self._open_hub(servers)
+
+    async def _open_hub(
+        self, servers: dict[str, ServerSource], roots: tuple[Path, ...] = ()
+    ) -> McpHub | None:
+        """A hub of ``servers`` starting in the background, open until the worker stops; None
+        when there are none or it cannot start (a notice)."""
+        from io_tui.core.mcp import McpHub
+
         if not servers:
             return None
-
-        hub = McpHub(servers, background=True, ready_wait_s=self.settings.mcp.ready_wait_s)
+        hub = McpHub(
+            servers, background=True, ready_wait_s=self.settings.mcp.ready_wait_s, roots=roots
+        )
         hub.watch(self._notice_problem)
         try:
             return await self._exit.enter_async_context(hub)
@@ -148,15 +164,37 @@ class WorkerServer:
             self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
             return None
 
+    async def _hub_for(self, found: FoundServers, workspace: Path) -> McpHub | None:
+        """The hub a run in ``workspace`` uses: the shared one, unless the workspace's
+        ``.mcp.json`` adds servers; then one of the run's servers, started with the first run
+        that needs them (and the workspace file announced, as ``io-tui run`` does) and kept
+        for the next."""
+        current = await self._servers()
+        if without_secrets(found.servers) == without_secrets(current):
+            hub = await self._hub if self._hub is not None else None
+        else:
+            key = json.dumps(
+                {name: repr(server) for name, server in found.servers.items()}, sort_keys=True
+            )
+            if key not in self._hubs:
+                if (announcement := found.announcement()) is not None:
+                    self.send({"t": "notice", "text": announcement})
+                self._hubs[key] = asyncio.ensure_future(self._open_hub(found.servers, (workspace,)))
+            hub = await asyncio.shield(self._hubs[key])
+        if hub is not None:  # its servers may work in the run's workspace too
+            await hub.add_root(workspace)
+        return hub
+
     def _notice_problem(self, arrival: Any) -> None:
         """A server that failed to start, told to the app when it happens."""
         if arrival.problem is not None:
             self.send({"t": "notice", "text": arrival.problem})
 
-    async def registry(self) -> ToolRegistry:
-        """The built-in tools, plus the MCP servers' once they have started."""
+    async def registry(self, hub: McpHub | None = None) -> ToolRegistry:
+        """The built-in tools, plus ``hub``'s (default: the shared one's) once it has started."""
         registry = harness_registry()
-        hub = await self._hub if self._hub is not None else None
+        if hub is None and self._hub is not None:
+            hub = await self._hub
         if hub is not None:
             hub.register_into(registry)
         return registry
@@ -207,15 +245,20 @@ class WorkerServer:
     async def _start(self, tag: str, request: NewRunRequest, approve: str | None) -> None:
         try:
             contract, provider, policy = await build_run(self.store, self.settings, request)
-            servers = await self._servers()
-            origin = RunOrigin.at_start(run_settings_for(self.settings, request), servers)
-            hub = await self._hub if self._hub is not None else None
-            if hub is not None:  # its servers may work in the run's workspace too
-                await hub.add_root(contract.workspace)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
-        await self._drive(tag, contract, provider, policy, approve, request.seed_run_id, origin)
+        try:  # the servers a run in its workspace gets wherever it starts, or the CLI's error
+            found = configured_servers(self.settings, contract.workspace)
+        except ValueError as exc:
+            await provider.aclose()
+            self.send({"t": "failed", "tag": tag, "error": str(exc)})
+            return
+        origin = RunOrigin.at_start(run_settings_for(self.settings, request), found.servers)
+        hub = await self._hub_for(found, contract.workspace)
+        await self._drive(
+            tag, contract, provider, policy, approve, request.seed_run_id, origin, hub
+        )
 
     async def _run(self, message: dict[str, Any]) -> None:
         """A run from the parts the app made (the demo's): its contract, provider and policy."""
@@ -238,16 +281,19 @@ class WorkerServer:
         approve: str | None,
         seed_run_id: int | None = None,
         origin: RunOrigin | None = None,
+        hub: McpHub | None = None,
     ) -> None:
+        if hub is None and self._hub is not None:
+            hub = await self._hub
         harness = Harness(
             store=self.store,
             provider=provider,
             approver=self._approver(tag, approve),
             sink=PipeSink(self, tag),
             policy=policy,
-            registry=await self.registry(),
+            registry=await self.registry(hub),
             origin=origin,
-            late_tools=await self._hub if self._hub is not None else None,
+            late_tools=hub,
         )
         try:
             result = await start_run(harness, contract, seed_run_id=seed_run_id)
