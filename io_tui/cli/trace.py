@@ -123,7 +123,7 @@ def print_context(trace: dict[str, Any], step: int) -> int:
         reported = req["reported_tokens"]
         print(
             f"request for step {step}, attempt {req['attempt']}: ceiling {req['ceiling_tokens']:,} ·"
-            f" estimate {req['est_tokens']:,} · reported {reported if reported is not None else '—'}"
+            f" estimate {req['est_tokens']:,} · reported {f'{reported:,}' if reported is not None else '—'}"
             f" · rung {req.get('rung') or '—'}"
         )
         for line in limits_notes(req):
