@@ -601,7 +601,7 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
     )  # fmt: skip
 
 
-REREAD = re.compile(r"^\[re-(?:read|run) for this request \([^\n]*\]\n")
+REREAD = re.compile(r"^\[step \d+'s \w+ re-(?:read|run) now: [^\n]*\]\n")
 FRAMED = re.compile(r"^\[untrusted data from (\S+)[^\n]*\]\n?")
 STUBBED = re.compile(r"^\[step \d+ (\w+) ")
 

@@ -339,7 +339,17 @@ def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
 
 def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
     """``outcome`` headed with its source, as untrusted data (``untrusted.frame``)."""
-    return replace(outcome, text=frame(tool, outcome.target, outcome.text))
+    return replace(outcome, text=frame(tool, outcome.target, outcome.text, _names(outcome)))
+
+
+def _names(outcome: ToolOutcome) -> bool:
+    """Whether the result's first line names its target already: a command's ``$ argv`` echo,
+    a write's receipt (``edited PATH: …``, ``wrote PATH (…)``)."""
+    head, target = outcome.text.partition("\n")[0], outcome.target
+    if outcome.kind is ObsKind.EXEC:
+        return head == f"$ {target}"
+    named = head.partition(" ")[2]
+    return outcome.kind is ObsKind.WRITE and named.startswith((f"{target} ", f"{target}:"))
 
 
 def server_failed(call: ToolCall, exc: ServerError, gate: Gate | None, note: str) -> ToolOutcome:

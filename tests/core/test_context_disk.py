@@ -121,7 +121,9 @@ async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> No
     assert e.reason == "src/b.py changed on disk after step 2 (run_command at step 4); re-run now"
     carried = sent(assembly, "c2")
     assert "src/b.py:1:def parse" not in carried and "CURRENT CONTENT" in carried
-    assert carried.startswith("[re-run for this request (step 2's grep is stale:")
+    assert carried.startswith(
+        "[step 2's grep re-run now: src/b.py changed on disk after step 2 (run_command at step 4)]"
+    )
 
 
 async def test_a_write_to_a_matched_file_makes_a_grep_stale() -> None:

@@ -324,7 +324,7 @@ def check_requests(s: Session) -> list[str]:
                     # shown whole by an earlier request; its call, sent with it, holds the note
                     assert e["reason"].startswith("a remember result shown once"), e
                     assert obs.call_id in called, e
-                    assert f"remember {obs.target!r}: the note was saved" in content, e
+                    assert f"remember {obs.target!r}: saved as its call gives it" in content, e
                     assert obs.call_id in shown_whole, e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
@@ -334,8 +334,9 @@ def check_requests(s: Session) -> list[str]:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
                 case EntryState.REFRESHED:  # a whole read: the file as it is now
                     head, source, fresh = content.split("\n", 2)
-                    assert head.startswith("[re-") and "for this request" in head, e
-                    assert source.startswith(f"[untrusted data from {obs.tool} "), e
+                    assert head.startswith(f"[step {obs.step}'s {obs.kind.value} re-"), e
+                    assert " now: " in head, e
+                    assert source.startswith(f"[untrusted data from {obs.tool}"), e
                     assert content != obs.text, e
                     now = files.get(obs.target, "")
                     if obs.kind is ObsKind.READ and now and not obs.span:

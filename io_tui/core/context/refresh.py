@@ -181,11 +181,9 @@ def _pending(e: Entry) -> None:
 
 
 def _head(obs: Observation, stale: str) -> str:
+    """The line over a stale result sent as it is now: why it was read (run) again."""
     again = "re-read" if obs.kind is ObsKind.READ else "re-run"
-    return (
-        f"[{again} for this request (step {obs.step}'s {obs.kind.value} is stale: "
-        f"{stale}); this is the current result]\n"
-    )
+    return f"[step {obs.step}'s {obs.kind.value} {again} now: {stale}]\n"
 
 
 def _unchanged(obs: Observation, current: str, cap: int) -> bool:

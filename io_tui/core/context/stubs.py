@@ -147,8 +147,8 @@ def same_stub(obs: Observation, by: int) -> str:
 
 def noted_stub(obs: Observation) -> str:
     return (
-        f"[step {obs.step} {obs.tool} {obs.target!r}: the note was saved as this step's call "
-        f"gives it; its result was shown once and is left out since; {how_to_get_back(obs)}]"
+        f"[step {obs.step} {obs.tool} {obs.target!r}: saved as its call gives it, the result "
+        f"shown once; {how_to_get_back(obs)}]"
     )
 
 
