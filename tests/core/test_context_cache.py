@@ -265,5 +265,5 @@ async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown()
     noted = entry(built[4], "m1")
     assert noted.state is EntryState.SUPERSEDED and "its call carries the note" in noted.reason
     sent = {m.tool_call_id: m.content for m in built[4].messages if m.tool_call_id}
-    assert sent["m1"].startswith("[step 1 remember 'k1': the note was saved")
+    assert sent["m1"].startswith("[step 1 remember 'k1': saved as its call gives it")
     assert entry(built[4], "m2").state is EntryState.FULL
