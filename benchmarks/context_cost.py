@@ -602,7 +602,7 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
 
 
 REREAD = re.compile(r"^\[step \d+'s \w+ re-(?:read|run) now: [^\n]*\]\n")
-FRAMED = re.compile(r"^\[untrusted data from (\S+)[^\n]*\]\n?")
+FRAMED = re.compile(r"^\[untrusted data from ([^\s;]+)[^\n]*\]\n?")
 STUBBED = re.compile(r"^\[step \d+ (\w+) ")
 
 
