@@ -7,6 +7,9 @@ import asyncio
 import os
 from pathlib import Path
 
+from textual.command import CommandList, CommandPalette
+from waits import until
+
 from io_tui.ui import ui_state
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.screens.inspector import InspectorScreen
@@ -19,10 +22,17 @@ from .conftest import SIZE
 
 
 async def _palette(pilot, query: str) -> None:
+    """Open the palette, type ``query``, and run the command it highlights once its search has
+    answered (a loaded machine answers late: enter on an empty list runs nothing)."""
     await pilot.press("ctrl+p")
-    await pilot.pause(0.2)
+    await until(lambda: isinstance(pilot.app.screen, CommandPalette), "the palette", 10)
     await pilot.press(*query)
-    await pilot.pause(0.5)
+
+    def found() -> bool:
+        hits = pilot.app.screen.query(CommandList)
+        return bool(hits) and hits.first().highlighted is not None
+
+    await until(found, f"a command for {query!r}", 10)
     await pilot.press("enter")
     await pilot.pause(0.2)
 
@@ -65,6 +75,7 @@ async def test_the_palette_demo_runs_on_a_fresh_copy_each_time(make_app) -> None
         first = Path(app.runs[1].workspace)
         (first / "textstats" / "core.py").write_text("broken on purpose\n")  # a used folder
         await _palette(pilot, "run: demo")
+        await until(lambda: 2 in app.runs and app.runs[2].status == "finished", "run 2", 60)
         await wait_until_idle(pilot, within_s=60)
         second = app.runs[2]
         assert Path(second.workspace) != first
