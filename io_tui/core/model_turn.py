@@ -27,7 +27,6 @@ from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.memory import MemoryNote
 from io_tui.core.policy import Act, Effect
 from io_tui.core.providers.base import (
     Attempt,
@@ -155,8 +154,7 @@ async def ask_model(
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
-    notes = await memory_notes(state)
-    left_out = await state.store.memory.left_out_for(str(state.workspace.root))
+    notes, left_out = await state.store.memory.recalled_for(str(state.workspace.root))
     await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)
@@ -530,10 +528,6 @@ def request_tokens(request: RequestRecord) -> int:
 
 
 # -- memory recall --
-
-
-async def memory_notes(state: RunState) -> list[MemoryNote]:
-    return await state.store.memory.notes_for(str(state.workspace.root))
 
 
 async def record_recall(state: RunState, assembly: Assembly) -> None:

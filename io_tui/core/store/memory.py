@@ -64,6 +64,12 @@ COLUMNS = (
 ACTIVE = "superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 
 
+def _unshadowed(notes: list[MemoryNote]) -> list[MemoryNote]:
+    """A workspace's notes, then the global notes whose key none of them shadows."""
+    local = {n.key for n in notes if n.scope == "workspace"}
+    return [n for n in notes if n.scope == "workspace" or n.key not in local]
+
+
 def _note(row: aiosqlite.Row) -> MemoryNote:
     """A row selected as ``SELECT {COLUMNS}``; positional access keeps 4,096-note scans cheap."""
     return MemoryNote(
@@ -193,19 +199,23 @@ class MemoryRepo:
             f" OR scope = 'global') AND {ACTIVE} ORDER BY scope = 'global', id",
             (str(workspace), time.time()),
         )
-        notes = [_note(r) for r in rows]
-        local = {n.key for n in notes if n.scope == "workspace"}
-        return [n for n in notes if n.scope == "workspace" or n.key not in local]
+        return _unshadowed([_note(r) for r in rows])
 
-    async def left_out_for(self, workspace: str | Path) -> builtins.list[MemoryNote]:
-        """The notes of ``workspace`` and the global ones that a request there no longer
-        recalls (expired or superseded), oldest-first: its manifest names each with why."""
+    async def recalled_for(
+        self, workspace: str | Path
+    ) -> tuple[builtins.list[MemoryNote], builtins.list[MemoryNote]]:
+        """``notes_for(workspace)``, and beside it the notes a request there no longer recalls
+        (expired or superseded, oldest-first: its manifest names each with why), read at once."""
         rows = await self.db.fetchall(
-            f"SELECT {COLUMNS} FROM memory WHERE ((scope = 'workspace' AND workspace = ?)"
-            f" OR scope = 'global') AND NOT ({ACTIVE}) ORDER BY scope = 'global', id",
-            (str(workspace), time.time()),
+            f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
+            " OR scope = 'global' ORDER BY scope = 'global', id",
+            (str(workspace),),
         )
-        return [_note(r) for r in rows]
+        now = time.time()
+        notes = [_note(r) for r in rows]
+        return _unshadowed([n for n in notes if n.active(now)]), [
+            n for n in notes if not n.active(now)
+        ]
 
     async def usage(self, scope: Scope, workspace: str | Path | None) -> tuple[int, int]:
         """(entries, chars) held by one scope, for gauges and messages."""
