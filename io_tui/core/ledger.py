@@ -72,7 +72,8 @@ class Observation:
 
     ``target`` is the path (read/write/list), the pattern (grep/find), the program (exec), or the
     tool name. ``span`` distinguishes partial reads (``"lines 10-60"``) and grep scopes, so only
-    an identical request supersedes. ``full_chars`` is the length before bounding.
+    an identical request supersedes; a sub-agent's answer names its child run there (``"run
+    7"``: the authority its label gives, ``context/labels.py``). ``full_chars`` is the length before bounding.
 
     ``seen`` is what the result was made from (the file a read read, the files a grep matched,
     the paths a find found), so the context engine can tell when it no longer holds.
