@@ -284,9 +284,9 @@ class Build:
         from the oldest step holding one to the end of the request (what stubbing rewrites)."""
         live = self.live
         held = [
-            (owner.index, e)
-            for owner, e in live.pending
-            if owner.index >= self.out and e.state is EntryState.FULL
+            (e.owner.index, e)
+            for e in live.pending
+            if e.owner.index >= self.out and e.state is EntryState.FULL
         ]
         if not held:
             return 0, 0
@@ -296,7 +296,7 @@ class Build:
         saved -= sum(
             echo.carried[3] - echo.tokens
             for _, e in held
-            for _, echo in e.echoed_by or ()
+            for echo in e.echoed_by or ()
             if echo.state is EntryState.ECHOED and echo.carried is not None
         )
         saved += sum(live[i].cost + sum(e.tokens for e in live[i].entries) for i in dying)

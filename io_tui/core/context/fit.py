@@ -94,6 +94,6 @@ def stub_out(live: LiveSteps, out: int, reserve: int) -> Message | None:
             e.to_stub()
             used += e.tokens
         if used > reserve:
-            tested = live.latest_test[1].obs if live.latest_test else None
+            tested = live.latest_test.obs if live.latest_test else None
             return collapse_line(live.records[:out], reserve, live.asked, tested)
     return None

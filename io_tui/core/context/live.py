@@ -91,21 +91,22 @@ class LiveSteps:
         self.cache = cache
         self.records: list[StepRecord] = []
         self.steps: list[Step] = []
-        self._newest: dict[tuple[Any, str, str], tuple[Step, Entry]] = {}
-        self._reads: dict[str, list[tuple[Step, Entry]]] = {}
-        self._deps: dict[str, list[tuple[Step, Entry]]] = {}
-        self._watch: list[tuple[Step, Entry]] = []  # results with ``seen``, open when appended
-        self.pending: list[tuple[Step, Entry]] = []  # superseded but current (``Entry.pending``)
-        self.echoes: list[tuple[Step, Entry]] = []  # results sent as a difference (``Entry.echo``)
+        # each entry knows its step (``Entry.owner``): these hold the entries alone
+        self._newest: dict[tuple[Any, str, str], Entry] = {}
+        self._reads: dict[str, list[Entry]] = {}
+        self._deps: dict[str, list[Entry]] = {}
+        self._watch: list[Entry] = []  # results with ``seen``, open when appended
+        self.pending: list[Entry] = []  # superseded but current (``Entry.pending``)
+        self.echoes: list[Entry] = []  # results sent as a difference (``Entry.echo``)
         self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
-        self._notes: list[tuple[Step, Entry]] = []  # remember results not yet ``noted``
+        self._notes: list[Entry] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
         self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
-        self.latest_test: tuple[Step, Entry] | None = None  # the newest test command's result
+        self.latest_test: Entry | None = None  # the newest test command's result
 
     def __len__(self) -> int:
         return len(self.records)
@@ -151,22 +152,20 @@ class LiveSteps:
                 waiting.append(writer)
         self._overwritten = waiting
         notes = []
-        for held in self._notes:  # shown by one request at least: its call says the rest
-            owner, e = held
-            if e.obs.step + 1 < rewritten_at and _says_note(owner.record, e.obs.call_id):
+        for e in self._notes:  # shown by one request at least: its call says the rest
+            if e.obs.step + 1 < rewritten_at and _says_note(e.owner.record, e.obs.call_id):
                 e.noted = True
-                owner.changed(e)
+                e.owner.changed(e)
             else:
-                notes.append(held)
+                notes.append(e)
         self._notes = notes
         kept = []
-        for held in self.pending:
-            owner, e = held
+        for e in self.pending:
             if e.by is not None and e.by < rewritten_at:
                 e.pending = False
-                owner.changed(e)
+                e.owner.changed(e)
             else:
-                kept.append(held)
+                kept.append(e)
         self.pending = kept
 
     def broken_echoes(self, out: int) -> bool:
@@ -174,18 +173,18 @@ class LiveSteps:
         the window, folded, or stubbed) are sent whole from now on; True if there were any.
         Echoes no longer in use are forgotten."""
         broken, kept = False, []
-        for owner, e in self.echoes:
-            if e.echo is None or e.no_echo:
+        for e in self.echoes:
+            base = e.echo
+            if base is None or e.no_echo:
                 continue
-            if owner.index >= out and e.state is EntryState.ECHOED:
-                base_st, base = e.echo
-                index = base_st.index
-                live = index < len(self.steps) and self.steps[index] is base_st
+            if e.owner.index >= out and e.state is EntryState.ECHOED:
+                index = base.owner.index
+                live = index < len(self.steps) and self.steps[index] is base.owner
                 if not (live and index >= out and base.state in _CARRIED):
                     e.no_echo, broken = True, True
-                    owner.changed(e)
+                    e.owner.changed(e)
                     continue
-            kept.append((owner, e))
+            kept.append(e)
         self.echoes = kept
         return broken
 
@@ -241,13 +240,13 @@ class LiveSteps:
                 if not obs.is_error:
                     path = _norm(obs.target)
                     self._written_over(path, st, obs.step)
-                    for owner, dep in self._deps.pop(path, ()):
+                    for dep in self._deps.pop(path, ()):
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
-                            owner.changed(dep)
+                            dep.owner.changed(dep)
                         elif dep.pending and dep.stale_by is None:  # re-read from now on
                             dep.stale_by, dep.stale_path = obs.step, path
-                            owner.changed(dep)
+                            dep.owner.changed(dep)
                     self._written.setdefault(path, []).append(st)
                 continue
             if kind is _READ:
@@ -256,46 +255,46 @@ class LiveSteps:
                     self._written_over(path, st, obs.step)
                 if not obs.is_error and self._shown(path, e):
                     continue  # a stub from the start: nothing of it can go stale or pending
-                self._deps.setdefault(path, []).append((st, e))
+                self._deps.setdefault(path, []).append(e)
                 if not obs.is_error:
-                    self._supersede_reads(path, st, e)
+                    self._supersede_reads(path, e)
             elif kind in _SUPERSEDING and (not obs.is_error or kind is _EXEC):
                 # a command that exits non-zero has an output like any other: its rerun's is
                 # the current one (a failed read or grep, though, answers nothing)
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
-                if older is not None and _same_result(older[1], obs):
+                if older is not None and _same_result(older, obs):
                     self._revalidate(older, obs)
-                    e.shown_by = older[1].obs.step  # a stub from the start, pointing at it
+                    e.shown_by = older.obs.step  # a stub from the start, pointing at it
                     if is_test_run(obs):
                         self._tested(older)  # its result is the latest test output again
                     continue
                 if older is not None:
-                    self._superseded(older, st, e)
-                self._newest[key] = (st, e)
+                    self._superseded(older, e)
+                self._newest[key] = e
                 if kind is _EXEC and is_test_run(obs):
-                    self._tested((st, e))
+                    self._tested(e)
                 for seen in obs.seen:
-                    self._deps.setdefault(seen.path, []).append((st, e))
+                    self._deps.setdefault(seen.path, []).append(e)
             elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:
-                self._notes.append((st, e))
+                self._notes.append(e)
             if obs.seen and not obs.is_error:
-                self._watch.append((st, e))
+                self._watch.append(e)
         self.records.append(record)
         self.steps.append(st)
 
-    def _tested(self, held: tuple[Step, Entry]) -> None:
-        """``held`` is the run's latest test output: its stub keeps its end (``stubs.receipt``),
+    def _tested(self, e: Entry) -> None:
+        """``e`` is the run's latest test output: its stub keeps its end (``stubs.receipt``),
         the one before it no longer does."""
         before = self.latest_test
-        if before is not None and before[1] is held[1]:
+        if before is e:
             return
         if before is not None:
-            before[1].latest_test = False
-            before[0].changed(before[1])
-        held[1].latest_test = True
-        held[0].changed(held[1])
-        self.latest_test = held
+            before.latest_test = False
+            before.owner.changed(before)
+        e.latest_test = True
+        e.owner.changed(e)
+        self.latest_test = e
 
     def _written_over(self, path: str, st: Step, step: int) -> None:
         """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
@@ -306,18 +305,17 @@ class LiveSteps:
                 writer.written_over = step
                 self._overwritten.append(writer)
 
-    def _revalidate(self, held: tuple[Step, Entry], newer: Observation) -> None:
-        """``newer`` re-ran ``held``'s call and gave its result again, to the character: that
+    def _revalidate(self, older: Entry, newer: Observation) -> None:
+        """``newer`` re-ran ``older``'s call and gave its result again, to the character: that
         result is current as of ``newer`` (stale no more), and watched from ``newer``'s view of
         the files on, so it stays where the request carries it."""
-        owner, older = held
         if older.stale_by is not None or older.drift is not None:
             older.stale_by, older.stale_path, older.drift = None, "", None
-            owner.changed(older)
-            self._watch.append(held)
+            older.owner.changed(older)
+            self._watch.append(older)
         older.seen = newer.seen
         for seen in newer.seen:
-            self._deps.setdefault(seen.path, []).append(held)
+            self._deps.setdefault(seen.path, []).append(older)
 
     def _shown(self, path: str, e: Entry) -> bool:
         """Whether an earlier open read of ``path`` already shows every line ``e`` read, from
@@ -328,7 +326,7 @@ class LiveSteps:
         lines = _lines(e.obs.span)
         if not mine or lines is None:
             return False
-        for _, older in reversed(self._reads.get(path, ())):
+        for older in reversed(self._reads.get(path, ())):
             obs = older.obs
             if (
                 older.stale is None
@@ -341,56 +339,52 @@ class LiveSteps:
                 return True
         return False
 
-    def _supersede_reads(self, path: str, st: Step, e: Entry) -> None:
+    def _supersede_reads(self, path: str, e: Entry) -> None:
         """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
         span, lines = e.obs.span, _lines(e.obs.span)
         open_reads = self._reads.setdefault(path, [])
         kept = []
-        for held in open_reads:
-            older = held[1]
+        for older in open_reads:
             if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
-                self._superseded(held, st, e, covered=older.obs.span != span)
+                self._superseded(older, e, covered=older.obs.span != span)
             else:
-                kept.append(held)
-        kept.append((st, e))
+                kept.append(older)
+        kept.append(e)
         self._reads[path] = kept
 
-    def _superseded(
-        self, held: tuple[Step, Entry], st: Step, e: Entry, covered: bool = False
-    ) -> None:
-        """``e`` (of step ``st``) supersedes ``held``. If what it carries is still current, it
-        is pending: carried until the next rewrite (``plan.py``), and ``e`` is sent as the
-        difference from it (or from the pending result it is itself sent as a difference from)
-        while it is (``echo``)."""
-        owner, older = held
+    def _superseded(self, older: Entry, e: Entry, covered: bool = False) -> None:
+        """``e`` supersedes ``older``. If what it carries is still current, it is pending:
+        carried until the next rewrite (``plan.py``), and ``e`` is sent as the difference from
+        it (or from the pending result it is itself sent as a difference from) while it is
+        (``echo``)."""
         newer = e.obs
         older.by, older.covered, older.drift = newer.step, covered, None
         # still current: the files it was made from as ``newer`` saw them, or a stale result
         # that is re-read (re-run) for every request anyway
         older.pending = older.stale_by is not None or _same_content(older.seen, newer.seen)
         if older.pending:
-            self.pending.append(held)
+            self.pending.append(older)
             if not covered:
                 echo = older.echo
-                base = echo if echo is not None and not older.no_echo and echo[1].pending else held
+                base = echo if echo is not None and not older.no_echo and echo.pending else older
                 e.echo = base
-                base[1].echoed((st, e))
-                self.echoes.append((st, e))
-        owner.changed(older)
+                base.echoed(e)
+                self.echoes.append(e)
+        older.owner.changed(older)
 
     # -- changes on disk ------------------------------------------------------------------------
 
     def watched(self) -> set[Seen]:
         """What the open results (not superseded, or pending; not made stale by a write) saw
         on disk."""
-        self._watch = [h for h in self._watch if _open(h[1])]
-        return {seen for _, e in self._watch for seen in e.seen}
+        self._watch = [e for e in self._watch if _open(e)]
+        return {seen for e in self._watch for seen in e.seen}
 
     def mark_drift(self, changed: Mapping[Seen, int | None]) -> None:
         """Mark the open results whose ``seen`` no longer holds: ``changed`` maps each such
         record to the file's mtime now (None: it is gone). Results that held again lose it."""
         self._changed = changed
-        for owner, e in self._watch:
+        for e in self._watch:
             drift = None
             for seen in e.seen:
                 if seen in changed:
@@ -398,7 +392,7 @@ class LiveSteps:
                     break
             if drift != e.drift:
                 e.drift = drift
-                owner.changed(e)
+                e.owner.changed(e)
 
     def _cause(self, obs: Observation, seen: Seen, mtime_ns: int | None) -> tuple[str, int | None]:
         """Why ``obs`` no longer holds: which file changed, and the tool run that changed it

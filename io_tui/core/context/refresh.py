@@ -85,7 +85,7 @@ class Resolver:
         size; else whole."""
         self._carry(e)
         assert e.echo is not None
-        base = e.echo[1]
+        base = e.echo
         text = await self._sent_text(base)
         if text is not None:
             echo = echo_stub(e.obs, base.obs.step, text, e.content)
@@ -171,7 +171,7 @@ class Resolver:
 
 def _echoing(e: Entry) -> bool:
     """Whether ``e`` may be sent as a difference from its base: the base is still pending."""
-    return e.echo is not None and not e.no_echo and e.echo[1].pending
+    return e.echo is not None and not e.no_echo and e.echo.pending
 
 
 def _pending(e: Entry) -> None:

@@ -50,11 +50,12 @@ class Entry:
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
     # the pending result of the same call, carried whole before it, that this one is sent as a
-    # difference from (``refresh.py``), with its step; and those sent as a difference from this
-    # (made on the first: most entries never have one, and a cold build makes one per result)
-    echo: tuple[Step, Entry] | None = None
-    echoed_by: list[tuple[Step, Entry]] | None = None
+    # difference from (``refresh.py``); and those sent as a difference from this (made on the
+    # first: most entries never have one, and a cold build makes one per result)
+    echo: Entry | None = None
+    echoed_by: list[Entry] | None = None
     no_echo: bool = False  # its base fell out of the window: sent whole from then on
+    owner: Step = field(init=False)  # the step that holds it (set by ``Step``)
 
     def __post_init__(self) -> None:
         self.seen = self.obs.seen
@@ -88,7 +89,7 @@ class Entry:
             return superseded_stub(self.obs, self.by, self.covered)
         return elided_stub(self.obs, self.stale, self.latest_test)
 
-    def echoed(self, by: tuple[Step, Entry]) -> None:
+    def echoed(self, by: Entry) -> None:
         """``by`` is sent as a difference from this entry."""
         if self.echoed_by is None:
             self.echoed_by = []
@@ -167,6 +168,10 @@ class Step:
     written_over: int | None = None
     compact_turn: bool = False
 
+    def __post_init__(self) -> None:
+        for e in self.entries:
+            e.owner = self
+
     @property
     def turn(self) -> Message | None:
         return self.rendered.turn if self.rendered else None
@@ -238,7 +243,7 @@ class Step:
         """Holds a stale result, re-read (or re-run) on every build while in the window, or
         one sent as a difference from such a result."""
         return not self.dead and any(
-            e.stale is not None or (e.echo is not None and e.echo[1].stale is not None)
+            e.stale is not None or (e.echo is not None and e.echo.stale is not None)
             for e in self.entries
         )
 
@@ -279,5 +284,5 @@ class Step:
         self.settled = None
         self.on_unsettle(self.index)
         if entry.echoed_by:  # what is sent as a difference from it may change
-            for owner, echo in entry.echoed_by:
-                owner.changed(echo)
+            for echo in entry.echoed_by:
+                echo.owner.changed(echo)
