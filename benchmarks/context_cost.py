@@ -58,12 +58,12 @@ from io_tui.core.contract import estimate_tokens as estimate
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory import MemoryNote, render_notes
+from io_tui.core.numbered import GUTTER, number_lines
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import start_run
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError
-from io_tui.core.tools.files import GUTTER, number_lines
 from io_tui.core.trace import build_trace
 from io_tui.core.workspace import Workspace
 

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import fixture_repo
 
+from io_tui.core.numbered import number_lines
 from io_tui.core.tokens import estimate_tokens
-from io_tui.core.tools.files import number_lines
 
 if TYPE_CHECKING:
     from io_tui.core.store import RequestRow

@@ -27,6 +27,7 @@ from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.numbered import span_lines
 from io_tui.core.policy import Act, Effect
 from io_tui.core.providers.base import (
     Attempt,
@@ -96,11 +97,9 @@ async def refresh_stale_read(state: RunState, obs: Observation) -> str:
             f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
         )
     arguments: dict[str, Any] = {"path": obs.target}
-    if obs.span.startswith("lines "):
-        first, _, last = obs.span[6:].partition("-")
-        arguments["offset"] = int(first)
-        if last:
-            arguments["limit"] = int(last) - int(first) + 1
+    lines = span_lines(obs.span)
+    if obs.span and lines is not None:
+        arguments["offset"], arguments["limit"] = lines[0], lines[1] - lines[0] + 1
     return await _run_again(state, obs, arguments, "read_file")
 
 

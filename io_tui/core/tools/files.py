@@ -12,17 +12,11 @@ from typing import Any
 from pydantic import Field
 
 from io_tui.core.ledger import ObsKind
+from io_tui.core.numbered import number_lines, range_span, range_trailer
 from io_tui.core.policy import Act
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 MAX_LIST_ENTRIES = 500
-GUTTER = "│"
-
-
-def number_lines(lines: list[str], first: int, last_in_file: int) -> str:
-    """``  12│text`` lines; the gutter is as wide as the file's largest line number."""
-    width = max(4, len(str(last_in_file)))
-    return "\n".join(f"{n:>{width}}{GUTTER}{line}" for n, line in enumerate(lines, start=first))
 
 
 class ReadFileArgs(ToolArgs):
@@ -62,9 +56,9 @@ class ReadFile(Tool):
         body = number_lines(lines[first - 1 : last], first, total)
         if len(body) > ctx.cap_chars:
             raise ToolError(_too_large(rel, total, len(text), first, last, body, ctx.cap_chars))
-        span = "" if whole else f"lines {first}-{last}"
+        span = "" if whole else range_span(first, last)
         if not whole:
-            body += f"\n(lines {first}-{last} of {total})"
+            body += "\n" + range_trailer(first, last, total)
         return ToolOutcome(body, ObsKind.READ, rel, span=span, data={"lines": total}, seen=(seen,))
 
 
