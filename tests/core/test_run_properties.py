@@ -30,6 +30,7 @@ from io_tui.core.context.stubs import apply_echo, cut, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind
+from io_tui.core.numbered import number_lines, range_trailer, span_lines
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
 from io_tui.core.run import Outcome, start_run
@@ -348,6 +349,15 @@ def check_requests(s: Session) -> list[str]:
                 case EntryState.ECHOED:  # the difference from a result above, carried whole
                     base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
                     sent_whole = cut(obs, cap)
+                    if content.endswith("'s read above, as they are now]"):  # a pointer
+                        # into a read of the same file: the range as the file has it now
+                        now = files[obs.target].splitlines()
+                        first, last = span_lines(obs.span)
+                        sent_whole = "\n".join([
+                            obs.text.split("\n", 1)[0],
+                            number_lines(now[first - 1 : last], first, len(now)),
+                            range_trailer(first, last, len(now)),
+                        ])  # fmt: skip
                     bases = []
                     for d in entries:
                         if (d["step"], d["kind"], d["target"]) == (base, e["kind"], e["target"]):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import math
 import posixpath
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import is_test_run
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
+from io_tui.core.numbered import span_lines
 from io_tui.core.prefix import common_prefix
 
 _READ, _WRITE, _EXEC, _MEMORY = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC, ObsKind.MEMORY  # fast
@@ -43,17 +43,7 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
-_WHOLE = (1, 1 << 62)
-_SPAN = re.compile(r"lines (\d+)-(\d+)")
-
-
-def _lines(span: str) -> tuple[int, int] | None:
-    """The lines a read's span covers: all of them for a whole read; None for a span that is
-    not a line range (then only the same span covers it)."""
-    if not span:
-        return _WHOLE
-    match = _SPAN.fullmatch(span)
-    return (int(match[1]), int(match[2])) if match else None
+_lines = span_lines  # None for a span that is not a line range: only the same span covers it
 
 
 def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
@@ -169,12 +159,12 @@ class LiveSteps:
         self.pending = kept
 
     def broken_echoes(self, out: int) -> bool:
-        """Results sent as a difference from a base this build does not carry whole (out of
-        the window, folded, or stubbed) are sent whole from now on; True if there were any.
-        Echoes no longer in use are forgotten."""
+        """Results sent as a difference from (or a pointer into) a base this build does not
+        carry whole (out of the window, folded, or stubbed) are sent whole from now on; True if
+        there were any. Echoes no longer in use are forgotten."""
         broken, kept = False, []
         for e in self.echoes:
-            base = e.echo
+            base = e.echo or e.quotes
             if base is None or e.no_echo:
                 continue
             if e.owner.index >= out and e.state is EntryState.ECHOED:
@@ -258,6 +248,8 @@ class LiveSteps:
                 self._deps.setdefault(path, []).append(e)
                 if not obs.is_error:
                     self._supersede_reads(path, e)
+                    if obs.span and e.echo is None:
+                        self._quote(path, e)
             elif kind in _SUPERSEDING and (not obs.is_error or kind is _EXEC):
                 # a command that exits non-zero has an output like any other: its rerun's is
                 # the current one (a failed read or grep, though, answers nothing)
@@ -351,6 +343,20 @@ class LiveSteps:
                 kept.append(older)
         kept.append(e)
         self._reads[path] = kept
+
+    def _quote(self, path: str, e: Entry) -> None:
+        """``e`` reads a range of ``path``: the newest earlier open read of it that holds those
+        lines (and is not itself sent as a pointer) is its base (``Entry.quotes``). A build
+        sends ``e`` as a pointer to the lines in it while it is carried whole above and shows
+        them as ``e`` would be sent (``refresh.py``): a file read whole, changed (re-read now),
+        then read in part, is not sent twice."""
+        lines = _lines(e.obs.span)
+        for older in reversed(self._reads[path]):
+            if older is not e and older.quotes is None and _covers(_lines(older.obs.span), lines):
+                e.quotes = older
+                older.echoed(e)
+                self.echoes.append(e)
+                return
 
     def _superseded(self, older: Entry, e: Entry, covered: bool = False) -> None:
         """``e`` supersedes ``older``. If what it carries is still current, it is pending:

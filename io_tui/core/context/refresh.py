@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.step import Entry
-from io_tui.core.context.stubs import cut, echo_stub, refresh_failed_stub
+from io_tui.core.context.stubs import cut, echo_stub, quote_stub, refresh_failed_stub
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, capped_chars, is_capped
+from io_tui.core.numbered import range_from, span_lines
 
 
 class RefreshFailed(Exception):
@@ -51,8 +52,8 @@ class Resolver:
         ):
             e.to_stub()  # superseded; a pending one too once what it saw changed on disk
             return True
-        if e.stale is not None or _echoing(e):
-            return False  # re-read, or sent as a difference from this build's base: ``resolve``
+        if e.stale is not None or _echoing(e) or _quoting(e):
+            return False  # re-read, or sent by reference to this build's base: ``resolve``
         self._carry(e)
         _pending(e)
         return True
@@ -82,8 +83,12 @@ class Resolver:
     async def _echo(self, e: Entry) -> None:
         """Send ``e`` as the difference from its base (``Entry.echo``: the pending result of
         the same call before it, carried whole in this request) when that is under half its
-        size; else whole."""
+        size, or as a pointer into the read it quotes (``_quote``); else whole."""
         self._carry(e)
+        if _quoting(e):
+            await self._quote(e, e.content)
+            _pending(e)
+            return
         assert e.echo is not None
         base = e.echo
         text = await self._sent_text(base)
@@ -99,10 +104,33 @@ class Resolver:
                 )
         _pending(e)
 
+    async def _quote(self, e: Entry, text: str, stale: str | None = None) -> bool:
+        """Send ``e``, a range read that would send ``text``, as a pointer to the same lines in
+        the read it quotes (``Entry.quotes``) when that read sends them in this request to the
+        character (``range_from``) and the pointer is under half the size; True if it is."""
+        assert e.quotes is not None
+        base = e.quotes
+        lines = span_lines(e.obs.span)
+        sent = await self._sent_text(base)
+        if sent is None or lines is None or range_from(sent, *lines) != text:
+            return False
+        stub = quote_stub(e.obs, base.obs.step)
+        tokens = estimate_tokens(stub)
+        if tokens * 2 > estimate_tokens(text):
+            return False
+        e.state, e.content, e.tokens = EntryState.ECHOED, stub, tokens
+        e.reason = (
+            f"sent as a pointer to step {base.obs.step}'s read of {base.obs.target} above, "
+            "which shows these lines as they are now"
+        ) + (f"; {stale}" if stale else "")
+        return True
+
     async def _sent_text(self, e: Entry) -> str | None:
-        """The result a pending entry sends in this request (its current one, when it is
-        re-read), or None when it sends no result whole."""
-        if e.drift is not None or e.shown_by is not None or not e.pending:
+        """The result an entry sends whole in this request, if it is in the window (its current
+        one, when it is re-read), or None when it sends no result whole."""
+        if e.shown_by is not None or e.noted or (e.by is not None and not e.pending):
+            return None
+        if e.drift is not None and e.by is not None:  # pending, changed on disk: a stub
             return None
         if e.stale is None:
             return self._carried(e)[1]
@@ -128,7 +156,13 @@ class Resolver:
             # what changed did not change the result: it is current as recorded, and sent as
             # it was (the request's prefix holds), whole or capped as it was recorded
             self._carry(e)
-            e.reason += f"; {stale}; {again}: the same result{pending}"
+            how = f"{stale}; {again}: the same result"
+            if not (_quoting(e) and await self._quote(e, e.content, how)):
+                e.reason += f"; {how}"
+            e.reason += pending
+            return
+        if failure is None and _quoting(e) and await self._quote(e, fresh, f"{stale}; {again} now"):
+            e.reason += pending
             return
         if failure is None:
             e.decide(
@@ -172,6 +206,11 @@ class Resolver:
 def _echoing(e: Entry) -> bool:
     """Whether ``e`` may be sent as a difference from its base: the base is still pending."""
     return e.echo is not None and not e.no_echo and e.echo.pending
+
+
+def _quoting(e: Entry) -> bool:
+    """Whether ``e`` may be sent as a pointer into the read it quotes."""
+    return e.quotes is not None and not e.no_echo
 
 
 def _pending(e: Entry) -> None:

@@ -54,7 +54,11 @@ class Entry:
     # first: most entries never have one, and a cold build makes one per result)
     echo: Entry | None = None
     echoed_by: list[Entry] | None = None
-    no_echo: bool = False  # its base fell out of the window: sent whole from then on
+    # an earlier read of the same file whose lines cover this range's (``live.py``): while the
+    # request carries it whole above, showing them as this one would, this one is sent as a
+    # pointer to them (``refresh.py``); it is in the base's ``echoed_by`` as an echo is
+    quotes: Entry | None = None
+    no_echo: bool = False  # its base (echo, quoted) fell out of the window: whole from then on
     owner: Step = field(init=False)  # the step that holds it (set by ``Step``)
 
     def __post_init__(self) -> None:
@@ -241,9 +245,9 @@ class Step:
     @property
     def volatile(self) -> bool:
         """Holds a stale result, re-read (or re-run) on every build while in the window, or
-        one sent as a difference from such a result."""
+        one sent as a difference from (or a pointer into) such a result."""
         return not self.dead and any(
-            e.stale is not None or (e.echo is not None and e.echo.stale is not None)
+            e.stale is not None or ((b := e.echo or e.quotes) is not None and b.stale is not None)
             for e in self.entries
         )
 

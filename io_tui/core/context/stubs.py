@@ -15,6 +15,7 @@ import re
 
 from io_tui.core.checks import is_test_command
 from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
+from io_tui.core.numbered import range_from
 
 RECALL = "recall_result"
 RECEIPT_CHARS = 200  # of a receipt's line
@@ -193,14 +194,26 @@ def echo_stub(obs: Observation, base: int, base_text: str, text: str) -> str:
     )
 
 
+def quote_stub(obs: Observation, base: int) -> str:
+    """A range read (``obs``) whose lines step ``base``'s read of the same file, carried whole
+    above in the request, shows as they are now: a pointer to them (``apply_echo`` gives the
+    range back from that read's text)."""
+    return f"[step {obs.step} {obs.tool} {what(obs)}: {_QUOTED.format(base=base)}]"
+
+
+_QUOTED = "these lines are in step {base}'s read above, as they are now"
+_QUOTE = re.compile(r"\(lines (\d+)-(\d+)\): " + _QUOTED.format(base=r"\d+") + r"\]")
 NO_NEWLINE = "\\ No newline at end of file\n"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 
 
 def apply_echo(base_text: str, echo: str) -> str:
-    """The result an ``echo_stub`` stands for, given the base result it names: the inverse
-    of ``echo_stub``, to the character."""
+    """The result an ``echo_stub`` or a ``quote_stub`` stands for, given the base result it
+    names: the inverse of either, to the character."""
     head, _, body = echo.partition("\n")
+    quoted = _QUOTE.search(head)
+    if quoted:
+        return range_from(base_text, int(quoted[1]), int(quoted[2])) or ""
     if head.endswith("to the character]"):
         return base_text
     old = base_text.splitlines(keepends=True)
