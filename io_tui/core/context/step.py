@@ -282,11 +282,14 @@ class Step:
     def changed(self, entry: Entry) -> None:
         """``entry`` was reclassified: what is cached on it and on this step goes, and the step
         leaves the settled prefix (``unsettle`` written out: a cold build calls this a few times
-        per observation)."""
+        per observation). A step the last fits did not settle is in no prefix (``Settled``
+        takes in only settled steps, and ``unsettle`` cuts it back as it clears ``settled``):
+        nothing to cut."""
         entry.stub_tokens, entry.carried = -1, None
         self.version += 1
-        self.settled = None
-        self.on_unsettle(self.index)
+        if self.settled is not None:
+            self.settled = None
+            self.on_unsettle(self.index)
         if entry.echoed_by:  # what is sent as a difference from it may change
             for echo in entry.echoed_by:
                 echo.owner.changed(echo)
