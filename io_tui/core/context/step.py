@@ -156,8 +156,8 @@ class Step:
     record: StepRecord
     entries: list[Entry]
     cache: TurnCache
-    on_unsettle: Callable[[int], None]  # its owner's settled prefix loses steps from this index
-    index: int  # among its owner's steps
+    on_unsettle: Callable[[int], None]  # the live steps' settled prefix loses steps from here
+    index: int  # among the live steps (``LiveSteps.steps``)
     version: int = 0
     in_window: bool = False
     # when the last fit carried it whole: version, cap, full, peak, decisions if volatile
