@@ -134,8 +134,48 @@ async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewr
     records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
     again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
     assert entry(again, "r1").state is EntryState.REFRESHED
-    assert written(again).startswith("x = 1\n") and "more chars, in the trace]" in written(again)
-    assert len(written(again)) < 250
+    assert written(again) == "[2,400 chars, superseded: step 3 shows the whole file; in the trace]"
+
+
+async def test_a_step_whose_writes_are_not_all_shown_whole_keeps_its_turn() -> None:
+    """Of a step that wrote two files, the turn is compact only once both are shown whole: the
+    content of the one not shown is nowhere else in the request."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current c.py"
+
+    content = "x = 1\n" * 400
+    writes = (
+        Observation(2, "wa", "write_file", ObsKind.WRITE, "a.py", "wrote a.py"),
+        Observation(2, "wb", "write_file", ObsKind.WRITE, "b.py", "wrote b.py"),
+    )
+    calls = tuple(ToolCall(o.call_id, "write_file", {"content": content}) for o in writes)
+    read_c = Observation(1, "r1", "read_file", ObsKind.READ, "c.py", "old c.py")
+    records = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_c,)),
+        StepRecord(2, "write both", calls, writes),
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (
+            Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content),
+        )),
+    ]  # fmt: skip
+
+    async def rewritten(extra: list[StepRecord]):
+        edit = Observation(9, "w9", "edit_file", ObsKind.WRITE, "c.py", "edited")  # c.py stale
+        records_ = [*records, *extra, StepRecord(9, "edit", (ToolCall("w9", "edit_file", {}),), (edit,))]  # fmt: skip
+        engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+        await grow(engine, records_, 24_000)
+        built = await engine.build([*records_, StepRecord(10, "")], ceiling_tokens=24_000)
+        return {c.id: c.arguments["content"] for m in built.messages for c in m.tool_calls if c.id in ("wa", "wb")}  # fmt: skip
+
+    assert await rewritten([]) == {"wa": content, "wb": content}  # b.py is shown nowhere else
+    read_b = Observation(4, "r4", "read_file", ObsKind.READ, "b.py", content)
+    shown = await rewritten(
+        [StepRecord(4, "check b", (ToolCall("r4", "read_file", {}),), (read_b,))]
+    )
+    assert shown == {  # each names the step that showed its file
+        "wa": "[2,400 chars, superseded: step 3 shows the whole file; in the trace]",
+        "wb": "[2,400 chars, superseded: step 4 shows the whole file; in the trace]",
+    }
 
 
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:
@@ -265,5 +305,5 @@ async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown()
     noted = entry(built[4], "m1")
     assert noted.state is EntryState.SUPERSEDED and "its call carries the note" in noted.reason
     sent = {m.tool_call_id: m.content for m in built[4].messages if m.tool_call_id}
-    assert sent["m1"].startswith("[step 1 remember 'k1': saved as its call gives it")
+    assert sent["m1"].startswith("[step 1 remember 'k1': saved as its call says; recall_result")
     assert entry(built[4], "m2").state is EntryState.FULL

@@ -238,6 +238,7 @@ class LiveSteps:
                             dep.stale_by, dep.stale_path = obs.step, path
                             dep.owner.changed(dep)
                     self._written.setdefault(path, []).append(st)
+                    st.unshown_writes += 1
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
@@ -290,10 +291,18 @@ class LiveSteps:
 
     def _written_over(self, path: str, st: Step, step: int) -> None:
         """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
-        writes of it sent in their calls is superseded, and their turns are compact from the
-        next rewrite on (``apply_rewrites``)."""
+        writes of it sent in their calls is superseded, and the turns of the steps whose every
+        write is are compact from the next rewrite on (``apply_rewrites``)."""
         for writer in self._written.pop(path, ()):
-            if writer is not st and writer.written_over is None:
+            if writer is st:
+                continue
+            writer.unshown_writes -= 1
+            if writer.shown_writes is None:
+                writer.shown_writes = {}
+            for o in writer.record.observations:
+                if o.kind is _WRITE and not o.is_error and _norm(o.target) == path:
+                    writer.shown_writes.setdefault(o.call_id, step)
+            if writer.unshown_writes == 0 and writer.written_over is None:
                 writer.written_over = step
                 self._overwritten.append(writer)
 

@@ -167,10 +167,13 @@ class Step:
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
     _dead: tuple[int, bool, bool] = (-1, False, False)  # version, dead, dead once pending go
     chunk: Any = field(default=None)  # what ``messages.py`` emitted for it last, and for what
-    # a later step showed whole what its calls wrote (a whole read or a write of the path), and
-    # the last rewrite applied that: its turn is sent compact, as an out-of-window one
+    # a later step showed whole what its calls wrote (a whole read or a write of each path), and
+    # the last rewrite applied that: its turn is sent compact, as an out-of-window one, what its
+    # writes wrote superseded (``turns.py``)
     written_over: int | None = None
     compact_turn: bool = False
+    unshown_writes: int = 0  # its writes whose path no later step showed whole yet
+    shown_writes: dict[str, int] | None = None  # the others: call id -> the step that showed it
 
     def __post_init__(self) -> None:
         for e in self.entries:
@@ -225,16 +228,17 @@ class Step:
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = render_turn(self.record, self._limit(cap), self.cache)
+        self.rendered = self._render(COMPACT_CHARS if self.compact_turn else cap)
         return self.rendered.cost
 
-    def _limit(self, cap: int) -> int:
-        return COMPACT_CHARS if self.compact_turn else cap
+    def _render(self, limit: int) -> RenderedTurn:
+        shown = self.shown_writes if self.compact_turn else None
+        return render_turn(self.record, limit, self.cache, shown)
 
     def compact(self) -> int:
-        """Send the turn as an out-of-window step shows it; return the same cost."""
+        """Send the turn as an out-of-window step shows it; return its cost."""
         self.unsettle()
-        self.rendered = render_turn(self.record, COMPACT_CHARS, self.cache)
+        self.rendered = self._render(COMPACT_CHARS)
         return self.rendered.cost
 
     def unsettle(self) -> None:
@@ -260,7 +264,7 @@ class Step:
         if self.dies_at_rewrite:
             self._desired = (self.version, cap, 0)
             return 0
-        cost = render_turn(self.record, self._limit(cap), self.cache).cost
+        cost = self._render(COMPACT_CHARS if self.compact_turn else cap).cost
         for e in self.entries:
             if e.by is not None or e.shown_by is not None or e.noted:
                 cost += e.stub_cost()
