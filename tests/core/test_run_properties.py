@@ -325,7 +325,7 @@ def check_requests(s: Session) -> list[str]:
                     # shown whole by an earlier request; its call, sent with it, holds the note
                     assert e["reason"].startswith("a remember result shown once"), e
                     assert obs.call_id in called, e
-                    assert f"remember {obs.target!r}: saved as its call gives it" in content, e
+                    assert f"remember {obs.target!r}: saved as its call says" in content, e
                     assert obs.call_id in shown_whole, e
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]

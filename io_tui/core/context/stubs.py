@@ -148,8 +148,8 @@ def same_stub(obs: Observation, by: int) -> str:
 
 def noted_stub(obs: Observation) -> str:
     return (
-        f"[step {obs.step} {obs.tool} {obs.target!r}: saved as its call gives it, the result "
-        f"shown once; {how_to_get_back(obs)}]"
+        f"[step {obs.step} {obs.tool} {obs.target!r}: saved as its call says; "
+        f"{how_to_get_back(obs)}]"
     )
 
 
