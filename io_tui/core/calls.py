@@ -338,18 +338,19 @@ def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
 
 
 def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
-    """``outcome`` headed with its source, as untrusted data (``untrusted.frame``)."""
+    """``outcome`` headed with its source, as untrusted data (``untrusted.frame``), unless it
+    is the receipt of a file write the harness made (``edited PATH: …``, ``created PATH (…)``):
+    the harness's own words on the model's own call, runtime evidence (``context.labels``), not
+    data from the world."""
+    if outcome.kind is ObsKind.WRITE and not outcome.is_error:
+        return outcome
     return replace(outcome, text=frame(tool, outcome.target, outcome.text, _names(outcome)))
 
 
 def _names(outcome: ToolOutcome) -> bool:
-    """Whether the result's first line names its target already: a command's ``$ argv`` echo,
-    a write's receipt (``edited PATH: …``, ``wrote PATH (…)``)."""
-    head, target = outcome.text.partition("\n")[0], outcome.target
-    if outcome.kind is ObsKind.EXEC:
-        return head == f"$ {target}"
-    named = head.partition(" ")[2]
-    return outcome.kind is ObsKind.WRITE and named.startswith((f"{target} ", f"{target}:"))
+    """Whether the result's first line names its target already: a command's ``$ argv``."""
+    head = outcome.text.partition("\n")[0]
+    return outcome.kind is ObsKind.EXEC and head == f"$ {outcome.target}"
 
 
 def server_failed(call: ToolCall, exc: ServerError, gate: Gate | None, note: str) -> ToolOutcome:
