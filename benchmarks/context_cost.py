@@ -604,6 +604,7 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
 REREAD = re.compile(r"^\[step \d+'s \w+ re-(?:read|run) now: [^\n]*\]\n")
 FRAMED = re.compile(r"^\[untrusted data from ([^\s;]+)[^\n]*\]\n?")
 STUBBED = re.compile(r"^\[step \d+ (\w+) ")
+RECEIPTS = ("edited ", "created ", "overwrote ")  # a file write's receipt (``tools/files.py``)
 
 
 def breakdown(requests: Sequence[list[Message]], tools_tokens: int) -> dict[str, int]:
@@ -614,6 +615,7 @@ def breakdown(requests: Sequence[list[Message]], tools_tokens: int) -> dict[str,
     parts: Counter[str] = Counter()
     for messages in requests:
         parts["frame: tool schemas"] += tools_tokens
+        called = {c.id: c.name for m in messages for c in m.tool_calls}
         for i, m in enumerate(messages):
             tokens = message_tokens(m)
             if m.role == "system" or i == 1:
@@ -634,6 +636,8 @@ def breakdown(requests: Sequence[list[Message]], tools_tokens: int) -> dict[str,
                     parts[f"result: {framed.group(1)}"] += tokens - estimate(framed.group(0))
                 elif stub:
                     parts[f"stub: {stub.group(1)}"] += tokens
+                elif text.startswith(RECEIPTS):  # a write's receipt: the harness's words
+                    parts[f"result: {called.get(m.tool_call_id or '', '?')} (receipt)"] += tokens
                 else:
                     parts["result: other (a difference, an error)"] += tokens
             else:
