@@ -225,6 +225,22 @@ async def test_a_crash_mid_call_is_reported_and_the_server_restarts_on_the_next_
     assert wait_until_gone(mark) == []
 
 
+@needs_proc
+async def test_a_server_s_own_server_error_is_a_refusal_not_a_crash() -> None:
+    """-32000 is the SDK's code for a closed connection and JSON-RPC's first "server error"
+    code, which servers use for their own failures: the server that answers with it is up."""
+    mark = new_mark()
+    async with McpHub({"t": stdio(mark=mark)}) as hub:
+        pid = (await call(hub, "mcp__t__info")).text.split()[0]
+        with pytest.raises(ToolError) as caught:
+            await call(hub, "mcp__t__reject", {"message": "quota exceeded", "code": -32000})
+        assert str(caught.value).startswith("MCP server 't' refused reject")
+        assert "quota exceeded" in str(caught.value)
+        assert hub.statuses()[0].state == "ready"
+        assert (await call(hub, "mcp__t__info")).text.split()[0] == pid  # not restarted
+    assert wait_until_gone(mark) == []
+
+
 async def test_a_server_that_keeps_crashing_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
     async with McpHub({"t": stdio()}) as hub:
         for _ in range(MAX_RESTARTS + 1):

@@ -49,6 +49,7 @@ T = TypeVar("T")
 MAX_RESTARTS = 3
 STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 600
+SDK_CLOSED = "Connection closed"  # the SDK's message with CONNECTION_CLOSED (jsonrpc_dispatcher)
 LIST_PAGES_CAP = 100
 HTTP_CONNECT_TIMEOUT_S = 30.0
 # a server's sampling or form request mid-call: the operator's wait ends this long (at most a
@@ -430,7 +431,12 @@ class Connection:
             return ServerError(
                 f"MCP server '{self.name}' timed out on {tool}", exc.message, self.name
             )
-        if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+        # the SDK's own error when the transport closes; a server's answer with the same code
+        # (JSON-RPC's first "server error" code, which servers use for their own failures) says
+        # something else and comes from a server that is up
+        if isinstance(exc, MCPError) and not (
+            exc.code == CONNECTION_CLOSED and exc.message == SDK_CLOSED
+        ):
             return ServerError(f"MCP server '{self.name}' refused {tool}", exc.message, self.name)
         if isinstance(exc, ValidationError):
             return ToolError(f"MCP server '{self.name}' sent a malformed result for {tool}")
