@@ -260,3 +260,8 @@ def duration(seconds: float | None) -> str:
         return f"{minutes}m {secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
+
+
+def counted(n: int, noun: str, nouns: str = "") -> str:
+    """``1 step``, ``3 steps``; ``nouns`` for a plural that is not ``noun`` + s (``entries``)."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"

@@ -91,7 +91,7 @@ def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
         _wait_for(socket, "Manifest")
         # the trace is read from the store in a worker: the header says "loading…" and the
         # table is empty until the summary line counts the request's entries
-        screen = _wait_for_line(socket, ("entries,", "stubs", "filter:"))
+        screen = _wait_for_line(socket, ("entries,", "stub", "filter:"))
         # every manifest row shows its state and reason on screen
         assert any(word in screen for word in ("carried whole", "superseded", "elided", "step"))
         _tmux(socket, "send-keys", "-t", "io", "f")  # filter: carried → stubs

@@ -41,6 +41,7 @@ from io_tui.ui.manifest import (
     strip_line_numbers,
     work_request,
 )
+from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -447,7 +448,7 @@ def _summary(
     )
     stubs = sum(1 for r in rows.values() if r.is_stub)
     dropped = sum(1 for r in rows.values() if r.state == "dropped")
-    counted = (
+    provider_count = (
         "no count from the provider"
         if reported is None
         else f"the provider counted {reported:,}"
@@ -461,11 +462,15 @@ def _summary(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
         f" · rung {request.get('rung') or '—'}",
         f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
-        f" tools, instructions) = {est:,} estimated · {counted}",
+        f" tools, instructions) = {est:,} estimated · {provider_count}",
         *(f"\n{line}" for line in limits_notes(request)),
         *_answer_notes(request),
-        f"\n{len(rows)} entries, {stubs} stubs"
-        + (f" ({dropped} dropped: left out with their steps)" if dropped else "")
+        f"\n{counted(len(rows), 'entry', 'entries')}, {counted(stubs, 'stub')}"
+        + (
+            f" ({dropped} dropped: left out with {'its step' if dropped == 1 else 'their steps'})"
+            if dropped
+            else ""
+        )
         + " · filter: ",
         (filters[0], "bold"),
         " (f) · ",

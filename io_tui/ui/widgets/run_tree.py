@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from io_tui.ui.state import RunView, StepView, duration, since
+from io_tui.ui.state import RunView, StepView, counted, duration, since
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
 
@@ -281,7 +281,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"{clock} · " if clock else "", style),
         (f"{run.worker} · " if run.worker else "", "dim"),
         (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
-        (f"{_count(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
+        (f"{counted(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )
 
@@ -324,10 +324,6 @@ def _plain_colour(value: str | None, fallback: str) -> str:
     if value and value.startswith("#") and len(value) == 7:
         return value
     return fallback
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _tok(tokens: int) -> str:
