@@ -93,6 +93,8 @@ def run_settings_for(settings: RunSettings, request: NewRunRequest) -> RunSettin
         "max_steps": request.max_steps,
         "token_budget": request.token_budget,
         "context_max_tokens": request.context_max_tokens,
+        "max_output_tokens": request.max_output_tokens,
+        "context_window": request.context_window,
     }
     return settings.updated(
         provider=provider,

@@ -20,6 +20,8 @@ class NewRunRequest:
     max_steps: int | None = None
     token_budget: int | None = None
     context_max_tokens: int | None = None
+    max_output_tokens: int | None = None  # the longest answer a request asks for
+    context_window: int | None = None  # the model's window, over the model table's and server's
     seed_run_id: int | None = None
     continue_run_id: int | None = None  # a fresh run carrying that run's progress ledger
     queue: bool = False  # put it on the run queue for a worker (``io-tui worker``) to drive

@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static
 
 from io_tui.config import Settings
+from io_tui.core import build_trace
 from io_tui.core.providers.presets import ProbeResult
 from io_tui.ui.app import create_app
 from io_tui.ui.screens import new_run
@@ -142,6 +143,40 @@ async def test_a_local_server_lists_its_models_and_runs_the_chosen_one(
         assert (listing.method, listing.path) == ("GET", "/v1/models")
         assert (completion.method, completion.path) == ("POST", "/v1/chat/completions")
         assert completion.body["model"] == "llama-3.2-3b"
+
+
+async def test_the_output_limit_and_the_window_set_in_the_dialog_reach_the_request(
+    tmp_path, server: ReplayServer, local_only
+) -> None:
+    """The dialog's "Output limit" and "Window" are the CLI's --max-output-tokens and
+    --context-window: the request asks for that answer, its trace records that window from the
+    config, and a window with no room beside the answer is refused in the dialog."""
+    server.add(models_reply("qwen3-8b"))
+    server.add(sse_reply((WIRE / "text_plain.sse").read_bytes(), chunk_size=64))
+    settings = Settings(provider="openai-compatible", base_url=server.base_url + "/v1")
+    app = create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        await until(pilot, lambda: dialog.model.value == "qwen3-8b", "the model listed")
+        dialog.query_one("#task", Input).value = "say hello"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        dialog.query_one("#max-output", Input).value = "700"
+        dialog.query_one("#context-window", Input).value = "600"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "no room beside" in str(dialog.error.render()), "refused")
+        assert dialog.query_one("#context-window", Input).has_focus
+        dialog.query_one("#context-window", Input).value = "8192"
+        await pilot.click("#start")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.status == "finished"
+        completion = server.requests[-1]
+        assert completion.body["max_tokens"] == 700
+        [request] = (await build_trace(app.store, 1))["requests"]
+        limits = request["limits"]
+        assert (limits["window_tokens"], limits["window_source"]) == (8192, "config")
+        assert limits["max_output_tokens"] == 700
 
 
 async def test_another_base_url_is_probed_for_its_models(
@@ -286,3 +321,8 @@ def test_request_json_round_trips_the_base_url(tmp_path) -> None:
 
     request = NewRunRequest("t", tmp_path, "ollama", "qwen3", "http://127.0.0.1:9/v1")
     assert NewRunRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
+    limits = NewRunRequest("t", tmp_path, max_output_tokens=700, context_window=8192)
+    assert NewRunRequest.from_json(json.loads(json.dumps(limits.to_json()))) == limits
+    # a request queued before the limits were kept still reads
+    old = {k: v for k, v in limits.to_json().items() if k not in ("max_output_tokens", "context_window")}  # fmt: skip
+    assert NewRunRequest.from_json(old).context_window is None

@@ -198,6 +198,13 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                 yield _row("Max steps", Input(str(s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
                 yield _row("Token budget", Input(str(s.token_budget or ""), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
                 yield _row("Context max", Input(str(s.context_max_tokens), type="integer", id="context-max", compact=True))  # fmt: skip
+                yield Horizontal(  # the CLI's --max-output-tokens and --context-window
+                    Label("Output limit"),
+                    Input(str(s.max_output_tokens or ""), type="integer", placeholder="the model's", id="max-output", compact=True),
+                    Label("Window", classes="second"),
+                    Input(str(s.context_window or ""), type="integer", placeholder="the model's", id="context-window", compact=True),
+                    classes="row",
+                )  # fmt: skip
             with Vertical(id="foot"):
                 yield Static("", id="error")
                 with Horizontal(id="buttons"):
@@ -482,6 +489,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             max_steps=max_steps,
             token_budget=self._int("token-budget", "the token budget", 1),
             context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
+            max_output_tokens=self._int("max-output", "the output limit", 1),
+            context_window=self._int("context-window", "the window", 1),
             queue=queue,
             labels=labels_of(self._value("labels")) if queue else (),
             continue_run_id=continue_run_id,
@@ -576,6 +585,10 @@ def _field_of(message: str) -> str:
         return "workspace"
     if "max_steps" in text:
         return "max-steps"
+    if "context window" in text or "context_window" in text:
+        return "context-window"
+    if "max_output_tokens" in text:
+        return "max-output"
     return "provider"
 
 
