@@ -129,6 +129,7 @@ PUBLIC = [  # sorted
     "operator",
     "parse_when",
     "policy_for",
+    "prepare_run",
     "preview_matches",
     "probe_models",
     "provenance_label",

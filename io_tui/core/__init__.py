@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         cache_prices_for,
         continue_contract,
         policy_for,
+        prepare_run,
         provider_for,
         run_settings_for,
     )
@@ -124,6 +125,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "cache_prices_for",
             "continue_contract",
             "policy_for",
+            "prepare_run",
             "provider_for",
             "run_settings_for",
         ),
@@ -369,6 +371,7 @@ __all__ = [
     "operator",
     "parse_when",
     "policy_for",
+    "prepare_run",
     "preview_matches",
     "probe_models",
     "provenance_label",

@@ -15,6 +15,8 @@ import dataclasses
 from pathlib import Path
 
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
+from io_tui.core.mcp.config import FoundServers
+from io_tui.core.origin import RunOrigin, configured_servers
 from io_tui.core.policy import Policy, PolicyError
 from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.factory import build_provider
@@ -58,6 +60,32 @@ async def build_run(
     if request.continue_run_id is not None:
         contract = await continue_contract(store, request.continue_run_id, contract)
     return contract, provider_for(run_settings), policy
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartingRun:
+    """A run about to start: what ``build_run`` makes of the request, the MCP servers a run in
+    its workspace gets (``configured_servers``) and the origin a resume rebuilds it from."""
+
+    contract: TaskContract
+    provider: Provider
+    policy: Policy
+    found: FoundServers
+    origin: RunOrigin
+
+
+async def prepare_run(store: Store, settings: RunSettings, request: NewRunRequest) -> StartingRun:
+    """A request made ready to start, the same wherever it starts (the app's own loop, its
+    worker process, the queue): ValueError with the CLI's line when it cannot, or when an MCP
+    file does not load (the provider closed again)."""
+    contract, provider, policy = await build_run(store, settings, request)
+    try:
+        found = configured_servers(settings, contract.workspace)
+    except ValueError:
+        await provider.aclose()
+        raise
+    origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
+    return StartingRun(contract, provider, policy, found, origin)
 
 
 async def continue_contract(store: Store, run_id: int, contract: TaskContract) -> TaskContract:

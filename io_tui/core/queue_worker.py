@@ -43,8 +43,8 @@ from io_tui.core.contract import TaskContract, contract_to_json
 from io_tui.core.decisions import harness_for_run
 from io_tui.core.events import HAND_BACK
 from io_tui.core.harness import registry_with
-from io_tui.core.launch import build_run, run_settings_for
-from io_tui.core.origin import RunOrigin, configured_servers
+from io_tui.core.launch import prepare_run
+from io_tui.core.origin import RunOrigin
 from io_tui.core.outcome import Outcome, RunResult
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
@@ -394,18 +394,17 @@ async def enqueue_request(
     store: Store, settings: RunSettings, request: NewRunRequest
 ) -> tuple[int, list[str]]:
     """The new-run dialog's "Run on: the queue": the run built as this process would start it
-    (``build_run``; ValueError when it cannot start, or when an MCP file does not load),
+    (``prepare_run``; ValueError when it cannot start, or when an MCP file does not load),
     queued with ``request.labels`` and the settings and MCP servers a run started here in its
     workspace gets; its id, and the lines to show (what the workspace's ``.mcp.json`` adds)."""
-    contract, provider, policy = await build_run(store, settings, request)
+    run = await prepare_run(store, settings, request)
     try:
-        found = configured_servers(settings, contract.workspace)
-        announcement = found.announcement()
+        announcement = run.found.announcement()
         problems = [announcement] if announcement is not None else []
-        origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
         run_id = await enqueue_run(
-            store, contract, provider, policy, labels=request.labels, origin=origin
-        )
+            store, run.contract, run.provider, run.policy, labels=request.labels,
+            origin=run.origin,
+        )  # fmt: skip
     finally:
-        await provider.aclose()
+        await run.provider.aclose()
     return run_id, problems

@@ -317,23 +317,19 @@ class InlineHost:
         self.app.post_message(HarnessNotice(text))
 
     async def _start_request(self, request: NewRunRequest) -> None:
-        from io_tui.core import RunOrigin, build_run, configured_servers, run_settings_for
+        from io_tui.core import prepare_run
 
         try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
+            run = await prepare_run(self.store, self.settings, request)
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
-        try:  # the servers a run in its workspace gets wherever it starts, or the CLI's error
-            found = configured_servers(self.settings, contract.workspace)
-        except ValueError as exc:
-            await provider.aclose()
-            self.app.post_message(RunEnded(None, error=str(exc)))
-            return
-        if (announcement := found.announcement()) is not None:
+        if (announcement := run.found.announcement()) is not None:
             self._notice(announcement)
-        origin = RunOrigin.at_start(run_settings_for(self.settings, request), found.servers)
-        work = self._run(contract, provider, policy, request.seed_run_id, origin, found.servers)
+        work = self._run(
+            run.contract, run.provider, run.policy, request.seed_run_id, run.origin,
+            run.found.servers,
+        )  # fmt: skip
         self.app.run_worker(work, group="runs", exit_on_error=False)
 
 

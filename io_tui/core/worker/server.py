@@ -25,13 +25,8 @@ from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.harness import Harness, harness_registry, registry_with
-from io_tui.core.launch import build_run, run_settings_for
-from io_tui.core.origin import (
-    RunOrigin,
-    configured_servers,
-    servers_to_resume,
-    without_secrets,
-)
+from io_tui.core.launch import prepare_run
+from io_tui.core.origin import RunOrigin, servers_to_resume, without_secrets
 from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import provider_from_description
@@ -244,21 +239,15 @@ class WorkerServer:
 
     async def _start(self, tag: str, request: NewRunRequest, approve: str | None) -> None:
         try:
-            contract, provider, policy = await build_run(self.store, self.settings, request)
+            run = await prepare_run(self.store, self.settings, request)
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
-        try:  # the servers a run in its workspace gets wherever it starts, or the CLI's error
-            found = configured_servers(self.settings, contract.workspace)
-        except ValueError as exc:
-            await provider.aclose()
-            self.send({"t": "failed", "tag": tag, "error": str(exc)})
-            return
-        origin = RunOrigin.at_start(run_settings_for(self.settings, request), found.servers)
-        hub = await self._hub_for(found, contract.workspace)
+        hub = await self._hub_for(run.found, run.contract.workspace)
         await self._drive(
-            tag, contract, provider, policy, approve, request.seed_run_id, origin, hub
-        )
+            tag, run.contract, run.provider, run.policy, approve, request.seed_run_id,
+            run.origin, hub,
+        )  # fmt: skip
 
     async def _run(self, message: dict[str, Any]) -> None:
         """A run from the parts the app made (the demo's): its contract, provider and policy."""
