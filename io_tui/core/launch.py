@@ -81,10 +81,10 @@ async def prepare_run(store: Store, settings: RunSettings, request: NewRunReques
     contract, provider, policy = await build_run(store, settings, request)
     try:
         found = configured_servers(settings, contract.workspace)
+        origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
     except ValueError:
         await provider.aclose()
         raise
-    origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
     return StartingRun(contract, provider, policy, found, origin)
 
 

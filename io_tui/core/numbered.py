@@ -59,7 +59,7 @@ def range_from(text: str, first: int, last: int) -> str | None:
         total = int(trailer[3])
         lines.pop()
     numbered = [_NUMBERED.match(line) for line in lines]
-    if numbered[0] is None or not all(numbered):
+    if not numbered or numbered[0] is None or not all(numbered):
         return None
     top = int(numbered[0][1])
     if total is None:  # a whole read: its last line is the file's

@@ -134,48 +134,81 @@ async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewr
     records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
     again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
     assert entry(again, "r1").state is EntryState.REFRESHED
-    assert written(again) == "[2,400 chars, superseded: step 3 shows the whole file; in the trace]"
+    assert written(again) == "[2,400 chars, superseded: step 3 showed the whole file; in the trace]"
+
+
+async def rewritten_calls(records: list[StepRecord], ids: tuple[str, ...]) -> dict[str, dict]:
+    """The arguments of the calls ``ids`` in the request after a rewrite (a read of c.py, the
+    first step, went stale), the run's requests built before it."""
+
+    async def refresh(obs: Observation) -> str:
+        return "current c.py"
+
+    read_c = Observation(1, "r1", "read_file", ObsKind.READ, "c.py", "old c.py")
+    edit_c = Observation(9, "w9", "edit_file", ObsKind.WRITE, "c.py", "edited c.py")
+    steps = [
+        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_c,)),
+        *records,
+        StepRecord(9, "edit", (ToolCall("w9", "edit_file", {}),), (edit_c,)),
+    ]
+    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    await grow(engine, steps, 24_000)
+    built = await engine.build([*steps, StepRecord(10, "")], ceiling_tokens=24_000)
+    return {c.id: c.arguments for m in built.messages for c in m.tool_calls if c.id in ids}
 
 
 async def test_a_step_whose_writes_are_not_all_shown_whole_keeps_its_turn() -> None:
     """Of a step that wrote two files, the turn is compact only once both are shown whole: the
     content of the one not shown is nowhere else in the request."""
-
-    async def refresh(obs: Observation) -> str:
-        return "current c.py"
-
     content = "x = 1\n" * 400
     writes = (
         Observation(2, "wa", "write_file", ObsKind.WRITE, "a.py", "wrote a.py"),
         Observation(2, "wb", "write_file", ObsKind.WRITE, "b.py", "wrote b.py"),
     )
     calls = tuple(ToolCall(o.call_id, "write_file", {"content": content}) for o in writes)
-    read_c = Observation(1, "r1", "read_file", ObsKind.READ, "c.py", "old c.py")
+    read_a = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content)
     records = [
-        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_c,)),
         StepRecord(2, "write both", calls, writes),
-        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (
-            Observation(3, "r3", "read_file", ObsKind.READ, "a.py", content),
-        )),
-    ]  # fmt: skip
-
-    async def rewritten(extra: list[StepRecord]):
-        edit = Observation(9, "w9", "edit_file", ObsKind.WRITE, "c.py", "edited")  # c.py stale
-        records_ = [*records, *extra, StepRecord(9, "edit", (ToolCall("w9", "edit_file", {}),), (edit,))]  # fmt: skip
-        engine = ContextEngine(frame(max_steps=12), refresh=refresh)
-        await grow(engine, records_, 24_000)
-        built = await engine.build([*records_, StepRecord(10, "")], ceiling_tokens=24_000)
-        return {c.id: c.arguments["content"] for m in built.messages for c in m.tool_calls if c.id in ("wa", "wb")}  # fmt: skip
-
-    assert await rewritten([]) == {"wa": content, "wb": content}  # b.py is shown nowhere else
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (read_a,)),
+    ]
+    ids = ("wa", "wb")
+    both = await rewritten_calls(records, ids)
+    assert {c: a["content"] for c, a in both.items()} == dict.fromkeys(ids, content)
     read_b = Observation(4, "r4", "read_file", ObsKind.READ, "b.py", content)
-    shown = await rewritten(
-        [StepRecord(4, "check b", (ToolCall("r4", "read_file", {}),), (read_b,))]
-    )
-    assert shown == {  # each names the step that showed its file
-        "wa": "[2,400 chars, superseded: step 3 shows the whole file; in the trace]",
-        "wb": "[2,400 chars, superseded: step 4 shows the whole file; in the trace]",
+    records.append(StepRecord(4, "check b", (ToolCall("r4", "read_file", {}),), (read_b,)))
+    shown = await rewritten_calls(records, ids)
+    assert {c: a["content"] for c, a in shown.items()} == {  # each names the step that showed it
+        "wa": "[2,400 chars, superseded: step 3 showed the whole file; in the trace]",
+        "wb": "[2,400 chars, superseded: step 4 showed the whole file; in the trace]",
     }
+
+
+async def test_an_edit_shows_only_its_snippets_so_a_write_it_follows_keeps_its_content() -> None:
+    content = "x = 1\n" * 400
+    write = Observation(2, "w2", "write_file", ObsKind.WRITE, "a.py", "wrote a.py")
+    edit = Observation(3, "e3", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
+    records = [
+        StepRecord(2, "write", (ToolCall("w2", "write_file", {"content": content}),), (write,)),
+        StepRecord(3, "edit", (ToolCall("e3", "edit_file", {"old": "x", "new": "y"}),), (edit,)),
+    ]
+    calls = await rewritten_calls(records, ("w2",))
+    assert calls["w2"]["content"] == content  # the file's content is nowhere else
+
+
+async def test_a_step_that_edited_one_file_twice_is_compact_once_the_file_is_shown() -> None:
+    long = "y = 2\n" * 40
+    edits = tuple(
+        Observation(2, f"e{n}", "edit_file", ObsKind.WRITE, "a.py", "edited a.py") for n in (1, 2)
+    )
+    calls = tuple(ToolCall(o.call_id, "edit_file", {"old": "x", "new": long}) for o in edits)
+    read_a = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", "the whole a.py")
+    records = [
+        StepRecord(2, "edit twice", calls, edits),
+        StepRecord(3, "check", (ToolCall("r3", "read_file", {}),), (read_a,)),
+    ]
+    shown = await rewritten_calls(records, ("e1", "e2"))
+    marker = "[240 chars, superseded: step 3 showed the whole file; in the trace]"
+    assert shown == {c: {"old": "x", "new": marker} for c in ("e1", "e2")}
 
 
 async def test_without_a_cache_discount_a_superseded_result_is_stubbed_at_once() -> None:

@@ -29,7 +29,7 @@ from io_tui.core.contract import TaskContract
 from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import ObsKind
 from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer, open_hub
-from io_tui.core.mcp.connection import MAX_RESTARTS
+from io_tui.core.mcp.connection import MAX_RESTARTS, TRANSPORT_LOST, Connection
 from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run import Outcome, start_run
@@ -239,6 +239,23 @@ async def test_a_server_s_own_server_error_is_a_refusal_not_a_crash() -> None:
         assert hub.statuses()[0].state == "ready"
         assert (await call(hub, "mcp__t__info")).text.split()[0] == pid  # not restarted
     assert wait_until_gone(mark) == []
+
+
+@pytest.mark.parametrize("said", sorted(TRANSPORT_LOST))
+def test_the_sdk_s_own_words_for_a_lost_transport_are_a_crash(said: str) -> None:
+    """The SDK answers a call whose transport was lost (a closed pipe, an SSE stream that ended
+    without the answer) with -32000 and its own words: the call may have taken effect, and
+    the server is restarted; the same code with a server's own words is a refusal."""
+    from mcp import MCPError
+
+    link = Connection("h", HttpServer(url="http://127.0.0.1:9/mcp"))
+    lost = link._call_failed("write", MCPError(-32000, said), 0)
+    assert str(lost).startswith("MCP server 'h' crashed during the 'write' call")
+    assert link.state == "crashed"
+    link = Connection("h", HttpServer(url="http://127.0.0.1:9/mcp"))
+    refused = link._call_failed("write", MCPError(-32000, "quota exceeded"), 0)
+    assert str(refused).startswith("MCP server 'h' refused write")
+    assert link.state == "stopped"
 
 
 async def test_a_server_that_keeps_crashing_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:

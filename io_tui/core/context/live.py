@@ -54,6 +54,7 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
 _CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED})
+WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
 
 class LiveSteps:
@@ -229,7 +230,8 @@ class LiveSteps:
             if kind is _WRITE:
                 if not obs.is_error:
                     path = _norm(obs.target)
-                    self._written_over(path, st, obs.step)
+                    if obs.tool in WHOLE_WRITES:  # its call holds the file's whole content
+                        self._written_over(path, st, obs.step)
                     for dep in self._deps.pop(path, ()):
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
@@ -238,7 +240,9 @@ class LiveSteps:
                             dep.stale_by, dep.stale_path = obs.step, path
                             dep.owner.changed(dep)
                     self._written.setdefault(path, []).append(st)
-                    st.unshown_writes += 1
+                    if st.unshown is None:
+                        st.unshown = set()
+                    st.unshown.add(path)
                 continue
             if kind is _READ:
                 path = _norm(obs.target)
@@ -290,19 +294,19 @@ class LiveSteps:
         self.latest_test = e
 
     def _written_over(self, path: str, st: Step, step: int) -> None:
-        """``st`` shows ``path`` whole at ``step`` (a whole read, or a write): what the earlier
-        writes of it sent in their calls is superseded, and the turns of the steps whose every
-        write is are compact from the next rewrite on (``apply_rewrites``)."""
+        """``st`` shows ``path`` whole at ``step`` (a whole read, or a ``write_file``): what the
+        earlier writes of it sent in their calls is superseded, and the turns of the steps whose
+        every written path is are compact from the next rewrite on (``apply_rewrites``)."""
         for writer in self._written.pop(path, ()):
-            if writer is st:
+            if writer is st or writer.unshown is None or path not in writer.unshown:
                 continue
-            writer.unshown_writes -= 1
+            writer.unshown.discard(path)
             if writer.shown_writes is None:
                 writer.shown_writes = {}
             for o in writer.record.observations:
                 if o.kind is _WRITE and not o.is_error and _norm(o.target) == path:
                     writer.shown_writes.setdefault(o.call_id, step)
-            if writer.unshown_writes == 0 and writer.written_over is None:
+            if not writer.unshown and writer.written_over is None:
                 writer.written_over = step
                 self._overwritten.append(writer)
 
@@ -330,7 +334,8 @@ class LiveSteps:
         for older in reversed(self._reads.get(path, ())):
             obs = older.obs
             if (
-                older.stale is None
+                _sent_before(older, e)
+                and older.stale is None
                 and obs.seen
                 and obs.seen[0].digest == mine
                 and obs.recorded_keeps >= obs.full_chars
@@ -361,7 +366,12 @@ class LiveSteps:
         then read in part, is not sent twice."""
         lines = _lines(e.obs.span)
         for older in reversed(self._reads[path]):
-            if older is not e and older.quotes is None and _covers(_lines(older.obs.span), lines):
+            if (
+                older is not e
+                and older.quotes is None
+                and _covers(_lines(older.obs.span), lines)
+                and _sent_before(older, e)
+            ):
                 e.quotes = older
                 older.echoed(e)
                 self.echoes.append(e)
@@ -447,6 +457,17 @@ def _same_result(older: Entry, obs: Observation) -> bool:
         and old.text == obs.text
         and old.recorded_keeps >= old.full_chars
     )
+
+
+def _sent_before(older: Entry, e: Entry) -> bool:
+    """Whether ``older`` is sent above ``e``: an earlier step's, or the same step's with its
+    call first (a step's results are sent in the order of its calls, whatever order they were
+    recorded in: a step resumed after an approval records its late ones last)."""
+    if older.owner is not e.owner:
+        return True
+    order = [c.id for c in e.owner.record.tool_calls]
+    ids = older.obs.call_id, e.obs.call_id
+    return all(i in order for i in ids) and order.index(ids[0]) < order.index(ids[1])
 
 
 def _open(e: Entry) -> bool:

@@ -172,8 +172,8 @@ class Step:
     # writes wrote superseded (``turns.py``)
     written_over: int | None = None
     compact_turn: bool = False
-    unshown_writes: int = 0  # its writes whose path no later step showed whole yet
-    shown_writes: dict[str, int] | None = None  # the others: call id -> the step that showed it
+    unshown: set[str] | None = None  # the paths it wrote that no later step showed whole yet
+    shown_writes: dict[str, int] | None = None  # its writes of the others: call id -> that step
 
     def __post_init__(self) -> None:
         for e in self.entries:

@@ -40,7 +40,7 @@ def clip(text: str, limit: int) -> str:
 
 def superseded_argument(chars: int, by: int) -> str:
     """What a written-over write's call keeps of a long argument (what it wrote)."""
-    return f"[{chars:,} chars, superseded: step {by} shows the whole file; in the trace]"
+    return f"[{chars:,} chars, superseded: step {by} showed the whole file; in the trace]"
 
 
 def _clip_value(value: Any, limit: int, by: int | None = None) -> Any:
@@ -97,7 +97,7 @@ class RenderedTurn(NamedTuple):
     cost: int  # turn, operator lines, and a placeholder result for each call that has none
 
 
-TurnCache = dict[tuple[int, bool, bool], RenderedTurn]
+TurnCache = dict[tuple[int, bool, tuple[tuple[str, int], ...]], RenderedTurn]
 
 
 def render_turn(
@@ -106,7 +106,7 @@ def render_turn(
     """``record`` rendered at ``limit``, what the writes in ``shown`` wrote superseded (call id
     -> the later step that showed the file whole), from ``cache`` when it holds this
     rendering."""
-    key = (record.step, limit == COMPACT_CHARS, bool(shown))
+    key = (record.step, limit == COMPACT_CHARS, tuple(sorted(shown.items())) if shown else ())
     hit = cache.get(key)
     if hit is not None and hit.record is record and hit.limit == limit:
         return hit

@@ -49,7 +49,15 @@ T = TypeVar("T")
 MAX_RESTARTS = 3
 STOP_TIMEOUT_S = 10.0
 STDERR_TAIL_CHARS = 600
-SDK_CLOSED = "Connection closed"  # the SDK's message with CONNECTION_CLOSED (jsonrpc_dispatcher)
+# what the SDK itself says, with CONNECTION_CLOSED, when the transport is lost
+# (mcp.shared.jsonrpc_dispatcher, mcp.client.streamable_http)
+TRANSPORT_LOST = frozenset(
+    {
+        "Connection closed",
+        "SSE stream ended without a response",
+        "SSE stream ended and reconnection attempts were exhausted",
+    }
+)
 LIST_PAGES_CAP = 100
 HTTP_CONNECT_TIMEOUT_S = 30.0
 # a server's sampling or form request mid-call: the operator's wait ends this long (at most a
@@ -435,7 +443,7 @@ class Connection:
         # (JSON-RPC's first "server error" code, which servers use for their own failures) says
         # something else and comes from a server that is up
         if isinstance(exc, MCPError) and not (
-            exc.code == CONNECTION_CLOSED and exc.message == SDK_CLOSED
+            exc.code == CONNECTION_CLOSED and exc.message in TRANSPORT_LOST
         ):
             return ServerError(f"MCP server '{self.name}' refused {tool}", exc.message, self.name)
         if isinstance(exc, ValidationError):
