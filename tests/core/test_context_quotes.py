@@ -57,12 +57,17 @@ def entry(assembly, call_id: str):
     return next(e for e in assembly.entries if e.call_id == call_id)
 
 
-async def test_a_range_inside_a_re_read_whole_file_points_at_it() -> None:
-    records = [
+def read_edit_range() -> list[StepRecord]:
+    """a.py read whole, edited (version 2), then lines 37-70 of it read."""
+    return [
         step(1, "read_file", ObsKind.READ, whole(version(1))),
         step(2, "edit_file", ObsKind.WRITE, "edited a.py"),
         step(3, "read_file", ObsKind.READ, part(version(2), 37, 70), "lines 37-70"),
     ]
+
+
+async def test_a_range_inside_a_re_read_whole_file_points_at_it() -> None:
+    records = read_edit_range()
     built = await engine(version(2)).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
     read, quoted = entry(built, "c1"), entry(built, "c3")
     assert read.state is EntryState.REFRESHED
@@ -78,13 +83,9 @@ async def test_a_range_inside_a_re_read_whole_file_points_at_it() -> None:
 
 
 async def test_the_range_is_sent_whole_when_its_base_does_not_show_its_lines() -> None:
-    # the file changed again after the range was read: the whole read's re-read shows other
-    # lines than the range recorded, and the range (stale too) is re-read itself
-    records = [
-        step(1, "read_file", ObsKind.READ, whole(version(1))),
-        step(2, "edit_file", ObsKind.WRITE, "edited a.py"),
-        step(3, "read_file", ObsKind.READ, part(version(2), 37, 70), "lines 37-70"),
-    ]
+    # the file changed again after the range was read, unseen (no probe here): the whole
+    # read's re-read shows other lines than the range recorded, which is carried as recorded
+    records = read_edit_range()
     built = await engine(version(3)).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
     assert entry(built, "c3").state is EntryState.FULL  # not stale: no write or drift marked
     assert sent(built, "c3") == records[2].observations[0].text
