@@ -179,6 +179,19 @@ async def test_the_output_limit_and_the_window_set_in_the_dialog_reach_the_reque
         assert limits["max_output_tokens"] == 700
 
 
+async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
+    """The fields scroll inside the dialog: the last ones, below the fold at 80×24, come into
+    sight when focused (they were cut off, out of reach)."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        dialog = await open_dialog(pilot)
+        for field in ("#max-steps", "#token-budget", "#context-max", "#max-output", "#context-window"):  # fmt: skip
+            dialog.query_one(field, Input).focus()
+            await pilot.pause(0.1)
+            region = dialog.query_one(field, Input).region
+            assert region.height == 1 and 0 < region.y < 23, (field, region)
+
+
 async def test_another_base_url_is_probed_for_its_models(
     tmp_path, server: ReplayServer, local_only
 ) -> None:
