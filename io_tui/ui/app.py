@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -238,6 +240,17 @@ class IoApp(App[int]):
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
         self.call_after_refresh(gc.freeze)
+        terminal = sys.__stdin__
+        if not self.is_headless and terminal is not None and terminal.isatty():
+            self.set_interval(1.0, partial(self._check_terminal, terminal.fileno()))
+
+    async def _check_terminal(self, fd: int) -> None:
+        """Quit as ctrl+q does once the terminal is gone (its window closed, the SSH link
+        dropped). The hangup signal reaches only the terminal's session leader: under ``make
+        run`` that is make, which waits for the app instead of passing it on, and the app,
+        reading the dead terminal's end of file, would spin on with nobody to see it."""
+        if not os.isatty(fd):
+            await self.action_quit()
 
     def notify(
         self,
