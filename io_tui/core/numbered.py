@@ -58,16 +58,15 @@ def range_from(text: str, first: int, last: int) -> str | None:
     if trailer:
         total = int(trailer[3])
         lines.pop()
-    numbered = [_NUMBERED.match(line) for line in lines]
-    if not numbered or numbered[0] is None or not all(numbered):
-        return None
-    top = int(numbered[0][1])
+    numbers = [int(m[1]) for line in lines if (m := _NUMBERED.match(line))]
+    if not numbers or len(numbers) != len(lines):
+        return None  # a line without its number (a cut marker): not one read's whole output
+    top = numbers[0]
     if total is None:  # a whole read: its last line is the file's
         total = top + len(lines) - 1
     if not (top <= first <= last < top + len(lines)) or last > total:
         return None
-    ends = numbered[first - top], numbered[last - top]
-    if ends[0] is None or ends[1] is None or (int(ends[0][1]), int(ends[1][1])) != (first, last):
+    if (numbers[first - top], numbers[last - top]) != (first, last):
         return None  # not numbered one by one: not one read's result
     kept = lines[first - top : last - top + 1]
     tail = "" if (first, last) == (1, total) else "\n" + range_trailer(first, last, total)

@@ -43,9 +43,6 @@ def _norm(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
-_lines = span_lines  # None for a span that is not a line range: only the same span covers it
-
-
 def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
     return new is not None and old is not None and new[0] <= old[0] and old[1] <= new[1]
 
@@ -328,7 +325,7 @@ class LiveSteps:
         sent as a stub pointing at it (``shown_by``). Repeating those lines would make each
         request, and what compaction weighs, larger by what the model already has."""
         mine = e.obs.seen[0].digest if e.obs.seen else ""
-        lines = _lines(e.obs.span)
+        lines = span_lines(e.obs.span)
         if not mine or lines is None:
             return False
         for older in reversed(self._reads.get(path, ())):
@@ -339,7 +336,7 @@ class LiveSteps:
                 and obs.seen
                 and obs.seen[0].digest == mine
                 and obs.recorded_keeps >= obs.full_chars
-                and _covers(_lines(obs.span), lines)
+                and _covers(span_lines(obs.span), lines)
             ):
                 e.shown_by = obs.step
                 return True
@@ -347,11 +344,11 @@ class LiveSteps:
 
     def _supersede_reads(self, path: str, e: Entry) -> None:
         """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
-        span, lines = e.obs.span, _lines(e.obs.span)
+        span, lines = e.obs.span, span_lines(e.obs.span)
         open_reads = self._reads.setdefault(path, [])
         kept = []
         for older in open_reads:
-            if older.obs.span == span or _covers(lines, _lines(older.obs.span)):
+            if older.obs.span == span or _covers(lines, span_lines(older.obs.span)):
                 self._superseded(older, e, covered=older.obs.span != span)
             else:
                 kept.append(older)
@@ -364,12 +361,12 @@ class LiveSteps:
         sends ``e`` as a pointer to the lines in it while it is carried whole above and shows
         them as ``e`` would be sent (``refresh.py``): a file read whole, changed (re-read now),
         then read in part, is not sent twice."""
-        lines = _lines(e.obs.span)
+        lines = span_lines(e.obs.span)
         for older in reversed(self._reads[path]):
             if (
                 older is not e
                 and older.quotes is None
-                and _covers(_lines(older.obs.span), lines)
+                and _covers(span_lines(older.obs.span), lines)
                 and _sent_before(older, e)
             ):
                 e.quotes = older

@@ -45,12 +45,8 @@ class Resolver:
         """Decide an in-window entry that needs no re-read: superseded stub (or carried while
         pending), carried whole (``full``) or cut to the entry cap (``capped``). False for a
         stale result: ``resolve`` it."""
-        if (
-            e.shown_by is not None
-            or e.noted
-            or (e.by is not None and (not e.pending or e.drift is not None))
-        ):
-            e.to_stub()  # superseded; a pending one too once what it saw changed on disk
+        if _stubbed(e):
+            e.to_stub()
             return True
         if e.stale is not None or _echoing(e) or _quoting(e):
             return False  # re-read, or sent by reference to this build's base: ``resolve``
@@ -128,9 +124,7 @@ class Resolver:
     async def _sent_text(self, e: Entry) -> str | None:
         """The result an entry sends whole in this request, if it is in the window (its current
         one, when it is re-read), or None when it sends no result whole."""
-        if e.shown_by is not None or e.noted or (e.by is not None and not e.pending):
-            return None
-        if e.drift is not None and e.by is not None:  # pending, changed on disk: a stub
+        if _stubbed(e):
             return None
         if e.stale is None:
             return self._carried(e)[1]
@@ -201,6 +195,16 @@ class Resolver:
                     result = ("", f"{why} re-read ({head:,}) pass the entry cap ({self.cap:,})")
         self.refreshed[obs.call_id] = result
         return result
+
+
+def _stubbed(e: Entry) -> bool:
+    """Whether ``e`` is a stub wherever the window puts it: superseded (a pending one too,
+    once what it saw changed on disk), shown by another result, or a remember result noted."""
+    return (
+        e.shown_by is not None
+        or e.noted
+        or (e.by is not None and (not e.pending or e.drift is not None))
+    )
 
 
 def _echoing(e: Entry) -> bool:

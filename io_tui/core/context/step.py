@@ -228,12 +228,15 @@ class Step:
 
     def prepare(self, cap: int) -> int:
         """Send the full turn; return its cost with the operator lines and missing results."""
-        self.rendered = self._render(COMPACT_CHARS if self.compact_turn else cap)
+        self.rendered = self._render(cap)
         return self.rendered.cost
 
-    def _render(self, limit: int) -> RenderedTurn:
-        shown = self.shown_writes if self.compact_turn else None
-        return render_turn(self.record, limit, self.cache, shown)
+    def _render(self, cap: int) -> RenderedTurn:
+        """The turn at ``cap``; once a later step showed every file it wrote (``compact_turn``),
+        compact, with what it wrote superseded."""
+        if self.compact_turn:
+            return render_turn(self.record, COMPACT_CHARS, self.cache, self.shown_writes)
+        return render_turn(self.record, cap, self.cache)
 
     def compact(self) -> int:
         """Send the turn as an out-of-window step shows it; return its cost."""
@@ -264,7 +267,7 @@ class Step:
         if self.dies_at_rewrite:
             self._desired = (self.version, cap, 0)
             return 0
-        cost = self._render(COMPACT_CHARS if self.compact_turn else cap).cost
+        cost = self._render(cap).cost
         for e in self.entries:
             if e.by is not None or e.shown_by is not None or e.noted:
                 cost += e.stub_cost()
