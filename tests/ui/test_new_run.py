@@ -258,6 +258,24 @@ async def test_errors_stay_in_the_dialog_with_the_inputs_kept(
         assert app.runs == {}
 
 
+async def test_a_workspace_mcp_json_that_does_not_load_is_reported_in_the_dialog(
+    make_app, tmp_path, write_script, local_only
+) -> None:
+    """The dialog checks the run as it will start, MCP files too: a bad ``.mcp.json`` keeps it
+    open on the workspace with the CLI's line, rather than failing the run once it closed."""
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"x": {"command": 7}}}')
+    app = make_app(demo=False)
+    app.settings.provider = f"scripted:{write_script([{'text': 'done'}])}"
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        dialog.query_one("#task", Input).value = "count lines"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: ".mcp.json" in str(dialog.error.render()), "the MCP error")
+        assert app.screen is dialog and dialog.query_one("#workspace", Input).has_focus
+        assert app.runs == {}
+
+
 async def test_an_unknown_provider_from_the_config_is_reported_in_the_dialog(
     tmp_path, local_only
 ) -> None:

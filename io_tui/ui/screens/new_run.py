@@ -7,7 +7,8 @@ Providers are the presets (``core.providers.presets``) plus the scripted demo, e
 what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
 probed in workers when the dialog opens and again when the base URL changes. The models the
 server lists fill a picker; the model field stays free text. Start builds the run the way the
-harness will (``core.launch.build_run``) in a worker, and closes only when that succeeds:
+harness will (``core.launch.prepare_run``: provider, policy, workspace, its MCP files) in a
+worker, and closes only when that succeeds:
 every error is shown in the dialog with what was typed kept. The fields scroll; the error line
 and the buttons stay in view at any size.
 """
@@ -35,7 +36,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from io_tui import demo
 from io_tui.config import Settings
-from io_tui.core import PRESETS, ProbeResult, Store, build_run, probe_models
+from io_tui.core import PRESETS, ProbeResult, Store, prepare_run, probe_models
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
 
@@ -512,16 +513,14 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @work(group="check", exclusive=True, exit_on_error=False)
     async def check(self, request: NewRunRequest) -> None:
-        """Build the run as the harness will (provider, policy, workspace), then let it go."""
+        """Make the run ready as the harness will (``prepare_run``), then let it go."""
         error: FieldError | None = None
         try:
-            _, provider, _ = await build_run(self.store, self.settings, request)
+            run = await prepare_run(self.store, self.settings, request)
         except ValueError as exc:
             error = FieldError(_field_of(str(exc)), str(exc))
         else:
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+            await run.provider.aclose()
         self.post_message(self.Checked(request, error))
 
     @on(Checked)
@@ -577,6 +576,8 @@ def _unreached(result: ProbeResult) -> bool:
 def _field_of(message: str) -> str:
     """The field a launch error is about, to put the cursor there."""
     text = message.lower()
+    if "mcp.json" in text:  # the workspace's .mcp.json (or the user's mcp.json)
+        return "workspace"
     if "model" in text:
         return "model"
     if "base url" in text or "base-url" in text:
