@@ -26,9 +26,12 @@ class ParseTest(unittest.TestCase):
     def test_parse(self):
         self.assertEqual(parse(2), 2)
 """
+# -B: no bytecode cache. The edit below keeps src/app.py's size, and the fixture wrote the file
+# moments before, so a cached .pyc from the first test run would match its mtime (whole seconds)
+# and size, and the second run would test the old code (CI saw exactly that).
 RUN_TESTS = {
     "name": "run_command",
-    "arguments": {"argv": [sys.executable, "-m", "unittest", "test_app"]},
+    "arguments": {"argv": [sys.executable, "-B", "-m", "unittest", "test_app"]},
 }
 EDIT = {
     "name": "edit_file",
