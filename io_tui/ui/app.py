@@ -80,6 +80,8 @@ from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from textual.driver import Driver
+
     from io_tui.ui.approver import ApprovalDesk
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
@@ -172,6 +174,16 @@ class IoApp(App[int]):
     def on_load(self) -> None:
         # The store opens while the first frame is drawn; every store call waits for it.
         self.store.db.open_soon().add_done_callback(self._store_opened)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this platform; on POSIX terminals one whose output survives the
+        terminal hanging up (``io_tui.ui.driver``), so the app can still quit."""
+        from textual.drivers.linux_driver import LinuxDriver
+
+        from io_tui.ui.driver import HangupSafeDriver
+
+        chosen = super().get_driver_class()
+        return HangupSafeDriver if chosen is LinuxDriver else chosen
 
     def _store_opened(self, opening: asyncio.Task[None]) -> None:
         if not opening.cancelled() and (error := opening.exception()) is not None:
