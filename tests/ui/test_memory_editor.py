@@ -7,9 +7,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+from textual.app import App
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Input, OptionList, RadioButton, Static, TextArea
 
+from io_tui.core import LogLine, MemoryNote
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
 from io_tui.ui.screens.memory_consolidate import ChooseNoteScreen, MergeScreen, PromoteScreen
@@ -313,3 +316,49 @@ async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) ->
         assert note.status == "verified"
         untouched = await store.memory.get("test-command", "workspace", WS)
         assert untouched is not None and untouched.status == "unverified"
+
+
+# -- every dialog fits the screen --------------------------------------------------------------
+
+LONG_WS = "/home/someone/projects/" + "a-rather-long-directory-name/" * 4 + "repo"
+LONG_KEY = "test-command-with-a-rather-long-key-name"
+
+
+def _dialogs() -> dict[str, Any]:
+    note = MemoryNote(LONG_KEY, "python3 -m unittest\n" * 20, workspace=LONG_WS)
+    other = MemoryNote("style", "ruff, 100 columns\n" * 10, workspace=LONG_WS)
+    notes = [MemoryNote(f"key-{i}", f"value {i} " * 20) for i in range(30)]
+    line = LogLine(1, LONG_WS, "2026-12-01", 12, "tests", "`python3 -m unittest` → 0 " * 8, 0.0)
+    return {
+        "edit": lambda: EditValueScreen(note),
+        "confirm": lambda: ConfirmScreen(f"Delete the note '{LONG_KEY}' of {LONG_WS}?"),
+        "add": lambda: AddNoteScreen(LONG_WS),
+        "workspaces": lambda: ChooseWorkspaceScreen([f"{LONG_WS}-{i}" for i in range(40)], None),
+        "choose-note": lambda: ChooseNoteScreen(f"Merge '{LONG_KEY}' into which note?", notes),
+        "merge": lambda: MergeScreen(note, other),
+        "promote": lambda: PromoteScreen(line),
+    }
+
+
+@pytest.mark.parametrize("size", [(80, 24), (80, 18)])
+@pytest.mark.parametrize("name", list(_dialogs()))
+async def test_every_memory_dialog_fits_with_long_content(name: str, size: tuple[int, int]) -> None:
+    """Long keys, paths and values, many workspaces and notes: each dialog's parts stay inside
+    its frame down to 80×24 and below, the list or text box giving up rows, never the title,
+    the hint or the error line (the workspace list used to push its last row out at 80×24)."""
+    app: App[None] = App()
+    async with app.run_test(size=size) as pilot:
+        screen = _dialogs()[name]()
+        app.push_screen(screen)
+        await wait_until_idle(pilot)
+        if isinstance(screen, MergeScreen):  # the error line too
+            screen.query_one("#merge-value", TextArea).text = ""
+            screen.action_save()
+            await wait_until_idle(pilot)
+        dialog = screen.query_one(".memory-dialog")
+        inside = dialog.content_region
+        shown = [w for w in dialog.query("*") if w.display and isinstance(w, Static | Input)]
+        shown += [w for w in dialog.query("OptionList, TextArea, RadioSet")]
+        for widget in shown:
+            region = widget.region
+            assert region.height > 0 and inside.contains_region(region), (widget, region, inside)

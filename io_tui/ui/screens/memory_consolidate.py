@@ -95,8 +95,9 @@ class MergeScreen(ModalScreen[str | None]):
             )
             yield Static(Content(plain(title)), classes="memory-dialog-title")
             yield TextArea(merge_draft(self.note, self.into), id="merge-value")
-            yield Static("", id="merge-error")
-            yield Static("ctrl+s merges · escape cancels", classes="memory-hint")
+            with Vertical(classes="memory-foot"):
+                yield Static("", id="merge-error")
+                yield Static("ctrl+s merges · escape cancels", classes="memory-hint")
 
     def action_save(self) -> None:
         value = self.query_one("#merge-value", TextArea).text
