@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from io_tui.core.store import Store
 
@@ -45,6 +46,11 @@ pytest_plugins = ["pg_cluster"]  # a PostgreSQL server for the store's tests (te
 # Times on screen (inbox, audit, memory editor) are local: pin the zone so snapshots agree anywhere.
 os.environ["TZ"] = "UTC"
 time.tzset()
+
+# Property tests are judged on what they find, not how fast: an example's own few milliseconds
+# can stretch past Hypothesis's 200 ms deadline whenever the loaded cores stall this worker.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 FIXED_PATHS = "fixed-paths"

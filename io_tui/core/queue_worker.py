@@ -134,6 +134,7 @@ class QueueWorker:
         self.draining = asyncio.Event()
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
+        self.listening = asyncio.Event()  # queue notifications reach it (PostgreSQL)
         self.results: dict[int, RunResult] = {}
 
     def drain(self) -> None:
@@ -185,6 +186,10 @@ class QueueWorker:
         """On PostgreSQL a queue notification (an enqueue, a release, a decision) starts the
         next round at once rather than after ``poll_s``; on SQLite this only waits."""
         async with self.store.live.queue_wakeups() as wakeup:
+            # one more round now: what was queued while the LISTEN was being set up (after the
+            # first round looked) notified nobody, and would otherwise wait for ``poll_s``
+            self.listening.set()
+            self._wake.set()
             while True:
                 if await wakeup.wait(self.options.poll_s):
                     self._wake.set()

@@ -5,6 +5,7 @@ calls in flight held for the operator, draining, git workspaces)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -258,8 +259,8 @@ async def test_an_idle_postgresql_worker_wakes_at_an_enqueue_not_at_its_poll(
         opts = WorkerOptions(scratch=workspace.parent / "scratch", poll_s=60.0)
         w = QueueWorker(store, opts, log=lambda line: None)
         serving = asyncio.create_task(w.serve())
-        await until_stored(lambda: store.queue.workers(), "the worker registered")
-        await asyncio.sleep(0.5)  # its first round found nothing: it waits for the next
+        await asyncio.wait_for(w.listening.wait(), 20)
+        await asyncio.sleep(0.5)  # its rounds found nothing: it waits for the next
         run_id = await put(store, write_turns(write_script), workspace)
         async with asyncio.timeout(20):  # a third of the poll: only a wake-up gets there
             while run_id not in w.results:  # noqa: ASYNC110 - the worker's own record
@@ -268,6 +269,31 @@ async def test_an_idle_postgresql_worker_wakes_at_an_enqueue_not_at_its_poll(
         await asyncio.wait_for(serving, 20)
     finally:
         await store.close()
+
+
+async def test_a_run_queued_while_the_worker_sets_up_its_listening_is_taken_at_once(
+    store, workspace, write_script, monkeypatch
+):
+    """A run queued after the worker's first round looked and before its LISTEN was live
+    notified nobody: the worker takes one more round once it listens, not after ``poll_s``."""
+    setting_up = store.live.queue_wakeups
+    queued: list[int] = []
+
+    @contextlib.asynccontextmanager
+    async def late_listening() -> Any:
+        await asyncio.sleep(0.5)  # the first round has looked by now, and found nothing
+        queued.append(await put(store, write_turns(write_script), workspace))
+        async with setting_up() as wakeup:
+            yield wakeup
+
+    monkeypatch.setattr(store.live, "queue_wakeups", late_listening)
+    w = QueueWorker(store, WorkerOptions(scratch=workspace.parent / "s", poll_s=60.0), log=print)
+    serving = asyncio.create_task(w.serve())
+    async with asyncio.timeout(20):  # a third of the poll: only the round at listening gets there
+        while not queued or queued[0] not in w.results:  # noqa: ASYNC110 - the worker's record
+            await asyncio.sleep(0.05)
+    w.drain()
+    await asyncio.wait_for(serving, 20)
 
 
 async def test_an_ask_on_a_worker_waits_in_the_store_for_any_decider(

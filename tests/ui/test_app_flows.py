@@ -7,7 +7,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from textual.command import CommandList, CommandPalette
+from palette import run_from_palette
 from waits import until
 
 from io_tui.ui import ui_state
@@ -21,30 +21,16 @@ from io_tui.ui.testing import wait_until_idle
 from .conftest import SIZE
 
 
-async def _palette(pilot, query: str) -> None:
-    """Open the palette, type ``query``, and run the command it highlights once its search has
-    answered (a loaded machine answers late: enter on an empty list runs nothing)."""
-    await pilot.press("ctrl+p")
-    await until(lambda: isinstance(pilot.app.screen, CommandPalette), "the palette", 10)
-    await pilot.press(*query)
-
-    def found() -> bool:
-        hits = pilot.app.screen.query(CommandList)
-        return bool(hits) and hits.first().highlighted is not None
-
-    await until(found, f"a command for {query!r}", 10)
-    await pilot.press("enter")
-    await pilot.pause(0.2)
-
-
 async def test_the_inspector_and_the_trace_are_in_the_palette(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
-        await _palette(pilot, "main: inspect")
+        await run_from_palette(pilot, "main: inspect")
         await wait_until_idle(pilot)
         assert isinstance(app.screen, InspectorScreen)
-        await _palette(pilot, "main: trace")  # from the inspector: it closes, the trace opens
+        await run_from_palette(
+            pilot, "main: trace"
+        )  # from the inspector: it closes, the trace opens
         await wait_until_idle(pilot)
         assert isinstance(app.screen, TraceScreen)
         assert [type(s).__name__ for s in app.screen_stack] == ["MainScreen", "TraceScreen"]
@@ -74,7 +60,7 @@ async def test_the_palette_demo_runs_on_a_fresh_copy_each_time(make_app) -> None
         await wait_until_idle(pilot)
         first = Path(app.runs[1].workspace)
         (first / "textstats" / "core.py").write_text("broken on purpose\n")  # a used folder
-        await _palette(pilot, "run: demo")
+        await run_from_palette(pilot, "run: demo")
         await until(lambda: 2 in app.runs and app.runs[2].status == "finished", "run 2", 60)
         await wait_until_idle(pilot, within_s=60)
         second = app.runs[2]

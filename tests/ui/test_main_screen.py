@@ -171,10 +171,11 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
         host = app.host
         assert isinstance(host, InlineHost)
         host.run(TaskContract(goal="slow", workspace=workspace), SlowProvider(), Policy())
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if 1 in app.runs and app.runs[1].status == "running" and host.is_live(1):
-                break
+        await until(
+            lambda: 1 in app.runs and app.runs[1].status == "running" and host.is_live(1),
+            "the run under way",
+            30,
+        )
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen.select_run(1)

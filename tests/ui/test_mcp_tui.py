@@ -303,12 +303,12 @@ async def test_a_form_nobody_answers_is_cancelled_and_its_modal_goes(tmp_path: P
         await until(lambda: form_id in (app.desk.pending or ()), "the form counted pending")
         async with await Store.open(tmp_path / "store.db") as store:
 
-            async def decided() -> bool:
+            async def performed() -> bool:  # decided, then (a later write) what was done
                 record = await store.approvals.get(form_id)
-                return record is not None and record.status == "decided"
+                return record is not None and record.performed is not None
 
             for _ in range(200):
-                if await decided():
+                if await performed():
                     break
                 await pilot.pause(0.1)
             record = await store.approvals.get(form_id)

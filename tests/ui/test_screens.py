@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from palette import run_from_palette
 from rich.console import Console
 from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
 
@@ -228,12 +229,7 @@ async def test_new_run_with_a_bad_provider_is_reported_not_fatal(make_app, tmp_p
 async def test_command_palette_switches_theme(make_app) -> None:
     app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"theme io-light")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
-        await pilot.pause(0.2)
+        await run_from_palette(pilot, "theme io-light")
         assert app.theme == "io-light"
         await pilot.press("ctrl+t")
         assert app.theme != "io-light"
