@@ -164,6 +164,8 @@ def _request(row: RequestRow) -> dict[str, Any]:
         # that bounded the request (older requests recorded neither: null)
         "boundary": manifest.get("boundary"),
         "limits": manifest.get("limits"),
+        # how the engine's raw figures (sections, entries) became the request's calibrated ones
+        "calibration": manifest.get("calibration"),
         # the version of each derived part it carried (skills, tools, instructions, memory)
         "derived": manifest.get("derived", {}),
     }
@@ -188,13 +190,29 @@ def limits_notes(request: dict[str, Any]) -> list[str]:
             + " · ceiling set by "
             + ("the window, less the output budget and the frame" if by_window else "the contract")
         )
+    if line := _calibration_note(request.get("calibration")):
+        lines.append(line)
     if boundary:
+        stable = request.get("frame_tokens") or boundary["stable_tokens"]  # calibrated, as sent
         lines.append(
-            f"stable prefix: {boundary['stable_messages']} messages, ~{boundary['stable_tokens']:,}"
+            f"stable prefix: {boundary['stable_messages']} messages, ~{stable:,}"
             f" tok ({', '.join(boundary['stable_sections'])}: the prompt-cache breakpoint);"
             " the rest is dynamic"
         )
     return lines
+
+
+def _calibration_note(calibration: dict[str, Any] | None) -> str:
+    """What the figures by part (sections, entries) are, beside the request's calibrated totals,
+    when they differ: the engine's estimate, before the drift factor."""
+    if not calibration:
+        return ""
+    factor, counted = calibration.get("factor", 1.0), calibration.get("tools_counted", True)
+    if factor == 1.0 and counted:
+        return ""
+    return f"figures by part are the engine's estimate: × {factor:.2f} in the provider's tokens" + (
+        "" if counted else "; the tool schemas are not counted (the server drops them)"
+    )
 
 
 NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say

@@ -34,6 +34,34 @@ def test_the_breakdown_splits_the_frame_and_the_window() -> None:
     assert dict(over.parts)["free"] == 0  # past the ceiling: nothing free, never negative
 
 
+def test_the_breakdown_adds_up_to_the_calibrated_figures_it_sits_beside() -> None:
+    """The request's totals are calibrated (the provider's tokens), its sections the engine's
+    raw estimate: scaled, the frame's parts add up to the frame the inspector and the trace
+    show ("+ 2,169 always sent"), and the whole bar to the frame and the ceiling. (Once the
+    raw sections were added to calibrated totals: 307 + 2,334 + 40 + 930 + 470 = 4,081 for a
+    request of 3,099.)"""
+    demo = [  # the demo's step 6, as stored
+        {"name": "system", "est_tokens": 264, "fixed": True},
+        {"name": "tools", "est_tokens": 2334, "fixed": True},
+        {"name": "contract", "est_tokens": 42, "fixed": True},
+        {"name": "AGENTS.md", "est_tokens": 40, "fixed": True},
+        {"name": "memory", "est_tokens": 60, "fixed": False},
+        {"name": "turns", "est_tokens": 102, "fixed": False},
+    ]
+    calibration = {"factor": 3099 / 3829, "tools_counted": True}
+    parts = dict(context_breakdown(6, demo, 3099, 2169, 1400, calibration).parts)
+    assert parts["system"] + parts["tools"] + parts["instructions"] == 2169
+    assert sum(parts.values()) == 2169 + 1400
+    assert parts["history"] + parts["memory"] == 3099 - 2169
+    assert parts["tools"] == round(2334 * 3099 / 3829) and parts["memory"] == round(
+        60 * 3099 / 3829
+    )
+    # a server seen dropping the tool schemas: they are not in the frame, nor in the bar
+    dropped = {"factor": 1.0, "tools_counted": False}
+    parts = dict(context_breakdown(6, demo, 346 + 162, 346, 1400, dropped).parts)
+    assert parts["tools"] == 0 and parts["system"] + parts["instructions"] == 346
+
+
 class Gauges(App[None]):
     def compose(self) -> ComposeResult:
         yield Gauge("counted", id="gauge")

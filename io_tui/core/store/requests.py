@@ -88,7 +88,8 @@ class RequestFigures:
     frame_tokens: int
     reported_tokens: int | None
     usage: dict[str, Any] | None
-    sections: tuple[dict[str, Any], ...]
+    sections: tuple[dict[str, Any], ...]  # the engine's raw figures
+    calibration: dict[str, Any] | None = None  # how they became the figures above (DESIGN §3.1)
 
 
 @dataclass(frozen=True, slots=True)

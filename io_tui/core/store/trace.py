@@ -156,7 +156,8 @@ class TraceRepo:
         where, params = ("AND step = ?", (run_id, step)) if step is not None else ("", (run_id,))
         row = await self.db.fetchone(
             "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens, usage,"
-            " json_extract(manifest, '$.sections') AS sections FROM requests"
+            " json_extract(manifest, '$.sections') AS sections,"
+            " json_extract(manifest, '$.calibration') AS calibration FROM requests"
             f" WHERE run_id = ? {where} AND purpose = 'work'"
             " ORDER BY step DESC, attempt DESC LIMIT 1",
             params,
@@ -168,6 +169,7 @@ class TraceRepo:
             row,
             usage=json.loads(row["usage"]) if row["usage"] else None,
             sections=tuple(json.loads(row["sections"])) if row["sections"] else (),
+            calibration=json.loads(row["calibration"]) if row["calibration"] else None,
         )
 
     async def latest_derived(self, run_id: int) -> dict[str, str]:

@@ -61,7 +61,8 @@ class GaugeFigures:
     memory_entries: int
     memory_chars: int
     usage: dict[str, Any] | None = None  # as the provider reported it (``Usage.to_json``)
-    sections: tuple[dict[str, Any], ...] = ()  # the request's manifest sections
+    sections: tuple[dict[str, Any], ...] = ()  # the request's manifest sections (raw figures)
+    calibration: dict[str, Any] | None = None  # how the raw figures became ``est`` and ``frame``
 
 
 class MainScreen(Screen[None]):
@@ -348,6 +349,7 @@ class MainScreen(Screen[None]):
                     chars,
                     row.usage if row else None,
                     row.sections if row else (),
+                    row.calibration if row else None,
                 )
             )
         )
@@ -424,6 +426,7 @@ class MainScreen(Screen[None]):
                 figures.est,
                 figures.frame or 0,
                 figures.ceiling or 0,
+                figures.calibration,
             )
 
     def _refresh_counted(self, est: int | None, reported: int | None) -> None:

@@ -140,6 +140,7 @@ def context_breakdown(
     est_tokens: int,
     frame_tokens: int,
     ceiling_tokens: int,
+    calibration: Mapping[str, Any] | None = None,
 ) -> Breakdown:
     """A request's window by part, from its stored manifest sections and totals.
 
@@ -148,8 +149,15 @@ def context_breakdown(
     (AGENTS.md, skills) *instructions*. Inside the ceiling: the recalled *memory* block, and
     *history* (the observations and the assistant turns: everything else the estimate holds).
     *Free* is what the ceiling has left.
+
+    The totals are calibrated (the provider's tokens), the sections the engine's raw estimate:
+    the sections are scaled by the request's ``calibration`` so that the parts add up to the
+    totals, the frame's exactly; tool schemas the server is seen dropping count 0, as they do
+    in the frame.
     """
-    totals = dict.fromkeys(PARTS, 0)
+    factor = float((calibration or {}).get("factor") or 1.0)
+    tools_counted = bool((calibration or {}).get("tools_counted", True))
+    frame = dict.fromkeys(("system", "tools", "instructions"), 0)
     memory = 0
     for section in sections:
         name, tokens = str(section.get("name", "")), int(section.get("est_tokens") or 0)
@@ -157,16 +165,30 @@ def context_breakdown(
             memory += tokens if name == "memory" else 0
             continue
         if name in ("system", "contract"):
-            totals["system"] += tokens
+            frame["system"] += tokens
         elif name == "tools":
-            totals["tools"] += tokens
+            frame["tools"] += tokens if tools_counted else 0
         else:
-            totals["instructions"] += tokens
+            frame["instructions"] += tokens
     inside = max(0, est_tokens - frame_tokens)
-    totals["memory"] = memory
-    totals["history"] = max(0, inside - memory)
+    totals = _scaled_to(frame, frame_tokens)
+    totals["memory"] = min(inside, round(memory * factor))
+    totals["history"] = inside - totals["memory"]
     totals["free"] = max(0, ceiling_tokens - inside)
     return Breakdown(step, tuple((part, totals[part]) for part in PARTS))
+
+
+def _scaled_to(parts: Mapping[str, int], total: int) -> dict[str, int]:
+    """``parts`` scaled to add up to ``total`` exactly (the largest remainders rounded up)."""
+    raw = sum(parts.values())
+    if raw == 0:
+        return dict.fromkeys(parts, 0)
+    shares = {name: tokens * total / raw for name, tokens in parts.items()}
+    out = {name: int(share) for name, share in shares.items()}
+    by_remainder = sorted(shares, key=lambda name: shares[name] - out[name], reverse=True)
+    for name in by_remainder[: total - sum(out.values())]:
+        out[name] += 1
+    return out
 
 
 class ContextBar(Widget):
