@@ -258,3 +258,32 @@ async def test_a_frame_beyond_the_ceiling_is_refused_before_sending_when_the_win
     assert f"~{started['detail']['frame_tokens']:,} tokens" in error
     (request,) = trace["requests"]
     assert request["error"] == error and trace["run"]["status"] == "failed"
+
+
+async def test_a_scripted_run_budgets_against_the_window_and_output_limit_it_is_given(
+    tmp_path, workspace, write_script
+) -> None:
+    """The scripted provider takes ``--max-output-tokens`` and ``--context-window`` as a model's
+    provider does (it once dropped them without a word): checked, recorded, bounding the
+    ceiling, and kept when the run is resumed (its description carries them)."""
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["IO_TUI_CONFIG"] = str(tmp_path / "none.toml")
+    store = str(tmp_path / "s.db")
+    script = write_script([{"text": "done"}])
+    base = ("run", "answer", "--workspace", str(workspace), "--store", store)
+    base += ("--provider", f"scripted:{script}")
+    code, _, err = await io_tui(*base, "--context-window", "5", "--max-output-tokens", "9", env=env)
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "context window of 5 tokens" in err and "output budget of 9" in err
+    code, _, err = await io_tui(
+        *base, "--context-window", "8192", "--max-output-tokens", "700", env=env
+    )
+    assert code == 0, err
+    _, out, _ = await io_tui("trace", "1", "--json", "--store", store, env=env)
+    request = json.loads(out)["requests"][0]
+    limits = request["limits"]
+    assert (limits["window_tokens"], limits["window_source"]) == (8192, "config")
+    assert limits["max_output_tokens"] == 700 and limits["ceiling_bound"] == "window"
+    assert request["ceiling_tokens"] == 8192 - 700 - request["frame_tokens"]
+    run = json.loads(out)["run"]
+    assert (run["provider"]["max_output_tokens"], run["provider"]["window_tokens"]) == (700, 8192)

@@ -232,6 +232,16 @@ async def test_errors_stay_in_the_dialog_with_the_inputs_kept(
         await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
         await pilot.pause(0.1)
         assert "no such directory" in str(dialog.error.render())
+        (tmp_path / "a.txt").write_text("a file")
+        dialog.query_one("#workspace", Input).value = str(tmp_path / "a.txt")
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert f"not a directory: {tmp_path / 'a.txt'}" in str(dialog.error.render())
+        dialog.query_one("#workspace", Input).value = ""  # never the app's own directory
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert "the workspace is empty" in str(dialog.error.render())
+        assert dialog.query_one("#workspace", Input).has_focus
         dialog.query_one("#workspace", Input).value = str(tmp_path)
         dialog.provider.value = "openai"  # no key in this environment
         await pilot.pause(0.05)

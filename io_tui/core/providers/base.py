@@ -219,6 +219,18 @@ class ProviderConfigError(ValueError):
     """A provider cannot be built from the given settings; the message says why."""
 
 
+def check_window(window_tokens: int | None, max_output_tokens: int | None) -> None:
+    """Raise ``ProviderConfigError`` when the window set leaves no room beside the output
+    budget (both set: a request could never be sent)."""
+    if window_tokens is None or max_output_tokens is None or window_tokens > max_output_tokens:
+        return
+    raise ProviderConfigError(
+        f"the context window of {window_tokens:,} tokens (context_window, --context-window)"
+        f" leaves no room beside the output budget of {max_output_tokens:,}"
+        " (max_output_tokens): raise the window or lower --max-output-tokens"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Response:
     text: str

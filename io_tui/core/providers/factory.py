@@ -35,6 +35,8 @@ def provider_from_description(
             Path(desc["path"]),
             consumed=int(desc.get("consumed", 0)),
             summaries_used=int(desc.get("summaries_used", 0)),
+            max_output_tokens=desc.get("max_output_tokens"),
+            window_tokens=desc.get("window_tokens"),
         )
     if kind == "fallback":
         from io_tui.core.providers.fallback import FallbackProvider
@@ -69,7 +71,11 @@ def build_provider(settings: Any) -> Provider:
     """The provider the settings name: ``scripted:FILE`` or a preset (openai, anthropic, …)."""
     spec: str = settings.provider
     if spec.startswith("scripted:"):
-        return ScriptedProvider.from_file(Path(spec.removeprefix("scripted:")).expanduser())
+        return ScriptedProvider.from_file(
+            Path(spec.removeprefix("scripted:")).expanduser(),
+            max_output_tokens=getattr(settings, "max_output_tokens", None),
+            window_tokens=getattr(settings, "context_window", None),
+        )
     if spec == "scripted":
         raise ProviderConfigError("the scripted provider needs a script: --provider scripted:FILE")
     from io_tui.core.providers.presets import provider_from_settings

@@ -19,7 +19,7 @@ import httpx
 
 from io_tui.core.contract import CachePrices
 from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
-from io_tui.core.providers.base import Provider, ProviderConfigError
+from io_tui.core.providers.base import Provider, ProviderConfigError, check_window
 from io_tui.core.providers.credentials import credentials_path, read_credential
 from io_tui.core.providers.errors import body_detail, describe_exception
 from io_tui.core.providers.fallback import FallbackProvider
@@ -227,12 +227,7 @@ def make_provider(
     limit, window = output_limits(spec.name, model, max_output_tokens)
     source = "preset" if window is not None else None
     if window_tokens is not None:
-        if window_tokens <= limit:
-            raise ProviderConfigError(
-                f"the context window of {window_tokens:,} tokens (context_window,"
-                f" --context-window) leaves no room beside the output budget of {limit:,}"
-                " (max_output_tokens): raise the window or lower --max-output-tokens"
-            )
+        check_window(window_tokens, limit)
         window, source = window_tokens, "config"
     options: dict[str, Any] = {
         "name": spec.name,

@@ -24,6 +24,7 @@ from io_tui.core.providers.base import (
     TextDelta,
     ToolCall,
     Usage,
+    check_window,
 )
 
 
@@ -95,13 +96,21 @@ class ScriptedProvider:
         consumed: int = 0,
         summaries_used: int = 0,
         chunk_chars: int = 12,
+        max_output_tokens: int | None = None,
+        window_tokens: int | None = None,
     ) -> None:
+        check_window(window_tokens, max_output_tokens)
         self.script = script
         self.path = path
         self.model = script.model
         self.consumed = consumed
         self.summaries_used = summaries_used
         self.chunk_chars = chunk_chars
+        # as a model's provider has them, when set (the config, --max-output-tokens,
+        # --context-window): the run budgets against them as it would against a model's
+        self.max_output_tokens = max_output_tokens
+        self.window_tokens = window_tokens
+        self.window_source = "config" if window_tokens is not None else None
 
     @classmethod
     def from_file(cls, path: Path, **kwargs: Any) -> ScriptedProvider:
@@ -114,6 +123,8 @@ class ScriptedProvider:
             "model": self.model,
             "consumed": self.consumed,
             "summaries_used": self.summaries_used,
+            "max_output_tokens": self.max_output_tokens,
+            "window_tokens": self.window_tokens,
         }
 
     async def aclose(self) -> None:

@@ -472,9 +472,13 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         continue_run_id = None if chosen is Select.NULL else int(str(chosen))
         if not task and continue_run_id is None:
             raise FieldError("task", "the task is empty: say what the agent should do")
-        workspace = Path(self._value("workspace") or ".").expanduser()
+        named = self._value("workspace")
+        if not named:  # never the app's own directory by default: that is rarely the project
+            raise FieldError("workspace", "the workspace is empty: name the agent's directory")
+        workspace = Path(named).expanduser()
         if not workspace.is_dir():
-            raise FieldError("workspace", f"no such directory: {workspace}")
+            what = "not a directory" if workspace.exists() else "no such directory"
+            raise FieldError("workspace", f"{what}: {workspace}")
         provider = str(self.provider.value)
         preset = provider in PRESETS
         max_steps = self._int("max-steps", "max steps", 1)
