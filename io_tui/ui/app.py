@@ -236,6 +236,8 @@ class IoApp(App[int]):
                 self.notify(problem, title="Theme file ignored", severity="error", timeout=10)
             else:
                 self.notify(problem, severity="warning")
+        if self.settings.ui.keys:
+            self._check_keys()
         if self.key_remaps:
             self.set_keymap(self.key_remaps)
         self.theme_changed_signal.subscribe(self, self._remember_theme)
@@ -609,6 +611,19 @@ class IoApp(App[int]):
             ("memory", MemoryEditorScreen.BINDINGS),
             ("audit", AuditScreen.BINDINGS),
         ]
+
+    def _check_keys(self) -> None:
+        """The config's ``[ui.keys]`` without the entries that cannot work, each said once."""
+        from io_tui.ui.keymap import checked_keymap
+
+        every = [binding for _, section in self.help_sections() for binding in section]
+        kept, problems = checked_keymap(self.settings.ui.keys, every)
+        letters = _letter_keymap() if self.settings.ui.letter_shortcuts else {}
+        self.key_remaps = {**letters, **kept}
+        if problems:
+            self.notify(
+                "\n".join(problems), title="[ui.keys] entries ignored", severity="error", timeout=15
+            )
 
     def keymap_key(self, binding: Binding) -> str:
         """The key(s) ``binding`` answers to as shown, after the config's ``[ui.keys]``."""

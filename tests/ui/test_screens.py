@@ -19,6 +19,7 @@ from io_tui.core import (
     start_run,
 )
 from io_tui.core.trace import build_trace
+from io_tui.ui.keymap import is_key
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen
 from io_tui.ui.screens.inspector import InspectorScreen, _render_entry
@@ -188,6 +189,34 @@ async def test_keys_are_remappable_from_settings(make_app) -> None:
         await pilot.press("f2")
         await pilot.pause(0.1)
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_key_entries_that_cannot_work_are_said_and_ignored(make_app) -> None:
+    """An unknown binding id and a key Textual has no name for were taken without a word: F2
+    went dead and the help listed "notakey!!". Now both are named in one error at start, and
+    the bindings keep their keys; a good entry beside them still applies."""
+    keys = {"app.inbox": "notakey!!", "nonexistent.id": "z", "app.help": "f9"}
+    app = make_app(demo=False, ui={"keys": keys})
+    async with app.run_test(size=SIZE) as pilot:
+        (toast,) = [n for n in app._notifications if n.title == "[ui.keys] entries ignored"]
+        assert "'nonexistent.id' is no binding's id" in toast.message
+        assert "app.inbox = 'notakey!!': 'notakey!!' is not a key" in toast.message
+        assert toast.severity == "error"
+        assert "app.inbox" not in app.key_remaps and app.key_remaps["app.help"] == "f9"
+        await pilot.press("f9")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, HelpScreen)
+        assert "notakey" not in "".join(str(w.render()) for w in app.screen.query("*"))
+        await pilot.press("escape")
+        await pilot.press("f2")  # the inbox's own key still opens it
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "InboxScreen"
+
+
+def test_key_names_are_checked_as_textual_names_keys() -> None:
+    good = ["f2", "ctrl+i", "x", "?", "question_mark", "shift+tab", "ctrl+shift+up", "space"]
+    assert all(is_key(k) for k in good)
+    assert not any(is_key(k) for k in ["notakey!!", "ctrl+", "foo", " ", "ctl+x", ""])
 
 
 async def test_new_run_dialog_validates_and_returns_a_request(make_app, tmp_path: Path) -> None:
