@@ -298,3 +298,22 @@ async def test_events_that_arrive_while_the_app_shuts_down_touch_no_widget(make_
         assert app.main_screen() is app.screen  # while running, the main screen takes batches
         await app.screen.mount(LateBatch())
     assert seen == [None, applied + 1]
+
+
+async def test_the_footer_is_out_of_sight_while_a_modal_covers_the_screen(make_app) -> None:
+    """Under an approval the main screen's footer listed keys that did nothing (i, t, x): it is
+    hidden while the modal is up, and back, with the keys that apply, once it is answered."""
+    from io_tui.ui.screens.approval import ApprovalScreen
+    from io_tui.ui.widgets.footer import ScreenFooter
+
+    app = make_app(approve=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(lambda: isinstance(app.screen, ApprovalScreen), "the demo's ask", 30)
+        main = app.main_screen()
+        assert main is not None
+        footer = main.query_one(ScreenFooter)
+        assert not footer.display
+        await until(lambda: app.screen.armed, "the modal armed")  # type: ignore[attr-defined]
+        await pilot.press("escape")  # defer
+        await until(lambda: app.screen is main, "the main screen again")
+        assert footer.display

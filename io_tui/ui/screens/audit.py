@@ -12,10 +12,11 @@ from textual.content import Content
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from io_tui.core import ApprovalRecord, Store, audit_row, audit_stats
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
 # (column, priority, elidable down to): a narrow table drops the least important first
@@ -58,7 +59,7 @@ class AuditScreen(Screen[None]):
         yield Static("Audit", id="audit-stats")
         yield Table(id="audit-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="audit-detail")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         table = self.audit_table

@@ -24,7 +24,7 @@ from textual.coordinate import Coordinate
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from io_tui.core import (
     ApprovalRecord,
@@ -37,6 +37,7 @@ from io_tui.core import (
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
 ACTIONS = {"approve", "rewrite", "remember", "deny", "defer"}
@@ -117,7 +118,7 @@ class InboxScreen(Screen[None]):
             id="inbox.deny",
             tooltip="Refuse, with an optional reason",
         ),
-        Binding("5", "next", "Later", id="inbox.defer", tooltip="Leave it pending; go to the next"),
+        Binding("5", "next", "Defer", id="inbox.defer", tooltip="Leave it pending; go to the next"),
         Binding(
             "r",
             "reload",
@@ -161,7 +162,7 @@ class InboxScreen(Screen[None]):
         yield Table(id="inbox-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="inbox-detail")
         yield Vertical(id="inbox-preview")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         table = self.inbox_table

@@ -23,7 +23,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
 from io_tui.core import Store, TraceNotFound, build_trace, limits_notes
@@ -43,6 +43,7 @@ from io_tui.ui.manifest import (
 )
 from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 
@@ -116,7 +117,7 @@ class InspectorScreen(Screen[None]):
                     yield Static("Select an entry or a section.", id="detail")
                 with TabPane("Diff vs previous", id="tab-diff"), VerticalScroll():
                     yield Static("", id="diff")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         for column, priority, shrink_to in ENTRY_COLUMNS:

@@ -21,10 +21,11 @@ from textual.coordinate import Coordinate
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from io_tui.core import Lifecycle, LifecycleReport, lifecycles
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 
@@ -76,7 +77,7 @@ class LifecycleScreen(Screen[None]):
             with VerticalScroll(id="right"):
                 yield Static("", id="story")
                 yield Static("", id="ledger")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"run {self.trace['run']['id']} · why did it forget it?"

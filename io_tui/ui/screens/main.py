@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Tree
+from textual.widgets import Input, Tree
 
 from io_tui.core import MemoryLimits, ProgressLedger, Store, ledger_of, usage_hit_rate
 from io_tui.ui import attention
@@ -36,6 +36,7 @@ from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
 from io_tui.ui.run_board import Changes
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 from io_tui.ui.widgets.ledger_pane import LedgerPane
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
@@ -190,7 +191,7 @@ class MainScreen(Screen[None]):
                 self.run_tree.upsert_step(run, step)
         self.post_message(self.Ready())
         # Last, so that it lays out its keys once, for the bindings they now have.
-        await self.mount(Footer())
+        await self.mount(ScreenFooter())
 
     # -- keyed updates from the app ------------------------------------------------------------
 

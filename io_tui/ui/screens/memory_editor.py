@@ -24,7 +24,6 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import (
     Button,
     DataTable,
-    Footer,
     Input,
     Label,
     OptionList,
@@ -55,6 +54,7 @@ from io_tui.ui.screens.memory_consolidate import (
     one_line,
 )
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.gauges import Gauge
 from io_tui.ui.widgets.table import Table
 
@@ -412,7 +412,7 @@ class MemoryEditorScreen(Screen[None]):
         yield Static("", id="memory-value-view")
         yield Label("Recalled by:", id="memory-recalls-label")
         yield Table(id="memory-recalls", cursor_type="row")
-        yield Footer()
+        yield ScreenFooter()
 
     def scopes(self) -> list[Scope]:
         return ["workspace", "global"] if self.workspace else ["global"]

@@ -19,8 +19,9 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class ResourcesScreen(Screen[None]):
         yield Table(id="resources-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="resources-pane"):
             yield Static("", id="resources-text")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(Table)

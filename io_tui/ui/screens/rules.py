@@ -9,10 +9,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from io_tui.core import SCOPE_LABELS, RememberedRule, Store
 from io_tui.ui.screens.inbox import format_time
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
 
@@ -60,7 +61,7 @@ class RulesScreen(Screen[None]):
             "A remembered allow never beats a deny: policy is deny-first across every layer.",
             id="rules-hint",
         )
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#rules-table", Table)

@@ -12,11 +12,12 @@ from textual.binding import Binding
 from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static, TextArea
+from textual.widgets import Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
 from io_tui.core import Store, TraceNotFound, build_trace, invalidation_line, request_notes
 from io_tui.ui.terminal_text import plain
+from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.title_bar import TitleBar
 
 
@@ -52,7 +53,7 @@ class TraceScreen(Screen[None]):
         yield Input(placeholder="search the trace (regex or text), Enter to find", id="search")
         yield Static("loading…", id="status")
         yield TextArea("", read_only=True, soft_wrap=False, show_line_numbers=True, id="trace-text")
-        yield Footer()
+        yield ScreenFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"trace of run {self.run_id}"
