@@ -103,6 +103,7 @@ PUBLIC = [  # sorted
     "cache_prices_for",
     "check_key",
     "check_rewrite",
+    "check_value",
     "command_examples",
     "configured_servers",
     "contents_plain",

@@ -334,8 +334,6 @@ async def _merge(
     value = sys.stdin.read() if args.value == "-" else args.value
     if value is None:
         value = merge_draft(note, into)
-    if not value.strip():
-        raise UsageError("the merged note needs a value")
     result = await repo.merge(note.key, into.key, value, scope, workspace, MemoryLimits())
     if not result.written:
         sys.stderr.write(f"io-tui: not merged: {result.status}\n")

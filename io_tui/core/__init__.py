@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         Scope,
         Section,
         check_key,
+        check_value,
         merge_draft,
         provenance_label,
     )
@@ -208,6 +209,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "Scope",
             "Section",
             "check_key",
+            "check_value",
             "merge_draft",
             "provenance_label",
         ),
@@ -345,6 +347,7 @@ __all__ = [
     "cache_prices_for",
     "check_key",
     "check_rewrite",
+    "check_value",
     "command_examples",
     "configured_servers",
     "contents_plain",

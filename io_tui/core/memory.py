@@ -150,6 +150,18 @@ def check_key(key: str) -> str:
     return key
 
 
+NO_VALUE = "a note needs a value (this one is empty or only spaces)"
+
+
+def check_value(value: str) -> str:
+    """A usable value: not empty, not only whitespace. The one rule for every write (the
+    operator's, an agent's ``remember``, a merge, a promotion, an import), so a note always has
+    the text ``MEMORY.md`` needs to read it back. Raises ValueError saying why not."""
+    if not value.strip():
+        raise ValueError(NO_VALUE)
+    return value
+
+
 # -- truncation ------------------------------------------------------------------------------
 
 

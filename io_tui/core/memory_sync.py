@@ -197,6 +197,12 @@ async def export_memory(
     """Write ``root/MEMORY.md`` and (for a workspace) one log file per day. Raises
     ``ExportRefused`` when a file there holds notes or lines the store lacks (unless ``force``)."""
     notes = await repo.list(scope, workspace)
+    blank = [n.key for n in notes if not n.value.strip()]
+    if blank:  # written before every write refused them: MEMORY.md could not read them back
+        raise ExportRefused(
+            f"the note(s) {', '.join(map(repr, blank))} have no value, and a note needs one: "
+            "give each a value (`io-tui memory set KEY TEXT`) or delete it, then export"
+        )
     where = (
         "the global notes" if scope == "global" else f"workspace {workspace_key(scope, workspace)}"
     )

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_process import io_tui
 from test_memory_cli import Cli
 
 from io_tui.core.contract import MemoryLimits
@@ -333,3 +334,44 @@ def test_the_real_command_reports_a_malformed_file_without_a_traceback(tmp_path:
     assert done.stderr.strip().endswith("MEMORY.md:3: the provenance comment must be a JSON object")
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+def test_a_note_needs_a_value_so_an_export_reads_back(tmp_path: Path) -> None:
+    """One rule for every write: a note needs a value that is not empty or blank. `memory set
+    k2 ""` used to be accepted, and the export it wrote (`- **k2**:`) could not be imported,
+    nor exported over, again."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    where = ("--workspace", str(ws), "--store", str(tmp_path / "store.db"))
+    assert io_tui("memory", "set", "k1", "pytest -q", *where).returncode == 0
+    for blank in ("", "  \n\t"):
+        refused = io_tui("memory", "set", "k2", blank, *where)
+        assert refused.returncode == 2, refused.stdout
+        assert "a note needs a value" in refused.stderr
+        emptied = io_tui("memory", "set", "k1", blank, *where)  # nor may a rewrite empty one
+        assert emptied.returncode == 2 and "a note needs a value" in emptied.stderr
+    assert "k2" not in io_tui("memory", "list", *where).stdout
+    exported = io_tui("memory", "export", *where)
+    assert exported.returncode == 0, exported.stderr
+    assert "- **k1**: pytest -q" in (ws / "MEMORY.md").read_text()
+    dry = io_tui("memory", "import", "--dry-run", *where)
+    assert dry.returncode == 0, dry.stderr
+    assert "0 notes added, 1 unchanged, 0 differing" in dry.stdout
+    again = io_tui("memory", "export", *where)
+    assert again.returncode == 0, again.stderr
+
+
+def test_an_export_refuses_a_blank_note_written_before_the_rule(cli: Cli) -> None:
+    """A store may hold a blank note from before every write refused one: the export names it
+    rather than write a MEMORY.md it could not read back."""
+    cli("set", "k1", "pytest -q")
+
+    async def blank() -> None:
+        async with await Store.open(cli.db) as store:
+            await store.db.conn.execute("UPDATE memory SET value = '' WHERE key = 'k1'")
+            await store.db.conn.commit()
+
+    asyncio.run(blank())
+    code, _, err = cli("export")
+    assert code == 1 and "'k1' have no value" in err
+    assert not (cli.ws / "MEMORY.md").exists()

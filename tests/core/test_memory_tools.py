@@ -148,6 +148,9 @@ async def test_bad_arguments_and_missing_service(h: Harness) -> None:
         Remember().parse({"key": "k", "value": "v", "scope": "team"})
     with pytest.raises(ToolError, match="one line"):
         await remember(h, "a\nb", "v")
+    with pytest.raises(ToolError, match="a note needs a value"):
+        await remember(h, "k", " \n ")  # a blank note: export could not read it back
+    assert await h.store.memory.list("workspace", h.workspace.root) == []
     ctx = replace(h.ctx(), memory=None)
     with pytest.raises(ToolError, match="not available"):
         await Remember().run(Remember().parse({"key": "k", "value": "v"}), ctx)

@@ -135,6 +135,33 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
         assert ops[-4:] == ["set", "pin", "delete", "clear"]
 
 
+async def test_an_edit_that_empties_a_note_is_refused_inside_the_dialog(
+    store_path: Path,
+) -> None:
+    """A note needs a value: clearing one with `e` used to be saved (and the export then could
+    not be read back); the dialog stays open and says so, as the add dialog does."""
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, EditValueScreen)
+        dialog.query_one("#memory-value", TextArea).text = "  \n"
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert app.screen is dialog
+        assert "a note needs a value" in str(dialog.query_one("#edit-error", Static).render())
+        dialog.query_one("#memory-value", TextArea).text = "python3 -m unittest -v"
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert isinstance(app.screen, MemoryEditorScreen)
+    async with await Store.open(store_path) as store:
+        note = await store.memory.get("test-command", "workspace", WS)
+        assert note is not None and note.value == "python3 -m unittest -v"
+
+
 def test_memory_editor_snapshot(snap_compare: Any, store_path: Path) -> None:
     """Three workspace notes and one global note, gauges, the first note's two recalls."""
     asyncio.run(_seed(store_path))
@@ -351,8 +378,8 @@ async def test_every_memory_dialog_fits_with_long_content(name: str, size: tuple
         screen = _dialogs()[name]()
         app.push_screen(screen)
         await wait_until_idle(pilot)
-        if isinstance(screen, MergeScreen):  # the error line too
-            screen.query_one("#merge-value", TextArea).text = ""
+        if isinstance(screen, MergeScreen | EditValueScreen):  # the error line too
+            screen.query_one(TextArea).text = ""
             screen.action_save()
             await wait_until_idle(pilot)
         dialog = screen.query_one(".memory-dialog")

@@ -37,6 +37,7 @@ from io_tui.core.memory import (
     Section,
     check_choice,
     check_key,
+    check_value,
     find_restated,
     plan_write,
     truncate_value,
@@ -300,9 +301,11 @@ class MemoryRepo:
         ``run_id`` None marks an operator write: it may replace a pinned note (which stays
         pinned) and is audited in ``events``. An agent write to a pinned key is refused, and an
         agent's note is unverified whatever ``provenance`` says. A rewrite is a new note: it is
-        active again (not superseded) and carries only the provenance given.
+        active again (not superseded) and carries only the provenance given. An empty or blank
+        value is refused (ValueError), whoever writes it: ``MEMORY.md`` could not read it back.
         """
         key = check_key(key)
+        check_value(value)
         given = (provenance or Provenance()).checked()
         if run_id is not None:
             given = replace(given, status="unverified")

@@ -27,6 +27,7 @@ from io_tui.core import (
     NoteKind,
     Section,
     check_key,
+    check_value,
     merge_draft,
 )
 from io_tui.ui.terminal_text import plain
@@ -101,8 +102,10 @@ class MergeScreen(ModalScreen[str | None]):
 
     def action_save(self) -> None:
         value = self.query_one("#merge-value", TextArea).text
-        if not value.strip():
-            self.query_one("#merge-error", Static).update("the merged note needs a value")
+        try:
+            check_value(value)
+        except ValueError as exc:
+            self.query_one("#merge-error", Static).update(str(exc))
             return
         self.dismiss(value)
 
@@ -168,8 +171,11 @@ class PromoteScreen(ModalScreen[Promotion | None]):
             self.query_one("#promote-key", Input).focus()
             return
         value = self.query_one("#promote-value", TextArea).text
-        if not value.strip():
-            error.update("a note needs a value")
+        try:
+            check_value(value)
+        except ValueError as exc:
+            error.update(str(exc))
+            self.query_one("#promote-value", TextArea).focus()
             return
         section = _pressed(self.query_one("#promote-section", RadioSet), "section-", "project")
         kind = _pressed(self.query_one("#promote-kind", RadioSet), "kind-", "fact")

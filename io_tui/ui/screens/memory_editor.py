@@ -44,6 +44,7 @@ from io_tui.core import (
     Scope,
     Store,
     check_key,
+    check_value,
 )
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.screens.memory_consolidate import (
@@ -112,7 +113,8 @@ def provenance_line(note: MemoryNote, now: float) -> str:
 
 
 class EditValueScreen(ModalScreen[str | None]):
-    """Edit one note's value; dismisses with the new value, or None."""
+    """Edit one note's value; dismisses with the new value, or None. An empty value is said
+    inside the dialog, which stays open (a note needs a value)."""
 
     CSS_PATH = "memory_editor.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -133,10 +135,19 @@ class EditValueScreen(ModalScreen[str | None]):
             title = f"Edit {self.note.scope} note '{self.note.key}'"
             yield Static(Content(plain(title)), classes="memory-dialog-title")
             yield TextArea(self.note.value, id="memory-value")
-            yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
+            with Vertical(classes="memory-foot"):
+                yield Static("", id="edit-error")
+                yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
 
     def action_save(self) -> None:
-        self.dismiss(self.query_one("#memory-value", TextArea).text)
+        value = self.query_one("#memory-value", TextArea).text
+        try:
+            check_value(value)
+        except ValueError as exc:
+            self.query_one("#edit-error", Static).update(str(exc))
+            self.query_one("#memory-value", TextArea).focus()
+            return
+        self.dismiss(value)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -222,8 +233,10 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
             self.query_one("#note-key", Input).focus()
             return
         value = self.query_one("#note-value", TextArea).text
-        if not value.strip():
-            error.update("a note needs a value")
+        try:
+            check_value(value)
+        except ValueError as exc:
+            error.update(str(exc))
             self.query_one("#note-value", TextArea).focus()
             return
         pressed = self.query_one("#note-scope", RadioSet).pressed_button
@@ -619,9 +632,12 @@ class MemoryEditorScreen(Screen[None]):
     async def _set(self, note: MemoryNote, value: str) -> str:
         """A new text for ``note``: what it says about itself (section, type, status, source,
         expiry) stays; verifying or expiring it is an action of its own."""
-        result = await self.store.memory.set(
-            note.key, value, note.scope, self._where(note), self.limits, Provenance.of(note)
-        )
+        try:
+            result = await self.store.memory.set(
+                note.key, value, note.scope, self._where(note), self.limits, Provenance.of(note)
+            )
+        except ValueError as exc:
+            return f"not saved: {exc}"
         return f"saved '{note.key}'" if result.written else f"not saved: {result.status}"
 
     def action_add(self) -> None:
