@@ -3,11 +3,14 @@
     io-tui memory list|get|set|delete|clear|pin|unpin [--workspace DIR | --global] [--json]
     io-tui memory verify|expire|supersede KEY …   (provenance: approve, end, replace a note)
     io-tui memory merge KEY INTO [--value TEXT]   (INTO absorbs KEY, which it supersedes)
-    io-tui memory log [--day YYYY-MM-DD] | promote LINE KEY   (the daily log)
+    io-tui memory log [--day YYYY-MM-DD] | promote LINE KEY [--replace]   (the daily log)
     io-tui memory export [--to DIR] [--force] | import [--from DIR] [--replace] [--dry-run]
 
 The scope is the workspace (default: the current directory, resolved to an absolute path, which is
 the key runs use) or ``--global``. Every change is audited as a ``memory`` event with run id 0.
+``set`` is an upsert: it writes KEY's note, replacing the one there (what the command does not say
+of it, its type, section, source and expiry, stays); ``promote`` replaces one only with
+``--replace``.
 Exit codes: 0 ok, 1 not found, refused, or an import that left conflicts, 2 bad usage or a
 malformed file.
 """
@@ -75,7 +78,9 @@ def register(subparsers: Any) -> None:
     for name in ACTIONS_WITH_KEY:
         sub = actions.add_parser(name, parents=[shared], help=f"{name} one note")
         sub.add_argument("key")
-    setter = actions.add_parser("set", parents=[shared], help="write a note as the operator")
+    setter = actions.add_parser(
+        "set", parents=[shared], help="write a note as the operator (replaces KEY's note, if any)"
+    )
     setter.add_argument("key")
     setter.add_argument("value", help="the note's text; '-' reads it from stdin")
     kept = "; a note rewritten keeps its own unless given"
@@ -121,6 +126,9 @@ def register(subparsers: Any) -> None:
     promote.add_argument("--type", choices=KINDS, default="fact")
     promote.add_argument("--section", choices=SECTIONS, default="project")
     promote.add_argument("--value", help="the note's text (default: the line's)")
+    promote.add_argument(
+        "--replace", action="store_true", help="replace the note KEY holds (refused without it)"
+    )
     export = actions.add_parser(
         "export", parents=[shared], help="write MEMORY.md and .io-tui/memory/YYYY-MM-DD.md"
     )
@@ -392,7 +400,22 @@ async def _promote(
     repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     provenance = Provenance(section=args.section, kind=args.type, status="verified")
-    result = await repo.promote(args.line, args.key, scope, workspace, provenance, args.value)
+    result = await repo.promote(
+        args.line,
+        args.key,
+        scope,
+        workspace,
+        provenance,
+        args.value,
+        replace_existing=args.replace,
+    )
+    if result.status == "exists":
+        sys.stderr.write(
+            f"io-tui: not promoted: {_where(scope, workspace)} already has a note "
+            f"{result.note.key!r} ({_clip(result.note.value, 40)}): --replace replaces it, or "
+            "promote to another key\n"
+        )
+        return EXIT_FAILED
     if not result.written:
         sys.stderr.write(f"io-tui: not promoted: {result.status}\n")
         return EXIT_FAILED

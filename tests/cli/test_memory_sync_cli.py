@@ -171,6 +171,29 @@ def test_log_lists_lines_and_promote_makes_a_sourced_note(cli: Cli) -> None:
     assert cli("promote", "999", "k")[0] == 2
 
 
+def test_set_is_an_upsert_and_promote_replaces_a_note_only_when_told(cli: Cli) -> None:
+    """`memory set` is the CLI's documented upsert; `memory promote LINE KEY` onto a key that
+    holds a note used to overwrite it silently: it is refused (exit 1, naming the note) unless
+    --replace."""
+    _seed_log(cli)
+    where = ("--workspace", str(cli.ws), "--store", str(cli.db))
+    assert io_tui("memory", "set", "test-cmd", "pytest -q", *where).returncode == 0
+    upsert = io_tui("memory", "set", "test-cmd", "pytest -q -x", *where)
+    assert upsert.returncode == 0, upsert.stderr
+    assert cli.json("get", "test-cmd")["value"] == "pytest -q -x"
+    line = str(cli.json("log")[2]["id"])
+    refused = io_tui("memory", "promote", line, "test-cmd", *where)
+    assert refused.returncode == 1, refused.stdout
+    assert "already has a note 'test-cmd' (pytest -q -x)" in refused.stderr
+    assert "--replace" in refused.stderr
+    assert cli.json("get", "test-cmd")["value"] == "pytest -q -x"  # nothing lost
+    assert cli.json("log")[2]["promoted"] is None
+    replaced = io_tui("memory", "promote", line, "test-cmd", "--replace", *where)
+    assert replaced.returncode == 0, replaced.stderr
+    note = cli.json("get", "test-cmd")
+    assert (note["value"], note["source"]) == ("`pytest -q` → exit code 0", "log 2025-10-09 run 4")
+
+
 def test_export_writes_both_tiers_and_import_round_trips_unchanged(cli: Cli) -> None:
     _seed_log(cli)
     cli("set", "style", "tabs\n\nnever spaces", "--type", "preference", "--section", "preferences")

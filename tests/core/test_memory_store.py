@@ -399,3 +399,23 @@ async def test_the_daily_log_appends_lists_by_day_and_promotes_a_line(store: Sto
     assert line is not None and line.promoted == "test-cmd"
     with pytest.raises(ValueError, match="no log line 999"):
         await repo.promote(999, "k", "workspace", WS)
+
+
+async def test_a_write_that_may_not_replace_leaves_the_note_a_key_holds(store: Store) -> None:
+    """The editor's add and promote replace a note only once the operator confirmed it: a write
+    with ``replace_existing=False`` onto a key that holds one (written meanwhile, say) is refused
+    as ``exists`` and changes nothing; a promotion replaces only when told."""
+    repo = store.memory
+    await _remember(repo, "test-cmd", "pytest -q")
+    refused = await repo.set("test-cmd", "make test", "workspace", WS, replace_existing=False)
+    assert (refused.status, refused.written, refused.note.value) == ("exists", False, "pytest -q")
+    (line,) = await repo.append_log(WS, [("tests", "`tox` → exit code 0")], run_id=5)
+    assert (await repo.promote(line.id, "test-cmd", "workspace", WS)).status == "exists"
+    held = await repo.get("test-cmd", "workspace", WS)
+    assert held is not None and held.value == "pytest -q"
+    unpromoted = await repo.log_line(line.id)
+    assert unpromoted is not None and unpromoted.promoted is None
+    done = await repo.promote(line.id, "test-cmd", "workspace", WS, replace_existing=True)
+    assert done.written and done.replaced is not None and done.note.value == "`tox` → exit code 0"
+    new = await repo.set("fresh", "a new note", "workspace", WS, replace_existing=False)
+    assert new.written

@@ -210,6 +210,84 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
         assert note is not None and note.value == "ruff check ." and note.origin == "operator"
 
 
+async def test_add_on_a_key_that_holds_a_note_asks_before_replacing_it(store_path: Path) -> None:
+    """`a` with a key that holds a note used to replace it (toast "added …"): the dialog says
+    so inside, keeps what was typed, and only a second ctrl+s on the same key replaces it."""
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, AddNoteScreen)
+        await pilot.press(*"test-command")
+        dialog.query_one("#note-value", TextArea).text = "pytest -q"
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert app.screen is dialog
+        error = str(dialog.query_one("#note-error", Static).render())
+        assert "'test-command' already holds a workspace note (model inference" in error
+        assert "ctrl+s again replaces it, or change the key" in error
+        assert dialog.query_one("#note-key", Input).value == "test-command"
+        assert dialog.query_one("#note-value", TextArea).text == "pytest -q"
+        await pilot.press("s")  # another key (test-commands): a new note, the old one stays
+        assert str(dialog.query_one("#note-error", Static).render()) == ""
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert isinstance(app.screen, MemoryEditorScreen)
+        await pilot.press("a")  # again, and this time replace it
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, AddNoteScreen)
+        await pilot.press(*"test-command")
+        dialog.query_one("#note-value", TextArea).text = "python3 -m unittest -v"
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert app.screen is dialog and "already holds" in str(
+            dialog.query_one("#note-error", Static).render()
+        )
+        await pilot.press("ctrl+s")
+        await _settle(pilot)
+        assert isinstance(app.screen, MemoryEditorScreen)
+    async with await Store.open(store_path) as store:
+        kept = await store.memory.get("test-commands", "workspace", WS)
+        assert kept is not None and kept.value == "pytest -q"
+        replaced = await store.memory.get("test-command", "workspace", WS)
+        assert replaced is not None and replaced.value == "python3 -m unittest -v"
+        assert replaced.origin == "operator"
+
+
+async def test_promote_to_a_key_that_holds_a_note_asks_before_replacing_it(
+    store_path: Path,
+) -> None:
+    await _seed(store_path)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        await pilot.press("l")
+        await _settle(pilot)
+        await pilot.press("down", "down", "down", "enter")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, PromoteScreen)
+        await pilot.press(*"test-command", "ctrl+s")
+        await _settle(pilot)
+        assert app.screen is dialog
+        error = str(dialog.query_one("#promote-error", Static).render())
+        assert "'test-command' already holds a workspace note" in error
+        async with await Store.open(store_path) as store:  # nothing written yet
+            held = await store.memory.get("test-command", "workspace", WS)
+            assert held is not None and held.value == "python3 -m unittest"
+        await pilot.press("ctrl+s")  # the second press replaces it
+        await _settle(pilot)
+        assert isinstance(app.screen, MemoryEditorScreen)
+    async with await Store.open(store_path) as store:
+        note = await store.memory.get("test-command", "workspace", WS)
+        assert note is not None and note.value.startswith("`python3 -m unittest`")
+        assert note.source == "log 2023-11-14 run 4"
+
+
 async def test_switch_to_another_workspace_the_store_knows_or_global_only(
     store_path: Path,
 ) -> None:

@@ -135,7 +135,8 @@ class Recall:
 @dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did. ``status`` is ``written``, ``pinned`` (refused: the operator pinned the
-    key) or ``full`` (refused: pinned notes leave no room). Refusals change nothing."""
+    key), ``full`` (refused: pinned notes leave no room) or ``exists`` (refused: a write that
+    may not replace found a note under the key, which ``note`` is). Refusals change nothing."""
 
     status: str
     note: MemoryNote
@@ -295,6 +296,7 @@ class MemoryRepo:
         step: int | None,
         limits: MemoryLimits,
         provenance: Provenance | None = None,
+        replace_existing: bool = True,
     ) -> WriteResult:
         """Write (or replace and re-attribute) one note, truncating and evicting as the caps say.
 
@@ -303,6 +305,9 @@ class MemoryRepo:
         agent's note is unverified whatever ``provenance`` says. A rewrite is a new note: it is
         active again (not superseded) and carries only the provenance given. An empty or blank
         value is refused (ValueError), whoever writes it: ``MEMORY.md`` could not read it back.
+        With ``replace_existing`` False a note already under the key is left as it is (status
+        ``exists``): the memory editor's add and promote replace one only when the operator
+        confirmed it, so a note written meanwhile is never lost.
         """
         key = check_key(key)
         check_value(value)
@@ -337,6 +342,8 @@ class MemoryRepo:
                 source=given.source,
                 expires_at=given.expires_at,
             )
+            if old is not None and not replace_existing:
+                return WriteResult("exists", old, len(value))
             if old is not None and old.pinned and not operator:
                 return WriteResult("pinned", old, len(value))
             plan = plan_write(existing, new, limits, now)
@@ -424,7 +431,11 @@ class MemoryRepo:
         workspace: str | Path | None,
         limits: MemoryLimits | None = None,
         provenance: Provenance | None = None,
+        *,
+        replace_existing: bool = True,
     ) -> WriteResult:
+        """The operator's write: an upsert (``io-tui memory set``) unless ``replace_existing``
+        is False, when a note under the key is left as it is (status ``exists``)."""
         return await self.write(
             key=key,
             value=value,
@@ -434,6 +445,7 @@ class MemoryRepo:
             step=None,
             limits=limits or MemoryLimits(),
             provenance=provenance or OPERATOR_NOTE,
+            replace_existing=replace_existing,
         )
 
     async def delete(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
@@ -623,16 +635,25 @@ class MemoryRepo:
         provenance: Provenance | None = None,
         value: str | None = None,
         limits: MemoryLimits | None = None,
+        *,
+        replace_existing: bool = False,
     ) -> WriteResult:
         """Make a long-term note of one log line (its text unless ``value`` is given), sourced
-        to the line; the line remembers the key it was promoted to."""
+        to the line; the line remembers the key it was promoted to. A note already under the key
+        is replaced only with ``replace_existing`` (else status ``exists``, nothing written)."""
         line = await self.log_line(line_id)
         if line is None:
             raise ValueError(f"no log line {line_id}")
         given = provenance or OPERATOR_NOTE
         source = _joined(given.source, line.reference)
         result = await self.set(
-            key, value or line.text, scope, workspace, limits, replace(given, source=source)
+            key,
+            value or line.text,
+            scope,
+            workspace,
+            limits,
+            replace(given, source=source),
+            replace_existing=replace_existing,
         )
         if result.written:
             async with self.db.transaction() as conn:

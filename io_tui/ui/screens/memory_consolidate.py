@@ -2,11 +2,15 @@
 absorbs another, write the merged value, and promote a daily-log line to a long-term note.
 
 Each is a typed modal that dismisses with what the operator chose (None: nothing), so the editor
-makes the change through ``MemoryRepo`` and it is audited there.
+makes the change through ``MemoryRepo`` and it is audited there. A dialog that writes a note under
+a key the operator types (promote here, add in ``memory_editor``) asks the store whether the key
+holds a note when ctrl+s is pressed: if so it says which, inside, and only a second ctrl+s on the
+same key replaces it (the remember dialog's pattern), so nothing is overwritten unseen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,12 +29,27 @@ from io_tui.core import (
     LogLine,
     MemoryNote,
     NoteKind,
+    Scope,
     Section,
     check_key,
     check_value,
     merge_draft,
 )
 from io_tui.ui.terminal_text import plain
+
+# the note a key holds in a scope (None: none), read from the store when a dialog saves
+FindNote = Callable[[Scope, str], Awaitable[MemoryNote | None]]
+
+
+def key_taken(note: MemoryNote) -> Content:
+    """What a dialog says when its key already holds a note: which, and how to go on."""
+    return Content(
+        plain(
+            f"'{note.key}' already holds a {note.scope} note ({note.label}, by {note.origin}): "
+            f"{one_line(note.value, 40)} · ctrl+s again replaces it, or change the key"
+        )
+    )
+
 
 SECTION_LABELS: dict[Section, str] = {
     "preferences": "Preferences",
@@ -119,11 +138,13 @@ class Promotion:
     section: Section
     kind: NoteKind
     value: str
+    replace: bool = False  # the key held a note and the operator confirmed replacing it
 
 
 class PromoteScreen(ModalScreen[Promotion | None]):
     """A log line made a long-term note: key, section, type and value (the line's text to
-    start); a bad key is said inside the dialog and nothing typed is lost."""
+    start); a bad key, an empty value or a key that holds a note (``find``) is said inside the
+    dialog and nothing typed is lost; a second ctrl+s on a key that holds one replaces it."""
 
     CSS_PATH = "memory_editor.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -138,9 +159,11 @@ class PromoteScreen(ModalScreen[Promotion | None]):
         Binding("escape", "cancel", "Cancel", id="memory.promote.cancel", tooltip="Write nothing"),
     ]
 
-    def __init__(self, line: LogLine) -> None:
+    def __init__(self, line: LogLine, find: FindNote | None = None) -> None:
         super().__init__()
         self.line = line
+        self.find = find
+        self.confirming: str | None = None  # the key a ctrl+s found taken
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="memory-dialog", id="promote-line"):
@@ -162,7 +185,13 @@ class PromoteScreen(ModalScreen[Promotion | None]):
     def on_mount(self) -> None:
         self.query_one("#promote-key", Input).focus()
 
-    def action_save(self) -> None:
+    @on(Input.Changed, "#promote-key")
+    def _key_changed(self) -> None:
+        if self.confirming is not None:
+            self.confirming = None
+            self.query_one("#promote-error", Static).update("")
+
+    async def action_save(self) -> None:
         error = self.query_one("#promote-error", Static)
         try:
             key = check_key(self.query_one("#promote-key", Input).value)
@@ -177,9 +206,15 @@ class PromoteScreen(ModalScreen[Promotion | None]):
             error.update(str(exc))
             self.query_one("#promote-value", TextArea).focus()
             return
+        held = await self.find("workspace", key) if self.find is not None else None
+        if held is not None and self.confirming != key:
+            self.confirming = key  # a second ctrl+s on the same key replaces it
+            error.update(key_taken(held))
+            return
         section = _pressed(self.query_one("#promote-section", RadioSet), "section-", "project")
         kind = _pressed(self.query_one("#promote-kind", RadioSet), "kind-", "fact")
-        self.dismiss(Promotion(key, section, kind, value))  # type: ignore[arg-type]
+        promotion = Promotion(key, section, kind, value, held is not None)  # type: ignore[arg-type]
+        self.dismiss(promotion)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -49,9 +49,11 @@ from io_tui.core import (
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.screens.memory_consolidate import (
     ChooseNoteScreen,
+    FindNote,
     MergeScreen,
     PromoteScreen,
     Promotion,
+    key_taken,
     one_line,
 )
 from io_tui.ui.terminal_text import plain
@@ -186,11 +188,13 @@ class NewNote:
     scope: Scope
     key: str
     value: str
+    replace: bool = False  # the key held a note and the operator confirmed replacing it
 
 
 class AddNoteScreen(ModalScreen[NewNote | None]):
-    """A new note: key, scope (this workspace or global) and value; a bad key is said inside
-    the dialog and nothing typed is lost."""
+    """A new note: key, scope (this workspace or global) and value; a bad key, an empty value or
+    a key that already holds a note of the scope (``find``) is said inside the dialog and nothing
+    typed is lost; a second ctrl+s on a key that holds one replaces it."""
 
     CSS_PATH = "memory_editor.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -200,9 +204,11 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
         Binding("escape", "cancel", "Cancel", id="memory.add.cancel", tooltip="Write nothing"),
     ]
 
-    def __init__(self, workspace: str | None) -> None:
+    def __init__(self, workspace: str | None, find: FindNote | None = None) -> None:
         super().__init__()
         self.workspace = workspace
+        self.find = find
+        self.confirming: tuple[Scope, str] | None = None  # the scope and key ctrl+s found taken
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="memory-dialog", id="add-note"):
@@ -224,7 +230,14 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
             yield Static("", id="note-error")
             yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
 
-    def action_save(self) -> None:
+    @on(Input.Changed, "#note-key")
+    @on(RadioSet.Changed, "#note-scope")
+    def _key_changed(self) -> None:
+        if self.confirming is not None:
+            self.confirming = None
+            self.query_one("#note-error", Static).update("")
+
+    async def action_save(self) -> None:
         error = self.query_one("#note-error", Static)
         try:
             key = check_key(self.query_one("#note-key", Input).value)
@@ -243,7 +256,13 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
         scope: Scope = (
             "workspace" if pressed is not None and pressed.id == "scope-workspace" else "global"
         )
-        self.dismiss(NewNote(scope, key, value))
+        held = await self.find(scope, key) if self.find is not None else None
+        if held is not None and self.confirming != (scope, key):
+            self.confirming = (scope, key)  # a second ctrl+s on the same key replaces it
+            error.update(key_taken(held))
+            self.query_one("#note-key", Input).focus()
+            return
+        self.dismiss(NewNote(scope, key, value, replace=held is not None))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -645,14 +664,29 @@ class MemoryEditorScreen(Screen[None]):
             if note is not None:
                 self._change(self._add(note))
 
-        self.app.push_screen(AddNoteScreen(self.workspace), added)
+        self.app.push_screen(AddNoteScreen(self.workspace, self._find), added)
+
+    async def _find(self, scope: Scope, key: str) -> MemoryNote | None:
+        """The note ``key`` holds in ``scope`` (of the workspace shown), for the add and promote
+        dialogs to say before they replace it."""
+        if scope == "workspace" and self.workspace is None:
+            return None
+        return await self.store.memory.get(key, scope, self.workspace)
 
     async def _add(self, note: NewNote) -> str:
         where = self.workspace if note.scope == "workspace" else None
-        result = await self.store.memory.set(note.key, note.value, note.scope, where, self.limits)
+        try:
+            result = await self.store.memory.set(
+                note.key, note.value, note.scope, where, self.limits, replace_existing=note.replace
+            )
+        except ValueError as exc:
+            return f"not saved: {exc}"
+        if result.status == "exists":  # written since the dialog looked
+            return f"not added: '{note.key}' was written meanwhile; add it again to replace it"
         if not result.written:
             return f"not saved: {result.status}"
-        return f"added {note.scope} note '{result.note.key}'"
+        verb = "replaced" if result.replaced is not None else "added"
+        return f"{verb} {note.scope} note '{result.note.key}'"
 
     @work(group="memory", exclusive=True, exit_on_error=False)
     async def action_switch(self) -> None:
@@ -817,22 +851,29 @@ class MemoryEditorScreen(Screen[None]):
             if promotion is not None:
                 self._change(self._promote(line, promotion))
 
-        self.app.push_screen(PromoteScreen(line), chosen)
+        self.app.push_screen(PromoteScreen(line, self._find), chosen)
 
     async def _promote(self, line: LogLine, promotion: Promotion) -> str:
         provenance = Provenance(section=promotion.section, kind=promotion.kind, status="verified")
-        result = await self.store.memory.promote(
-            line.id,
-            promotion.key,
-            "workspace",
-            self.workspace,
-            provenance,
-            promotion.value,
-            self.limits,
-        )
+        try:
+            result = await self.store.memory.promote(
+                line.id,
+                promotion.key,
+                "workspace",
+                self.workspace,
+                provenance,
+                promotion.value,
+                self.limits,
+                replace_existing=promotion.replace,
+            )
+        except ValueError as exc:
+            return f"not promoted: {exc}"
+        if result.status == "exists":  # written since the dialog looked
+            return f"not promoted: '{promotion.key}' was written meanwhile; promote it again"
         if not result.written:
             return f"not promoted: {result.status}"
-        return f"promoted to '{result.note.key}' ({SECTION_TITLES[result.note.section]})"
+        verb = "replaced" if result.replaced is not None else "promoted to"
+        return f"{verb} '{result.note.key}' ({SECTION_TITLES[result.note.section]})"
 
     def _where(self, note: MemoryNote) -> str | None:
         return note.workspace or None
