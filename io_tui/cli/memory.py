@@ -213,8 +213,9 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
             noun = "note" if count == 1 else "notes"
             sys.stdout.write(f"cleared {count} {noun} from {_where(scope, workspace)}{tail}\n")
         return EXIT_OK
+    if action == "delete":
+        return await _delete(repo, args, scope, workspace)
     done = {
-        "delete": repo.delete,
         "pin": repo.pin,
         "unpin": repo.unpin,
     }[action]
@@ -223,9 +224,34 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"ok": True, "action": action, "key": args.key, "scope": scope})
     else:
-        past = {"delete": "deleted", "pin": "pinned", "unpin": "unpinned"}[action]
+        past = {"pin": "pinned", "unpin": "unpinned"}[action]
         sys.stdout.write(f"{past} {args.key!r} in {_where(scope, workspace)}\n")
     return EXIT_OK
+
+
+async def _delete(
+    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+) -> int:
+    """Delete one note; the notes it superseded are current again, and this says which."""
+    result = await repo.forget(key=args.key, scope=scope, workspace=workspace, operator=True)
+    if result.status != "forgotten":
+        return _missing(args.key, scope, workspace)
+    revived = [n.key for n in result.revived]
+    if args.json:
+        print_json(
+            {"ok": True, "action": "delete", "key": args.key, "scope": scope, "revived": revived}
+        )
+        return EXIT_OK
+    lines = [f"deleted {args.key!r} in {_where(scope, workspace)}"]
+    if revived:
+        keys = ", ".join(map(repr, revived))
+        lines.append(f"  {keys} (superseded by it) {_is(revived)} current again: recalled")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _is(items: list[str]) -> str:
+    return "is" if len(items) == 1 else "are"
 
 
 async def _list(

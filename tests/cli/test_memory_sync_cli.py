@@ -94,6 +94,36 @@ def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
     assert code == 2 and "supersede KEY BY" in err
 
 
+def test_deleting_the_note_that_superseded_others_makes_them_current_again(
+    cli: Cli,
+) -> None:
+    """`memory delete` of the note that superseded (or absorbed in a merge) others used to leave
+    them superseded by a note that no longer existed, never recalled: they are current again,
+    the command says which, and the audit records each supersession undone."""
+    where = ("--workspace", str(cli.ws), "--store", str(cli.db))
+    for key, value in (("old-cmd", "make check"), ("lint", "ruff"), ("test-cmd", "pytest -q")):
+        assert io_tui("memory", "set", key, value, *where).returncode == 0
+    assert io_tui("memory", "supersede", "old-cmd", "test-cmd", *where).returncode == 0
+    assert io_tui("memory", "merge", "lint", "test-cmd", *where).returncode == 0
+    deleted = io_tui("memory", "delete", "test-cmd", *where)
+    assert deleted.returncode == 0, deleted.stderr
+    assert "'old-cmd', 'lint' (superseded by it) are current again: recalled" in deleted.stdout
+    rows = {n["key"]: n for n in cli.json("list")}
+    assert {k: n["superseded_by"] for k, n in rows.items()} == {"old-cmd": None, "lint": None}
+    listed = io_tui("memory", "list", *where).stdout
+    assert "superseded" not in listed
+
+    async def audit() -> list[dict[str, object]]:
+        async with await Store.open(cli.db) as store:
+            return [e.detail for e in await store.trace.events(0)]
+
+    undone = [d for d in asyncio.run(audit()) if d.get("because") == "delete"]
+    assert [(d["op"], d["key"], d["was_superseded_by"]) for d in undone] == [
+        ("supersede", "old-cmd", "test-cmd"),
+        ("supersede", "lint", "test-cmd"),
+    ]
+
+
 def test_merge_does_what_the_editor_does(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     cli("set", "test-cmd", "pytest -q", "--source", "Makefile")
     cli("set", "lint-cmd", "ruff check", "--unverified", "--type", "preference")

@@ -419,3 +419,51 @@ async def test_a_write_that_may_not_replace_leaves_the_note_a_key_holds(store: S
     assert done.written and done.replaced is not None and done.note.value == "`tox` → exit code 0"
     new = await repo.set("fresh", "a new note", "workspace", WS, replace_existing=False)
     assert new.written
+
+
+async def test_a_note_superseded_by_one_that_goes_is_current_again(store: Store) -> None:
+    """A supersession names a note that exists: a delete, an agent's forget, an eviction or a
+    clear of the note that superseded others makes them current (recalled) again, audited as the
+    supersession undone for the operator's changes. It used to point at nothing for ever."""
+    repo = store.memory
+    for key in ("old", "older", "new", "other"):
+        await repo.set(key, f"{key} value", "workspace", WS)
+    await repo.supersede("old", "new", "workspace", WS)
+    await repo.supersede("older", "new", "workspace", WS)
+    deleted = await repo.forget(key="new", scope="workspace", workspace=WS, operator=True)
+    assert [(n.key, n.superseded_by) for n in deleted.revived] == [("old", None), ("older", None)]
+    assert [n.key for n in await repo.notes_for(WS)] == ["old", "older", "other"]
+    audit = [e.detail for e in await store.trace.events(0)][-3:]
+    assert [(d["op"], d["key"]) for d in audit] == [
+        ("delete", "new"),
+        ("supersede", "old"),
+        ("supersede", "older"),
+    ]
+    assert audit[1]["superseded_by"] is None
+    assert (audit[1]["was_superseded_by"], audit[1]["because"]) == ("new", "delete")
+    # an agent's forget of the note that absorbed another in a merge
+    await repo.merge("old", "other", "other and old", "workspace", WS)
+    merged = await repo.get("old", "workspace", WS)
+    assert merged is not None and merged.superseded_by == "other"
+    forgot = await repo.forget(key="other", scope="workspace", workspace=WS, operator=False)
+    assert [n.key for n in forgot.revived] == ["old"]
+    # a clear keeps a pinned note, which the cleared one superseded: current again
+    await repo.supersede("older", "old", "workspace", WS)
+    await repo.pin("older", "workspace", WS)
+    assert await repo.clear("workspace", WS) == 1
+    (kept,) = await repo.list("workspace", WS)
+    assert (kept.key, kept.superseded_by, kept.active(0)) == ("older", None, True)
+
+
+async def test_an_evicted_note_that_superseded_another_revives_it(store: Store) -> None:
+    repo = store.memory
+    small = MemoryLimits(max_entries=3, max_chars=16_000, max_entry_chars=2_000)
+    for key in ("new", "pinned-old", "third"):
+        await _remember(repo, key, key, limits=small)
+    await repo.pin("pinned-old", "workspace", WS)
+    await repo.supersede("pinned-old", "new", "workspace", WS)
+    result = await _remember(repo, "fourth", "fourth", limits=small)
+    assert [n.key for n in result.evicted] == ["new"]
+    assert [n.key for n in result.revived] == ["pinned-old"]
+    note = await repo.get("pinned-old", "workspace", WS)
+    assert note is not None and note.superseded_by is None

@@ -181,3 +181,15 @@ async def test_an_agent_fact_is_unverified_until_the_operator_verifies_it(h: Har
     assert note.label == "verified fact"
     with pytest.raises(ToolError):
         tool.parse({"key": "k", "value": "v", "type": "gospel"})
+
+
+async def test_forgetting_a_note_that_superseded_another_says_it_is_current_again(
+    h: Harness,
+) -> None:
+    await remember(h, "old-cmd", "make check")
+    await remember(h, "cmd", "make test")
+    await h.store.memory.supersede("old-cmd", "cmd", "workspace", h.workspace.root)
+    out = await forget(h, "cmd")
+    assert "It had superseded 'old-cmd', which is current again" in out.text
+    assert h.ops()[-2:] == [("forget", "cmd"), ("supersede", "old-cmd")]
+    assert [n.key for n in await h.store.memory.notes_for(h.workspace.root)] == ["old-cmd"]

@@ -374,6 +374,35 @@ async def test_consolidate_verify_supersede_expire_and_merge(store_path: Path) -
         assert ops[-6:] == ["verify", "supersede", "expire", "expire", "set", "supersede"]
 
 
+async def test_deleting_the_note_that_superseded_another_says_it_becomes_current(
+    store_path: Path,
+) -> None:
+    await _seed(store_path)
+    async with await Store.open(store_path) as store:
+        await store.memory.supersede("todo", "style", "workspace", WS)
+    app = StoreHost(store_path, _editor)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _settle(pilot)
+        table = app.screen.query_one("#memory-table", Table)
+        assert ("todo", "model inference", "→ style") in _keys_and_states(table)
+        await pilot.press("down", "x")  # style
+        await pilot.pause()
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        assert confirm.question == (
+            "Delete workspace note 'style'? It supersedes 'todo': it becomes current again"
+            " (recalled)."
+        )
+        await pilot.press("y")
+        await _settle(pilot)
+        assert _keys_and_states(table)[:2] == [
+            ("test-command", "model inference", "active"),
+            ("todo", "model inference", "active"),
+        ]
+    async with await Store.open(store_path) as store:
+        assert "todo" in {n.key for n in await store.memory.notes_for(WS)}
+
+
 async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) -> None:
     await _seed(store_path)
     app = StoreHost(store_path, _editor)

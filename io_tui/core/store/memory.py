@@ -10,6 +10,11 @@ by an operator write are recorded the same way.
 Notes are ordered by row id: a rewrite deletes the old row and inserts a new one, so "oldest" is
 "least recently written", exactly what eviction needs, without trusting clock resolution.
 Global notes are stored with ``workspace = ''``.
+
+A note's ``superseded_by`` always names a note of its scope that exists: whatever removes a note
+(a delete, an agent's forget, an eviction, a clear) makes the notes it superseded current again in
+the same transaction (``_revive``), each audited (or, for an agent, reported) as a supersession
+undone, with what removed the note that superseded it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -146,6 +151,7 @@ class WriteResult:
     restates: tuple[tuple[MemoryNote, float], ...] = ()
     entries: int = 0
     chars: int = 0
+    revived: tuple[MemoryNote, ...] = ()  # superseded by an evicted note: current again
 
     @property
     def written(self) -> bool:
@@ -158,11 +164,13 @@ class WriteResult:
 
 @dataclass(frozen=True, slots=True)
 class ForgetResult:
-    """``status`` is ``forgotten``, ``missing`` or ``pinned`` (refused)."""
+    """``status`` is ``forgotten``, ``missing`` or ``pinned`` (refused). ``revived``: the notes
+    the forgotten one superseded, current (recalled) again."""
 
     status: str
     note: MemoryNote | None = None
     elsewhere: list[Scope] = field(default_factory=list)
+    revived: tuple[MemoryNote, ...] = ()
 
 
 class MemoryRepo:
@@ -385,6 +393,7 @@ class MemoryRepo:
                 await _audit(conn, "set", new, truncated_from=len(value), replaced=old)
                 for gone in plan.evict:
                     await _audit(conn, "evict", gone, evicted_by=key)
+            revived = await _revive(conn, scope, where, gone_keys, "evict", audit=operator)
         return WriteResult(
             "written",
             new,
@@ -394,12 +403,14 @@ class MemoryRepo:
             restates=tuple(restates),
             entries=plan.entries,
             chars=plan.chars,
+            revived=tuple(revived),
         )
 
     async def forget(
         self, *, key: str, scope: Scope, workspace: str | Path | None, operator: bool
     ) -> ForgetResult:
-        """Remove one note. The agent may not forget a pinned note; the operator may."""
+        """Remove one note. The agent may not forget a pinned note; the operator may. The notes
+        it superseded are current again (``revived``)."""
         key = key.strip()
         where = workspace_key(scope, workspace)
         async with self.db.transaction() as conn:
@@ -419,7 +430,9 @@ class MemoryRepo:
             )
             if operator:
                 await _audit(conn, "delete", note)
-        return ForgetResult("forgotten", note)
+            how = "delete" if operator else "forget"
+            revived = await _revive(conn, scope, where, [key], how, audit=operator)
+        return ForgetResult("forgotten", note, revived=tuple(revived))
 
     # -- the operator's API (each change audited as an event with run_id 0) --------------------
 
@@ -474,6 +487,7 @@ class MemoryRepo:
                         "include_pinned": include_pinned,
                     },
                 )
+            await _revive(conn, scope, where, [r[0] for r in rows], "clear", audit=True)
         return len(rows)
 
     async def pin(self, key: str, scope: Scope, workspace: str | Path | None) -> bool:
@@ -691,6 +705,44 @@ async def _elsewhere(
         (other, where, key),
     )
     return [other] if found else []
+
+
+async def _revive(
+    conn: aiosqlite.Connection,
+    scope: Scope,
+    where: str,
+    gone: Iterable[str],
+    because: str,
+    *,
+    audit: bool,
+) -> list[MemoryNote]:
+    """Make current again the notes of a scope that the ``gone`` keys (just removed by
+    ``because``: delete, forget, evict, clear) superseded, so no note stays superseded by one that
+    no longer exists, never recalled. The operator's are audited as the supersession undone."""
+    revived: list[MemoryNote] = []
+    for key in dict.fromkeys(gone):
+        selected = "FROM memory WHERE scope = ? AND workspace = ? AND superseded_by = ?"
+        rows = await _fetch(conn, f"SELECT {COLUMNS} {selected} ORDER BY id", (scope, where, key))
+        if not rows:
+            continue
+        await conn.execute(
+            "UPDATE memory SET superseded_by = NULL"
+            " WHERE scope = ? AND workspace = ? AND superseded_by = ?",
+            (scope, where, key),
+        )
+        for row in rows:
+            note = replace(_note(row), superseded_by=None)
+            revived.append(note)
+            if audit:
+                await _audit(
+                    conn,
+                    "supersede",
+                    note,
+                    superseded_by=None,
+                    was_superseded_by=key,
+                    because=because,
+                )
+    return revived
 
 
 async def _visible(

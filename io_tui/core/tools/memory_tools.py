@@ -7,7 +7,8 @@ returns None. The run loop provides, in the ``ToolContext``:
 - ``memory_limits``: the run's ``MemoryLimits`` (defaults apply when absent);
 - ``emit``: ``(kind: str, detail: dict) -> None``, which records a trace event. Every write,
   eviction, refusal and forget is emitted as kind ``"memory"`` with ``detail["op"]`` one of
-  ``write``, ``evict``, ``refuse``, ``forget``.
+  ``write``, ``evict``, ``refuse``, ``forget``; a note current again because the note that
+  superseded it was forgotten or evicted is ``supersede`` with ``superseded_by`` None.
 
 The model is told what happened in plain words: truncation, evictions, the run and step a replaced
 note came from, a refusal because the operator pinned the key, and a warning when the new note
@@ -146,6 +147,7 @@ class Remember(Tool):
         )
         for gone in result.evicted:
             emit(EventKind.MEMORY.value, {"op": "evict", **_brief(gone), "evicted_by": note.key})
+        _emit_revived(emit, result.revived, "evict")
         return ToolOutcome(
             _written(result, limits),
             ObsKind.MEMORY,
@@ -176,6 +178,8 @@ def _written(result: WriteResult, limits: MemoryLimits) -> str:
     if result.evicted:
         keys = ", ".join(repr(g.key) for g in result.evicted)
         lines.append(f"To stay within the caps, the oldest notes were dropped: {keys}.")
+    if result.revived:
+        lines.append(_revived_text(result.revived).strip())
     for other, score in result.restates:
         lines.append(
             f"Warning: this note restates {other.key!r} ({other.scope}, written by "
@@ -213,8 +217,10 @@ class Forget(Tool):
         )
         if result.status == "forgotten" and result.note is not None:
             emit(EventKind.MEMORY.value, {"op": "forget", **_brief(result.note)})
+            _emit_revived(emit, result.revived, "forget")
             return ToolOutcome(
-                f"Forgot {key!r} ({args.scope} scope; it was written by {result.note.origin}).",
+                f"Forgot {key!r} ({args.scope} scope; it was written by {result.note.origin})."
+                + _revived_text(result.revived),
                 ObsKind.MEMORY,
                 key,
                 data={"op": "forget", "scope": args.scope},
@@ -231,6 +237,26 @@ class Forget(Tool):
             is_error=True,
             data={"op": "refuse" if result.status == "pinned" else "missing"},
         )
+
+
+def _emit_revived(emit: Emit, revived: tuple[MemoryNote, ...], because: str) -> None:
+    for note in revived:
+        emit(
+            EventKind.MEMORY.value,
+            {"op": "supersede", **_brief(note), "superseded_by": None, "because": because},
+        )
+
+
+def _revived_text(revived: tuple[MemoryNote, ...]) -> str:
+    """What the model is told of notes current again: the note that superseded them is gone."""
+    if not revived:
+        return ""
+    keys = ", ".join(repr(n.key) for n in revived)
+    verb = "is" if len(revived) == 1 else "are"
+    return (
+        f" It had superseded {keys}, which {verb} current again and recalled in later runs: "
+        "forget what is out of date."
+    )
 
 
 def _not_forgotten(key: str, scope: Scope, result: ForgetResult) -> str:

@@ -720,11 +720,30 @@ class MemoryEditorScreen(Screen[None]):
             if yes:
                 self._change(self._delete(note))
 
-        self.app.push_screen(ConfirmScreen(f"Delete {note.scope} note '{note.key}'?"), answered)
+        question = f"Delete {note.scope} note '{note.key}'?"
+        superseded = [
+            n.key
+            for n in self.notes
+            if n.superseded_by == note.key
+            and (n.scope, n.workspace) == (note.scope, note.workspace)
+        ]
+        if superseded:
+            keys = ", ".join(f"'{k}'" for k in superseded)
+            they = "it becomes" if len(superseded) == 1 else "they become"
+            question += f" It supersedes {keys}: {they} current again (recalled)."
+        self.app.push_screen(ConfirmScreen(question), answered)
 
     async def _delete(self, note: MemoryNote) -> str:
-        await self.store.memory.delete(note.key, note.scope, self._where(note))
-        return f"deleted '{note.key}'"
+        result = await self.store.memory.forget(
+            key=note.key, scope=note.scope, workspace=self._where(note), operator=True
+        )
+        if result.status != "forgotten":
+            return f"'{note.key}' is gone"
+        said = f"deleted '{note.key}'"
+        if result.revived:
+            keys = ", ".join(f"'{n.key}'" for n in result.revived)
+            said += f"; {keys} {'is' if len(result.revived) == 1 else 'are'} current again"
+        return said
 
     def action_clear(self) -> None:
         note = self.selected()
