@@ -1,5 +1,6 @@
 """The daily log, memory's cheap tier (DESIGN §3.3): what each run in a workspace did, one line
-per fact, appended by the harness at the run's end. Pure (no store, no I/O).
+per fact, written by the harness at the run's end (a resumed run's end replaces the entry its pause
+wrote that day). Pure (no store, no I/O).
 
 A run's entry is its ``goal``, its ``outcome``, the ``files`` it changed, the ``tests`` it ran
 (commands that look like tests, and the contract's verification) with their exit codes, and the

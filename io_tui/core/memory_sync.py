@@ -3,7 +3,8 @@
 The store stays the authority. ``import_memory`` merges: notes the store lacks are added, notes it
 holds the same are left, notes that differ are conflicts, reported with both values and changed
 only with ``replace=True``; notes only the store has are kept. Log lines are added when the store
-lacks them (a log is only ever appended to). Every file is parsed and checked, and the caps
+lacks them (a run's end replaces only the entry that run wrote earlier the same day, so lines of
+an entry exported during a pause come back as lines the store lacks). Every file is parsed and checked, and the caps
 checked, before anything is written, so a malformed file changes nothing. ``export_memory``
 refuses to overwrite a file holding what the store lacks (import it first, or ``force``).
 """

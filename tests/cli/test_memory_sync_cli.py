@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_process import io_tui
@@ -428,3 +430,34 @@ def test_an_export_refuses_a_blank_note_written_before_the_rule(cli: Cli) -> Non
     code, _, err = cli("export")
     assert code == 1 and "'k1' have no value" in err
     assert not (cli.ws / "MEMORY.md").exists()
+
+
+def test_a_run_paused_twice_then_finished_logs_one_entry(
+    tmp_path: Path, workspace: Path, write_script: Any
+) -> None:
+    """Each end of a run logs its entry, a pause included; a run deferred twice then approved
+    used to log `goal` three times (and its outcome at each pause): a resumed run's end replaces
+    the entry its pause wrote that day, so the log reads one entry with the final outcome."""
+    write = {"name": "write_file", "arguments": {"path": "n.py", "content": "print(1)\n"}}
+    script = write_script([{"text": "writing", "tool_calls": [write]}, {"text": "done"}])
+    store = ("--store", str(tmp_path / "store.db"))
+    run = io_tui(
+        "run", "make n", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "defer", *store,
+    )  # fmt: skip
+    assert run.returncode == 3, run.stderr  # paused: awaiting approval
+    again = io_tui("resume", "1", "--approve", "defer", *store)
+    assert again.returncode == 3, again.stderr
+    done = io_tui("resume", "1", "--approve", "all", *store)
+    assert done.returncode == 0, done.stderr
+    logged = io_tui("memory", "log", "--json", "--workspace", str(workspace), *store)
+    assert logged.returncode == 0, logged.stderr
+    lines = [(x["run_id"], x["field"], x["text"]) for x in json.loads(logged.stdout)]
+    assert [field for _, field, _ in lines] == ["goal", "outcome", "files", "decision"], lines
+    assert lines[0] == (1, "goal", "make n")
+    assert lines[1][2].startswith("finished after 2 steps")
+    assert lines[2:] == [(1, "files", "n.py"), (1, "decision", "approve approval 1: write n.py")]
+    exported = io_tui("memory", "export", "--workspace", str(workspace), *store)
+    assert exported.returncode == 0, exported.stderr
+    (day,) = (workspace / ".io-tui/memory").glob("*.md")
+    assert day.read_text().count("## run 1 ·") == 1

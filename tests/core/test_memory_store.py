@@ -467,3 +467,32 @@ async def test_an_evicted_note_that_superseded_another_revives_it(store: Store) 
     assert [n.key for n in result.revived] == ["pinned-old"]
     note = await repo.get("pinned-old", "workspace", WS)
     assert note is not None and note.superseded_by is None
+
+
+async def test_a_runs_later_entry_replaces_the_one_it_logged_earlier_that_day(
+    store: Store,
+) -> None:
+    """A run logs its entry at each end, a pause included: the later entry replaces the earlier
+    one of the same day (another run's lines, and another day's, stay); a line promoted to a note
+    keeps its promotion, on the new entry's same line or, when the entry no longer says it, as it
+    was."""
+    repo = store.memory
+    day = 1_760_000_000.0  # 2025-10-09
+    await repo.log_run(
+        WS, [("goal", "fix it"), ("outcome", "awaiting_approval after 1 step")], run_id=4, at=day
+    )
+    await repo.log_run(WS, [("goal", "other")], run_id=5, at=day + 1)
+    (goal, paused) = [x for x in await repo.log(WS) if x.run_id == 4]
+    await repo.promote(goal.id, "the-goal", "workspace", WS)
+    await repo.promote(paused.id, "paused", "workspace", WS)
+    final = [("goal", "fix it"), ("outcome", "finished after 3 steps"), ("files", "a.py")]
+    await repo.log_run(WS, final, run_id=4, at=day + 60)
+    await repo.log_run(WS, [("goal", "fix it")], run_id=4, at=day + 86_400)  # the next day
+    assert [(x.day, x.run_id, x.field, x.text, x.promoted) for x in await repo.log(WS)] == [
+        ("2025-10-09", 4, "outcome", "awaiting_approval after 1 step", "paused"),
+        ("2025-10-09", 5, "goal", "other", None),
+        ("2025-10-09", 4, "goal", "fix it", "the-goal"),
+        ("2025-10-09", 4, "outcome", "finished after 3 steps", None),
+        ("2025-10-09", 4, "files", "a.py", None),
+        ("2025-10-10", 4, "goal", "fix it", None),
+    ]

@@ -605,23 +605,48 @@ class MemoryRepo:
         at = time.time() if at is None else at
         day = log_day(at)
         ws = str(workspace)
-        added: builtins.list[LogLine] = []
         async with self.db.transaction() as conn:
-            for field_name, text in lines:
-                cursor = await conn.execute(
-                    "INSERT INTO memory_log (workspace, day, run_id, field, text, at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        ws,
-                        day,
-                        run_id,
-                        check_choice(field_name, LOG_FIELDS, "a log field"),
-                        text,
-                        at,
-                    ),
+            return [
+                await _insert_log(conn, LogLine(0, ws, day, run_id, field_name, text, at))
+                for field_name, text in lines
+            ]
+
+    async def log_run(
+        self,
+        workspace: str | Path,
+        lines: Sequence[tuple[str, str]],
+        *,
+        run_id: int,
+        at: float | None = None,
+    ) -> builtins.list[LogLine]:
+        """Write run ``run_id``'s entry in ``workspace``'s log for the day of ``at`` (UTC): it
+        replaces the entry the run wrote there earlier that day, so a run that paused (and logged
+        its entry) and resumed reads as one entry with its latest outcome, not one per segment.
+        A line promoted to a note keeps its promotion: the new entry's same line takes it, or,
+        when the entry no longer says it, the line stays as it was (the note names it)."""
+        at = time.time() if at is None else at
+        day = log_day(at)
+        ws = str(workspace)
+        async with self.db.transaction() as conn:
+            rows = await _fetch(
+                conn,
+                "SELECT * FROM memory_log WHERE workspace = ? AND day = ? AND run_id = ?"
+                " ORDER BY id",
+                (ws, day, run_id),
+            )
+            earlier = [row_as(LogLine, r) for r in rows]
+            said = set(lines)
+            promoted = {(x.field, x.text): x.promoted for x in earlier if x.promoted}
+            for line in earlier:
+                if line.promoted is None or (line.field, line.text) in said:
+                    await conn.execute("DELETE FROM memory_log WHERE id = ?", (line.id,))
+            return [
+                await _insert_log(
+                    conn,
+                    LogLine(0, ws, day, run_id, name, text, at, promoted.get((name, text))),
                 )
-                added.append(LogLine(cursor.lastrowid or 0, ws, day, run_id, field_name, text, at))
-        return added
+                for name, text in lines
+            ]
 
     async def log(self, workspace: str | Path, day: str | None = None) -> builtins.list[LogLine]:
         """A workspace's log lines, oldest first: one day's, or every day's."""
@@ -705,6 +730,24 @@ async def _elsewhere(
         (other, where, key),
     )
     return [other] if found else []
+
+
+async def _insert_log(conn: aiosqlite.Connection, line: LogLine) -> LogLine:
+    """Insert one log line (its ``id`` ignored); returns it with the id it got."""
+    cursor = await conn.execute(
+        "INSERT INTO memory_log (workspace, day, run_id, field, text, at, promoted)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            line.workspace,
+            line.day,
+            line.run_id,
+            check_choice(line.field, LOG_FIELDS, "a log field"),
+            line.text,
+            line.at,
+            line.promoted,
+        ),
+    )
+    return replace(line, id=cursor.lastrowid or 0)
 
 
 async def _revive(
