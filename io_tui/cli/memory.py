@@ -343,7 +343,7 @@ async def _provenance(
         print_json(note.to_json())
         return EXIT_OK
     if action == "verify":
-        said = f"is now a {note.label}"
+        said = f"is now {note.a_label}"
     elif action == "expire":
         said = f"expires {_when(note.expires_at)}" if note.expires_at else "never expires"
         if not note.active(time.time()):

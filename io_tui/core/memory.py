@@ -84,6 +84,12 @@ class MemoryNote:
         inference`` (an inference the operator verified is a ``verified inference``)."""
         return provenance_label(self.kind, self.status)
 
+    @property
+    def a_label(self) -> str:
+        """``label`` with its article: ``a verified fact``, ``an unverified fact``."""
+        label = self.label
+        return f"{'an' if label[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {label}"
+
     def active(self, now: float) -> bool:
         """Recalled into a prompt: neither superseded nor expired at ``now``."""
         return self.superseded_by is None and (self.expires_at is None or self.expires_at > now)

@@ -76,6 +76,9 @@ def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
     )
     code, out, _ = cli("verify", "tone")
     assert code == 0 and "is now a confirmed preference" in out
+    code, out, _ = cli("verify", "tone", "--undo")
+    assert code == 0 and "is now an unconfirmed preference" in out  # not "a unconfirmed"
+    cli("verify", "tone")
     cli("set", "old-cmd", "make check")
     cli("set", "test-cmd", "pytest -q")
     code, out, _ = cli("supersede", "old-cmd", "test-cmd")

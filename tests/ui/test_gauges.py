@@ -105,3 +105,15 @@ async def test_narrow_gauges_take_their_short_form_and_never_run_off() -> None:
 
 def gauge_overflows(lines: list[str], width: int) -> bool:
     return any(len(line.rstrip()) > width for line in lines)
+
+
+async def test_figures_that_do_not_fit_are_cut_with_a_mark() -> None:
+    """Without a short form that fits, the figures end in "…", never mid-word without a sign
+    (the budgets pane at 80×24 said "no cache figures from" and "no count from the")."""
+    app = Gauges()
+    async with app.run_test(size=(40, 6)) as pilot:
+        gauge = app.query_one(Gauge)
+        gauge.update(None, None, figures="no count from the provider yet", alarm=False)
+        await pilot.pause()
+        line = gauge.render_lines(gauge.region.reset_offset)[0].text.rstrip()
+        assert line.endswith("…") and "no count" in line and len(line) <= 40

@@ -462,7 +462,7 @@ def _summary(
     return Text.assemble(
         (f"run {run_id} · step {request['step']} · attempt {request.get('attempt', 1)}", "bold"),
         f" · rung {request.get('rung') or '—'}",
-        f"\n{est - frame:,} / {ceiling:,} tok of its window, + {frame:,} always sent (system,"
+        f"\n{est - frame:,} / {ceiling:,} tok of its ceiling, + {frame:,} always sent (system,"
         f" tools, instructions) = {est:,} estimated · {provider_count}",
         *(f"\n{line}" for line in limits_notes(request)),
         *_answer_notes(request),

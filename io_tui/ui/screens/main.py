@@ -388,7 +388,7 @@ class MainScreen(Screen[None]):
             f"step {step}" if step else "",
             figures=None
             if inside is None or not ceiling
-            else f"{inside:,} / {ceiling:,} tok of its window",
+            else f"{inside:,} / {ceiling:,} tok of its ceiling",
             short=None if inside is None or not ceiling else f"{inside:,} / {ceiling:,} tok",
         )
         self._refresh_counted(est, reported)
@@ -413,7 +413,7 @@ class MainScreen(Screen[None]):
                 if rate is None or usage is None
                 else f"{rate:.0%} of {usage['prompt_tokens']:,} prompt tok read from cache"
             ),
-            short=None if rate is None else f"{rate:.0%} read from cache",
+            short="none reported" if rate is None else f"{rate:.0%} read from cache",
             ratio=rate,
             alarm=False,
         )
@@ -434,7 +434,9 @@ class MainScreen(Screen[None]):
         """What the provider counted for the request, beside what io-tui estimated."""
         gauge = self.query_one("#gauge-drift", Gauge)
         if reported is None or est is None:
-            gauge.update(None, None, figures="no count from the provider yet", alarm=False)
+            gauge.update(
+                None, None, figures="no count from the provider yet", short="none yet", alarm=False
+            )
             return
         gauge.update(
             reported,

@@ -776,7 +776,7 @@ class MemoryEditorScreen(Screen[None]):
         done = await self.store.memory.verify(
             note.key, note.scope, self._where(note), verified=verified
         )
-        return f"'{note.key}' is now a {done.label}" if done else f"'{note.key}' is gone"
+        return f"'{note.key}' is now {done.a_label}" if done else f"'{note.key}' is gone"
 
     def action_expire(self) -> None:
         note = self.selected()

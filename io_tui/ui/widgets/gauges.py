@@ -96,6 +96,7 @@ class Gauge(Widget):
             len(figures) > room or (len(figures + note) > room >= len(short + note))
         ):
             figures = short  # the short form, if the long one (or the note beside it) is cut
+        figures = _cut(figures, room)  # never cut mid-word without a mark
         left = room - len(figures)
         note = note if len(note) <= left else _cut(note, left) if left >= NOTE_CUT else ""
         ratio = self.ratio
