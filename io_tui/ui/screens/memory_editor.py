@@ -467,7 +467,7 @@ class MemoryEditorScreen(Screen[None]):
         for label, priority, shrink_to in LOG_COLUMNS:
             self.log_table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         recalls = self.query_one("#memory-recalls", DataTable)
-        for label in ("request", "run", "step", "at"):
+        for label in ("run", "step", "at"):  # `io-tui trace RUN --context STEP` shows it
             recalls.add_column(label, key=label)
         self._show_where()
         self.load()
@@ -603,7 +603,6 @@ class MemoryEditorScreen(Screen[None]):
         table.clear()
         for recall in message.recalls:
             table.add_row(
-                f"#{recall.request_id}" if recall.request_id else "",
                 str(recall.run_id),
                 str(recall.step),
                 format_time(recall.at),
