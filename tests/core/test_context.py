@@ -276,6 +276,25 @@ async def test_a_stale_result_recorded_capped_that_re_reads_the_same_stays_cappe
     assert "whole" not in e.reason
 
 
+async def test_a_capped_reason_names_the_cap_that_cut_it() -> None:
+    """A result cut where it entered, under a smaller cap than this request's, is not "cut to
+    the entry cap (N chars)" with fewer than N kept: the reason says it was cut where it
+    entered; one this request's cap cuts names that cap."""
+    full = "o" * 8_809
+    recorded = bound_text(full, 1_000, "read a narrower range")
+    cut = dataclasses.replace(obs(1, ObsKind.READ, "src/app.py", recorded), full_chars=len(full))
+    assembly = await ContextEngine(frame()).build([step(1, cut)], ceiling_tokens=40_000)
+    e = entry(assembly, "c1_1")
+    assert e.state is EntryState.CAPPED
+    assert e.reason == "cut where it entered the run, to the entry cap then: 800 of 8,809 kept"
+    whole = obs(1, ObsKind.READ, "src/app.py", full)
+    assembly = await ContextEngine(frame()).build([step(1, whole)], ceiling_tokens=4_000)
+    e = entry(assembly, "c1_1")
+    assert e.state is EntryState.CAPPED and e.reason.startswith(
+        "cut to the entry cap (2,000 chars)"
+    )
+
+
 async def test_a_read_that_repeats_a_pending_re_read_is_the_same_result_until_the_rewrite() -> None:
     """Step 1's read went stale (step 2 wrote the file) and is re-read; step 3 reads it again:
     step 1's stays, pending, re-read whole, and step 3's is "the same result" as it, not the

@@ -64,7 +64,12 @@ class Resolver:
                 content = cut(obs, self.cap)
             if is_capped(obs, self.cap):
                 kept, total = capped_chars(obs, self.cap)
-                reason = f"cut to the entry cap ({self.cap:,} chars): {kept:,} of {total:,} kept"
+                where = (  # this request's cap, or the one it was recorded under (smaller)
+                    f"cut to the entry cap ({self.cap:,} chars)"
+                    if len(obs.text) > self.cap
+                    else "cut where it entered the run, to the entry cap then"
+                )
+                reason = f"{where}: {kept:,} of {total:,} kept"
             else:
                 reason = "carried whole"
             carried = e.carried = (self.cap, content, reason, estimate_tokens(content))
