@@ -80,6 +80,7 @@ PUBLIC = [  # sorted
     "ServerSource",
     "StepSummary",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoreLocation",
     "TaskContract",

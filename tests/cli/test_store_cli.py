@@ -16,6 +16,7 @@ from pathlib import Path
 
 import cli_process
 import pytest
+from damaged_store import MALFORMED, damage_table
 
 from io_tui.core.store.db import APPLICATION_ID
 from io_tui.core.store.schema import SCHEMA_VERSION
@@ -189,6 +190,63 @@ def test_a_store_left_open_is_checked_and_a_damaged_one_refused_untouched(tmp_pa
     before = (sha(path), sha(wal))
     refused(io_tui("memory", "set", "k2", "v", "--global", "--store", str(path)), "is damaged")
     assert (sha(path), sha(wal)) == before
+
+
+@pytest.fixture(scope="module")
+def healthy_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store as a user makes it: one finished run and a note, written by the CLI and closed
+    (no WAL left: its open is not ``quick_check``ed), built once for the tests that damage it."""
+    root = tmp_path_factory.mktemp("healthy")
+    env = {"IO_TUI_CONFIG_DIR": str(root / "config"), "IO_TUI_UI_STATE": str(root / "ui.json")}
+    (root / "ws").mkdir()
+    script = root / "script.json"
+    script.write_text(json.dumps({"model": "scripted", "turns": [{"text": "done"}]}))
+    path = root / "store.db"
+    store = ("--store", str(path))
+    run = ("run", "hi", "-w", str(root / "ws"), "--provider", f"scripted:{script}")
+    made = io_tui(*run, *store, **env)
+    assert made.returncode == 0, made.stderr
+    assert io_tui("memory", "set", "style", "tabs", "--global", *store, **env).returncode == 0
+    assert sorted(p.name for p in root.iterdir() if p.name.startswith("store.db")) == ["store.db"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA page_count").fetchone()[0] >= 10
+    return path
+
+
+def damage(healthy: Path, path: Path, table: str) -> str:
+    """A copy of ``healthy`` at ``path`` with ``table``'s root page damaged; its sha256."""
+    shutil.copy(healthy, path)
+    return damage_table(path, table)
+
+
+def refused_as_damaged(result: subprocess.CompletedProcess[str], path: Path) -> None:
+    refused(result, f"store {path} is damaged ({MALFORMED})")
+    assert ".recover" in result.stderr and "backup" in result.stderr
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name)) == [
+        path.name
+    ]  # no -wal, no -shm left beside it
+
+
+DAMAGED_QUERIES = {  # a command, and the table it reads (or writes)
+    "trace": (("trace", "1"), "events"),
+    "approvals": (("approvals", "--history"), "approvals"),
+    "rules": (("rules", "list"), "rules"),
+    "memory list": (("memory", "list", "--global"), "memory"),
+    "memory set": (("memory", "set", "k", "v", "--global"), "memory"),
+    "memory log": (("memory", "log", "--workspace", "{ws}"), "memory_log"),  # the run's line
+}
+
+
+@pytest.mark.parametrize(("command", "table"), DAMAGED_QUERIES.values(), ids=DAMAGED_QUERIES.keys())
+def test_a_store_damaged_after_its_open_is_one_line_and_left_untouched(
+    tmp_path, healthy_store, command, table
+):
+    """The open's checks pass (header, identity, schema); the damage is met by a query later."""
+    path = tmp_path / "store.db"
+    before = damage(healthy_store, path, table)
+    command = tuple(word.format(ws=healthy_store.parent / "ws") for word in command)
+    refused_as_damaged(io_tui(*command, "--store", str(path)), path)
+    assert sha(path) == before
 
 
 SHIPPED = sorted(int(p.stem[1:]) for p in FIXTURES.glob("v*.db"))

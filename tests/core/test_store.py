@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
 import pytest
+from damaged_store import MALFORMED, damage_table, sha256
 
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import StepCommit, Store, StoreError, store_location
+from io_tui.core.store import StepCommit, Store, StoreDamaged, StoreError, store_location
 from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, PgDatabase, _password
 from io_tui.core.store.schema import SCHEMA_VERSION
 
@@ -70,6 +72,53 @@ async def test_a_file_that_is_not_a_database_is_reported(tmp_path):
     bad.write_text("hello" * 1000)
     with pytest.raises(StoreError, match="not an io-tui store"):
         await Store.open(bad)
+
+
+async def _damaged_events(path: Path) -> str:
+    """A store with a run, a note and an event, its events' root page damaged; its sha256."""
+    async with await Store.open(path) as store:
+        run_id = await new_run(store)
+        await store.runs.add_events([RunEvent(run_id, 0, EventKind.RUN_STARTED, {})])
+        await store.memory.set("k", "v", "global", None)
+    return damage_table(path, "events")
+
+
+async def test_damage_met_by_a_query_is_one_line_and_nothing_is_written_after(sqlite_path):
+    """The open's checks pass; the query that reads the damaged page raises ``StoreDamaged``
+    (a ``StoreError``: one line wherever it lands), and from then on every call does, writes
+    to healthy tables included, so the file keeps its bytes."""
+    before = await _damaged_events(sqlite_path)
+    store = await Store.open(sqlite_path)
+    try:
+        with pytest.raises(StoreDamaged) as found:
+            await store.db.fetchall("SELECT * FROM events")
+        message = str(found.value)
+        assert message.startswith(f"store {sqlite_path} is damaged ({MALFORMED}); ")
+        assert f"sqlite3 {sqlite_path} .recover" in message and "\n" not in message
+        assert isinstance(found.value, StoreError) and found.value.__cause__ is None
+        with pytest.raises(StoreDamaged, match="is damaged"):
+            await store.memory.set("k2", "v2", "global", None)  # the memory table is healthy
+        with pytest.raises(StoreDamaged, match="is damaged"):
+            async with store.db.transaction() as conn:
+                await conn.execute("DELETE FROM memory")
+    finally:
+        await store.close()
+    assert sha256(sqlite_path) == before
+
+
+async def test_a_statement_inside_a_transaction_that_meets_damage_rolls_it_back(sqlite_path):
+    before = await _damaged_events(sqlite_path)
+    store = await Store.open(sqlite_path)
+    try:
+        with pytest.raises(StoreDamaged, match="is damaged"):
+            async with store.db.transaction() as conn:
+                await conn.execute("DELETE FROM memory")
+                await conn.execute("DELETE FROM events")
+    finally:
+        await store.close()
+    assert sha256(sqlite_path) == before
+    with closing(sqlite3.connect(sqlite_path)) as conn:
+        assert conn.execute("SELECT key FROM memory").fetchall() == [("k",)]
 
 
 async def test_calls_made_while_the_store_opens_wait_for_it(store_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
-from io_tui.core.store.db import Database, SqliteDatabase, StoreError
+from io_tui.core.store.db import Database, SqliteDatabase, StoreDamaged, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
@@ -44,6 +44,7 @@ __all__ = [
     "StepRow",
     "StepSummary",
     "Store",
+    "StoreDamaged",
     "StoreError",
     "StoreLocation",
     "StoreUrl",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import sqlite3
 import time
 from abc import ABC, abstractmethod
@@ -43,7 +44,8 @@ FIRST_TABLES = frozenset(
 )
 _LOCKED = "database is locked"
 _FOREIGN = "is not an io-tui store (a SQLite file of something else); io-tui leaves it untouched"
-_DAMAGED = "io-tui will not write to it: move it aside or restore a backup"
+# SQLite's primary result codes for a damaged file (extended codes keep them in the low byte)
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 
@@ -82,6 +84,22 @@ class Connection(Protocol):
 
 class StoreError(Exception):
     """The store cannot be opened or used; the message says which file and why."""
+
+
+class StoreDamaged(StoreError):
+    """The store's file is damaged (SQLite: corrupt, or no longer a database), found at its open
+    or by any query later. Nothing is written to it after: the connection that met the damage
+    raises this again for every call."""
+
+    @classmethod
+    def of(cls, path: Path, problem: str) -> StoreDamaged:
+        """The one line that names the file, what SQLite found, and what to do."""
+        problem = " ".join(problem.split())  # quick_check's findings span lines
+        where = shlex.quote(str(path))
+        return cls(
+            f"store {path} is damaged ({problem}); io-tui will not write to it: restore a backup,"
+            f" or recover what is readable with sqlite3 {where} .recover | sqlite3 NEW.db"
+        )
 
 
 class Database(ABC):
@@ -168,15 +186,34 @@ class SqliteDatabase(Database):
         super().__init__(create=create)
         self.path: Path = path
         self._conn: aiosqlite.Connection | None = None
+        self._damaged: str | None = None  # what a query found: every later call raises it
 
     @property
     def is_open(self) -> bool:
         return self._conn is not None
 
     async def _connection(self) -> aiosqlite.Connection:
-        """The open connection, once ``open_soon`` has opened it."""
+        """The open connection, once ``open_soon`` has opened it; none once it met damage."""
         await self._wait_open()
+        if self._damaged is not None:
+            raise StoreDamaged(self._damaged)
         return self.conn
+
+    @contextmanager
+    def _as_store_error(self) -> Iterator[None]:
+        """SQLite's errors the user can act on as a ``StoreError`` (one line, no traceback): a
+        lock that outlasted the busy timeout, and a damaged file (``StoreDamaged``), which
+        also closes this store to every later call, so nothing more is written to the file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            if _is_damage(exc):
+                damaged = StoreDamaged.of(self.path, str(exc))
+                self._damaged = str(damaged)
+                raise damaged from None
+            if isinstance(exc, sqlite3.OperationalError) and _LOCKED in str(exc):
+                raise StoreError(f"store {self.path}: {_describe(exc)}") from None
+            raise
 
     async def open(self) -> None:
         """Check the file is an io-tui store (or absent, or empty), connect, set the connection
@@ -202,6 +239,8 @@ class SqliteDatabase(Database):
         except BaseException as exc:
             if conn is not None:
                 await conn.close()
+            if _is_damage(exc) and not _is_garbage(exc):
+                raise StoreDamaged.of(path, str(exc)) from None
             if isinstance(exc, sqlite3.Error | OSError):
                 raise StoreError(f"cannot open store {path}: {_describe(exc)}") from None
             raise
@@ -225,7 +264,7 @@ class SqliteDatabase(Database):
         """``fn(connection)`` on aiosqlite's thread: one hand-off for all of it (each
         ``aiosqlite`` await is one)."""
         conn = await self._connection()
-        with _as_store_error(self.path):
+        with self._as_store_error():
             return await _on_thread(conn, fn)
 
     @staticmethod
@@ -236,14 +275,21 @@ class SqliteDatabase(Database):
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             conn = await self._connection()
-            with _as_store_error(self.path):
+            with self._as_store_error():
                 await conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                await conn.execute("ROLLBACK")
-                raise
-            await conn.execute("COMMIT")
+                try:
+                    yield conn
+                except BaseException:
+                    await _rollback(conn)
+                    raise
+                await conn.execute("COMMIT")
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """Roll back the transaction in progress, if SQLite has not already (it may have after an
+    error): the error that ended it is the one to raise, not "no transaction is active"."""
+    if conn.in_transaction:
+        await conn.execute("ROLLBACK")
 
 
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -355,7 +401,7 @@ def _quick_check(path: Path, conn: sqlite3.Connection) -> None:
     except sqlite3.DatabaseError as exc:
         problems = [str(exc)]
     if problems != ["ok"]:
-        raise StoreError(f"store {path} is damaged ({problems[0]}); {_DAMAGED}")
+        raise StoreDamaged.of(path, problems[0])
 
 
 def _may_be_ours(path: Path) -> bool:
@@ -393,16 +439,18 @@ def busy_timeout_ms() -> int:
     return int(given) if given.isdigit() else BUSY_TIMEOUT_MS
 
 
-@contextmanager
-def _as_store_error(path: Path) -> Iterator[None]:
-    """A lock that outlasted the busy timeout becomes a ``StoreError`` (one line for the user),
-    not an ``OperationalError`` traceback."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if _LOCKED not in str(exc):
-            raise
-        raise StoreError(f"store {path}: {_describe(exc)}") from None
+def _is_damage(exc: BaseException) -> bool:
+    """SQLite says the file is damaged: ``SQLITE_CORRUPT`` ("database disk image is
+    malformed") or ``SQLITE_NOTADB`` ("file is not a database") from any statement."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGE_CODES
+    )
+
+
+def _is_garbage(exc: BaseException) -> bool:
+    """At open, "file is not a database": not SQLite at all, said as a foreign file is."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB
 
 
 def in_transaction(
@@ -412,7 +460,8 @@ def in_transaction(
     try:
         result = fn(conn)
     except BaseException:
-        conn.execute("ROLLBACK")
+        if getattr(conn, "in_transaction", True):  # SQLite may have rolled it back already
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     return result
@@ -437,8 +486,6 @@ def _describe(exc: BaseException) -> str:
     if _LOCKED in text:
         waited = busy_timeout_ms() / 1000
         return f"the database is locked by another process (waited {waited:g} s); try again"
-    if "malformed" in text:
-        return f"the file is damaged ({text}); {_DAMAGED}"
     if "unable to open" in text:
         return "the path cannot be opened (missing directory or no permission)"
     return text
