@@ -40,7 +40,7 @@ async def acp_command(args: argparse.Namespace) -> int:
     await provider_from(settings).aclose()
     policy_from(settings)
     mcp_servers(settings, args.mcp_config)
-    store = await open_store(args, create=True)
+    store = await open_store(args, create=True, check=True)
     try:
         return await serve(store, settings, lambda cwd: mcp_servers(settings, args.mcp_config, cwd))
     finally:

@@ -112,7 +112,7 @@ async def decide_command(args: argparse.Namespace) -> int:
         else Decision.deny(args.reason or "denied from the command line", decided_by=by)
     )
     current = mcp_servers(settings_from(args), args.mcp_config)
-    store = await open_store(args)
+    store = await open_store(args, check=True)
     try:
         # the MCP tools the paused run may call again: the servers it started with (none when
         # the request is not pending: nothing resumes)

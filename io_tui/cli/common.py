@@ -50,13 +50,15 @@ def _configured_store() -> str | None:
         raise UsageError(str(exc)) from None
 
 
-async def open_store(args: Namespace, *, create: bool = False) -> Store:
+async def open_store(args: Namespace, *, create: bool = False, check: bool = False) -> Store:
     """The store of ``args``; only commands that write a run or a note ``create`` a missing one:
-    the others say "no store at PATH" instead of leaving an empty file behind."""
+    the others say "no store at PATH" instead of leaving an empty file behind. The commands that
+    drive runs ``check`` the whole file first: a damaged store is refused before any model is
+    asked or anything is written (a damaged page met later is one line too, ``StoreDamaged``)."""
     from io_tui.core import Store, StoreError
 
     try:
-        return await Store.open(store_path(args), create=create)
+        return await Store.open(store_path(args), create=create, check=check)
     except StoreError as exc:
         raise UsageError(str(exc)) from None
 

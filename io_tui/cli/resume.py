@@ -71,7 +71,7 @@ async def resume_command(args: argparse.Namespace) -> int:
         return await requeue(args)
     settings = settings_from(args)
     current = mcp_servers(settings, args.mcp_config)
-    store = await open_store(args)
+    store = await open_store(args, check=True)
     try:
         servers = await servers_for_run(store, args.run, current)
         async with opened_hub(servers) as hub:

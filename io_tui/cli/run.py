@@ -234,7 +234,7 @@ async def execute(
     origin: RunOrigin | None = None,
 ) -> int:
     sink: EventSink = JsonLinesSink() if args.json else HumanSink()
-    store = await open_store(args, create=True)
+    store = await open_store(args, create=True, check=True)
     registry = tool_registry(hub)
     try:
         harness = Harness(

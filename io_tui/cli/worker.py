@@ -188,7 +188,7 @@ async def worker_command(args: argparse.Namespace) -> int:
     )
     # a long-running service waits longer for a busy store than a command does (30 s, not 5)
     os.environ.setdefault("IO_TUI_BUSY_TIMEOUT_MS", str(WORKER_BUSY_TIMEOUT_MS))
-    store = await open_store(args, create=True)
+    store = await open_store(args, create=True, check=True)
     worker = QueueWorker(store, options)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -249,6 +249,29 @@ def test_a_store_damaged_after_its_open_is_one_line_and_left_untouched(
     assert sha(path) == before
 
 
+DRIVING = {  # the commands that drive a run: each checks the whole store at its open
+    "run": ("run", "x", "--workspace", "{ws}", "--provider", "scripted:{script}"),
+    "resume": ("resume", "1"),
+    "decide": ("decide", "1", "approve"),
+}
+
+
+@pytest.mark.parametrize("command", DRIVING.values(), ids=DRIVING.keys())
+def test_a_run_on_a_damaged_store_is_refused_before_it_starts(
+    tmp_path, healthy_store, workspace, write_script, command
+):
+    """The damaged page is one the open does not read (the events): the check finds it, so
+    nothing is written, no model is asked, no run is left behind ``interrupted``."""
+    path = tmp_path / "store.db"
+    before = damage(healthy_store, path, "events")
+    script = write_script([{"text": "done"}])
+    command = tuple(word.format(ws=workspace, script=script) for word in command)
+    result = io_tui(*command, "--store", str(path))
+    refused_as_damaged(result, path)
+    assert "started" not in result.stdout
+    assert sha(path) == before
+
+
 SHIPPED = sorted(int(p.stem[1:]) for p in FIXTURES.glob("v*.db"))
 
 

@@ -121,6 +121,15 @@ async def test_a_statement_inside_a_transaction_that_meets_damage_rolls_it_back(
         assert conn.execute("SELECT key FROM memory").fetchall() == [("k",)]
 
 
+async def test_an_open_that_checks_refuses_a_damaged_store_untouched(sqlite_path):
+    before = await _damaged_events(sqlite_path)
+    with pytest.raises(StoreDamaged, match=f"is damaged \\({MALFORMED}\\)"):
+        await Store.open(sqlite_path, check=True)
+    assert sha256(sqlite_path) == before
+    assert [p.name for p in sqlite_path.parent.iterdir()] == ["store.db"]  # no -wal, no -shm
+    await (await Store.open(sqlite_path)).close()  # without the check it opens
+
+
 async def test_calls_made_while_the_store_opens_wait_for_it(store_path):
     """``open_soon`` (the app's start): transactions issued while a new file is migrated wait
     for the migrations instead of starting inside them."""

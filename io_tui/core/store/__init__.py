@@ -69,14 +69,18 @@ def store_location(text: str | Path) -> StoreLocation:
 class Store:
     """Open with ``await Store.open(location)``; close with ``await store.close()``. Without
     ``create`` a missing file (an empty database) is an error (``StoreError``: "no store at
-    PATH"), not a new store."""
+    PATH"), not a new store. ``check``: a SQLite file is ``quick_check``ed whole at its open
+    (``StoreDamaged``), for the commands that start runs; any later query that meets damage
+    raises ``StoreDamaged`` too."""
 
-    def __init__(self, path: StoreLocation | str, *, create: bool = True) -> None:
+    def __init__(
+        self, path: StoreLocation | str, *, create: bool = True, check: bool = False
+    ) -> None:
         self.path = where = store_location(path)
         self.db: Database = (
             PgDatabase(where, create=create)
             if isinstance(where, StoreUrl)
-            else SqliteDatabase(where, create=create)
+            else SqliteDatabase(where, create=create, check=check)
         )
         self.runs = RunRepo(self.db)
         self.trace = TraceRepo(self.db)
@@ -90,11 +94,13 @@ class Store:
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod
-    async def open(cls, path: StoreLocation | str, *, create: bool = True) -> Store:
+    async def open(
+        cls, path: StoreLocation | str, *, create: bool = True, check: bool = False
+    ) -> Store:
         """Open (with ``create``, creating or migrating) the file; runs whose driving process
         died are turned ``interrupted`` here (``LeaseRepo.reap``), so none says ``running``
         forever."""
-        store = cls(path, create=create)
+        store = cls(path, create=create, check=check)
         await store.db.open()
         await store.leases.reap()
         return store
