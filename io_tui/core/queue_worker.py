@@ -58,7 +58,7 @@ from io_tui.core.reconcile import (
 from io_tui.core.run import resume_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
-from io_tui.core.store import Claim, GitSource, Store, StoreError
+from io_tui.core.store import Claim, GitSource, Store, StoreDamaged, StoreError
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER
 from io_tui.core.store.queue import GIT_WORKSPACE
 from io_tui.core.tools.registry import ToolRegistry
@@ -136,6 +136,7 @@ class QueueWorker:
         self._wake = asyncio.Event()
         self.listening = asyncio.Event()  # queue notifications reach it (PostgreSQL)
         self.results: dict[int, RunResult] = {}
+        self.damaged: StoreDamaged | None = None  # the store turned out damaged: the worker stops
 
     def drain(self) -> None:
         if not self.draining.is_set():
@@ -163,11 +164,14 @@ class QueueWorker:
         beat = asyncio.create_task(self._beat())
         listen = asyncio.create_task(self._listen())
         try:
-            while not self.draining.is_set():
+            while not self.draining.is_set() and self.damaged is None:
                 self._wake.clear()  # before the round: a wake-up during it (a drain) holds
                 try:
                     if not await self._round():
                         break
+                except StoreDamaged as exc:
+                    self.damaged = exc
+                    break
                 except StoreError as exc:  # a store busy past its timeout: the next round
                     self.log(f"store: {exc}")
                 with contextlib.suppress(TimeoutError):
@@ -175,12 +179,18 @@ class QueueWorker:
             if self.draining.is_set():  # `io-tui workers` says so however it was asked
                 with contextlib.suppress(StoreError):
                     await self.store.queue.request_drain([OWNER.id])
+            if self.damaged is not None:  # nothing can be written: its runs stop where they are
+                for task in self.tasks.values():
+                    task.cancel()
             if self.tasks:
                 await asyncio.wait(list(self.tasks.values()))
+            if self.damaged is not None:
+                raise self.damaged
         finally:
             beat.cancel()
             listen.cancel()
-            await self.store.queue.stopped()
+            if self.damaged is None:
+                await self.store.queue.stopped()
 
     async def _listen(self) -> None:
         """On PostgreSQL a queue notification (an enqueue, a release, a decision) starts the
@@ -235,6 +245,9 @@ class QueueWorker:
         run_id = claim.entry.run_id
         try:
             await self._drive(claim)
+        except StoreDamaged as exc:  # nothing to give back: the worker stops (``serve``)
+            self.damaged = self.damaged or exc
+            self._wake.set()
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             self.log(f"run {run_id}: given back after {reason}")

@@ -43,7 +43,14 @@ from io_tui.core.reconcile import (
 )
 from io_tui.core.run_state import RunState
 from io_tui.core.sampling import expire_server_asks
-from io_tui.core.store import IntentRow, RequestRecord, RunBusy, RunRow, StoreError
+from io_tui.core.store import (
+    IntentRow,
+    RequestRecord,
+    RunBusy,
+    RunRow,
+    StoreDamaged,
+    StoreError,
+)
 from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.sub_agents import ENDED, WAITING, child_of_call
 from io_tui.core.tools.agent import SpawnAgent
@@ -220,6 +227,8 @@ class Run:
             return await self._end(outcome, error=self.failure)
         except ReconcileNeeded as exc:
             return await self._end(Outcome.INTERRUPTED, error=str(exc))
+        except StoreDamaged:
+            raise  # nothing more is written to a damaged store: the run stays as it was left
         except asyncio.CancelledError as exc:
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
             if HAND_BACK in exc.args:  # a draining worker's: another one takes it over

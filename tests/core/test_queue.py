@@ -516,3 +516,37 @@ async def test_a_busy_store_costs_a_worker_one_round_not_its_runs(
     await asyncio.wait_for(w.serve(), 30)
     assert failures == [1] and w.results[run_id].status == "finished"
     assert any("locked" in line for line in lines)
+
+
+@pytest.mark.parametrize("table", ["queue", "events"], ids=["by a claim", "by a run"])
+async def test_a_worker_whose_store_turns_out_damaged_stops_with_it(
+    tmp_path, workspace, write_script, table
+):
+    """Not a busy store to wait out: ``serve`` raises ``StoreDamaged`` (``io-tui worker``
+    prints it, exit 2) instead of trying round after round, and gives nothing back: the
+    claimed run stays as the damage left it."""
+    from damaged_store import damage_table
+
+    from io_tui.core import StoreDamaged
+
+    path = tmp_path / "queue.db"
+    async with await Store.open(path) as healthy:
+        run_id = await put(healthy, write_turns(write_script), workspace)
+    damage_table(path, table)
+    lines: list[str] = []
+    async with await Store.open(path) as store:  # no check: as if damaged since
+        w = QueueWorker(
+            store,
+            WorkerOptions(scratch=tmp_path / "scratch", poll_s=0.02, until_empty=True),
+            log=lines.append,
+        )
+        with pytest.raises(StoreDamaged, match="is damaged"):
+            await asyncio.wait_for(w.serve(), 30)
+    assert not any("given back" in line or "store:" in line for line in lines), lines
+    if table == "events":
+        import sqlite3
+        from contextlib import closing
+
+        with closing(sqlite3.connect(path)) as conn:
+            held = conn.execute("SELECT held FROM queue WHERE run_id = ?", (run_id,)).fetchone()
+        assert held == (None,)

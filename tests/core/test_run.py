@@ -550,3 +550,31 @@ async def test_a_server_request_orphaned_by_its_process_leaves_the_inbox(
     record = await store.approvals.get(another)
     assert record.status == "decided" and record.decision.kind is DecisionKind.DEFER
     assert await store.approvals.pending() == []
+
+
+async def test_a_run_that_meets_a_damaged_store_stops_and_writes_nothing_more(
+    tmp_path, workspace, write_script
+):
+    """A damaged page met mid-run (the open did not check the file) ends the run with
+    ``StoreDamaged`` as it is: no ``failed`` end, no daily-log line, nothing written after."""
+    import sqlite3
+    from contextlib import closing
+
+    from damaged_store import damage_table
+
+    from io_tui.core.store import StoreDamaged
+
+    path = tmp_path / "store.db"
+    async with await Store.open(path) as store:
+        await store.memory.set("k", "v", "global", None)
+    damage_table(path, "events")
+    script = write_script([{"text": "done"}])
+    store = await Store.open(path)
+    try:
+        with pytest.raises(StoreDamaged, match="is damaged"):
+            await start_run(harness(store, script), TaskContract("fix", workspace))
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT status, outcome FROM runs").fetchall() == [("running", None)]
+        assert conn.execute("SELECT COUNT(*) FROM memory_log").fetchone() == (0,)
