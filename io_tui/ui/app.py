@@ -41,6 +41,7 @@ from io_tui.core import (
     Approver,
     Decision,
     Store,
+    StoreDamaged,
     StoreError,
     StoreLocation,
 )
@@ -71,6 +72,7 @@ from io_tui.ui.messages import (
     StartRun,
     StepsLoaded,
     StoreChanged,
+    StoreDamagedFound,
 )
 from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.screens.main import MainScreen
@@ -191,6 +193,17 @@ class IoApp(App[int]):
                 str(error) if isinstance(error, StoreError) else f"cannot open store: {error!r}"
             )
             self.exit(return_code=2, message=message)
+
+    def _store_damaged(self, message: str) -> None:
+        """The store turned out damaged after its open (a query of this app's, or the harness
+        worker's ``quick_check`` or statement): the app ends as for a store it cannot open,
+        exit 2 and the one line, the first time; nothing more is written to the store."""
+        if self.return_code is None:
+            self.exit(return_code=2, message=message)
+
+    @on(StoreDamagedFound)
+    def _on_store_damaged(self, message: StoreDamagedFound) -> None:
+        self._store_damaged(message.text)
 
     def _choose_theme(self) -> list[tuple[str, str]]:
         """Register the theme files and pick the configured theme before the stylesheet is first
@@ -482,6 +495,9 @@ class IoApp(App[int]):
         """The one place worker failures are reported."""
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
+            if isinstance(error, StoreDamaged):
+                self._store_damaged(str(error))
+                return
             self.notify(
                 f"{type(error).__name__}: {error}",
                 title=f"{event.worker.group} worker failed",

@@ -48,6 +48,7 @@ from io_tui.ui.messages import (
     RunsLost,
     RunStarted,
     RunStopped,
+    StoreDamagedFound,
 )
 
 if TYPE_CHECKING:
@@ -158,6 +159,9 @@ class ProcessHost:
                 timeout=30,
             )
         )
+
+    def store_damaged(self, message: str) -> None:
+        self.app.post_message(StoreDamagedFound(message))
 
     async def _mark_lost(self, run_ids: list[int], code: int) -> None:
         """The runs the dead worker held turn ``interrupted`` in the store (resumable: R), as

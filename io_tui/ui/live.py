@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from io_tui.core import Changed, EventKind, RunEvent, Store, StoreError
+from io_tui.core import Changed, EventKind, RunEvent, Store, StoreDamaged, StoreError
 from io_tui.ui.bridge import EventPump
 from io_tui.ui.run_board import RunBoard
 
@@ -73,6 +73,8 @@ class StoreFollower:
             async for batch in changes:
                 try:
                     await self.apply(batch)
+                except StoreDamaged:
+                    raise  # for good: the app says so (``IoApp.on_worker_state_changed``)
                 except StoreError:  # the server away a moment: its runs go with the next batch
                     continue
 

@@ -69,6 +69,15 @@ class RunsLost(Message):
         self.run_ids = run_ids
 
 
+class StoreDamagedFound(Message):
+    """The store turned out damaged (``StoreDamaged``'s one line), in a harness worker process:
+    the app ends as for a store it cannot open."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class HarnessNotice(Message):
     """Something the operator should read about the harness (a notice, a dead worker)."""
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +236,37 @@ async def test_an_unusable_store_exits_with_a_message(tmp_path: Path) -> None:
     worker = await Worker.start(bad)
     code, stderr = await worker.close()
     assert code == 2 and "io-tui worker:" in stderr
+
+
+async def test_a_damaged_page_met_by_a_run_ends_the_worker_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damage the open's check did not see (it came later) met by a run's statement: no
+    traceback, no ``failed`` per run, nothing more written; the worker stops serving, and its
+    process ends with ``EXIT_STORE_DAMAGED`` and the one line (``__main__``)."""
+    from damaged_store import damage_table
+
+    from io_tui.core.store import StoreDamaged
+    from io_tui.core.worker.server import WorkerServer
+
+    path = tmp_path / "store.db"
+    async with await Store.open(path) as store:
+        await store.memory.set("k", "v", "global", None)
+    damage_table(path, "events")
+    sent: list[bytes] = []
+    orders = asyncio.StreamReader()  # never at EOF: only the damage ends the serving
+    orders.feed_data(encode({"op": "start", "tag": "t1", "request": request(
+        tmp_path, script(tmp_path, [{"text": "done"}])
+    )}))  # fmt: skip
+    async with await Store.open(path) as store:  # no check: as if damaged since
+        server = WorkerServer(store, sent.append)
+        await asyncio.wait_for(server.serve(orders), 60)
+    assert isinstance(server.damaged, StoreDamaged) and "is damaged" in str(server.damaged)
+    kinds = [message["t"] for message in LineBuffer().feed(b"".join(sent))]
+    assert "failed" not in kinds and "ended" not in kinds
+    assert "Traceback" not in capsys.readouterr().err
+    with closing(sqlite3.connect(path)) as conn:  # the run as the damage left it: no end written
+        assert conn.execute("SELECT status FROM runs").fetchall() == [("running",)]
 
 
 async def test_runs_get_the_settings_mcp_servers_and_a_broken_one_is_a_notice(

@@ -9,11 +9,14 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from damaged_store import MALFORMED, damage_table, sha256
+
 from io_tui.config import Settings
 from io_tui.core.approvals import ApprovalRequest, Decision
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.outcome import RunResult
 from io_tui.core.run_request import NewRunRequest
+from io_tui.core.store import Store
 from io_tui.core.worker.client import WorkerClient
 
 WRITE = {
@@ -60,6 +63,9 @@ class Heard:
 
     def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
         self._note("lost", run_ids)
+
+    def store_damaged(self, message: str) -> None:
+        self._note("store_damaged", message)
 
     async def until(self, done: Callable[[], bool], limit: float = 30.0) -> None:
         async with asyncio.timeout(limit):
@@ -121,3 +127,27 @@ async def test_a_worker_that_dies_reports_its_runs_lost(tmp_path: Path) -> None:
         await client.close()
     assert dict(heard.said)["lost"] == [1]
     assert heard.kinds()[-2:] == ["stopped", "lost"] and not client.is_live(1)
+
+
+async def test_a_worker_on_a_damaged_store_ends_with_one_line_the_listener_gets(
+    tmp_path: Path,
+) -> None:
+    """The worker checks the whole store at its open (after the app's first frame): a damaged
+    one ends it before any run, with one line on stderr, which the listener gets as
+    ``store_damaged`` (the app ends with it), not as a lost worker."""
+    path = tmp_path / "store.db"
+    async with await Store.open(path) as store:
+        await store.memory.set("k", "v", "global", None)
+    before = damage_table(path, "events")
+    heard = Heard()
+    client, _ = _client(tmp_path, heard)
+    try:
+        await client.prepare()
+        await heard.until(lambda: "store_damaged" in heard.kinds())
+    finally:
+        await client.close()
+    message = dict(heard.said)["store_damaged"]
+    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
+    assert list(client.stderr_tail) == [message]  # no traceback, nothing else
+    assert heard.kinds() == ["store_damaged"]
+    assert sha256(path) == before

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+from damaged_store import MALFORMED, damage_table, sha256
 from textual.command import CommandPalette
 from textual.containers import Vertical
 from textual.css.stylesheet import Stylesheet
@@ -233,3 +235,53 @@ async def test_a_corrupt_store_ends_the_app_with_its_reason(make_app, tmp_path) 
         await _until(pilot, lambda: app.return_code is not None)
     assert app.return_code == 2
     assert bad.read_bytes() == b"this is not sqlite" * 100
+
+
+async def _store_with_a_run(path: Path, workspace: Path, script: Path) -> None:
+    from io_tui.core import ApproveAll, Harness, Policy, ScriptedProvider, TaskContract, start_run
+
+    async with await Store.open(path) as store:
+        harness = Harness(
+            store=store, provider=ScriptedProvider.from_file(script), approver=ApproveAll(),
+            policy=Policy(),
+        )  # fmt: skip
+        await start_run(harness, TaskContract("fix", workspace))
+
+
+async def test_a_store_damaged_past_its_open_ends_the_app_with_one_line(
+    make_app, tmp_path, workspace, write_script
+) -> None:
+    """The open passes; the app's first read of the runs' steps meets the damaged page: the app
+    ends as for a store it cannot open (exit 2, the one line), no toast, the file unchanged."""
+    path = tmp_path / "store.db"  # the store make_app opens
+    await _store_with_a_run(path, workspace, write_script([{"text": "done"}]))
+    before = damage_table(path, "steps")
+    app = make_app(demo=False)  # its runs inline: only the app's own reads meet the damage
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app.return_code is not None)
+        toasts = [n.message for n in app._notifications]
+        said = [str(r) for r in app._exit_renderables]  # printed (and cleared) as it exits
+    assert app.return_code == 2 and toasts == []
+    [message] = said
+    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
+    assert sha256(path) == before
+
+
+async def test_a_store_the_harness_worker_finds_damaged_ends_the_app_with_one_line(
+    make_app, tmp_path, workspace, write_script
+) -> None:
+    """A page the app never reads (the rules): the harness worker's check at its open finds it,
+    its one line ends the app (exit 2) instead of a "Harness stopped" toast."""
+    path = tmp_path / "store.db"
+    await _store_with_a_run(path, workspace, write_script([{"text": "done"}]))
+    before = damage_table(path, "rules")
+    app = make_app(demo=False, harness="process")
+    async with app.run_test(size=SIZE) as pilot, asyncio.timeout(60):  # a process starts
+        while app.return_code is None:
+            await pilot.pause(0.05)
+        toasts = [n.message for n in app._notifications]
+        said = [str(r) for r in app._exit_renderables]  # printed (and cleared) as it exits
+    assert app.return_code == 2 and toasts == []
+    [message] = said
+    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
+    assert sha256(path) == before

@@ -34,7 +34,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from io_tui.core.store.db import Connection, Database, StoreError
+from io_tui.core.store.db import Connection, Database, StoreDamaged, StoreError
 from io_tui.core.store.trace import EventRow
 
 if TYPE_CHECKING:
@@ -254,6 +254,8 @@ class Follow:
         self._next_sweep = time.monotonic() + self.fallback_s
         try:
             runs = await self.live.moved_since(self._swept)
+        except StoreDamaged:
+            raise  # not a server away a moment: the follower stops with it
         except StoreError:
             return Changed(everything=True)
         if runs:

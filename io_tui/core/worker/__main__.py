@@ -6,7 +6,8 @@ import argparse
 import asyncio
 import sys
 
-from io_tui.core.store import StoreError, store_location
+from io_tui.core.store import StoreDamaged, StoreError, store_location
+from io_tui.core.worker.protocol import EXIT_STORE_DAMAGED
 from io_tui.core.worker.server import main
 
 
@@ -18,6 +19,9 @@ def run() -> int:
     args = parser.parse_args()
     try:
         return asyncio.run(main(args.store))
+    except StoreDamaged as exc:  # its last line: the app ends with it (protocol.py)
+        print(exc, file=sys.stderr)
+        return EXIT_STORE_DAMAGED
     except StoreError as exc:
         print(f"io-tui worker: {exc}", file=sys.stderr)
         return 2

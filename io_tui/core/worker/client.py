@@ -26,7 +26,13 @@ from io_tui.core.providers.base import Provider
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
 from io_tui.core.store import StoreLocation
-from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_from
+from io_tui.core.worker.protocol import (
+    EXIT_STORE_DAMAGED,
+    READ_CHUNK,
+    LineBuffer,
+    encode,
+    event_from,
+)
 
 WORKER_MODULE = "io_tui.core.worker"
 CLOSE_TIMEOUT_S = 10.0
@@ -60,6 +66,10 @@ class WorkerListener(Protocol):
 
     def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
         """The worker exited on its own (not at ``close``), holding ``run_ids``."""
+
+    def store_damaged(self, message: str) -> None:
+        """The worker ended because the store is damaged (``StoreDamaged``: ``message``); the
+        runs it held stopped where they were (``stopped`` said so for each)."""
 
 
 class WorkerClient:
@@ -288,7 +298,10 @@ class WorkerClient:
         self._decisions.clear()
         if self._closing:
             return
-        self.listener.lost(lost, code, "\n".join(self.stderr_tail))
+        if code == EXIT_STORE_DAMAGED and self.stderr_tail:
+            self.listener.store_damaged(self.stderr_tail[-1])
+        else:
+            self.listener.lost(lost, code, "\n".join(self.stderr_tail))
 
 
 __all__ = ["WorkerClient", "WorkerError", "WorkerListener"]

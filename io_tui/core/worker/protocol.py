@@ -26,6 +26,11 @@ Worker → app (``t``):
 
 The worker starts the MCP servers of the ``hello`` settings once and gives their tools to every
 run it drives (new, demo and resumed alike).
+
+The worker exits 0 once its stdin closes; 2 when its store cannot be opened; and
+``EXIT_STORE_DAMAGED`` when its store is damaged (found by the ``quick_check`` of its open, or by
+any statement later: its runs stop where they are, as nothing more can be written), its last
+line on stderr the ``StoreDamaged`` message, with which the app ends (exit 2).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 from io_tui.core.events import EventKind, RunEvent
 
 READ_CHUNK = 1 << 16  # bytes read from the pipe at a time, on either side
+EXIT_STORE_DAMAGED = 4
 
 
 def encode(message: dict[str, Any]) -> bytes:

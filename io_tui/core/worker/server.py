@@ -33,7 +33,7 @@ from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run import start_run
 from io_tui.core.run_request import NewRunRequest
 from io_tui.core.settings import RunSettings
-from io_tui.core.store import Store, StoreLocation
+from io_tui.core.store import Store, StoreDamaged, StoreLocation
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.worker.protocol import READ_CHUNK, LineBuffer, encode, event_message
 
@@ -60,6 +60,8 @@ class WorkerServer:
         # the hubs of runs whose workspace's .mcp.json adds servers: one per set of servers
         self._hubs: dict[str, asyncio.Future[McpHub | None]] = {}
         self._exit = AsyncExitStack()
+        self.damaged: StoreDamaged | None = None  # the store turned out damaged: the worker ends
+        self._stop = asyncio.Event()  # stop reading orders (a damaged store)
 
     # -- output --
 
@@ -76,6 +78,19 @@ class WorkerServer:
     # -- input --
 
     async def serve(self, reader: asyncio.StreamReader) -> None:
+        """Carry out the app's orders until its stdin closes (or the store turns out damaged:
+        then ``damaged`` says so), then shut down."""
+        reading = asyncio.ensure_future(self._read_orders(reader))
+        stopped = asyncio.ensure_future(self._stop.wait())
+        await asyncio.wait([reading, stopped], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if reading.done():
+            reading.result()  # what broke the reading, raised as before
+        else:
+            reading.cancel()
+        await self.shutdown()
+
+    async def _read_orders(self, reader: asyncio.StreamReader) -> None:
         lines = LineBuffer()
         while chunk := await reader.read(READ_CHUNK):
             for message in lines.feed(chunk):
@@ -83,7 +98,6 @@ class WorkerServer:
                     self.handle(message)
                 except (KeyError, TypeError, ValueError) as exc:
                     print(f"io-tui worker: bad command {message!r}: {exc}", file=sys.stderr)
-        await self.shutdown()
 
     def handle(self, message: dict[str, Any]) -> None:
         op = message.get("op")
@@ -229,6 +243,9 @@ class WorkerServer:
                 await work
             except asyncio.CancelledError:
                 self.send({"t": "ended", "tag": tag, "result": None})
+            except StoreDamaged as exc:  # nothing can be written: the worker ends, saying why
+                self.damaged = self.damaged or exc
+                self._stop.set()
             except Exception as exc:  # the task failed; the worker and the other runs go on
                 traceback.print_exc()
                 self.send({"t": "failed", "tag": tag, "error": f"{type(exc).__name__}: {exc}"})
@@ -373,9 +390,14 @@ async def main(store_path: StoreLocation) -> int:
         out.write(data)
         out.flush()
 
-    async with await Store.open(store_path) as store:
+    # the whole file checked first (as `io-tui run` does; after the app's first frame): a
+    # damaged store ends the worker before a run starts, and the app with it (EXIT_STORE_DAMAGED)
+    async with await Store.open(store_path, check=True) as store:
         # The harness's modules and the open store live as long as the worker: frozen, the
         # collector's full passes, which stall every run's events, stop walking them.
         gc.freeze()
-        await WorkerServer(store, write).serve(reader)
+        server = WorkerServer(store, write)
+        await server.serve(reader)
+    if server.damaged is not None:
+        raise server.damaged
     return 0
