@@ -10,11 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from io_tui import __version__
-from io_tui.cli.common import EXIT_FAILED, EXIT_USAGE, UsageError, add_store_option
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_PIPE_CLOSED,
+    EXIT_USAGE,
+    UsageError,
+    add_store_option,
+)
 
 COMMANDS = {  # command → the module that registers it (imported only when needed)
     "run": "io_tui.cli.run",
@@ -93,7 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = open_app
     try:
         outcome = handler(args)  # async handlers, or sync ones that run their own loop (serve)
-        return int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
+        code = int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
+        sys.stdout.flush()  # what is still buffered: a reader gone is met here, not at exit
+        return code
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _reader_gone()
     except UsageError as exc:
         sys.stderr.write(f"io-tui: {exc}\n")
         return EXIT_USAGE
@@ -107,3 +120,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("io-tui: interrupted\n")
         return EXIT_FAILED
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``io-tui trace 1 | head -3``): poll
+    says so of a pipe's write end with no reader left (POLLERR on Linux; POLLHUP elsewhere). A
+    ``BrokenPipeError`` from any other pipe (a child process's) is not this, and is not hidden."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return True
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        gone = select.POLLERR | select.POLLHUP
+        return any(events & gone for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return True  # no stdout to poll: nothing more can be written to it either
+
+
+def _reader_gone() -> int:
+    """The reader of stdout stopped early: end quietly, as a command that SIGPIPE ends does
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe). stdout goes to /dev/null,
+    so that the interpreter's last flush at exit does not fail again. Exit 141 (128 + SIGPIPE),
+    what the shell reports of ``cat FILE | head`` too: under ``set -o pipefail`` a script sees
+    io-tui as any such command; 0 would claim everything was delivered, and 1 is a failed run."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_PIPE_CLOSED

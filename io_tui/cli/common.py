@@ -18,6 +18,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PAUSED = 3
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE: what the shell says of a command SIGPIPE ended
 
 
 STORE_HELP = (

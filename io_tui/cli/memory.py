@@ -170,6 +170,8 @@ async def _handler(args: argparse.Namespace) -> int:
         except ExportRefused as exc:
             sys.stderr.write(f"io-tui: {exc}\n")
             return EXIT_FAILED
+        except BrokenPipeError:
+            raise  # stdout's reader gone, not a file of the export's: ``cli.main`` ends quietly
         except (UsageError, ValueError, OSError) as exc:
             sys.stderr.write(f"io-tui: {exc}\n")
             return EXIT_USAGE
