@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
+    from io_tui.core.cancel import Cancelled, CancelPlan, CancelRefused, cancel_run, plan_cancel
     from io_tui.core.context.labels import ROLES
     from io_tui.core.context.lifecycle import Lifecycle, LifecycleReport, lifecycles
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
@@ -138,6 +139,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("RunOrigin", "configured_servers", "servers_to_resume"), "origin"),
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
+    **dict.fromkeys(
+        ("CancelPlan", "CancelRefused", "Cancelled", "cancel_run", "plan_cancel"), "cancel"
+    ),
     **dict.fromkeys(
         (
             "FixedReconciler",
@@ -276,6 +280,9 @@ __all__ = [
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "CancelPlan",
+    "CancelRefused",
+    "Cancelled",
     "Changed",
     "ContextBudget",
     "DecideError",
@@ -348,6 +355,7 @@ __all__ = [
     "build_run",
     "build_trace",
     "cache_prices_for",
+    "cancel_run",
     "check_key",
     "check_rewrite",
     "check_value",
@@ -376,6 +384,7 @@ __all__ = [
     "merge_draft",
     "operator",
     "parse_when",
+    "plan_cancel",
     "policy_for",
     "prepare_run",
     "preview_matches",

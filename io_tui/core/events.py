@@ -41,6 +41,9 @@ class EventKind(StrEnum):
     # moved, and what its rebuild did (``core/derived.py``)
     INVALIDATED = "invalidated"
     RUN_FINISHED = "run_finished"
+    # the operator cancelled runs no process drove (paused, interrupted): the audit event of
+    # run 0, the operator's (``core/cancel.py``); each run says so in its own ``run_finished``
+    RUN_CANCELLED = "run_cancelled"
 
 
 # shown as they come and never stored: the step's text and the call's result are what last

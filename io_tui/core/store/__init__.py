@@ -2,14 +2,16 @@
 (DESIGN §3.5; both backends keep one contract: ``db.py``, ``pg.py``).
 
 ``runs`` writes what a run does, ``trace`` reads it back, ``approvals`` and ``rules`` hold the
-human's decisions, ``memory`` the notes that outlive a run; ``live`` says what changed as it
-changes (LISTEN/NOTIFY on PostgreSQL, a poll on SQLite)."""
+human's decisions, ``memory`` the notes that outlive a run, ``cancels`` ends the runs no process
+drives that the operator abandons; ``live`` says what changed as it changes (LISTEN/NOTIFY on
+PostgreSQL, a poll on SQLite)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
+from io_tui.core.store.cancel import CancelledRun, CancelRepo, NotCancellable, not_stopped
 from io_tui.core.store.db import Database, SqliteDatabase, StoreDamaged, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
@@ -24,12 +26,14 @@ from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSumma
 
 __all__ = [
     "ApprovalRecord",
+    "CancelledRun",
     "Changed",
     "Claim",
     "EventRow",
     "GitSource",
     "IntentRow",
     "Live",
+    "NotCancellable",
     "ObservationRow",
     "ProgressRow",
     "QueueEntry",
@@ -49,6 +53,7 @@ __all__ = [
     "StoreLocation",
     "StoreUrl",
     "WorkerRow",
+    "not_stopped",
     "store_location",
 ]
 
@@ -91,6 +96,7 @@ class Store:
         self.leases = LeaseRepo(self.db)
         self.queue = QueueRepo(self.db)
         self.progress = ProgressRepo(self.db)
+        self.cancels = CancelRepo(self.db)  # a stopped run the operator abandons
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod

@@ -161,7 +161,7 @@ class RunRepo:
         )
 
         def update(conn: Connection) -> None:
-            _insert_events(events, conn)
+            insert_events(events, conn)
             conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
                 " provider = COALESCE(?, provider), updated_at = ?, finished_at = ?"
@@ -192,7 +192,7 @@ class RunRepo:
             self._written[run_id] = written
 
     async def add_events(self, events: Sequence[RunEvent]) -> None:
-        await self.db.write(partial(_insert_events, events))
+        await self.db.write(partial(insert_events, events))
 
     async def add_request(self, run_id: int, request: RequestRecord) -> None:
         last = self._written.get(run_id)
@@ -380,7 +380,7 @@ def _commit_step(
     )
     for req in commit.requests:
         last = insert_request(run_id, req, now, last, conn)
-    _insert_events(commit.events, conn)
+    insert_events(commit.events, conn)
     conn.execute(
         "UPDATE runs SET steps = MAX(steps, ?), tokens = tokens + ?,"
         " provider = COALESCE(?, provider), updated_at = ? WHERE id = ?",
@@ -409,7 +409,7 @@ def _create(row: tuple[Any, ...], now: float, conn: Connection) -> int:
     return run_id
 
 
-def _insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
+def insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
     """The events (never a live-only one: text deltas, progress), announced with each run's
     newest (``live.py``)."""
     stored = [e for e in events if e.kind not in LIVE_ONLY]
