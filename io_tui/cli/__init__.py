@@ -30,6 +30,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "approvals": "io_tui.cli.approvals",
     "decide": "io_tui.cli.approvals",
     "resume": "io_tui.cli.resume",
+    "cancel": "io_tui.cli.cancel",
     "worker": "io_tui.cli.worker",
     "workers": "io_tui.cli.worker",
     "rules": "io_tui.cli.rules",
