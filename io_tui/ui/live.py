@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from io_tui.ui.hosts import RunHost
 
 KINDS = {kind.value: kind for kind in EventKind}
+OPERATOR_RUN = 0  # the run id of the operator's audit (memory edits, cancels): not a run
 ROWS_EVERY_S = 0.2  # the rows (and the inbox) of changed runs: read again at most this often
 
 
@@ -105,7 +106,7 @@ class StoreFollower:
             runs[run_id] = max(seq, runs.get(run_id, 0))
         for run_id, seq in runs.items():
             cursor = self.cursors.get(run_id, self.baseline)
-            if seq <= cursor:
+            if seq <= cursor or run_id == OPERATOR_RUN:
                 continue
             if self.is_live(run_id):
                 self.cursors[run_id] = seq  # its host shows it

@@ -74,6 +74,26 @@ async def test_another_process_events_are_taken_once_in_order(tmp_path) -> None:
         await store.close()
 
 
+async def test_the_operators_audit_is_not_a_run(tmp_path) -> None:
+    """Events of run 0 (a memory edit, a cancel: the operator's audit) are no run's: the board
+    never gets a run 0 (the palette listed "#0", a run without goal or row)."""
+    store, posted, pump, board, follow = await follower(tmp_path, live=set())
+    try:
+        await store.runs.add_events(
+            [
+                RunEvent(0, 0, EventKind.MEMORY, {"op": "set", "actor": "operator"}, 100.0),
+                RunEvent(0, 0, EventKind.RUN_CANCELLED, {"op": "cancel"}, 101.0),
+            ]
+        )
+        run_id = await run_with(store, EventKind.RUN_STARTED)
+        assert await follow.take_events(Changed(await store.live.moved_since(0))) == 1
+        await drained(pump)
+        assert [e.run_id for e in posted.events] == [run_id]
+        assert board.followed == {run_id}
+    finally:
+        await store.close()
+
+
 async def test_a_run_a_host_here_drives_is_never_shown_from_the_store(tmp_path) -> None:
     hosted: set[int] = set()
     store, posted, pump, _board, follow = await follower(tmp_path, live=hosted)
