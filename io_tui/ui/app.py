@@ -461,6 +461,38 @@ class IoApp(App[int]):
             launch_resume(self.store.path, run_id, choice)
             self.notify(f"resuming run {run_id} ({choice} for calls in flight)")
 
+    @work(group="db", exit_on_error=False)
+    async def action_cancel_run(self, run_id: int) -> None:
+        """Cancel a run no process drives (paused, interrupted) once the operator says yes: it
+        ends ``cancelled`` and its pending requests are denied (core ``cancel_run``), so they
+        leave this inbox and every other cockpit's, which say who decided them."""
+        from io_tui.core import CancelRefused, cancel_run, plan_cancel
+        from io_tui.ui.approver import OPERATOR
+        from io_tui.ui.cancelling import question, said
+        from io_tui.ui.screens.memory_editor import ConfirmScreen
+
+        try:
+            plan = await plan_cancel(self.store, run_id)
+        except CancelRefused as exc:
+            self.notify(str(exc), severity="warning")
+            self.refresh_runs([run_id])
+            return
+        if not await self.push_screen_wait(ConfirmScreen(question(plan))):
+            return
+        try:
+            done = await cancel_run(self.store, run_id, by=OPERATOR)
+        except CancelRefused as exc:  # resumed, or cancelled, while the question was open
+            self.notify(f"nothing cancelled: {exc}", severity="warning")
+            self.refresh_runs([run.id for run in plan.runs])
+            return
+        self.desk.decided_here.update(done.approvals)  # no "decided elsewhere" here
+        self.notify(said(done))
+        for note in done.notes:
+            self.notify(note, severity="warning")
+        self.refresh_runs([run.id for run in done.runs])
+        self.desk.refresh_count()
+        self.desk.reload_inbox()
+
     @on(RunStarted)
     @on(RunStopped)
     def _on_live_changed(self, message: RunStarted | RunStopped) -> None:

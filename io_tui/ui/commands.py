@@ -68,7 +68,8 @@ class ListedCommands(Provider):
 class KeyCommands(ListedCommands):
     """Every binding of the app and of the main screen, by its name, with its key: what a key
     does can be found without knowing the key. Main-screen actions are listed while the main
-    screen can take them (``check_action``: inspect needs a selected run, interrupt a live one).
+    screen can take them (``check_action``: inspect needs a selected run, interrupt a live one,
+    and then named as the footer names them: x cancels a paused or interrupted run).
     """
 
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
@@ -84,6 +85,7 @@ class KeyCommands(ListedCommands):
                 name = binding.action.partition("(")[0]
                 if main.check_action(name, ()) is not True:
                     continue
+                binding = main.shown_binding(binding)  # x: "Cancel" on a paused run
                 out.append(
                     (
                         f"Main: {binding.description}",

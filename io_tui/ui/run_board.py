@@ -77,7 +77,7 @@ class RunBoard:
         as_of: int | None = None,
     ) -> tuple[list[RunView], list[int]]:
         """Fold run rows read from the store: a run this process does not drive (``is_live``)
-        takes the row's status and tokens, unless events for it arrived after the read began
+        takes the row's status and tokens (once ended, its error and end too), unless events for it arrived after the read began
         (``as_of``, the ``batches`` count then): the row is older than what they said (a quick
         run that ended meanwhile would otherwise show the row's ``running`` for good). Returns
         the views to show again, and the runs whose steps must be read (new here, or changed
@@ -96,6 +96,8 @@ class RunBoard:
                 ):
                     stale.append(row.id)
                 run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
+                if run.status in ENDED:  # how it ended, said by whoever ended it
+                    run.error, run.ended_at = row.error, row.finished_at
             run.parent_run_id = row.parent_run_id
             if workers is not None:
                 run.worker = workers.get(row.id, "")

@@ -114,8 +114,10 @@ class RunView:
 
     @property
     def cancelled_by_operator(self) -> bool:
+        """Interrupted live (``OPERATOR_CANCEL``), or cancelled while paused or interrupted
+        ("cancelled by the operator while paused")."""
         return self.status == "cancelled" and (
-            self.error == OPERATOR_CANCEL or self.interrupt_requested
+            (self.error or "").startswith(OPERATOR_CANCEL) or self.interrupt_requested
         )
 
     def elapsed(self) -> float | None:

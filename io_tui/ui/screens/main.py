@@ -13,13 +13,13 @@ the app goes up as messages (``Ready``, ``StartRun``, ``NewRunRequested``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from textual import events, on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.getters import query_one
 from textual.message import Message
@@ -49,6 +49,10 @@ GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
 NARROW = 110  # columns: below, the ledger pane takes the transcript's and gauges' place
 PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
+INTERRUPT_TIP = "Interrupt a live run; cancel a paused/interrupted one"
+# ``x`` on a run no process drives: what the footer and the palette call it then
+CANCEL_LABEL, CANCEL_TIP = "Cancel", "Cancel the selected paused or interrupted run (asks first)"
+STOPPED = frozenset({"paused", "interrupted"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,7 @@ class MainScreen(Screen[None]):
         Binding("i", "inspect", "Inspect", id="main.inspect", tooltip="Context inspector for the selected step"),
         Binding("t", "trace", "Trace", id="main.trace", tooltip="Full, searchable trace of the selected run"),
         Binding("m", "prompt", "Message", id="main.prompt", tooltip="Steer the selected run, or follow up on a finished one"),
-        Binding("x", "interrupt", "Interrupt", id="main.interrupt", tooltip="Cancel the selected live run"),
+        Binding("x", "interrupt", "Interrupt", id="main.interrupt", tooltip=INTERRUPT_TIP),
         Binding("R", "resume", "Resume", id="main.resume", tooltip="Resume the selected interrupted run"),
         Binding("e", "expand", "Expand tools", id="main.expand", tooltip="Expand or collapse every tool block"),
         Binding("l", "ledger", "Ledger", id="main.ledger", show=False, tooltip="Show or hide the selected run's progress ledger"),
@@ -206,7 +210,9 @@ class MainScreen(Screen[None]):
             self.transcript.follow(run)
             if run.status != self._bound_status:
                 self._bound_status = run.status
-                self.refresh_bindings()  # R resumes an interrupted run only
+                self.refresh_bindings()  # R resumes an interrupted run only; x cancels one
+                if not run.live and run.id == self._loaded_run:
+                    self._schedule_tail(now=True)  # how it ended: its last step's notes
 
     def upsert_step(self, run: RunView, step: StepView) -> None:
         self.run_tree.upsert_step(run, step)
@@ -480,14 +486,40 @@ class MainScreen(Screen[None]):
 
     # -- actions -------------------------------------------------------------------------------
 
+    def x_does(self) -> str | None:
+        """What ``x`` does to the selected run: ``interrupt`` a run this app drives, ``cancel``
+        one no process drives (paused, interrupted), or nothing (None)."""
+        run_id = self.selected_run
+        if run_id is None:
+            return None
+        if self.host.is_live(run_id):
+            return "interrupt"
+        run = self.runs.get(run_id)
+        return "cancel" if run is not None and run.status in STOPPED else None
+
+    def shown_binding(self, binding: Binding) -> Binding:
+        """``binding`` as the footer and the palette show it for the selected run: ``x`` says
+        "Cancel" on a paused or interrupted run."""
+        if binding.action == "interrupt" and self.x_does() == "cancel":
+            return replace(binding, description=CANCEL_LABEL, tooltip=CANCEL_TIP)
+        return binding
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        bindings = super().active_bindings
+        for key, active in bindings.items():
+            shown = self.shown_binding(active.binding)
+            if shown is not active.binding:
+                bindings[key] = active._replace(binding=shown, tooltip=shown.tooltip)
+        return bindings
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if not self.ready:
             return False
         if action in {"inspect", "trace"}:
             return self.selected_run is not None
         if action == "interrupt":
-            run_id = self.selected_run
-            return run_id is not None and self.host.is_live(run_id)
+            return self.x_does() is not None
         if action == "resume":
             run = self.runs.get(self.selected_run) if self.selected_run is not None else None
             return run is not None and run.status == "interrupted"
@@ -514,9 +546,15 @@ class MainScreen(Screen[None]):
     def action_focus_tree(self) -> None:
         self.run_tree.focus()
 
-    def action_interrupt(self) -> None:
+    async def action_interrupt(self) -> None:
+        """Interrupt the selected live run; cancel a paused or interrupted one (the app asks
+        first: a paused run holds a request the operator deferred)."""
         run = self.runs.get(self.selected_run) if self.selected_run is not None else None
-        if run is not None and self.host.interrupt(run.id):
+        if run is None:
+            return
+        if self.x_does() == "cancel":
+            await self.app.run_action(f"app.cancel_run({run.id})")
+        elif self.host.interrupt(run.id):
             run.interrupt_requested = True
             self.transcript.follow(run)
             self.notify(f"interrupting run {run.id}…")

@@ -33,6 +33,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
+from io_tui.core import OPERATOR_CANCEL
 from io_tui.ui.data import StepData, tool_title
 from io_tui.ui.state import RunView, duration, since
 from io_tui.ui.terminal_text import styled
@@ -521,6 +522,9 @@ def status_line(run: RunView) -> str:
     took = duration(run.elapsed())
     after = f" after {took}" if took and took != "0s" else ""
     if run.cancelled_by_operator:
+        error = run.error or ""
+        if error.startswith(OPERATOR_CANCEL) and error != OPERATOR_CANCEL:
+            return f"■ {error}"  # "… while paused": it had stopped, its run time says nothing
         return f"■ cancelled by the operator{after}"
     if run.status == "cancelled":
         return f"■ cancelled{after}"
