@@ -61,6 +61,7 @@ PUBLIC = [  # sorted
     "Provenance",
     "Provider",
     "QueueWorker",
+    "READER_GONE",
     "ROLES",
     "Recall",
     "ReconcileChoice",

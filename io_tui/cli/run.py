@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shlex
 import sys
 from pathlib import Path
@@ -18,14 +19,13 @@ from io_tui.cli.common import (
     print_json,
 )
 from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
-from io_tui.cli.sinks import HumanSink, JsonLinesSink
+from io_tui.cli.sinks import HumanSink, JsonLinesSink, UntilReaderGone
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import (
     FIXED_APPROVERS,
     ApproveAll,
     Approver,
     ContextBudget,
-    EventSink,
     Harness,
     McpHub,
     Outcome,
@@ -233,7 +233,7 @@ async def execute(
     hub: McpHub | None = None,
     origin: RunOrigin | None = None,
 ) -> int:
-    sink: EventSink = JsonLinesSink() if args.json else HumanSink()
+    sink = UntilReaderGone(JsonLinesSink() if args.json else HumanSink())
     store = await open_store(args, create=True, check=True)
     registry = tool_registry(hub)
     try:
@@ -247,10 +247,23 @@ async def execute(
             origin=origin,
             late_tools=hub,
         )
-        result = await start_run(harness, contract)
+        sink.run = run = asyncio.ensure_future(start_run(harness, contract))
+        try:
+            result = await run
+        except asyncio.CancelledError:
+            ours = asyncio.current_task()
+            if not sink.gone or (ours is not None and ours.cancelling()):
+                raise  # this command itself was cancelled (ctrl+c), not just the run
+            result = None
     finally:
         await provider.aclose()
         await store.close()
+    if result is None:  # its reader went away: said on stderr, then ended as SIGPIPE ends
+        sys.stderr.write(
+            f"io-tui: the output's reader went away: run {sink.run_id} stopped, interrupted;"
+            f" go on with `io-tui resume {sink.run_id}`\n"
+        )
+        raise BrokenPipeError
     report(args, result)
     return exit_code(result)
 

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from typing import TextIO
 
-from io_tui.core import EventKind, RunEvent, invalidation_line
+from io_tui.core import READER_GONE, EventKind, EventSink, RunEvent, invalidation_line
+
+
+class UntilReaderGone:
+    """``sink`` while its reader reads: the first write that finds the pipe closed (``io-tui run
+    --json | head -1``) stops the run as a hang-up would, ``interrupted`` and resumable
+    (``READER_GONE``), and nothing more is written. It used to end the run ``failed`` with a
+    ``BrokenPipeError``."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.run: asyncio.Task[object] | None = None  # the run to stop: set once it starts
+        self.run_id: int | None = None
+        self.gone = False
+
+    def emit(self, event: RunEvent) -> None:
+        if self.gone:
+            return
+        self.run_id = self.run_id or event.run_id
+        try:
+            self.sink.emit(event)
+        except BrokenPipeError:
+            self.gone = True
+            if self.run is not None:
+                self.run.cancel(READER_GONE)
 
 
 class JsonLinesSink:

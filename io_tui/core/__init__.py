@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from io_tui.core.decisions import DecideError, decide, resume
     from io_tui.core.derived import invalidation_line
     from io_tui.core.errors import WorkspaceError
-    from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind, EventSink, RunEvent
+    from io_tui.core.events import (
+        HAND_BACK,
+        OPERATOR_CANCEL,
+        READER_GONE,
+        EventKind,
+        EventSink,
+        RunEvent,
+    )
     from io_tui.core.harness import Harness, harness_registry, registry_with
     from io_tui.core.launch import (
         build_run,
@@ -156,7 +163,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(
-        ("HAND_BACK", "OPERATOR_CANCEL", "EventKind", "EventSink", "RunEvent"), "events"
+        ("HAND_BACK", "OPERATOR_CANCEL", "READER_GONE", "EventKind", "EventSink", "RunEvent"),
+        "events",
     ),
     **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
     **dict.fromkeys(("Lifecycle", "LifecycleReport", "lifecycles"), "context.lifecycle"),
@@ -270,6 +278,7 @@ __all__ = [
     "KINDS",
     "OPERATOR_CANCEL",
     "PRESETS",
+    "READER_GONE",
     "ROLES",
     "SCOPES",
     "SCOPE_LABELS",

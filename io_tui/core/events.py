@@ -13,6 +13,9 @@ OPERATOR_CANCEL = "cancelled by the operator"
 # a worker that hands its runs back (``task.cancel(HAND_BACK)``): the run ends ``interrupted``,
 # for another worker to take over
 HAND_BACK = "handed back by its worker"
+# the reader of a headless run's output went away (``io-tui run --json | head -1``): the run
+# ends ``interrupted`` too, for ``io-tui resume`` (``task.cancel(READER_GONE)``)
+READER_GONE = "its output's reader went away"
 
 
 class EventKind(StrEnum):

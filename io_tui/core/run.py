@@ -26,7 +26,7 @@ from typing import Any
 from io_tui.core.calls import CallResult, CallRunner
 from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
-from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, EventKind
+from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, READER_GONE, EventKind
 from io_tui.core.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.ledger import ObsKind
 from io_tui.core.memory_runlog import append_run_log
@@ -231,7 +231,8 @@ class Run:
             raise  # nothing more is written to a damaged store: the run stays as it was left
         except asyncio.CancelledError as exc:
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
-            if HAND_BACK in exc.args:  # a draining worker's: another one takes it over
+            if HAND_BACK in exc.args or READER_GONE in exc.args:  # resumable: another process
+                # (a worker, ``io-tui resume``) takes it over
                 await asyncio.shield(self._end(Outcome.INTERRUPTED))
                 raise
             reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None

@@ -4,6 +4,7 @@ for every command."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -86,3 +87,39 @@ def test_only_a_stdout_whose_reader_is_gone_is_taken_for_one(monkeypatch):
         assert not cli._stdout_closed()  # its reader is there
         os.close(reader)
         assert cli._stdout_closed()
+
+
+def test_a_run_whose_reader_goes_stops_interrupted_and_resumes(
+    store_path: Path, workspace: Path, write_script
+):
+    """``io-tui run --json | head -1``: the run stops as a hang-up would, ``interrupted`` (it
+    used to end ``failed`` with a BrokenPipeError), says so in one line on stderr, exits as
+    SIGPIPE ends a command, and ``io-tui resume`` takes it on to the end."""
+    listing = {"name": "list_dir", "arguments": {"path": "."}}
+    turns = [{"text": "x" * 2_000, "tool_calls": [listing]} for _ in range(30)]
+    script = write_script([*turns, {"text": "done"}])
+    command = [*IO_TUI, "--store", str(store_path), "run", "look", "--workspace", str(workspace)]
+    process = subprocess.Popen(
+        [*command, "--provider", f"scripted:{script}", "--json", "--max-steps", "40"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=user_env(),
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    assert b'"run_started"' in process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, stderr
+    assert stderr == (
+        "io-tui: the output's reader went away: run 1 stopped, interrupted;"
+        " go on with `io-tui resume 1`\n"
+    )
+    trace = subprocess.run(
+        [*IO_TUI, "--store", str(store_path), "trace", "1", "--json"],
+        capture_output=True, env=user_env(), timeout=120, text=True, check=True,
+    )  # fmt: skip
+    run = json.loads(trace.stdout)["run"]
+    assert (run["status"], run["outcome"], run["error"]) == ("interrupted", "interrupted", None)
+    resumed = subprocess.run(
+        [*IO_TUI, "--store", str(store_path), "resume", "1"],
+        capture_output=True, env=user_env(), timeout=120, text=True,
+    )  # fmt: skip
+    assert resumed.returncode == 0 and "run 1: finished" in resumed.stdout, resumed.stderr
