@@ -20,6 +20,7 @@ PUBLIC = [  # sorted
     "ApprovalRequest",
     "ApproveAll",
     "Approver",
+    "CANCELLABLE",
     "CancelPlan",
     "CancelRefused",
     "Cancelled",

@@ -16,7 +16,7 @@ from io_tui.core import Cancelled, CancelRefused, cancel_run, operator
 
 def register(sub: Any) -> None:
     parser = sub.add_parser(
-        "cancel", help="cancel a paused or interrupted run: its pending requests are denied"
+        "cancel", help="cancel a paused, interrupted or queued run: its pending requests are denied"
     )
     parser.add_argument("run", type=int, help="run id")
     parser.add_argument("--json", action="store_true", help="print what was cancelled as JSON")

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
     )
     from io_tui.core.audit import audit_row, audit_stats
     from io_tui.core.cache import usage_hit_rate
-    from io_tui.core.cancel import Cancelled, CancelPlan, CancelRefused, cancel_run, plan_cancel
+    from io_tui.core.cancel import (
+        CANCELLABLE,
+        Cancelled,
+        CancelPlan,
+        CancelRefused,
+        cancel_run,
+        plan_cancel,
+    )
     from io_tui.core.context.labels import ROLES
     from io_tui.core.context.lifecycle import Lifecycle, LifecycleReport, lifecycles
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
@@ -147,7 +154,8 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
     **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
     **dict.fromkeys(
-        ("CancelPlan", "CancelRefused", "Cancelled", "cancel_run", "plan_cancel"), "cancel"
+        ("CANCELLABLE", "CancelPlan", "CancelRefused", "Cancelled", "cancel_run", "plan_cancel"),
+        "cancel",
     ),
     **dict.fromkeys(
         (
@@ -273,6 +281,7 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
 }
 
 __all__ = [
+    "CANCELLABLE",
     "FIXED_APPROVERS",
     "HAND_BACK",
     "KINDS",

@@ -30,6 +30,7 @@ from io_tui.core.events import OPERATOR_CANCEL
 from io_tui.core.memory_runlog import RunFacts, run_lines
 from io_tui.core.progress.keeper import ProgressKeeper, fold_from_store
 from io_tui.core.store import (
+    STOPPED,
     ApprovalRecord,
     CancelledRun,
     NotCancellable,
@@ -41,6 +42,7 @@ from io_tui.core.store import (
 from io_tui.core.sub_agents import waiting_chain
 from io_tui.core.workspace import Workspace
 
+CANCELLABLE = STOPPED  # the statuses of a run no process drives: paused, interrupted, queued
 REQUEST_REASON = "the run was cancelled"  # why each request still pending is denied
 
 
@@ -132,6 +134,8 @@ async def cancel_run(store: Store, run_id: int, *, by: str) -> Cancelled:
     notes = []
     errors = {run.id: run.error for run in done}
     for row in plan.runs:
+        if row.status == "queued":  # it never ran: no ledger, nothing for the daily log
+            continue
         note = await _log_end(store, row, errors[row.id])
         if note is not None:
             notes.append(note)

@@ -1,13 +1,17 @@
-"""``x`` on a paused or interrupted run: what the confirmation asks, and what the notification
-says once core ``cancel_run`` has ended it (``IoApp.action_cancel_run``). Pure text, no
-Textual."""
+"""``x`` on a run no process drives (paused, interrupted, queued): what the confirmation asks,
+and what the notification says once core ``cancel_run`` has ended it
+(``IoApp.action_cancel_run``). Pure text, no Textual."""
 
 from __future__ import annotations
 
 from io_tui.core import Cancelled, CancelPlan
 from io_tui.ui.terminal_text import plain
 
-WHY = {"paused": "its ask deferred", "interrupted": "its process died"}
+WHY = {
+    "paused": "its ask deferred",
+    "interrupted": "its process died",
+    "queued": "no worker has taken it yet",
+}
 
 
 def question(plan: CancelPlan) -> str:

@@ -84,3 +84,24 @@ def test_cancel_refuses_what_it_cannot_cancel_and_bad_usage(tmp_path, workspace,
     nowhere = io_tui("cancel", "1", "--store", str(tmp_path / "none.db"))
     assert nowhere.returncode == 2 and "no store at" in nowhere.stderr
     assert not (tmp_path / "none.db").exists()
+
+
+def test_a_run_queued_by_mistake_is_cancelled_before_a_worker_takes_it(
+    tmp_path, workspace, write_script
+):
+    store = ("--store", str(tmp_path / "store.db"))
+    script = write_script([{"text": "done"}])
+    queued = io_tui("run", "the wrong task", "-w", str(workspace), "--provider",
+                    f"scripted:{script}", "--queue", *store)  # fmt: skip
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    cancelled = io_tui("cancel", "1", *store)
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    assert cancelled.stdout.strip() == "run 1 cancelled (it was queued)"
+    drained = io_tui("worker", "--until-empty", "--scratch", str(tmp_path / "scratch"), *store)
+    assert drained.returncode == 0, drained.stdout + drained.stderr
+    trace = json.loads(io_tui("trace", "1", "--json", *store).stdout)
+    assert (trace["run"]["status"], trace["run"]["error"]) == (
+        "cancelled",
+        "cancelled by the operator while queued",
+    )
+    assert trace["run"]["steps"] == 0  # no worker drove it

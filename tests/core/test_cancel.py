@@ -183,13 +183,26 @@ async def test_a_live_or_finished_run_is_not_cancelled(store, workspace, write_s
         await cancel_run(store, live, by=BY)
 
 
+async def test_a_queued_run_is_cancelled_and_no_worker_takes_it(store, workspace):
+    """Queued by mistake: no worker has taken it yet, so it is cancelled, and a worker's claim
+    then finds nothing; it never ran, so it has no ledger and no daily log entry."""
+    run_id = await store.queue.enqueue(
+        goal="g", workspace=str(workspace), contract={}, provider={}, policy={}
+    )
+    done = await cancel_run(store, run_id, by=BY)
+    assert [(r.id, r.was) for r in done.runs] == [(run_id, "queued")] and done.notes == ()
+    row = await store.runs.get(run_id)
+    assert row is not None and (row.status, row.outcome) == ("cancelled", "cancelled")
+    assert row.error == "cancelled by the operator while queued"
+    assert await store.queue.claim([]) is None
+    assert await store.memory.log(str(workspace)) == []
+
+
 async def test_a_queue_run_a_worker_claimed_is_not_cancelled(store, workspace):
     """An interrupted queue run is a worker's to take over: once claimed it is live."""
     run_id = await store.queue.enqueue(
         goal="g", workspace=str(workspace), contract={}, provider={}, policy={}
     )
-    with pytest.raises(CancelRefused, match="is queued"):
-        await cancel_run(store, run_id, by=BY)
     await store.runs.set_status(run_id, "interrupted", "interrupted")
     claim = await store.queue.claim([])
     assert claim is not None and claim.entry.run_id == run_id

@@ -11,7 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
-from io_tui.core.store.cancel import CancelledRun, CancelRepo, NotCancellable, not_stopped
+from io_tui.core.store.cancel import (
+    STOPPED,
+    CancelledRun,
+    CancelRepo,
+    NotCancellable,
+    not_stopped,
+)
 from io_tui.core.store.db import Database, SqliteDatabase, StoreDamaged, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
@@ -25,6 +31,7 @@ from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
+    "STOPPED",
     "ApprovalRecord",
     "CancelledRun",
     "Changed",

@@ -28,7 +28,9 @@ from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import Lease
 from io_tui.core.store.runs import LEASE_RELEASED, insert_events
 
-STOPPED = ("paused", "interrupted")  # what no process drives: what the operator may cancel
+# what no process drives, what the operator may cancel: a run paused (its ask deferred),
+# interrupted (its process died), or queued (no worker has taken it yet)
+STOPPED = ("paused", "interrupted", "queued")
 OPERATOR_RUN_ID = 0  # the run of the operator's audit events (``memory.py`` records its own)
 
 
@@ -149,7 +151,7 @@ def not_stopped(status: str, lease: Lease | None, now: float) -> str | None:
         return f"has already ended ({status}): there is nothing to cancel"
     if status not in STOPPED:
         driven = f", driven by {lease.describe()}" if lease is not None else ""
-        return f"is {status}{driven}: only a paused or interrupted run can be cancelled"
+        return f"is {status}{driven}: only a paused, interrupted or queued run can be cancelled"
     if lease is not None and lease.alive(now):
         return f"is {status} but held by {lease.describe()}, which is resuming it"
     return None

@@ -28,7 +28,14 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Tree
 
-from io_tui.core import MemoryLimits, ProgressLedger, Store, ledger_of, usage_hit_rate
+from io_tui.core import (
+    CANCELLABLE,
+    MemoryLimits,
+    ProgressLedger,
+    Store,
+    ledger_of,
+    usage_hit_rate,
+)
 from io_tui.ui import attention
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
@@ -49,10 +56,9 @@ GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
 NARROW = 110  # columns: below, the ledger pane takes the transcript's and gauges' place
 PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
-INTERRUPT_TIP = "Interrupt a live run; cancel a paused/interrupted one"
-# ``x`` on a run no process drives: what the footer and the palette call it then
-CANCEL_LABEL, CANCEL_TIP = "Cancel", "Cancel the selected paused or interrupted run (asks first)"
-STOPPED = frozenset({"paused", "interrupted"})
+INTERRUPT_TIP = "Interrupt a live run; cancel a stopped or queued one"
+# ``x`` on a run no process drives (``CANCELLABLE``): what the footer and the palette call it
+CANCEL_LABEL, CANCEL_TIP = "Cancel", "Cancel the selected run no process drives (asks first)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,7 +501,7 @@ class MainScreen(Screen[None]):
         if self.host.is_live(run_id):
             return "interrupt"
         run = self.runs.get(run_id)
-        return "cancel" if run is not None and run.status in STOPPED else None
+        return "cancel" if run is not None and run.status in CANCELLABLE else None
 
     def shown_binding(self, binding: Binding) -> Binding:
         """``binding`` as the footer and the palette show it for the selected run: ``x`` says
