@@ -41,6 +41,21 @@ from io_tui.ui.terminal_text import plain
 FindNote = Callable[[Scope, str], Awaitable[MemoryNote | None]]
 
 
+def checked_note(key: Input, value: TextArea, error: Static) -> tuple[str, str] | None:
+    """A dialog's key and value as a note takes them, or None with the problem said in
+    ``error`` and the cursor on the field at fault (what was typed is kept)."""
+    at_fault: Input | TextArea = key
+    try:
+        checked = check_key(key.value)
+        at_fault = value
+        check_value(value.text)
+    except ValueError as exc:
+        error.update(Content(str(exc)))
+        at_fault.focus()
+        return None
+    return checked, value.text
+
+
 def key_taken(note: MemoryNote) -> Content:
     """What a dialog says when its key already holds a note: which, and how to go on."""
     return Content(
@@ -193,19 +208,12 @@ class PromoteScreen(ModalScreen[Promotion | None]):
 
     async def action_save(self) -> None:
         error = self.query_one("#promote-error", Static)
-        try:
-            key = check_key(self.query_one("#promote-key", Input).value)
-        except ValueError as exc:
-            error.update(Content(str(exc)))
-            self.query_one("#promote-key", Input).focus()
+        checked = checked_note(
+            self.query_one("#promote-key", Input), self.query_one("#promote-value", TextArea), error
+        )
+        if checked is None:
             return
-        value = self.query_one("#promote-value", TextArea).text
-        try:
-            check_value(value)
-        except ValueError as exc:
-            error.update(str(exc))
-            self.query_one("#promote-value", TextArea).focus()
-            return
+        key, value = checked
         held = await self.find("workspace", key) if self.find is not None else None
         if held is not None and self.confirming != key:
             self.confirming = key  # a second ctrl+s on the same key replaces it

@@ -43,7 +43,6 @@ from io_tui.core import (
     Recall,
     Scope,
     Store,
-    check_key,
     check_value,
 )
 from io_tui.ui.screens.inbox import format_time
@@ -53,6 +52,7 @@ from io_tui.ui.screens.memory_consolidate import (
     MergeScreen,
     PromoteScreen,
     Promotion,
+    checked_note,
     key_taken,
     one_line,
 )
@@ -239,19 +239,12 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
 
     async def action_save(self) -> None:
         error = self.query_one("#note-error", Static)
-        try:
-            key = check_key(self.query_one("#note-key", Input).value)
-        except ValueError as exc:
-            error.update(Content(str(exc)))
-            self.query_one("#note-key", Input).focus()
+        checked = checked_note(
+            self.query_one("#note-key", Input), self.query_one("#note-value", TextArea), error
+        )
+        if checked is None:
             return
-        value = self.query_one("#note-value", TextArea).text
-        try:
-            check_value(value)
-        except ValueError as exc:
-            error.update(str(exc))
-            self.query_one("#note-value", TextArea).focus()
-            return
+        key, value = checked
         pressed = self.query_one("#note-scope", RadioSet).pressed_button
         scope: Scope = (
             "workspace" if pressed is not None and pressed.id == "scope-workspace" else "global"
