@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 from cli_process import IO_TUI, user_env
+from scripted_run import run_script
 
-from io_tui.core import (
-    ApproveAll,
-    Harness,
-    Policy,
-    ScriptedProvider,
-    Store,
-    TaskContract,
-    start_run,
-)
+from io_tui.core import Store
 
 BIG = "a line of the model's long answer\n" * 30_000  # ~1 MB: more than any pipe holds
 READ = {"name": "read_file", "arguments": {"path": "README.md"}}
@@ -31,11 +24,7 @@ async def long_store(store_path: Path, workspace: Path, write_script) -> Path:
     """A run whose answer is ~1 MB (its trace is two), and a note."""
     script = write_script([{"text": BIG, "tool_calls": [READ]}, {"text": BIG}])
     async with await Store.open(store_path) as store:
-        harness = Harness(
-            store=store, provider=ScriptedProvider.from_file(script), approver=ApproveAll(),
-            policy=Policy(),
-        )  # fmt: skip
-        await start_run(harness, TaskContract("fix", workspace))
+        await run_script(store, workspace, script)
         await store.memory.set("style", "tabs", "global", None)
     return store_path
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from damaged_store import MALFORMED, damage_table, sha256
+from scripted_run import run_script
 from textual.command import CommandPalette
 from textual.containers import Vertical
 from textual.css.stylesheet import Stylesheet
@@ -238,14 +239,25 @@ async def test_a_corrupt_store_ends_the_app_with_its_reason(make_app, tmp_path) 
 
 
 async def _store_with_a_run(path: Path, workspace: Path, script: Path) -> None:
-    from io_tui.core import ApproveAll, Harness, Policy, ScriptedProvider, TaskContract, start_run
-
     async with await Store.open(path) as store:
-        harness = Harness(
-            store=store, provider=ScriptedProvider.from_file(script), approver=ApproveAll(),
-            policy=Policy(),
-        )  # fmt: skip
-        await start_run(harness, TaskContract("fix", workspace))
+        await run_script(store, workspace, script)
+
+
+def _as_it_ended(app: IoApp) -> tuple[list[str], list[str]]:
+    """Its toasts and what it prints as it exits (taken before the exit clears them)."""
+    return [n.message for n in app._notifications], [str(r) for r in app._exit_renderables]
+
+
+def _ended_with_its_line(
+    app: IoApp, ended: tuple[list[str], list[str]], path: Path, before: str
+) -> None:
+    """The app ended as for a store it cannot open: exit 2, no toast, the one line printed as
+    it exits, and the file as it was."""
+    toasts, said = ended
+    assert app.return_code == 2 and toasts == []
+    [message] = said
+    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
+    assert sha256(path) == before
 
 
 async def test_a_store_damaged_past_its_open_ends_the_app_with_one_line(
@@ -259,12 +271,8 @@ async def test_a_store_damaged_past_its_open_ends_the_app_with_one_line(
     app = make_app(demo=False)  # its runs inline: only the app's own reads meet the damage
     async with app.run_test(size=SIZE) as pilot:
         await _until(pilot, lambda: app.return_code is not None)
-        toasts = [n.message for n in app._notifications]
-        said = [str(r) for r in app._exit_renderables]  # printed (and cleared) as it exits
-    assert app.return_code == 2 and toasts == []
-    [message] = said
-    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
-    assert sha256(path) == before
+        ended = _as_it_ended(app)
+    _ended_with_its_line(app, ended, path, before)
 
 
 async def test_a_store_the_harness_worker_finds_damaged_ends_the_app_with_one_line(
@@ -279,9 +287,5 @@ async def test_a_store_the_harness_worker_finds_damaged_ends_the_app_with_one_li
     async with app.run_test(size=SIZE) as pilot, asyncio.timeout(60):  # a process starts
         while app.return_code is None:
             await pilot.pause(0.05)
-        toasts = [n.message for n in app._notifications]
-        said = [str(r) for r in app._exit_renderables]  # printed (and cleared) as it exits
-    assert app.return_code == 2 and toasts == []
-    [message] = said
-    assert message.startswith(f"store {path} is damaged ({MALFORMED}); ")
-    assert sha256(path) == before
+        ended = _as_it_ended(app)
+    _ended_with_its_line(app, ended, path, before)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from palette import run_from_palette
 from rich.console import Console
+from scripted_run import run_script
 from textual.widgets import DataTable, Input, Static, TabbedContent, TextArea
 
 from io_tui.core import (
@@ -345,9 +346,7 @@ async def test_inspector_trace_viewer_and_transcript_say_an_answer_was_cut(
     script = tmp_path / "cut.json"
     script.write_text(json.dumps({"turns": [{"text": "The fix is to", "finish_reason": "length"}]}))
     store = await Store.open(tmp_path / "store.db", create=True)
-    provider = ScriptedProvider.from_file(script)
-    harness = Harness(store=store, provider=provider, approver=ApproveAll(), policy=Policy())
-    await start_run(harness, TaskContract("fix", workspace))
+    await run_script(store, workspace, script)
     trace = await build_trace(store, 1)
     await store.close()
     assert "request 1: stop reason length (raw 'length')" in render_trace(trace)
