@@ -50,21 +50,21 @@ from typing import Any
 
 import fixture_repo
 
-from io_tui.core.approvals import ApproveAll
-from io_tui.core.cache import cached_prefix, message_key, request_cost
+from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.context import message_tokens
+from io_tui.core.context.cache import cached_prefix, message_key, request_cost
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.contract import estimate_tokens as estimate
-from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import StepRecord, bound_text
-from io_tui.core.memory import MemoryNote, render_notes
+from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.numbered import GUTTER, number_lines
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness, harness_registry
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError
-from io_tui.core.trace import build_trace
 from io_tui.core.workspace import Workspace
 
 BLOCK_LINES = 40
@@ -525,7 +525,9 @@ class Result:
     outcome: str
     oracle_final: int
     tallies: dict[str, Tally]
-    breaks: list[tuple[str, int]]  # why io-tui's prefix broke (core/cache.py), most common first
+    breaks: list[
+        tuple[str, int]
+    ]  # why io-tui's prefix broke (core/context/cache.py), most common first
     # where io-tui's tokens went, summed over its working requests (``breakdown``)
     parts: dict[str, int] = field(default_factory=dict)
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/gc_pause.py [--repeat 7]
 
 The cold build of ``assembly_speed.py`` (a fresh engine, compaction off) over its synthetic
-ledgers, timed in this process's CPU with ``core/gcpause.py`` as shipped and with the pause
+ledgers, timed in this process's CPU with ``core/context/gcpause.py`` as shipped and with the pause
 made a no-op, the two samples alternating so that both meet the same machine (on a shared host
 the CPU time of one build varies by half from minute to minute). Before each sample the earlier
 samples' engines are collected, as in ``assembly_speed.py``. Printed: the medians and the ratio
@@ -21,8 +21,7 @@ from types import SimpleNamespace
 
 from assembly_speed import CEILING, frame, ledger, refresh
 
-from io_tui.core import gcpause
-from io_tui.core.context import ContextEngine
+from io_tui.core.context import ContextEngine, gcpause
 
 SIZES = (2_000, 20_000)
 NO_PAUSE = SimpleNamespace(isenabled=gc.isenabled, disable=lambda: None, enable=lambda: None)

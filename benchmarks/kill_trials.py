@@ -171,7 +171,7 @@ async def drive_worker(trial: Trial, kill_after: int | None, delay: float) -> tu
     subprocess through its client. Returns how many events the app heard and whether the kill
     landed."""
     from io_tui.core import NewRunRequest, WorkerClient
-    from io_tui.core.settings import RunSettings
+    from io_tui.core.run.settings import RunSettings
 
     tasks: set[asyncio.Future[None]] = set()
 

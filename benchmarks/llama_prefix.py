@@ -12,7 +12,7 @@ carrying the server's real usage and timings. The figures then come from the run
 
 - reported: the prompt tokens the server counted with the model's tokenizer, and the prefix its
   slot reused (``cached_tokens`` / ``timings.cache_n``), summed over the working requests;
-- estimated: io-tui's own reading of the same requests (``core/cache.py``: cached prefix tokens
+- estimated: io-tui's own reading of the same requests (``core/context/cache.py``: cached prefix tokens
   over estimated tokens, message by message), which is what the cost benchmark prices.
 
 llama.cpp reuses the longest common prefix in tokens, so a request whose prefix broke inside a
@@ -37,13 +37,13 @@ import httpx
 from aiohttp import web
 from context_cost import CHECK_SCRIPT, GOAL, Session
 
-from io_tui.core.approvals import ApproveAll
-from io_tui.core.cache import run_cache, tools_tokens
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.context.cache import run_cache, tools_tokens
 from io_tui.core.contract import ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.providers.presets import make_provider
-from io_tui.core.run import Harness, start_run
+from io_tui.core.run.loop import Harness, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 
 def free_port() -> int:

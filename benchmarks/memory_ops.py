@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import render_notes
+from io_tui.core.memory.notes import render_notes
 from io_tui.core.store import Store
 
 SIZES = (64, 512, 4_096)

@@ -128,7 +128,7 @@ def logs(demo_events: str) -> list[tuple[str, str, str]]:
         (
             "log, identifiers",
             "python -X importtime",
-            sh(python, "-X", "importtime", "-c", "import io_tui.core.run"),
+            sh(python, "-X", "importtime", "-c", "import io_tui.core.run.loop"),
         ),
         ("log, identifiers", "git log --stat", sh("git", "log", "--stat", "-n", "40")),
         ("log, identifiers", "pip list -v", sh(python, "-m", "pip", "list", "-v")),
@@ -174,7 +174,7 @@ def stored_requests(store: Path) -> list[RequestRow]:
 
 
 def tool_schemas() -> str:
-    from io_tui.core.harness import harness_registry
+    from io_tui.core.run.harness import harness_registry
 
     specs = harness_registry().specs()
     return json.dumps(
@@ -400,13 +400,13 @@ async def calibrated_run(
 ) -> list[RequestRow]:
     """A scripted run through ``run.py``, each request answered by its scripted turn but with the
     prompt tokens ``report`` counts for the same request; the run's stored requests."""
-    from io_tui.core.approvals import ApproveAll
+    from io_tui.core.authority.approvals import ApproveAll
+    from io_tui.core.authority.policy import Policy
     from io_tui.core.contract import ContextBudget, TaskContract
-    from io_tui.core.harness import Harness, harness_registry
-    from io_tui.core.policy import Policy
     from io_tui.core.providers.base import Completed, CompletionRequest, Response, Usage
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.run import start_run
+    from io_tui.core.run.harness import Harness, harness_registry
+    from io_tui.core.run.loop import start_run
     from io_tui.core.store import Store
 
     scripted = ScriptedProvider.from_file(script)

@@ -46,13 +46,13 @@ from textual.screen import Screen  # noqa: E402
 from textual.widgets import Footer, Header, Tree  # noqa: E402
 
 from io_tui.config import HarnessMode, Settings  # noqa: E402
-from io_tui.core.approvals import ApproveAll  # noqa: E402
+from io_tui.core.authority.approvals import ApproveAll  # noqa: E402
+from io_tui.core.authority.policy import Policy  # noqa: E402
 from io_tui.core.contract import ContextBudget, TaskContract  # noqa: E402
 from io_tui.core.events import RunEvent  # noqa: E402
-from io_tui.core.policy import Policy  # noqa: E402
 from io_tui.core.providers.scripted import Script, ScriptedProvider  # noqa: E402
-from io_tui.core.run import Harness, start_run  # noqa: E402
-from io_tui.core.run_request import NewRunRequest  # noqa: E402
+from io_tui.core.run.loop import Harness, start_run  # noqa: E402
+from io_tui.core.run.request import NewRunRequest  # noqa: E402
 from io_tui.core.store import Store  # noqa: E402
 from io_tui.ui.app import IoApp, create_app  # noqa: E402
 from io_tui.ui.bridge import BridgeSink  # noqa: E402

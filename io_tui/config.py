@@ -19,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from io_tui.core.settings import RunSettings
+from io_tui.core.run.settings import RunSettings
 from io_tui.paths import config_file
 
 ApproveMode = Literal["ask", "all", "deny", "defer"]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from io_tui.config import Settings  # noqa: E402
-from io_tui.core.approvals import ApproveAll  # noqa: E402
+from io_tui.core.authority.approvals import ApproveAll  # noqa: E402
 from io_tui.ui.app import create_app  # noqa: E402
 from io_tui.ui.screens.main import MainScreen  # noqa: E402
 from io_tui.ui.testing import freeze, prepare_demo_workspace, wait_until_idle  # noqa: E402

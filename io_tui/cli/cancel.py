@@ -1,7 +1,7 @@
 """``io-tui cancel RUN``: abandon a run no process drives, a paused one (its request deferred)
 or an interrupted one (its process died). It ends ``cancelled`` and its pending requests are
 denied ("the run was cancelled"), so they leave every inbox; a sub-agent chain is cancelled
-together (``core/cancel.py``). A run that is live, has ended, or was resumed meanwhile is
+together (``core/steering/cancel.py``). A run that is live, has ended, or was resumed meanwhile is
 refused, and nothing changes: exit 1 with the reason."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each entry the query names (a call id, or text in a target, a call's arguments or a recorded
 result), followed across the run's requests, then the compaction ledger of what each summary
-replaced (``core/context/lifecycle.py``).
+replaced (``core/steering/lifecycle.py``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ is loaded from its module on first use (PEP 562), so ``import io_tui.core`` load
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy reads it the same
 if TYPE_CHECKING:
-    from io_tui.core.approvals import (
+    from io_tui.core.authority.approvals import (
         FIXED_APPROVERS,
         ApprovalRequest,
         ApproveAll,
@@ -20,21 +20,11 @@ if TYPE_CHECKING:
         TerminalApprover,
         operator,
     )
-    from io_tui.core.audit import audit_row, audit_stats
-    from io_tui.core.cache import usage_hit_rate
-    from io_tui.core.cancel import (
-        CANCELLABLE,
-        Cancelled,
-        CancelPlan,
-        CancelRefused,
-        cancel_run,
-        plan_cancel,
-    )
+    from io_tui.core.authority.policy import Act, Effect, Policy
+    from io_tui.core.context.cache import usage_hit_rate
     from io_tui.core.context.labels import ROLES
-    from io_tui.core.context.lifecycle import Lifecycle, LifecycleReport, lifecycles
     from io_tui.core.contract import ContextBudget, MemoryLimits, TaskContract
-    from io_tui.core.decisions import DecideError, decide, resume
-    from io_tui.core.derived import invalidation_line
+    from io_tui.core.derived.parts import invalidation_line
     from io_tui.core.errors import WorkspaceError
     from io_tui.core.events import (
         HAND_BACK,
@@ -44,15 +34,12 @@ if TYPE_CHECKING:
         EventSink,
         RunEvent,
     )
-    from io_tui.core.harness import Harness, harness_registry, registry_with
-    from io_tui.core.launch import (
-        build_run,
-        cache_prices_for,
-        continue_contract,
-        policy_for,
-        prepare_run,
-        provider_for,
-        run_settings_for,
+    from io_tui.core.hosts.process.client import WorkerClient, WorkerError
+    from io_tui.core.hosts.queue_worker import (
+        QueueWorker,
+        WorkerOptions,
+        enqueue_request,
+        enqueue_run,
     )
     from io_tui.core.mcp import (
         McpConfigError,
@@ -66,7 +53,9 @@ if TYPE_CHECKING:
     )
     from io_tui.core.mcp.config import read_servers
     from io_tui.core.mcp.elicitation import FormField, form_fields, form_problems, is_elicitation
-    from io_tui.core.memory import (
+    from io_tui.core.memory.daily_log import LogLine
+    from io_tui.core.memory.markdown import MarkdownError, parse_when
+    from io_tui.core.memory.notes import (
         KINDS,
         SECTION_TITLES,
         SECTIONS,
@@ -79,18 +68,24 @@ if TYPE_CHECKING:
         merge_draft,
         provenance_label,
     )
-    from io_tui.core.memory_log import LogLine
-    from io_tui.core.memory_markdown import MarkdownError, parse_when
-    from io_tui.core.memory_sync import ExportRefused, export_memory, import_memory
-    from io_tui.core.origin import RunOrigin, configured_servers, servers_to_resume
-    from io_tui.core.outcome import Outcome, RunResult
-    from io_tui.core.policy import Act, Effect, Policy
     from io_tui.core.progress import ProgressLedger, ledger_of, render_ledger
     from io_tui.core.providers.base import Provider
     from io_tui.core.providers.presets import PRESETS, ProbeResult, probe_models
     from io_tui.core.providers.scripted import ScriptedProvider
-    from io_tui.core.queue_worker import QueueWorker, WorkerOptions, enqueue_request, enqueue_run
-    from io_tui.core.reconcile import (
+    from io_tui.core.run.harness import Harness, harness_registry, registry_with
+    from io_tui.core.run.launch import (
+        build_run,
+        cache_prices_for,
+        continue_contract,
+        policy_for,
+        prepare_run,
+        provider_for,
+        run_settings_for,
+    )
+    from io_tui.core.run.loop import start_run
+    from io_tui.core.run.origin import RunOrigin, configured_servers, servers_to_resume
+    from io_tui.core.run.outcome import Outcome, RunResult
+    from io_tui.core.run.reconcile import (
         FixedReconciler,
         InFlight,
         ReconcileChoice,
@@ -99,7 +94,20 @@ if TYPE_CHECKING:
         TerminalReconciler,
         in_flight_calls,
     )
-    from io_tui.core.remember import (
+    from io_tui.core.run.request import NewRunRequest
+    from io_tui.core.steering.audit import audit_row, audit_stats
+    from io_tui.core.steering.cancel import (
+        CANCELLABLE,
+        Cancelled,
+        CancelPlan,
+        CancelRefused,
+        cancel_run,
+        plan_cancel,
+    )
+    from io_tui.core.steering.decisions import DecideError, decide, resume
+    from io_tui.core.steering.lifecycle import Lifecycle, LifecycleReport, lifecycles
+    from io_tui.core.steering.memory_sync import ExportRefused, export_memory, import_memory
+    from io_tui.core.steering.remember import (
         SCOPE_LABELS,
         SCOPES,
         blast_radius,
@@ -109,9 +117,8 @@ if TYPE_CHECKING:
         suggest_pattern,
         validate_pattern,
     )
-    from io_tui.core.rewrite import RewriteCheck, check_rewrite
-    from io_tui.core.run import start_run
-    from io_tui.core.run_request import NewRunRequest
+    from io_tui.core.steering.rewrite import RewriteCheck, check_rewrite
+    from io_tui.core.steering.trace import TraceNotFound, build_trace, limits_notes, request_notes
     from io_tui.core.store import (
         ApprovalRecord,
         Changed,
@@ -128,14 +135,12 @@ if TYPE_CHECKING:
     from io_tui.core.store.memory import MemoryRepo, Provenance
     from io_tui.core.tools.base import Tool, ToolContext, ToolError
     from io_tui.core.tools.registry import ToolRegistry
-    from io_tui.core.trace import TraceNotFound, build_trace, limits_notes, request_notes
-    from io_tui.core.worker.client import WorkerClient, WorkerError
     from io_tui.core.workspace import ExecResult, Workspace
 
 _HOME = {  # name → the module (under io_tui.core) that it is loaded from
     # starting, resuming and describing runs
-    **dict.fromkeys(("Harness", "harness_registry", "registry_with"), "harness"),
-    "start_run": "run",
+    **dict.fromkeys(("Harness", "harness_registry", "registry_with"), "run.harness"),
+    "start_run": "run.loop",
     **dict.fromkeys(
         (
             "build_run",
@@ -146,16 +151,16 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "provider_for",
             "run_settings_for",
         ),
-        "launch",
+        "run.launch",
     ),
     **dict.fromkeys(("ProgressLedger", "ledger_of", "render_ledger"), "progress"),
-    "NewRunRequest": "run_request",
-    **dict.fromkeys(("RunOrigin", "configured_servers", "servers_to_resume"), "origin"),
-    **dict.fromkeys(("Outcome", "RunResult"), "outcome"),
-    **dict.fromkeys(("DecideError", "decide", "resume"), "decisions"),
+    "NewRunRequest": "run.request",
+    **dict.fromkeys(("RunOrigin", "configured_servers", "servers_to_resume"), "run.origin"),
+    **dict.fromkeys(("Outcome", "RunResult"), "run.outcome"),
+    **dict.fromkeys(("DecideError", "decide", "resume"), "steering.decisions"),
     **dict.fromkeys(
         ("CANCELLABLE", "CancelPlan", "CancelRefused", "Cancelled", "cancel_run", "plan_cancel"),
-        "cancel",
+        "steering.cancel",
     ),
     **dict.fromkeys(
         (
@@ -167,26 +172,28 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "TerminalReconciler",
             "in_flight_calls",
         ),
-        "reconcile",
+        "run.reconcile",
     ),
     **dict.fromkeys(("ContextBudget", "MemoryLimits", "TaskContract"), "contract"),
     **dict.fromkeys(
         ("HAND_BACK", "OPERATOR_CANCEL", "READER_GONE", "EventKind", "EventSink", "RunEvent"),
         "events",
     ),
-    **dict.fromkeys(("TraceNotFound", "build_trace"), "trace"),
-    **dict.fromkeys(("Lifecycle", "LifecycleReport", "lifecycles"), "context.lifecycle"),
+    **dict.fromkeys(("TraceNotFound", "build_trace"), "steering.trace"),
+    **dict.fromkeys(("Lifecycle", "LifecycleReport", "lifecycles"), "steering.lifecycle"),
     **dict.fromkeys(
-        ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "queue_worker"
+        ("QueueWorker", "WorkerOptions", "enqueue_request", "enqueue_run"), "hosts.queue_worker"
     ),
-    **dict.fromkeys(("TraceNotFound", "build_trace", "limits_notes", "request_notes"), "trace"),
-    "invalidation_line": "derived",
-    "usage_hit_rate": "cache",
+    **dict.fromkeys(
+        ("TraceNotFound", "build_trace", "limits_notes", "request_notes"), "steering.trace"
+    ),
+    "invalidation_line": "derived.parts",
+    "usage_hit_rate": "context.cache",
     "ToolRegistry": "tools.registry",
     **dict.fromkeys(("Tool", "ToolContext", "ToolError"), "tools.base"),
     **dict.fromkeys(("ExecResult", "Workspace"), "workspace"),
     "WorkspaceError": "errors",
-    **dict.fromkeys(("WorkerClient", "WorkerError"), "worker.client"),
+    **dict.fromkeys(("WorkerClient", "WorkerError"), "hosts.process.client"),
     # approvals, the policy and remembered rules
     **dict.fromkeys(
         (
@@ -201,9 +208,9 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "TerminalApprover",
             "operator",
         ),
-        "approvals",
+        "authority.approvals",
     ),
-    **dict.fromkeys(("Act", "Effect", "Policy"), "policy"),
+    **dict.fromkeys(("Act", "Effect", "Policy"), "authority.policy"),
     **dict.fromkeys(
         (
             "SCOPE_LABELS",
@@ -215,10 +222,10 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "suggest_pattern",
             "validate_pattern",
         ),
-        "remember",
+        "steering.remember",
     ),
-    **dict.fromkeys(("RewriteCheck", "check_rewrite"), "rewrite"),
-    **dict.fromkeys(("audit_row", "audit_stats"), "audit"),
+    **dict.fromkeys(("RewriteCheck", "check_rewrite"), "steering.rewrite"),
+    **dict.fromkeys(("audit_row", "audit_stats"), "steering.audit"),
     # memory and the store
     **dict.fromkeys(
         (
@@ -234,11 +241,11 @@ _HOME = {  # name → the module (under io_tui.core) that it is loaded from
             "merge_draft",
             "provenance_label",
         ),
-        "memory",
+        "memory.notes",
     ),
-    "LogLine": "memory_log",
-    **dict.fromkeys(("MarkdownError", "parse_when"), "memory_markdown"),
-    **dict.fromkeys(("ExportRefused", "export_memory", "import_memory"), "memory_sync"),
+    "LogLine": "memory.daily_log",
+    **dict.fromkeys(("MarkdownError", "parse_when"), "memory.markdown"),
+    **dict.fromkeys(("ExportRefused", "export_memory", "import_memory"), "steering.memory_sync"),
     **dict.fromkeys(
         (
             "ApprovalRecord",

@@ -41,11 +41,11 @@ class EventKind(StrEnum):
     RECONCILED = "reconciled"  # a call in flight at a crash, re-run, marked done or skipped
     SUB_AGENT = "sub_agent"  # a spawn_agent call handed to its child run (call_id, run_id)
     # a derived part of the context (skills, tools, instructions, memory) whose dependencies
-    # moved, and what its rebuild did (``core/derived.py``)
+    # moved, and what its rebuild did (``core/derived/parts.py``)
     INVALIDATED = "invalidated"
     RUN_FINISHED = "run_finished"
     # the operator cancelled runs no process drove (paused, interrupted): the audit event of
-    # run 0, the operator's (``core/cancel.py``); each run says so in its own ``run_finished``
+    # run 0, the operator's (``core/steering/cancel.py``); each run says so in its own ``run_finished``
     RUN_CANCELLED = "run_cancelled"
 
 

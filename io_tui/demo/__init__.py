@@ -7,8 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import ContextBudget, TaskContract
-from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Provider
 
 HERE = Path(__file__).resolve().parent

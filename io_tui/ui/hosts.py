@@ -6,8 +6,8 @@ events into the app's ``EventPump``, asks as ``ApprovalRequested`` with a Future
 / ``RunStopped`` as they take and drop a run, ends as ``RunEnded``, a dead worker as
 ``RunsLost`` and ``HarnessNotice``. What they need (store, settings, approver) is passed in.
 
-- ``ProcessHost`` starts ``python -m io_tui.core.worker`` on the app's store on first use,
-  through the worker's client (``core.worker.client``, no Textual), and turns what the worker
+- ``ProcessHost`` starts ``python -m io_tui.core.hosts.process`` on the app's store on first use,
+  through the worker's client (``core.hosts.process.client``, no Textual), and turns what the worker
   says into the app's messages. The runs get a core of their own: the app's frames
   never wait for a SQLite commit, and a run's CPU never delays a key press. If the worker dies,
   the app says so (with the tail of its stderr) and starts a fresh one for the next run.
@@ -72,7 +72,7 @@ class RunHost(Protocol):
 
 
 class ProcessHost:
-    """Runs in a harness worker process (``core.worker.client``); one per app, started on the
+    """Runs in a harness worker process (``core.hosts.process.client``); one per app, started on the
     first order. It turns what the worker says into the app's messages."""
 
     def __init__(

@@ -259,7 +259,12 @@ def _loaded_after(code: str, watched: tuple[str, ...]) -> list[str]:
     return json.loads(result.stdout.strip().splitlines()[-1].replace("'", '"'))
 
 
-HARNESS = ("io_tui.core.run", "io_tui.core.launch", "io_tui.core.providers.factory", "httpx")
+HARNESS = (
+    "io_tui.core.run.loop",
+    "io_tui.core.run.launch",
+    "io_tui.core.providers.factory",
+    "httpx",
+)
 
 
 def test_the_app_process_does_not_load_the_harness() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from io_tui.cli import main
-from io_tui.core.approvals import ApprovalRequest, Decision
-from io_tui.core.policy import Act
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.policy import Act
 from io_tui.core.store import Store
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from approval_requests import approval_request, new_run
 
-from io_tui.core.approvals import Decision, DecisionKind
-from io_tui.core.audit import audit_row, audit_stats
-from io_tui.core.policy import Act
+from io_tui.core.authority.approvals import Decision, DecisionKind
+from io_tui.core.authority.policy import Act
+from io_tui.core.steering.audit import audit_row, audit_stats
 from io_tui.core.store import Store
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from io_tui.core.approvals import ApproveAll
-from io_tui.core.cache import (
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.context.cache import (
     annotate,
     cached_prefix,
     explain,
@@ -23,13 +23,13 @@ from io_tui.core.cache import (
     usage_hit_rate,
 )
 from io_tui.core.contract import CachePrices, TaskContract
-from io_tui.core.harness import Harness
-from io_tui.core.memory import MEMORY_HEADER
+from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, start_run
-from io_tui.core.trace import build_trace
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 
 WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
 

@@ -1,4 +1,4 @@
-"""Cancelling a run no process drives (``core/cancel.py``): a paused run (its ask deferred) or an
+"""Cancelling a run no process drives (``core/steering/cancel.py``): a paused run (its ask deferred) or an
 interrupted one ends ``cancelled`` and its pending requests are denied, in one transaction, or
 nothing changes; on a SQLite file and on a PostgreSQL database."""
 
@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.approvals import Decision, DecisionKind, DeferAll
-from io_tui.core.cancel import CancelRefused, cancel_run, plan_cancel
+from io_tui.core.authority.approvals import Decision, DecisionKind, DeferAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import DecideError, decide, resume
-from io_tui.core.harness import Harness
-from io_tui.core.outcome import Outcome
-from io_tui.core.policy import Policy
 from io_tui.core.progress import ledger_of
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.reconcile import FixedReconciler, ReconcileChoice
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.run.outcome import Outcome
+from io_tui.core.run.reconcile import FixedReconciler, ReconcileChoice
+from io_tui.core.steering.cancel import CancelRefused, cancel_run, plan_cancel
+from io_tui.core.steering.decisions import DecideError, decide, resume
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import NotCancellable, Store
-from io_tui.core.trace import build_trace
 
 BY = "alice@laptop (test)"
 EDIT = {

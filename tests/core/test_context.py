@@ -21,7 +21,7 @@ from io_tui.core.context import (
 )
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
-from io_tui.core.memory import MemoryNote
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall, ToolSpec
 
 TOOLS = {

@@ -14,15 +14,15 @@ import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.context import ContextEngine, EntryState, Frame
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.policy import Policy
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
 from io_tui.core.workspace import Workspace
 
 SEEN = Seen("a.txt", 10, 1_000, "d1")

@@ -24,7 +24,7 @@ from io_tui.core.context.plan import Plan
 from io_tui.core.context.step import Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
-from io_tui.core.memory import MemoryNote
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
 from tests.core.test_context_properties import stale_reads
 

@@ -13,19 +13,19 @@ import pytest
 from mcp_support import server_script_args
 from mcp_test_server import build_server
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.context import ContextEngine, Frame
 from io_tui.core.context.labels import Role, digest, memory_labels, observation_labels
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
 from io_tui.core.mcp import InProcessServer, McpHub, StdioServer
-from io_tui.core.memory import MemoryNote
-from io_tui.core.policy import Policy
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, start_run
-from io_tui.core.trace import build_trace
+from io_tui.core.run.harness import Harness, harness_registry
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 
 MARK = "ZX-INJECTED-9931"  # appears only inside the planted file
 # A file that tries every way of passing for something other than data: a fake system turn, a

@@ -23,7 +23,7 @@ from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, Refr
 from io_tui.core.context.stubs import apply_echo, how_to_get_back
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
-from io_tui.core.memory import MemoryNote
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]

@@ -13,17 +13,17 @@ from typing import Any
 
 from cli_process import io_tui
 
-from io_tui.core.approvals import ApproveAll
-from io_tui.core.cache import parts
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
+from io_tui.core.context.cache import parts
 from io_tui.core.contract import ContextBudget, TaskContract
-from io_tui.core.derived import digest
-from io_tui.core.harness import Harness
-from io_tui.core.policy import Policy
+from io_tui.core.derived.parts import digest
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.store.memory import Provenance
-from io_tui.core.trace import build_trace
 
 # the team's policy: CLAUDE.md is someone's private notes, never read
 NO_CLAUDE = Policy.from_json(

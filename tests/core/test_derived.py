@@ -1,4 +1,4 @@
-"""Derived context that invalidates (DESIGN §3.2, ``core/derived.py``): the instruction files, the
+"""Derived context that invalidates (DESIGN §3.2, ``core/derived/parts.py``): the instruction files, the
 skill catalogue, the tool catalogue and the memory block record what they were built from; a
 mutation of any of it shows as an ``invalidated`` event, and the next request carries the rebuilt
 part with the old version gone. Each test: build → mutate a dependency → see the event → rebuild
@@ -17,21 +17,21 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolListChangedNotification
 
-from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DeferAll
+from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DeferAll
+from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.context.labels import digest as label_digest
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import decide
-from io_tui.core.derived import ABSENT, Built, Files, digest, invalidation, invalidation_line
-from io_tui.core.harness import Harness
+from io_tui.core.derived.parts import ABSENT, Built, Files, digest, invalidation, invalidation_line
 from io_tui.core.ledger import content_digest
 from io_tui.core.mcp import InProcessServer, McpHub
-from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.decisions import decide
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolOutcome
 from io_tui.core.tools.late import Arrival
-from io_tui.core.trace import build_trace
 
 ALLOW_ALL = Policy(
     defaults={Act.READ: Effect.ALLOW, Act.WRITE: Effect.ALLOW, Act.EXEC: Effect.ALLOW,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from io_tui.core.context import ContextEngine, Frame
+from io_tui.core.context.gcpause import gc_paused
 from io_tui.core.contract import TaskContract
-from io_tui.core.gcpause import gc_paused
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
 

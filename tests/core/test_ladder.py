@@ -24,11 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event
 
-from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.context import EntryState
 from io_tui.core.context.ladder import Rung
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.providers.base import (
     CompletionRequest,
     ErrorKind,
@@ -37,7 +36,8 @@ from io_tui.core.providers.base import (
     StreamEvent,
 )
 from io_tui.core.providers.scripted import Script, ScriptedProvider
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
 from io_tui.core.store import Store
 
 PY = sys.executable

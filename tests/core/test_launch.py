@@ -8,9 +8,9 @@ import pytest
 
 from io_tui.config import Settings, load_settings
 from io_tui.core.contract import CachePrices
-from io_tui.core.launch import build_run
-from io_tui.core.run_request import NewRunRequest
-from io_tui.core.settings import RunSettings
+from io_tui.core.run.launch import build_run
+from io_tui.core.run.request import NewRunRequest
+from io_tui.core.run.settings import RunSettings
 from io_tui.core.store import Store
 
 

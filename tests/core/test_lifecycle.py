@@ -18,7 +18,7 @@ from io_tui.core import (
     lifecycles,
     start_run,
 )
-from io_tui.core.context.lifecycle import Lifecycle, Phase, Recalled
+from io_tui.core.steering.lifecycle import Lifecycle, Phase, Recalled
 
 
 def read(path: str, offset: int, limit: int) -> dict[str, Any]:

@@ -15,14 +15,14 @@ from mcp_support import MARK_VAR, needs_proc, new_mark, server_script_args, wait
 from mcp_test_server import GATE_VAR
 from watching_provider import Watching
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.mcp import McpHub, StdioServer
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 ALLOW_MCP = Policy().with_layer(Layer("t", (Rule(Act.EXEC, Effect.ALLOW, "mcp__*"),)))
 

@@ -149,7 +149,7 @@ def test_loading_settings_does_not_import_the_mcp_sdk() -> None:
 
 
 def test_loading_settings_leaves_the_hub_and_tools_unloaded() -> None:
-    """``io_tui.config`` reads ``core.settings`` and ``mcp.config`` only; the package loads the
+    """``io_tui.config`` reads ``core.run.settings`` and ``mcp.config`` only; the package loads the
     rest on first use."""
     code = (
         "import sys, io_tui.config\n"
@@ -160,7 +160,9 @@ def test_loading_settings_leaves_the_hub_and_tools_unloaded() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[0] == "['io_tui.core.mcp', 'io_tui.core.mcp.config', 'io_tui.core.settings']"
+    assert out[0] == (
+        "['io_tui.core.mcp', 'io_tui.core.mcp.config', 'io_tui.core.run', 'io_tui.core.run.settings']"
+    )
     assert out[1] == "True"
 
 

@@ -13,16 +13,16 @@ import pytest
 from mcp_support import server_everything_entry
 from watching_provider import Watching
 
-from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.mcp import McpHub, StdioServer
 from io_tui.core.mcp.connection import ANSWER_MARGIN_S
 from io_tui.core.mcp.elicitation import ElicitAsk, form_fields, form_problems, is_elicitation
-from io_tui.core.policy import Policy
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 TRIGGER = "mcp__everything__trigger-elicitation-request"
 FORM = {"name": "Ada Lovelace", "check": True, "integer": 7}

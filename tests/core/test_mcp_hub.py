@@ -24,19 +24,19 @@ from mcp_support import (
 from mcp_test_server import HANGING_VAR, PNG_1PX, build_server
 from waits import until
 
-from io_tui.core.approvals import ApproveAll, DenyAll
+from io_tui.core.authority.approvals import ApproveAll, DenyAll
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness, harness_registry
 from io_tui.core.ledger import ObsKind
 from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer, open_hub
 from io_tui.core.mcp.connection import MAX_RESTARTS, TRANSPORT_LOST, Connection
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness, harness_registry
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
-from io_tui.core.trace import build_trace
 from io_tui.core.untrusted import frame
 
 SERVER_SOURCE = TEST_SERVER.read_text()

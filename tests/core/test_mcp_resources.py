@@ -12,15 +12,15 @@ from mcp_support import server_everything_entry
 from waits import until
 from watching_provider import Watching
 
-from io_tui.core.approvals import DenyAll
+from io_tui.core.authority.approvals import DenyAll
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.mcp import McpHub, StdioServer
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext
-from io_tui.core.trace import build_trace
 
 TEXT_1 = "demo://resource/dynamic/text/1"
 

@@ -10,14 +10,14 @@ import pytest
 from mcp_support import server_everything_entry
 from watching_provider import Watching
 
-from io_tui.core.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule
+from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule
+from io_tui.core.authority.policy import Act
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.mcp import McpHub, StdioServer
-from io_tui.core.policy import Act
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 TRIGGER = "mcp__everything__trigger-sampling-request"
 

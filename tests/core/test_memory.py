@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import (
+from io_tui.core.memory.notes import (
     MEMORY_HEADER,
     MemoryNote,
     check_key,

@@ -8,7 +8,7 @@ import pytest
 
 from io_tui.core.context import InstructionFile
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.instructions import load_instructions, oversized
+from io_tui.core.derived.instructions import load_instructions, oversized
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from io_tui.core.contract import MemoryLimits
-from io_tui.core.memory import render_notes
+from io_tui.core.memory.notes import render_notes
 from io_tui.core.store import Store
 from io_tui.core.store.memory import MemoryRepo, Provenance, WriteResult
 

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from io_tui.cli.trace import print_context
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
-from io_tui.core.policy import Policy
 from io_tui.core.providers.base import (
     CompletionRequest,
     ErrorKind,
@@ -21,8 +20,9 @@ from io_tui.core.providers.base import (
     StreamEvent,
 )
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, start_run
-from io_tui.core.trace import build_trace
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 
 READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}
 OVERFLOW = "prompt is too long: 210000 tokens > 200000 maximum"

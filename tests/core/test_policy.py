@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from io_tui.core.policy import (
+from io_tui.core.authority.policy import (
     BUILTIN_SECRETS_LAYER,
     Act,
     Effect,

@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.context.compaction import fold
 from io_tui.core.context.digest import digest_request
 from io_tui.core.context.summary import LEDGER_LINE, Agreement, FoldStep
 from io_tui.core.contract import TaskContract, contract_from_json
-from io_tui.core.harness import Harness
-from io_tui.core.launch import continue_contract
 from io_tui.core.ledger import content_digest
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.progress import Fold, is_test_command, ledger_of, render_ledger
 from io_tui.core.providers.base import CompletionRequest
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, resume_run, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.launch import continue_contract
+from io_tui.core.run.loop import Outcome, resume_run, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 CHECK = [sys.executable, "check.py"]  # the contract's verification: fails until parse is fixed
 FIXED = "def parse(x):\n    return x\n"

@@ -28,10 +28,10 @@ from io_tui.core import (
     enqueue_run,
 )
 from io_tui.core.mcp.config import StdioServer
-from io_tui.core.origin import RunOrigin
-from io_tui.core.settings import RunSettings
+from io_tui.core.run.origin import RunOrigin
+from io_tui.core.run.settings import RunSettings
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store.leases import OWNER
-from io_tui.core.trace import build_trace
 
 ALLOW = Policy.from_json({"defaults": {"write": "allow", "exec": "allow"}}, source="test")
 

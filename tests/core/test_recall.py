@@ -10,21 +10,21 @@ from typing import Any
 
 import pytest
 
-from io_tui.core.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.context import Agreement, Assembly, ContextEngine, EntryState, Frame
 from io_tui.core.context.stubs import TEST_TAIL_CHARS, cut, recall_call, receipt
 from io_tui.core.context.summary import agree
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
-from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_head
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.progress.model import DecisionNote, Evidence, Operation, ProgressLedger
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.recall import find_recorded
-from io_tui.core.trace import build_trace
 
 NUMBERS = "print(''.join(f'{i:05d}\\n' for i in range(1000)))"  # 6,000 chars, each line unique
 READ = {"name": "read_file", "arguments": {"path": "src/app.py"}}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from approval_requests import approval_request, new_run
 
-from io_tui.core.approvals import Decision, RememberRule
-from io_tui.core.policy import Act, Effect, Rule
-from io_tui.core.remember import (
+from io_tui.core.authority.approvals import Decision, RememberRule
+from io_tui.core.authority.policy import Act, Effect, Rule
+from io_tui.core.steering.remember import (
     blast_radius,
     command_examples,
     command_hint,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from approval_requests import approval_request, new_run
 
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
-from io_tui.core.rewrite import check_rewrite
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.steering.rewrite import check_rewrite
 from io_tui.core.store import Store
 
 

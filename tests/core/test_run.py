@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from waits import until
 
-from io_tui.core.approvals import (
+from io_tui.core.authority.approvals import (
     ApprovalRequest,
     ApproveAll,
     Decision,
@@ -22,17 +22,17 @@ from io_tui.core.approvals import (
     DenyAll,
     RememberRule,
 )
+from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import DecideError, decide
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.harness import Harness
-from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Outcome, resume_run, start_run
-from io_tui.core.sampling import ENDED_WITH_PROCESS
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, resume_run, start_run
+from io_tui.core.run.sampling import ENDED_WITH_PROCESS
+from io_tui.core.steering.decisions import DecideError, decide
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.store.encoded import ListEncoder
-from io_tui.core.trace import build_trace
 
 EDIT = {
     "name": "edit_file",

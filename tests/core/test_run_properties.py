@@ -24,18 +24,18 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context, event
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.context import EntryState
 from io_tui.core.context.stubs import apply_echo, cut, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.numbered import number_lines, range_trailer, span_lines
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
-from io_tui.core.run import Outcome, start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 FILES = ("a.py", "b.py", "src/c.py", "notes.md")
 PY = sys.executable

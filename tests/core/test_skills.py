@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
-from io_tui.core.policy import Policy
+from io_tui.core.derived.skills import catalogue, discover, parse_front_matter
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
-from io_tui.core.skills import catalogue, discover, parse_front_matter
-from io_tui.core.trace import build_trace
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.paths import bundled_dir
 
 

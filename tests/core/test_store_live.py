@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from io_tui.core import Decision, EventKind, RunEvent, Store
-from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.policy import Act
+from io_tui.core.authority.approvals import ApprovalRequest
+from io_tui.core.authority.policy import Act
 from io_tui.core.store.live import Changed, Follow
 
 WAIT = 30  # seconds a test waits for what it is owed before failing (never a measurement)

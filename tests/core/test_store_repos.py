@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.policy import Act, Effect
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.policy import Act, Effect
 from io_tui.core.store import RunBusy, StepCommit, Store
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.approvals import ApproveAll, Decision, DeferAll
+from io_tui.core.authority.approvals import ApproveAll, Decision, DeferAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.decisions import DecideError, decide, resume
-from io_tui.core.harness import Harness
-from io_tui.core.outcome import Outcome
-from io_tui.core.policy import Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.reconcile import FixedReconciler, ReconcileChoice
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.run.outcome import Outcome
+from io_tui.core.run.reconcile import FixedReconciler, ReconcileChoice
+from io_tui.core.steering.decisions import DecideError, decide, resume
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 EDIT = {
     "id": "e1",

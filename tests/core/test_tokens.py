@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from token_reference import reference_tokens
 
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import ContextBudget, TaskContract
 from io_tui.core.contract import estimate_tokens as reexported
-from io_tui.core.harness import Harness
-from io_tui.core.policy import Policy
 from io_tui.core.providers.base import Completed, CompletionRequest, Response, Usage
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
 from io_tui.core.store import Store
 from io_tui.core.tokens import MAX_FACTOR, Calibration, estimate_tokens, raw_ceiling
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.search import MAX_FIND_HITS, MAX_GREP_HITS, Find, Grep, PathGlob
 from io_tui.core.workspace import Workspace

@@ -16,11 +16,11 @@ from cli_process import io_tui
 from mcp_support import server_script_args
 from waits import until
 
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import contract_to_json
-from io_tui.core.policy import Policy
+from io_tui.core.hosts.process.protocol import LineBuffer, encode
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
-from io_tui.core.worker.protocol import LineBuffer, encode
 from io_tui.demo import demo_run, make_workspace
 
 EDIT = {
@@ -32,7 +32,7 @@ EDIT = {
 
 
 class Worker:
-    """A real ``python -m io_tui.core.worker`` with helpers to send orders and await replies."""
+    """A real ``python -m io_tui.core.hosts.process`` with helpers to send orders and await replies."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
@@ -44,7 +44,7 @@ class Worker:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "io_tui.core.worker",
+            "io_tui.core.hosts.process",
             "--store",
             str(store),
             stdin=asyncio.subprocess.PIPE,
@@ -246,8 +246,8 @@ async def test_a_damaged_page_met_by_a_run_ends_the_worker_without_a_traceback(
     process ends with ``EXIT_STORE_DAMAGED`` and the one line (``__main__``)."""
     from damaged_store import damage_table
 
+    from io_tui.core.hosts.process.server import WorkerServer
     from io_tui.core.store import StoreDamaged
-    from io_tui.core.worker.server import WorkerServer
 
     path = tmp_path / "store.db"
     async with await Store.open(path) as store:

@@ -1,4 +1,4 @@
-"""The app's end of the worker pipe (``core.worker.client``), without Textual: a real worker
+"""The app's end of the worker pipe (``core.hosts.process.client``), without Textual: a real worker
 process, its asks answered through the listener's Future, a worker that dies reported lost."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 from damaged_store import MALFORMED, damage_table, sha256
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.outcome import RunResult
-from io_tui.core.run_request import NewRunRequest
+from io_tui.core.hosts.process.client import WorkerClient
+from io_tui.core.run.outcome import RunResult
+from io_tui.core.run.request import NewRunRequest
 from io_tui.core.store import Store
-from io_tui.core.worker.client import WorkerClient
 
 WRITE = {
     "text": "Writing.",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.policy import Act, Policy
+from io_tui.core.authority.approvals import ApprovalRequest
+from io_tui.core.authority.policy import Act, Policy
 from io_tui.core.store import Store
 
 

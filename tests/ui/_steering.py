@@ -16,11 +16,11 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from io_tui.config import Settings, UISettings
-from io_tui.core.approvals import ApprovalRequest, DeferAll
+from io_tui.core.authority.approvals import ApprovalRequest, DeferAll
+from io_tui.core.authority.policy import Act, Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.policy import Act, Policy
 from io_tui.core.providers.scripted import ScriptedProvider
-from io_tui.core.run import Harness, RunResult, start_run
+from io_tui.core.run.loop import Harness, RunResult, start_run
 from io_tui.core.store import Store
 from io_tui.ui.approver import ApprovalDesk
 from io_tui.ui.attention import Activity

@@ -16,7 +16,7 @@ import pytest_textual_snapshot
 from svg_canonical import canonical_svg
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApproveAll
+from io_tui.core.authority.approvals import ApproveAll
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.testing import prepare_demo_workspace
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Static, TextArea
 
-from io_tui.core.approvals import Decision, DecisionKind, RememberRule
-from io_tui.core.decisions import decide
-from io_tui.core.policy import Act
+from io_tui.core.authority.approvals import Decision, DecisionKind, RememberRule
+from io_tui.core.authority.policy import Act
+from io_tui.core.steering.decisions import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.deny import DenyScreen

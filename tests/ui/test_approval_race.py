@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 
 from io_tui.config import Settings
-from io_tui.core.approvals import DecisionKind
-from io_tui.core.run_request import NewRunRequest
+from io_tui.core.authority.approvals import DecisionKind
+from io_tui.core.run.request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.screens.approval import ApprovalScreen

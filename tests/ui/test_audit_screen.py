@@ -6,8 +6,8 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from io_tui.core.approvals import Decision
-from io_tui.core.decisions import decide
+from io_tui.core.authority.approvals import Decision
+from io_tui.core.steering.decisions import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.widgets.table import Table

@@ -11,9 +11,9 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApprovalRequest, DecisionKind
-from io_tui.core.policy import Act
-from io_tui.core.run_request import NewRunRequest
+from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind
+from io_tui.core.authority.policy import Act
+from io_tui.core.run.request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.approver import UIApprover

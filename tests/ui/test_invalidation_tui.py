@@ -1,4 +1,4 @@
-"""A derived part invalidated mid-run (``core/derived.py``) is shown where the operator looks:
+"""A derived part invalidated mid-run (``core/derived/parts.py``) is shown where the operator looks:
 a line in the transcript under the step whose request carried the rebuild, and in the trace
 viewer; the CLI's event sink prints the same line."""
 

@@ -137,8 +137,8 @@ async def test_a_decision_from_the_cli_leaves_the_inbox_saying_who_and_wins(
     pg_url, no_sweep
 ) -> None:
     from io_tui.core import Decision, Store
-    from io_tui.core.approvals import ApprovalRequest
-    from io_tui.core.policy import Act
+    from io_tui.core.authority.approvals import ApprovalRequest
+    from io_tui.core.authority.policy import Act
 
     app = create_app(Settings(ui={"harness": "inline"}), pg_url, poll_interval=2.0)
     async with app.run_test(size=(130, 32)) as pilot:

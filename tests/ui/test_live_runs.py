@@ -12,10 +12,10 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from io_tui.core.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
 from io_tui.core.events import OPERATOR_CANCEL
-from io_tui.core.policy import Policy
 from io_tui.ui.app import IoApp
 from io_tui.ui.hosts import InlineHost
 from io_tui.ui.screens.main import MainScreen

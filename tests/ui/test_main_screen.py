@@ -135,7 +135,7 @@ async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
 
 async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app, tmp_path) -> None:
     """Steering: an operator message reaches the run at its next step; x cancels the run."""
-    from io_tui.core.approvals import DeferAll
+    from io_tui.core.authority.approvals import DeferAll
 
     app = make_app(approver=DeferAll())  # the ask is deferred → the demo pauses
     async with app.run_test(size=SIZE) as pilot:
@@ -160,8 +160,8 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         import asyncio
 
+        from io_tui.core.authority.policy import Policy
         from io_tui.core.contract import TaskContract
-        from io_tui.core.policy import Policy
         from io_tui.ui.hosts import InlineHost
         from io_tui.ui.testing import prepare_demo_workspace
 

@@ -14,10 +14,10 @@ from textual.widgets import Input
 from waits import until
 
 from io_tui.config import Settings
-from io_tui.core.approvals import ApproveAll
-from io_tui.core.run_request import NewRunRequest
+from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.run.request import NewRunRequest
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.screens.resources import ResourcesScreen
 from io_tui.ui.state import CallProgress
@@ -324,7 +324,7 @@ async def test_approving_a_form_in_the_inbox_opens_the_form(tmp_path: Path) -> N
     (an approval without a form would decline it)."""
     from approval_requests import approval_request, new_run
 
-    from io_tui.core.policy import Act
+    from io_tui.core.authority.policy import Act
     from io_tui.ui.screens.approval import ApprovalScreen
     from io_tui.ui.screens.elicit import ElicitScreen
     from io_tui.ui.screens.inbox import InboxScreen

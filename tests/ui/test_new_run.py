@@ -358,7 +358,7 @@ def test_provider_list_shows_each_presets_status(snap_compare, tmp_path, monkeyp
 
 
 def test_request_json_round_trips_the_base_url(tmp_path) -> None:
-    from io_tui.core.run_request import NewRunRequest
+    from io_tui.core.run.request import NewRunRequest
 
     request = NewRunRequest("t", tmp_path, "ollama", "qwen3", "http://127.0.0.1:9/v1")
     assert NewRunRequest.from_json(json.loads(json.dumps(request.to_json()))) == request

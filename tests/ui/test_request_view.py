@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from io_tui.core.approvals import ApprovalRequest
-from io_tui.core.policy import Act
+from io_tui.core.authority.approvals import ApprovalRequest
+from io_tui.core.authority.policy import Act
 from io_tui.ui.screens.request_view import read_current
 
 

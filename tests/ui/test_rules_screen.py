@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.widgets import DataTable
 
-from io_tui.core.policy import Act
+from io_tui.core.authority.policy import Act
 from io_tui.core.store import Store
 from io_tui.ui.screens.rules import RulesScreen
 from ui._steering import StoreHost, freeze_times

@@ -19,7 +19,7 @@ from io_tui.core import (
     TaskContract,
     start_run,
 )
-from io_tui.core.trace import build_trace
+from io_tui.core.steering.trace import build_trace
 from io_tui.ui.keymap import is_key
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.help import HelpScreen

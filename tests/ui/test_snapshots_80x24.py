@@ -10,8 +10,8 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from io_tui.core.approvals import Decision
-from io_tui.core.decisions import decide
+from io_tui.core.authority.approvals import Decision
+from io_tui.core.steering.decisions import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
 from io_tui.ui.screens.memory_editor import MemoryEditorScreen

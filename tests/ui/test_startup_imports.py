@@ -15,8 +15,8 @@ LATER = (
     "io_tui.ui.screens.new_run",
     "io_tui.ui.screens.inspector",
     "io_tui.ui.screens.help",
-    "io_tui.core.remember",
-    "io_tui.core.rewrite",
+    "io_tui.core.steering.remember",
+    "io_tui.core.steering.rewrite",
     "pygments",
 )
 

@@ -15,6 +15,7 @@ from io_tui.core.context.compaction import (
 )
 from io_tui.core.context.fit import fit, stub_out
 from io_tui.core.context.frame import Frame
+from io_tui.core.context.gcpause import gc_paused
 from io_tui.core.context.labels import (
     HARNESS,
     MODEL,
@@ -40,9 +41,8 @@ from io_tui.core.context.stubs import RECALL
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
-from io_tui.core.gcpause import gc_paused
 from io_tui.core.ledger import StepRecord
-from io_tui.core.memory import MemoryNote, render_notes
+from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
 
 
@@ -103,7 +103,7 @@ class Build:
         start = self._live_start()
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
-        with gc_paused():  # an entry per observation, all living on (``core/gcpause.py``)
+        with gc_paused():  # an entry per observation, all living on (``core/context/gcpause.py``)
             self.live.sync(history[start:])
             self.live.apply_rewrites(plan.rewritten_at)
         self.out = 0  # how many of the oldest live steps are out of the window
@@ -123,7 +123,7 @@ class Build:
             self.live.mark_drift(await probe(watched) if watched else {})
         await self._maybe_fold(force_fold)  # the summarizer's provider call: collected as usual
         # the passes make an entry per observation that lives on: no collector walking the
-        # heap for garbage while they do (``core/gcpause.py``); the refreshes are short awaits
+        # heap for garbage while they do (``core/context/gcpause.py``); the refreshes are short awaits
         with gc_paused():
             window = self.ceiling - self.memory_tokens - self._summary_tokens()
             self.out = await self._window(window)

@@ -15,7 +15,7 @@ from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import TurnCache
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.memory import MemoryNote
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message, ToolSpec
 
@@ -142,7 +142,7 @@ class ContextEngine:
             self.reframe(replace(self.frame, tools=tools))
 
     def reframe(self, frame: Frame) -> None:
-        """A part of the frame was rebuilt (``core/derived.py``): send ``frame`` from the next
+        """A part of the frame was rebuilt (``core/derived/parts.py``): send ``frame`` from the next
         request on. A changed frame rewrites the whole request: nothing before it is cached."""
         if frame != self.frame:
             self.frame = frame

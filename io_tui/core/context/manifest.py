@@ -133,7 +133,7 @@ class Section:
         }
 
 
-# the derived part (``core/derived.py``) whose version is a section's ``source_version``: the
+# the derived part (``core/derived/parts.py``) whose version is a section's ``source_version``: the
 # system prompt carries the skill catalogue, the tools section the tool catalogue, the memory
 # block the memory generation
 DERIVED_VERSIONS = {"system": "skills", "tools": "tools", "memory": "memory"}

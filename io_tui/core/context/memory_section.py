@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from io_tui.core.context.manifest import Omission
-from io_tui.core.memory import MemoryNote, RenderedMemory
+from io_tui.core.memory.notes import MemoryNote, RenderedMemory
 
 # the first word of each reason, and how the section's line counts them (in this order)
 _KINDS = {

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from io_tui.core.contract import CachePrices
-from io_tui.core.memory import RenderedMemory
+from io_tui.core.memory.notes import RenderedMemory
 from io_tui.core.providers.base import Message
 
 CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming ones

@@ -54,7 +54,7 @@ _HOME = {  # name → the module that defines it, imported on first use
 
 def __getattr__(name: str) -> Any:
     """Load the submodule behind ``name`` when it is first asked for: importing the settings
-    (``core.settings`` → ``mcp.config``) then loads neither the hub nor the tools."""
+    (``core.run.settings`` → ``mcp.config``) then loads neither the hub nor the tools."""
     if name not in _HOME:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)

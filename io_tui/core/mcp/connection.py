@@ -327,7 +327,7 @@ class Connection:
         from mcp_types import CreateMessageResult, ErrorData, TextContent
 
         from io_tui.core.mcp.tools import exposed_name
-        from io_tui.core.sampling import SamplingAsk
+        from io_tui.core.run.sampling import SamplingAsk
 
         asker = self._asker("sampling")
         if isinstance(asker, str):

@@ -1,7 +1,7 @@
 """An MCP server's elicitation (``elicitation/create``): it asks the operator for input through a
 form built from a flat JSON schema, in the middle of one of its tool calls.
 
-The request is an ask like any other (``core.sampling.ask_operator``), checked as ``exec`` on
+The request is an ask like any other (``core.run.sampling.ask_operator``), checked as ``exec`` on
 ``mcp__<server>__elicitation``: a policy deny declines it, anything else puts it to the operator
 (a policy allow cannot fill a form). The operator's answer maps onto the protocol's three:
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from io_tui.core.approvals import ApprovalRequest, DecisionKind
-from io_tui.core.sampling import APPROVING, ask_operator
+from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind
+from io_tui.core.run.sampling import APPROVING, ask_operator
 
 Action = Literal["accept", "decline", "cancel"]
 ELICITATION = "elicitation"  # the policy target's last part: mcp__<server>__elicitation

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field
 
+from io_tui.core.authority.policy import Act
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolOutcome
 
 if TYPE_CHECKING:

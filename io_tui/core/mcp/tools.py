@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import ConfigDict
 
+from io_tui.core.authority.policy import Act
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act
 from io_tui.core.providers.base import ToolSpec
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 

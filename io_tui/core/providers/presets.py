@@ -271,7 +271,7 @@ def timeout_and_retry(settings: Any) -> tuple[httpx.Timeout, RetryPolicy]:
 
 
 def provider_from_settings(settings: Any, *, env: Mapping[str, str] | None = None) -> Provider:
-    """The provider ``RunSettings`` (``core.settings``) asks for, with its fallback if one is set.
+    """The provider ``RunSettings`` (``core.run.settings``) asks for, with its fallback if one is set.
 
     Reads ``provider``, ``model``, ``base_url``, ``fallback_provider``, ``fallback_model``,
     ``request_timeout_s``, ``max_retries`` (attempts = retries + 1), ``max_output_tokens`` and

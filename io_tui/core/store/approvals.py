@@ -9,8 +9,8 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.approvals import ApprovalRequest, Decision
-from io_tui.core.policy import Act, Effect, Layer, Rule
+from io_tui.core.authority.approvals import ApprovalRequest, Decision
+from io_tui.core.authority.policy import Act, Effect, Layer, Rule
 from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.live import announce
 

@@ -1,5 +1,5 @@
 """Cancelling runs no process drives: a ``paused`` run (its ask deferred) or an ``interrupted``
-one (its process died), which the operator abandons (``core/cancel.py``, ``io-tui cancel``, the
+one (its process died), which the operator abandons (``core/steering/cancel.py``, ``io-tui cancel``, the
 TUI's ``x``).
 
 One transaction checks each run is still stopped and ends it ``cancelled``: SQLite's ``BEGIN
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from io_tui.core.approvals import Decision
+from io_tui.core.authority.approvals import Decision
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import Lease

@@ -31,7 +31,8 @@ import aiosqlite
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
-from io_tui.core.memory import (
+from io_tui.core.memory.daily_log import LOG_FIELDS, LogLine, log_day
+from io_tui.core.memory.notes import (
     KINDS,
     SECTIONS,
     STATUSES,
@@ -47,7 +48,6 @@ from io_tui.core.memory import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.memory_log import LOG_FIELDS, LogLine, log_day
 from io_tui.core.store.db import Database, row_as
 
 OPERATOR_RUN_ID = 0

@@ -151,7 +151,7 @@ class QueueRepo:
         origin: dict[str, Any] | None = None,
     ) -> int:
         """A new run, ``queued`` with no lease, for a worker to claim; its id. ``origin``: how
-        it was started (``core.origin.RunOrigin``), which the worker driving it rebuilds."""
+        it was started (``core.run.origin.RunOrigin``), which the worker driving it rebuilds."""
         return await self.db.write(
             partial(
                 _enqueue,

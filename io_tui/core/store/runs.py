@@ -43,7 +43,7 @@ class RunRow:
     created_at: float
     updated_at: float
     finished_at: float | None
-    # how it was started (``core.origin.RunOrigin.to_json``); None for a run from before schema 5
+    # how it was started (``core.run.origin.RunOrigin.to_json``); None for a run from before schema 5
     origin: dict[str, Any] | None = None
 
     @classmethod

@@ -197,7 +197,7 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN lease_pid INTEGER;
     ALTER TABLE runs ADD COLUMN lease_heartbeat REAL;
     """,
-    # 5: how a run was started (``core.origin.RunOrigin`` as JSON: its run settings and MCP
+    # 5: how a run was started (``core.run.origin.RunOrigin`` as JSON: its run settings and MCP
     # servers, env and header values as names only), so a resume rebuilds the same harness;
     # NULL for a run from before it
     """

@@ -174,7 +174,7 @@ class TraceRepo:
 
     async def latest_derived(self, run_id: int) -> dict[str, str]:
         """The versions of the derived parts the run's last working request carried (skills,
-        tools, instructions, memory: ``core/derived.py``); empty before its first."""
+        tools, instructions, memory: ``core/derived/parts.py``); empty before its first."""
         row = await self.db.fetchone(
             "SELECT json_extract(manifest, '$.derived') AS derived FROM requests"
             " WHERE run_id = ? AND purpose = 'work' ORDER BY step DESC, attempt DESC LIMIT 1",

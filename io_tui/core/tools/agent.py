@@ -4,7 +4,7 @@ The child works in the same workspace under the parent's policy plus any narrowi
 parent asks for (deny or ask only: a child can never be given more than its parent has). Its
 final answer comes back as this call's result; its steps live in the store as a run of their own
 with ``parent_run_id`` set, so the run tree shows it under its parent. A child that pauses or is
-interrupted stops its parent with it, on this call; both resume together (``core.sub_agents``).
+interrupted stops its parent with it, on this call; both resume together (``core.run.sub_agents``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from io_tui.core.authority.policy import Act, Effect, Rule
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act, Effect, Rule
 from io_tui.core.tools.base import SubTask, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from io_tui.core.authority.policy import Act, Policy, Rule
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.errors import ToolError
 from io_tui.core.ledger import Observation, ObsKind, Seen
-from io_tui.core.policy import Act, Policy, Rule
 from io_tui.core.providers.base import ToolSpec
 from io_tui.core.untrusted import redact
 
@@ -100,7 +100,7 @@ class ToolContext:
     spawn: Spawner | None = None  # runs a sub-agent to an outcome
     call_id: str = ""  # the call being carried out
     # an MCP server's request during the call, (call id, ask) → its answer: sampling (the
-    # model's answer) or elicitation (the operator's form), asked as any act (``core.sampling``)
+    # model's answer) or elicitation (the operator's form), asked as any act (``core.run.sampling``)
     sample: Callable[[str, Any], Awaitable[Any]] | None = None
     # a handle (a call id of this run, or a progress ledger's ``r<run>.s<step>.<call id>``) →
     # its recorded result, whole (``tools.recall``)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from io_tui.core.authority.policy import Act
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolOutcome
 
 DEFAULT_TIMEOUT_S = 120.0

@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import Field
 
+from io_tui.core.authority.policy import Act
 from io_tui.core.ledger import ObsKind
 from io_tui.core.numbered import number_lines, range_span, range_trailer
-from io_tui.core.policy import Act
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 MAX_LIST_ENTRIES = 500

@@ -24,7 +24,7 @@ from pydantic import Field
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
-from io_tui.core.memory import MAX_KEY_CHARS, MemoryNote, NoteKind, Scope, Section
+from io_tui.core.memory.notes import MAX_KEY_CHARS, MemoryNote, NoteKind, Scope, Section
 from io_tui.core.store.memory import ForgetResult, MemoryRepo, Provenance, WriteResult
 from io_tui.core.tools.base import Emit, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 

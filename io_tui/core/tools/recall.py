@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.errors import ToolError
 from io_tui.core.ledger import ObsKind
-from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Gate, Recorded, Tool, ToolArgs, ToolContext, ToolOutcome
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from typing import NamedTuple
 import regex
 from pydantic import Field
 
+from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.ledger import ObsKind, Seen, content_digest
-from io_tui.core.policy import Act, Effect, Policy
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 from io_tui.core.workspace import (
     BINARY_SNIFF_BYTES,

@@ -547,7 +547,7 @@ def _highlight(row: EntryRow, text: str) -> RenderableType:
 
 def cache_text(before: dict[str, Any] | None, after: dict[str, Any]) -> Text:
     """Where this request's prompt-cache prefix broke against the previous one, and why
-    (``core/cache.py``), and what the provider reported reading and writing."""
+    (``core/context/cache.py``), and what the provider reported reading and writing."""
     cache = after.get("cache") or {}
     out = Text()
     out.append("prompt cache: ", style="bold")

@@ -5,7 +5,7 @@ query box takes a call id or text (found in targets, call arguments and recorded
 table lists the entries it names; the right side shows the highlighted one's phases (full →
 capped → superseded by step N → collapsed → folded into summary K → recalled by handle) and the
 ledger of what each summary replaced. Pure over the trace the inspector already loaded
-(``core/context/lifecycle.py``), computed in a thread worker.
+(``core/steering/lifecycle.py``), computed in a thread worker.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Providers are the presets (``core.providers.presets``) plus the scripted demo, e
 what its server answered to a model listing (``probe_models``, as ``io-tui providers`` does),
 probed in workers when the dialog opens and again when the base URL changes. The models the
 server lists fill a picker; the model field stays free text. Start builds the run the way the
-harness will (``core.launch.prepare_run``: provider, policy, workspace, its MCP files) in a
+harness will (``core.run.launch.prepare_run``: provider, policy, workspace, its MCP files) in a
 worker, and closes only when that succeeds:
 every error is shown in the dialog with what was typed kept. The fields scroll; the error line
 and the buttons stay in view at any size.

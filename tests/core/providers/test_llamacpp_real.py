@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from io_tui.core.approvals import DenyAll
+from io_tui.core.authority.approvals import DenyAll
 from io_tui.core.contract import TaskContract
-from io_tui.core.harness import Harness
 from io_tui.core.providers.presets import make_provider
-from io_tui.core.run import start_run
+from io_tui.core.run.harness import Harness
+from io_tui.core.run.loop import start_run
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.trace import build_trace
 
 N_CTX = 4096
 

@@ -35,7 +35,7 @@ from io_tui.core.providers.presets import (
 from io_tui.core.providers.retry import RetryPolicy
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.providers.secret import Secret
-from io_tui.core.settings import RunSettings
+from io_tui.core.run.settings import RunSettings
 
 KEY = "sk-proj-SECRETSECRET-0123456789"
 

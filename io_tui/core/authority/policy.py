@@ -1,0 +1,252 @@
+"""Deny-first policy over named layers of glob rules (DESIGN §3.4).
+
+``Policy.explain(act, target)`` is the very function enforcement uses: what it says is what
+happens. Evaluation runs across the whole stack: deny > ask > allow > the act's default.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import stat
+import tomllib
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class Act(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    EXEC = "exec"
+    NET = "net"
+
+
+class Effect(StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+_STRENGTH = {Effect.DENY: 3, Effect.ASK: 2, Effect.ALLOW: 1}
+
+DEFAULT_EFFECTS: dict[Act, Effect] = {
+    Act.READ: Effect.ALLOW,
+    Act.WRITE: Effect.ASK,
+    Act.EXEC: Effect.ASK,
+    Act.NET: Effect.DENY,
+}
+
+# Credential files, denied to read and write whatever a policy file says. A pattern without '/'
+# matches the basename anywhere; ``*/`` forms catch the same file in a subdirectory.
+SECRET_PATTERNS = (
+    ".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk",
+    ".npmrc", ".netrc", "_netrc", ".pypirc", ".git-credentials",
+    ".aws/credentials", "*/.aws/credentials", ".kube/config", "*/.kube/config", "kubeconfig",
+    "*.kubeconfig", ".docker/config.json", "*/.docker/config.json",
+)  # fmt: skip
+BUILTIN_SECRETS_LAYER = "builtin-secrets"
+REMEMBERED_LAYER = "remembered"
+
+
+class PolicyError(ValueError):
+    """A policy file or rule that does not validate; the message names what and where."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    act: Act
+    effect: Effect
+    pattern: str
+
+    def matches(self, act: Act, target: str) -> bool:
+        if act is not self.act:
+            return False
+        if act is Act.EXEC:
+            return _command_match(self.pattern, target)
+        return _glob_match(self.pattern, target)
+
+    def describe(self) -> str:
+        return f"{self.effect.value} {self.act.value} {self.pattern}"
+
+
+def _glob_match(pattern: str, target: str) -> bool:
+    """Match against the workspace-relative path, or its basename for slash-free patterns."""
+    normalized = target.replace("\\", "/")
+    if fnmatch.fnmatchcase(normalized, pattern):
+        return True
+    if "/" not in pattern:
+        return fnmatch.fnmatchcase(PurePosixPath(normalized).name, pattern)
+    return False
+
+
+def _command_match(pattern: str, command: str) -> bool:
+    """An exec target is a command line (``git status --short``) or a tool name (MCP).
+
+    A pattern with a space matches the whole line (``git status*``); one without matches the
+    program alone (``pytest``, ``python3``), as well as the whole line.
+    """
+    if fnmatch.fnmatchcase(command, pattern):
+        return True
+    program = command.split(" ", 1)[0]
+    return " " not in pattern and fnmatch.fnmatchcase(program, pattern)
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    name: str
+    rules: tuple[Rule, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of ``explain``: the effect, and the rule and layer that decided it."""
+
+    act: Act
+    target: str
+    effect: Effect
+    rule: Rule | None
+    layer: str
+
+    @property
+    def rule_text(self) -> str:
+        return self.rule.describe() if self.rule else f"default {self.act.value}"
+
+    def explain(self) -> str:
+        return f"{self.effect.value}: {self.act.value} {self.target} (rule '{self.rule_text}' in layer '{self.layer}')"
+
+
+def builtin_secrets_layer() -> Layer:
+    rules = tuple(
+        Rule(act, Effect.DENY, p) for p in SECRET_PATTERNS for act in (Act.READ, Act.WRITE)
+    )
+    return Layer(BUILTIN_SECRETS_LAYER, rules)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    layers: tuple[Layer, ...] = field(default_factory=lambda: (builtin_secrets_layer(),))
+    defaults: dict[Act, Effect] = field(default_factory=lambda: dict(DEFAULT_EFFECTS))
+
+    def explain(self, act: Act | str, target: str) -> Verdict:
+        act = Act(act)
+        best: tuple[Rule, str] | None = None
+        for layer in self.layers:
+            for rule in layer.rules:
+                if rule.matches(act, target) and (
+                    best is None or _STRENGTH[rule.effect] > _STRENGTH[best[0].effect]
+                ):
+                    best = (rule, layer.name)
+        if best is None:
+            return Verdict(act, target, self.defaults[act], None, "defaults")
+        return Verdict(act, target, best[0].effect, best[0], best[1])
+
+    def read_verdict(self, target: str) -> Verdict | None:
+        """``explain`` of a read the harness makes on the model's behalf (a skill listed, an
+        instruction file sent); None when no rule matches and the policy has no read default."""
+        try:
+            return self.explain(Act.READ, target)
+        except KeyError:
+            return None
+
+    def read_effect(self, target: str) -> str:
+        """The effect of ``read_verdict`` in a word (``unset``: no rule, no read default): what
+        a derived part records it was built under (``core/derived/parts.py``)."""
+        said = self.read_verdict(target)
+        return said.effect.value if said else "unset"
+
+    def with_layer(self, layer: Layer) -> Policy:
+        """A copy with ``layer`` added, or replacing the layer of the same name."""
+        kept = tuple(existing for existing in self.layers if existing.name != layer.name)
+        return replace(self, layers=(*kept, layer))
+
+    def layer(self, name: str) -> Layer | None:
+        return next((layer for layer in self.layers if layer.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "defaults": {act.value: eff.value for act, eff in self.defaults.items()},
+            "layers": [
+                {
+                    "name": layer.name,
+                    "rules": [
+                        {"act": r.act.value, "effect": r.effect.value, "pattern": r.pattern}
+                        for r in layer.rules
+                    ],
+                }
+                for layer in self.layers
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, source: str = "policy") -> Policy:
+        """Build a policy from parsed TOML/JSON. The builtin secrets layer is always kept."""
+        if not isinstance(data, dict):
+            raise PolicyError(f"{source}: expected a table at the top level")
+        unknown = set(data) - {"defaults", "layers"}
+        if unknown:
+            raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+        defaults = dict(DEFAULT_EFFECTS)
+        for act_name, effect_name in (data.get("defaults") or {}).items():
+            defaults[_parse(Act, act_name, f"{source}: defaults")] = _parse(
+                Effect, effect_name, f"{source}: defaults.{act_name}"
+            )
+        layers: list[Layer] = [builtin_secrets_layer()]
+        for i, raw_layer in enumerate(data.get("layers") or []):
+            where = f"{source}: layers[{i}]"
+            if not isinstance(raw_layer, dict) or not raw_layer.get("name"):
+                raise PolicyError(f"{where}: every layer needs a name")
+            name = str(raw_layer["name"])
+            extra_keys = set(raw_layer) - {"name", "rules"}
+            if extra_keys:
+                raise PolicyError(f"{where}: unknown key(s) {', '.join(sorted(extra_keys))}")
+            if name == BUILTIN_SECRETS_LAYER:
+                continue  # always present; a file cannot weaken it
+            rules = []
+            for j, raw in enumerate(raw_layer.get("rules") or []):
+                rwhere = f"{where}.rules[{j}]"
+                if not isinstance(raw, dict):
+                    raise PolicyError(f"{rwhere}: expected a table")
+                extra = set(raw) - {"act", "effect", "pattern"}
+                if extra:
+                    raise PolicyError(f"{rwhere}: unknown key(s) {', '.join(sorted(extra))}")
+                if not raw.get("pattern"):
+                    raise PolicyError(f"{rwhere}: missing pattern")
+                rules.append(
+                    Rule(
+                        _parse(Act, raw.get("act"), f"{rwhere}.act"),
+                        _parse(Effect, raw.get("effect"), f"{rwhere}.effect"),
+                        str(raw["pattern"]),
+                    )
+                )
+            layers.append(Layer(name, tuple(rules)))
+        return cls(tuple(layers), defaults)
+
+    @classmethod
+    def load(cls, path: Path) -> Policy:
+        try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read
+                raise PolicyError(f"{path}: the policy file is not a regular file")
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PolicyError(f"policy file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise PolicyError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise PolicyError(
+                f"{path}: cannot read the policy file: {exc.strerror or exc}"
+            ) from None
+        return cls.from_json(data, source=str(path))
+
+
+def _parse(enum: type[_E], value: object, where: str) -> _E:
+    try:
+        return enum(str(value))
+    except ValueError:
+        choices = " | ".join(m.value for m in enum)
+        raise PolicyError(f"{where}: '{value}' is not one of {choices}") from None

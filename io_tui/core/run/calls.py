@@ -1,0 +1,369 @@
+"""One tool call, from the model's arguments to a recorded observation.
+
+validate → gate → policy.explain → (ask: persist, then the approver) → intent → perform →
+bound. The same ``apply_decision`` path serves a live decision and one made later, after a
+restart. Every call is written to the store as an intent (its exact arguments, the approval
+that allowed it) before it executes; the step commit of its observation closes the intent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from io_tui.core.authority.approvals import (
+    ApprovalRequest,
+    Approver,
+    Decision,
+    DecisionKind,
+    RememberRule,
+)
+from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
+from io_tui.core.context.stubs import rest_hint
+from io_tui.core.errors import ServerError, WorkspaceError
+from io_tui.core.events import EventKind
+from io_tui.core.ledger import Observation, ObsKind, bound_text
+from io_tui.core.providers.base import ToolCall
+from io_tui.core.store import Store
+from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
+from io_tui.core.tools.registry import ToolRegistry
+from io_tui.core.untrusted import frame
+
+Emit = Callable[[EventKind, dict[str, Any]], None]
+
+
+@dataclass
+class CallResult:
+    """What one call produced: an observation and its full text, or a deferral."""
+
+    observation: Observation | None
+    full_text: str = ""
+    deferred_approval: int | None = None
+    denied: bool = False
+    decision: dict[str, Any] = field(default_factory=dict)
+    closes_intent: tuple[int, str] | None = None  # an operator's reconciliation (id, status)
+
+
+@dataclass
+class CallRunner:
+    store: Store
+    registry: ToolRegistry
+    approver: Approver
+    policy: Policy
+    run_id: int
+    workspace: str
+    emit: Emit
+    make_context: Callable[[int], ToolContext]
+    on_asking: Callable[[bool], Awaitable[None]] | None = None
+
+    async def run(self, call: ToolCall, step: int) -> CallResult:
+        ctx = self.make_context(step)
+        self.emit(
+            EventKind.TOOL_CALLED,
+            {"call_id": call.id, "name": call.name, "arguments": call.arguments},
+        )
+        try:
+            tool, args, gate = await self._prepare(call, ctx)
+        except ToolError as exc:
+            return self._error(call, step, str(exc), ctx.cap_chars)
+        if gate is None:
+            return await self._perform(call, step, tool, args, ctx)
+        verdict = self.policy.explain(gate.act, gate.target)
+        if verdict.effect is Effect.DENY:
+            return self._refused(call, step, verdict, ctx.cap_chars)
+        if verdict.effect is Effect.ALLOW:
+            return await self._perform(call, step, tool, args, ctx, gate=gate)
+        request = await self.store.approvals.create(
+            ApprovalRequest(
+                id=0,
+                run_id=self.run_id,
+                step=step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                act=gate.act,
+                target=gate.target,
+                content=gate.content,
+                rule=verdict.rule_text,
+                layer=verdict.layer,
+                workspace=self.workspace,
+            )
+        )
+        self.emit(
+            EventKind.APPROVAL_REQUESTED,
+            {
+                "approval_id": request.id,
+                "act": gate.act.value,
+                "target": gate.target,
+                "rule": verdict.rule_text,
+                "layer": verdict.layer,
+            },
+        )
+        return await self.ask(request)
+
+    async def ask(self, request: ApprovalRequest) -> CallResult:
+        """Put a persisted request to the approver and carry out its decision (a defer leaves
+        it pending)."""
+        if self.on_asking:
+            await self.on_asking(True)
+        try:
+            decision = await self.approver.decide(request)
+        finally:
+            if self.on_asking:
+                await self.on_asking(False)
+        if decision.kind is DecisionKind.DEFER:
+            self.emit(EventKind.APPROVAL_DECIDED, {"approval_id": request.id, "decision": "defer"})
+            return CallResult(None, deferred_approval=request.id)
+        if not await self.store.approvals.record_decision(request.id, decision):
+            record = await self.store.approvals.get(request.id)
+            decision = record.decision if record and record.decision else decision
+        return await self.apply_decision(request, decision)
+
+    async def apply_decision(self, request: ApprovalRequest, decision: Decision) -> CallResult:
+        """Carry out a human decision on a persisted request, re-checking the policy first."""
+        step = request.step
+        ctx = self.make_context(step)
+        call = ToolCall(request.call_id, request.tool, request.arguments)
+        self.emit(
+            EventKind.APPROVAL_DECIDED,
+            {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
+        )
+        if decision.kind is DecisionKind.DENY:
+            if decision.rule is not None:
+                await self._remember(decision.rule, request.id, Effect.DENY)
+            reason = decision.reason or "no reason given"
+            text = f"The operator denied {request.act.value} {request.target}: {reason}. Adapt your approach."
+            await self.store.approvals.record_performed(request.id, {"performed": False})
+            result = self._error(call, step, text, ctx.cap_chars, target=request.target)
+            result.denied = True
+            return result
+        arguments = request.arguments
+        note = ""
+        if decision.kind is DecisionKind.REWRITE and decision.arguments is not None:
+            arguments = decision.arguments
+            note = (
+                f"The operator rewrote your {request.tool} call. Performed with arguments "
+                f"{json.dumps(arguments)} instead of {json.dumps(request.arguments)}.\n"
+            )
+        try:
+            tool = self.registry.get(request.tool)
+            args = tool.parse(arguments)
+            gate = await tool.gate(args, ctx)
+        except ToolError as exc:
+            await self.store.approvals.record_performed(
+                request.id, {"performed": False, "error": str(exc)}
+            )
+            return self._error(
+                call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars,
+                target=request.target,
+            )  # fmt: skip
+        if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
+            await self._remember(decision.rule, request.id, Effect.ALLOW)
+        if gate is not None:
+            verdict = self.policy.explain(gate.act, gate.target)
+            if verdict.effect is Effect.DENY:
+                await self.store.approvals.record_performed(
+                    request.id, {"performed": False, "refused_by": verdict.explain()}
+                )
+                return self._refused(call, step, verdict, ctx.cap_chars, prefix=note)
+            if decision.kind is not DecisionKind.REWRITE and gate.content != request.content:
+                # The file changed under a paused write: perform exactly the persisted bytes.
+                tool, args = self._persisted_write(request)
+                note += (
+                    "The file changed after you proposed this; the approved bytes were written.\n"
+                )
+        result = await self._perform(
+            call, step, tool, args, ctx, note=note, gate=gate, approval_id=request.id
+        )
+        await self.store.approvals.record_performed(
+            request.id,
+            {
+                "performed": True,
+                "arguments": arguments,
+                "error": bool(result.observation and result.observation.is_error),
+            },
+        )
+        result.decision = {"approval_id": request.id, "decision": decision.kind.value}
+        return result
+
+    async def _remember(self, rule: RememberRule, approval_id: int, effect: Effect) -> None:
+        """Store the operator's rule and apply it to this run's policy at once."""
+        await self.store.rules.add(
+            act=rule.act,
+            pattern=rule.pattern,
+            scope=rule.scope,
+            workspace=self.workspace,
+            run_id=self.run_id,
+            approval_id=approval_id,
+            effect=effect,
+        )
+        layer = await self.store.rules.layer_for(workspace=self.workspace, run_id=self.run_id)
+        self.policy = self.policy.with_layer(layer)
+
+    def _persisted_write(self, request: ApprovalRequest) -> tuple[Tool, Any]:
+        tool = self.registry.get("write_file")
+        return tool, tool.parse({"path": request.target, "content": request.content})
+
+    async def _prepare(self, call: ToolCall, ctx: ToolContext) -> tuple[Tool, Any, Gate | None]:
+        if call.arguments_error:
+            raise ToolError(
+                f"arguments for {call.name} were not valid JSON: {call.arguments_error}"
+            )
+        tool = self.registry.get(call.name)
+        args = tool.parse(call.arguments)
+        return tool, args, await tool.gate(args, ctx)
+
+    async def _perform(
+        self,
+        call: ToolCall,
+        step: int,
+        tool: Tool,
+        args: Any,
+        ctx: ToolContext,
+        note: str = "",
+        *,
+        gate: Gate | None = None,
+        approval_id: int | None = None,
+    ) -> CallResult:
+        await self.store.intents.begin(
+            run_id=self.run_id,
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+            act=gate.act.value if gate else "",
+            target=gate.target if gate else "",
+            approval_id=approval_id,
+            before=await _file_before(ctx, gate),
+        )
+        started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
+        try:
+            outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
+        except ServerError as exc:
+            return self._observe(call, step, server_failed(call, exc, gate, note), ctx.cap_chars)
+        except ToolError as exc:
+            target = gate.target if gate else ""
+            return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
+        return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
+
+    def _observe(
+        self,
+        call: ToolCall,
+        step: int,
+        outcome: ToolOutcome,
+        cap: int,
+        note: str = "",
+        ran_ns: tuple[int, int] = (0, 0),
+    ) -> CallResult:
+        full = note + outcome.text
+        obs = Observation(
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            kind=outcome.kind,
+            target=outcome.target,
+            text=bound_text(full, cap, rest_hint(call.id, len(full), cap)),
+            span=outcome.span,
+            full_chars=len(full),
+            is_error=outcome.is_error,
+            seen=outcome.seen,
+            ran_ns=ran_ns,
+        )
+        self.emit(
+            EventKind.OBSERVATION,
+            {
+                "call_id": call.id,
+                "name": call.name,
+                "kind": obs.kind.value,
+                "target": obs.target,
+                "chars": obs.full_chars,
+                "is_error": obs.is_error,
+            },
+        )
+        return CallResult(obs, full)
+
+    def noted(self, call: ToolCall, step: int, text: str, *, is_error: bool) -> CallResult:
+        """An observation the harness writes for a call it does not run (a reconciled one)."""
+        kind = ObsKind.ERROR if is_error else ObsKind.MESSAGE
+        outcome = ToolOutcome(text=text, kind=kind, target=call.name, is_error=is_error)
+        return self._observe(call, step, outcome, self.make_context(step).cap_chars)
+
+    def _error(
+        self, call: ToolCall, step: int, message: str, cap: int, target: str = ""
+    ) -> CallResult:
+        """A failed or refused call's observation. ``target``: what it acted on, when known (the
+        path or command a refusal names, which its stub and the inspector show); else the tool."""
+        outcome = ToolOutcome(
+            text=message, kind=ObsKind.ERROR, target=target or call.name, is_error=True
+        )
+        return self._observe(call, step, outcome, cap)
+
+    def _refused(
+        self, call: ToolCall, step: int, verdict: Verdict, cap: int, prefix: str = ""
+    ) -> CallResult:
+        self.emit(
+            EventKind.TOOL_REFUSED,
+            {
+                "call_id": call.id,
+                "act": verdict.act.value,
+                "target": verdict.target,
+                "rule": verdict.rule_text,
+                "layer": verdict.layer,
+            },
+        )
+        text = (
+            f"{prefix}Refused by policy: {verdict.act.value} {verdict.target} is denied by rule "
+            f"'{verdict.rule_text}' in layer '{verdict.layer}'. Do not retry it; choose another way."
+        )
+        result = self._error(call, step, text, cap, target=verdict.target)
+        result.denied = True
+        return result
+
+
+BEFORE_MAX_BYTES = 256_000  # a write's file kept in its intent up to this size
+
+
+async def _file_before(ctx: ToolContext, gate: Gate | None) -> dict[str, Any] | None:
+    """What a write's file holds before it: the reconciliation's diff after a crash."""
+    if gate is None or gate.act is not Act.WRITE:
+        return None
+    return await asyncio.to_thread(_before, ctx, gate.target)
+
+
+def _before(ctx: ToolContext, path: str) -> dict[str, Any]:
+    text = ctx.workspace.current_text(path, max_bytes=BEFORE_MAX_BYTES)
+    try:
+        exists = ctx.workspace.resolve(path).exists()
+    except (WorkspaceError, OSError):
+        exists = False
+    return {"exists": exists, "text": text}
+
+
+def framed(tool: str, outcome: ToolOutcome) -> ToolOutcome:
+    """``outcome`` headed with its source, as untrusted data (``untrusted.frame``), unless it
+    is the receipt of a file write the harness made (``edited PATH: …``, ``created PATH (…)``):
+    the harness's own words on the model's own call, runtime evidence (``context.labels``), not
+    data from the world."""
+    if outcome.kind is ObsKind.WRITE and not outcome.is_error:
+        return outcome
+    return replace(outcome, text=frame(tool, outcome.target, outcome.text, _names(outcome)))
+
+
+def _names(outcome: ToolOutcome) -> bool:
+    """Whether the result's first line names its target already: a command's ``$ argv``."""
+    head = outcome.text.partition("\n")[0]
+    return outcome.kind is ObsKind.EXEC and head == f"$ {outcome.target}"
+
+
+def server_failed(call: ToolCall, exc: ServerError, gate: Gate | None, note: str) -> ToolOutcome:
+    """A call an MCP server failed: the harness's sentence, then the server's words (its error
+    text, its stderr) framed as data. The whole is the server's result: untrusted data on its
+    authority (``context.labels``), whatever its words say."""
+    quoted = frame(f"MCP server {exc.server}", "", exc.quoted) if exc.quoted else ""
+    text = f"{note}{exc.said}:\n{quoted}" if quoted else f"{note}{exc.said}"
+    target = gate.target if gate else call.name
+    return ToolOutcome(text=text, kind=ObsKind.MCP, target=target, is_error=True)

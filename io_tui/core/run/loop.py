@@ -1,0 +1,535 @@
+"""The run loop: assemble → ask the model → gate each tool call → record → commit → repeat.
+
+A run is one asyncio task. It talks outward only through its EventSink and its Approver; the
+store is the authority, so a run paused on a deferred approval, or interrupted by its process
+dying, resumes in any process from the store alone (``resume_run``). A step is committed as soon
+as the model answers; each call is written as an intent before it executes and its observation
+committed after, so a resume continues from the last committed call and reconciles the ones in
+flight (``reconcile``). The process driving a run holds its lease and refreshes its heartbeat.
+
+What a run is given lives in ``harness``; what changes while it goes (step, history, tokens,
+events, committing a step) in ``run_state``; the model request path (context engine, working
+completions, request records) in ``model_turn``. A sub-agent is a child run this loop starts
+(``spawn``); a child that pauses or is interrupted stops its parent with it, on its call, and
+the parent's resume hands the call to the same child again (``sub_agents``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from io_tui.core.context.ladder import LadderExhausted
+from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
+from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, READER_GONE, EventKind
+from io_tui.core.ledger import ObsKind
+from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
+from io_tui.core.run.calls import CallResult, CallRunner
+from io_tui.core.run.harness import CHILD_DEFAULT_STEPS, Harness
+from io_tui.core.run.log_entry import append_run_log
+from io_tui.core.run.model_turn import ask_model, build_engine, request_tokens, truncated_note
+from io_tui.core.run.outcome import Outcome, RunResult, status_for
+from io_tui.core.run.reconcile import (
+    ReconcileChoice,
+    ReconcileNeeded,
+    Reconciler,
+    RefuseReconcile,
+    needs_operator,
+    what_is_known,
+)
+from io_tui.core.run.sampling import expire_server_asks
+from io_tui.core.run.state import RunState
+from io_tui.core.run.sub_agents import ENDED, WAITING, child_of_call
+from io_tui.core.store import (
+    IntentRow,
+    RequestRecord,
+    RunBusy,
+    RunRow,
+    StoreDamaged,
+    StoreError,
+)
+from io_tui.core.store.leases import HEARTBEAT_S
+from io_tui.core.tools.agent import SpawnAgent
+from io_tui.core.tools.base import SubTask, ToolOutcome
+from io_tui.core.workspace import Workspace
+
+VERIFY_TIMEOUT_S = 300
+
+
+async def start_run(
+    harness: Harness,
+    contract: TaskContract,
+    *,
+    parent_run_id: int | None = None,
+    seed_run_id: int | None = None,
+    on_created: Callable[[int], Awaitable[None]] | None = None,
+) -> RunResult:
+    """Create a run in the store and drive it to an outcome (``on_created``: told its id
+    before it takes a step)."""
+    # raises WorkspaceError for a bad root
+    workspace = Workspace(contract.workspace, env_allow=contract.env_allow)
+    run_id = await harness.store.runs.create(
+        goal=contract.goal,
+        workspace=str(workspace.root),
+        contract=contract_to_json(contract),
+        provider=harness.provider.describe(),
+        policy=harness.policy.to_json(),
+        parent_run_id=parent_run_id,
+        seed_run_id=seed_run_id,
+        origin=harness.origin.to_json() if harness.origin is not None else None,
+    )
+    if on_created is not None:
+        await on_created(run_id)
+    run = Run(RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id))
+    return await run.drive(resumed=False)
+
+
+async def resume_run(
+    harness: Harness, run_id: int, reconciler: Reconciler | None = None, *, first: bool = False
+) -> RunResult:
+    """Continue a paused or interrupted run under the same id, from the store alone: take its
+    lease (``RunBusy`` when a live process drives it), reconcile the calls in flight at a crash
+    (``reconciler``; without one, such a run stays interrupted), then go on. ``first``: the row
+    was queued and never driven (a worker's claim), so the run starts rather than resumes."""
+    row = await harness.store.runs.get(run_id)
+    if row is None:
+        raise ValueError(f"no run {run_id} in the store")
+    contract = contract_from_json(row.contract)
+    state = RunState(
+        harness,
+        contract,
+        run_id,
+        Workspace(contract.workspace, env_allow=contract.env_allow),
+        parent_run_id=row.parent_run_id,
+    )
+    state.tokens = row.tokens
+    await harness.store.leases.acquire(run_id)
+    await expire_server_asks(harness.store, run_id)  # asked by calls that ended with a process
+    return await Run(state, reconciler).drive(resumed=not first)
+
+
+class SubAgentStopped(Exception):
+    """A sub-agent paused or was interrupted: the parent's call cannot end now, so the parent
+    stops with it (``result``: the child's)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"sub-agent run {result.run_id} is {result.status}")
+        self.result = result
+
+
+async def spawn(
+    parent: RunState, task: SubTask, reconciler: Reconciler | None = None
+) -> ToolOutcome:
+    """Run a child to an outcome under the parent's policy narrowed by the task's rules, one
+    level deeper; its tokens count against the parent's. A call handed to a child before (the
+    parent resumes) goes on with that child: resumed if it stopped short (``reconciler`` for
+    its calls in flight), its result read if it ended. A child that stops short again raises
+    ``SubAgentStopped``."""
+    child = parent.harness.child(parent.policy, task.rules)
+    store = parent.store
+
+    async def link(child_id: int) -> None:
+        parent.publish(EventKind.SUB_AGENT, {"call_id": task.call_id, "run_id": child_id})
+        await parent.flush_events()
+
+    row = await child_of_call(store, parent.run_id, parent.step, task.call_id)
+    if row is None:
+        contract = replace(
+            parent.contract,
+            goal=task.goal,
+            verify=None,
+            max_steps=task.max_steps or CHILD_DEFAULT_STEPS,
+            token_budget=parent.remaining_tokens(),
+        )
+        result = await start_run(child, contract, parent_run_id=parent.run_id, on_created=link)
+    elif row.status not in ENDED:
+        await link(row.id)
+        try:
+            result = await resume_run(child, row.id, reconciler)
+        except RunBusy as exc:  # driven elsewhere: the parent stops short, resumable
+            result = replace(_result_of(row), status="interrupted", error=str(exc))
+    else:  # it ended, and the parent's process died before recording its answer
+        result = _result_of(row)
+    if result.status in WAITING:
+        raise SubAgentStopped(result)
+    parent.charge(result.tokens)
+    history = await store.runs.history(result.run_id)
+    answer = next((r.text for r in reversed(history) if r.text), "(no answer)")
+    text = (
+        f"Sub-agent run {result.run_id} ended {result.outcome.value} after {result.steps} "
+        f"steps ({result.tokens:,} tokens). Its final answer:\n{answer}"
+    )
+    failed = result.status != "finished"
+    return ToolOutcome(
+        text, ObsKind.AGENT, task.goal[:80], span=f"run {result.run_id}", is_error=failed,
+        data=result.to_json(),
+    )  # fmt: skip
+
+
+class Run:
+    """Drives one run's ``RunState`` to an outcome."""
+
+    def __init__(self, state: RunState, reconciler: Reconciler | None = None) -> None:
+        self.state = state
+        self.reconciler = reconciler or RefuseReconcile()
+        self.store = state.store
+        self.contract = state.contract
+        self.run_id = state.run_id
+        self.last_step_denied = False
+        self.verify_feedback_given = False
+        self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
+        self.waiting_on: int | None = None  # the sub-agent run it stopped with
+        if state.harness.can_spawn:
+            state.spawn = partial(spawn, state, reconciler=self.reconciler)
+
+    # -- driving --
+
+    async def drive(self, *, resumed: bool) -> RunResult:
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            return await self._drive(resumed=resumed)
+        finally:
+            heartbeat.cancel()
+
+    async def _heartbeat(self) -> None:
+        """Refresh the run's lease while it goes: a stale heartbeat means its owner is gone."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_S)
+            try:
+                await self.store.leases.heartbeat([self.run_id])
+            except (StoreError, sqlite3.Error):
+                continue  # a busy store: the next beat tries again, the lease has 30 s
+
+    async def _drive(self, *, resumed: bool) -> RunResult:
+        state = self.state
+        try:
+            state.history = await self.store.runs.history(self.run_id)
+            state.step = state.history[-1].step if state.history else 0
+            state.publish(
+                EventKind.RUN_RESUMED if resumed else EventKind.RUN_STARTED,
+                {
+                    "goal": self.contract.goal,
+                    "workspace": str(state.workspace.root),
+                    "parent_run_id": state.parent_run_id,
+                    "provider": state.harness.provider.name,
+                    "model": state.harness.provider.model,
+                },
+            )
+            if resumed:
+                paused = await self._finish_last_step()
+                if paused is not None:
+                    return await self._end(paused, error=self.failure)
+            outcome = await self._loop()
+            return await self._end(outcome, error=self.failure)
+        except ReconcileNeeded as exc:
+            return await self._end(Outcome.INTERRUPTED, error=str(exc))
+        except StoreDamaged:
+            raise  # nothing more is written to a damaged store: the run stays as it was left
+        except asyncio.CancelledError as exc:
+            # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
+            if HAND_BACK in exc.args or READER_GONE in exc.args:  # resumable: another process
+                # (a worker, ``io-tui resume``) takes it over
+                await asyncio.shield(self._end(Outcome.INTERRUPTED))
+                raise
+            reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
+            await asyncio.shield(self._end(Outcome.CANCELLED, error=reason))
+            raise
+        except Exception as exc:
+            return await self._end(Outcome.FAILED, error=_one_line(exc))
+
+    async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
+        state = self.state
+        status = status_for(outcome)
+        detail: dict[str, Any] = {"status": status, "outcome": outcome.value, "error": error}
+        if self.waiting_on is not None:
+            detail["waiting_on"] = self.waiting_on
+        await append_run_log(state, outcome, error)  # the workspace's daily log (memory)
+        finished = state.record(EventKind.RUN_FINISHED, detail)
+        # why a resume stopped short is the caller's to print, not the run's to keep
+        await state.end(status, outcome.value, None if outcome is Outcome.INTERRUPTED else error)
+        state.announce(finished)
+        row = await self.store.runs.get(self.run_id)
+        return RunResult(
+            self.run_id,
+            status,
+            outcome,
+            row.steps if row else state.step,
+            row.tokens if row else state.tokens,
+            error,
+            self.waiting_on,
+        )
+
+    async def _loop(self) -> Outcome:
+        state = self.state
+        engine = await build_engine(state)
+        while True:
+            if state.step >= self.contract.max_steps:
+                return Outcome.STEP_CAP
+            budget = self.contract.token_budget
+            if budget is not None and state.tokens >= budget:
+                return Outcome.TOKEN_BUDGET
+            state.step += 1
+            step = state.step
+            operator_messages = tuple(
+                await self.store.runs.take_operator_messages(self.run_id, step)
+            )
+            for text in operator_messages:
+                state.publish(EventKind.OPERATOR_MESSAGE, {"text": text})
+            notices = await state.late_arrivals()  # MCP servers ready since the last request
+            engine.offer_tools(state.specs())
+            if notices:
+                for text in notices:
+                    state.publish(EventKind.WARNING, {"message": text})
+                operator_messages += notices  # stored with the step: a resume says it again
+            requests: list[RequestRecord] = []
+            try:
+                response = await ask_model(state, engine, operator_messages, requests)
+            except ProviderError as exc:
+                self.failure = str(exc)
+                await state.commit_step(
+                    step,
+                    decision={"error": str(exc)},
+                    requests=requests,
+                    operator_messages=operator_messages,
+                )
+                if isinstance(exc, LadderExhausted):
+                    return Outcome.STATE_NOT_PRESERVED
+                return (
+                    Outcome.CONTEXT_OVERFLOW
+                    if exc.kind is ErrorKind.CONTEXT_OVERFLOW
+                    else Outcome.FAILED
+                )
+            tokens = sum(request_tokens(r) for r in requests)
+            state.tokens += tokens
+            calls = response.tool_calls
+            if not calls:
+                await state.commit_step(
+                    step,
+                    decision={"final": True},
+                    text=response.text,
+                    requests=requests,
+                    operator_messages=operator_messages,
+                    tokens=tokens,
+                )
+                if response.truncated:  # a cut answer is not a finished one (model_turn)
+                    self.failure = truncated_note(response)
+                    return Outcome.TRUNCATED
+                outcome = await self._after_model_stopped()
+                if outcome is not None:
+                    return outcome
+                continue
+            # the model's answer is durable before any call runs: a resume goes on from here
+            await state.commit_step(
+                step,
+                decision={"pending_calls": [c.id for c in calls]},
+                text=response.text,
+                calls=calls,
+                requests=requests,
+                operator_messages=operator_messages,
+                tokens=tokens,
+                final=False,
+            )
+            paused = await self._run_step_calls(calls, step, resuming=False)
+            if paused is not None:
+                return paused
+
+    async def _after_model_stopped(self) -> Outcome | None:
+        """The model stopped calling tools: verify if the contract says how, else finish."""
+        if not self.contract.verify:
+            return Outcome.DENIED if self.last_step_denied else Outcome.FINISHED
+        passed, output = await self._verify()
+        if passed:
+            return Outcome.SUCCESS
+        step = self.state.step
+        if self.verify_feedback_given or step >= self.contract.max_steps:
+            self.failure = f"verification `{' '.join(self.contract.verify)}` failed"
+            return Outcome.FAILED if step < self.contract.max_steps else Outcome.STEP_CAP
+        self.verify_feedback_given = True
+        await self.store.runs.add_operator_message(
+            self.run_id,
+            f"Verification `{' '.join(self.contract.verify)}` failed; it must pass before the task "
+            f"is done. Its output ends:\n{output[-1500:]}",
+        )
+        return None
+
+    async def _verify(self) -> tuple[bool, str]:
+        assert self.contract.verify
+        result = await self.state.workspace.exec(list(self.contract.verify), VERIFY_TIMEOUT_S)
+        passed = result.exit_code == 0 and not result.timed_out
+        self.state.publish(
+            EventKind.VERIFY,
+            {
+                "argv": list(self.contract.verify),
+                "exit_code": result.exit_code,
+                "passed": passed,
+                "output_tail": result.output[-2000:],
+            },
+        )
+        await self.state.flush_events()
+        return passed, result.output
+
+    # -- tools --
+
+    async def _call_runner(self) -> CallRunner:
+        state = self.state
+
+        layer = await self.store.rules.layer_for(
+            workspace=str(state.workspace.root), run_id=self.run_id
+        )
+        state.policy = state.policy.with_layer(layer)
+        return CallRunner(
+            store=self.store,
+            registry=state.registry,
+            approver=state.harness.approver,
+            policy=state.policy,
+            run_id=self.run_id,
+            workspace=str(state.workspace.root),
+            emit=state.publish,
+            make_context=state.tool_context,
+            on_asking=state.asking,
+        )
+
+    async def _run_step_calls(
+        self, calls: Sequence[ToolCall], step: int, *, resuming: bool
+    ) -> Outcome | None:
+        """Run ``calls`` of ``step`` in order, committing each observation as it comes (the
+        last commit announces the step); a deferred approval pauses the run."""
+        state = self.state
+        runner = await self._call_runner()
+        results: list[CallResult] = []
+        for position, call in enumerate(calls):
+            rest = [c.id for c in calls[position + 1 :]]
+            try:
+                if resuming:
+                    result = await self._resume_call(runner, call, step)
+                else:
+                    result = await runner.run(call, step)
+            except SubAgentStopped as stopped:
+                return await self._stop_with(stopped.result, step, [call.id, *rest])
+            if result.deferred_approval is not None:
+                await state.commit_step(
+                    step,
+                    decision={
+                        "awaiting_approval": result.deferred_approval,
+                        "pending_calls": [call.id, *rest],
+                    },
+                    update=True,
+                )
+                return Outcome.AWAITING_APPROVAL
+            results.append(result)
+            decision: dict[str, Any] = {"pending_calls": rest}
+            if resuming and result.decision.get("approval_id") is not None:
+                decision |= {
+                    "awaiting_approval": None,
+                    "resolved_approval": result.decision["approval_id"],
+                }
+            if resuming and call.name == SpawnAgent.name:
+                decision["awaiting_sub_agent"] = None
+            await state.commit_step(
+                step, decision=decision, results=[result], update=True, final=not rest
+            )
+        self.last_step_denied = any(r.denied for r in results)
+        return None
+
+    async def _stop_with(self, child: RunResult, step: int, pending: list[str]) -> Outcome:
+        """A sub-agent stopped short on the call ``pending[0]``: this run stops with it, the
+        call unobserved, and the step says which run it waits on."""
+        self.waiting_on = child.run_id
+        await self.state.commit_step(
+            step,
+            decision={"awaiting_sub_agent": child.run_id, "pending_calls": pending},
+            update=True,
+        )
+        if child.status == "interrupted":
+            self.failure = f"its sub-agent run {child.run_id} stopped short: {child.error}"
+            return Outcome.INTERRUPTED
+        return Outcome.AWAITING_SUB_AGENT
+
+    async def _finish_last_step(self) -> Outcome | None:
+        """On resume: the calls of the last committed step that have no observation yet (a
+        paused step's, or those of a step its process died in), in order."""
+        history = self.state.history
+        if not history:
+            return None
+        last = history[-1]
+        if not last.tool_calls:
+            # the model's final answer was committed and the process died before the run
+            # ended: end it as it would have (verify, finish), never ask the model again
+            rows = await self.store.trace.steps_after(self.run_id, last.step - 1, limit=1)
+            if rows and rows[-1].decision.get("final"):
+                return await self._after_model_stopped()
+            return None
+        observed = {o.call_id for o in last.observations}
+        pending = [c for c in last.tool_calls if c.id not in observed]
+        if not pending:
+            return None
+        return await self._run_step_calls(pending, last.step, resuming=True)
+
+    async def _resume_call(self, runner: CallRunner, call: ToolCall, step: int) -> CallResult:
+        """A call with no observation, on resume: a sub-agent → handed to its child again (or
+        run, if it never got one); in flight at a crash → reconciled; asked and decided (or
+        still pending) → its approval carried on; never started → run."""
+        if call.name == SpawnAgent.name:
+            return await runner.run(call, step)
+        intent = await self.store.intents.latest(self.run_id, call.id)
+        if intent is not None and intent.in_flight:
+            return await self._reconcile(runner, call, intent)
+        approvals = [
+            a
+            for a in await self.store.approvals.for_run(self.run_id)
+            if a.request.call_id == call.id and a.request.step == step
+        ]
+        if approvals:
+            record = approvals[-1]
+            if record.decision is None:
+                return await runner.ask(record.request)
+            return await runner.apply_decision(record.request, record.decision)
+        return await runner.run(call, step)
+
+    async def _reconcile(self, runner: CallRunner, call: ToolCall, intent: IntentRow) -> CallResult:
+        """A read re-runs; anything else goes to the operator: re-run (through the gate),
+        mark done, or skip. The choice is an event and closes the intent with the result."""
+        choice = ReconcileChoice.RERUN
+        if needs_operator(intent):
+            in_flight = await asyncio.to_thread(
+                what_is_known, self.run_id, intent, self.state.workspace
+            )
+            choice = await self.reconciler.reconcile(in_flight)
+        self.state.publish(
+            EventKind.RECONCILED,
+            {"call_id": call.id, "tool": call.name, "intent_id": intent.id, "choice": choice.value},
+        )
+        if choice is ReconcileChoice.RERUN:
+            await self.store.intents.close(intent.id, "rerun")
+            return await runner.run(call, intent.step)
+        if choice is ReconcileChoice.DONE:
+            text = (
+                f"{call.name} was interrupted by a crash after it started; the operator "
+                "confirmed it took effect. Its output was not recorded."
+            )
+            result = runner.noted(call, intent.step, text, is_error=False)
+            result.closes_intent = (intent.id, "marked_done")
+        else:
+            text = (
+                f"{call.name} was interrupted by a crash after it started and the operator "
+                "chose not to re-run it: it may or may not have taken effect. Check before "
+                "relying on it."
+            )
+            result = runner.noted(call, intent.step, text, is_error=True)
+            result.closes_intent = (intent.id, "skipped")
+        return result
+
+
+def _result_of(row: RunRow) -> RunResult:
+    """How a run that is not going ended (or stopped), from its row."""
+    outcome = Outcome(row.outcome) if row.outcome else Outcome.INTERRUPTED
+    return RunResult(row.id, row.status, outcome, row.steps, row.tokens, row.error)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

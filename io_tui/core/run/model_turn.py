@@ -1,0 +1,541 @@
+"""The model request path of a run: building its context engine (skills, instructions, tool
+schemas, stale-read refresh, the disk probe, summaries), asking the model for one working completion, and
+recording each request and its tokens.
+
+Plain functions over a ``RunState``, which they change only through its methods; the loop in
+``run.py`` calls ``build_engine`` once and ``ask_model`` each step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any, NamedTuple
+
+from io_tui.core.authority.policy import Act, Effect
+from io_tui.core.context import (
+    Assembly,
+    ContextEngine,
+    Frame,
+    RefreshFailed,
+    Summary,
+)
+from io_tui.core.context.ladder import LadderExhausted, Rung
+from io_tui.core.contract import estimate_tokens
+from io_tui.core.events import EventKind
+from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.numbered import span_lines
+from io_tui.core.providers.base import (
+    Attempt,
+    Completed,
+    CompletionRequest,
+    ErrorKind,
+    Message,
+    ProviderError,
+    Response,
+    Retrying,
+    TextDelta,
+    discover_limits,
+    provider_limits,
+    window_source,
+)
+from io_tui.core.run.calls import framed
+from io_tui.core.run.rebuild import first_build, refresh_derived
+from io_tui.core.run.state import RunState
+from io_tui.core.store import RequestRecord
+from io_tui.core.store.encoded import manifest_text
+from io_tui.core.tokens import Calibrated, raw_ceiling
+from io_tui.core.tools.base import ToolError
+
+# -- the context engine --
+
+
+async def build_engine(state: RunState) -> ContextEngine:
+    """Load skills and instructions (``rebuild.first_build``), fix the frame, and wire refresh
+    and summaries to the run."""
+    instructions, withheld = await first_build(state)
+    frame = Frame(
+        system_prompt=state.system_prompt,
+        tools=state.specs(),
+        contract=state.contract,
+        instructions=instructions,
+        withheld=withheld,
+    )
+    summaries = [Summary(s, t) for s, t in await state.store.runs.summaries(state.run_id)]
+
+    async def on_summary(summary: Summary) -> None:
+        await state.store.runs.add_summary(state.run_id, summary.through_step, summary.text)
+        state.publish(
+            EventKind.COMPACTED,
+            {"through_step": summary.through_step, "chars": len(summary.text)},
+        )
+
+    return ContextEngine(
+        frame,
+        refresh=partial(refresh_stale_read, state),
+        probe=state.workspace.changed,
+        summarize=partial(summarize, state),
+        summaries=summaries,
+        on_summary=on_summary,
+        agreement=state.progress.agreement,
+    )
+
+
+async def refresh_stale_read(state: RunState, obs: Observation) -> str:
+    """The current result of a stale read (re-read through the same policy and containment as
+    any read), grep or find (the same call run again)."""
+    if obs.tool in ("grep", "find"):
+        return await _run_again(state, obs, _arguments(state, obs))
+    if obs.kind is ObsKind.RECALL:  # the trace holds the old result only: nothing to redo
+        raise RefreshFailed("a recall gives the result as recorded; make the call again instead")
+    verdict = state.policy.explain(Act.READ, obs.target)
+    if verdict.effect is not Effect.ALLOW:
+        raise RefreshFailed(
+            f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
+        )
+    arguments: dict[str, Any] = {"path": obs.target}
+    lines = span_lines(obs.span)
+    if obs.span and lines is not None:
+        arguments["offset"], arguments["limit"] = lines[0], lines[1] - lines[0] + 1
+    return await _run_again(state, obs, arguments, "read_file")
+
+
+def _arguments(state: RunState, obs: Observation) -> dict[str, Any]:
+    """The arguments of the call that made ``obs``."""
+    for record in reversed(state.history):
+        if record.step == obs.step:
+            for call in record.tool_calls:
+                if call.id == obs.call_id:
+                    return dict(call.arguments)
+    raise RefreshFailed(f"the call of step {obs.step}'s {obs.tool} is not in the history")
+
+
+async def _run_again(
+    state: RunState, obs: Observation, arguments: dict[str, Any], name: str | None = None
+) -> str:
+    tool = state.registry.get(name or obs.tool)
+    ctx = state.tool_context(state.step)
+    try:
+        outcome = await tool.run(tool.parse(arguments), ctx)
+    except ToolError as exc:
+        raise RefreshFailed(str(exc)) from None
+    if outcome.is_error:
+        raise RefreshFailed(outcome.text)
+    return framed(tool.name, outcome).text  # as the call's own result was
+
+
+# -- one working completion --
+
+
+async def ask_model(
+    state: RunState,
+    engine: ContextEngine,
+    operator_messages: tuple[str, ...],
+    requests: list[RequestRecord],
+) -> Response:
+    """One working completion, climbing the degradation ladder's last rungs on context
+    overflow (``context/ladder.py``): a forced fold, then the bounded emergency compaction,
+    then a safe stop (``LadderExhausted``) before any call of the step runs.
+
+    Guarded before sending (``refuse``): a frame (system prompt, tools, contract, instructions)
+    that with the answer's limit exceeds the model's known window, or alone exceeds the run's
+    context ceiling when the window is unknown, is refused locally with the figures; a request the server found too long is compacted and sent again only if that
+    changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
+    appended to ``requests`` for the step's commit.
+    """
+    await discover_limits(state.harness.provider)  # llama.cpp's /props, once, when unknown
+    limit, window = provider_limits(state.harness.provider)
+    source = window_source(state.harness.provider)
+    ceiling = state.contract.context.ceiling(state.remaining_tokens())
+    key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
+    factor = state.calibration.factor(*key)
+    history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
+    notes, left_out = await state.store.memory.recalled_for(str(state.workspace.root))
+    await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
+    overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
+    refused = 0  # what the last request the server refused carried beside its frame (raw)
+
+    async def build(attempt: int) -> Assembly:
+        raw = raw_ceiling(ceiling, factor)
+        if attempt == LADDER[-1]:  # carrying at most half of what the refused request did
+            raw = max(1, min(raw, refused))
+        return await engine.build(
+            history, ceiling_tokens=raw, notes=notes, left_out=left_out,
+            force_fold=attempt == 2,
+            emergency=attempt == LADDER[-1],
+        )  # fmt: skip
+
+    for attempt in LADDER:
+        assembly = await build(attempt)
+        tools = tool_tokens(assembly)
+        dropped = 0 if state.calibration.counts_tools(*key) else tools
+        frame = round((assembly.frame_tokens - dropped) * factor)
+        room = None if window is None or limit is None else window - limit - frame
+        if room is not None and 0 < room < ceiling:  # the window is tighter than the ceiling
+            ceiling = room
+            assembly = await build(attempt)
+        # which limit the ceiling is: the window's room (kept for the ladder's later rungs), or
+        # the run's context ceiling (or what is left of its token budget)
+        bound = "window" if room is not None and ceiling == room else "contract"
+        estimate = Calibrated(assembly.total_est_tokens - dropped, factor)
+        limits = Limits(ceiling, window, limit, room, bound, source)
+        state.publish(
+            EventKind.REQUEST_STARTED,
+            {
+                "attempt": attempt,
+                "rung": assembly.rung,
+                "ceiling_tokens": ceiling,
+                "est_tokens": estimate.tokens,
+                "frame_tokens": frame,
+                "raw_est_tokens": estimate.raw,
+                "factor": factor,
+                "max_output_tokens": limit,
+                "window_tokens": window,
+            },
+        )
+        last = attempt == LADDER[-1]
+        refusal = refuse(
+            assembly,
+            frame,
+            estimate,
+            ceiling,
+            (limit, window),
+            overflowed,
+            state.contract.context.max_tokens,
+        )
+        if refusal is not None:
+            unchanged = isinstance(refusal, LadderExhausted)  # this rung left it as refused
+            if unchanged and last:
+                refusal = LadderExhausted(f"{STOPPED}; {refusal.message}{_go_on(state)}")
+                assembly = replace(assembly, rung=Rung.STOPPED)
+            requests.append(
+                request_record(state, assembly, estimate, limits, attempt, None, refusal)
+            )
+            _failed(state, attempt, refusal, local=True)
+            if unchanged and not last:
+                continue  # climb to the next rung
+            raise refusal
+        started = time.monotonic()
+        try:
+            response = await stream(state, assembly)
+        except ProviderError as exc:
+            overflow = exc.kind is ErrorKind.CONTEXT_OVERFLOW
+            error = exc
+            if overflow and last:
+                error = LadderExhausted(
+                    f"{STOPPED}: the prompt still does not fit after a forced fold and a bounded"
+                    f" emergency compaction (~{estimate.tokens:,} tokens): {exc.message}"
+                    + _go_on(state),
+                    status=exc.status,
+                    attempts=exc.attempts,
+                )
+                assembly = replace(assembly, rung=Rung.STOPPED)
+            requests.append(request_record(state, assembly, estimate, limits, attempt, None, exc))
+            _failed(state, attempt, exc, partial=partial_json(exc.attempts))
+            if not overflow:
+                raise
+            if not last:
+                overflowed, refused = (assembly.messages, exc), assembly.est_tokens
+                continue  # climb to the next rung
+            raise error from exc
+        requests.append(request_record(state, assembly, estimate, limits, attempt, response, None))
+        if response.usage:
+            state.calibration.observe(
+                response.provider,
+                response.model,
+                assembly.total_est_tokens,
+                response.usage.prompt_tokens,
+                tools=tools,
+            )
+        await record_recall(state, assembly)
+        state.publish(
+            EventKind.REQUEST_FINISHED,
+            {
+                "attempt": attempt,
+                "reported_tokens": response.usage.prompt_tokens if response.usage else None,
+                "est_tokens": estimate.tokens,
+                "latency_s": round(time.monotonic() - started, 3),
+                "tool_calls": len(response.tool_calls),
+                "stop_reason": response.stop_reason,
+                "raw_stop_reason": response.finish_reason,
+                "attempts": len(response.attempts),
+            },
+        )
+        return response
+    raise AssertionError("unreachable")
+
+
+LADDER = (1, 2, 3)  # the attempts: as built, a forced fold, the emergency compaction
+STOPPED = (
+    "stopped safely before running any call of this step: the required state could not be"
+    " preserved in the model's window"
+)
+
+
+def _go_on(state: RunState) -> str:
+    return (
+        f"; the run's state is kept: io-tui run --continue {state.run_id} starts a fresh run"
+        " from its progress ledger (on a model with a larger window)"
+    )
+
+
+def _failed(  # the request_failed event
+    state: RunState,
+    attempt: int,
+    error: ProviderError,
+    *,
+    local: bool = False,
+    partial: dict[str, Any] | None = None,
+) -> None:
+    detail: dict[str, Any] = {"attempt": attempt, "error": str(error), "kind": error.kind.value}
+    state.publish(
+        EventKind.REQUEST_FAILED, detail | ({"local": True} if local else {"partial": partial})
+    )
+
+
+def truncated_note(response: Response) -> str:
+    """Why a run whose final answer was cut ends ``finished_truncated``."""
+    limit = response.attempts[-1].max_output_tokens if response.attempts else None
+    at = f" of {limit:,} tokens" if limit else ""
+    return (
+        f"the final answer was cut at the output limit{at} (stop reason"
+        f" {response.finish_reason!r}); raise max_output_tokens (--max-output-tokens) and retry"
+    )
+
+
+def refuse(
+    assembly: Assembly,
+    frame: int,
+    estimate: Calibrated,
+    ceiling: int,
+    limits: tuple[int | None, int | None],
+    overflowed: tuple[tuple[Message, ...], ProviderError] | None,
+    context_max: int | None = None,
+) -> ProviderError | None:
+    """Why a request is not sent, with the figures; None: send it.
+
+    Its frame (which nothing folds) plus the answer's limit exceed the model's known window; or,
+    a model's (it has an output ``limit``: a script has none, and no window) whose window is
+    unknown, its frame alone exceeds the run's context ceiling (``context_max``:
+    ``context_max_tokens``); or the server already found
+    the prompt too long (``overflowed``: what was sent, and the error) and compaction left the
+    request unchanged, or its frame alone exceeds the ceiling. (With the window known, the
+    ceiling bounds what is beside the frame, so a larger frame that fits the window is sent.)
+    """
+    limit, window = limits
+    parts = ", ".join(
+        f"{s.name} ~{round(s.est_tokens * estimate.factor):,}" for s in assembly.sections if s.fixed
+    )
+    if window is not None and limit is not None and frame + limit > window:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"refused before sending: the fixed frame (~{frame:,} tokens: {parts}) plus the"
+            f" answer's limit of {limit:,} exceed the model's window of {window:,};"
+            " lower max_output_tokens or trim the tools and instruction files",
+        )
+    if window is None and limit is not None and context_max is not None and frame > context_max:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"refused before sending: the fixed frame alone (~{frame:,} tokens: {parts}) exceeds"
+            f" the run's context ceiling of {context_max:,} tokens (context_max_tokens; the"
+            " model's window is unknown), leaving no room for the task; raise"
+            " --context-max-tokens or trim the tools and instruction files",
+        )
+    if overflowed is None:
+        return None
+    sent, error = overflowed
+    why = f"not sent again: the server found the prompt too long ({error.message}), and"
+    if sent == assembly.messages:
+        return LadderExhausted(
+            f"{why} compacting left it unchanged (~{estimate.tokens:,} tokens, of which the"
+            f" frame is ~{frame:,}: {parts}); trim the frame or use a model with a larger window",
+        )
+    if frame > ceiling:
+        return ProviderError(
+            ErrorKind.CONTEXT_OVERFLOW,
+            f"{why} the fixed frame alone is ~{frame:,} tokens ({parts}) against a ceiling of"
+            f" {ceiling:,}, which no compaction shortens; trim the tools and instruction files,"
+            " or use a model with a larger window",
+        )
+    return None
+
+
+def partial_json(attempts: Sequence[Attempt]) -> dict[str, Any] | None:
+    """What the last failed attempt had streamed before it failed, if anything."""
+    last = attempts[-1] if attempts else None
+    return last.to_json()["partial"] if last is not None and last.partial else None
+
+
+async def stream(state: RunState, assembly: Assembly) -> Response:
+    """One working completion. Its prompt-cache breakpoints end the frame (the manifest's
+    stable/dynamic boundary: never rewritten in a run) and the request (what the next one
+    repeats while history is only appended to). Text deltas and retries are published as they
+    come."""
+    ends = {assembly.stable_messages - 1, len(assembly.messages) - 1} - {-1}
+    request = CompletionRequest(
+        messages=assembly.messages,
+        tools=state.specs(),
+        cache_breakpoints=tuple(sorted(ends)),
+        cache_key=cache_key(state),
+    )
+    async for event in state.harness.provider.stream(request):
+        if isinstance(event, TextDelta):
+            state.publish(EventKind.TEXT_DELTA, {"text": event.text})
+        elif isinstance(event, Retrying):
+            state.publish(
+                EventKind.REQUEST_RETRY,
+                {
+                    "attempt": event.number,
+                    "delay_s": round(event.delay_s, 3),
+                    **event.attempt.to_json(),
+                },
+            )
+        elif isinstance(event, Completed):
+            return event.response
+    raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")
+
+
+def cache_key(state: RunState) -> str:
+    """One stable prompt-cache key per run (and store): OpenAI routes requests sharing it to the
+    same cache."""
+    return (
+        "io-tui-" + hashlib.sha256(f"{state.store.path}:{state.run_id}".encode()).hexdigest()[:16]
+    )
+
+
+class Limits(NamedTuple):
+    """What bounded one request: its ceiling, the model's window and the answer's reserved
+    output budget (None: unknown), the room the window leaves beside the frame and the output
+    budget, which of the two limits the ceiling is (``window`` or ``contract``), and where the
+    window came from (``config``, ``preset``, ``server``; None: unknown)."""
+
+    ceiling: int
+    window: int | None
+    max_output: int | None
+    room: int | None
+    bound: str
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "window_tokens": self.window,
+            "window_source": self.source,
+            "max_output_tokens": self.max_output,
+            "room_tokens": self.room,
+            "ceiling_bound": self.bound,
+        }
+
+
+def request_record(
+    state: RunState,
+    assembly: Assembly,
+    estimate: Calibrated,
+    limits: Limits,
+    attempt: int,
+    response: Response | None,
+    error: ProviderError | None,
+) -> RequestRecord:
+    """The request as stored: its token figures calibrated (comparable with the reported
+    usage); the manifest keeps the engine's raw figures, and says how they were calibrated,
+    and the window and output budget that bounded it (``limits``)."""
+    usage = response.usage if response else None
+    attempts = response.attempts if response else tuple(error.attempts if error else ())
+    ceiling = limits.ceiling
+    derived = state.derived.versions()  # what its derived parts were built from
+    head = assembly.manifest_head(derived)
+    head["limits"] = limits.to_json()
+    head["derived"] = derived
+    frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
+    head["calibration"] = {
+        "ceiling_tokens": ceiling,
+        **estimate.to_json(),
+        "tools_counted": frame == assembly.frame_tokens,
+    }
+    return RequestRecord(
+        step=state.step,
+        attempt=attempt,
+        purpose="work",
+        ceiling_tokens=ceiling,
+        est_tokens=estimate.tokens,
+        frame_tokens=round(frame * estimate.factor),
+        reported_tokens=usage.prompt_tokens if usage else None,
+        usage=usage.to_json() if usage else None,
+        messages=state.messages_json.encode(assembly.messages),
+        manifest=manifest_text(head, state.entries_json.encode(assembly.entries)),
+        attempts=[a.to_json() for a in attempts],
+        provider=response.provider if response else state.harness.provider.name,
+        model=response.model if response else state.harness.provider.model,
+        error=str(error) if error else None,
+    )
+
+
+async def summarize(state: RunState, request: CompletionRequest) -> str:
+    """The context engine's summarizer: one summary completion, recorded and charged to the run."""
+    started = time.monotonic()
+    response: Response | None = None
+    async for event in state.harness.provider.stream(request):
+        if isinstance(event, Completed):
+            response = event.response
+    if response is None:
+        raise ProviderError(ErrorKind.MALFORMED, "summary stream ended without a response")
+    usage = response.usage
+    tokens = usage.total if usage else sum(estimate_tokens(m.content) for m in request.messages)
+    state.charge(tokens)
+    await state.store.runs.add_request(
+        state.run_id,
+        RequestRecord(
+            step=state.step,
+            attempt=0,
+            purpose="summary",
+            ceiling_tokens=0,
+            est_tokens=sum(estimate_tokens(m.content) for m in request.messages),
+            frame_tokens=0,
+            reported_tokens=usage.prompt_tokens if usage else None,
+            usage=usage.to_json() if usage else None,
+            messages=[m.to_json() for m in request.messages],
+            manifest={},
+            attempts=[a.to_json() for a in response.attempts],
+            provider=response.provider,
+            model=response.model,
+            error=None,
+        ),
+    )
+    state.publish(
+        EventKind.COMPACTED,
+        {"summary_tokens": tokens, "latency_s": round(time.monotonic() - started, 3)},
+    )
+    return response.text
+
+
+# -- tokens --
+
+
+def tool_tokens(assembly: Assembly) -> int:
+    """The tool schemas' share of the frame's estimate."""
+    return sum(s.est_tokens for s in assembly.sections if s.name == "tools")
+
+
+def request_tokens(request: RequestRecord) -> int:
+    if request.usage:
+        return int(request.usage.get("prompt_tokens", 0)) + int(
+            request.usage.get("completion_tokens", 0)
+        )
+    return request.est_tokens
+
+
+# -- memory recall --
+
+
+async def record_recall(state: RunState, assembly: Assembly) -> None:
+    if not assembly.memory_keys:
+        return
+    resolved = await state.store.memory.record_recall(
+        state.run_id, state.step, None, list(assembly.memory_keys), str(state.workspace.root)
+    )
+    state.publish(
+        EventKind.MEMORY,
+        {"op": "recall", "keys": list(assembly.memory_keys), "resolved": resolved},
+    )

@@ -1,0 +1,317 @@
+"""One run's mutable state, in one place: its step, history, tokens, current policy, events on
+their way to the store, and the tools it offers.
+
+The loop (``run``) and the model request path (``model_turn``) read it and change it only
+through its methods: publishing and recording events, charging tokens, handing tools their
+context, committing a step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from io_tui.core.context import ManifestEntry
+from io_tui.core.contract import TaskContract, entry_cap_chars
+from io_tui.core.derived.parts import DerivedContext, Files
+from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
+from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
+from io_tui.core.ledger import StepRecord
+from io_tui.core.progress import ProgressKeeper
+from io_tui.core.providers.base import Message, ToolCall, ToolSpec
+from io_tui.core.run.calls import CallResult
+from io_tui.core.run.harness import Harness
+from io_tui.core.store import RequestRecord, StepCommit
+from io_tui.core.store.encoded import ListEncoder
+from io_tui.core.tokens import Calibration
+from io_tui.core.tools.base import Spawner, ToolContext
+from io_tui.core.tools.late import Arrival
+from io_tui.core.tools.recall import find_recorded
+from io_tui.core.tools.registry import ToolRegistry
+from io_tui.core.workspace import Workspace
+
+
+class RunState:
+    def __init__(
+        self,
+        harness: Harness,
+        contract: TaskContract,
+        run_id: int,
+        workspace: Workspace,
+        *,
+        parent_run_id: int | None = None,
+    ) -> None:
+        self.parent_run_id = parent_run_id
+        self.harness = harness
+        self.store = harness.store
+        self.contract = contract
+        self.run_id = run_id
+        self.workspace = workspace
+        self.tokens = 0
+        self.history: list[StepRecord] = []
+        self.pending_events: list[RunEvent] = []
+        self.step = 0
+        self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
+        self.step_tokens = 0  # committed so far for the current step (its commits add up)
+        self.policy = harness.policy  # plus the store's remembered rules, refreshed per step
+        self.registry = ToolRegistry(harness.registry)  # plus read_skill, once skills are found
+        self.system_prompt = harness.system_prompt
+        self.spawn: Spawner | None = None  # set by the loop while the harness may nest deeper
+        self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
+        # consecutive requests share most messages and manifest entries: each is encoded once
+        self.messages_json = ListEncoder(Message.to_json)
+        self.entries_json = ListEncoder(ManifestEntry.to_json)
+        self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self._arrivals_seen = 0  # of harness.late_tools' arrivals
+        self._told_starting: set[str] = set()  # the sources the model was told are starting
+        self._offered: dict[str, tuple[str, ...]] = {}  # each late source's tools, by name
+        self._asked = False  # a model request was built in this process
+        # the skill and tool catalogues, instructions and memory block, with what they depend on
+        self.derived = DerivedContext(Files(workspace.root))
+        # the run's progress ledger, folded from each batch of events once it is stored
+        self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
+
+    # -- events --
+
+    def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None:
+        """An event for the sink now and for the store with the next flush or commit."""
+        event = RunEvent(self.run_id, self.step, kind, detail or {})
+        if kind not in LIVE_ONLY:
+            self.pending_events.append(event)
+        self.harness.sink.emit(event)
+
+    def record(self, kind: EventKind, detail: dict[str, Any], step: int | None = None) -> RunEvent:
+        """An event to persist now and announce only once it is stored (``announce``), so a
+        view that reloads from the store on hearing it finds everything it announces."""
+        event = RunEvent(self.run_id, self.step if step is None else step, kind, detail)
+        self.pending_events.append(event)
+        return event
+
+    def announce(self, event: RunEvent) -> None:
+        self.harness.sink.emit(event)
+
+    async def flush_events(self) -> None:
+        events, self.pending_events = self.pending_events, []
+        if events:
+            await self.store.runs.add_events(events)
+            await self.progress.take(events)
+
+    async def asking(self, asking: bool) -> None:
+        """The run waits for (or has stopped waiting for) its operator: its events so far are
+        stored and its status says so, for every cockpit."""
+        await self.flush_events()
+        await self.store.runs.set_status(self.run_id, "asking" if asking else "running")
+
+    async def end(self, status: str, outcome: str, error: str | None) -> None:
+        """The run's status change, written with the events still pending (its ``run_finished``)
+        in one transaction."""
+        events, self.pending_events = self.pending_events, []
+        await self.store.runs.set_status(
+            self.run_id,
+            status,
+            outcome,
+            error=error,
+            provider=self.harness.provider.describe(),
+            events=events,
+        )
+        if events:
+            await self.progress.take(events)
+
+    # -- budget --
+
+    def remaining_tokens(self) -> int | None:
+        budget = self.contract.token_budget
+        return None if budget is None else max(0, budget - self.tokens)
+
+    def charge(self, tokens: int) -> None:
+        """Tokens spent outside the step's working request (a summary, a sub-agent): they count
+        against the budget now and go to the store with the step's commit."""
+        self.tokens += tokens
+        self.extra_tokens += tokens
+
+    # -- tools --
+
+    def use_skills(self, skills: dict[str, Skill], listed: dict[str, Skill] | None = None) -> None:
+        """Offer ``read_skill`` over ``skills`` and list ``listed`` (all of them unless said) in
+        the system prompt (none: no ``read_skill``, and the harness's prompt alone)."""
+        if skills:
+            self.registry.register(ReadSkill(skills), replace=True)
+            shown = catalogue(skills if listed is None else listed)
+            self.system_prompt = f"{self.harness.system_prompt}\n\n{shown}".rstrip()
+        else:
+            self.registry.remove(ReadSkill.name)
+            self.system_prompt = self.harness.system_prompt
+        self._tool_specs = None
+
+    async def late_arrivals(self) -> tuple[str, ...]:
+        """Before a model request: offer the tools of the MCP servers that became ready since
+        the last one (before the first, wait for them as long as the hub allows), and say so.
+
+        Returns the notices for the model: the servers still starting (first request only),
+        each one ready since (with its tools), each one the model was told about that failed,
+        each resource this run read that its server says changed.
+        The schemas are rebuilt only when a tool was added."""
+        late = self.harness.late_tools
+        if late is None:
+            return ()
+        if not self._asked:
+            await late.settle()
+        await late.relisted()
+        arrivals = late.arrivals()
+        fresh, self._arrivals_seen = arrivals[self._arrivals_seen :], len(arrivals)
+        notices: list[str] = []
+        for arrival in fresh:
+            if arrival.replaces:
+                notices += self._replace_tools(arrival)
+                continue
+            if arrival.updated is not None:
+                if self._has_read(arrival.updated):
+                    notices.append(
+                        f"io-tui: {arrival.source} says {arrival.updated} changed since you read"
+                        " it; read it again if you need what it says now."
+                    )
+                continue
+            added = [tool.name for tool in arrival.tools if tool.name not in self.registry]
+            for tool in arrival.tools:
+                if tool.name in added:
+                    self.registry.register(tool)
+            # what it offers, to replace when its list changes (a name another holds is theirs)
+            self._offered[arrival.source] = tuple(
+                t.name for t in arrival.tools if self.registry.holds(t)
+            )
+            if added:
+                self._tool_specs = None
+                if self._asked:
+                    notices.append(
+                        f"io-tui: {arrival.source} is now ready; its tools are offered from this"
+                        f" request on: {', '.join(added)}."
+                    )
+            elif arrival.problem is not None and arrival.source in self._told_starting:
+                notices.append(f"io-tui: {arrival.problem}. Its tools will not be offered.")
+        if not self._asked:
+            self._told_starting = set(late.starting())
+            if self._told_starting:
+                notices.append(
+                    f"io-tui: still starting: {', '.join(sorted(self._told_starting))}. Their"
+                    " tools will be offered once they are ready, and you will be told."
+                )
+        self._asked = True
+        return tuple(notices)
+
+    def _replace_tools(self, arrival: Arrival) -> list[str]:
+        """A source's tool list changed: offer its new list in place of what it offered (a
+        name another source holds stays that one's), and say what joined or left."""
+        before = self._offered.get(arrival.source, ())
+        now = tuple(
+            t.name for t in arrival.tools if t.name in before or t.name not in self.registry
+        )
+        for name in before:
+            if name not in now:
+                self.registry.remove(name)
+        for tool in arrival.tools:
+            if tool.name in now:
+                self.registry.register(tool, replace=True)
+        self._offered[arrival.source] = now
+        self._tool_specs = None
+        added = [n for n in now if n not in before]
+        gone = [n for n in before if n not in now]
+        if not added and not gone:
+            return []
+        changes = ([f"offered from this request on: {', '.join(added)}"] if added else []) + (
+            [f"withdrawn: {', '.join(gone)}"] if gone else []
+        )
+        return [f"io-tui: {arrival.source} changed its tools; {'; '.join(changes)}."]
+
+    def _has_read(self, target: str) -> bool:
+        return any(obs.target == target for rec in self.history for obs in rec.observations)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools' schemas, generated once, and again when late tools join the registry."""
+        if self._tool_specs is None:
+            self._tool_specs = self.registry.specs()
+        return self._tool_specs
+
+    def tool_context(self, step: int) -> ToolContext:
+        ceiling = self.contract.context.ceiling(self.remaining_tokens())
+        return ToolContext(
+            self.workspace,
+            self.run_id,
+            step,
+            entry_cap_chars(ceiling),
+            policy=self.policy,
+            memory=self.store.memory,
+            memory_limits=self.contract.memory,
+            emit=lambda kind, detail: self.publish(EventKind(kind), detail),
+            spawn=self.spawn,
+            sample=lambda call_id, ask: ask.answer(self, step, call_id),
+            recall=partial(find_recorded, self.store.runs, self.run_id, str(self.workspace.root)),
+        )
+
+    # -- committing --
+
+    async def commit_step(
+        self,
+        step: int,
+        *,
+        decision: dict[str, Any],
+        text: str = "",
+        calls: tuple[ToolCall, ...] = (),
+        results: Sequence[CallResult] = (),
+        requests: Sequence[RequestRecord] = (),
+        operator_messages: tuple[str, ...] = (),
+        tokens: int = 0,
+        update: bool = False,
+        final: bool = True,
+    ) -> None:
+        """The step's text, tool calls, decision, observations, requests, events and tokens go
+        to the store in one transaction, then into the history. ``update``: add ``results``
+        to the last step (its calls' results, one by one, or a paused step finished on resume)
+        instead of appending one. A step is committed as soon as the model has answered and
+        then once per call; only its ``final`` commit announces ``step_committed``."""
+        observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
+        tokens, self.extra_tokens = tokens + self.extra_tokens, 0
+        self.step_tokens = tokens + (self.step_tokens if update else 0)
+        committed = None
+        if final:
+            committed = self.record(
+                EventKind.STEP_COMMITTED,
+                {"tool_calls": len(calls or self._last_calls(step)), "tokens": self.step_tokens},
+                step,
+            )
+        events, self.pending_events = self.pending_events, []
+        await self.store.runs.commit_step(
+            self.run_id,
+            StepCommit(
+                step,
+                text,
+                calls,
+                decision,
+                observations,
+                requests,
+                events,
+                tokens,
+                operator_messages,
+                closed_intents=[r.closes_intent for r in results if r.closes_intent],
+            ),
+            provider=self.harness.provider.describe(),
+        )
+        new_obs = tuple(o for o, _ in observations)
+        await self.progress.take(events, new_obs, text, step)
+        if committed is not None:
+            self.announce(committed)
+        if update and self.history and self.history[-1].step == step:
+            last = self.history[-1]
+            self.history[-1] = StepRecord(
+                step,
+                last.text,
+                last.tool_calls,
+                last.observations + new_obs,
+                last.operator_messages,
+            )
+        else:
+            self.history.append(StepRecord(step, text, calls, new_obs, operator_messages))
+
+    def _last_calls(self, step: int) -> tuple[ToolCall, ...]:
+        last = self.history[-1] if self.history else None
+        return last.tool_calls if last is not None and last.step == step else ()

@@ -1,0 +1,253 @@
+"""The full, unelided trace of a run, in the schema of DESIGN §4 (``io-tui trace RUN --json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from io_tui.core.context.cache import annotate
+from io_tui.core.events import EventKind
+from io_tui.core.progress import ledger_of
+from io_tui.core.run.sub_agents import waiting_on
+from io_tui.core.store import IntentRow, RequestRow, Store
+
+
+class TraceNotFound(LookupError):
+    pass
+
+
+async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
+    run = await store.runs.get(run_id)
+    if run is None:
+        raise TraceNotFound(f"no run {run_id} in {store.path}")
+    steps = await store.trace.steps(run_id)
+    requests = await store.trace.requests(run_id)
+    events = await store.trace.events(run_id)
+    approvals = await store.approvals.for_run(run_id)
+    observations = await store.trace.observations(run_id)
+    intents = await store.intents.for_run(run_id)
+    latest = {i.call_id: i for i in intents}  # a re-run call's newest intent
+    sub_agents: dict[int, dict[str, int]] = {}  # step → call → the child run carrying it out
+    for e in events:
+        if e.kind == EventKind.SUB_AGENT.value:
+            sub_agents.setdefault(e.step, {})[e.detail["call_id"]] = e.detail["run_id"]
+    waits = await waiting_on(store, run)
+    progress = await ledger_of(store, run_id)
+    revisions = await store.progress.revisions(run_id)
+    request_rows = [_request(r) for r in requests]
+    annotate(request_rows)
+    obs_by_step: dict[int, list[dict[str, Any]]] = {}
+    for o in observations:
+        obs_by_step.setdefault(o.step, []).append(
+            {
+                "call_id": o.call_id,
+                "tool": o.tool,
+                "kind": o.kind,
+                "target": o.target,
+                "span": o.span,
+                "is_error": o.is_error,
+                "text": o.text,
+                "full_text": o.full_text,
+            }
+        )
+    return {
+        "run": {
+            "id": run.id,
+            "goal": run.goal,
+            "workspace": run.workspace,
+            "status": run.status,
+            "outcome": run.outcome,
+            "parent_run_id": run.parent_run_id,
+            "steps": run.steps,
+            "tokens": run.tokens,
+            "provider": run.provider,
+            # how it was started (``origin.RunOrigin``): settings, MCP servers; null before
+            # schema 5
+            "origin": run.origin,
+            "error": run.error,
+            # the earlier run whose progress ledger its first request carried (--continue)
+            "continues": _continues(run.contract),
+            # paused or interrupted with its sub-agent: the child run it resumes with
+            "waiting_on": waits.id if waits is not None else None,
+            "created_at": run.created_at,
+            "finished_at": run.finished_at,
+        },
+        "steps": [
+            {
+                "step": s.step,
+                "text": s.text,
+                "tool_calls": [c.to_json() for c in s.tool_calls],
+                "decision": s.decision,
+                "result": s.result,
+                "observations": obs_by_step.get(s.step, []),
+                "operator_messages": list(s.operator_messages),
+                "tokens": s.tokens,
+                # each call without an observation: "started" (in flight at a crash, outcome
+                # unknown) or "not_started"
+                "unfinished_calls": {
+                    c.id: _unfinished(latest.get(c.id))
+                    for c in s.tool_calls
+                    if c.id not in {o["call_id"] for o in obs_by_step.get(s.step, [])}
+                },
+                "sub_agents": sub_agents.get(s.step, {}),
+            }
+            for s in steps
+        ],
+        "intents": [i.to_json() for i in intents],
+        # the progress ledger (``core/progress``): its newest revision, and each revision's
+        # step and digest (a run from before schema 7 has none: its ledger is folded now)
+        "progress": progress.to_json(),
+        "progress_revisions": [
+            {"revision": r.revision, "step": r.step, "digest": r.digest, "at": r.created_at}
+            for r in revisions
+        ],
+        "requests": request_rows,
+        "events": [
+            {"step": e.step, "kind": e.kind, "detail": e.detail, "at": e.at} for e in events
+        ],
+        "approvals": [
+            {
+                "id": a.request.id,
+                "step": a.request.step,
+                "tool": a.request.tool,
+                "act": a.request.act.value,
+                "target": a.request.target,
+                "content": a.request.content,
+                "rule": a.request.rule,
+                "layer": a.request.layer,
+                "status": a.status,
+                "decision": a.decision.to_json() if a.decision else None,
+                "performed": a.performed,
+            }
+            for a in approvals
+        ],
+    }
+
+
+def _continues(contract: dict[str, Any]) -> dict[str, Any] | None:
+    carried = contract.get("continues")
+    if not carried:
+        return None
+    return {k: carried[k] for k in ("run_id", "revision", "digest")}
+
+
+def _unfinished(intent: IntentRow | None) -> str:
+    return intent.status if intent is not None and intent.in_flight else "not_started"
+
+
+def _request(row: RequestRow) -> dict[str, Any]:
+    manifest = row.manifest
+    last = row.attempts[-1] if row.attempts else {}
+    return {
+        "step": row.step,
+        "attempt": row.attempt,
+        "purpose": row.purpose,
+        "ceiling_tokens": row.ceiling_tokens,
+        "est_tokens": row.est_tokens,
+        "frame_tokens": row.frame_tokens,
+        "reported_tokens": row.reported_tokens,
+        "usage": row.usage,
+        "provider": row.provider,
+        "model": row.model,
+        "attempts": row.attempts,
+        "error": row.error,
+        "rung": manifest.get("rung"),  # the degradation ladder's (``context/ladder.py``)
+        # the answer's stop reason (normalized, and the vendor's), and what a failed request
+        # had streamed before it failed (its last attempt's, marked partial)
+        "stop_reason": last.get("stop_reason"),
+        "raw_stop_reason": last.get("raw_stop_reason"),
+        "partial": last.get("partial"),
+        "messages": row.messages,
+        "sections": manifest.get("sections", []),
+        "entries": manifest.get("entries", []),
+        "memory_keys": manifest.get("memory_keys", []),
+        # the stable/dynamic boundary prompt caching uses, and the window and output budget
+        # that bounded the request (older requests recorded neither: null)
+        "boundary": manifest.get("boundary"),
+        "limits": manifest.get("limits"),
+        # how the engine's raw figures (sections, entries) became the request's calibrated ones
+        "calibration": manifest.get("calibration"),
+        # the version of each derived part it carried (skills, tools, instructions, memory)
+        "derived": manifest.get("derived", {}),
+    }
+
+
+WINDOW_SOURCES = {"config": "config", "preset": "model table", "server": "server's report"}
+
+
+def limits_notes(request: dict[str, Any]) -> list[str]:
+    """A request's window, output budget and which of them set its ceiling, and its stable
+    prefix, as readable lines (none for a request recorded before they were kept)."""
+    lines = []
+    limits, boundary = request.get("limits"), request.get("boundary")
+    if limits:
+        window, output = limits["window_tokens"], limits["max_output_tokens"]
+        by_window = limits["ceiling_bound"] == "window"
+        source = limits.get("window_source")  # absent from requests recorded before it was kept
+        lines.append(
+            (f"window {window:,}" if window else "window unknown")
+            + (f" (from the {WINDOW_SOURCES.get(source, source)})" if window and source else "")
+            + (f" · output budget {output:,}" if output else " · no output budget")
+            + " · ceiling set by "
+            + ("the window, less the output budget and the frame" if by_window else "the contract")
+        )
+    if line := _calibration_note(request.get("calibration")):
+        lines.append(line)
+    if boundary:
+        stable = request.get("frame_tokens") or boundary["stable_tokens"]  # calibrated, as sent
+        lines.append(
+            f"stable prefix: {boundary['stable_messages']} messages, ~{stable:,}"
+            f" tok ({', '.join(boundary['stable_sections'])}: the prompt-cache breakpoint);"
+            " the rest is dynamic"
+        )
+    return lines
+
+
+def _calibration_note(calibration: dict[str, Any] | None) -> str:
+    """What the figures by part (sections, entries) are, beside the request's calibrated totals,
+    when they differ: the engine's estimate, before the drift factor."""
+    if not calibration:
+        return ""
+    factor, counted = calibration.get("factor", 1.0), calibration.get("tools_counted", True)
+    if factor == 1.0 and counted:
+        return ""
+    return f"figures by part are the engine's estimate: × {factor:.2f} in the provider's tokens" + (
+        "" if counted else "; the tool schemas are not counted (the server drops them)"
+    )
+
+
+NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say
+
+
+def request_notes(requests: list[dict[str, Any]]) -> list[str]:
+    """Readable lines about a step's requests (``trace["requests"]`` of one step) where there
+    is something to say: a retried attempt, a failure, an unusual stop reason (``length``: the
+    answer was cut), and what a failed request had streamed, marked partial."""
+    lines: list[str] = []
+    for request in requests:
+        label = (
+            f"request {request['attempt']}" if request.get("purpose") != "summary" else "summary"
+        )
+        attempts = request.get("attempts") or []
+        for number, attempt in enumerate(attempts[:-1], 1):
+            lines.append(
+                f"{label}: attempt {number} failed ({attempt.get('error_kind')}:"
+                f" {attempt.get('error')}), retried"
+            )
+        if request.get("error"):
+            lines.append(f"{label} failed: {request['error']}")
+        stop = request.get("stop_reason")
+        if stop not in NOTABLE_STOPS:
+            limit = (attempts[-1] if attempts else {}).get("max_output_tokens")
+            cut = f": the answer was cut at {limit:,} tokens" if stop == "length" and limit else ""
+            lines.append(
+                f"{label}: stop reason {stop} (raw {request.get('raw_stop_reason')!r}){cut}"
+            )
+        partial = request.get("partial")
+        if partial:
+            lines.append("partial output (streamed before it failed):")
+            lines += ["  │ " + line for line in (partial.get("text") or "").splitlines()]
+            lines += [
+                f"  │ → {call.get('name') or '?'} {call.get('arguments') or ''} (incomplete)"
+                for call in partial.get("tool_calls") or []
+            ]
+    return lines
