@@ -53,8 +53,13 @@ import fixture_repo
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.context import message_tokens
 from io_tui.core.context.cache import cached_prefix, message_key, request_cost
-from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, entry_cap_chars
-from io_tui.core.contract import estimate_tokens as estimate
+from io_tui.core.contract import (
+    CachePrices,
+    ContextBudget,
+    TaskContract,
+    entry_cap_chars,
+    estimate_tokens as estimate,
+)
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.numbered import GUTTER, number_lines

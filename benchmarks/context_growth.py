@@ -35,8 +35,7 @@ from pathlib import Path
 import fixture_repo
 
 from io_tui.core.context import ContextEngine, Frame, RefreshFailed, message_tokens
-from io_tui.core.context.compaction import fold
-from io_tui.core.context.compaction import fold_boundary as compaction_boundary
+from io_tui.core.context.compaction import fold, fold_boundary as compaction_boundary
 from io_tui.core.context.digest import digest_request
 from io_tui.core.context.summary import FoldResult, FoldStep, Summary
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars

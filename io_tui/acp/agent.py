@@ -63,8 +63,7 @@ from io_tui.core import (
 
 if TYPE_CHECKING:
     from acp import Client
-    from acp.schema import ClientCapabilities
-    from acp.schema import Implementation as ClientInfo
+    from acp.schema import ClientCapabilities, Implementation as ClientInfo
 
     from io_tui.config import Settings
     from io_tui.core import ServerSource, Store

@@ -34,8 +34,7 @@ from acp import (
     update_tool_call,
     update_user_message_text,
 )
-from acp.schema import ToolCallLocation
-from acp.schema import ToolCallStatus as Status
+from acp.schema import ToolCallLocation, ToolCallStatus as Status
 
 from io_tui.acp.plan import send_plan
 from io_tui.core import EventKind, RunEvent

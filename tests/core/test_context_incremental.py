@@ -14,8 +14,7 @@ import asyncio
 import posixpath
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line

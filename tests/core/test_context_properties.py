@@ -15,8 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, event, given, settings, strategies as st
 from token_reference import reference_tokens
 
 from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed

@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from io_tui.core.numbered import range_from
 from io_tui.core.tools.base import ToolContext

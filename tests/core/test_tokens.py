@@ -7,14 +7,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from token_reference import reference_tokens
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.authority.policy import Policy
-from io_tui.core.contract import ContextBudget, TaskContract
-from io_tui.core.contract import estimate_tokens as reexported
+from io_tui.core.contract import ContextBudget, TaskContract, estimate_tokens as reexported
 from io_tui.core.providers.base import Completed, CompletionRequest, Response, Usage
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness

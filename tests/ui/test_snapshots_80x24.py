@@ -19,8 +19,7 @@ from io_tui.ui.screens.rules import RulesScreen
 from io_tui.ui.testing import freeze, wait_until_idle
 from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, fixed_workspace, freeze_times, paused_run
 
-from .test_memory_editor import WS
-from .test_memory_editor import _seed as seed_memory
+from .test_memory_editor import WS, _seed as seed_memory
 from .test_rules_screen import _seed as seed_rules
 from .test_snapshots import _settle
 

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
         Resource,
         ResourceTemplate,
         ServerCapabilities,
+        Tool as RemoteTool,
     )
-    from mcp_types import Tool as RemoteTool
 
     from io_tui.core.mcp.tools import Progress, Sampler
 
