@@ -296,8 +296,9 @@ class IoApp(App[int]):
         )
 
     def withdraw_notification(self, notification: Notification) -> None:
-        """Take a notification off the screen before its timeout (a no-op once it is gone);
-        Textual has no public call for one notification."""
+        """Take a notification off the screen before its timeout (a no-op once it is gone).
+        Textual has no public call for one notification: this uses ``App._notifications`` and
+        ``App._unnotify`` (``tests/ui/test_textual_private.py``)."""
         if notification in self._notifications:
             self._unnotify(notification)
 

@@ -7,6 +7,9 @@ latest (``WriterThread.stop`` waits to queue its end marker). Seen as an app tha
 after its tmux pane was killed. Here a write the terminal refuses is dropped instead, so the
 writer thread lives on and the app quits as it should (``IoApp._check_terminal`` sees the
 terminal gone within a second).
+
+Textual offers no way to give a driver another stream, so the driver replaces its private
+``_file`` before the writer thread is built from it (``tests/ui/test_textual_private.py``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ Nodes are keyed (``run_nodes``, ``step_nodes``) and relabelled in place, and onl
 label shows changed (``_shown``); the tree is never cleared and rebuilt. ``Tree`` renders only
 visible lines, and ``get_label_width`` is the label's cell length (no render per node when the
 tree's lines are rebuilt), so 10,000 steps stay responsive.
+
+Textual's ``Tree`` repaints every visible line when one node changes, so this widget reaches
+into its private parts to repaint less: ``_tree_lines``, ``_render_line`` and
+``_refresh_line`` on the tree, ``_pseudo_class_state`` (set by ``Tree.render_lines`` for a
+frame), and a node's ``_id``, ``_hover``, ``_selected``, ``_updates``, ``_label`` and ``_line``
+(what a line shows, and a relabel without a repaint of the node's subtree).
+``tests/ui/test_textual_private.py`` fails first if Textual renames one.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ While a run is live, the run tree and the transcript grow by a fraction of a scr
 a second; their thumbs would shrink by a fraction of a cell each time, and drawing a scrollbar
 costs as much as the widget's own changed lines (~2-3 ms a frame). They follow at most every
 ``SCROLLBAR_INTERVAL`` instead.
+
+Textual updates scrollbars only in a layout of the screen; without one, this calls the two
+private steps that layout takes, ``Widget._refresh_scrollbars`` and ``Widget._scroll_update``
+(checked by ``tests/ui/test_textual_private.py``).
 """
 
 from __future__ import annotations

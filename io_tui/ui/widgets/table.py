@@ -1,6 +1,12 @@
 """``Table``: the app's DataTable: string cells are text, not markup; rows are redrawn once their
 columns have been measured; columns given a priority fit the table's width (the least important
-are dropped, elidable ones are cut with "…")."""
+are dropped, elidable ones are cut with "…").
+
+``DataTable`` measures new cells in its private idle handler (``_on_idle``, reading
+``_require_update_dimensions`` and ``_updated_cells``) and keeps the rows it rendered before
+measuring; the override repaints them once measured (``tests/ui/test_textual_private.py``
+checks the three names).
+"""
 
 from __future__ import annotations
 
