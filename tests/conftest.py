@@ -6,10 +6,12 @@ tests are dealt out among them in any order. So a test must not share anything o
 ``tmp_path`` with a test that may run at the same moment in another worker:
 
 - Files: write under ``tmp_path`` (or ``tmp_path_factory`` for a session fixture). A test that
-  needs a *fixed* path (a snapshot that shows it) declares it with
-  ``@pytest.mark.xdist_group(FIXED_PATHS)``: every test of one group runs on one worker, one
-  after another. Every test that takes ``snap_compare`` is put in that group here
-  (``pytest_collection_modifyitems``), so snapshot tests need no mark of their own.
+  needs a *fixed* path (a snapshot that shows it) declares it with ``@pytest.mark.fixed_paths``,
+  which puts it in the ``xdist_group`` ``FIXED_PATHS``: every test of one group runs on one
+  worker, one after another. A snapshot test of the app on the demo workspace (``snap_compare`` with
+  ``demo_workspace_path``, which is then the fixed ``SNAPSHOT_WORKSPACE`` the picture shows) is
+  put in that group here (``pytest_collection_modifyitems``); the other snapshot tests run on
+  any worker.
 - Ports: bind port 0 (``mcp_support.free_port``), never a fixed number.
 - Processes: find your own by a marker of your own (``mcp_support.new_mark``), never by name
   (tests that cannot, like ``tests/test_bad_input.py``, form an ``xdist_group`` of their own);
@@ -60,7 +62,9 @@ FIXED_PATHS = "fixed-paths"
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "snap_compare" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        on_demo = "snap_compare" in fixtures and "demo_workspace_path" in fixtures
+        if on_demo or item.get_closest_marker("fixed_paths"):
             item.add_marker(pytest.mark.xdist_group(FIXED_PATHS))
 
 

@@ -330,12 +330,14 @@ async def _dialog_open(pilot: Pilot[object]) -> None:
     await pilot.pause(0.1)
 
 
+@pytest.mark.fixed_paths  # the picture shows SNAPSHOT_WORKSPACE
 def test_new_run_dialog_80x24(snap_compare, tmp_path, monkeypatch) -> None:
     """80×24: every field reachable, Start and Cancel in view; ollama answers with 3 models."""
     app = picture_app(tmp_path, monkeypatch)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_dialog_open)
 
 
+@pytest.mark.fixed_paths  # the picture shows SNAPSHOT_WORKSPACE
 def test_new_run_dialog_160x48(snap_compare, tmp_path, monkeypatch) -> None:
     """160×48: the whole dialog, the model picker under the model field."""
     app = picture_app(tmp_path, monkeypatch)
