@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from io_tui.core.errors import WorkspaceError
+from io_tui.core.errors import WorkspaceError as WorkspaceError  # what containment raises
 from io_tui.core.ledger import Seen, content_digest
 
 BINARY_SNIFF_BYTES = 8_192

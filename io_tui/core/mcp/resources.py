@@ -65,7 +65,8 @@ class ServerTool(Tool):
     @classmethod
     def make(cls, server: Reader, exposed: str) -> ServerTool:
         text = cls.description.format(server=server.name)
-        subclass = type(f"{cls.__name__}_{exposed}", (cls,), {"name": exposed, "description": text})
+        attrs = {"name": exposed, "description": text}
+        subclass: type[ServerTool] = type(f"{cls.__name__}_{exposed}", (cls,), attrs)
         return subclass(server)
 
 

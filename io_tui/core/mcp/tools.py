@@ -109,7 +109,7 @@ class McpTool(Tool):
     ) -> McpTool:
         text = (description or "").strip() or f"The {remote_name!r} tool"
         attrs = {"name": exposed, "description": f"{text}\n(MCP server '{server.name}')"}
-        subclass = type(f"McpTool_{exposed}", (cls,), attrs)
+        subclass: type[McpTool] = type(f"McpTool_{exposed}", (cls,), attrs)
         return subclass(server, remote_name, schema)
 
     def spec(self) -> ToolSpec:

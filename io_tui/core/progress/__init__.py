@@ -9,7 +9,8 @@ started with ``io-tui run --continue RUN`` carries in its first request.
 
 from __future__ import annotations
 
-from io_tui.core.progress.fold import Fold, is_test_command
+from io_tui.core.checks import is_test_command
+from io_tui.core.progress.fold import Fold
 from io_tui.core.progress.keeper import ProgressKeeper, continuation, ledger_of
 from io_tui.core.progress.model import ProgressLedger, handle
 from io_tui.core.progress.render import render_ledger

@@ -34,7 +34,7 @@ class RetryPolicy:
             return None
         if retry_after is not None:
             return retry_after if retry_after <= self.max_retry_after_s else None
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2 ** (retry - 1))
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (retry - 1))
         return ceiling / 2 + ceiling / 2 * self.jitter()
 
 

@@ -297,7 +297,8 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
 async def _on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """``fn(connection)`` on aiosqlite's thread, through ``_execute``: the queue every one of its
     own calls goes through (aiosqlite is pinned < 1)."""
-    return await conn._execute(lambda: fn(conn._conn))
+    result: T = await conn._execute(lambda: fn(conn._conn))  # type: ignore[no-untyped-call]
+    return result
 
 
 def _patiently(fn: Callable[[], T]) -> T:

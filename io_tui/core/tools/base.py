@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_tui.core.authority.policy import Act, Policy, Rule
 from io_tui.core.contract import MemoryLimits
-from io_tui.core.errors import ToolError
+from io_tui.core.errors import ToolError as ToolError  # what a tool raises, from its leaf
 from io_tui.core.ledger import Observation, ObsKind, Seen
 from io_tui.core.providers.base import ToolSpec
 from io_tui.core.untrusted import redact
