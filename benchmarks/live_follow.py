@@ -7,7 +7,7 @@ runs on the queue (each ``--steps`` steps: a file listing, then an answer); the 
 (``--until-empty``) drain the queue. For every event the app shows, the delay from the event's
 time in the worker (its ``at``) to the frame that painted it (``IoApp.paint_delays``), in two
 modes, in this process: **live** (LISTEN/NOTIFY, ``ui/live.py``) and **poll** (the same follower
-with notifications off: a sweep every 2 s, what the old store poll gave). Both clocks are this
+with notifications off: a sweep every 2 s). Both clocks are this
 machine's. A first, short round is not counted: it pays what the app imports on first use.
 
     .venv/bin/python benchmarks/live_follow.py [--runs 40] [--steps 4] [--workers 1 2]

@@ -41,6 +41,6 @@ def test_a_cluster_whose_test_process_was_killed_is_stopped_by_the_next_start() 
     assert root and _server_of(root)
     os.kill(owner.pid, signal.SIGKILL)  # its fixture's ``finally`` never runs
     owner.wait()
-    assert _server_of(root)  # left running: what used to pile up
+    assert _server_of(root)  # left running: what would pile up over sessions
     _reap_orphans()
     assert not _server_of(root) and not Path(root).exists()

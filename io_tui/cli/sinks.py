@@ -13,8 +13,8 @@ from io_tui.core import READER_GONE, EventKind, EventSink, RunEvent, invalidatio
 class UntilReaderGone:
     """``sink`` while its reader reads: the first write that finds the pipe closed (``io-tui run
     --json | head -1``) stops the run as a hang-up would, ``interrupted`` and resumable
-    (``READER_GONE``), and nothing more is written. It used to end the run ``failed`` with a
-    ``BrokenPipeError``."""
+    (``READER_GONE``), and nothing more is written: a reader that stops early is not a failure
+    of the run."""
 
     def __init__(self, sink: EventSink) -> None:
         self.sink = sink

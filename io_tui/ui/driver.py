@@ -3,8 +3,8 @@
 When the terminal goes (its window closed, the SSH link dropped), every write to it fails with
 EIO. Textual's writer thread dies on the first such error, and its queue is bounded: the writes
 after it fill the queue, and the next one blocks the app for ever, in its own shutdown at the
-latest (``WriterThread.stop`` waits to queue its end marker). Seen as an app that never quit
-after its tmux pane was killed. Here a write the terminal refuses is dropped instead, so the
+latest (``WriterThread.stop`` waits to queue its end marker), and the app never quits after its
+tmux pane is killed. Here a write the terminal refuses is dropped instead, so the
 writer thread lives on and the app quits as it should (``IoApp._check_terminal`` sees the
 terminal gone within a second).
 

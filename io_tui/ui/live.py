@@ -8,7 +8,7 @@ names, read from their table past the follower's cursor for each run, go into th
 transcript and the gauges move exactly as for a run this app drives; then the app re-reads
 those runs' rows (status, who drives each: ``on HOST pid N``) and the inbox (an ask from any
 worker appears; one decided elsewhere leaves, saying who decided). A sweep (``everything``)
-re-reads all the rows, as the old 2 s poll did, and catches what a lost notification missed.
+re-reads all the rows and catches what a lost notification missed.
 
 A run a host here drives is shown from its host, never from the store a second time: its events
 are skipped while the host has it, and so is every stored event no newer than the newest its

@@ -28,7 +28,7 @@ class ParseTest(unittest.TestCase):
 """
 # -B: no bytecode cache. The edit below keeps src/app.py's size, and the fixture wrote the file
 # moments before, so a cached .pyc from the first test run would match its mtime (whole seconds)
-# and size, and the second run would test the old code (CI saw exactly that).
+# and size, and the second run would test the code before the edit.
 RUN_TESTS = {
     "name": "run_command",
     "arguments": {"argv": [sys.executable, "-B", "-m", "unittest", "test_app"]},

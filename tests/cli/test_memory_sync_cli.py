@@ -102,9 +102,9 @@ def test_set_with_provenance_then_verify_expire_and_supersede(cli: Cli) -> None:
 def test_deleting_the_note_that_superseded_others_makes_them_current_again(
     cli: Cli,
 ) -> None:
-    """`memory delete` of the note that superseded (or absorbed in a merge) others used to leave
-    them superseded by a note that no longer existed, never recalled: they are current again,
-    the command says which, and the audit records each supersession undone."""
+    """`memory delete` of the note that superseded (or absorbed in a merge) others does not leave
+    them superseded by a note that does not exist, never recalled: they are current again, the
+    command says which, and the audit records each supersession undone."""
     where = ("--workspace", str(cli.ws), "--store", str(cli.db))
     for key, value in (("old-cmd", "make check"), ("lint", "ruff"), ("test-cmd", "pytest -q")):
         assert io_tui("memory", "set", key, value, *where).returncode == 0
@@ -208,7 +208,7 @@ def test_log_lists_lines_and_promote_makes_a_sourced_note(cli: Cli) -> None:
 
 def test_set_is_an_upsert_and_promote_replaces_a_note_only_when_told(cli: Cli) -> None:
     """`memory set` is the CLI's documented upsert; `memory promote LINE KEY` onto a key that
-    holds a note used to overwrite it silently: it is refused (exit 1, naming the note) unless
+    holds a note never overwrites it silently: it is refused (exit 1, naming the note) unless
     --replace."""
     _seed_log(cli)
     where = ("--workspace", str(cli.ws), "--store", str(cli.db))
@@ -396,7 +396,7 @@ def test_the_real_command_reports_a_malformed_file_without_a_traceback(tmp_path:
 
 def test_a_note_needs_a_value_so_an_export_reads_back(tmp_path: Path) -> None:
     """One rule for every write: a note needs a value that is not empty or blank. `memory set
-    k2 ""` used to be accepted, and the export it wrote (`- **k2**:`) could not be imported,
+    k2 ""` is refused, since the export it would write (`- **k2**:`) could not be imported,
     nor exported over, again."""
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -439,8 +439,8 @@ def test_a_run_paused_twice_then_finished_logs_one_entry(
     tmp_path: Path, workspace: Path, write_script: Any
 ) -> None:
     """Each end of a run logs its entry, a pause included; a run deferred twice then approved
-    used to log `goal` three times (and its outcome at each pause): a resumed run's end replaces
-    the entry its pause wrote that day, so the log reads one entry with the final outcome."""
+    logs `goal` once, not three times: a resumed run's end replaces the entry its pause wrote
+    that day, so the log reads one entry with the final outcome."""
     write = {"name": "write_file", "arguments": {"path": "n.py", "content": "print(1)\n"}}
     script = write_script([{"text": "writing", "tool_calls": [write]}, {"text": "done"}])
     store = ("--store", str(tmp_path / "store.db"))

@@ -81,8 +81,8 @@ def test_only_a_stdout_whose_reader_is_gone_is_taken_for_one(monkeypatch):
 def test_a_run_whose_reader_goes_stops_interrupted_and_resumes(
     store_path: Path, workspace: Path, write_script
 ):
-    """``io-tui run --json | head -1``: the run stops as a hang-up would, ``interrupted`` (it
-    used to end ``failed`` with a BrokenPipeError), says so in one line on stderr, exits as
+    """``io-tui run --json | head -1``: the run stops as a hang-up would, ``interrupted`` (not
+    ``failed`` with a BrokenPipeError), says so in one line on stderr, exits as
     SIGPIPE ends a command, and ``io-tui resume`` takes it on to the end."""
     listing = {"name": "list_dir", "arguments": {"path": "."}}
     turns = [{"text": "x" * 2_000, "tool_calls": [listing]} for _ in range(30)]

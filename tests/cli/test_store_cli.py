@@ -128,7 +128,7 @@ def test_read_only_commands_never_create_the_default_store(tmp_path):
 
 @pytest.mark.parametrize("command", [("approvals",), ("memory", "set", "k", "v", "--global")])
 def test_a_directory_for_a_store_is_one_line(tmp_path, command):
-    for _ in range(3):  # it used to print a thread traceback only sometimes
+    for _ in range(3):  # a thread's traceback would show only sometimes
         refused(io_tui(*command, "--store", str(tmp_path)), "is a directory")
 
 

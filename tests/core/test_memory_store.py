@@ -424,7 +424,7 @@ async def test_a_write_that_may_not_replace_leaves_the_note_a_key_holds(store: S
 async def test_a_note_superseded_by_one_that_goes_is_current_again(store: Store) -> None:
     """A supersession names a note that exists: a delete, an agent's forget, an eviction or a
     clear of the note that superseded others makes them current (recalled) again, audited as the
-    supersession undone for the operator's changes. It used to point at nothing for ever."""
+    supersession undone for the operator's changes, and never points at nothing."""
     repo = store.memory
     for key in ("old", "older", "new", "other"):
         await repo.set(key, f"{key} value", "workspace", WS)

@@ -2,11 +2,10 @@
 
 The hangup signal goes to the terminal's session leader alone. Under ``make run`` that is make,
 which waits for its recipe instead of passing the signal on; the app, left reading the dead
-terminal's end of file, used to spin at most of a core with nobody to see it (found when a
-closed tmux pane left one behind). Once it did notice, its shutdown could still block for ever
-on Textual's output queue, whose writer thread the dead terminal had killed (now
-``io_tui.ui.driver``; seen only under load, as an app that never quit). Here the real app runs
-under a real make in tmux, and the tmux server is killed under it.
+terminal's end of file, must notice by itself or spin at most of a core with nobody to see
+it; and once it notices, its shutdown must not block on Textual's output queue, whose writer
+thread the dead terminal killed (``io_tui.ui.driver``; under load only). Here the real app
+runs under a real make in tmux, and the tmux server is killed under it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The terminal driver survives its terminal hanging up: a write the dead terminal refuses is
-dropped, so Textual's writer thread lives on and the app can still quit (it used to block for
+dropped, so Textual's writer thread lives on and the app can still quit (rather than block for
 ever in its shutdown, queueing into the bounded queue of a writer thread that had died)."""
 
 from __future__ import annotations

@@ -140,8 +140,8 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
 async def test_an_edit_that_empties_a_note_is_refused_inside_the_dialog(
     store_path: Path,
 ) -> None:
-    """A note needs a value: clearing one with `e` used to be saved (and the export then could
-    not be read back); the dialog stays open and says so, as the add dialog does."""
+    """A note needs a value (an empty one could not be read back from an export): clearing one
+    with `e` is refused, and the dialog stays open and says so, as the add dialog does."""
     await _seed(store_path)
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -213,8 +213,8 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
 
 
 async def test_add_on_a_key_that_holds_a_note_asks_before_replacing_it(store_path: Path) -> None:
-    """`a` with a key that holds a note used to replace it (toast "added …"): the dialog says
-    so inside, keeps what was typed, and only a second ctrl+s on the same key replaces it."""
+    """`a` with a key that holds a note does not replace it unseen: the dialog says so inside,
+    keeps what was typed, and only a second ctrl+s on the same key replaces it."""
     await _seed(store_path)
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -481,7 +481,7 @@ def _dialogs() -> dict[str, Any]:
 async def test_every_memory_dialog_fits_with_long_content(name: str, size: tuple[int, int]) -> None:
     """Long keys, paths and values, many workspaces and notes: each dialog's parts stay inside
     its frame down to 80×24 and below, the list or text box giving up rows, never the title,
-    the hint or the error line (the workspace list used to push its last row out at 80×24)."""
+    the hint or the error line (the workspace list's last row stays inside at 80×24)."""
     app: App[None] = App()
     async with app.run_test(size=size) as pilot:
         screen = _dialogs()[name]()

@@ -1,7 +1,6 @@
 """The footer a full screen shows its keys in, out of sight while a modal covers the screen:
-the keys it lists do nothing then (the modal has them all), and the modal says its own. It
-used to stay, dimmed, under an approval: "i Inspect  t Trace  x Interrupt", none of which
-answered."""
+the keys it lists do nothing then (the modal has them all), and the modal says its own; a
+dimmed "i Inspect  t Trace  x Interrupt" under an approval would offer keys that do not answer."""
 
 from __future__ import annotations
 
