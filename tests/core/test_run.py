@@ -28,7 +28,7 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, resume_run, start_run
-from io_tui.core.run.sampling import ENDED_WITH_PROCESS
+from io_tui.core.run.server_asks import ENDED_WITH_PROCESS
 from io_tui.core.steering.decisions import DecideError, decide
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
@@ -515,7 +515,7 @@ async def test_a_run_whose_end_cannot_be_written_says_it_ended_once(
 
 
 async def orphaned_form(store: Store, run_id: int) -> int:
-    """A server's form request of ``run_id`` left pending, as ``ask_operator`` persists it, by
+    """A server's form request of ``run_id`` left pending, as ``server_asks`` persists it, by
     a process that died while the call that asked waited for it."""
     schema = {"type": "object", "properties": {"name": {"type": "string"}}}
     request = await store.approvals.create(

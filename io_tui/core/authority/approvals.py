@@ -34,6 +34,10 @@ class DecisionKind(StrEnum):
     DEFER = "defer"
 
 
+APPROVING = frozenset({DecisionKind.APPROVE, DecisionKind.REWRITE, DecisionKind.REMEMBER})
+"""The decisions that let the act go ahead (a REWRITE with the operator's arguments)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """A tool call the policy sent to a human. Persisted before any approver is consulted.

@@ -5,6 +5,8 @@
 - ``tools``: a remote tool as ``mcp__<server>__<tool>``, schema-checked, gated as exec.
 - ``resources``: a server's resources as ``list_resources`` / ``read_resource`` tools.
 - ``hub``: ``McpHub`` / ``open_hub``: all servers together, problems, ``register_into``.
+- ``sampling``, ``elicitation``: a server's requests during a call, as data (what it asked);
+  the run whose call it is asks and answers them (``core.run.server_asks``).
 
 The MCP SDK is imported only when a server is opened, and the package imports its modules on
 first use, so loading settings (which reads ``config``) stays fast.

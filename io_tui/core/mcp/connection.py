@@ -326,8 +326,8 @@ class Connection:
         operator, its provider); refused when no run's call is."""
         from mcp_types import CreateMessageResult, ErrorData, TextContent
 
+        from io_tui.core.mcp.sampling import SAMPLING, SamplingAsk
         from io_tui.core.mcp.tools import exposed_name
-        from io_tui.core.run.sampling import SamplingAsk
 
         asker = self._asker("sampling")
         if isinstance(asker, str):
@@ -338,7 +338,7 @@ class Connection:
             for m in params.messages
         )
         ask = SamplingAsk(
-            self.name, exposed_name(self.name, "sampling"), messages, params.system_prompt,
+            self.name, exposed_name(self.name, SAMPLING), messages, params.system_prompt,
             params.max_tokens, wait_s,
         )  # fmt: skip
         try:

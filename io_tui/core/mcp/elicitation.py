@@ -1,9 +1,11 @@
 """An MCP server's elicitation (``elicitation/create``): it asks the operator for input through a
 form built from a flat JSON schema, in the middle of one of its tool calls.
 
-The request is an ask like any other (``core.run.sampling.ask_operator``), checked as ``exec`` on
-``mcp__<server>__elicitation``: a policy deny declines it, anything else puts it to the operator
-(a policy allow cannot fill a form). The operator's answer maps onto the protocol's three:
+This module holds what the server asked (``ElicitAsk``), the form's fields, and how a decision
+answers it; the run whose call it is asks it (``core.run.server_asks``) as it asks any act
+(``core.run.ask``), checked as ``exec`` on ``mcp__<server>__elicitation``: a policy deny
+declines it, anything else puts it to the operator (a policy allow cannot fill a form). The
+operator's answer maps onto the protocol's three (``ElicitAsk.answer_for``):
 
 - **accept**: an approval that carries the filled form (``Decision.arguments``), checked against
   the server's schema;
@@ -19,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind
-from io_tui.core.run.sampling import APPROVING, ask_operator
+from io_tui.core.authority.approvals import APPROVING, ApprovalRequest, Decision, DecisionKind
 
 Action = Literal["accept", "decline", "cancel"]
 ELICITATION = "elicitation"  # the policy target's last part: mcp__<server>__elicitation
@@ -128,42 +129,24 @@ class ElicitAsk:
             lines.append(f"  {f.name}{'*' if f.required else ''} ({what}){about}")
         return "\n".join(lines)
 
-    async def answer(self, state: Any, step: int, call_id: str) -> ElicitAnswer:
-        return await answer_elicitation(state, step, call_id, self)
-
-
-async def answer_elicitation(state: Any, step: int, call_id: str, ask: ElicitAsk) -> ElicitAnswer:
-    """The operator's answer to ``ask``, recorded with its request. ``state``: the ``RunState``."""
-    asked = await ask_operator(
-        state, step, call_id, target=ask.target, content=ask.text(), wait_s=ask.wait_s,
-        arguments={"message": ask.message, "requested_schema": ask.schema},
-        policy_allows=False,
-    )  # fmt: skip
-    decision = asked.decision
-    if decision.kind in APPROVING and decision.arguments is not None:
-        problems = form_problems(ask.schema, decision.arguments)
-        answer = (
-            ElicitAnswer("decline", reason=f"the form does not match the request: {problems}")
-            if problems
-            else ElicitAnswer("accept", dict(decision.arguments))
-        )
-    elif decision.kind in APPROVING:
-        answer = ElicitAnswer(
-            "decline",
-            reason=f"approved by {decision.decided_by} without a filled form (a form is "
-            "filled in the TUI's approval)",
-        )
-    elif decision.kind is DecisionKind.DENY:
-        answer = ElicitAnswer("decline", reason=decision.reason or "declined by the operator")
-    else:
-        answer = ElicitAnswer("cancel", reason=f"not answered ({decision.decided_by})")
-    if asked.approval_id is not None:
-        await state.store.approvals.record_performed(
-            asked.approval_id,
-            {"performed": answer.action == "accept", "action": answer.action,
-             "content": answer.content, "reason": answer.reason or None},
-        )  # fmt: skip
-    return answer
+    def answer_for(self, decision: Decision) -> ElicitAnswer:
+        """The protocol's answer to this request, from the decision that stands on it."""
+        if decision.kind in APPROVING and decision.arguments is not None:
+            problems = form_problems(self.schema, decision.arguments)
+            if problems:
+                return ElicitAnswer(
+                    "decline", reason=f"the form does not match the request: {problems}"
+                )
+            return ElicitAnswer("accept", dict(decision.arguments))
+        if decision.kind in APPROVING:
+            return ElicitAnswer(
+                "decline",
+                reason=f"approved by {decision.decided_by} without a filled form (a form is "
+                "filled in the TUI's approval)",
+            )
+        if decision.kind is DecisionKind.DENY:
+            return ElicitAnswer("decline", reason=decision.reason or "declined by the operator")
+        return ElicitAnswer("cancel", reason=f"not answered ({decision.decided_by})")
 
 
 def is_elicitation(request: ApprovalRequest) -> bool:

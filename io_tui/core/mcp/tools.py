@@ -55,7 +55,8 @@ def exposed_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
 
 
 Sampler = Callable[[Any], Awaitable[Any]]  # a server's request during a call → its answer
-# (``SamplingAsk`` → the model's text, ``ElicitAsk`` → the operator's ``ElicitAnswer``)
+# (``mcp.sampling.SamplingAsk`` → the model's text, ``mcp.elicitation.ElicitAsk`` → an
+# ``ElicitAnswer``), given by the run whose call it is (``core.run.server_asks``)
 
 
 class Progress(Protocol):

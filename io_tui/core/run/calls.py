@@ -1,6 +1,6 @@
 """One tool call, from the model's arguments to a recorded observation.
 
-validate → gate → policy.explain → (ask: persist, then the approver) → intent → perform →
+validate → gate → the ask (``ask.py``: the policy, else the operator) → intent → perform →
 bound. The same ``apply_decision`` path serves a live decision and one made later, after a
 restart. Every call is written to the store as an intent (its exact arguments, the approval
 that allowed it) before it executes; the step commit of its observation closes the intent.
@@ -11,29 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from io_tui.core.authority.approvals import (
-    ApprovalRequest,
-    Approver,
-    Decision,
-    DecisionKind,
-    RememberRule,
-)
-from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
+from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
+from io_tui.core.authority.policy import Act, Effect, Verdict
 from io_tui.core.context.stubs import rest_hint
 from io_tui.core.errors import ServerError, WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, bound_text
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import Store
+from io_tui.core.run.ask import AskingRun, Question, ask, put_to_operator, take_decision
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
 from io_tui.core.untrusted import frame
-
-Emit = Callable[[EventKind, dict[str, Any]], None]
 
 
 @dataclass
@@ -50,19 +42,16 @@ class CallResult:
 
 @dataclass
 class CallRunner:
-    store: Store
+    """Carries out the calls of one run (``state``: its store, policy, approver, events) with the
+    tools of ``registry``, each in the context ``make_context`` gives its step."""
+
+    state: AskingRun
     registry: ToolRegistry
-    approver: Approver
-    policy: Policy
-    run_id: int
-    workspace: str
-    emit: Emit
     make_context: Callable[[int], ToolContext]
-    on_asking: Callable[[bool], Awaitable[None]] | None = None
 
     async def run(self, call: ToolCall, step: int) -> CallResult:
         ctx = self.make_context(step)
-        self.emit(
+        self.state.publish(
             EventKind.TOOL_CALLED,
             {"call_id": call.id, "name": call.name, "arguments": call.arguments},
         )
@@ -72,72 +61,40 @@ class CallRunner:
             return self._error(call, step, str(exc), ctx.cap_chars)
         if gate is None:
             return await self._perform(call, step, tool, args, ctx)
-        verdict = self.policy.explain(gate.act, gate.target)
-        if verdict.effect is Effect.DENY:
-            return self._refused(call, step, verdict, ctx.cap_chars)
-        if verdict.effect is Effect.ALLOW:
-            return await self._perform(call, step, tool, args, ctx, gate=gate)
-        request = await self.store.approvals.create(
-            ApprovalRequest(
-                id=0,
-                run_id=self.run_id,
-                step=step,
-                call_id=call.id,
-                tool=call.name,
-                arguments=call.arguments,
-                act=gate.act,
-                target=gate.target,
-                content=gate.content,
-                rule=verdict.rule_text,
-                layer=verdict.layer,
-                workspace=self.workspace,
-            )
+        question = Question(
+            step, call.id, call.name, call.arguments, gate.act, gate.target, gate.content
         )
-        self.emit(
-            EventKind.APPROVAL_REQUESTED,
-            {
-                "approval_id": request.id,
-                "act": gate.act.value,
-                "target": gate.target,
-                "rule": verdict.rule_text,
-                "layer": verdict.layer,
-            },
-        )
-        return await self.ask(request)
+        asked = await ask(self.state, question)
+        if asked.request is not None:
+            return await self._carry_out(asked.request, asked.decision)
+        if asked.decision.kind is DecisionKind.DENY:
+            return self._refused(call, step, asked.verdict, ctx.cap_chars)
+        return await self._perform(call, step, tool, args, ctx, gate=gate)
 
-    async def ask(self, request: ApprovalRequest) -> CallResult:
-        """Put a persisted request to the approver and carry out its decision (a defer leaves
-        it pending)."""
-        if self.on_asking:
-            await self.on_asking(True)
-        try:
-            decision = await self.approver.decide(request)
-        finally:
-            if self.on_asking:
-                await self.on_asking(False)
+    async def ask_again(self, request: ApprovalRequest) -> CallResult:
+        """A request still pending when its run resumes, put to the operator again."""
+        return await self._carry_out(request, await put_to_operator(self.state, request))
+
+    async def decided(self, request: ApprovalRequest, decision: Decision) -> CallResult:
+        """A request decided while its run was paused: the decision taken, then carried out."""
+        await take_decision(self.state, request, decision)
+        return await self.apply_decision(request, decision)
+
+    async def _carry_out(self, request: ApprovalRequest, decision: Decision) -> CallResult:
         if decision.kind is DecisionKind.DEFER:
-            self.emit(EventKind.APPROVAL_DECIDED, {"approval_id": request.id, "decision": "defer"})
             return CallResult(None, deferred_approval=request.id)
-        if not await self.store.approvals.record_decision(request.id, decision):
-            record = await self.store.approvals.get(request.id)
-            decision = record.decision if record and record.decision else decision
         return await self.apply_decision(request, decision)
 
     async def apply_decision(self, request: ApprovalRequest, decision: Decision) -> CallResult:
-        """Carry out a human decision on a persisted request, re-checking the policy first."""
+        """Carry out a human decision taken on a persisted request (``ask.take_decision``:
+        announced, its rule remembered), re-checking the policy first."""
         step = request.step
         ctx = self.make_context(step)
         call = ToolCall(request.call_id, request.tool, request.arguments)
-        self.emit(
-            EventKind.APPROVAL_DECIDED,
-            {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
-        )
         if decision.kind is DecisionKind.DENY:
-            if decision.rule is not None:
-                await self._remember(decision.rule, request.id, Effect.DENY)
             reason = decision.reason or "no reason given"
             text = f"The operator denied {request.act.value} {request.target}: {reason}. Adapt your approach."
-            await self.store.approvals.record_performed(request.id, {"performed": False})
+            await self.state.store.approvals.record_performed(request.id, {"performed": False})
             result = self._error(call, step, text, ctx.cap_chars, target=request.target)
             result.denied = True
             return result
@@ -154,19 +111,17 @@ class CallRunner:
             args = tool.parse(arguments)
             gate = await tool.gate(args, ctx)
         except ToolError as exc:
-            await self.store.approvals.record_performed(
+            await self.state.store.approvals.record_performed(
                 request.id, {"performed": False, "error": str(exc)}
             )
             return self._error(
                 call, step, f"{note}The approved action is no longer valid: {exc}", ctx.cap_chars,
                 target=request.target,
             )  # fmt: skip
-        if decision.kind is DecisionKind.REMEMBER and decision.rule is not None:
-            await self._remember(decision.rule, request.id, Effect.ALLOW)
         if gate is not None:
-            verdict = self.policy.explain(gate.act, gate.target)
+            verdict = self.state.policy.explain(gate.act, gate.target)
             if verdict.effect is Effect.DENY:
-                await self.store.approvals.record_performed(
+                await self.state.store.approvals.record_performed(
                     request.id, {"performed": False, "refused_by": verdict.explain()}
                 )
                 return self._refused(call, step, verdict, ctx.cap_chars, prefix=note)
@@ -179,7 +134,7 @@ class CallRunner:
         result = await self._perform(
             call, step, tool, args, ctx, note=note, gate=gate, approval_id=request.id
         )
-        await self.store.approvals.record_performed(
+        await self.state.store.approvals.record_performed(
             request.id,
             {
                 "performed": True,
@@ -189,20 +144,6 @@ class CallRunner:
         )
         result.decision = {"approval_id": request.id, "decision": decision.kind.value}
         return result
-
-    async def _remember(self, rule: RememberRule, approval_id: int, effect: Effect) -> None:
-        """Store the operator's rule and apply it to this run's policy at once."""
-        await self.store.rules.add(
-            act=rule.act,
-            pattern=rule.pattern,
-            scope=rule.scope,
-            workspace=self.workspace,
-            run_id=self.run_id,
-            approval_id=approval_id,
-            effect=effect,
-        )
-        layer = await self.store.rules.layer_for(workspace=self.workspace, run_id=self.run_id)
-        self.policy = self.policy.with_layer(layer)
 
     def _persisted_write(self, request: ApprovalRequest) -> tuple[Tool, Any]:
         tool = self.registry.get("write_file")
@@ -229,8 +170,8 @@ class CallRunner:
         gate: Gate | None = None,
         approval_id: int | None = None,
     ) -> CallResult:
-        await self.store.intents.begin(
-            run_id=self.run_id,
+        await self.state.store.intents.begin(
+            run_id=self.state.run_id,
             step=step,
             call_id=call.id,
             tool=call.name,
@@ -273,7 +214,7 @@ class CallRunner:
             seen=outcome.seen,
             ran_ns=ran_ns,
         )
-        self.emit(
+        self.state.publish(
             EventKind.OBSERVATION,
             {
                 "call_id": call.id,
@@ -305,7 +246,7 @@ class CallRunner:
     def _refused(
         self, call: ToolCall, step: int, verdict: Verdict, cap: int, prefix: str = ""
     ) -> CallResult:
-        self.emit(
+        self.state.publish(
             EventKind.TOOL_REFUSED,
             {
                 "call_id": call.id,

@@ -41,7 +41,7 @@ from io_tui.core.run.reconcile import (
     needs_operator,
     what_is_known,
 )
-from io_tui.core.run.sampling import expire_server_asks
+from io_tui.core.run.server_asks import expire_server_asks
 from io_tui.core.run.state import RunState
 from io_tui.core.run.sub_agents import ENDED, WAITING, child_of_call
 from io_tui.core.store import (
@@ -381,17 +381,7 @@ class Run:
             workspace=str(state.workspace.root), run_id=self.run_id
         )
         state.policy = state.policy.with_layer(layer)
-        return CallRunner(
-            store=self.store,
-            registry=state.registry,
-            approver=state.harness.approver,
-            policy=state.policy,
-            run_id=self.run_id,
-            workspace=str(state.workspace.root),
-            emit=state.publish,
-            make_context=state.tool_context,
-            on_asking=state.asking,
-        )
+        return CallRunner(state, state.registry, state.tool_context)
 
     async def _run_step_calls(
         self, calls: Sequence[ToolCall], step: int, *, resuming: bool
@@ -486,8 +476,8 @@ class Run:
         if approvals:
             record = approvals[-1]
             if record.decision is None:
-                return await runner.ask(record.request)
-            return await runner.apply_decision(record.request, record.decision)
+                return await runner.ask_again(record.request)
+            return await runner.decided(record.request, record.decision)
         return await runner.run(call, step)
 
     async def _reconcile(self, runner: CallRunner, call: ToolCall, intent: IntentRow) -> CallResult:

@@ -22,6 +22,7 @@ from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.harness import Harness
+from io_tui.core.run.server_asks import answer_server
 from io_tui.core.store import RequestRecord, StepCommit
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.tokens import Calibration
@@ -244,7 +245,7 @@ class RunState:
             memory_limits=self.contract.memory,
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
-            sample=lambda call_id, ask: ask.answer(self, step, call_id),
+            sample=partial(answer_server, self, step),
             recall=partial(find_recorded, self.store.runs, self.run_id, str(self.workspace.root)),
         )
 

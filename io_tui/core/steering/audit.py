@@ -11,12 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind
+from io_tui.core.authority.approvals import APPROVING, ApprovalRequest, DecisionKind
 from io_tui.core.authority.policy import Act
 from io_tui.core.steering.remember import request_argv
 from io_tui.core.store import ApprovalRecord
-
-APPROVING = frozenset({DecisionKind.APPROVE, DecisionKind.REWRITE, DecisionKind.REMEMBER})
 
 
 @dataclass(frozen=True, slots=True)

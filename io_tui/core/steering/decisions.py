@@ -22,7 +22,7 @@ from io_tui.core.run.loop import resume_run
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.reconcile import Reconciler
-from io_tui.core.run.sampling import expire_server_asks, is_server_ask
+from io_tui.core.run.server_asks import expire_server_asks, is_server_ask
 from io_tui.core.run.sub_agents import last_active, waiting_chain
 from io_tui.core.store import RunBusy, RunRow, Store
 from io_tui.core.tools.registry import ToolRegistry

@@ -100,7 +100,8 @@ class ToolContext:
     spawn: Spawner | None = None  # runs a sub-agent to an outcome
     call_id: str = ""  # the call being carried out
     # an MCP server's request during the call, (call id, ask) → its answer: sampling (the
-    # model's answer) or elicitation (the operator's form), asked as any act (``core.run.sampling``)
+    # model's answer) or elicitation (the operator's form), asked as any act
+    # (``core.run.server_asks``)
     sample: Callable[[str, Any], Awaitable[Any]] | None = None
     # a handle (a call id of this run, or a progress ledger's ``r<run>.s<step>.<call id>``) →
     # its recorded result, whole (``tools.recall``)
