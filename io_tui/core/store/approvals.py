@@ -1,4 +1,10 @@
-"""Pending approvals and remembered rules: durable, so a decision can come from anywhere, later."""
+"""Pending approvals and remembered rules: durable, so a decision can come from anywhere, later.
+
+Whoever waits for a request decided in another process (a worker's approver, the ACP
+permission bridge, the TUI's desk) waits through ``ApprovalRepo.wait_decided``: on PostgreSQL
+it hears the decision announced (``live.announce_decided``), on SQLite it reads the request
+again every ``poll_s``.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,9 @@ import aiosqlite
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect, Layer, Rule
 from io_tui.core.store.db import Connection, Database
-from io_tui.core.store.live import announce
+from io_tui.core.store.live import FALLBACK_S, Live, announce, announce_decided
+
+DECIDED_POLL_S = 0.5  # on SQLite: how often a wait for a decision reads its request again
 
 
 def _request(row: aiosqlite.Row) -> ApprovalRequest:
@@ -141,9 +149,31 @@ class ApprovalRepo:
             ).fetchone()
             if decided is not None:
                 announce(conn, [decided[0]], queue=True)
+                announce_decided(conn, [approval_id])
             return decided is not None
 
         return await self.db.write(update)
+
+    async def wait_decided(
+        self, approval_id: int, *, poll_s: float = DECIDED_POLL_S, fallback_s: float = FALLBACK_S
+    ) -> Decision:
+        """The decision on ``approval_id`` once one is recorded, by this process or any other
+        (another cockpit, ``io-tui decide``, a cancel); at once if it already is. LookupError
+        if there is no such request. It waits for as long as it takes: bound it with
+        ``asyncio.timeout``, or cancel it.
+
+        On PostgreSQL the request is read again as each decision is announced, and every
+        ``fallback_s`` in case an announcement was missed; listening takes a connection of its
+        own while it waits. On SQLite, which announces nothing (or while that connection is
+        lost), it is read every ``poll_s``."""
+        async with Live(self.db).decision_wakeups() as wakeup:
+            while True:  # listening before the first read: no decision falls between
+                record = await self.get(approval_id)
+                if record is None:
+                    raise LookupError(f"no approval request {approval_id}")
+                if record.decision is not None:
+                    return record.decision
+                await wakeup.wait(fallback_s if wakeup.listening else poll_s)
 
     async def record_performed(self, approval_id: int, performed: dict[str, Any]) -> None:
         async with self.db.transaction() as conn:

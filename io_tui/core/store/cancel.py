@@ -26,6 +26,7 @@ from io_tui.core.authority.approvals import Decision
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import Lease
+from io_tui.core.store.live import announce_decided
 from io_tui.core.store.runs import LEASE_RELEASED, insert_events
 
 # what no process drives, what the operator may cancel: a run paused (its ask deferred),
@@ -114,6 +115,7 @@ def _cancel(
         " WHERE id = ? AND status = 'pending'",
         [(denial, now, not_performed, a["id"]) for a in pending],
     )
+    announce_decided(conn, [a["id"] for a in pending])
     decided = {"decision": "deny", "reason": reason, "decided_by": decided_by}
     events = [
         RunEvent(a["run_id"], a["step"], EventKind.APPROVAL_DECIDED,

@@ -6,7 +6,9 @@ lease, its approvals) calls ``announce`` inside its own transaction: ``NOTIFY io
 'RUN SEQ'``, RUN the run's id and SEQ the id of its newest event then (0: none yet). PostgreSQL
 delivers it at commit, to every connection listening, and never for a transaction rolled back.
 A change a worker may act on (a run enqueued or released, an approval decided) also notifies
-``io_tui_queue`` (payload: the run id). On SQLite ``announce`` does nothing.
+``io_tui_queue`` (payload: the run id), and a decision ``io_tui_decided`` (``announce_decided``;
+payload: the request's id), which a wait for it hears (``ApprovalRepo.wait_decided``). On SQLite
+neither does anything.
 
 **Listening.** A notification says only which run moved and how far: ``Live.events_after``
 reads the events themselves from their table, so nothing depends on a notification's size, and
@@ -18,10 +20,11 @@ last batch with their newest sequence, and, every ``fallback_s``, a batch marked
 range of ``events``: a writer inserts events under the store's write lock, so ids are in commit
 order). On SQLite, which has no notifications, ``follow`` is that poll alone, at the interval
 given. ``Live.queue_wakeups`` is the worker's: ``await wakeup.wait(seconds)`` returns True at
-the next ``io_tui_queue`` notification, or False after ``seconds`` (on SQLite, always that).
+the next ``io_tui_queue`` notification, or False after ``seconds`` (on SQLite, always that);
+``Live.decision_wakeups`` is the same at each ``io_tui_decided`` one.
 
-Listening takes one connection of its own per ``follow`` or ``queue_wakeups``
-(``PgDatabase.connect``), never the store's; it is closed when the ``async with`` ends.
+Listening takes one connection of its own per ``follow`` or wakeups (``PgDatabase.connect``),
+never the store's; it is closed when the ``async with`` ends.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 
 RUNS = "io_tui_runs"
 QUEUE = "io_tui_queue"
+DECIDED = "io_tui_decided"
 FALLBACK_S = 10.0  # how often a listener on PostgreSQL reads everything again, notified or not
 RECONNECT_S = 2.0  # after a lost listening connection: how soon the next try
 
@@ -62,6 +66,15 @@ def announce(conn: Connection, run_ids: Iterable[int], *, queue: bool = False) -
         conn.execute(_NOTIFY_RUN, (RUNS, run_id, run_id))
         if queue:
             conn.execute("SELECT pg_notify(?, ?)", (QUEUE, str(run_id)))
+
+
+def announce_decided(conn: Connection, approval_ids: Iterable[int]) -> None:
+    """Inside a write transaction: tell every wait for these requests' decisions, at commit,
+    that they are decided. PostgreSQL only; nothing on SQLite."""
+    if getattr(conn, "dialect", None) != "postgresql":
+        return
+    for approval_id in sorted(set(approval_ids)):
+        conn.execute("SELECT pg_notify(?, ?)", (DECIDED, str(approval_id)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +109,11 @@ class Live:
     def queue_wakeups(self) -> Wakeup:
         """``async with store.live.queue_wakeups() as wakeup: … await wakeup.wait(poll_s)``."""
         return Wakeup(self, QUEUE)
+
+    def decision_wakeups(self) -> Wakeup:
+        """``async with store.live.decision_wakeups() as wakeup: … await wakeup.wait(s)``: True
+        once any request is decided (``announce_decided``)."""
+        return Wakeup(self, DECIDED)
 
     async def newest(self) -> int:
         """The id of the newest event in the store (0: none)."""
@@ -264,8 +282,9 @@ class Follow:
 
 
 class Wakeup:
-    """``Live.queue_wakeups``: an async context manager; ``wait(within)`` returns True at a
-    notification on the channel (something to claim, maybe), False after ``within`` seconds."""
+    """``Live.queue_wakeups``, ``Live.decision_wakeups``: an async context manager;
+    ``wait(within)`` returns True at a notification on the channel (something to claim, a
+    decision, maybe), False after ``within`` seconds."""
 
     def __init__(self, live: Live, channel: str) -> None:
         self._listener = _Listener(live, channel)
@@ -276,6 +295,11 @@ class Wakeup:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._listener.close()
+
+    @property
+    def listening(self) -> bool:
+        """Whether a notification can come now (PostgreSQL, its connection up)."""
+        return self._listener.conn is not None
 
     async def wait(self, within: float) -> bool:
         started = time.monotonic()
