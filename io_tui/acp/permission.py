@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("io_tui.acp")
 
-DECIDED_ELSEWHERE_POLL_S = 0.5  # how often a waiting ask looks for a decision made in the cockpit
 DECIDED_BY = "acp"
 
 
@@ -100,7 +99,7 @@ class ClientApprover:
 
     async def _race(self, request: ApprovalRequest) -> Decision:
         asked = asyncio.ensure_future(self._ask_client(request))
-        elsewhere = asyncio.ensure_future(self._decided_elsewhere(request.id))
+        elsewhere = asyncio.ensure_future(self.store.approvals.wait_decided(request.id))
         cancelled = asyncio.ensure_future(self.session.cancelled.wait())
         waiting = {asked, elsewhere, cancelled}
         try:
@@ -186,14 +185,6 @@ class ClientApprover:
         if answer.action == "decline":
             return Decision.deny(f"declined in {self.client_name}", decided_by=by)
         return Decision.defer(decided_by=by)
-
-    async def _decided_elsewhere(self, approval_id: int) -> Decision:
-        """The decision someone else recorded for ``approval_id`` (the cockpit, ``decide``)."""
-        while True:
-            await asyncio.sleep(DECIDED_ELSEWHERE_POLL_S)
-            record = await self.store.approvals.get(approval_id)
-            if record is not None and record.decision is not None:
-                return record.decision
 
 
 RECONCILE_OPTIONS = [

@@ -9,6 +9,10 @@
   one at a time and none is lost, resolves each Future exactly once (guarded at shutdown), and
   decides inbox requests — resolving a live run's Future, or having the app's run host resume a
   paused run (also one paused in an earlier session).
+- A live ask decided elsewhere first (another cockpit, ``io-tui decide``) is heard from the store
+  (``store.approvals.wait_decided``: announced on PostgreSQL, read every half second on
+  SQLite): the run gets that decision, its modal goes, and a notification says who decided.
+  The inbox badge is counted again as the store follows its runs, and every ``poll_interval``.
 - When the operator last pressed a key is the app's ``attention.Activity``, which the desk reads.
 - No ask takes keys typed for something else: while the operator types (an input has focus and
   text, or a key arrived within ``typing_quiet_ms``) a new ask waits as a banner in the title and
@@ -21,6 +25,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -122,6 +127,7 @@ class ApprovalDesk:
         self.toasts: dict[int, Notification] = {}  # the banner's notification, by approval id
         self.pending: set[int] | None = None  # the pending requests last read (None: not yet)
         self.decided_here: set[int] = set()  # decided by this operator: not news to them
+        self.told: set[int] = set()  # decided elsewhere, and the operator told so
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -186,6 +192,12 @@ class ApprovalDesk:
             group="approvals",
             exit_on_error=False,
         )
+        self.app.run_worker(
+            self._until_decided_elsewhere(request, future),
+            name=f"approval-{request.id}-elsewhere",
+            group="approvals",
+            exit_on_error=False,
+        )
 
     async def _show(self, request: ApprovalRequest, future: asyncio.Future[Decision]) -> None:
         try:
@@ -222,6 +234,26 @@ class ApprovalDesk:
             if request.id in self.queue:
                 self.queue.remove(request.id)
             self._announce()
+
+    async def _until_decided_elsewhere(
+        self, request: ApprovalRequest, future: asyncio.Future[Decision]
+    ) -> None:
+        """While the run waits on ``future``, wait for ``request`` to be decided in the store
+        (``wait_decided``): by another operator (another cockpit, the CLI), or by the run itself
+        (a server's request nobody answered in time). The run gets that decision, its modal
+        goes, and the operator is told."""
+        elsewhere = asyncio.ensure_future(self.store.approvals.wait_decided(request.id))
+        try:
+            await asyncio.wait((elsewhere, future), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            elsewhere.cancel()
+            with contextlib.suppress(BaseException):  # its listening connection closed
+                await elsewhere
+        if elsewhere.cancelled() or elsewhere.exception() is not None:
+            return  # answered here first, or the store could not be read: nothing to say
+        decision = elsewhere.result()
+        settle(future, decision)
+        self._decided_elsewhere(request, decision)
 
     def _withdraw_modal(self, screen: ApprovalScreen) -> None:
         """The run stopped waiting while its modal showed (its harness process died, it was
@@ -306,33 +338,40 @@ class ApprovalDesk:
             pending = {r.request.id for r in await self.store.approvals.pending()}
         except Exception:
             return
-        gone = self.pending - pending - self.decided_here if self.pending is not None else set()
+        known = self.decided_here | self.told
+        gone = self.pending - pending - known if self.pending is not None else set()
         self.pending = pending
         if len(pending) != self.inbox_count:
             self.inbox_count = len(pending)
             self._announce()
         if gone:  # not in this worker: the next count (exclusive) would cancel it
-            self.app.run_worker(self._decided_elsewhere(sorted(gone)), exit_on_error=False)
+            self.app.run_worker(self._left_the_inbox(sorted(gone)), exit_on_error=False)
 
-    async def _decided_elsewhere(self, approval_ids: list[int]) -> None:
-        """Requests pending here a moment ago that another operator (another cockpit, the
-        CLI) decided first: say who, and how."""
+    async def _left_the_inbox(self, approval_ids: list[int]) -> None:
+        """Requests pending a moment ago that left the inbox: those decided by another operator
+        (another cockpit, the CLI) are said."""
         for approval_id in approval_ids:
             try:
                 record = await self.store.approvals.get(approval_id)
             except Exception:
                 return
-            if record is None or record.decision is None:
-                continue
-            request, decision = record.request, record.decision
-            live = self.live.get(approval_id)
-            if live is not None:  # its modal goes: the run has its answer (an MCP server's
-                settle(live, decision)  # request that nobody answered in time, for one)
-            self.app.notify(
-                f"request {approval_id} (run {request.run_id}: {request.act.value}"
-                f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
-                title="Decided elsewhere",
-            )
+            if record is not None and record.decision is not None:
+                self._decided_elsewhere(record.request, record.decision)
+
+    def _decided_elsewhere(self, request: ApprovalRequest, decision: Decision) -> None:
+        """``request`` was decided elsewhere first: a live run waiting on it gets ``decision``
+        (its modal goes), and the operator is told who decided, and how, once."""
+        if request.id in self.decided_here or request.id in self.told:
+            return
+        self.told.add(request.id)
+        live = self.live.get(request.id)
+        if live is not None:
+            settle(live, decision)
+        self.app.notify(
+            f"request {request.id} (run {request.run_id}: {request.act.value}"
+            f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
+            title="Decided elsewhere",
+        )
 
     def shutdown(self) -> None:
         """Answer every open ask with a defer (the runs pause durably)."""

@@ -114,6 +114,39 @@ async def test_a_rejected_edit_and_always_reject(workspace, write_script, store_
         assert (rule.act.value, rule.effect.value, rule.pattern) == ("write", "deny", "src/*")
 
 
+async def test_a_decision_made_in_the_cockpit_wins_over_the_open_permission_request(
+    workspace, write_script, store_on_both
+):
+    """The editor leaves its dialog open; the cockpit (``io-tui decide``, another process)
+    decides first. The agent hears it from the store (announced on PostgreSQL, polled on
+    SQLite), withdraws the request and goes on with the cockpit's decision."""
+    from io_tui.core import Decision, decide
+
+    script = write_script([{"text": "Fixing.", "tool_calls": [EDIT]}, {"text": "Fixed now."}])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_on_both))
+    client = EditorClient(answers=["hold"])
+    async with io_tui_acp(client, *args) as conn:
+        session = await conn.new_session(cwd=str(workspace))
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[text_block("fix it")])
+        )
+        await client.asked.wait()
+        async with await Store.open(store_on_both) as store:
+            (pending,) = await store.approvals.pending()
+            await decide(store, pending.request.id, Decision.approve(decided_by="cockpit"))
+        async with asyncio.timeout(60):
+            answer = await prompt
+        assert client.release is not None
+        client.release.set_result("cancel")  # the request the agent withdrew
+
+    assert answer.stop_reason == "end_turn"
+    assert answer.field_meta["io-tui"]["outcome"] == "finished"
+    assert (workspace / "src" / "app.py").read_text() == "def parse(x):\n    return x\n"
+    async with await Store.open(store_on_both) as store:
+        (record,) = await store.approvals.for_run(answer.field_meta["io-tui"]["run_id"])
+    assert record.decision is not None and record.decision.decided_by == "cockpit"
+
+
 async def test_cancel_during_an_ask_pauses_durably_then_load_resumes(
     workspace, write_script, store_path
 ):

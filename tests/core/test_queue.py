@@ -318,6 +318,32 @@ async def test_an_ask_on_a_worker_waits_in_the_store_for_any_decider(
     assert (workspace / "f0.txt").read_text() == "0\n"
 
 
+async def test_a_postgresql_worker_hears_a_decision_at_once_not_at_its_poll(
+    pg_url, workspace, write_script
+):
+    """A worker that would look at its ask once every ten minutes carries out a decision made
+    by another process at once: the decision's NOTIFY (``ApprovalRepo.wait_decided``)."""
+    store = await Store.open(pg_url)
+    other = await Store.open(pg_url)  # another process's cockpit
+    opts = WorkerOptions(scratch=workspace.parent / "scratch", poll_s=600.0)
+    w = QueueWorker(store, opts, log=lambda line: None)
+    serving = asyncio.create_task(w.serve())
+    try:
+        run_id = await put(store, write_turns(write_script), workspace, policy=Policy())
+        await until_stored(lambda: store.approvals.pending(), "the ask")
+        (record,) = await store.approvals.pending()
+        await decide(other, record.request.id, Decision.approve())
+        async with asyncio.timeout(20):  # far short of the poll: only the NOTIFY gets there
+            while run_id not in w.results:  # noqa: ASYNC110 - the worker's own record
+                await asyncio.sleep(0.05)
+        assert w.results[run_id].status == "finished"
+    finally:
+        w.drain()  # a worker still waiting defers its ask and stops
+        await asyncio.wait_for(serving, 20)
+        await other.close()
+        await store.close()
+
+
 async def test_draining_defers_an_ask_and_a_decided_pause_goes_back_to_the_queue(
     store, workspace, write_script
 ):

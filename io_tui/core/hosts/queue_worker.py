@@ -66,7 +66,7 @@ from io_tui.core.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from io_tui.core.mcp import ServerSource
 
-POLL_S = 0.5  # how often an idle worker looks at the queue, and an ask at its request
+POLL_S = 0.5  # how often an idle worker looks at the queue, and an ask at its request (SQLite)
 GIT_TIMEOUT_S = 300
 GIVE_BACK_TRIES = 10
 
@@ -85,7 +85,8 @@ class WorkerOptions:
 
 class StoreApprover:
     """A worker's approver: the request is already in the store (every attached TUI's inbox
-    shows it); wait for whoever decides it first. A draining worker defers it instead: the run
+    shows it); wait for whoever decides it first (``ApprovalRepo.wait_decided``: announced on
+    PostgreSQL, read every ``poll_s`` on SQLite). A draining worker defers it instead: the run
     pauses, and once the request is decided any worker claims it again."""
 
     def __init__(self, store: Store, draining: asyncio.Event, poll_s: float = POLL_S) -> None:
@@ -94,14 +95,21 @@ class StoreApprover:
         self.poll_s = poll_s
 
     async def decide(self, request: ApprovalRequest) -> Decision:
-        while True:
-            record = await self.store.approvals.get(request.id)
-            if record is not None and record.decision is not None:
-                return record.decision
-            if self.draining.is_set():
-                return Decision.defer(decided_by="worker (draining)")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.draining.wait(), self.poll_s)
+        decided = asyncio.ensure_future(
+            self.store.approvals.wait_decided(request.id, poll_s=self.poll_s)
+        )
+        draining = asyncio.ensure_future(self.draining.wait())
+        try:
+            await asyncio.wait((decided, draining), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (decided, draining):
+                task.cancel()
+            for task in (decided, draining):  # the wait's listening connection closed
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if decided.done() and not decided.cancelled():
+            return decided.result()
+        return Decision.defer(decided_by="worker (draining)")
 
 
 class HoldReconciler:
