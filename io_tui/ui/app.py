@@ -470,7 +470,7 @@ class IoApp(App[int]):
         from io_tui.core import CancelRefused, cancel_run, plan_cancel
         from io_tui.ui.approver import OPERATOR
         from io_tui.ui.cancelling import question, said
-        from io_tui.ui.screens.memory_editor import ConfirmScreen
+        from io_tui.ui.screens.confirm import ConfirmScreen
 
         try:
             plan = await plan_cancel(self.store, run_id)

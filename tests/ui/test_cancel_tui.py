@@ -10,8 +10,8 @@ from textual.widgets._footer import FooterKey
 from waits import until
 
 from io_tui.core import DecisionKind, Store
+from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.screens.memory_editor import ConfirmScreen
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.widgets.run_tree import RunTree
 from io_tui.ui.widgets.transcript import Transcript

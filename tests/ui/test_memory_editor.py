@@ -15,11 +15,11 @@ from textual.widgets import DataTable, Input, OptionList, RadioButton, Static, T
 from io_tui.core import LogLine, MemoryNote
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.store import Store
+from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.memory_consolidate import ChooseNoteScreen, MergeScreen, PromoteScreen
 from io_tui.ui.screens.memory_editor import (
     AddNoteScreen,
     ChooseWorkspaceScreen,
-    ConfirmScreen,
     EditValueScreen,
     MemoryEditorScreen,
 )
@@ -491,7 +491,7 @@ async def test_every_memory_dialog_fits_with_long_content(name: str, size: tuple
             screen.query_one(TextArea).text = ""
             screen.action_save()
             await wait_until_idle(pilot)
-        dialog = screen.query_one(".memory-dialog")
+        dialog = screen.query_one(".memory-dialog, #confirm")
         inside = dialog.content_region
         shown = [w for w in dialog.query("*") if w.display and isinstance(w, Static | Input)]
         shown += [w for w in dialog.query("OptionList, TextArea, RadioSet")]

@@ -22,7 +22,6 @@ from textual.getters import query_one
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import (
-    Button,
     DataTable,
     Input,
     Label,
@@ -45,6 +44,7 @@ from io_tui.core import (
     Store,
     check_value,
 )
+from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.screens.memory_consolidate import (
     ChooseNoteScreen,
@@ -153,34 +153,6 @@ class EditValueScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    """Yes/no; escape and n are no."""
-
-    CSS_PATH = "memory_editor.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Yes, do it"),
-        Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="No, keep everything"),
-    ]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="memory-dialog", id="confirm"):
-            yield Static(Content(plain(self.question)), classes="memory-dialog-title")
-            with Horizontal(id="confirm-buttons"):
-                yield Button("y  Yes", id="yes", variant="error")
-                yield Button("n  No", id="no")
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
 
 
 @dataclass(frozen=True, slots=True)
