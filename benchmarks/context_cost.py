@@ -317,7 +317,7 @@ class Measuring:
     async def _record(self, request: CompletionRequest) -> None:
         self.history = await self.store.runs.history(1)
         digest, current = self._disk()
-        notes = await self.store.memory.notes_for(str(self.root))
+        notes = await self.store.notes.notes_for(str(self.root))
         self.shots.append(
             Shot(
                 io_tui=list(request.messages),

@@ -4,7 +4,7 @@
 
 For each size N the scope is filled to its cap (``MemoryLimits.max_entries = N``), so every timed
 write evicts the oldest note; each write also runs the restatement check over every visible note.
-Recall is ``MemoryRepo.notes_for`` plus ``render_notes`` under a 24,000-char budget (a quarter of
+Recall is ``NoteRepo.notes_for`` plus ``render_notes`` under a 24,000-char budget (a quarter of
 the default 24,000-token ceiling), measured together and the rendering alone. Prints medians and
 ratios to the 64-entry case; no assertions (DESIGN §6).
 """
@@ -57,7 +57,7 @@ async def _measure(n: int) -> dict[str, float]:
             for i in range(WRITES):
                 value = _sentence(rng)
                 start = time.perf_counter()
-                result = await store.memory.write(
+                result = await store.notes.write(
                     key=f"new-{i}",
                     value=value,
                     scope="workspace",
@@ -71,7 +71,7 @@ async def _measure(n: int) -> dict[str, float]:
             recalls, renders = [], []
             for _ in range(RECALLS):
                 start = time.perf_counter()
-                notes = await store.memory.notes_for(WS)
+                notes = await store.notes.notes_for(WS)
                 mid = time.perf_counter()
                 rendered = render_notes(notes, BUDGET_CHARS)
                 end = time.perf_counter()

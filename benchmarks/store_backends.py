@@ -6,7 +6,7 @@ One process, one store each: a SQLite file in a temp dir, and a PostgreSQL datab
 throwaway local server (``tests/support/pg_cluster.py``: a unix socket, ``fsync`` on as a real
 server has it). Each step commits what a run's step does (the step row, two observations, a
 request, two events: ``RunRepo.commit_step``, one transaction); then the run tree's read of every
-step (``TraceRepo.step_summaries``) and a memory write with its cap check (``MemoryRepo.set``).
+step (``TraceRepo.step_summaries``) and a memory write with its cap check (``NoteRepo.set``).
 Prints medians and PostgreSQL's ratio to SQLite's; no assertions (DESIGN §6). Without the server
 binaries only SQLite's column is printed.
 """
@@ -66,7 +66,7 @@ async def _measure(location: Path | str, steps: int) -> dict[str, float]:
         notes = []
         for i in range(50):
             start = time.perf_counter()
-            await store.memory.set(f"k{i}", "a note " * 20, "global", None)
+            await store.notes.set(f"k{i}", "a note " * 20, "global", None)
             notes.append(time.perf_counter() - start)
     return {
         "step commit ms": statistics.median(commits) * 1000,

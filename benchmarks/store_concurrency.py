@@ -68,7 +68,7 @@ async def _write(path: str, index: int) -> None:
             event = RunEvent(run_id, step, EventKind.STEP_COMMITTED)
             commit = StepCommit(step, "t", (call,), {}, [(obs, "t")], [], [event], 1)
             await store.runs.commit_step(run_id, commit)
-        await store.memory.set(f"note-{index}", f"from writer {index}", "global", None)
+        await store.notes.set(f"note-{index}", f"from writer {index}", "global", None)
         await store.runs.set_status(run_id, "finished", "finished")
 
 

@@ -35,14 +35,16 @@ from io_tui.cli.common import (
 from io_tui.core import (
     KINDS,
     SECTIONS,
+    DailyLogRepo,
     ExportRefused,
     LogLine,
     MarkdownError,
     MemoryLimits,
     MemoryNote,
-    MemoryRepo,
+    NoteRepo,
     Provenance,
     Scope,
+    Store,
     export_memory,
     import_memory,
     merge_draft,
@@ -166,7 +168,7 @@ async def _handler(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     async with store:
         try:
-            return await _dispatch(store.memory, args)
+            return await _dispatch(store, args)
         except ExportRefused as exc:
             sys.stderr.write(f"io-tui: {exc}\n")
             return EXIT_FAILED
@@ -177,8 +179,9 @@ async def _handler(args: argparse.Namespace) -> int:
             return EXIT_USAGE
 
 
-async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
+async def _dispatch(store: Store, args: argparse.Namespace) -> int:
     scope, workspace = _scope(args)
+    repo = store.notes
     action = args.action
     if action == "list":
         return await _list(repo, args, scope, workspace)
@@ -198,13 +201,13 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
     if action == "merge":
         return await _merge(repo, args, scope, workspace)
     if action == "log":
-        return await _log(repo, args, workspace)
+        return await _log(store.daily_log, args, workspace)
     if action == "promote":
-        return await _promote(repo, args, scope, workspace)
+        return await _promote(store.daily_log, args, scope, workspace)
     if action == "export":
-        return await _export(repo, args, scope, workspace)
+        return await _export(store, args, scope, workspace)
     if action == "import":
-        return await _import(repo, args, scope, workspace)
+        return await _import(store, args, scope, workspace)
     if action == "clear":
         count = await repo.clear(scope, workspace, include_pinned=args.include_pinned)
         kept = sum(1 for n in await repo.list(scope, workspace) if n.pinned)
@@ -232,7 +235,7 @@ async def _dispatch(repo: MemoryRepo, args: argparse.Namespace) -> int:
 
 
 async def _delete(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    repo: NoteRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     """Delete one note; the notes it superseded are current again, and this says which."""
     result = await repo.forget(key=args.key, scope=scope, workspace=workspace, operator=True)
@@ -257,7 +260,7 @@ def _is(items: list[str]) -> str:
 
 
 async def _list(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    repo: NoteRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     notes = await repo.list(None if args.all else scope, workspace)
     if args.json:
@@ -277,7 +280,7 @@ async def _list(
 
 
 async def _set(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    repo: NoteRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     value = sys.stdin.read() if args.value == "-" else args.value
     limits = MemoryLimits()
@@ -327,7 +330,7 @@ PROVENANCE_ACTIONS = ("verify", "expire", "supersede")
 
 
 async def _provenance(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    repo: NoteRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     action = args.action
     if action == "verify":
@@ -359,10 +362,10 @@ async def _provenance(
 
 
 async def _merge(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    repo: NoteRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     """What the memory editor's merge (``m``) does: INTO gets the merged value as the operator's
-    verified write, and KEY is superseded by it (``MemoryRepo.merge``)."""
+    verified write, and KEY is superseded by it (``NoteRepo.merge``)."""
     note = await repo.get(args.key, scope, workspace)
     into = await repo.get(args.into, scope, workspace)
     if note is None or into is None:
@@ -390,11 +393,11 @@ def _needs_workspace(workspace: str | None, what: str) -> str:
     return workspace
 
 
-async def _log(repo: MemoryRepo, args: argparse.Namespace, workspace: str | None) -> int:
+async def _log(log: DailyLogRepo, args: argparse.Namespace, workspace: str | None) -> int:
     workspace = _needs_workspace(workspace, "log")
     if args.day:
         parse_when(args.day)  # a clear error for a bad date
-    lines = await repo.log(workspace, args.day)
+    lines = await log.lines(workspace, args.day)
     if args.json:
         print_json([line.to_json() for line in lines])
         return EXIT_OK
@@ -425,10 +428,10 @@ def _log_table(lines: list[LogLine]) -> str:
 
 
 async def _promote(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    log: DailyLogRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     provenance = Provenance(section=args.section, kind=args.type, status="verified")
-    result = await repo.promote(
+    result = await log.promote(
         args.line,
         args.key,
         scope,
@@ -467,10 +470,10 @@ def _directory(given: str | None, workspace: str | None, flag: str) -> Path:
 
 
 async def _export(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    store: Store, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     root = _directory(args.to, workspace, "--to")
-    report = await export_memory(repo, root, scope, workspace, force=args.force)
+    report = await export_memory(store, root, scope, workspace, force=args.force)
     if args.json:
         print_json(
             {"written": report.written, "notes": report.notes, "log_lines": report.log_lines}
@@ -487,12 +490,12 @@ async def _export(
 
 
 async def _import(
-    repo: MemoryRepo, args: argparse.Namespace, scope: Scope, workspace: str | None
+    store: Store, args: argparse.Namespace, scope: Scope, workspace: str | None
 ) -> int:
     root = _directory(args.source_dir, workspace, "--from")
     try:
         report = await import_memory(
-            repo, root, scope, workspace, replace=args.replace, dry_run=args.dry_run
+            store, root, scope, workspace, replace=args.replace, dry_run=args.dry_run
         )
     except MarkdownError as exc:
         sys.stderr.write(f"io-tui: malformed memory file, nothing imported: {exc}\n")

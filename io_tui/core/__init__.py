@@ -197,8 +197,9 @@ if TYPE_CHECKING:
         StoreLocation as StoreLocation,
         store_location as store_location,
     )
-    from io_tui.core.store.memory import (
-        MemoryRepo as MemoryRepo,
+    from io_tui.core.store.daily_log import DailyLogRepo as DailyLogRepo
+    from io_tui.core.store.notes import (
+        NoteRepo as NoteRepo,
         Provenance as Provenance,
     )
     from io_tui.core.tools.base import (

@@ -225,16 +225,16 @@ def _memory_show(app: App[Any], cockpit: Cockpit) -> None:
 async def _memory_show_worker(app: App[Any], cockpit: Cockpit) -> None:
     workspace = _selected_workspace(cockpit)
     if workspace:
-        notes = await cockpit.store.memory.notes_for(workspace)
+        notes = await cockpit.store.notes.notes_for(workspace)
     else:
-        notes = await cockpit.store.memory.list("global", None)
+        notes = await cockpit.store.notes.list("global", None)
     lines = [f"{n.scope}:{n.key} = {n.value[:60]}" for n in notes[:12]] or ["(no notes)"]
     app.notify("\n".join(lines), title=f"Memory ({len(notes)} notes)", timeout=12)
 
 
 def _memory_clear(app: App[Any], store: Store, workspace: str) -> None:
     async def clear() -> None:
-        await store.memory.clear("workspace", workspace)
+        await store.notes.clear("workspace", workspace)
         app.notify(f"cleared the notes of {workspace} (pinned notes kept)")
 
     app.run_worker(clear(), group="db", exit_on_error=False)

@@ -74,7 +74,7 @@ def test_set_get_list_json(cli: Cli) -> None:
 def test_plain_list_is_a_table_with_provenance(cli: Cli) -> None:
     async def agent_note() -> None:
         async with await Store.open(cli.db) as store:
-            await store.memory.write(
+            await store.notes.write(
                 key="build",
                 value="make build\nthen make test",
                 scope="workspace",

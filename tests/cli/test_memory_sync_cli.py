@@ -30,7 +30,7 @@ def _seed_log(cli: Cli) -> None:
     async def seed() -> None:
         async with await Store.open(cli.db, create=True) as store:
             ws = str(cli.ws.resolve())
-            await store.memory.append_log(
+            await store.daily_log.append(
                 ws,
                 [
                     ("goal", "fix the parser"),
@@ -40,7 +40,7 @@ def _seed_log(cli: Cli) -> None:
                 run_id=4,
                 at=DAY,
             )
-            await store.memory.write(
+            await store.notes.write(
                 key="guess",
                 value="the parser is in src/app.py",
                 scope="workspace",

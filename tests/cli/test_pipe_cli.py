@@ -25,7 +25,7 @@ async def long_store(store_path: Path, workspace: Path, write_script) -> Path:
     script = write_script([{"text": BIG, "tool_calls": [READ]}, {"text": BIG}])
     async with await Store.open(store_path) as store:
         await run_script(store, workspace, script)
-        await store.memory.set("style", "tabs", "global", None)
+        await store.notes.set("style", "tabs", "global", None)
     return store_path
 
 

@@ -60,7 +60,7 @@ async def test_a_paused_run_is_cancelled_and_its_request_leaves_the_inbox(
 ):
     run_id = await paused(store, workspace, write_script)
     (pending,) = await store.approvals.pending()
-    log_before = await store.memory.log(str(workspace))
+    log_before = await store.daily_log.lines(str(workspace))
     assert ("outcome", "awaiting_approval") in {(x.field, x.text.split(" ")[0]) for x in log_before}
 
     done = await cancel_run(store, run_id, by=BY)
@@ -99,7 +99,9 @@ async def test_a_paused_run_is_cancelled_and_its_request_leaves_the_inbox(
         {"id": run_id, "was": "paused", "approvals": [pending.request.id]}
     ]
     # the daily log: the run's one entry, now saying how it ended
-    (outcome,) = [x.text for x in await store.memory.log(str(workspace)) if x.field == "outcome"]
+    (outcome,) = [
+        x.text for x in await store.daily_log.lines(str(workspace)) if x.field == "outcome"
+    ]
     assert outcome.startswith("cancelled after 1 step, ")
     assert outcome.endswith(" tokens: cancelled by the operator while paused")
 
@@ -195,7 +197,7 @@ async def test_a_queued_run_is_cancelled_and_no_worker_takes_it(store, workspace
     assert row is not None and (row.status, row.outcome) == ("cancelled", "cancelled")
     assert row.error == "cancelled by the operator while queued"
     assert await store.queue.claim([]) is None
-    assert await store.memory.log(str(workspace)) == []
+    assert await store.daily_log.lines(str(workspace)) == []
 
 
 async def test_a_queue_run_a_worker_claimed_is_not_cancelled(store, workspace):

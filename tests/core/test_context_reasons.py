@@ -23,7 +23,7 @@ from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
-from io_tui.core.store.memory import Provenance
+from io_tui.core.store.notes import Provenance
 
 # the team's policy: CLAUDE.md is someone's private notes, never read
 NO_CLAUDE = Policy.from_json(
@@ -40,11 +40,11 @@ async def seed_memory(store: Store, workspace: Path) -> None:
     """Two notes recalled, one expired, one superseded, one too long for a small block."""
     ws = str(await asyncio.to_thread(workspace.resolve))
     for key, value in (("style", "tabs"), ("test-cmd", "pytest -q"), ("old-cmd", "make check")):
-        await store.memory.set(key, value, "workspace", ws, provenance=Provenance(kind="fact"))
-    await store.memory.set("tone", "terse", "workspace", ws)
-    await store.memory.expire("tone", "workspace", ws, time.time() - 60)
-    await store.memory.supersede("old-cmd", "test-cmd", "workspace", ws)
-    await store.memory.set("history", "x" * 1_900, "workspace", ws)
+        await store.notes.set(key, value, "workspace", ws, provenance=Provenance(kind="fact"))
+    await store.notes.set("tone", "terse", "workspace", ws)
+    await store.notes.expire("tone", "workspace", ws, time.time() - 60)
+    await store.notes.supersede("old-cmd", "test-cmd", "workspace", ws)
+    await store.notes.set("history", "x" * 1_900, "workspace", ws)
 
 
 async def reasoned_run(store: Store, workspace: Path, write_script: Any) -> dict[str, Any]:
@@ -106,8 +106,8 @@ async def test_every_section_says_why_and_what_it_left_out(store, workspace, wri
 
 async def test_a_request_whose_notes_are_all_left_out_still_says_so(store, workspace, write_script):
     ws = str(await asyncio.to_thread(workspace.resolve))
-    await store.memory.set("tone", "terse", "workspace", ws)
-    await store.memory.expire("tone", "workspace", ws, time.time() - 60)
+    await store.notes.set("tone", "terse", "workspace", ws)
+    await store.notes.expire("tone", "workspace", ws, time.time() - 60)
     provider = ScriptedProvider.from_file(write_script([{"text": "done"}]))
     harness = Harness(store=store, provider=provider, approver=ApproveAll(), policy=Policy())
     result = await start_run(harness, TaskContract("answer", workspace))

@@ -350,10 +350,10 @@ async def test_an_operator_change_to_a_note_rebuilds_the_memory_block_at_once(
     store, workspace, write_script
 ):
     ws = str(workspace.resolve())
-    await store.memory.set("style", "tabs OLD-NOTE", "workspace", ws)
+    await store.notes.set("style", "tabs OLD-NOTE", "workspace", ws)
 
     async def change() -> None:
-        await store.memory.set("style", "spaces NEW-NOTE", "workspace", ws)
+        await store.notes.set("style", "spaces NEW-NOTE", "workspace", ws)
 
     script = write_script(
         [call("write_file", path="x.txt", content="1"), call("read_file", path="x.txt"),
@@ -372,7 +372,7 @@ async def test_the_runs_own_new_note_waits_for_the_next_rewrite_and_a_forget_doe
     store, workspace, write_script
 ):
     ws = str(workspace.resolve())
-    await store.memory.set("style", "tabs OLD-NOTE", "workspace", ws)
+    await store.notes.set("style", "tabs OLD-NOTE", "workspace", ws)
     script = write_script(
         [
             call("remember", key="tests", value="run pytest -q"),
@@ -441,7 +441,7 @@ async def test_a_change_while_the_run_waits_for_a_decision_is_invalidated_on_res
 ):
     ws = str(workspace.resolve())
     (workspace / "AGENTS.md").write_text("Paused rules. OLD-RULE\n")
-    await store.memory.set("style", "tabs OLD-NOTE", "workspace", ws)
+    await store.notes.set("style", "tabs OLD-NOTE", "workspace", ws)
     script = write_script([call("write_file", path="x.txt", content="1"), {"text": "ok"}])
     first = await start_run(
         Harness(store, ScriptedProvider.from_file(script), DeferAll(), policy=ASK_WRITES),
@@ -449,7 +449,7 @@ async def test_a_change_while_the_run_waits_for_a_decision_is_invalidated_on_res
     )
     assert first.status == "paused"
     (workspace / "AGENTS.md").write_text("Resumed rules. NEW-RULE\n")  # while nobody runs it
-    await store.memory.set("style", "spaces NEW-NOTE", "workspace", ws)
+    await store.notes.set("style", "spaces NEW-NOTE", "workspace", ws)
     [pending] = await store.approvals.pending()
     decided = await decide(store, pending.request.id, Decision.approve())
     assert decided.result is not None and decided.result.status == "finished"

@@ -1,4 +1,4 @@
-"""MemoryRepo over a real SQLite file and a real PostgreSQL database: caps, eviction, pinning, scopes, recall and the audit."""
+"""NoteRepo over a real SQLite file and a real PostgreSQL database: caps, eviction, pinning, scopes, recall and the audit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory.notes import render_notes
 from io_tui.core.store import Store
-from io_tui.core.store.memory import MemoryRepo, Provenance, WriteResult
+from io_tui.core.store.notes import NoteRepo, Provenance, WriteResult
 
 WS = "/work/project-a"
 OTHER_WS = "/work/project-b"
@@ -30,7 +30,7 @@ async def store(store_path: Path | str) -> AsyncIterator[Store]:
         yield opened
 
 
-async def _fill(repo: MemoryRepo, n: int, *, size: int = 5, run_id: int = 1) -> None:
+async def _fill(repo: NoteRepo, n: int, *, size: int = 5, run_id: int = 1) -> None:
     for i in range(n):
         result = await repo.write(
             key=f"k{i}",
@@ -44,7 +44,7 @@ async def _fill(repo: MemoryRepo, n: int, *, size: int = 5, run_id: int = 1) -> 
         assert result.written
 
 
-async def _remember(repo: MemoryRepo, key: str, value: str, **kw: Any) -> WriteResult:
+async def _remember(repo: NoteRepo, key: str, value: str, **kw: Any) -> WriteResult:
     """An agent write (run 7 step 1 unless given) into WS's workspace scope unless given."""
     args: dict[str, Any] = {
         "scope": "workspace",
@@ -58,8 +58,8 @@ async def _remember(repo: MemoryRepo, key: str, value: str, **kw: Any) -> WriteR
 
 
 async def test_count_cap_evicts_exactly_the_oldest(store: Store) -> None:
-    await _fill(store.memory, 64 + 3)
-    keys = [n.key for n in await store.memory.list("workspace", WS)]
+    await _fill(store.notes, 64 + 3)
+    keys = [n.key for n in await store.notes.list("workspace", WS)]
     assert len(keys) == 64
     assert keys[0] == "k3" and keys[-1] == "k66"
     assert not {"k0", "k1", "k2"} & set(keys)
@@ -69,20 +69,20 @@ async def test_char_cap_eight_full_values_fit_and_the_ninth_evicts_the_oldest(
     store: Store,
 ) -> None:
     for i in range(8):
-        assert (await _remember(store.memory, f"big{i}", str(i) * 2_000)).evicted == ()
-    assert await store.memory.usage("workspace", WS) == (8, 16_000)
-    result = await _remember(store.memory, "big8", "8" * 2_000)
+        assert (await _remember(store.notes, f"big{i}", str(i) * 2_000)).evicted == ()
+    assert await store.notes.usage("workspace", WS) == (8, 16_000)
+    result = await _remember(store.notes, "big8", "8" * 2_000)
     assert [n.key for n in result.evicted] == ["big0"]
-    assert await store.memory.usage("workspace", WS) == (8, 16_000)
+    assert await store.notes.usage("workspace", WS) == (8, 16_000)
 
 
 @pytest.mark.parametrize("char", ["x", "é", "漢", "🦀"])
 async def test_long_values_are_stored_at_exactly_the_cap_with_a_marker(
     store: Store, char: str
 ) -> None:
-    result = await _remember(store.memory, "long", char * 3_000)
+    result = await _remember(store.notes, "long", char * 3_000)
     assert result.truncated and result.original_chars == 3_000
-    note = await store.memory.get("long", "workspace", WS)
+    note = await store.notes.get("long", "workspace", WS)
     assert note is not None and len(note.value) == 2_000
     assert "note cut to 2,000 of 3,000 chars" in note.value
     row = await store.db.fetchone("SELECT LENGTH(value) FROM memory WHERE key = 'long'")
@@ -92,22 +92,22 @@ async def test_long_values_are_stored_at_exactly_the_cap_with_a_marker(
 async def test_configurable_caps(store: Store) -> None:
     limits = MemoryLimits(max_entries=4, max_chars=100, max_entry_chars=30)
     for i in range(4):
-        await _remember(store.memory, f"k{i}", "y" * 40, limits=limits)
-    notes = await store.memory.list("workspace", WS)
+        await _remember(store.notes, f"k{i}", "y" * 40, limits=limits)
+    notes = await store.notes.list("workspace", WS)
     assert all(len(n.value) == 30 for n in notes)
     assert [n.key for n in notes] == ["k1", "k2", "k3"]  # 4 x 30 > 100
 
 
 async def test_the_note_just_written_is_never_evicted(store: Store) -> None:
     limits = MemoryLimits(max_entries=64, max_chars=2_000, max_entry_chars=2_000)
-    await _fill(store.memory, 10)
-    result = await _remember(store.memory, "huge", "z" * 5_000, limits=limits)
+    await _fill(store.notes, 10)
+    result = await _remember(store.notes, "huge", "z" * 5_000, limits=limits)
     assert result.written
-    assert [n.key for n in await store.memory.list("workspace", WS)] == ["huge"]
+    assert [n.key for n in await store.notes.list("workspace", WS)] == ["huge"]
 
 
 async def test_pinned_notes_survive_eviction_and_refuse_the_agent(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     await _fill(repo, 64)
     assert await repo.pin("k0", "workspace", WS)
     result = await _remember(repo, "new", "value")
@@ -132,19 +132,19 @@ async def test_pinned_notes_survive_eviction_and_refuse_the_agent(store: Store) 
 async def test_a_scope_full_of_pinned_notes_refuses_without_evicting(store: Store) -> None:
     limits = MemoryLimits(max_entries=2)
     for key in ("a", "b"):
-        await _remember(store.memory, key, key, limits=limits)
-        await store.memory.pin(key, "workspace", WS)
-    result = await _remember(store.memory, "c", "c", limits=limits)
+        await _remember(store.notes, key, key, limits=limits)
+        await store.notes.pin(key, "workspace", WS)
+    result = await _remember(store.notes, "c", "c", limits=limits)
     assert result.status == "full"
-    assert [n.key for n in await store.memory.list("workspace", WS)] == ["a", "b"]
+    assert [n.key for n in await store.notes.list("workspace", WS)] == ["a", "b"]
 
 
 async def test_rewriting_a_key_replaces_and_reattributes_it(store: Store) -> None:
-    await _remember(store.memory, "cmd", "make test", run_id=1, step=4)
-    await _remember(store.memory, "other", "x", run_id=1, step=5)
-    result = await _remember(store.memory, "cmd", "pytest -q", run_id=2, step=3)
+    await _remember(store.notes, "cmd", "make test", run_id=1, step=4)
+    await _remember(store.notes, "other", "x", run_id=1, step=5)
+    result = await _remember(store.notes, "cmd", "pytest -q", run_id=2, step=3)
     assert result.replaced is not None and result.replaced.origin == "run 1 step 4"
-    notes = await store.memory.list("workspace", WS)
+    notes = await store.notes.list("workspace", WS)
     assert [(n.key, n.value, n.run_id, n.step) for n in notes] == [
         ("other", "x", 1, 5),
         ("cmd", "pytest -q", 2, 3),  # now the newest: last to be evicted
@@ -152,48 +152,48 @@ async def test_rewriting_a_key_replaces_and_reattributes_it(store: Store) -> Non
 
 
 async def test_workspaces_are_isolated(store: Store) -> None:
-    await _remember(store.memory, "secret", "only in A")
-    await _remember(store.memory, "other", "only in B", workspace=OTHER_WS)
-    assert [n.key for n in await store.memory.notes_for(WS)] == ["secret"]
-    assert [n.key for n in await store.memory.notes_for(OTHER_WS)] == ["other"]
-    await _fill(store.memory, 70)  # evictions in A never touch B
-    assert [n.key for n in await store.memory.list("workspace", OTHER_WS)] == ["other"]
+    await _remember(store.notes, "secret", "only in A")
+    await _remember(store.notes, "other", "only in B", workspace=OTHER_WS)
+    assert [n.key for n in await store.notes.notes_for(WS)] == ["secret"]
+    assert [n.key for n in await store.notes.notes_for(OTHER_WS)] == ["other"]
+    await _fill(store.notes, 70)  # evictions in A never touch B
+    assert [n.key for n in await store.notes.list("workspace", OTHER_WS)] == ["other"]
 
 
 async def test_workspace_notes_shadow_global_notes_of_the_same_key(store: Store) -> None:
-    await _remember(store.memory, "style", "global style", scope="global", workspace=None)
-    await _remember(store.memory, "tz", "UTC everywhere", scope="global", workspace=None)
-    await _remember(store.memory, "style", "this repo uses tabs")
-    notes = await store.memory.notes_for(WS)
+    await _remember(store.notes, "style", "global style", scope="global", workspace=None)
+    await _remember(store.notes, "tz", "UTC everywhere", scope="global", workspace=None)
+    await _remember(store.notes, "style", "this repo uses tabs")
+    notes = await store.notes.notes_for(WS)
     assert [(n.key, n.scope, n.value) for n in notes] == [
         ("style", "workspace", "this repo uses tabs"),
         ("tz", "global", "UTC everywhere"),
     ]
-    other = await store.memory.notes_for(OTHER_WS)
+    other = await store.notes.notes_for(OTHER_WS)
     assert [(n.key, n.scope) for n in other] == [("style", "global"), ("tz", "global")]
 
 
 async def test_restating_another_note_is_reported(store: Store) -> None:
-    await _remember(store.memory, "tests", "run the tests with pytest -q from the repo root")
-    result = await _remember(store.memory, "test-cmd", "Run tests with pytest -q from repo root")
+    await _remember(store.notes, "tests", "run the tests with pytest -q from the repo root")
+    result = await _remember(store.notes, "test-cmd", "Run tests with pytest -q from repo root")
     assert [n.key for n, _ in result.restates] == ["tests"]
-    plain = await _remember(store.memory, "db", "the database is postgres 16")
+    plain = await _remember(store.notes, "db", "the database is postgres 16")
     assert plain.restates == ()
 
 
 async def test_two_runs_over_one_workspace_recall_each_others_notes(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     # run 1 learns something at step 3 ...
     await _remember(repo, "test-cmd", "pytest -q tests/", run_id=1, step=3)
     # ... run 2 starts later in the same workspace and is shown it, attributed.
     notes = await repo.notes_for(WS)
     block = render_notes(notes, 6_000)
     assert "- test-cmd [model inference; run 1 step 3]: pytest -q tests/" in block.text
-    recorded = await repo.record_recall(2, 1, None, block.keys, WS)
+    recorded = await store.recalls.record(2, 1, None, block.keys, WS)
     assert recorded == [("workspace", "test-cmd")]
     note = await repo.get("test-cmd", "workspace", WS)
     assert note is not None and note.recalls == 1 and note.last_recalled is not None
-    rows = await repo.recalls(2)
+    rows = await store.recalls.of_run(2)
     assert [(r.run_id, r.step, r.key, r.scope) for r in rows] == [(2, 1, "test-cmd", "workspace")]
     # run 2 corrects it; a third run sees the correction attributed to run 2.
     await _remember(repo, "test-cmd", "make test", run_id=2, step=4)
@@ -202,17 +202,17 @@ async def test_two_runs_over_one_workspace_recall_each_others_notes(store: Store
 
 
 async def test_recall_resolves_shadowed_keys_to_the_workspace_note(store: Store) -> None:
-    await _remember(store.memory, "k", "global", scope="global", workspace=None)
-    await _remember(store.memory, "k", "local")
-    await _remember(store.memory, "g", "only global", scope="global", workspace=None)
-    recorded = await store.memory.record_recall(5, 2, 11, ["k", "g", "gone"], WS)
+    await _remember(store.notes, "k", "global", scope="global", workspace=None)
+    await _remember(store.notes, "k", "local")
+    await _remember(store.notes, "g", "only global", scope="global", workspace=None)
+    recorded = await store.recalls.record(5, 2, 11, ["k", "g", "gone"], WS)
     assert recorded == [("workspace", "k"), ("global", "g")]
-    global_k = await store.memory.get("k", "global", None)
+    global_k = await store.notes.get("k", "global", None)
     assert global_k is not None and global_k.recalls == 0
 
 
 async def test_operator_changes_are_audited_as_run_zero_events(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     await repo.set("a", "first", "workspace", WS)
     await repo.pin("a", "workspace", WS)
     await repo.unpin("a", "workspace", WS)
@@ -239,7 +239,7 @@ async def test_operator_changes_are_audited_as_run_zero_events(store: Store) -> 
 
 
 async def test_clear_keeps_pinned_notes_unless_asked(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     for key in ("a", "b", "c"):
         await repo.set(key, key, "workspace", WS)
     await repo.pin("b", "workspace", WS)
@@ -252,14 +252,14 @@ async def test_clear_keeps_pinned_notes_unless_asked(store: Store) -> None:
 async def test_notes_survive_reopening_the_store(store_path: Path | str) -> None:
     path = store_path
     async with await Store.open(path) as first:
-        await first.memory.set("k", "v", "workspace", WS)
+        await first.notes.set("k", "v", "workspace", WS)
     async with await Store.open(path) as second:
-        note = await second.memory.get("k", "workspace", WS)
+        note = await second.notes.get("k", "workspace", WS)
         assert note is not None and note.value == "v"
 
 
 async def test_the_requests_that_carried_a_note(store: Store) -> None:
-    await store.memory.write(
+    await store.notes.write(
         key="k",
         value="v",
         scope="workspace",
@@ -268,8 +268,8 @@ async def test_the_requests_that_carried_a_note(store: Store) -> None:
         step=1,
         limits=MemoryLimits(),
     )
-    await store.memory.record_recall(3, 2, 17, ["k"], "/ws/a")
-    found = await store.memory.recalls_of("k", "workspace", "/ws/a")
+    await store.recalls.record(3, 2, 17, ["k"], "/ws/a")
+    found = await store.recalls.of_note("k", "workspace", "/ws/a")
     assert [(r.request_id, r.run_id, r.step) for r in found] == [(17, 3, 2)]
 
 
@@ -277,7 +277,7 @@ async def test_the_requests_that_carried_a_note(store: Store) -> None:
 
 
 async def test_expired_and_superseded_notes_are_kept_but_never_recalled(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     await _remember(repo, "old-cmd", "make check")
     await _remember(repo, "test-cmd", "pytest -q")
     await _remember(repo, "tmp", "the CI is down today")
@@ -300,7 +300,7 @@ async def test_expired_and_superseded_notes_are_kept_but_never_recalled(store: S
 
 
 async def test_supersede_refuses_itself_a_missing_note_and_a_chain(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     for key in ("a", "b", "c"):
         await _remember(repo, key, f"note {key}")
     with pytest.raises(ValueError, match="itself"):
@@ -316,7 +316,7 @@ async def test_supersede_refuses_itself_a_missing_note_and_a_chain(store: Store)
 async def test_agent_notes_are_unverified_the_operators_verified_and_both_audited(
     store: Store,
 ) -> None:
-    repo = store.memory
+    repo = store.notes
     await _remember(repo, "pref", "short answers", provenance=Provenance(kind="preference"))
     agent = await repo.get("pref", "workspace", WS)
     assert agent is not None and agent.label == "unconfirmed preference"
@@ -336,7 +336,7 @@ async def test_agent_notes_are_unverified_the_operators_verified_and_both_audite
 
 
 async def test_merge_folds_one_note_into_another_and_supersedes_it(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     await _remember(repo, "tests-a", "run pytest -q", run_id=1, step=1)
     await _remember(repo, "tests-b", "from the repo root", run_id=2, step=1)
     result = await repo.merge(
@@ -359,7 +359,7 @@ async def test_merge_folds_one_note_into_another_and_supersedes_it(store: Store)
 
 
 async def test_superseded_notes_are_evicted_before_older_active_ones(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     small = MemoryLimits(max_entries=3, max_chars=16_000, max_entry_chars=2_000)
     for key in ("oldest", "middle", "newer"):
         await _remember(repo, key, key, limits=small)
@@ -369,25 +369,23 @@ async def test_superseded_notes_are_evicted_before_older_active_ones(store: Stor
 
 
 async def test_the_daily_log_appends_lists_by_day_and_promotes_a_line(store: Store) -> None:
-    repo = store.memory
+    log = store.daily_log
     day1 = 1_760_000_000.0  # 2025-10-09 UTC
     day2 = day1 + 86_400
-    await repo.append_log(
-        WS, [("goal", "fix the parser"), ("outcome", "finished")], run_id=4, at=day1
-    )
-    added = await repo.append_log(WS, [("tests", "`pytest -q` → exit code 0")], run_id=5, at=day2)
-    await repo.append_log(OTHER_WS, [("goal", "elsewhere")], run_id=6, at=day2)
-    assert [line.text for line in await repo.log(WS)] == [
+    await log.append(WS, [("goal", "fix the parser"), ("outcome", "finished")], run_id=4, at=day1)
+    added = await log.append(WS, [("tests", "`pytest -q` → exit code 0")], run_id=5, at=day2)
+    await log.append(OTHER_WS, [("goal", "elsewhere")], run_id=6, at=day2)
+    assert [line.text for line in await log.lines(WS)] == [
         "fix the parser",
         "finished",
         "`pytest -q` → exit code 0",
     ]
-    assert [(line.day, line.run_id) for line in await repo.log(WS, "2025-10-10")] == [
+    assert [(line.day, line.run_id) for line in await log.lines(WS, "2025-10-10")] == [
         ("2025-10-10", 5)
     ]
     with pytest.raises(ValueError, match="a log field must be one of"):
-        await repo.append_log(WS, [("gossip", "x")], run_id=1)
-    result = await repo.promote(added[0].id, "test-cmd", "workspace", WS)
+        await log.append(WS, [("gossip", "x")], run_id=1)
+    result = await log.promote(added[0].id, "test-cmd", "workspace", WS)
     assert result.written
     note = result.note
     assert (note.value, note.label, note.source) == (
@@ -395,27 +393,29 @@ async def test_the_daily_log_appends_lists_by_day_and_promotes_a_line(store: Sto
         "verified fact",
         "log 2025-10-10 run 5",
     )
-    line = await repo.log_line(added[0].id)
+    line = await log.line(added[0].id)
     assert line is not None and line.promoted == "test-cmd"
     with pytest.raises(ValueError, match="no log line 999"):
-        await repo.promote(999, "k", "workspace", WS)
+        await log.promote(999, "k", "workspace", WS)
 
 
 async def test_a_write_that_may_not_replace_leaves_the_note_a_key_holds(store: Store) -> None:
     """The editor's add and promote replace a note only once the operator confirmed it: a write
     with ``replace_existing=False`` onto a key that holds one (written meanwhile, say) is refused
     as ``exists`` and changes nothing; a promotion replaces only when told."""
-    repo = store.memory
+    repo = store.notes
     await _remember(repo, "test-cmd", "pytest -q")
     refused = await repo.set("test-cmd", "make test", "workspace", WS, replace_existing=False)
     assert (refused.status, refused.written, refused.note.value) == ("exists", False, "pytest -q")
-    (line,) = await repo.append_log(WS, [("tests", "`tox` → exit code 0")], run_id=5)
-    assert (await repo.promote(line.id, "test-cmd", "workspace", WS)).status == "exists"
+    (line,) = await store.daily_log.append(WS, [("tests", "`tox` → exit code 0")], run_id=5)
+    assert (await store.daily_log.promote(line.id, "test-cmd", "workspace", WS)).status == "exists"
     held = await repo.get("test-cmd", "workspace", WS)
     assert held is not None and held.value == "pytest -q"
-    unpromoted = await repo.log_line(line.id)
+    unpromoted = await store.daily_log.line(line.id)
     assert unpromoted is not None and unpromoted.promoted is None
-    done = await repo.promote(line.id, "test-cmd", "workspace", WS, replace_existing=True)
+    done = await store.daily_log.promote(
+        line.id, "test-cmd", "workspace", WS, replace_existing=True
+    )
     assert done.written and done.replaced is not None and done.note.value == "`tox` → exit code 0"
     new = await repo.set("fresh", "a new note", "workspace", WS, replace_existing=False)
     assert new.written
@@ -425,7 +425,7 @@ async def test_a_note_superseded_by_one_that_goes_is_current_again(store: Store)
     """A supersession names a note that exists: a delete, an agent's forget, an eviction or a
     clear of the note that superseded others makes them current (recalled) again, audited as the
     supersession undone for the operator's changes, and never points at nothing."""
-    repo = store.memory
+    repo = store.notes
     for key in ("old", "older", "new", "other"):
         await repo.set(key, f"{key} value", "workspace", WS)
     await repo.supersede("old", "new", "workspace", WS)
@@ -456,7 +456,7 @@ async def test_a_note_superseded_by_one_that_goes_is_current_again(store: Store)
 
 
 async def test_an_evicted_note_that_superseded_another_revives_it(store: Store) -> None:
-    repo = store.memory
+    repo = store.notes
     small = MemoryLimits(max_entries=3, max_chars=16_000, max_entry_chars=2_000)
     for key in ("new", "pinned-old", "third"):
         await _remember(repo, key, key, limits=small)
@@ -476,19 +476,19 @@ async def test_a_runs_later_entry_replaces_the_one_it_logged_earlier_that_day(
     one of the same day (another run's lines, and another day's, stay); a line promoted to a note
     keeps its promotion, on the new entry's same line or, when the entry no longer says it, as it
     was."""
-    repo = store.memory
+    log = store.daily_log
     day = 1_760_000_000.0  # 2025-10-09
-    await repo.log_run(
+    await log.write_entry(
         WS, [("goal", "fix it"), ("outcome", "awaiting_approval after 1 step")], run_id=4, at=day
     )
-    await repo.log_run(WS, [("goal", "other")], run_id=5, at=day + 1)
-    (goal, paused) = [x for x in await repo.log(WS) if x.run_id == 4]
-    await repo.promote(goal.id, "the-goal", "workspace", WS)
-    await repo.promote(paused.id, "paused", "workspace", WS)
+    await log.write_entry(WS, [("goal", "other")], run_id=5, at=day + 1)
+    (goal, paused) = [x for x in await log.lines(WS) if x.run_id == 4]
+    await log.promote(goal.id, "the-goal", "workspace", WS)
+    await log.promote(paused.id, "paused", "workspace", WS)
     final = [("goal", "fix it"), ("outcome", "finished after 3 steps"), ("files", "a.py")]
-    await repo.log_run(WS, final, run_id=4, at=day + 60)
-    await repo.log_run(WS, [("goal", "fix it")], run_id=4, at=day + 86_400)  # the next day
-    assert [(x.day, x.run_id, x.field, x.text, x.promoted) for x in await repo.log(WS)] == [
+    await log.write_entry(WS, final, run_id=4, at=day + 60)
+    await log.write_entry(WS, [("goal", "fix it")], run_id=4, at=day + 86_400)  # the next day
+    assert [(x.day, x.run_id, x.field, x.text, x.promoted) for x in await log.lines(WS)] == [
         ("2025-10-09", 4, "outcome", "awaiting_approval after 1 step", "paused"),
         ("2025-10-09", 5, "goal", "other", None),
         ("2025-10-09", 4, "goal", "fix it", "the-goal"),

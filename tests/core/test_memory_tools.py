@@ -32,7 +32,7 @@ class Harness:
             run_id=run_id,
             step=step,
             cap_chars=8_000,
-            memory=self.store.memory,
+            notes=self.store.notes,
             memory_limits=self.limits,
             emit=lambda kind, detail: self.events.append((kind, detail)),
         )
@@ -82,7 +82,7 @@ async def test_remember_attributes_and_keys_by_workspace_root(h: Harness) -> Non
     out = await remember(h, "build", "make build", run_id=4, step=2)
     assert (out.kind, out.target, out.is_error) == (ObsKind.MEMORY, "build", False)
     assert "Remembered 'build' (workspace scope, project: model inference)" in out.text
-    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    (note,) = await h.store.notes.notes_for(str(h.workspace.root))
     assert (note.run_id, note.step, note.workspace) == (4, 2, str(h.workspace.root))
     assert (note.kind, note.status, note.section) == ("inference", "unverified", "project")
     assert h.events[0][0] == "memory"
@@ -107,7 +107,7 @@ async def test_truncation_is_told(h: Harness) -> None:
 
 async def test_pinned_notes_refuse_overwrite_and_forget_and_say_so(h: Harness) -> None:
     await remember(h, "k", "original")
-    await h.store.memory.pin("k", "workspace", str(h.workspace.root))
+    await h.store.notes.pin("k", "workspace", str(h.workspace.root))
     out = await remember(h, "k", "changed")
     assert out.is_error and out.kind is ObsKind.MEMORY
     assert "the operator pinned 'k', so you cannot overwrite it" in out.text
@@ -116,7 +116,7 @@ async def test_pinned_notes_refuse_overwrite_and_forget_and_say_so(h: Harness) -
     assert h.ops() == [("write", "k"), ("refuse", "k"), ("refuse", "k")]
     assert all(d["reason"] == "pinned" for _, d in h.events[1:])
     assert h.events[1][1]["value"] == "changed"  # what the agent tried to write
-    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    (note,) = await h.store.notes.notes_for(str(h.workspace.root))
     assert note.value == "original"
 
 
@@ -150,8 +150,8 @@ async def test_bad_arguments_and_missing_service(h: Harness) -> None:
         await remember(h, "a\nb", "v")
     with pytest.raises(ToolError, match="a note needs a value"):
         await remember(h, "k", " \n ")  # a blank note: export could not read it back
-    assert await h.store.memory.list("workspace", h.workspace.root) == []
-    ctx = replace(h.ctx(), memory=None)
+    assert await h.store.notes.list("workspace", h.workspace.root) == []
+    ctx = replace(h.ctx(), notes=None)
     with pytest.raises(ToolError, match="not available"):
         await Remember().run(Remember().parse({"key": "k", "value": "v"}), ctx)
 
@@ -169,15 +169,15 @@ async def test_an_agent_fact_is_unverified_until_the_operator_verifies_it(h: Har
     )
     out = await tool.run(args, h.ctx(run_id=3, step=5))
     assert "lessons: unverified fact" in out.text
-    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    (note,) = await h.store.notes.notes_for(str(h.workspace.root))
     assert (note.kind, note.status, note.section, note.source) == (
         "fact",
         "unverified",
         "lessons",
         "pytest -q → exit 0",
     )
-    await h.store.memory.verify("test-cmd", "workspace", str(h.workspace.root))
-    (note,) = await h.store.memory.notes_for(str(h.workspace.root))
+    await h.store.notes.verify("test-cmd", "workspace", str(h.workspace.root))
+    (note,) = await h.store.notes.notes_for(str(h.workspace.root))
     assert note.label == "verified fact"
     with pytest.raises(ToolError):
         tool.parse({"key": "k", "value": "v", "type": "gospel"})
@@ -188,8 +188,8 @@ async def test_forgetting_a_note_that_superseded_another_says_it_is_current_agai
 ) -> None:
     await remember(h, "old-cmd", "make check")
     await remember(h, "cmd", "make test")
-    await h.store.memory.supersede("old-cmd", "cmd", "workspace", h.workspace.root)
+    await h.store.notes.supersede("old-cmd", "cmd", "workspace", h.workspace.root)
     out = await forget(h, "cmd")
     assert "It had superseded 'old-cmd', which is current again" in out.text
     assert h.ops()[-2:] == [("forget", "cmd"), ("supersede", "old-cmd")]
-    assert [n.key for n in await h.store.memory.notes_for(h.workspace.root)] == ["old-cmd"]
+    assert [n.key for n in await h.store.notes.notes_for(h.workspace.root)] == ["old-cmd"]

@@ -470,7 +470,7 @@ async def test_each_run_end_appends_its_entry_to_the_workspace_daily_log(
         TaskContract("fix the parser", workspace, verify=check),
     )
     assert result.outcome is Outcome.SUCCESS
-    lines = await store.memory.log(str(workspace.resolve()))
+    lines = await store.daily_log.lines(str(workspace.resolve()))
     assert {line.run_id for line in lines} == {result.run_id}
     by_field = {line.field: line.text for line in lines}
     assert by_field["goal"] == "fix the parser"
@@ -566,7 +566,7 @@ async def test_a_run_that_meets_a_damaged_store_stops_and_writes_nothing_more(
 
     path = tmp_path / "store.db"
     async with await Store.open(path) as store:
-        await store.memory.set("k", "v", "global", None)
+        await store.notes.set("k", "v", "global", None)
     damage_table(path, "events")
     script = write_script([{"text": "done"}])
     store = await Store.open(path)

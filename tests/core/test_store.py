@@ -79,7 +79,7 @@ async def _damaged_events(path: Path) -> str:
     async with await Store.open(path) as store:
         run_id = await new_run(store)
         await store.runs.add_events([RunEvent(run_id, 0, EventKind.RUN_STARTED, {})])
-        await store.memory.set("k", "v", "global", None)
+        await store.notes.set("k", "v", "global", None)
     return damage_table(path, "events")
 
 
@@ -97,7 +97,7 @@ async def test_damage_met_by_a_query_is_one_line_and_nothing_is_written_after(sq
         assert f"sqlite3 {sqlite_path} .recover" in message and "\n" not in message
         assert isinstance(found.value, StoreError) and found.value.__cause__ is None
         with pytest.raises(StoreDamaged, match="is damaged"):
-            await store.memory.set("k2", "v2", "global", None)  # the memory table is healthy
+            await store.notes.set("k2", "v2", "global", None)  # the memory table is healthy
         with pytest.raises(StoreDamaged, match="is damaged"):
             async with store.db.transaction() as conn:
                 await conn.execute("DELETE FROM memory")

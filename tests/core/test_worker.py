@@ -251,7 +251,7 @@ async def test_a_damaged_page_met_by_a_run_ends_the_worker_without_a_traceback(
 
     path = tmp_path / "store.db"
     async with await Store.open(path) as store:
-        await store.memory.set("k", "v", "global", None)
+        await store.notes.set("k", "v", "global", None)
     damage_table(path, "events")
     sent: list[bytes] = []
     orders = asyncio.StreamReader()  # never at EOF: only the damage ends the serving

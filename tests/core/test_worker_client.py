@@ -137,7 +137,7 @@ async def test_a_worker_on_a_damaged_store_ends_with_one_line_the_listener_gets(
     ``store_damaged`` (the app ends with it), not as a lost worker."""
     path = tmp_path / "store.db"
     async with await Store.open(path) as store:
-        await store.memory.set("k", "v", "global", None)
+        await store.notes.set("k", "v", "global", None)
     before = damage_table(path, "events")
     heard = Heard()
     client, _ = _client(tmp_path, heard)

@@ -42,7 +42,7 @@ async def _seed(store_path: Path) -> None:
                 ("todo", "docs"),
             ]
         ):
-            await store.memory.write(
+            await store.notes.write(
                 key=key,
                 value=value,
                 scope="workspace",
@@ -51,8 +51,8 @@ async def _seed(store_path: Path) -> None:
                 step=i + 2,
                 limits=limits,
             )
-        await store.memory.set("editor", "vim", "global", None)
-        await store.memory.append_log(
+        await store.notes.set("editor", "vim", "global", None)
+        await store.daily_log.append(
             WS,
             [
                 ("goal", "fix the parser"),
@@ -63,8 +63,8 @@ async def _seed(store_path: Path) -> None:
             run_id=4,
             at=LOG_AT,
         )
-        await store.memory.record_recall(4, 5, 11, ["test-command"], WS)
-        await store.memory.record_recall(5, 2, 19, ["test-command"], WS)
+        await store.recalls.record(4, 5, 11, ["test-command"], WS)
+        await store.recalls.record(5, 2, 19, ["test-command"], WS)
         await freeze_times(store)
         await store.db.conn.execute("UPDATE memory_recalls SET at = 1700000000 + id * 600")
         await store.db.conn.commit()
@@ -129,7 +129,7 @@ async def test_edit_pin_delete_clear_are_audited(store_path: Path) -> None:
         table = app.screen.query_one("#memory-table", Table)
         assert [str(table.cell(k, "key")) for k in table.rows] == ["test-command", "editor"]
     async with await Store.open(store_path) as store:
-        note = await store.memory.get("test-command", "workspace", WS)
+        note = await store.notes.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -q" and note.pinned
         # a new text is not a new provenance: the agent's inference stays one until verified
         assert (note.section, note.kind, note.status) == ("project", "inference", "unverified")
@@ -160,7 +160,7 @@ async def test_an_edit_that_empties_a_note_is_refused_inside_the_dialog(
         await _settle(pilot)
         assert isinstance(app.screen, MemoryEditorScreen)
     async with await Store.open(store_path) as store:
-        note = await store.memory.get("test-command", "workspace", WS)
+        note = await store.notes.get("test-command", "workspace", WS)
         assert note is not None and note.value == "python3 -m unittest -v"
 
 
@@ -175,7 +175,7 @@ async def test_a_note_the_agent_wrote_with_markup_and_escapes_is_shown_as_text(
 ) -> None:
     async with await Store.open(store_path) as store:
         value = "use [/] then [bold]x\x1b[2J"
-        await store.memory.set("odd [/]", value, "workspace", WS)
+        await store.notes.set("odd [/]", value, "workspace", WS)
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(120, 36)) as pilot:
         await _settle(pilot)
@@ -208,7 +208,7 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
         table = app.screen.query_one("#memory-table", Table)
         assert "global\x1f\x1flint" in {k.value for k in table.rows}
     async with await Store.open(store_path) as store:
-        note = await store.memory.get("lint", "global", None)
+        note = await store.notes.get("lint", "global", None)
         assert note is not None and note.value == "ruff check ." and note.origin == "operator"
 
 
@@ -253,9 +253,9 @@ async def test_add_on_a_key_that_holds_a_note_asks_before_replacing_it(store_pat
         await _settle(pilot)
         assert isinstance(app.screen, MemoryEditorScreen)
     async with await Store.open(store_path) as store:
-        kept = await store.memory.get("test-commands", "workspace", WS)
+        kept = await store.notes.get("test-commands", "workspace", WS)
         assert kept is not None and kept.value == "pytest -q"
-        replaced = await store.memory.get("test-command", "workspace", WS)
+        replaced = await store.notes.get("test-command", "workspace", WS)
         assert replaced is not None and replaced.value == "python3 -m unittest -v"
         assert replaced.origin == "operator"
 
@@ -279,13 +279,13 @@ async def test_promote_to_a_key_that_holds_a_note_asks_before_replacing_it(
         error = str(dialog.query_one("#promote-error", Static).render())
         assert "'test-command' already holds a workspace note" in error
         async with await Store.open(store_path) as store:  # nothing written yet
-            held = await store.memory.get("test-command", "workspace", WS)
+            held = await store.notes.get("test-command", "workspace", WS)
             assert held is not None and held.value == "python3 -m unittest"
         await pilot.press("ctrl+s")  # the second press replaces it
         await _settle(pilot)
         assert isinstance(app.screen, MemoryEditorScreen)
     async with await Store.open(store_path) as store:
-        note = await store.memory.get("test-command", "workspace", WS)
+        note = await store.notes.get("test-command", "workspace", WS)
         assert note is not None and note.value.startswith("`python3 -m unittest`")
         assert note.source == "log 2023-11-14 run 4"
 
@@ -295,7 +295,7 @@ async def test_switch_to_another_workspace_the_store_knows_or_global_only(
 ) -> None:
     await _seed(store_path)
     async with await Store.open(store_path) as store:
-        await store.memory.set("deploy", "make ship", "workspace", "/work/project-b")
+        await store.notes.set("deploy", "make ship", "workspace", "/work/project-b")
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
@@ -369,7 +369,7 @@ async def test_consolidate_verify_supersede_expire_and_merge(store_path: Path) -
             ("style", "model inference", "→ test-command"),
         ]
     async with await Store.open(store_path) as store:
-        recalled = {n.key: n for n in await store.memory.notes_for(WS)}
+        recalled = {n.key: n for n in await store.notes.notes_for(WS)}
         assert set(recalled) == {"test-command", "editor"}  # superseded notes are not recalled
         assert recalled["test-command"].value == "python3 -m unittest; lint with ruff (100 columns)"
         ops = [e.detail["op"] for e in await store.trace.events(0)]
@@ -381,7 +381,7 @@ async def test_deleting_the_note_that_superseded_another_says_it_becomes_current
 ) -> None:
     await _seed(store_path)
     async with await Store.open(store_path) as store:
-        await store.memory.supersede("todo", "style", "workspace", WS)
+        await store.notes.supersede("todo", "style", "workspace", WS)
     app = StoreHost(store_path, _editor)
     async with app.run_test(size=(80, 24)) as pilot:
         await _settle(pilot)
@@ -402,7 +402,7 @@ async def test_deleting_the_note_that_superseded_another_says_it_becomes_current
             ("todo", "model inference", "active"),
         ]
     async with await Store.open(store_path) as store:
-        assert "todo" in {n.key for n in await store.memory.notes_for(WS)}
+        assert "todo" in {n.key for n in await store.notes.notes_for(WS)}
 
 
 async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) -> None:
@@ -442,7 +442,7 @@ async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) ->
         table = editor.query_one("#memory-table", Table)
         assert ("tests", "verified fact", "active") in _keys_and_states(table)
     async with await Store.open(store_path) as store:
-        note = await store.memory.get("tests", "workspace", WS)
+        note = await store.notes.get("tests", "workspace", WS)
         assert note is not None
         assert (note.section, note.label, note.source) == (
             "lessons",
@@ -450,7 +450,7 @@ async def test_the_daily_log_view_promotes_a_line_to_a_note(store_path: Path) ->
             "log 2023-11-14 run 4",
         )
         assert note.status == "verified"
-        untouched = await store.memory.get("test-command", "workspace", WS)
+        untouched = await store.notes.get("test-command", "workspace", WS)
         assert untouched is not None and untouched.status == "unverified"
 
 

@@ -370,9 +370,9 @@ async def test_the_inspector_says_why_a_section_is_in_and_what_it_left_out(
     store = await Store.open(tmp_path / "store.db", create=True)
     ws = str(workspace.resolve())
     for key in ("style", "tone", "old-cmd", "test-cmd"):
-        await store.memory.set(key, f"{key} value", "workspace", ws)
-    await store.memory.expire("tone", "workspace", ws, 1.0)
-    await store.memory.supersede("old-cmd", "test-cmd", "workspace", ws)
+        await store.notes.set(key, f"{key} value", "workspace", ws)
+    await store.notes.expire("tone", "workspace", ws, 1.0)
+    await store.notes.supersede("old-cmd", "test-cmd", "workspace", ws)
     harness = Harness(
         store=store,
         provider=ScriptedProvider.from_file(script),

@@ -5,7 +5,7 @@ wrote that day). Pure (no store, no I/O).
 A run's entry is its ``goal``, its ``outcome``, the ``files`` it changed, the ``tests`` it ran
 (commands that look like tests, and the contract's verification) with their exit codes, and the
 operator's ``decision``s on its approvals. The log is never recalled into a prompt; the operator
-promotes the lines worth keeping into long-term notes (``MemoryRepo.promote``).
+promotes the lines worth keeping into long-term notes (``DailyLogRepo.promote``).
 """
 
 from __future__ import annotations

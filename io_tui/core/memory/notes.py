@@ -10,7 +10,7 @@ Everything here is pure (no store, no I/O) so the rules can be tested and benchm
   silently.
 - ``render_notes`` turns notes into the memory block of a request, inside a char budget.
 
-The store side (``io_tui.core.store.memory.MemoryRepo``) applies these inside one transaction.
+The store side (``io_tui.core.store.notes.NoteRepo``) applies these inside one transaction.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class MemoryNote:
 
 
 def merge_draft(note: MemoryNote, into: MemoryNote) -> str:
-    """The merged value offered when ``note`` is merged into ``into`` (``MemoryRepo.merge``):
+    """The merged value offered when ``note`` is merged into ``into`` (``NoteRepo.merge``):
     both values, ``into``'s first. The memory editor's merge dialog starts from it; ``io-tui
     memory merge`` writes it unless given a value."""
     return f"{into.value}\n{note.value}"
@@ -332,7 +332,7 @@ def _priority(indexed: tuple[int, MemoryNote]) -> tuple[int, int, int]:
 def render_notes(notes: Sequence[MemoryNote], max_chars: int) -> RenderedMemory:
     """The memory block of one request, never longer than ``max_chars``.
 
-    ``notes`` come oldest-first (as ``MemoryRepo.notes_for`` returns them: active notes only).
+    ``notes`` come oldest-first (as ``NoteRepo.notes_for`` returns them: active notes only).
     When they do not all fit, pinned and workspace notes win, then the newest; a note too long to
     fit is skipped so shorter ones still make it. Kept notes are grouped under their section's
     heading (Preferences, Project knowledge, Lessons, as in MEMORY.md), each group in its original

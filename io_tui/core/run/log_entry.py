@@ -3,7 +3,7 @@
 The facts come from runtime state, not the model's prose: the run's progress ledger (files
 written, test commands and the verification with their exit codes, the operator's decisions).
 Every end logs, a pause included; the ledger holds the whole run, so a resumed run's end replaces
-the entry its pause wrote that day (``MemoryRepo.log_run``) and the day reads one entry per run.
+the entry its pause wrote that day (``DailyLogRepo.write_entry``) and the day reads one entry per run.
 A store error here is recorded as an event and never changes how the run ended.
 """
 
@@ -34,7 +34,9 @@ async def append_run_log(state: RunState, outcome: Outcome, error: str | None) -
     lines = run_lines(facts, state.progress.ledger())
     try:
         # a resumed run's end replaces the entry its pause wrote that day: one entry per run
-        await state.store.memory.log_run(str(state.workspace.root), lines, run_id=state.run_id)
+        await state.store.daily_log.write_entry(
+            str(state.workspace.root), lines, run_id=state.run_id
+        )
     except (StoreError, sqlite3.Error) as exc:
         state.publish(EventKind.MEMORY, {"op": "log_failed", "error": str(exc)})
 

@@ -153,7 +153,7 @@ async def ask_model(
     key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
-    notes, left_out = await state.store.memory.recalled_for(str(state.workspace.root))
+    notes, left_out = await state.store.notes.recalled_for(str(state.workspace.root))
     await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)
@@ -532,7 +532,7 @@ def request_tokens(request: RequestRecord) -> int:
 async def record_recall(state: RunState, assembly: Assembly) -> None:
     if not assembly.memory_keys:
         return
-    resolved = await state.store.memory.record_recall(
+    resolved = await state.store.recalls.record(
         state.run_id, state.step, None, list(assembly.memory_keys), str(state.workspace.root)
     )
     state.publish(

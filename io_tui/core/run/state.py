@@ -241,7 +241,7 @@ class RunState:
             step,
             entry_cap_chars(ceiling),
             policy=self.policy,
-            memory=self.store.memory,
+            notes=self.store.notes,
             memory_limits=self.contract.memory,
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,

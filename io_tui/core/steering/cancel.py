@@ -145,7 +145,7 @@ async def cancel_run(store: Store, run_id: int, *, by: str) -> Cancelled:
 async def _log_end(store: Store, row: RunRow, error: str) -> str | None:
     """What any run's end writes besides its row: its progress ledger (the denials and the end
     folded in, saved as a revision) and its entry in the workspace's daily log, which replaces
-    the one its pause wrote that day (``MemoryRepo.log_run``). None, or what failed."""
+    the one its pause wrote that day (``DailyLogRepo.write_entry``). None, or what failed."""
     try:
         contract = contract_from_json(row.contract)
     except (KeyError, TypeError, ValueError):  # a contract as an early store wrote it
@@ -166,7 +166,7 @@ async def _log_end(store: Store, row: RunRow, error: str) -> str | None:
             error=error,
             parent_run_id=row.parent_run_id,
         )
-        await store.memory.log_run(row.workspace, run_lines(facts, ledger), run_id=row.id)
+        await store.daily_log.write_entry(row.workspace, run_lines(facts, ledger), run_id=row.id)
     except (StoreError, sqlite3.Error) as exc:
         return f"run {row.id} is cancelled, but its daily log entry was not written: {exc}"
     return None

@@ -34,7 +34,8 @@ from io_tui.core.memory.markdown import (
     parse_notes,
 )
 from io_tui.core.memory.notes import MemoryNote, Scope
-from io_tui.core.store.memory import MemoryRepo, Provenance, workspace_key
+from io_tui.core.store import Store
+from io_tui.core.store.notes import NoteRepo, Provenance, workspace_key
 
 
 @dataclass(slots=True)
@@ -103,7 +104,7 @@ def _log_files(root: Path) -> list[tuple[str, Path]]:
 
 
 async def import_memory(
-    repo: MemoryRepo,
+    store: Store,
     root: Path,
     scope: Scope,
     workspace: str | None,
@@ -129,7 +130,7 @@ async def import_memory(
             report.files.append(str(path))
     if not report.files:
         raise ValueError(f"nothing to import in {root}: no {MEMORY_FILE} and no {LOG_DIR}/*.md")
-    stored = await repo.list(scope, workspace)
+    stored = await store.notes.list(scope, workspace)
     merge = merge_notes(file_notes, stored)
     report.notes = merge
     applied = [*merge.added, *(f for f, _ in merge.conflicts if replace)]
@@ -142,7 +143,10 @@ async def import_memory(
             )
     known: set[tuple[object, ...]] = set()
     if logs:
-        known = {log_key(x.day, x.run_id, x.field, x.text) for x in await repo.log(workspace or "")}
+        known = {
+            log_key(x.day, x.run_id, x.field, x.text)
+            for x in await store.daily_log.lines(workspace or "")
+        }
     new_lines = [
         (day, line)
         for day, lines in logs
@@ -154,13 +158,13 @@ async def import_memory(
     if dry_run:
         return report
     for note in applied:
-        await _write(repo, note, scope, workspace, limits)
+        await _write(store.notes, note, scope, workspace, limits)
     for note in applied:  # after every note exists: supersession names one
         if note.superseded_by is not None:
-            await repo.supersede(note.key, note.superseded_by, scope, workspace)
+            await store.notes.supersede(note.key, note.superseded_by, scope, workspace)
     report.replaced = [f.key for f, _ in merge.conflicts] if replace else []
     for _, line in new_lines:
-        await repo.append_log(
+        await store.daily_log.append(
             workspace or "", [(line.field, line.text)], run_id=line.run_id, at=line.at
         )
     return report
@@ -184,20 +188,20 @@ def _check_fits(stored: list[MemoryNote], applied: list[FileNote], limits: Memor
 
 
 async def _write(
-    repo: MemoryRepo, note: FileNote, scope: Scope, workspace: str | None, limits: MemoryLimits
+    notes: NoteRepo, note: FileNote, scope: Scope, workspace: str | None, limits: MemoryLimits
 ) -> None:
-    await repo.set(note.key, note.value, scope, workspace, limits, Provenance.of(note))
-    current = await repo.get(note.key, scope, workspace)  # a rewrite keeps a pin, never adds one
+    await notes.set(note.key, note.value, scope, workspace, limits, Provenance.of(note))
+    current = await notes.get(note.key, scope, workspace)  # a rewrite keeps a pin, never adds one
     if current is not None and current.pinned != note.pinned:
-        await (repo.pin if note.pinned else repo.unpin)(note.key, scope, workspace)
+        await (notes.pin if note.pinned else notes.unpin)(note.key, scope, workspace)
 
 
 async def export_memory(
-    repo: MemoryRepo, root: Path, scope: Scope, workspace: str | None, *, force: bool = False
+    store: Store, root: Path, scope: Scope, workspace: str | None, *, force: bool = False
 ) -> ExportReport:
     """Write ``root/MEMORY.md`` and (for a workspace) one log file per day. Raises
     ``ExportRefused`` when a file there holds notes or lines the store lacks (unless ``force``)."""
-    notes = await repo.list(scope, workspace)
+    notes = await store.notes.list(scope, workspace)
     blank = [n.key for n in notes if not n.value.strip()]
     if blank:  # written before every write refused them: MEMORY.md could not read them back
         raise ExportRefused(
@@ -208,14 +212,14 @@ async def export_memory(
         "the global notes" if scope == "global" else f"workspace {workspace_key(scope, workspace)}"
     )
     files: dict[Path, str] = {root / MEMORY_FILE: notes_markdown(notes, where)}
-    lines = await repo.log(workspace) if scope == "workspace" and workspace else []
+    lines = await store.daily_log.lines(workspace) if scope == "workspace" and workspace else []
     days: dict[str, list[LogLine]] = {}
     for line in lines:
         days.setdefault(line.day, []).append(line)
     for day, of_day in days.items():
         files[root / log_path(day)] = log_markdown(day, of_day)
     if not force:
-        await _refuse_unmerged(repo, root, scope, workspace)
+        await _refuse_unmerged(store, root, scope, workspace)
     report = ExportReport(notes=len(notes), log_lines=len(lines))
     for path, text in files.items():
         if path.is_file() and _read(path) == text:
@@ -225,11 +229,9 @@ async def export_memory(
     return report
 
 
-async def _refuse_unmerged(
-    repo: MemoryRepo, root: Path, scope: Scope, workspace: str | None
-) -> None:
+async def _refuse_unmerged(store: Store, root: Path, scope: Scope, workspace: str | None) -> None:
     try:
-        plan = await import_memory(repo, root, scope, workspace, dry_run=True)
+        plan = await import_memory(store, root, scope, workspace, dry_run=True)
     except ValueError as exc:
         if str(exc).startswith("nothing to import"):
             return

@@ -2,9 +2,10 @@
 (DESIGN §3.5; both backends keep one contract: ``db.py``, ``pg.py``).
 
 ``runs`` writes what a run does, ``trace`` reads it back, ``approvals`` and ``rules`` hold the
-human's decisions, ``memory`` the notes that outlive a run, ``cancels`` ends the runs no process
-drives that the operator abandons; ``live`` says what changed as it changes (LISTEN/NOTIFY on
-PostgreSQL, a poll on SQLite)."""
+human's decisions, ``notes`` what agents remember between runs (``recalls``: which requests
+carried each note; ``daily_log``: what each run did, whose lines worth keeping become notes),
+``cancels`` ends the runs no process drives that the operator abandons; ``live`` says what
+changed as it changes (LISTEN/NOTIFY on PostgreSQL, a poll on SQLite)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ from io_tui.core.store.cancel import (
     NotCancellable,
     not_stopped,
 )
+from io_tui.core.store.daily_log import DailyLogRepo
 from io_tui.core.store.db import Database, SqliteDatabase, StoreDamaged, StoreError
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
-from io_tui.core.store.memory import MemoryRepo, Recall
+from io_tui.core.store.notes import NoteRepo
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
 from io_tui.core.store.progress import ProgressRepo, ProgressRow
 from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
+from io_tui.core.store.recalls import Recall, RecallRepo
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
@@ -98,7 +101,9 @@ class Store:
         self.trace = TraceRepo(self.db)
         self.approvals = ApprovalRepo(self.db)
         self.rules = RuleRepo(self.db)
-        self.memory = MemoryRepo(self.db)
+        self.notes = NoteRepo(self.db)  # what agents remember between runs
+        self.recalls = RecallRepo(self.db)  # which requests carried which note
+        self.daily_log = DailyLogRepo(self.db, self.notes)  # what each run did, by day
         self.intents = IntentRepo(self.db)
         self.leases = LeaseRepo(self.db)
         self.queue = QueueRepo(self.db)

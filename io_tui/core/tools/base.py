@@ -17,7 +17,7 @@ from io_tui.core.providers.base import ToolSpec
 from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
-    from io_tui.core.store.memory import MemoryRepo
+    from io_tui.core.store.notes import NoteRepo
     from io_tui.core.workspace import Workspace
 
 
@@ -94,7 +94,7 @@ class ToolContext:
     step: int
     cap_chars: int
     policy: Policy | None = None  # the run's policy, for tools that check reads themselves
-    memory: MemoryRepo | None = None  # the store's notes, for remember / forget
+    notes: NoteRepo | None = None  # the store's notes, for remember / forget
     memory_limits: MemoryLimits = field(default_factory=MemoryLimits)
     emit: Emit | None = None
     spawn: Spawner | None = None  # runs a sub-agent to an outcome

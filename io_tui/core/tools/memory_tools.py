@@ -3,7 +3,7 @@
 They write io-tui's own store, never the workspace, so they are not path acts and ``gate``
 returns None. The run loop provides, in the ``ToolContext``:
 
-- ``memory``: a ``MemoryRepo``;
+- ``notes``: a ``NoteRepo``, the store's notes;
 - ``memory_limits``: the run's ``MemoryLimits`` (defaults apply when absent);
 - ``emit``: ``(kind: str, detail: dict) -> None``, which records a trace event. Every write,
   eviction, refusal and forget is emitted as kind ``"memory"`` with ``detail["op"]`` one of
@@ -25,7 +25,7 @@ from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind
 from io_tui.core.memory.notes import MAX_KEY_CHARS, MemoryNote, NoteKind, Scope, Section
-from io_tui.core.store.memory import ForgetResult, MemoryRepo, Provenance, WriteResult
+from io_tui.core.store.notes import ForgetResult, NoteRepo, Provenance, WriteResult
 from io_tui.core.tools.base import Emit, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 SCOPE_HELP = (
@@ -66,11 +66,11 @@ class ForgetArgs(ToolArgs):
     scope: Scope = Field(default="workspace", description="The scope the note is in.")
 
 
-def _memory(ctx: ToolContext) -> tuple[MemoryRepo, MemoryLimits, Emit]:
-    if ctx.memory is None:
+def _memory(ctx: ToolContext) -> tuple[NoteRepo, MemoryLimits, Emit]:
+    if ctx.notes is None:
         raise ToolError("memory is not available in this run")
     emit: Emit = ctx.emit or (lambda kind, detail: None)
-    return ctx.memory, ctx.memory_limits, emit
+    return ctx.notes, ctx.memory_limits, emit
 
 
 def _workspace(ctx: ToolContext, scope: Scope) -> str | None:

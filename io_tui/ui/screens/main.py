@@ -348,7 +348,7 @@ class MainScreen(Screen[None]):
             workspace = run.workspace if run is not None else None
         entries = chars = 0
         if workspace is not None:
-            entries, chars = await store.memory.usage("workspace", workspace)
+            entries, chars = await store.notes.usage("workspace", workspace)
         self.post_message(
             self.GaugesLoaded(
                 GaugeFigures(

@@ -2,7 +2,7 @@
 absorbs another, write the merged value, and promote a daily-log line to a long-term note.
 
 Each is a typed modal that dismisses with what the operator chose (None: nothing), so the editor
-makes the change through ``MemoryRepo`` and it is audited there. A dialog that writes a note under
+makes the change through ``NoteRepo`` and it is audited there. A dialog that writes a note under
 a key the operator types (promote here, add in ``memory_editor``) asks the store whether the key
 holds a note when ctrl+s is pressed: if so it says which, inside, and only a second ctrl+s on the
 same key replaces it (the remember dialog's pattern), so nothing is overwritten unseen.

@@ -2,8 +2,9 @@
 and the workspace's daily log (``l``), where the operator consolidates (DESIGN §3.3): promote a
 log line to a note, verify a note, merge two, expire one, mark one superseded by another.
 
-Every change goes through ``MemoryRepo``'s operator API, which records it in the trace
-(``events`` with run 0). Caps are shown as gauges; clearing asks for confirmation.
+Every change goes through the store's operator API (``NoteRepo``; a promotion through
+``DailyLogRepo``), which records it in the trace (``events`` with run 0). Caps are shown as
+gauges; clearing asks for confirmation.
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ class ChooseWorkspaceScreen(ModalScreen[str | None]):
 async def known_workspaces(store: Store) -> list[str]:
     """Every workspace the store knows: of its runs and of its workspace notes, sorted."""
     found = {run.workspace for run in await store.runs.all() if run.workspace}
-    found |= {n.workspace for n in await store.memory.list() if n.scope == "workspace"}
+    found |= {n.workspace for n in await store.notes.list() if n.scope == "workspace"}
     return sorted(found)
 
 
@@ -442,9 +443,9 @@ class MemoryEditorScreen(Screen[None]):
         notes: list[MemoryNote] = []
         usage: dict[str, tuple[int, int]] = {}
         for scope in self.scopes():
-            notes += await self.store.memory.list(scope, self.workspace)
-            usage[scope] = await self.store.memory.usage(scope, self.workspace)
-        log = await self.store.memory.log(self.workspace) if self.workspace else []
+            notes += await self.store.notes.list(scope, self.workspace)
+            usage[scope] = await self.store.notes.usage(scope, self.workspace)
+        log = await self.store.daily_log.lines(self.workspace) if self.workspace else []
         self.post_message(self.Loaded(notes, usage, log))
 
     @on(Loaded)
@@ -558,7 +559,7 @@ class MemoryEditorScreen(Screen[None]):
         recalls = (
             []
             if note is None
-            else await self.store.memory.recalls_of(note.key, note.scope, note.workspace)
+            else await self.store.recalls.of_note(note.key, note.scope, note.workspace)
         )
         self.post_message(self.RecallsLoaded(note, recalls))
 
@@ -616,7 +617,7 @@ class MemoryEditorScreen(Screen[None]):
         """A new text for ``note``: what it says about itself (section, type, status, source,
         expiry) stays; verifying or expiring it is an action of its own."""
         try:
-            result = await self.store.memory.set(
+            result = await self.store.notes.set(
                 note.key, value, note.scope, self._where(note), self.limits, Provenance.of(note)
             )
         except ValueError as exc:
@@ -635,12 +636,12 @@ class MemoryEditorScreen(Screen[None]):
         dialogs to say before they replace it."""
         if scope == "workspace" and self.workspace is None:
             return None
-        return await self.store.memory.get(key, scope, self.workspace)
+        return await self.store.notes.get(key, scope, self.workspace)
 
     async def _add(self, note: NewNote) -> str:
         where = self.workspace if note.scope == "workspace" else None
         try:
-            result = await self.store.memory.set(
+            result = await self.store.notes.set(
                 note.key, note.value, note.scope, where, self.limits, replace_existing=note.replace
             )
         except ValueError as exc:
@@ -670,9 +671,9 @@ class MemoryEditorScreen(Screen[None]):
 
     async def _pin(self, note: MemoryNote) -> str:
         if note.pinned:
-            await self.store.memory.unpin(note.key, note.scope, self._where(note))
+            await self.store.notes.unpin(note.key, note.scope, self._where(note))
             return f"unpinned '{note.key}'"
-        await self.store.memory.pin(note.key, note.scope, self._where(note))
+        await self.store.notes.pin(note.key, note.scope, self._where(note))
         return f"pinned '{note.key}'"
 
     def action_delete(self) -> None:
@@ -698,7 +699,7 @@ class MemoryEditorScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(question), answered)
 
     async def _delete(self, note: MemoryNote) -> str:
-        result = await self.store.memory.forget(
+        result = await self.store.notes.forget(
             key=note.key, scope=note.scope, workspace=self._where(note), operator=True
         )
         if result.status != "forgotten":
@@ -723,7 +724,7 @@ class MemoryEditorScreen(Screen[None]):
         )
 
     async def _clear(self, scope: Scope) -> str:
-        count = await self.store.memory.clear(
+        count = await self.store.notes.clear(
             scope, self.workspace if scope == "workspace" else None
         )
         return f"cleared {count} {scope} note(s)"
@@ -737,7 +738,7 @@ class MemoryEditorScreen(Screen[None]):
 
     async def _verify(self, note: MemoryNote) -> str:
         verified = note.status != "verified"
-        done = await self.store.memory.verify(
+        done = await self.store.notes.verify(
             note.key, note.scope, self._where(note), verified=verified
         )
         return f"'{note.key}' is now {done.a_label}" if done else f"'{note.key}' is gone"
@@ -750,7 +751,7 @@ class MemoryEditorScreen(Screen[None]):
     async def _expire(self, note: MemoryNote) -> str:
         now = time.time()
         at = None if note.expires_at is not None and note.expires_at <= now else now
-        await self.store.memory.expire(note.key, note.scope, self._where(note), at)
+        await self.store.notes.expire(note.key, note.scope, self._where(note), at)
         return f"expired '{note.key}': no longer recalled" if at else f"'{note.key}' is current"
 
     def _others(self, note: MemoryNote) -> list[MemoryNote]:
@@ -785,7 +786,7 @@ class MemoryEditorScreen(Screen[None]):
 
     async def _supersede(self, note: MemoryNote, by: str | None) -> str:
         try:
-            await self.store.memory.supersede(note.key, by, note.scope, self._where(note))
+            await self.store.notes.supersede(note.key, by, note.scope, self._where(note))
         except ValueError as exc:
             return f"not superseded: {exc}"
         return f"'{note.key}' superseded by '{by}'" if by else f"'{note.key}' is current again"
@@ -816,7 +817,7 @@ class MemoryEditorScreen(Screen[None]):
 
     async def _merge(self, note: MemoryNote, into: MemoryNote, value: str) -> str:
         try:
-            result = await self.store.memory.merge(
+            result = await self.store.notes.merge(
                 note.key, into.key, value, note.scope, self._where(note), self.limits
             )
         except ValueError as exc:
@@ -839,7 +840,7 @@ class MemoryEditorScreen(Screen[None]):
     async def _promote(self, line: LogLine, promotion: Promotion) -> str:
         provenance = Provenance(section=promotion.section, kind=promotion.kind, status="verified")
         try:
-            result = await self.store.memory.promote(
+            result = await self.store.daily_log.promote(
                 line.id,
                 promotion.key,
                 "workspace",

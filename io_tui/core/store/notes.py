@@ -1,11 +1,12 @@
-"""The memory tables: notes per scope, their caps, recalls, and the operator's audited edits.
+"""The notes table: notes per scope, their caps, and the operator's audited edits.
 
 Agent writes (``write``/``forget``) come from the ``remember``/``forget`` tools, which report what
 happened as run events through their ``emit`` hook. Operator edits (``set``, ``delete``,
 ``clear``, ``pin``, ``unpin``) have no run, so each one is recorded in the ``events`` table with
 ``run_id = 0, step = 0, kind = 'memory'`` and ``detail.actor = 'operator'`` in the same
 transaction as the change (``store.trace.events(0)`` reads the audit trail back). Evictions caused
-by an operator write are recorded the same way.
+by an operator write are recorded the same way. Which requests recalled a note is the recall
+log's (``recalls.py``); the daily log, whose lines become notes, is ``daily_log.py``.
 
 Notes are ordered by row id: a rewrite deletes the old row and inserts a new one, so "oldest" is
 "least recently written", exactly what eviction needs, without trusting clock resolution.
@@ -31,7 +32,6 @@ import aiosqlite
 
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.events import EventKind
-from io_tui.core.memory.daily_log import LOG_FIELDS, LogLine, log_day
 from io_tui.core.memory.notes import (
     KINDS,
     SECTIONS,
@@ -48,7 +48,7 @@ from io_tui.core.memory.notes import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Database
 
 OPERATOR_RUN_ID = 0
 
@@ -126,18 +126,6 @@ OPERATOR_NOTE = Provenance(kind="fact", status="verified")
 
 
 @dataclass(frozen=True, slots=True)
-class Recall:
-    """One request that carried a note (a row of ``memory_recalls``)."""
-
-    request_id: int | None
-    run_id: int
-    step: int
-    scope: Scope
-    key: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
 class WriteResult:
     """What a write did. ``status`` is ``written``, ``pinned`` (refused: the operator pinned the
     key), ``full`` (refused: pinned notes leave no room) or ``exists`` (refused: a write that
@@ -173,7 +161,10 @@ class ForgetResult:
     revived: tuple[MemoryNote, ...] = ()
 
 
-class MemoryRepo:
+class NoteRepo:
+    """The notes of every scope: read, written by agents and the operator, and the operator's
+    provenance edits (verify, expire, supersede, merge)."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -236,60 +227,6 @@ class MemoryRepo:
         )
         assert row is not None
         return int(row[0]), int(row[1])
-
-    # -- recall ---------------------------------------------------------------------------------
-
-    async def record_recall(
-        self,
-        run_id: int,
-        step: int,
-        request_id: int | None,
-        keys: Sequence[str],
-        workspace: str | Path,
-    ) -> builtins.list[tuple[Scope, str]]:
-        """Count one recall of each key shown in a request and log it in ``memory_recalls``.
-
-        A key resolves as ``notes_for`` shadows it: the workspace note if there is one, else the
-        global one. Returns the (scope, key) pairs recorded, for the run's recall event.
-        """
-        if not keys:
-            return []
-        ws = str(workspace)
-        now = time.time()
-        recorded: builtins.list[tuple[Scope, str]] = []
-        candidates: tuple[tuple[Scope, str], ...] = (("workspace", ws), ("global", ""))
-        async with self.db.transaction() as conn:
-            for key in dict.fromkeys(keys):
-                for scope, where in candidates:
-                    cursor = await conn.execute(
-                        "UPDATE memory SET recalls = recalls + 1, last_recalled = ?"
-                        " WHERE scope = ? AND workspace = ? AND key = ?",
-                        (now, scope, where, key),
-                    )
-                    if cursor.rowcount:
-                        await conn.execute(
-                            "INSERT INTO memory_recalls (request_id, run_id, step, scope,"
-                            " workspace, key, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (request_id, run_id, step, scope, where, key, now),
-                        )
-                        recorded.append((scope, key))
-                        break
-        return recorded
-
-    async def recalls(self, run_id: int) -> builtins.list[Recall]:
-        """The recalls logged for one run, oldest first."""
-        rows = await self.db.fetchall(
-            "SELECT * FROM memory_recalls WHERE run_id = ? ORDER BY id", (run_id,)
-        )
-        return [row_as(Recall, r) for r in rows]
-
-    async def recalls_of(self, key: str, scope: Scope, workspace: str) -> builtins.list[Recall]:
-        """Which requests carried a note, oldest first (the memory editor's "recalled by")."""
-        rows = await self.db.fetchall(
-            "SELECT * FROM memory_recalls WHERE scope = ? AND workspace = ? AND key = ? ORDER BY id",
-            (scope, workspace if scope != "global" else "", key),
-        )
-        return [row_as(Recall, r) for r in rows]
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -565,7 +502,7 @@ class MemoryRepo:
             raise ValueError(f"no note {missing!r} to merge in {scope} scope")
         if key.strip() == into.strip():
             raise ValueError("a note cannot be merged into itself")
-        merged = _joined(target.source, f"merged {key.strip()}")
+        merged = joined(target.source, f"merged {key.strip()}")
         kept = replace(Provenance.of(target), status="verified", source=merged)
         result = await self.set(into, value, scope, workspace, limits, kept)
         if result.written:
@@ -591,118 +528,9 @@ class MemoryRepo:
             await _audit(conn, op, note, **columns)
         return note
 
-    # -- the daily log ----------------------------------------------------------------------------
 
-    async def append_log(
-        self,
-        workspace: str | Path,
-        lines: Sequence[tuple[str, str]],
-        *,
-        run_id: int | None,
-        at: float | None = None,
-    ) -> builtins.list[LogLine]:
-        """Append ``(field, text)`` lines to ``workspace``'s log for the day of ``at`` (UTC)."""
-        at = time.time() if at is None else at
-        day = log_day(at)
-        ws = str(workspace)
-        async with self.db.transaction() as conn:
-            return [
-                await _insert_log(conn, LogLine(0, ws, day, run_id, field_name, text, at))
-                for field_name, text in lines
-            ]
-
-    async def log_run(
-        self,
-        workspace: str | Path,
-        lines: Sequence[tuple[str, str]],
-        *,
-        run_id: int,
-        at: float | None = None,
-    ) -> builtins.list[LogLine]:
-        """Write run ``run_id``'s entry in ``workspace``'s log for the day of ``at`` (UTC): it
-        replaces the entry the run wrote there earlier that day, so a run that paused (and logged
-        its entry) and resumed reads as one entry with its latest outcome, not one per segment.
-        A line promoted to a note keeps its promotion: the new entry's same line takes it, or,
-        when the entry no longer says it, the line stays as it was (the note names it)."""
-        at = time.time() if at is None else at
-        day = log_day(at)
-        ws = str(workspace)
-        async with self.db.transaction() as conn:
-            rows = await _fetch(
-                conn,
-                "SELECT * FROM memory_log WHERE workspace = ? AND day = ? AND run_id = ?"
-                " ORDER BY id",
-                (ws, day, run_id),
-            )
-            earlier = [row_as(LogLine, r) for r in rows]
-            said = set(lines)
-            promoted = {(x.field, x.text): x.promoted for x in earlier if x.promoted}
-            for line in earlier:
-                if line.promoted is None or (line.field, line.text) in said:
-                    await conn.execute("DELETE FROM memory_log WHERE id = ?", (line.id,))
-            return [
-                await _insert_log(
-                    conn,
-                    LogLine(0, ws, day, run_id, name, text, at, promoted.get((name, text))),
-                )
-                for name, text in lines
-            ]
-
-    async def log(self, workspace: str | Path, day: str | None = None) -> builtins.list[LogLine]:
-        """A workspace's log lines, oldest first: one day's, or every day's."""
-        if day is None:
-            rows = await self.db.fetchall(
-                "SELECT * FROM memory_log WHERE workspace = ? ORDER BY day, id", (str(workspace),)
-            )
-        else:
-            rows = await self.db.fetchall(
-                "SELECT * FROM memory_log WHERE workspace = ? AND day = ? ORDER BY id",
-                (str(workspace), day),
-            )
-        return [row_as(LogLine, r) for r in rows]
-
-    async def log_line(self, line_id: int) -> LogLine | None:
-        row = await self.db.fetchone("SELECT * FROM memory_log WHERE id = ?", (line_id,))
-        return row_as(LogLine, row) if row else None
-
-    async def promote(
-        self,
-        line_id: int,
-        key: str,
-        scope: Scope,
-        workspace: str | Path | None,
-        provenance: Provenance | None = None,
-        value: str | None = None,
-        limits: MemoryLimits | None = None,
-        *,
-        replace_existing: bool = False,
-    ) -> WriteResult:
-        """Make a long-term note of one log line (its text unless ``value`` is given), sourced
-        to the line; the line remembers the key it was promoted to. A note already under the key
-        is replaced only with ``replace_existing`` (else status ``exists``, nothing written)."""
-        line = await self.log_line(line_id)
-        if line is None:
-            raise ValueError(f"no log line {line_id}")
-        given = provenance or OPERATOR_NOTE
-        source = _joined(given.source, line.reference)
-        result = await self.set(
-            key,
-            value or line.text,
-            scope,
-            workspace,
-            limits,
-            replace(given, source=source),
-            replace_existing=replace_existing,
-        )
-        if result.written:
-            async with self.db.transaction() as conn:
-                await conn.execute(
-                    "UPDATE memory_log SET promoted = ? WHERE id = ?", (result.note.key, line_id)
-                )
-        return result
-
-
-def _joined(*parts: str) -> str:
+def joined(*parts: str) -> str:
+    """A note's ``source`` made of several: ``merged KEY; log 2026-12-01 run 12``."""
     return "; ".join(p for p in parts if p)
 
 
@@ -730,24 +558,6 @@ async def _elsewhere(
         (other, where, key),
     )
     return [other] if found else []
-
-
-async def _insert_log(conn: aiosqlite.Connection, line: LogLine) -> LogLine:
-    """Insert one log line (its ``id`` ignored); returns it with the id it got."""
-    cursor = await conn.execute(
-        "INSERT INTO memory_log (workspace, day, run_id, field, text, at, promoted)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (
-            line.workspace,
-            line.day,
-            line.run_id,
-            check_choice(line.field, LOG_FIELDS, "a log field"),
-            line.text,
-            line.at,
-            line.promoted,
-        ),
-    )
-    return replace(line, id=cursor.lastrowid or 0)
 
 
 async def _revive(
