@@ -144,7 +144,7 @@ class ProcessHost:
 
     def lost(self, run_ids: list[int], code: int, stderr: str) -> None:
         if run_ids:
-            self.app.run_worker(self._mark_lost(run_ids, code), group="db", exit_on_error=False)
+            self.app.run_worker(self._reap(run_ids), group="db", exit_on_error=False)
         tail = stderr or "(nothing on stderr)"
         how = f"was killed ({_signal_name(-code)})" if code < 0 else f"exited with code {code}"
         runs = ""
@@ -163,15 +163,11 @@ class ProcessHost:
     def store_damaged(self, message: str) -> None:
         self.app.post_message(StoreDamagedFound(message))
 
-    async def _mark_lost(self, run_ids: list[int], code: int) -> None:
-        """The runs the dead worker held turn ``interrupted`` in the store (resumable: R), as
-        any process's next open would find them (their owner is gone), and the app reloads
-        them (``RunsLost``)."""
-        store = self.store
-        for run_id in run_ids:
-            row = await store.runs.get(run_id)
-            if row is not None and row.status in ("running", "asking"):
-                await store.runs.set_status(run_id, "interrupted", "interrupted")
+    async def _reap(self, run_ids: list[int]) -> None:
+        """The runs the dead worker held turn ``interrupted`` (resumable: R) the one way any lost
+        run does: their leases name a process that is gone, which the store's reaper finds (as
+        every process's open and the app's poll do); then the app reloads them (``RunsLost``)."""
+        await self.store.leases.reap()
         self.app.post_message(RunsLost(run_ids))
 
 
