@@ -8,9 +8,10 @@ changes applied to the screen under ``batch_update()``.
 Hosts and screens talk to the app in messages (``RunStarted``, ``HarnessNotice``, ``StartRun``…);
 the app hands each what it needs when it builds it (store, host, settings, the run views).
 Human decisions arrive as ``ApprovalRequested`` with a Future, answered by the app's
-``ApprovalDesk``. The
-store opens in the background while the first frame is drawn (every store call waits for it;
-one it cannot open ends the app with exit code 2 and the store's error) and is read after it.
+``ApprovalDesk``; what the operator does to a run's life (start it, on the host or the queue;
+resume it; cancel it) is the app's ``RunDesk``. The store opens in the background while the
+first frame is drawn (every store call waits for it; one it cannot open ends the app with exit
+code 2 and the store's error) and is read after it.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from textual.driver import Driver
 
     from io_tui.ui.approver import ApprovalDesk
+    from io_tui.ui.run_desk import RunDesk
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 
@@ -169,6 +171,21 @@ class IoApp(App[int]):
             activity=self.activity,
             inbox_key=self._inbox_key,
             withdraw=self.withdraw_notification,
+        )
+
+    @cached_property
+    def run_desk(self) -> RunDesk:
+        """The run desk (start, resume, cancel), built on first use with the app's store, host
+        and settings; what it changes is reloaded through ``refresh_runs``."""
+        from io_tui.ui.run_desk import RunDesk
+
+        return RunDesk(
+            self,
+            store=self.store,
+            host=self.host,
+            settings=self.settings,
+            approvals=self.desk,
+            refresh=self.refresh_runs,
         )
 
     # -- start and stop ------------------------------------------------------------------------
@@ -415,84 +432,20 @@ class IoApp(App[int]):
         self.start_request(message.request)
 
     def start_request(self, request: NewRunRequest) -> None:
-        """Start a new run (or a follow-up); a request that cannot start ends in ``RunEnded``.
-        A request for the queue is put there for a worker to drive."""
-        if request.queue:
-            self.enqueue(request)
-        else:
-            self.host.start(request)
-
-    @work(group="db", exit_on_error=False)
-    async def enqueue(self, request: NewRunRequest) -> None:
-        from io_tui.core import enqueue_request
-
-        try:
-            run_id, notices = await enqueue_request(self.store, self.settings, request)
-        except ValueError as exc:
-            self.post_message(RunEnded(None, error=str(exc)))
-            return
-        for notice in notices:
-            self.notify(notice, severity="warning")
-        labels = f" serving {', '.join(request.labels)}" if request.labels else ""
-        self.notify(f"run {run_id} is on the queue: the first free worker{labels} drives it")
-        self.refresh_runs([run_id])
+        """Start a new run (or a follow-up), on the host or the queue (``RunDesk.start``)."""
+        self.run_desk.start(request)
 
     def interrupt(self, run_id: int) -> bool:
         return self.host.interrupt(run_id)
 
-    @work(group="db", exit_on_error=False)
-    async def action_resume_run(self, run_id: int) -> None:
-        """Resume an interrupted run: its calls in flight at the crash go to the reconcile
-        modal first; the run continues in its own ``io-tui resume`` process (its asks deferred
-        to the inbox), which the store poll follows. A queue run goes back to the queue with
-        the choice instead, for a worker to continue."""
-        from io_tui.core import Workspace, in_flight_calls
-        from io_tui.ui.screens.reconcile import ReconcileScreen
+    def action_resume_run(self, run_id: int) -> None:
+        """R: resume an interrupted run (``RunDesk.resume``)."""
+        self.run_desk.resume(run_id)
 
-        row = await self.store.runs.get(run_id)
-        if row is None or row.status != "interrupted":
-            self.notify(f"run {run_id} is not interrupted", severity="warning")
-            return
-        calls = await in_flight_calls(self.store, run_id, Workspace(row.workspace))
-        choice = await self.push_screen_wait(ReconcileScreen(calls)) if calls else "rerun"
-        if choice is not None and await self.store.queue.release(run_id, choice):
-            self.notify(f"run {run_id} is back on the queue ({choice} for calls in flight)")
-            self.refresh_runs([run_id])
-        elif choice is not None:
-            launch_resume(self.store.path, run_id, choice)
-            self.notify(f"resuming run {run_id} ({choice} for calls in flight)")
-
-    @work(group="db", exit_on_error=False)
-    async def action_cancel_run(self, run_id: int) -> None:
-        """Cancel a run no process drives (paused, interrupted) once the operator says yes: it
-        ends ``cancelled`` and its pending requests are denied (core ``cancel_run``), so they
-        leave this inbox and every other cockpit's, which say who decided them."""
-        from io_tui.core import CancelRefused, cancel_run, plan_cancel
-        from io_tui.ui.approver import OPERATOR
-        from io_tui.ui.cancelling import question, said
-        from io_tui.ui.screens.confirm import ConfirmScreen
-
-        try:
-            plan = await plan_cancel(self.store, run_id)
-        except CancelRefused as exc:
-            self.notify(str(exc), severity="warning")
-            self.refresh_runs([run_id])
-            return
-        if not await self.push_screen_wait(ConfirmScreen(question(plan))):
-            return
-        try:
-            done = await cancel_run(self.store, run_id, by=OPERATOR)
-        except CancelRefused as exc:  # resumed, or cancelled, while the question was open
-            self.notify(f"nothing cancelled: {exc}", severity="warning")
-            self.refresh_runs([run.id for run in plan.runs])
-            return
-        self.desk.decided_here.update(done.approvals)  # no "decided elsewhere" here
-        self.notify(said(done))
-        for note in done.notes:
-            self.notify(note, severity="warning")
-        self.refresh_runs([run.id for run in done.runs])
-        self.desk.refresh_count()
-        self.desk.reload_inbox()
+    def action_cancel_run(self, run_id: int) -> None:
+        """x on a run no process drives: cancel it once the operator says yes
+        (``RunDesk.cancel``)."""
+        self.run_desk.cancel(run_id)
 
     @on(RunStarted)
     @on(RunStopped)
@@ -710,22 +663,6 @@ async def queue_workers(store: Store, rows: list[Any]) -> dict[int, str]:
         elif entry.held:
             out[run_id] = "held for the operator (R)"
     return out
-
-
-def launch_resume(store: StoreLocation, run_id: int, choice: str) -> None:
-    """``io-tui resume RUN --reconcile CHOICE`` as its own process, detached from the app."""
-    import subprocess
-    import sys
-
-    argv = [sys.executable, "-m", "io_tui", "resume", str(run_id), "--reconcile", choice,
-            "--approve", "defer", "--store", str(store)]  # fmt: skip
-    subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 def create_app(

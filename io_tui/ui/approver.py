@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -372,6 +372,13 @@ class ApprovalDesk:
             f" {plain(request.target)}): {decision.kind.value} by {decision.decided_by}",
             title="Decided elsewhere",
         )
+
+    def settled_here(self, approval_ids: Iterable[int]) -> None:
+        """Requests this operator decided without the desk (cancelling a run denies its
+        pending ones): no "decided elsewhere" for them here, and the badge and inbox follow."""
+        self.decided_here.update(approval_ids)
+        self.refresh_count()
+        self.reload_inbox()
 
     def shutdown(self) -> None:
         """Answer every open ask with a defer (the runs pause durably)."""

@@ -1,6 +1,6 @@
 """``x`` on a run no process drives (paused, interrupted, queued): what the confirmation asks,
 and what the notification says once core ``cancel_run`` has ended it
-(``IoApp.action_cancel_run``). Pure text, no Textual."""
+(``RunDesk.cancel``). Pure text, no Textual."""
 
 from __future__ import annotations
 
