@@ -46,6 +46,7 @@ PUBLIC = [  # sorted
     "Lifecycle",
     "LifecycleReport",
     "LogLine",
+    "ManifestEntry",
     "MarkdownError",
     "McpConfigError",
     "McpHub",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.context.cache import usage_hit_rate as usage_hit_rate
     from io_tui.core.context.labels import ROLES as ROLES
+    from io_tui.core.context.manifest import ManifestEntry as ManifestEntry
     from io_tui.core.contract import (
         ContextBudget as ContextBudget,
         MemoryLimits as MemoryLimits,

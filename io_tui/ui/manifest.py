@@ -1,4 +1,8 @@
-"""Pure helpers over a trace's requests: manifest rows, entry text, and request-to-request diffs."""
+"""Pure helpers over a trace's requests: manifest rows, entry text, and request-to-request diffs.
+
+A manifest entry is the core's ``ManifestEntry`` (read back with ``from_json``), the one schema the
+harness writes and the inspector shows; this adds what only a view needs: row keys and filters.
+"""
 
 from __future__ import annotations
 
@@ -7,38 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core import ROLES
+from io_tui.core import ROLES, ManifestEntry
 
-STUB_STATES = frozenset({"superseded", "dropped", "refresh_failed", "elided", "collapsed"})
 CARRIED_STATES = frozenset({"full", "capped", "echoed", "refreshed", "summary"})
 FILTERS = ("all", "carried", "stubs", "full", "capped", "echoed", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 _LINES = {"summary": "[Summary of steps {},", "collapse": "[Steps {} collapsed"}  # how each starts
-
-
-@dataclass(frozen=True, slots=True)
-class EntryRow:
-    key: str
-    step: int
-    kind: str
-    target: str
-    state: str
-    reason: str
-    superseded_by: int | None
-    chars: int
-    est_tokens: int
-    call_id: str = ""
-    role: str = ""  # its labels (DESIGN §3.2); "" in a manifest recorded before them
-    authority: str = ""
-    source_ref: str = ""
-    source_version: str = ""
-    digest: str = ""
-
-    @property
-    def is_stub(self) -> bool:
-        """Not sent as content: a stub, or a step folded into the summary (state ``summary``,
-        of its own kind; the summary itself is the entry of kind ``summary``)."""
-        return self.state in STUB_STATES or (self.state == "summary" and self.kind != "summary")
 
 
 def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
@@ -50,37 +28,22 @@ def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
     return found
 
 
-def entry_rows(request: dict[str, Any] | None) -> list[EntryRow]:
+def keyed_entries(request: dict[str, Any] | None) -> dict[str, ManifestEntry]:
+    """The request's manifest entries, each under a key that stays the same from one request to
+    the next (``STEP:KIND:TARGET#N``, the Nth such entry): the table's row keys, and what the
+    diff matches entries by."""
     if request is None:
-        return []
-    rows = []
+        return {}
+    rows: dict[str, ManifestEntry] = {}
     seen: dict[str, int] = {}
-    for entry in request.get("entries", []):
-        base = f"{entry.get('step')}:{entry.get('kind')}:{entry.get('target')}"
+    for data in request.get("entries", []):
+        base = f"{data.get('step')}:{data.get('kind')}:{data.get('target')}"
         seen[base] = seen.get(base, 0) + 1
-        rows.append(
-            EntryRow(
-                key=f"{base}#{seen[base]}",
-                step=int(entry.get("step") or 0),
-                kind=str(entry.get("kind", "")),
-                target=str(entry.get("target", "")),
-                state=str(entry.get("state", "")),
-                reason=str(entry.get("reason") or ""),
-                superseded_by=entry.get("superseded_by"),
-                chars=int(entry.get("chars") or 0),
-                est_tokens=int(entry.get("est_tokens") or 0),
-                call_id=str(entry.get("call_id") or ""),
-                role=str(entry.get("role") or ""),
-                authority=str(entry.get("authority") or ""),
-                source_ref=str(entry.get("source_ref") or ""),
-                source_version=str(entry.get("source_version") or ""),
-                digest=str(entry.get("digest") or ""),
-            )
-        )
+        rows[f"{base}#{seen[base]}"] = ManifestEntry.from_json(data)
     return rows
 
 
-def matches(row: EntryRow, state_filter: str) -> bool:
+def matches(row: ManifestEntry, state_filter: str) -> bool:
     if state_filter == "all":
         return True
     if state_filter == "stubs":
@@ -90,7 +53,7 @@ def matches(row: EntryRow, state_filter: str) -> bool:
     return row.state == state_filter
 
 
-def label_filters(rows: Iterable[EntryRow]) -> list[str]:
+def label_filters(rows: Iterable[ManifestEntry]) -> list[str]:
     """The label filters the rows offer: ``all``, then each role, then each authority present
     (roles in the vocabulary's order, authorities by name)."""
     rows = list(rows)
@@ -103,7 +66,7 @@ def label_filters(rows: Iterable[EntryRow]) -> list[str]:
     ]
 
 
-def label_matches(row: EntryRow, label_filter: str) -> bool:
+def label_matches(row: ManifestEntry, label_filter: str) -> bool:
     """Whether ``row`` passes a filter of ``label_filters``."""
     what, _, value = label_filter.partition(": ")
     if what == "role":
@@ -113,7 +76,7 @@ def label_matches(row: EntryRow, label_filter: str) -> bool:
     return True
 
 
-def entry_text(trace: dict[str, Any], row: EntryRow) -> str | None:
+def entry_text(trace: dict[str, Any], row: ManifestEntry) -> str | None:
     """The entry's full, unelided text: the observation of its call (of that step, kind and
     target in a trace whose entries name no call). None for the summary and collapse lines."""
     if row.kind in _LINES:
@@ -128,11 +91,11 @@ def entry_text(trace: dict[str, Any], row: EntryRow) -> str | None:
     return None
 
 
-def _same_result(obs: dict[str, Any], row: EntryRow) -> bool:
+def _same_result(obs: dict[str, Any], row: ManifestEntry) -> bool:
     return obs.get("kind") == row.kind and obs.get("target") == row.target
 
 
-def sent_text(request: dict[str, Any] | None, row: EntryRow) -> str | None:
+def sent_text(request: dict[str, Any] | None, row: ManifestEntry) -> str | None:
     """What the request sent for the entry, as the provider received it: its call's tool
     message, the summary or collapse line, or the user message that carries a result whose call
     is not in the transcript. None when nothing of its own was sent (folded, collapsed)."""
@@ -179,11 +142,11 @@ def strip_line_numbers(text: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class RequestDiff:
-    added: list[EntryRow]
-    stubbed: list[EntryRow]  # became a stub sent in the request
-    dropped: list[EntryRow]  # became ``dropped``: left out with its step, nothing sent
-    refreshed: list[EntryRow]
-    removed: list[EntryRow]  # no longer in the manifest at all
+    added: list[ManifestEntry]
+    stubbed: list[ManifestEntry]  # became a stub sent in the request
+    dropped: list[ManifestEntry]  # became ``dropped``: left out with its step, nothing sent
+    refreshed: list[ManifestEntry]
+    removed: list[ManifestEntry]  # no longer in the manifest at all
     recalled: list[str]
     newly_recalled: list[str]
     tokens_before: int | None
@@ -194,8 +157,7 @@ def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     """What changed from the previous request: entries added, stubbed, left out with their
     step (``dropped``: a stub earlier, or carried), refreshed, no longer listed, and the memory
     notes recalled."""
-    old = {_ident(r): r for r in entry_rows(before)}
-    new = {_ident(r): r for r in entry_rows(after)}
+    old, new = keyed_entries(before), keyed_entries(after)
     added = [r for k, r in new.items() if k not in old]
     changed = [(old[k], r) for k, r in new.items() if k in old]
     stubbed = [r for o, r in changed if r.is_stub and not o.is_stub and r.state != "dropped"]
@@ -213,7 +175,3 @@ def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -
         tokens_before=before.get("est_tokens") if before else None,
         tokens_after=after.get("est_tokens") if after else None,
     )
-
-
-def _ident(row: EntryRow) -> str:
-    return row.key

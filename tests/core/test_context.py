@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -391,6 +392,31 @@ async def test_stubs_past_an_eighth_of_the_ceiling_collapse_into_one_line() -> N
         "superseded_by": None, "chars": 0, "est_tokens": 0, "kept_chars": None,
         "total_chars": None, "role": "untrusted data", "digest": "",
     }  # fmt: skip
+
+
+async def test_a_stored_manifest_entry_reads_back_as_the_entry_written() -> None:
+    """One schema: what a request stores of each entry (``to_json``, through the store's JSON)
+    reads back as the same entry (``from_json``, what the inspector shows), capped and collapsed
+    ones included; an entry an older version stored, without the fields it did not record yet
+    and with a state this version does not know, reads back with them empty and its state as
+    written, never a stub."""
+    history = long_run(60, size=1_200)
+    engine = ContextEngine(frame(Compaction(enabled=False)))
+    assembly = await engine.build(history, ceiling_tokens=2_000)
+    read = [ManifestEntry.from_json(json.loads(json.dumps(e.to_json()))) for e in assembly.entries]
+    assert read == list(assembly.entries)
+    assert all(type(e.state) is EntryState for e in read)
+    stubs = {e.state: e.is_stub for e in read}
+    assert stubs[EntryState.COLLAPSED] and not stubs[EntryState.FULL]
+    old = ManifestEntry.from_json({"step": 3, "kind": "grep", "target": "TODO", "state": "stale"})
+    assert (old.state, old.call_id, old.role, old.kept_chars, old.chars) == (
+        "stale",
+        "",
+        "",
+        None,
+        0,
+    )
+    assert not old.is_stub
 
 
 async def test_operator_messages_survive_a_collapse_inside_its_line() -> None:

@@ -25,9 +25,9 @@ async def test_l_shows_the_entrys_lifecycle_and_text_searches_the_run(make_app) 
         assert isinstance(inspector, InspectorScreen)
         # the demo's step-9 grep gave step 4's result again: it is left out of the request with
         # its step, pointing at step 4's. Why?
-        (dropped,) = [r for r in inspector.rows.values() if r.call_id == "call_9_1"]
+        ((key, dropped),) = [(k, r) for k, r in inspector.rows.items() if r.call_id == "call_9_1"]
         assert dropped.state == "dropped"
-        inspector.show_entry(dropped)
+        inspector.show_entry(key)
         await pilot.press("l")
         await wait_until_idle(pilot)
         screen = app.screen

@@ -4,20 +4,25 @@ sent as content (a step folded into the summary is not; the summary is)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context import ContextEngine, EntryState, Frame, ManifestEntry
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.ui.manifest import (
     FILTERS,
     diff_requests,
-    entry_rows,
     entry_text,
+    keyed_entries,
     matches,
     sent_text,
 )
 from io_tui.ui.screens.inspector import _cells
+
+
+def rows_of(request: dict[str, Any]) -> list[ManifestEntry]:
+    return list(keyed_entries(request).values())
 
 
 def entry(step: int, kind: str, state: str, **extra: object) -> dict[str, object]:
@@ -49,7 +54,7 @@ def test_every_entry_state_has_its_filter() -> None:
 
 
 def test_carried_means_sent_as_content_and_folded_steps_are_not() -> None:
-    rows = entry_rows(REQUEST)
+    rows = rows_of(REQUEST)
     carried = [(r.step, r.kind) for r in rows if matches(r, "carried")]
     assert carried == [(1, "summary"), (3, "exec"), (4, "read")]
     stubs = [(r.step, r.kind) for r in rows if matches(r, "stubs")]
@@ -59,7 +64,7 @@ def test_carried_means_sent_as_content_and_folded_steps_are_not() -> None:
 
 
 def test_a_dropped_entry_says_it_was_left_out_and_which_step_superseded_it() -> None:
-    dropped, stub = entry_rows(REQUEST)[6], entry_rows(REQUEST)[5]
+    dropped, stub = rows_of(REQUEST)[6], rows_of(REQUEST)[5]
     state, *_, reason = _cells(dropped)
     assert (state.plain, reason) == ("dropped", "r → step 7")
     assert state.style != _cells(stub)[0].style  # not drawn like a stub that is sent
@@ -92,7 +97,7 @@ def test_the_diff_tells_a_step_left_out_from_a_result_stubbed() -> None:
 
 
 def test_a_capped_entry_has_its_own_label_and_style() -> None:
-    capped, full = (_cells(r)[0] for r in entry_rows(REQUEST)[3:5])
+    capped, full = (_cells(r)[0] for r in rows_of(REQUEST)[3:5])
     assert (capped.plain, full.plain) == ("capped", "full")
     assert capped.style != full.style
 
@@ -144,7 +149,7 @@ TRACE = {
 
 
 def test_the_text_sent_for_each_entry_is_found_in_the_request_as_sent() -> None:
-    sent = {r.step: sent_text(SENT, r) for r in entry_rows(SENT)}
+    sent = {r.step: sent_text(SENT, r) for r in rows_of(SENT)}
     assert sent == {
         1: None,  # folded: the summary stands for it
         2: SENT["messages"][1]["content"],
@@ -157,10 +162,10 @@ def test_the_text_sent_for_each_entry_is_found_in_the_request_as_sent() -> None:
 
 
 def test_the_recorded_text_is_the_entry_s_own_call_and_lines_have_none() -> None:
-    rows = {r.step: r for r in entry_rows(SENT)}
+    rows = {r.step: r for r in rows_of(SENT)}
     assert entry_text(TRACE, rows[5]) == "whole 5"
     assert entry_text(TRACE, rows[2]) is None and entry_text(TRACE, rows[4]) is None
-    second = entry_rows({"entries": [entry(9, "read", "full", call_id="c9b", target="a.py")]})[0]
+    second = rows_of({"entries": [entry(9, "read", "full", call_id="c9b", target="a.py")]})[0]
     assert entry_text(TRACE, second) == "lines 1-3"  # not the first read of a.py in that step
 
 
@@ -184,7 +189,7 @@ async def test_the_engine_s_summary_and_collapse_lines_are_found_as_sent() -> No
             "messages": [m.to_json() for m in assembly.messages],
             "entries": [e.to_json() for e in assembly.entries],
         }
-        lines = [r for r in entry_rows(request) if r.call_id == "collapse" or r.kind == "summary"]
+        lines = [r for r in rows_of(request) if r.call_id == "collapse" or r.kind == "summary"]
         for row in lines:
             sent = sent_text(request, row)
             assert sent is not None and len(sent) == row.chars

@@ -112,12 +112,12 @@ async def test_inspector_stub_jumps_to_the_replacing_step(make_app) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
         inspector = await _inspector_at(app, pilot, 10)
-        stubs = [r for r in inspector.rows.values() if r.superseded_by is not None]
+        stubs = [(k, r) for k, r in inspector.rows.items() if r.superseded_by is not None]
         if not stubs:  # the context engine in this tree marks no supersession yet
             return
-        stub = stubs[0]
+        key, stub = stubs[0]
         inspector.set_filter("stubs")
-        inspector.show_entry(stub)
+        inspector.show_entry(key)
         await pilot.press("j")
         await pilot.pause(0.1)
         assert inspector.step > stub.superseded_by

@@ -51,7 +51,7 @@ class Rung(StrEnum):
 _ORDER = {rung: n for n, rung in enumerate(Rung)}
 
 # the rung an entry's state shows the request reached
-_BY_STATE = {
+_BY_STATE: dict[str, Rung] = {
     EntryState.CAPPED: Rung.CAPPED,
     EntryState.SUPERSEDED: Rung.REFERENCED,
     EntryState.ELIDED: Rung.REFERENCED,
@@ -63,7 +63,7 @@ _BY_STATE = {
 
 
 def rung_reached(
-    states: Iterable[EntryState], *, collapsed: bool, summary: bool, emergency: bool
+    states: Iterable[EntryState | str], *, collapsed: bool, summary: bool, emergency: bool
 ) -> Rung:
     """The deepest rung a request reached: an emergency build's, a summary's, a collapse's,
     else the deepest its entries' states show."""

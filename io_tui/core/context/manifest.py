@@ -30,8 +30,25 @@ class EntryState(StrEnum):
     SUMMARY = "summary"
 
 
+# the states in which an entry's own content is not sent: a stub stands for it, or nothing does
+STUB_STATES = frozenset(
+    {
+        EntryState.SUPERSEDED,
+        EntryState.DROPPED,
+        EntryState.REFRESH_FAILED,
+        EntryState.ELIDED,
+        EntryState.COLLAPSED,
+    }
+)
+
+
+_STATES = frozenset(EntryState)
+
+
 class ManifestEntry(NamedTuple):
-    """One observation (or the synthetic summary / collapse line) and what this request sent.
+    """One observation (or the synthetic summary / collapse line) and what this request sent:
+    the one schema of a manifest entry, written with each request (``to_json``) and read back
+    by whoever shows it (``from_json``: the inspector, the trace).
 
     ``chars`` is what was sent; a ``capped`` entry also says how many characters of the recorded
     result it kept (``kept_chars``, head and tail) out of how many (``total_chars``). A named
@@ -43,7 +60,9 @@ class ManifestEntry(NamedTuple):
     call_id: str
     kind: str
     target: str
-    state: EntryState
+    # a stored state this version does not know (``stale``, of stores written before it was
+    # folded into ``superseded``) reads back as the text it was written as
+    state: EntryState | str
     reason: str
     superseded_by: int | None
     chars: int
@@ -58,13 +77,43 @@ class ManifestEntry(NamedTuple):
     source_version: str = ""
     digest: str = ""
 
+    @property
+    def is_stub(self) -> bool:
+        """Not sent as content: a stub, or a step folded into the summary (state ``summary``,
+        of its own kind; the summary itself is the entry of kind ``summary``)."""
+        return self.state in STUB_STATES or (self.state == "summary" and self.kind != "summary")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ManifestEntry:
+        """An entry as ``to_json`` stored it, or as an older version did (a field it did not
+        record yet reads as empty)."""
+        state = str(data.get("state", ""))
+        return cls(
+            step=int(data.get("step") or 0),
+            call_id=str(data.get("call_id") or ""),
+            kind=str(data.get("kind", "")),
+            target=str(data.get("target", "")),
+            state=EntryState(state) if state in _STATES else state,
+            reason=str(data.get("reason") or ""),
+            superseded_by=data.get("superseded_by"),
+            chars=int(data.get("chars") or 0),
+            est_tokens=int(data.get("est_tokens") or 0),
+            kept_chars=data.get("kept_chars"),
+            total_chars=data.get("total_chars"),
+            role=str(data.get("role") or ""),
+            authority=str(data.get("authority") or ""),
+            source_ref=str(data.get("source_ref") or ""),
+            source_version=str(data.get("source_version") or ""),
+            digest=str(data.get("digest") or ""),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "step": self.step,
             "call_id": self.call_id,
             "kind": self.kind,
             "target": self.target,
-            "state": self.state.value,
+            "state": str(self.state),
             "reason": self.reason,
             "superseded_by": self.superseded_by,
             "chars": self.chars,

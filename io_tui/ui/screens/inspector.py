@@ -9,7 +9,6 @@ request. Everything is rebuilt from the store (``build_trace``) in a worker.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -26,13 +25,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
-from io_tui.core import Store, TraceNotFound, build_trace, limits_notes
+from io_tui.core import ManifestEntry, Store, TraceNotFound, build_trace, limits_notes
 from io_tui.ui.manifest import (
     FILTERS,
-    EntryRow,
     diff_requests,
-    entry_rows,
     entry_text,
+    keyed_entries,
     label_filters,
     label_matches,
     matches,
@@ -102,8 +100,8 @@ class InspectorScreen(Screen[None]):
         self.state_filter = "all"
         self.label_filter = "all"  # one of ``label_filters``: by role or by authority
         self.trace: dict[str, Any] | None = None
-        self.rows: dict[str, EntryRow] = {}
-        self.selected: EntryRow | None = None
+        self.rows: dict[str, ManifestEntry] = {}  # by row key (``keyed_entries``)
+        self.selected_key: str | None = None
 
     def compose(self) -> ComposeResult:
         yield TitleBar()
@@ -166,7 +164,7 @@ class InspectorScreen(Screen[None]):
             return
         request = work_request(trace, self.step)
         self.sub_title = f"run {self.run_id} · step {self.step}"
-        self.rows = {r.key: r for r in entry_rows(request)}
+        self.rows = keyed_entries(request)
         if request is None:
             self.summary.update(Text(f"run {self.run_id} step {self.step}: no request recorded"))
         else:
@@ -176,8 +174,8 @@ class InspectorScreen(Screen[None]):
         self._sync_sections(request)
         previous = self._previous_request()
         self.diff.update(_render_diff(self.step, previous, request))
-        if self.selected is not None and self.selected.key in self.rows:
-            self.show_entry(self.rows[self.selected.key])
+        if self.selected_key is not None and self.selected_key in self.rows:
+            self.show_entry(self.selected_key)
         elif self.entries.row_count:
             self.entries.move_cursor(row=0)
         else:
@@ -229,8 +227,14 @@ class InspectorScreen(Screen[None]):
             else:
                 table.add_row(*cells, key=name)
 
-    def show_entry(self, row: EntryRow) -> None:
-        self.selected = row
+    @property
+    def selected(self) -> ManifestEntry | None:
+        """The entry highlighted, if the request shown has it."""
+        return self.rows.get(self.selected_key) if self.selected_key is not None else None
+
+    def show_entry(self, key: str) -> None:
+        self.selected_key = key
+        row = self.rows[key]
         request = work_request(self.trace, self.step) if self.trace else None
         self.detail.update(_render_entry(self.trace or {}, request, row))
         self.refresh_bindings()
@@ -239,7 +243,7 @@ class InspectorScreen(Screen[None]):
     def _on_entry(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value
         if key in self.rows:
-            self.show_entry(self.rows[key])
+            self.show_entry(key)
 
     @on(DataTable.RowHighlighted, "#sections")
     def _on_section(self, event: DataTable.RowHighlighted) -> None:
@@ -332,7 +336,7 @@ class InspectorScreen(Screen[None]):
             return
         index = steps.index(self.step) if self.step in steps else 0
         self.step = steps[max(0, min(len(steps) - 1, index + delta))]
-        self.selected = None
+        self.selected_key = None
         self.show_step()
 
     def action_jump(self) -> None:
@@ -343,7 +347,7 @@ class InspectorScreen(Screen[None]):
         steps = self._request_steps()
         later = [s for s in steps if s > target]
         self.step = later[0] if later else target
-        self.selected = None
+        self.selected_key = None
         self.show_step()
         for key, other in self.rows.items():
             if other.step == target and other.kind == row.kind:
@@ -379,7 +383,7 @@ class InspectorScreen(Screen[None]):
 _STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
 
 
-def _cells(row: EntryRow) -> tuple[Text, str, str, Text, str, str, str]:
+def _cells(row: ManifestEntry) -> tuple[Text, str, str, Text, str, str, str]:
     style = _STATE_STYLES.get(row.state, "dim")
     reason = row.reason
     if row.superseded_by is not None:
@@ -439,7 +443,7 @@ def _sort_key(step: Any) -> int:
 
 
 def _summary(
-    run_id: int, request: dict[str, Any], filters: tuple[str, str], rows: dict[str, EntryRow]
+    run_id: int, request: dict[str, Any], filters: tuple[str, str], rows: dict[str, ManifestEntry]
 ) -> Text:
     est, ceiling, reported, frame = (
         request.get("est_tokens"),
@@ -500,7 +504,7 @@ def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
 
 
 def _render_entry(
-    trace: dict[str, Any], request: dict[str, Any] | None, row: EntryRow
+    trace: dict[str, Any], request: dict[str, Any] | None, row: ManifestEntry
 ) -> RenderableType:
     """What the model saw for the entry (as sent), then the result as recorded where that
     differs (a stub, a capped or re-read result, one bounded where it entered)."""
@@ -509,7 +513,7 @@ def _render_entry(
         f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
     )
     sent, recorded = sent_text(request, row), entry_text(trace, row)
-    lines: list[RenderableType] = [head, _labels_text(asdict(row))]
+    lines: list[RenderableType] = [head, _labels_text(row._asdict())]
     if row.is_stub:
         lines.append(Text(f"\nreason: {row.reason or row.state}", style="bold"))
         if row.superseded_by is not None:
@@ -531,7 +535,7 @@ def _render_entry(
     return Group(*lines)
 
 
-def _highlight(row: EntryRow, text: str) -> RenderableType:
+def _highlight(row: ManifestEntry, text: str) -> RenderableType:
     text = plain(text)  # no escape sequence from a result reaches the terminal
     if row.kind == "read":
         code, first = strip_line_numbers(text)
@@ -586,7 +590,7 @@ def _render_diff(
     out.append(f"step {before['step']} → step {step}", style="bold")
     out.append(f"   est {d.tokens_before:,} → {d.tokens_after:,} tok\n\n")
 
-    def section(title: str, rows: list[EntryRow], mark: str, style: str) -> None:
+    def section(title: str, rows: list[ManifestEntry], mark: str, style: str) -> None:
         out.append(f"{title} ({len(rows)})\n", style="bold")
         for r in rows:
             why = f" — {r.reason}" if r.reason else ""
