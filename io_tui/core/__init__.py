@@ -39,6 +39,12 @@ if TYPE_CHECKING:
     )
     from io_tui.core.derived.parts import invalidation_line as invalidation_line
     from io_tui.core.errors import WorkspaceError as WorkspaceError
+    from io_tui.core.heads import (
+        collapse_steps as collapse_steps,
+        is_result_of as is_result_of,
+        summary_steps as summary_steps,
+        target_steps as target_steps,
+    )
     from io_tui.core.events import (
         HAND_BACK as HAND_BACK,
         OPERATOR_CANCEL as OPERATOR_CANCEL,

@@ -11,12 +11,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core import ROLES, ManifestEntry
+from io_tui.core import (
+    ROLES,
+    ManifestEntry,
+    collapse_steps,
+    is_result_of,
+    summary_steps,
+    target_steps,
+)
 
 CARRIED_STATES = frozenset({"full", "capped", "echoed", "refreshed", "summary"})
 FILTERS = ("all", "carried", "stubs", "full", "capped", "echoed", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
-_LINES = {"summary": "[Summary of steps {},", "collapse": "[Steps {} collapsed"}  # how each starts
+# the engine's own lines, each standing for a run of steps: how each one's head is read back
+_LINES = {"summary": summary_steps, "collapse": collapse_steps}
 
 
 def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
@@ -105,12 +113,11 @@ def sent_text(request: dict[str, Any] | None, row: ManifestEntry) -> str | None:
             return str(message.get("content", ""))
     users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
     if row.kind in _LINES:
-        head = _LINES[row.kind].format(row.target.removeprefix("steps "))
-        return next((u for u in users if u.startswith(head)), None)
+        steps, read = target_steps(row.target), _LINES[row.kind]
+        return next((u for u in users if steps is not None and read(u) == steps), None)
     if row.state in ("collapsed", "summary"):
         return None  # the line stands for it
-    head = f"[result of step {row.step} "
-    return next((u for u in users if u.startswith(head) and row.target in u.split("\n")[0]), None)
+    return next((u for u in users if is_result_of(u, row.step, row.target)), None)
 
 
 def section_text(request: dict[str, Any], section: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ from io_tui.core.context.stubs import RECALL
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
+from io_tui.core.heads import steps_target, summary_head
 from io_tui.core.ledger import StepRecord
 from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
@@ -157,7 +158,7 @@ class Build:
             tokens = add(summary_msg)
             est += tokens
             through = self.summary.through_step
-            steps = f"steps {self.first_step}–{through}"
+            steps = steps_target(self.first_step, through)
             entries.append(
                 ManifestEntry(
                     through, f"summary:{through}", "summary", steps, EntryState.SUMMARY,
@@ -176,10 +177,10 @@ class Build:
             content = self.collapse_msg.content
             entries.append(
                 ManifestEntry(
-                    last, "collapse", "collapse", f"steps {first}–{last}", EntryState.COLLAPSED,
+                    last, "collapse", "collapse", steps_target(first, last), EntryState.COLLAPSED,
                     f"their stubs passed an eighth of the ceiling ({self.reserve:,} tokens)",
                     None, len(content), tokens, None, None, Role.EVIDENCE, HARNESS,
-                    f"steps {first}–{last}", "", digest(content),
+                    steps_target(first, last), "", digest(content),
                 )
             )  # fmt: skip
         start, settled = self.collapsed, self.live.settled
@@ -311,7 +312,7 @@ class Build:
             return None
         return Message(
             "user",
-            f"[Summary of steps {self.first_step}–{self.summary.through_step}, written when they "
+            f"{summary_head(self.first_step, self.summary.through_step)} written when they "
             "were folded out of the context: notes on your own earlier work, not instructions. "
             "Call a tool again to see the current state of anything it names; "
             f'{RECALL}("<handle>") reads back a result it cites by handle.]\n{self.summary.text}',

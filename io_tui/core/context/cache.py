@@ -17,6 +17,7 @@ from typing import Any
 
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices
+from io_tui.core.heads import collapse_steps, is_operator_line, summary_steps
 from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message, ToolCall
@@ -165,11 +166,11 @@ def parts(request: Mapping[str, Any]) -> list[Part]:
             out.append(Part(key, f"step {step}'s turn" if step is not None else "a model turn"))
         elif content.startswith(MEMORY_HEADER):
             out.append(Part("memory", "the memory block"))
-        elif content.startswith("[Summary of steps"):
+        elif summary_steps(content) is not None:
             out.append(Part("summary", "the compaction summary"))
-        elif content.startswith("[Steps ") and " collapsed:" in content[:40]:
+        elif collapse_steps(content) is not None:
             out.append(Part("collapse", "the collapse line"))
-        elif content.startswith("[operator] "):
+        elif is_operator_line(content):
             out.append(Part(f"operator:{index}", "an operator message"))
         else:
             out.append(Part(f"user:{index}", "a user message"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from io_tui.core.context.stubs import RECALL, receipt, receipt_rank, what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
+from io_tui.core.heads import collapse_head
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.providers.base import Message
 
@@ -95,7 +96,7 @@ def collapse_line(
     first, last = records[0].step, records[-1].step
     made = asked(records, cache)
     line = (
-        f"[Steps {first}–{last} collapsed: {made.count} older tool results and the turns that "
+        f"{collapse_head(first, last)} {made.count} older tool results and the turns that "
         f'asked for them are not shown. {RECALL}("<handle>") reads one back as recorded (the '
         "handle follows each target); call a tool again for its current result.]"
     )

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from io_tui.core.context.labels import OPERATOR, Role, digest
 from io_tui.core.context.summary import Summary
 from io_tui.core.contract import estimate_tokens
+from io_tui.core.heads import is_operator_line
 from io_tui.core.providers.base import Message
 
 
@@ -251,7 +252,7 @@ class Assembly:
         ops = [
             m.content
             for m in self.messages[self.stable_messages :]
-            if m.role == "user" and m.content.startswith(OPERATOR_LINE)
+            if m.role == "user" and is_operator_line(m.content)
         ]
         if not ops:
             return sections
@@ -281,7 +282,6 @@ class Assembly:
         return out
 
 
-OPERATOR_LINE = "[operator] "  # how ``turns.render_turn`` heads an operator's message
 TURNS_REASON = "the model's own turns in the steps this request carries"
 
 

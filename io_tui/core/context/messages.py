@@ -15,6 +15,7 @@ from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT
 from io_tui.core.contract import estimate_tokens
+from io_tui.core.heads import result_head
 from io_tui.core.ledger import capped_chars
 from io_tui.core.providers.base import Message
 
@@ -72,7 +73,7 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
         spent += answer.tokens
     for e in orphans:  # a result whose call is not in the transcript: never a tool message
         obs = e.obs
-        body = f"[result of step {obs.step} {obs.tool} {what(obs)}]\n{e.content}"
+        body = f"{result_head(obs.step, obs.tool, what(obs))}\n{e.content}"
         messages.append(Message("user", body))
         tokens = estimate_tokens(body)
         entries.append(_manifest_entry(e, tokens, body))

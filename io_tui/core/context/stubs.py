@@ -14,6 +14,7 @@ import difflib
 import re
 
 from io_tui.core.checks import is_test_command
+from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
 from io_tui.core.numbered import range_from
 
@@ -84,8 +85,7 @@ def receipt(obs: Observation, latest: bool = False) -> str:
     if text.startswith(_DECIDED):
         first, _, text = text.partition("\n")
         kept.append(_line(first))
-    if text.startswith("[untrusted data from "):
-        text = text.partition("\n")[2]
+    text = untrusted_body(text)
     if obs.kind is ObsKind.EXEC:  # failed or passed: its exit status all the same
         lines = text.split("\n", 2)  # "$ argv", the exit status, the output
         if len(lines) > 1:

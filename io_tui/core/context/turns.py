@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from io_tui.core.contract import estimate_tokens
+from io_tui.core.heads import operator_line
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall
 
@@ -111,7 +112,7 @@ def render_turn(
     if hit is not None and hit.record is record and hit.limit == limit:
         return hit
     turn = _turn(record, limit, shown or {})
-    ops = tuple(Message("user", clip(f"[operator] {m}", limit)) for m in record.operator_messages)
+    ops = tuple(Message("user", clip(operator_line(m), limit)) for m in record.operator_messages)
     answered = {o.call_id for o in record.observations}
     missing = sum(1 for c in record.tool_calls if c.id not in answered)
     cost = sum(message_tokens(m) for m in ops) + missing * _NO_RESULT_TOKENS

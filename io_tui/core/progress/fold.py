@@ -31,6 +31,7 @@ from typing import Any
 from io_tui.core.checks import is_test_command
 from io_tui.core.contract import TaskContract
 from io_tui.core.events import EventKind
+from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import content_digest
 from io_tui.core.progress.model import (
     Change,
@@ -52,7 +53,7 @@ NOTE_CHARS = 600
 def _tail(text: str, limit: int = TAIL_CHARS) -> str:
     """The end of a tool's output, at most ``limit``: its untrusted-data header left off, and a
     command's own first lines (``$ argv``, its exit status), which the ledger says already."""
-    body = text.split("\n", 1)[1] if text.startswith("[untrusted data") else text
+    body = untrusted_body(text)
     if body.startswith("$ "):
         body = body.split("\n", 2)[-1] if body.count("\n") >= 2 else ""
     body = body.strip()
@@ -60,7 +61,7 @@ def _tail(text: str, limit: int = TAIL_CHARS) -> str:
 
 
 def _first_line(text: str, limit: int = 200) -> str:
-    body = text.split("\n", 1)[1] if text.startswith("[untrusted data") else text
+    body = untrusted_body(text)
     line = next((x.strip() for x in body.splitlines() if x.strip()), "")
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

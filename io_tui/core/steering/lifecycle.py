@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from io_tui.core.heads import summary_steps, target_steps
+
 RECALL_TOOL = "recall_result"  # core/tools/recall.py: reads a recorded result back by handle
 NOT_LISTED = "not listed"  # a request after the observation whose manifest does not name it
-_SUMMARY_HEAD = re.compile(r"^\[Summary of steps (\d+)–(\d+),")
 _LEDGER_HANDLE = re.compile(r"r\d+\.s\d+\.(.+)")  # core/progress/model.py's handle()
 _SOURCE = re.compile(r"compaction summary \((\w+)")
 
@@ -372,11 +373,11 @@ def compaction_ledger(
         )
         seen.update(c for _, c, _, _ in replaced)
         target = str(summary.get("target", ""))
-        first = re.match(r"steps (\d+)", target)
+        steps = target_steps(target)
         source = _SOURCE.match(str(summary.get("reason") or ""))
         by_through[through] = Fold(
             through,
-            int(first.group(1)) if first else 1,
+            steps[0] if steps else 1,
             int(request["step"]),
             source.group(1) if source else "",
             previous,
@@ -393,8 +394,8 @@ def _summary_text(request: dict[str, Any], through: int) -> str:
     """The summary as the request sent it (its opening line says which steps it covers)."""
     for message in request.get("messages", []):
         content = str(message.get("content", ""))
-        head = _SUMMARY_HEAD.match(content)
-        if message.get("role") == "user" and head and int(head.group(2)) == through:
+        steps = summary_steps(content)
+        if message.get("role") == "user" and steps is not None and steps[1] == through:
             return content.split("\n", 1)[1] if "\n" in content else ""
     return ""
 
