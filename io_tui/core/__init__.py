@@ -39,12 +39,6 @@ if TYPE_CHECKING:
     )
     from io_tui.core.derived.parts import invalidation_line as invalidation_line
     from io_tui.core.errors import WorkspaceError as WorkspaceError
-    from io_tui.core.heads import (
-        collapse_steps as collapse_steps,
-        is_result_of as is_result_of,
-        summary_steps as summary_steps,
-        target_steps as target_steps,
-    )
     from io_tui.core.events import (
         HAND_BACK as HAND_BACK,
         OPERATOR_CANCEL as OPERATOR_CANCEL,
@@ -52,6 +46,12 @@ if TYPE_CHECKING:
         EventKind as EventKind,
         EventSink as EventSink,
         RunEvent as RunEvent,
+    )
+    from io_tui.core.heads import (
+        collapse_steps as collapse_steps,
+        is_result_of as is_result_of,
+        summary_steps as summary_steps,
+        target_steps as target_steps,
     )
     from io_tui.core.hosts.process.client import (
         WorkerClient as WorkerClient,
@@ -186,10 +186,12 @@ if TYPE_CHECKING:
         check_rewrite as check_rewrite,
     )
     from io_tui.core.steering.trace import (
+        StepRequest as StepRequest,
         TraceNotFound as TraceNotFound,
         build_trace as build_trace,
         limits_notes as limits_notes,
         request_notes as request_notes,
+        step_request as step_request,
     )
     from io_tui.core.store import (
         ApprovalRecord as ApprovalRecord,

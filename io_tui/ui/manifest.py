@@ -27,15 +27,6 @@ _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 _LINES = {"summary": summary_steps, "collapse": collapse_steps}
 
 
-def work_request(trace: dict[str, Any], step: int) -> dict[str, Any] | None:
-    """The last attempt of the working request that opened ``step``."""
-    found = None
-    for request in trace["requests"]:
-        if request["step"] == step and request.get("purpose", "work") == "work":
-            found = request
-    return found
-
-
 def keyed_entries(request: dict[str, Any] | None) -> dict[str, ManifestEntry]:
     """The request's manifest entries, each under a key that stays the same from one request to
     the next (``STEP:KIND:TARGET#N``, the Nth such entry): the table's row keys, and what the
@@ -84,12 +75,13 @@ def label_matches(row: ManifestEntry, label_filter: str) -> bool:
     return True
 
 
-def entry_text(trace: dict[str, Any], row: ManifestEntry) -> str | None:
-    """The entry's full, unelided text: the observation of its call (of that step, kind and
-    target in a trace whose entries name no call). None for the summary and collapse lines."""
+def entry_text(steps: Iterable[dict[str, Any]], row: ManifestEntry) -> str | None:
+    """The entry's full, unelided text, from ``steps`` as the trace gives them: the observation
+    of its call (of that step, kind and target in a trace whose entries name no call). None for
+    the summary and collapse lines."""
     if row.kind in _LINES:
         return None
-    for step in trace["steps"]:
+    for step in steps:
         if step["step"] != row.step:
             continue
         for obs in step.get("observations", []):

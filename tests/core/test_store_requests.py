@@ -96,6 +96,28 @@ async def test_each_request_reads_back_whole_though_most_are_stored_as_deltas(st
         assert [(r.messages, r.manifest) for r in await other.trace.requests(run_id)] == (expected)
 
 
+async def test_one_request_reads_back_whole_from_the_requests_it_extends(store) -> None:
+    """A request read alone (``requests_by_id``, the inspector's) is what reading the whole
+    run rebuilds; another run's requests, stored between, are neither read nor in the way."""
+    run_id, other = await new_run(store), await new_run(store)
+    enc, elsewhere = Encoders(), Encoders()
+    messages: list[Message] = [Message("system", "sys")]
+    entries: list[ManifestEntry] = []
+    for step in range(1, 9):
+        record, _ = enc.request(step, [*messages, Message("user", "asking")], entries)
+        await store.runs.commit_step(run_id, commit(step, record))
+        unrelated, _ = elsewhere.request(step, messages, [])
+        await store.runs.commit_step(other, commit(step, unrelated))
+        messages += turn(step)
+        entries.append(entry(step))
+    keys = await store.trace.request_keys(run_id)
+    assert [(k.step, k.attempt, k.purpose) for k in keys] == [(s, 1, "work") for s in range(1, 9)]
+    every = {row.id: row for row in await store.trace.requests(run_id)}
+    wanted = [keys[5].id, keys[2].id]
+    assert await store.trace.requests_by_id(wanted) == {i: every[i] for i in wanted}
+    assert await store.trace.requests_by_id([]) == {}
+
+
 async def test_a_request_whose_base_was_rolled_back_is_stored_whole(store, store_path):
     run_id = await new_run(store)
     enc = Encoders()

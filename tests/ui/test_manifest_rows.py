@@ -163,10 +163,14 @@ def test_the_text_sent_for_each_entry_is_found_in_the_request_as_sent() -> None:
 
 def test_the_recorded_text_is_the_entry_s_own_call_and_lines_have_none() -> None:
     rows = {r.step: r for r in rows_of(SENT)}
-    assert entry_text(TRACE, rows[5]) == "whole 5"
-    assert entry_text(TRACE, rows[2]) is None and entry_text(TRACE, rows[4]) is None
+    assert entry_text(TRACE["steps"], rows[5]) == "whole 5"
+    assert (
+        entry_text(TRACE["steps"], rows[2]) is None and entry_text(TRACE["steps"], rows[4]) is None
+    )
     second = rows_of({"entries": [entry(9, "read", "full", call_id="c9b", target="a.py")]})[0]
-    assert entry_text(TRACE, second) == "lines 1-3"  # not the first read of a.py in that step
+    assert (
+        entry_text(TRACE["steps"], second) == "lines 1-3"
+    )  # not the first read of a.py in that step
 
 
 async def test_the_engine_s_summary_and_collapse_lines_are_found_as_sent() -> None:

@@ -102,7 +102,8 @@ async def test_inspector_filters_by_role_then_by_authority(make_app) -> None:
         shown = [inspector.rows[str(k.value)] for k in table.rows]
         assert shown and all(r.authority == authorities[0] for r in shown)
         detail = Console(width=200, record=True)
-        detail.print(_render_entry(inspector.trace or {}, None, shown[0]))
+        assert inspector.view is not None
+        detail.print(_render_entry(inspector.view.steps, None, shown[0]))
         assert f"authority: {authorities[0]}" in detail.export_text()
         assert "authority: " in str(inspector.query_one("#summary", Static).render())
 
@@ -119,7 +120,7 @@ async def test_inspector_stub_jumps_to_the_replacing_step(make_app) -> None:
         inspector.set_filter("stubs")
         inspector.show_entry(key)
         await pilot.press("j")
-        await pilot.pause(0.1)
+        await wait_until_idle(pilot)  # the later step's request read
         assert inspector.step > stub.superseded_by
         assert inspector.selected is None or inspector.selected.step == stub.superseded_by
 
@@ -133,6 +134,7 @@ async def test_inspector_steps_and_diff(make_app) -> None:
         assert inspector.step == 4
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert inspector.step == 6
+        await wait_until_idle(pilot)  # step 6's request read
         await pilot.press("d")
         assert inspector.query_one(TabbedContent).active == "tab-diff"
         diff = str(inspector.query_one("#diff", Static).render())
@@ -334,8 +336,8 @@ async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(make_app)
         diff = str(inspector.query_one("#diff", Static).render())
         assert f"broke at message {broken['cache']['broke_at']}: " in diff
         assert broken["cache"]["why"] in diff.replace("\n", " ")
-        inspector.step = whole["step"]
-        inspector.show_step()
+        inspector.show_request(whole["step"])
+        await wait_until_idle(pilot)
         diff = str(inspector.query_one("#diff", Static).render())
         assert "prompt cache: extends the previous request whole" in diff
 

@@ -321,11 +321,14 @@ def run_cache(requests: Sequence[Mapping[str, Any]]) -> RunCache:
     return RunCache(len(work), rewrites, cached / total if total else None, "estimated")
 
 
-def annotate(requests: Sequence[dict[str, Any]]) -> None:
+def annotate(requests: Sequence[dict[str, Any]], before: Mapping[str, Any] | None = None) -> None:
     """Add ``cache`` to each stored request (oldest first): its cached prefix after the run's
     previous working request, where and why it broke, and the cache tokens the provider
-    reported (None where it reported none). Summary requests are not in the chain."""
+    reported (None where it reported none). Summary requests are not in the chain. ``before``:
+    the run's working request just before the first of ``requests``, when there is one."""
     previous: tuple[Mapping[str, Any], list[str]] | None = None
+    if before is not None:
+        previous = (before, [message_key(m) for m in before["messages"]])
     for request in requests:
         usage = request.get("usage") or {}
         reported = bool(usage.get("cache_reported"))

@@ -1,14 +1,19 @@
-"""The full, unelided trace of a run, in the schema of DESIGN §4 (``io-tui trace RUN --json``)."""
+"""The full, unelided trace of a run, in the schema of DESIGN §4 (``io-tui trace RUN --json``).
+
+Beside it, one working request read alone (``step_request``): the inspector shows one request
+at a time, and a long run's trace rebuilds every request it ever sent.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.context.cache import annotate
 from io_tui.core.events import EventKind
 from io_tui.core.progress import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
-from io_tui.core.store import IntentRow, RequestRow, Store
+from io_tui.core.store import IntentRow, ObservationRow, RequestRow, Store
 
 
 class TraceNotFound(LookupError):
@@ -37,18 +42,7 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     annotate(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
     for o in observations:
-        obs_by_step.setdefault(o.step, []).append(
-            {
-                "call_id": o.call_id,
-                "tool": o.tool,
-                "kind": o.kind,
-                "target": o.target,
-                "span": o.span,
-                "is_error": o.is_error,
-                "text": o.text,
-                "full_text": o.full_text,
-            }
-        )
+        obs_by_step.setdefault(o.step, []).append(_observation(o))
     return {
         "run": {
             "id": run.id,
@@ -120,6 +114,68 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             }
             for a in approvals
         ],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """One working request of a run and what is shown beside it, read without the trace.
+
+    ``request`` and ``previous`` are as ``build_trace`` gives them in ``requests``: ``request``
+    with its prompt-cache annotation (against the working request stored before it),
+    ``previous`` (the previous step's, which a diff compares it with) without. ``steps`` are the
+    steps its entries name, each with its ``result`` and ``observations`` as ``build_trace``
+    gives them (the rest of a step left out)."""
+
+    run_id: int
+    step: int  # the step asked for, or the nearest one with a working request
+    request_steps: tuple[int, ...]  # every step of the run that has a working request
+    request: dict[str, Any] | None
+    previous: dict[str, Any] | None
+    steps: tuple[dict[str, Any], ...]
+
+
+async def step_request(store: Store, run_id: int, step: int) -> StepRequest:
+    """The last attempt of the working request that opened ``step`` (or the nearest step that
+    has one), reading only it, the requests it is compared with, and the steps it names: a
+    long run's inspector opens without rebuilding every request of the run."""
+    if await store.runs.get(run_id) is None:
+        raise TraceNotFound(f"no run {run_id} in {store.path}")
+    work = [k for k in await store.trace.request_keys(run_id) if k.purpose == "work"]
+    steps = sorted({k.step for k in work})
+    if not steps:
+        return StepRequest(run_id, step, (), None, None, ())
+    if step not in steps:
+        step = min(steps, key=lambda s: abs(s - step))
+    at = max(i for i, k in enumerate(work) if k.step == step)  # its last attempt
+    earlier = [s for s in steps if s < step]
+    last = max(i for i, k in enumerate(work) if k.step == earlier[-1]) if earlier else None
+    wanted = {work[at].id} | {work[i].id for i in (at - 1, last) if i is not None and i >= 0}
+    rows = await store.trace.requests_by_id(sorted(wanted))
+    request = _request(rows[work[at].id])
+    annotate([request], _request(rows[work[at - 1].id]) if at else None)
+    previous = _request(rows[work[last].id]) if last is not None else None
+    named = sorted({int(e.get("step") or 0) for e in request["entries"]})
+    observations: dict[int, list[dict[str, Any]]] = {}
+    for o in await store.trace.observations_in(run_id, named):
+        observations.setdefault(o.step, []).append(_observation(o))
+    shown = tuple(
+        {"step": s.step, "result": s.result, "observations": observations.get(s.step, [])}
+        for s in await store.trace.steps_in(run_id, named)
+    )
+    return StepRequest(run_id, step, tuple(steps), request, previous, shown)
+
+
+def _observation(o: ObservationRow) -> dict[str, Any]:
+    return {
+        "call_id": o.call_id,
+        "tool": o.tool,
+        "kind": o.kind,
+        "target": o.target,
+        "span": o.span,
+        "is_error": o.is_error,
+        "text": o.text,
+        "full_text": o.full_text,
     }
 
 

@@ -6,15 +6,16 @@ one's messages and manifest entries and a few more. A request encoded by the run
 one, the row holds only what is new: ``base_id``, how many of the base's messages and entries
 it keeps (``messages_keep``, ``entries_keep``), and the rest in the usual columns. Anything
 else (the first request of a process, a summary request, a base that was never stored) is
-stored whole. ``expand_deltas`` rebuilds every row of a run as if it had been stored whole, so
-readers (the trace, the inspector) never see a delta.
+stored whole. ``expand_deltas`` rebuilds rows as if they had been stored whole (every row of a
+run, or one request with the rows it extends: ``CHAINS``), so readers (the trace, the
+inspector) never see a delta.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,9 +158,13 @@ def insert_request(
     return Written(messages, manifest.entries, cursor.lastrowid)
 
 
-def expand_deltas(rows: Sequence[sqlite3.Row]) -> list[RequestRow]:
-    """``rows`` of one run's requests (in any order, all of them) with every delta rebuilt:
-    ``messages`` and ``manifest`` hold what the request would have been stored as whole."""
+def expand_deltas(
+    rows: Sequence[sqlite3.Row], only: Collection[int] | None = None
+) -> list[RequestRow]:
+    """``rows`` of one run's requests (in any order; with each delta, the rows it extends) with
+    every delta rebuilt: ``messages`` and ``manifest`` hold what the request would have been
+    stored as whole. With ``only``, just the rows of those ids come back (the others are read
+    only as far as those need them)."""
     parsed: dict[int, tuple[list[Any], dict[str, Any]]] = {}  # bases, as lists and dicts
     wanted = {r["base_id"] for r in rows if r["base_id"] is not None}
     rebuilt: dict[int, RequestRow] = {}
@@ -175,5 +180,15 @@ def expand_deltas(rows: Sequence[sqlite3.Row]) -> list[RequestRow]:
             manifest = {**manifest, "entries": entries}
         if row["id"] in wanted:
             parsed[row["id"]] = (messages, manifest)
-        rebuilt[row["id"]] = RequestRow.from_row(row, messages, manifest)
-    return [rebuilt[r["id"]] for r in rows]
+        if only is None or row["id"] in only:
+            rebuilt[row["id"]] = RequestRow.from_row(row, messages, manifest)
+    return [rebuilt[r["id"]] for r in rows if r["id"] in rebuilt]
+
+
+# a request's row and the rows its deltas extend, back to the one stored whole (``?``: its ids)
+CHAINS = """WITH RECURSIVE chain(id) AS (
+    SELECT id FROM requests WHERE id IN ({ids})
+    UNION
+    SELECT requests.base_id FROM requests JOIN chain ON requests.id = chain.id
+    WHERE requests.base_id IS NOT NULL
+) SELECT * FROM requests WHERE id IN (SELECT id FROM chain)"""

@@ -16,7 +16,17 @@ import aiosqlite
 
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.db import Database, row_as
-from io_tui.core.store.requests import RequestFigures, RequestRow, expand_deltas
+from io_tui.core.store.requests import CHAINS, RequestFigures, RequestRow, expand_deltas
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """A stored request's place among its run's, without its messages or manifest."""
+
+    id: int
+    step: int
+    attempt: int
+    purpose: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +154,54 @@ class TraceRepo:
         )
         return [ObservationRow.from_row(r) for r in rows]
 
+    async def steps_in(self, run_id: int, steps: Sequence[int]) -> list[StepRow]:
+        """The run's steps numbered ``steps``, oldest first."""
+        if not steps:
+            return []
+        rows = await self.db.fetchall(
+            f"SELECT * FROM steps WHERE run_id = ? AND step IN ({','.join('?' * len(steps))})"
+            " ORDER BY step",
+            (run_id, *steps),
+        )
+        return [StepRow.from_row(r) for r in rows]
+
+    async def observations_in(self, run_id: int, steps: Sequence[int]) -> list[ObservationRow]:
+        """The observations of the run's steps numbered ``steps``, in the order they were made."""
+        if not steps:
+            return []
+        rows = await self.db.fetchall(
+            "SELECT * FROM observations WHERE run_id = ?"
+            f" AND step IN ({','.join('?' * len(steps))}) ORDER BY id",
+            (run_id, *steps),
+        )
+        return [ObservationRow.from_row(r) for r in rows]
+
     async def requests(self, run_id: int) -> list[RequestRow]:
         """Every request of the run, whole (a request stored as a delta is rebuilt)."""
         rows = await self.db.fetchall(
             "SELECT * FROM requests WHERE run_id = ? ORDER BY step, attempt, id", (run_id,)
         )
         return expand_deltas(rows)
+
+    async def request_keys(self, run_id: int) -> list[RequestKey]:
+        """Every request of the run in the trace's order (step, attempt), without its text:
+        enough to choose which to read whole (``requests_by_id``)."""
+        rows = await self.db.fetchall(
+            "SELECT id, step, attempt, purpose FROM requests WHERE run_id = ?"
+            " ORDER BY step, attempt, id",
+            (run_id,),
+        )
+        return [RequestKey(r["id"], r["step"], r["attempt"], r["purpose"]) for r in rows]
+
+    async def requests_by_id(self, ids: Sequence[int]) -> dict[int, RequestRow]:
+        """The requests ``ids``, whole: a delta is rebuilt from the requests it extends, and
+        no other request is read."""
+        if not ids:
+            return {}
+        rows = await self.db.fetchall(
+            CHAINS.format(ids=",".join("?" * len(ids))) + " ORDER BY id", tuple(ids)
+        )
+        return {r.id: r for r in expand_deltas(rows, only=set(ids))}
 
     async def latest_request(self, run_id: int, step: int | None = None) -> RequestFigures | None:
         """The last working request of a run (or of one step): what the budget gauges show."""

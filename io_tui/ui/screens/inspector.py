@@ -4,11 +4,14 @@ Left: the request's manifest as a keyed table (filter by state with ``f``, by ro
 with ``a``) and the sections, each with its role (DESIGN §3.2).
 Right: the selected entry's full text (Pygments-highlighted by file type) or a stub's reason
 (``j`` jumps to the step that superseded or invalidated it), and a diff against the previous
-request. Everything is rebuilt from the store (``build_trace``) in a worker.
+request. Each request is read from the store alone, in a worker (core ``step_request``: a long
+run's requests are never all rebuilt to show one); the lifecycle (``l``) builds the run's trace
+when it opens.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -25,7 +28,15 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static, TabbedContent, TabPane
 from textual.widgets.data_table import RowKey
 
-from io_tui.core import ManifestEntry, Store, TraceNotFound, build_trace, limits_notes
+from io_tui.core import (
+    ManifestEntry,
+    StepRequest,
+    Store,
+    TraceNotFound,
+    build_trace,
+    limits_notes,
+    step_request,
+)
 from io_tui.ui.manifest import (
     FILTERS,
     diff_requests,
@@ -37,7 +48,6 @@ from io_tui.ui.manifest import (
     section_text,
     sent_text,
     strip_line_numbers,
-    work_request,
 )
 from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
@@ -80,10 +90,10 @@ class InspectorScreen(Screen[None]):
         Binding("l", "lifecycle", "Lifecycle", id="inspector.lifecycle", tooltip="Why did it forget it: the highlighted entry's lifecycle across the run's requests, and the compaction ledger (or search)"),
     ]  # fmt: skip
 
-    class TraceLoaded(Message):
-        def __init__(self, trace: dict[str, Any] | None, error: str | None = None) -> None:
+    class RequestLoaded(Message):
+        def __init__(self, view: StepRequest | None, error: str | None = None) -> None:
             super().__init__()
-            self.trace = trace
+            self.view = view
             self.error = error
 
     entries = query_one("#entries", Table)
@@ -99,7 +109,8 @@ class InspectorScreen(Screen[None]):
         self.step = step
         self.state_filter = "all"
         self.label_filter = "all"  # one of ``label_filters``: by role or by authority
-        self.trace: dict[str, Any] | None = None
+        self.view: StepRequest | None = None  # the request shown, as last read
+        self.select_after: tuple[int, str] | None = None  # (step, kind): once read, select it
         self.rows: dict[str, ManifestEntry] = {}  # by row key (``keyed_entries``)
         self.selected_key: str | None = None
 
@@ -129,40 +140,47 @@ class InspectorScreen(Screen[None]):
 
     @work(group="inspector", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        store = self.store
+        """Read the request of ``self.step`` (or of the nearest step that has one)."""
         try:
-            trace = await build_trace(store, self.run_id)
+            view = await step_request(self.store, self.run_id, self.step)
         except TraceNotFound as exc:
-            self.post_message(self.TraceLoaded(None, str(exc)))
+            self.post_message(self.RequestLoaded(None, str(exc)))
             return
-        self.post_message(self.TraceLoaded(trace))
+        self.post_message(self.RequestLoaded(view))
 
-    @on(TraceLoaded)
-    def _on_loaded(self, message: TraceLoaded) -> None:
-        if message.trace is None:
+    def show_request(self, step: int) -> None:
+        """Go to ``step``'s request: shown once read."""
+        self.step = step
+        self.selected_key = None
+        self.load()
+
+    @on(RequestLoaded)
+    def _on_loaded(self, message: RequestLoaded) -> None:
+        if message.view is None:
             self.summary.update(Text(message.error or "no trace", style="bold"))
             return
-        self.trace = message.trace
-        self.refresh_bindings()  # lifecycle needs the trace
-        steps = self._request_steps()
-        if steps and self.step not in steps:
-            self.step = min(steps, key=lambda s: abs(s - self.step))
+        self.view = message.view
+        self.step = message.view.step
+        self.refresh_bindings()  # lifecycle needs the run
         self.show_step()
+        if self.select_after is not None:
+            step, kind = self.select_after
+            self.select_after = None
+            for key, other in self.rows.items():
+                if other.step == step and other.kind == kind:
+                    self._move_to(key)
+                    break
 
     def _request_steps(self) -> list[int]:
-        if self.trace is None:
-            return []
-        return sorted(
-            {r["step"] for r in self.trace["requests"] if r.get("purpose", "work") == "work"}
-        )
+        return list(self.view.request_steps) if self.view is not None else []
 
     # -- painting ------------------------------------------------------------------------------
 
     def show_step(self) -> None:
-        trace = self.trace
-        if trace is None:
+        view = self.view
+        if view is None:
             return
-        request = work_request(trace, self.step)
+        request = view.request
         self.sub_title = f"run {self.run_id} · step {self.step}"
         self.rows = keyed_entries(request)
         if request is None:
@@ -182,8 +200,7 @@ class InspectorScreen(Screen[None]):
             self.detail.update("This request carried no observations yet.")
 
     def _previous_request(self) -> dict[str, Any] | None:
-        steps = [s for s in self._request_steps() if s < self.step]
-        return work_request(self.trace, steps[-1]) if steps and self.trace else None
+        return self.view.previous if self.view is not None else None
 
     def _sync_entries(self) -> None:
         """Keyed update: remove rows that left, update rows that stayed, add new ones."""
@@ -235,8 +252,9 @@ class InspectorScreen(Screen[None]):
     def show_entry(self, key: str) -> None:
         self.selected_key = key
         row = self.rows[key]
-        request = work_request(self.trace, self.step) if self.trace else None
-        self.detail.update(_render_entry(self.trace or {}, request, row))
+        view = self.view
+        steps, request = (view.steps, view.request) if view is not None else ((), None)
+        self.detail.update(_render_entry(steps, request, row))
         self.refresh_bindings()
 
     @on(DataTable.RowHighlighted, "#entries")
@@ -247,9 +265,9 @@ class InspectorScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#sections")
     def _on_section(self, event: DataTable.RowHighlighted) -> None:
-        if self.trace is None or not self.sections.has_focus:
+        if self.view is None or not self.sections.has_focus:
             return
-        request = work_request(self.trace, self.step) or {}
+        request = self.view.request or {}
         for section in request.get("sections", []):
             if section.get("name") == event.row_key.value:
                 text = section_text(request, section)
@@ -293,7 +311,7 @@ class InspectorScreen(Screen[None]):
         if action == "jump":
             return self.selected is not None and self.selected.superseded_by is not None
         if action == "lifecycle":
-            return self.trace is not None
+            return self.view is not None
         if action == "open_entry":
             return self.has_class("-narrow") and not self.has_class("-reading")
         return True
@@ -335,9 +353,7 @@ class InspectorScreen(Screen[None]):
         if not steps:
             return
         index = steps.index(self.step) if self.step in steps else 0
-        self.step = steps[max(0, min(len(steps) - 1, index + delta))]
-        self.selected_key = None
-        self.show_step()
+        self.show_request(steps[max(0, min(len(steps) - 1, index + delta))])
 
     def action_jump(self) -> None:
         row = self.selected
@@ -346,13 +362,8 @@ class InspectorScreen(Screen[None]):
         target = row.superseded_by
         steps = self._request_steps()
         later = [s for s in steps if s > target]
-        self.step = later[0] if later else target
-        self.selected_key = None
-        self.show_step()
-        for key, other in self.rows.items():
-            if other.step == target and other.kind == row.kind:
-                self._move_to(key)
-                break
+        self.select_after = (target, row.kind)
+        self.show_request(later[0] if later else target)
         self.notify(f"step {target} replaced the entry of step {row.step}", timeout=3)
 
     def _move_to(self, key: str) -> None:
@@ -371,13 +382,23 @@ class InspectorScreen(Screen[None]):
         self.load()
 
     def action_lifecycle(self) -> None:
-        if self.trace is None:  # disabled until the trace is loaded
+        if self.view is None:  # disabled until the run is read
             return
-        from io_tui.ui.screens.lifecycle import LifecycleScreen
-
         row = self.selected  # a summary or collapse line is no one entry: search instead
         query = row.call_id if row is not None and row.kind not in ("summary", "collapse") else ""
-        self.app.push_screen(LifecycleScreen(self.trace, query))
+        self._open_lifecycle(query)
+
+    @work(group="inspector-lifecycle", exclusive=True, exit_on_error=False)
+    async def _open_lifecycle(self, query: str) -> None:
+        """An entry's lifecycle spans the run's requests: its trace is built for it."""
+        from io_tui.ui.screens.lifecycle import LifecycleScreen
+
+        try:
+            trace = await build_trace(self.store, self.run_id)
+        except TraceNotFound as exc:
+            self.notify(str(exc), severity="warning")
+            return
+        self.app.push_screen(LifecycleScreen(trace, query))
 
 
 _STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
@@ -504,7 +525,7 @@ def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
 
 
 def _render_entry(
-    trace: dict[str, Any], request: dict[str, Any] | None, row: ManifestEntry
+    steps: Iterable[dict[str, Any]], request: dict[str, Any] | None, row: ManifestEntry
 ) -> RenderableType:
     """What the model saw for the entry (as sent), then the result as recorded where that
     differs (a stub, a capped or re-read result, one bounded where it entered)."""
@@ -512,7 +533,7 @@ def _render_entry(
         (plain(f"{row.kind} {row.target}"), "bold"),
         f"  · step {row.step} · {row.state} · {row.est_tokens:,} tok · {row.chars:,} chars",
     )
-    sent, recorded = sent_text(request, row), entry_text(trace, row)
+    sent, recorded = sent_text(request, row), entry_text(steps, row)
     lines: list[RenderableType] = [head, _labels_text(row._asdict())]
     if row.is_stub:
         lines.append(Text(f"\nreason: {row.reason or row.state}", style="bold"))
