@@ -1,0 +1,106 @@
+"""The real-session benchmark (benchmarks/real_sessions.py) end to end on a short session: a
+trajectory's actions become io-tui's tools, and a converted session replays through the real
+CLI into figures."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import real_sessions  # noqa: E402
+import session_convert  # noqa: E402
+
+from io_tui.core.contract import CachePrices  # noqa: E402
+
+
+def assistant(thought: str, command: str) -> dict[str, str]:
+    return {"role": "assistant", "content": f"THOUGHT: {thought}\n\n```bash\n{command}\n```"}
+
+
+def test_a_mini_swe_agent_trajectory_becomes_io_tui_calls() -> None:
+    heredoc = "cat <<'EOF' > repro.py\nimport sys\nprint(sys.argv)\nEOF"
+    trajectory = {
+        "messages": [
+            {"role": "system", "content": "..."},
+            {"role": "user", "content": "<pr_description>\nFix it.\n</pr_description>"},
+            assistant("look", "nl -ba /testbed/src/a.py | sed -n '10,20p'"),
+            assistant("search", 'grep -rn "def f(" src'),
+            {"role": "assistant", "content": "two\n```bash\nls\n```\n```bash\nls\n```"},
+            assistant("write", heredoc),
+            assistant("edit", "sed -i 's/a/b/' src/a.py"),
+            assistant("done", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"),
+        ]
+    }
+    converted = session_convert.from_mini(trajectory)
+    calls = [t["tool_calls"][0] if t["tool_calls"] else None for t in converted["turns"]]
+    assert converted["task"] == "Fix it."
+    assert calls[0] == {
+        "name": "read_file",
+        "arguments": {"path": "src/a.py", "offset": 10, "limit": 11},
+    }
+    assert calls[1] == {"name": "grep", "arguments": {"pattern": r"def f\(", "path": "src"}}
+    assert calls[2] == {
+        "name": "write_file",
+        "arguments": {"path": "repro.py", "content": "import sys\nprint(sys.argv)\n"},
+    }
+    assert calls[3] == {
+        "name": "run_command",
+        "arguments": {"argv": ["bash", "-c", "sed -i 's/a/b/' src/a.py"]},
+    }
+    assert calls[4]["arguments"]["argv"][2] == "git diff"
+    assert calls[5] is None  # the closing answer
+    assert converted["turns"][2]["text"].startswith("two")  # a format error's text goes on
+    assert converted["counts"]["format error (no action)"] == 1
+
+
+def test_an_openhands_trajectory_becomes_io_tui_calls() -> None:
+    root = "/workspace/demo__demo__1.0"
+    events = [
+        {"id": 1, "source": "user", "action": "message",
+         "message": f"<uploaded_files>\n{root}\n</uploaded_files>\n<issue_description>\nBug\n</issue_description>"},
+        {"id": 2, "source": "agent", "action": "read",
+         "args": {"path": f"{root}/pkg/m.py", "view_range": [5, -1], "thought": "<think></think>\nRead"}},
+        {"id": 3, "source": "agent", "observation": "error", "content": "Missing parameter"},
+        {"id": 4, "source": "agent", "action": "edit",
+         "args": {"path": f"{root}/pkg/m.py", "command": "str_replace", "old_str": "a", "new_str": "b"}},
+        {"id": 5, "source": "agent", "action": "run", "args": {"command": f"cd {root}/pkg && ls"}},
+        {"id": 6, "source": "agent", "observation": "run",
+         "extras": {"metadata": {"working_dir": f"{root}/pkg"}}},
+        {"id": 7, "source": "agent", "action": "run", "args": {"command": "ls"}},
+        {"id": 8, "source": "agent", "action": "finish", "args": {"final_thought": "Fixed."}},
+    ]  # fmt: skip
+    converted = session_convert.from_openhands(events)
+    calls = [t["tool_calls"][0] if t["tool_calls"] else None for t in converted["turns"]]
+    assert converted["task"] == "Bug"
+    assert calls[0] == {"name": "read_file", "arguments": {"path": "pkg/m.py", "offset": 5}}
+    assert converted["turns"][0]["text"] == "Read"
+    assert calls[1] == {
+        "name": "edit_file",
+        "arguments": {"path": "pkg/m.py", "old": "a", "new": "b"},
+    }
+    assert calls[2]["arguments"]["argv"] == ["bash", "-c", "cd pkg && ls"]
+    assert calls[3]["arguments"]["argv"] == ["bash", "-c", "cd pkg && ls"]  # the shell stayed there
+    assert calls[4] is None and "Fixed." in converted["turns"][4]["text"]
+    assert converted["counts"]["rejected by the harness (no action)"] == 1
+
+
+@pytest.mark.skipif(not real_sessions.all_sessions(), reason="no session data")
+def test_a_short_real_session_replays_through_the_cli_into_figures() -> None:
+    session = real_sessions.truncated(real_sessions.load("openhands__requests-3362"), 8)
+    replayed = real_sessions.replay(session, 24_000)
+    try:
+        figures = real_sessions.measure(replayed, CachePrices())
+    finally:
+        real_sessions.shutil.rmtree(replayed.base, ignore_errors=True)
+    assert replayed.exit_code == 0, replayed.output
+    assert figures.finished and figures.steps == 9 and figures.requests == 9
+    io, naive = figures.strategies["io-tui"], figures.strategies["naive"]
+    assert 0 < io.plain <= naive.plain
+    assert figures.strategies["oracle+turns"].plain > 0
+    assert io.stale == 0
+    assert 0.0 <= figures.recall <= 1.0
