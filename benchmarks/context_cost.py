@@ -7,9 +7,13 @@
 Each session is a real run: the run loop (``start_run``) with a real SQLite store, the real
 tools over a copy of ``benchmarks/fixture_repo.tar.gz`` and the scripted provider answering from a
 generated script: whole and range reads, edits by ``edit_file`` and ``write_file``, edits by
-``run_command`` (``sed -i``), greps, repeated test runs with long output (a pytest-like check
-script), memory notes, and a final answer. Every 40-line block of every file carries a unique
-version marker (``# rev: PATH@bK vN``); every edit bumps the marker of what it changed.
+``run_command`` (``sed -i`` by pattern and by line number), greps, views of a file through a
+command (``grep -n -A``), repeated test runs with long output (a pytest-like check script), a
+reproduction script of the agent's own (written, run, removed), memory notes, and a final
+answer; one turn in three says some reasoning before its call. The last four are what real
+agents' sessions do (``real_sessions.py``; docs/BENCHMARKS.md, "Real sessions"). Every 40-line
+block of every file carries a unique version marker (``# rev: PATH@bK vN``); every edit bumps
+the marker of what it changed.
 
 At every request the provider records what io-tui sent and, from the store and the workspace
 as they are at that moment, what the baselines would have sent (``../shared/CONTEXT-COST.md``):
@@ -43,7 +47,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +81,18 @@ MARKER = re.compile(r"rev: (\S+)@b(\d+) v(\d+)")
 SESSION = re.compile(r"\(session [0-9a-f]{12}\)")
 GOAL = "Make the policy checks pass without weakening any rule; keep notes of what you learn."
 ORACLE_HINT = "read a narrower range"
+Calls = tuple[tuple[str, dict[str, Any]], ...]
+SCRATCH = "repro_check.py"  # the agent's own reproduction script, written, run and removed
+REASONS = [
+    "The failure points at the rule table, so the fix belongs there and not in the caller.",
+    "I should keep the change minimal and leave the public interface as it is.",
+    "The earlier output showed one failing check; the rest passed, so the change is local.",
+    "Before editing I want to see how the surrounding code uses this value.",
+    "If the marker moved, the line numbers I noted earlier are no longer right.",
+    "The test output is long, but only the last lines say what failed.",
+    "A sed by line number is quicker than an editor here, since I know the line.",
+    "I will run the checks again after the change to be sure nothing else broke.",
+]
 
 # -- the workspace: the fixture repository with a version marker in every block ---------------
 
@@ -175,7 +191,10 @@ class Session:
 
     def turn(self, text: str, *calls: tuple[str, dict[str, Any]]) -> None:
         self.turns.append(
-            {"text": text, "tool_calls": [{"name": n, "arguments": a} for n, a in calls]}
+            {
+                "text": self.thought(text) if calls else text,
+                "tool_calls": [{"name": n, "arguments": a} for n, a in calls],
+            }
         )
 
     def read(self, path: str) -> tuple[tuple[str, dict[str, Any]], ...]:
@@ -215,9 +234,26 @@ class Session:
         old, new = self.world.bump(path, self.block(path))
         return "edit_file", {"path": path, "old": f"# {old}\n", "new": f"# {new}\n"}
 
-    def sed(self, path: str) -> tuple[str, dict[str, Any]]:
+    def sed(self, path: str, by_number: bool = False) -> tuple[str, dict[str, Any]]:
+        """``sed -i`` by pattern, or (``by_number``) at the line number the agent saw, the way
+        real agents edit a file they read once."""
         old, new = self.world.bump(path, self.block(path))
-        return "run_command", {"argv": ["sed", "-i", f"s|{old}$|{new}|", path]}
+        if not by_number:
+            return "run_command", {"argv": ["sed", "-i", f"s|{old}$|{new}|", path]}
+        line = self.world.files[path].splitlines().index(f"# {new}") + 1
+        return "run_command", {"argv": ["sed", "-i", f"{line}s|{old}$|{new}|", path]}
+
+    def shell_view(self, path: str) -> tuple[str, dict[str, Any]]:
+        """A view of a file through a command (``grep -n -A``): its lines in a command's
+        output, which nothing ties to the file."""
+        return "run_command", {"argv": ["grep", "-n", "-A", "12", "^# rev: ", path]}
+
+    def thought(self, text: str) -> str:
+        """``text`` with, one turn in three, the reasoning real agents write before acting
+        (their turns' text has a median of about 100 characters and a mean of 650)."""
+        if self.rng.randrange(3):
+            return text
+        return text + " " + " ".join(self.rng.sample(REASONS, 3))
 
     def rewrite(self, path: str) -> tuple[str, dict[str, Any]]:
         for block in range(len(self.world.markers(path))):
@@ -227,45 +263,57 @@ class Session:
     def check(self, script: str) -> tuple[str, dict[str, Any]]:
         return "run_command", {"argv": [sys.executable, script]}
 
+    def scratch(self, path: str) -> tuple[str, dict[str, Any]]:
+        """A reproduction script of the agent's own, outside the world's files (no marker)."""
+        code = f"import pathlib\nprint(pathlib.Path({path!r}).read_text().count('def '))\n"
+        return "write_file", {"path": SCRATCH, "content": code}
+
     def generate(self, check_script: str) -> dict[str, Any]:
-        files = list(self.world.files)
-        small = min(files, key=lambda path: len(self.world.files[path]))
         cycle = 0
         while len(self.turns) < self.steps - 1:
-            focus = files[(cycle // 3) % len(files)]
-            other = files[(cycle * 3 + 1) % len(files)]
-            if other == focus:
-                other = files[(files.index(focus) + 1) % len(files)]
-            pattern, scope = PATTERNS[cycle % len(PATTERNS)]
-            grep: dict[str, Any] = {"pattern": pattern} | ({"path": scope} if scope else {})
-            reads = self.read(focus) + (self.read(other) if cycle % 2 else ())
-            plan: list[tuple[str, tuple[tuple[str, dict[str, Any]], ...]]] = [
-                (f"Reading {focus}.", reads),
-                (f"Searching for /{pattern}/.", (("grep", grep),)),
-                (f"Looking at part of {other}.", (self.range_read(other, self.block(other)),)),
-                (f"Changing {focus}.", (self.edit(focus),)),
-                ("Running the checks.", (self.check(check_script),)),
-                (f"Checking the change in {focus}.", (self.range_read(focus, self.block(focus)),)),
-            ]
-            if cycle % 4 == 3:
-                plan.append((f"Rewriting {small}.", (self.rewrite(small),)))
-            else:
-                plan.append((f"Fixing {other} with sed.", (self.sed(other),)))
-            plan.append(("Running the checks again.", (self.check(check_script),)))
-            if cycle % 2:
-                value = f"cycle {cycle}: {focus} keeps its retry limit at {self.rng.randrange(99)}"
-                note = {"key": f"fact-{cycle}", "value": value}
-                plan.append(("Noting what I learnt.", (("remember", note),)))
-            else:
-                plan.append(("Listing the Python files.", (("find", {"pattern": "**/*.py"}),)))
-            plan.append((f"Reading {focus} again.", self.read(focus)))
-            for text, calls in plan:
+            for text, calls in self.cycle(cycle, check_script):
                 if len(self.turns) >= self.steps - 1:
                     break
                 self.turn(text, *calls)
             cycle += 1
         self.turn("Done: the checks were run and the notes are kept.")
         return {"model": "scripted", "turns": self.turns}
+
+    def cycle(self, cycle: int, check_script: str) -> Iterator[tuple[str, Calls]]:
+        """One cycle's turns, each made when it is taken: an edit changes the world the next
+        turn is written against, and a turn cut at the session's end changes nothing."""
+        files = list(self.world.files)
+        small = min(files, key=lambda path: len(self.world.files[path]))
+        focus = files[(cycle // 3) % len(files)]
+        other = files[(cycle * 3 + 1) % len(files)]
+        if other == focus:
+            other = files[(files.index(focus) + 1) % len(files)]
+        pattern, scope = PATTERNS[cycle % len(PATTERNS)]
+        grep: dict[str, Any] = {"pattern": pattern} | ({"path": scope} if scope else {})
+        yield f"Reading {focus}.", self.read(focus) + (self.read(other) if cycle % 2 else ())
+        yield f"Searching for /{pattern}/.", (("grep", grep),)
+        yield f"Looking at part of {other}.", (self.range_read(other, self.block(other)),)
+        yield f"Changing {focus}.", (self.edit(focus),)
+        yield "Running the checks.", (self.check(check_script),)
+        yield f"Checking the change in {focus}.", (self.range_read(focus, self.block(focus)),)
+        if cycle % 3 == 0:  # the agent's own script: written, run, later removed
+            yield f"Writing a script to reproduce it on {focus}.", (self.scratch(focus),)
+            yield "Running my script.", (("run_command", {"argv": [sys.executable, SCRATCH]}),)
+        if cycle % 4 == 3:
+            yield f"Rewriting {small}.", (self.rewrite(small),)
+        else:
+            yield f"Fixing {other} with sed.", (self.sed(other, by_number=cycle % 2 == 0),)
+        if cycle % 3 == 1:
+            yield f"Looking at {focus} with grep.", (self.shell_view(focus),)
+        yield "Running the checks again.", (self.check(check_script),)
+        if cycle % 3 == 2:
+            yield "Removing my script.", (("run_command", {"argv": ["rm", "-f", SCRATCH]}),)
+        if cycle % 2:
+            value = f"cycle {cycle}: {focus} keeps its retry limit at {self.rng.randrange(99)}"
+            yield "Noting what I learnt.", (("remember", {"key": f"fact-{cycle}", "value": value}),)
+        else:
+            yield "Listing the Python files.", (("find", {"pattern": "**/*.py"}),)
+        yield f"Reading {focus} again.", self.read(focus)
 
 
 # -- what each request carried, recorded as the run goes -------------------------------------
