@@ -62,7 +62,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,7 @@ class Session:
     task: str
     script: dict[str, Any]
     tarball: Path
+    long: bool = False
 
     @property
     def steps(self) -> int:
@@ -139,7 +140,8 @@ def extended(session: Session, steps: int = LONG_STEPS) -> Session:
     turns.append(session.script["turns"][-1])
     script = session.script | {"turns": turns}
     passes = -(-steps // (len(work) + 1))
-    return Session(f"{session.name}+x{passes}", session.meta, session.task, script, session.tarball)
+    name = f"{session.name}+x{passes}"
+    return Session(name, session.meta, session.task, script, session.tarball, long=True)
 
 
 # -- one replay through the CLI -----------------------------------------------------------------
@@ -494,7 +496,7 @@ class Figures:
     strategies: dict[str, Strategy]
     breaks: list[tuple[str, int]]
     summary_requests: int = 0
-    notes: list[str] = field(default_factory=list)
+    long: bool = False  # made longer than the trajectory (``extended``)
 
 
 def measure(r: Replay, prices: CachePrices) -> Figures:
@@ -547,6 +549,7 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
         r.session.name, r.session.meta["system"], r.session.meta["model"], r.ceiling, steps,
         len(work), finished, str(run.get("status")), r.seconds,
         hits / probes if probes else 1.0, probes, s, breaks.most_common(), len(summaries),
+        r.session.long,
     )  # fmt: skip
 
 
@@ -586,15 +589,60 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
             f"{ratio(io.plain, s['oracle+turns'].plain):>6} {io.cost:>11,.0f} "
             f"{ratio(io.cost, s['naive+cache'].cost):>8} {io.rewrites / f.requests:>8.0%}"
         )
-    costs = [f.strategies["io-tui"].cost / f.strategies["naive+cache"].cost for f in rows]
-    print(f"cost / naive+cache: mean {sum(costs) / len(costs):.2f}, "
-          f"range {min(costs):.2f}–{max(costs):.2f}")  # fmt: skip
+    real = [f for f in rows if not f.long]
+    costs = sorted(cost_ratio(f) for f in real)
+    if costs:
+        print(
+            f"cost / naive+cache over the {len(real)} real sessions: mean "
+            f"{sum(costs) / len(costs):.2f}, median {costs[len(costs) // 2]:.2f}, "
+            f"range {costs[0]:.2f}–{costs[-1]:.2f}"
+        )
+    print("targets: " + "  ".join(f"{'✓' if ok else '✗'} {what}" for what, ok in targets(rows)))
     print("prefix rewrites by cause (all sessions):")
     causes: Counter[str] = Counter()
     for f in rows:
         causes.update(dict(f.breaks))
     for why, n in causes.most_common(8):
         print(f"  {n:>5}  {why}")
+
+
+def cost_ratio(f: Figures) -> float:
+    return f.strategies["io-tui"].cost / f.strategies["naive+cache"].cost
+
+
+def targets(rows: Sequence[Figures]) -> list[tuple[str, bool]]:
+    """Issue 28's targets at one ceiling, each over every session it names."""
+    real = [f for f in rows if not f.long]
+    long = [f for f in rows if f.long]
+
+    def io(f: Figures) -> Strategy:
+        return f.strategies["io-tui"]
+
+    out = [
+        ("finishes", all(f.finished for f in rows)),
+        ("0 stale", all(io(f).stale == 0 for f in rows)),
+        ("full recall", all(f.recall == 1.0 for f in rows)),
+        ("≤ 1.0× naive", all(io(f).plain <= f.strategies["naive"].plain for f in rows)),
+        (
+            "≤ 1.1× oracle+turns",
+            all(io(f).plain <= 1.1 * f.strategies["oracle+turns"].plain for f in rows),
+        ),
+        ("cost ≤ 1.0× naive+cache", all(cost_ratio(f) <= 1.0 for f in real)),
+    ]
+    if real:
+        out.append(("mean ≤ 0.85×", sum(map(cost_ratio, real)) / len(real) <= 0.85))
+    if long:
+        out.append((f"{long[0].steps} steps ≤ 0.5×", all(cost_ratio(f) <= 0.5 for f in long)))
+    return out
+
+
+def load_figures(path: Path) -> list[Figures]:
+    """Figures a ``--json`` run wrote, to print again (``--report``)."""
+    rows = json.loads(path.read_text())
+    for row in rows:
+        row["strategies"] = {k: Strategy(**v) for k, v in row["strategies"].items()}
+        row["breaks"] = [tuple(b) for b in row["breaks"]]
+    return [Figures(**row) for row in rows]
 
 
 def main() -> None:
@@ -605,7 +653,13 @@ def main() -> None:
     parser.add_argument("--session", nargs="+", help=f"of: {', '.join(all_sessions())}")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     parser.add_argument("--no-long", action="store_true", help="leave out the 300-step session")
+    parser.add_argument("--report", type=Path, help="print the tables of a --json file again")
     args = parser.parse_args()
+    if args.report:
+        saved = load_figures(args.report)
+        for ceiling in dict.fromkeys(f.ceiling for f in saved):
+            report(ceiling, [f for f in saved if f.ceiling == ceiling])
+        return
     sessions = [load(n) for n in (args.session or all_sessions())]
     if args.quick:
         sessions = [truncated(s, QUICK_STEPS) for s in sessions]
