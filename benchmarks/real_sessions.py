@@ -1,7 +1,8 @@
 """Context cost on real agent sessions: public trajectories replayed through io-tui's CLI.
 
     .venv/bin/python benchmarks/real_sessions.py [--quick] [--ceiling 24000 64000]
-                                                 [--session NAME ...] [--json FILE]
+                                                 [--session NAME ...] [--no-long]
+                                                 [--json FILE] [--report FILE]
 
 The sessions are in ``benchmarks/real_sessions/``: per session the repository at the
 instance's base commit (``repo.tar.xz``, a ``git archive``) and ``session.json`` (the
@@ -16,7 +17,9 @@ scripts and test suites try to reach hosts; nothing leaves the machine) and with
 installs refused (``PIP_NO_INDEX``). The figures are then read back from the store (the
 requests as sent, the steps) and the recorded trees. Besides the sessions as converted, a
 300-step session is made from the longest one by running it again after ``git stash -u``
-until 300 steps (``+x3``: the agent starts over twice and redoes its work).
+until 300 steps (``+xN``: the agent starts over and redoes its work). ``session_replay.py``
+replays, ``session_metrics.py`` reads the requests for the figures below; ``--report FILE``
+prints the tables of a ``--json`` run again.
 
 Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
 
@@ -50,424 +53,43 @@ Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
-import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from context_cost import Pricer, kind_of, step_messages
-from session_convert import bre_to_python
+from session_metrics import (
+    PROBE_CHARS,
+    message_of,
+    oracle,
+    seen_by_tools,
+    stale_count,
+    used_lines,
+    visible,
+)
+from session_replay import (
+    Files,
+    Replay,
+    all_sessions,
+    extended,
+    isolation,
+    load,
+    replay,
+    truncated,
+)
 
 from io_tui.core.context import message_tokens
 from io_tui.core.context.cache import cached_prefix, request_cost
-from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import StepRecord
-from io_tui.core.numbered import number_lines
-from io_tui.core.providers.base import Message, ToolCall
-from io_tui.core.steering.trace import build_trace
-from io_tui.core.store import Store
+from io_tui.core.providers.base import Message
 
-HERE = Path(__file__).resolve().parent
-DATA = HERE / "real_sessions"
-LONG_STEPS = 300
 QUICK_STEPS = 30
-PROBE_CHARS = 8
-RESET = {
-    "text": "Starting over from a clean checkout to make the change again.",
-    "tool_calls": [
-        {"name": "run_command", "arguments": {"argv": ["git", "stash", "--include-untracked"]}}
-    ],
-}
-GIT_ID = {
-    f"GIT_{who}_{what}": value
-    for who in ("AUTHOR", "COMMITTER")
-    for what, value in (("NAME", "agent"), ("EMAIL", "agent@example.invalid"))
-}
-
-
-# -- the sessions -------------------------------------------------------------------------------
-
-
-@dataclass
-class Session:
-    name: str
-    meta: dict[str, Any]
-    task: str
-    script: dict[str, Any]
-    tarball: Path
-    long: bool = False
-
-    @property
-    def steps(self) -> int:
-        return len(self.script["turns"])
-
-
-def load(name: str) -> Session:
-    data = json.loads((DATA / name / "session.json").read_text())
-    return Session(name, data["meta"], data["task"], data["script"], DATA / name / "repo.tar.xz")
-
-
-def all_sessions() -> list[str]:
-    return sorted(p.parent.name for p in DATA.glob("*/session.json"))
-
-
-def truncated(session: Session, steps: int) -> Session:
-    """The first ``steps`` turns with calls, then a closing answer."""
-    turns = [t for t in session.script["turns"] if t["tool_calls"]][:steps]
-    turns.append({"text": "(the session is cut here)", "tool_calls": []})
-    script = session.script | {"turns": turns}
-    return Session(f"{session.name}[:{steps}]", session.meta, session.task, script, session.tarball)
-
-
-def extended(session: Session, steps: int = LONG_STEPS) -> Session:
-    """The session run again after ``git stash -u`` until it has ``steps`` turns."""
-    work = [t for t in session.script["turns"] if t["tool_calls"]]
-    turns = list(work)
-    while len(turns) < steps - 1:
-        turns += [RESET, *work][: steps - 1 - len(turns)]
-    turns.append(session.script["turns"][-1])
-    script = session.script | {"turns": turns}
-    passes = -(-steps // (len(work) + 1))
-    name = f"{session.name}+x{passes}"
-    return Session(name, session.meta, session.task, script, session.tarball, long=True)
-
-
-# -- one replay through the CLI -----------------------------------------------------------------
-
-
-@dataclass
-class Replay:
-    """What one replay left: the trace, the steps, and the workspace's tree at each request."""
-
-    session: Session
-    ceiling: int
-    exit_code: int
-    seconds: float
-    trace: dict[str, Any]
-    history: list[StepRecord]
-    trees: list[str]
-    snapshots: Path
-    output: str
-    base: Path
-
-
-def prepare(session: Session, base: Path) -> Path:
-    workspace = base / "ws"
-    workspace.mkdir(parents=True)
-    with tarfile.open(session.tarball) as tar:
-        tar.extractall(workspace, filter="tar")
-    git = ["git", "-C", str(workspace)]
-    env = os.environ | GIT_ID
-    subprocess.run([*git, "init", "-q"], check=True, env=env)
-    subprocess.run([*git, "add", "-A"], check=True, env=env)
-    subprocess.run([*git, "commit", "-qm", "base commit"], check=True, env=env)
-    return workspace
-
-
-def isolation() -> list[str]:
-    """``unshare -n`` where this user may (a network namespace with no way out), else none."""
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
-    return ["unshare", "-n", "--"] if probe.returncode == 0 else []
-
-
-def replay(session: Session, ceiling: int) -> Replay:
-    # A fixed path, not a random one: it shows up in tool output (tracebacks), and so in the
-    # token estimate.
-    slug = re.sub(r"[^\w.-]", "_", session.name)
-    base = Path(tempfile.gettempdir()) / f"io-tui-real-{slug}-{ceiling}"
-    shutil.rmtree(base, ignore_errors=True)
-    workspace = prepare(session, base)
-    script = base / "script.json"
-    script.write_text(json.dumps(session.script))
-    store = base / "store.db"
-    log = base / "snapshots.jsonl"
-    venv_bin = str(Path(sys.executable).parent)
-    env = (
-        os.environ
-        | GIT_ID
-        | {
-            "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-            "PIP_NO_INDEX": "1",
-            "XDG_CONFIG_HOME": str(base / "config"),
-            "XDG_DATA_HOME": str(base / "data"),
-            "XDG_CACHE_HOME": str(base / "cache"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-    )
-    argv = [
-        *isolation(), sys.executable, str(HERE / "snapshot_cli.py"), str(log), str(workspace),
-        "--", "run", "--provider", f"scripted:{script}", "--context-max-tokens", str(ceiling),
-        "--approve", "all", "--store", str(store), "--workspace", str(workspace),
-        "--max-steps", str(session.steps + 5), session.task,
-    ]  # fmt: skip
-    started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=base)
-    seconds = time.perf_counter() - started
-    trace, history = asyncio.run(read_store(store))
-    trees = [json.loads(line)["tree"] for line in log.read_text().splitlines()]
-    output = done.stdout[-2000:] + done.stderr[-2000:]
-    return Replay(
-        session, ceiling, done.returncode, seconds, trace, history, trees,
-        log.with_suffix(".git"), output, base,
-    )  # fmt: skip
-
-
-async def read_store(path: Path) -> tuple[dict[str, Any], list[StepRecord]]:
-    store = await Store.open(path)
-    try:
-        return await build_trace(store, 1), await store.runs.history(1)
-    finally:
-        await store.close()
-
-
-class Files:
-    """The workspace's files as each recorded tree holds them."""
-
-    def __init__(self, snapshots: Path) -> None:
-        self.git = ["git", "--git-dir", str(snapshots)]
-        self._trees: dict[str, dict[str, str]] = {}
-        self._blobs: dict[str, list[str]] = {}
-
-    def lines(self, tree: str, path: str) -> list[str] | None:
-        """``path``'s lines in ``tree``; None where it has no such file."""
-        if tree not in self._trees:
-            listing = subprocess.run(
-                [*self.git, "ls-tree", "-r", "-z", tree], capture_output=True, check=True
-            ).stdout.decode(errors="replace")
-            entries = (e.split("\t", 1) for e in listing.split("\0") if e)
-            self._trees[tree] = {p: meta.split()[2] for meta, p in entries}
-        blob = self._trees[tree].get(os.path.normpath(path))
-        if blob is None:
-            return None
-        if blob not in self._blobs:
-            raw = subprocess.run([*self.git, "cat-file", "blob", blob], capture_output=True)
-            self._blobs[blob] = raw.stdout.decode(errors="replace").splitlines()
-        return self._blobs[blob]
-
-
-# -- what a request carries of the files --------------------------------------------------------
-
-FRAME = re.compile(r"^\[untrusted data from [^\n]*\]\n?", re.M)
-REREAD = re.compile(r"^\[step \d+'s \w+ re-(?:read|run) now: [^\n]*\]\n")
-ECHO = re.compile(
-    r"^\[step \d+ \w+ [^\n]*?(?:step (\d+)'s result above|in step (\d+)'s read above"
-    r"|the same result as step (\d+)'s, above)"
-)
-STUB = re.compile(r"^\[step \d+ \w+ ")
-NUMBERED = re.compile(r"^ *(\d+)│(.*)$")
-HIT = re.compile(r"^([^\s:][^:]*):(\d+):(.*)$")
-
-
-def message_of(data: dict[str, Any]) -> Message:
-    calls = tuple(
-        ToolCall(str(c.get("id", "")), str(c.get("name", "")), c.get("arguments") or {})
-        for c in data.get("tool_calls") or ()
-    )
-    return Message(data["role"], data.get("content", ""), calls, data.get("tool_call_id"))
-
-
-@dataclass(frozen=True)
-class Copy:
-    """Lines of one file a tool result shows: line number → text."""
-
-    path: str
-    lines: dict[int, str]
-
-
-def results(messages: Sequence[Message]) -> list[tuple[ToolCall | None, str]]:
-    """Each tool result with its call and the text it stands for: a difference or a pointer
-    taken back to the lines it names (``apply_echo``), the re-read line and the untrusted-data
-    frame taken off, a stub (which shows nothing) empty."""
-    calls = {c.id: c for m in messages for c in m.tool_calls}
-    by_step: dict[int, str] = {}
-    out: list[tuple[ToolCall | None, str]] = []
-    for m in messages:
-        if m.role != "tool":
-            continue
-        call = calls.get(m.tool_call_id or "")
-        text = REREAD.sub("", m.content)
-        echo = ECHO.match(text)
-        if echo:
-            base = by_step.get(int(next(g for g in echo.groups() if g)))
-            text = apply_echo(base, text) if base is not None else ""
-        elif STUB.match(text):
-            text = ""
-        step = step_of(m.tool_call_id)
-        if step is not None and text:
-            by_step[step] = text
-        out.append((call, FRAME.sub("", text, count=1)))
-    return out
-
-
-def step_of(call_id: str | None) -> int | None:
-    found = re.fullmatch(r"call_(\d+)_\d+", call_id or "")
-    return int(found.group(1)) if found else None
-
-
-def copies(messages: Sequence[Message]) -> list[Copy]:
-    """The copies of file lines the request's tool results carry, in order."""
-    out: list[Copy] = []
-    for call, text in results(messages):
-        if call is None or not text:
-            continue
-        if call.name == "read_file":
-            lines = {int(n): t for n, t in (NUMBERED.match(x).groups() for x in _numbered(text))}
-            if lines:
-                out.append(Copy(os.path.normpath(call.arguments["path"]), lines))
-        elif call.name == "grep":
-            hits: dict[str, dict[int, str]] = {}
-            for line in text.splitlines():
-                hit = HIT.match(line)
-                if hit:
-                    hits.setdefault(os.path.normpath(hit[1]), {})[int(hit[2])] = hit[3]
-            out += [Copy(path, lines) for path, lines in hits.items()]
-    return out
-
-
-def _numbered(text: str) -> Iterable[str]:
-    return (line for line in text.splitlines() if NUMBERED.match(line))
-
-
-def stale_count(messages: Sequence[Message], tree: str, files: Files) -> int:
-    """Copies that differ from the file as it is, with no later correction (module doc)."""
-    found = copies(messages)
-    count = 0
-    for i, copy in enumerate(found):
-        current = files.lines(tree, copy.path)
-        wrong = {
-            n for n, text in copy.lines.items()
-            if current is None or n > len(current) or current[n - 1] != text
-        }  # fmt: skip
-        for later in found[i + 1 :]:
-            if later.path == copy.path and current is not None:
-                wrong -= {
-                    n for n in wrong if n <= len(current) and later.lines.get(n) == current[n - 1]
-                }
-        count += bool(wrong)
-    return count
-
-
-def visible(messages: Sequence[Message]) -> str:
-    """Everything of the workspace a request shows: its results as they stand for, and the
-    agent's own turns (their text and their calls' arguments)."""
-    parts = [text for _, text in results(messages)]
-    for m in messages:
-        if m.role == "assistant":
-            parts.append(m.content)
-            parts += [str(v) for c in m.tool_calls for v in _strings(c.arguments)]
-    return "\n".join(parts)
-
-
-def seen_by_tools(messages: Sequence[Message]) -> str:
-    return "\n".join(text for _, text in results(messages))
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
-# -- the lines an action uses -------------------------------------------------------------------
-
-SED_I = re.compile(r"sed -i (['\"])(.*?)\1 (\S+)")
-SED_LINES = re.compile(r"^(\d+)(?:,(\d+))?[dcaip]")
-SED_SUB = re.compile(r"^s(.)(.*?)(?<!\\)\1")
-
-
-def used_lines(call: ToolCall, tree: str, files: Files) -> list[str]:
-    """The text of the lines ``call`` uses, the files as they are in ``tree`` (module doc)."""
-    args = call.arguments
-    if call.name == "edit_file":
-        lines = files.lines(tree, args["path"])
-        old = args.get("old")
-        at = "\n".join(lines).find(old) if lines is not None and old else -1
-        if at < 0:
-            return []
-        text = "\n".join(lines or [])
-        first = text.count("\n", 0, at)
-        return (lines or [])[first : first + args["old"].count("\n") + 1]
-    if call.name == "read_file" and (args.get("offset") or args.get("limit")):
-        lines = files.lines(tree, args["path"]) or []
-        first = (args.get("offset") or 1) - 1
-        return lines[first : first + args["limit"]] if args.get("limit") else lines[first:]
-    if call.name == "run_command" and args["argv"][:2] == ["bash", "-c"]:
-        out: list[str] = []
-        for _, expr, path in SED_I.findall(args["argv"][2]):
-            lines = files.lines(tree, path) or []
-            if by_number := SED_LINES.match(expr):
-                first = int(by_number[1])
-                out += lines[first - 1 : int(by_number[2] or first)]
-            elif sub := SED_SUB.match(expr):
-                try:
-                    pattern = re.compile(bre_to_python(sub[2]))
-                except re.error:
-                    continue
-                out += [line for line in lines if pattern.search(line)]
-        return out
-    return []
-
-
-# -- the baselines ------------------------------------------------------------------------------
-
-
-def oracle(
-    frame: list[Message], history: Sequence[StepRecord], tree: str, files: Files
-) -> list[Message]:
-    """The frame, the live content and the agent's own turns (module doc)."""
-    spans: dict[str, list[tuple[int, int]]] = {}
-    latest: dict[str, str] = {}
-    turns: list[Message] = []
-    for record in history:
-        turns.append(Message("assistant", record.text, record.tool_calls))
-        results_by_id = {o.call_id: o for o in record.observations}
-        for call in record.tool_calls:
-            result = results_by_id.get(call.id)
-            if result is None or result.is_error:
-                continue
-            args = call.arguments
-            if call.name == "read_file":
-                first = args.get("offset") or 1
-                last = first + args["limit"] - 1 if args.get("limit") else 1 << 30
-                spans.setdefault(os.path.normpath(args["path"]), []).append((first, last))
-            elif call.name in ("grep", "find", "run_command"):
-                latest[json.dumps([call.name, args], sort_keys=True)] = result.text
-    live = [
-        Message("user", live_lines(path, wanted, tree, files)) for path, wanted in spans.items()
-    ]
-    live += [Message("user", text) for text in latest.values()]
-    return frame + live + turns
-
-
-def live_lines(path: str, spans: list[tuple[int, int]], tree: str, files: Files) -> str:
-    lines = files.lines(tree, path) or []
-    wanted = sorted({n for a, b in spans for n in range(a, min(b, len(lines)) + 1)})
-    runs: list[list[int]] = []
-    for n in wanted:
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    shown = [number_lines(lines[r[0] - 1 : r[-1]], r[0], len(lines)) for r in runs]
-    return f"{path}\n" + "\n…\n".join(shown)
-
 
 # -- the figures of one replay ------------------------------------------------------------------
 

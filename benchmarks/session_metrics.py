@@ -1,0 +1,238 @@
+"""What the real-session benchmark measures in one request: copies, stale ones, recall, the oracle.
+
+``real_sessions.py``'s docstring defines each figure; this module holds how a request's
+messages are read for them: each tool result taken back to the text it stands for (a
+difference or a pointer applied to the result it names), the file lines it copies, the lines
+an action uses, and the oracle's live content, all against the workspace as a recorded tree
+held it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from session_convert import bre_to_python
+from session_replay import Files
+
+from io_tui.core.context.stubs import apply_echo
+from io_tui.core.ledger import StepRecord
+from io_tui.core.numbered import number_lines
+from io_tui.core.providers.base import Message, ToolCall
+
+PROBE_CHARS = 8  # a used line shorter than this (stripped) says too little to look for
+
+# -- what a request carries of the files --------------------------------------------------------
+
+FRAME = re.compile(r"^\[untrusted data from [^\n]*\]\n?", re.M)
+REREAD = re.compile(r"^\[step \d+'s \w+ re-(?:read|run) now: [^\n]*\]\n")
+ECHO = re.compile(
+    r"^\[step \d+ \w+ [^\n]*?(?:step (\d+)'s result above|in step (\d+)'s read above"
+    r"|the same result as step (\d+)'s, above)"
+)
+STUB = re.compile(r"^\[step \d+ \w+ ")
+NUMBERED = re.compile(r"^ *(\d+)│(.*)$")
+HIT = re.compile(r"^([^\s:][^:]*):(\d+):(.*)$")
+
+
+def message_of(data: dict[str, Any]) -> Message:
+    calls = tuple(
+        ToolCall(str(c.get("id", "")), str(c.get("name", "")), c.get("arguments") or {})
+        for c in data.get("tool_calls") or ()
+    )
+    return Message(data["role"], data.get("content", ""), calls, data.get("tool_call_id"))
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Lines of one file a tool result shows: line number → text."""
+
+    path: str
+    lines: dict[int, str]
+
+
+def results(messages: Sequence[Message]) -> list[tuple[ToolCall | None, str]]:
+    """Each tool result with its call and the text it stands for: a difference or a pointer
+    taken back to the lines it names (``apply_echo``), the re-read line and the untrusted-data
+    frame taken off, a stub (which shows nothing) empty."""
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    by_step: dict[int, str] = {}
+    out: list[tuple[ToolCall | None, str]] = []
+    for m in messages:
+        if m.role != "tool":
+            continue
+        call = calls.get(m.tool_call_id or "")
+        text = REREAD.sub("", m.content)
+        echo = ECHO.match(text)
+        if echo:
+            base = by_step.get(int(next(g for g in echo.groups() if g)))
+            text = apply_echo(base, text) if base is not None else ""
+        elif STUB.match(text):
+            text = ""
+        step = step_of(m.tool_call_id)
+        if step is not None and text:
+            by_step[step] = text
+        out.append((call, FRAME.sub("", text, count=1)))
+    return out
+
+
+def step_of(call_id: str | None) -> int | None:
+    found = re.fullmatch(r"call_(\d+)_\d+", call_id or "")
+    return int(found.group(1)) if found else None
+
+
+def copies(messages: Sequence[Message]) -> list[Copy]:
+    """The copies of file lines the request's tool results carry, in order."""
+    out: list[Copy] = []
+    for call, text in results(messages):
+        if call is None or not text:
+            continue
+        if call.name == "read_file":
+            lines = {int(n): t for n, t in (NUMBERED.match(x).groups() for x in _numbered(text))}
+            if lines:
+                out.append(Copy(os.path.normpath(call.arguments["path"]), lines))
+        elif call.name == "grep":
+            hits: dict[str, dict[int, str]] = {}
+            for line in text.splitlines():
+                hit = HIT.match(line)
+                if hit:
+                    hits.setdefault(os.path.normpath(hit[1]), {})[int(hit[2])] = hit[3]
+            out += [Copy(path, lines) for path, lines in hits.items()]
+    return out
+
+
+def _numbered(text: str) -> Iterable[str]:
+    return (line for line in text.splitlines() if NUMBERED.match(line))
+
+
+def stale_count(messages: Sequence[Message], tree: str, files: Files) -> int:
+    """Copies that differ from the file as it is, with no later correction (module doc)."""
+    found = copies(messages)
+    count = 0
+    for i, copy in enumerate(found):
+        current = files.lines(tree, copy.path)
+        wrong = {
+            n for n, text in copy.lines.items()
+            if current is None or n > len(current) or current[n - 1] != text
+        }  # fmt: skip
+        for later in found[i + 1 :]:
+            if later.path == copy.path and current is not None:
+                wrong -= {
+                    n for n in wrong if n <= len(current) and later.lines.get(n) == current[n - 1]
+                }
+        count += bool(wrong)
+    return count
+
+
+def visible(messages: Sequence[Message]) -> str:
+    """Everything of the workspace a request shows: its results as they stand for, and the
+    agent's own turns (their text and their calls' arguments)."""
+    parts = [text for _, text in results(messages)]
+    for m in messages:
+        if m.role == "assistant":
+            parts.append(m.content)
+            parts += [str(v) for c in m.tool_calls for v in _strings(c.arguments)]
+    return "\n".join(parts)
+
+
+def seen_by_tools(messages: Sequence[Message]) -> str:
+    return "\n".join(text for _, text in results(messages))
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+# -- the lines an action uses -------------------------------------------------------------------
+
+SED_I = re.compile(r"sed -i (['\"])(.*?)\1 (\S+)")
+SED_LINES = re.compile(r"^(\d+)(?:,(\d+))?[dcaip]")
+SED_SUB = re.compile(r"^s(.)(.*?)(?<!\\)\1")
+
+
+def used_lines(call: ToolCall, tree: str, files: Files) -> list[str]:
+    """The text of the lines ``call`` uses, the files as they are in ``tree`` (module doc)."""
+    args = call.arguments
+    if call.name == "edit_file":
+        lines = files.lines(tree, args["path"])
+        old = args.get("old")
+        at = "\n".join(lines).find(old) if lines is not None and old else -1
+        if at < 0:
+            return []
+        text = "\n".join(lines or [])
+        first = text.count("\n", 0, at)
+        return (lines or [])[first : first + args["old"].count("\n") + 1]
+    if call.name == "read_file" and (args.get("offset") or args.get("limit")):
+        lines = files.lines(tree, args["path"]) or []
+        first = (args.get("offset") or 1) - 1
+        return lines[first : first + args["limit"]] if args.get("limit") else lines[first:]
+    if call.name == "run_command" and args["argv"][:2] == ["bash", "-c"]:
+        out: list[str] = []
+        for _, expr, path in SED_I.findall(args["argv"][2]):
+            lines = files.lines(tree, path) or []
+            if by_number := SED_LINES.match(expr):
+                first = int(by_number[1])
+                out += lines[first - 1 : int(by_number[2] or first)]
+            elif sub := SED_SUB.match(expr):
+                try:
+                    pattern = re.compile(bre_to_python(sub[2]))
+                except re.error:
+                    continue
+                out += [line for line in lines if pattern.search(line)]
+        return out
+    return []
+
+
+# -- the baselines ------------------------------------------------------------------------------
+
+
+def oracle(
+    frame: list[Message], history: Sequence[StepRecord], tree: str, files: Files
+) -> list[Message]:
+    """The frame, the live content and the agent's own turns (module doc)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    latest: dict[str, str] = {}
+    turns: list[Message] = []
+    for record in history:
+        turns.append(Message("assistant", record.text, record.tool_calls))
+        results_by_id = {o.call_id: o for o in record.observations}
+        for call in record.tool_calls:
+            result = results_by_id.get(call.id)
+            if result is None or result.is_error:
+                continue
+            args = call.arguments
+            if call.name == "read_file":
+                first = args.get("offset") or 1
+                last = first + args["limit"] - 1 if args.get("limit") else 1 << 30
+                spans.setdefault(os.path.normpath(args["path"]), []).append((first, last))
+            elif call.name in ("grep", "find", "run_command"):
+                latest[json.dumps([call.name, args], sort_keys=True)] = result.text
+    live = [
+        Message("user", live_lines(path, wanted, tree, files)) for path, wanted in spans.items()
+    ]
+    live += [Message("user", text) for text in latest.values()]
+    return frame + live + turns
+
+
+def live_lines(path: str, spans: list[tuple[int, int]], tree: str, files: Files) -> str:
+    lines = files.lines(tree, path) or []
+    wanted = sorted({n for a, b in spans for n in range(a, min(b, len(lines)) + 1)})
+    runs: list[list[int]] = []
+    for n in wanted:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    shown = [number_lines(lines[r[0] - 1 : r[-1]], r[0], len(lines)) for r in runs]
+    return f"{path}\n" + "\n…\n".join(shown)
