@@ -271,10 +271,10 @@ class Session:
     def generate(self, check_script: str) -> dict[str, Any]:
         cycle = 0
         while len(self.turns) < self.steps - 1:
-            for text, calls in self.cycle(cycle, check_script):
+            for text, calls in self.cycle(cycle, check_script):  # the next is made if taken
+                self.turn(text, *calls)
                 if len(self.turns) >= self.steps - 1:
                     break
-                self.turn(text, *calls)
             cycle += 1
         self.turn("Done: the checks were run and the notes are kept.")
         return {"model": "scripted", "turns": self.turns}
