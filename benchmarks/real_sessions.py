@@ -164,6 +164,9 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
             hits += sum(x in shown for x in wanted)
 
     breaks = Counter(kind_of(q["cache"]["why"]) for q in work if q["cache"]["broke_at"] is not None)
+    if sum(breaks.values()) != s["io-tui"].rewrites:  # two readings of one definition
+        raise SystemExit(f"{r.session.name}: the trace counts {sum(breaks.values())} prefix "
+                         f"breaks, the benchmark {s['io-tui'].rewrites}")  # fmt: skip
     run = r.trace["run"]
     steps = len(r.history)
     finished = run.get("status") == "finished" and steps == r.session.steps
