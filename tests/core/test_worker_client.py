@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from damaged_store import MALFORMED, damage_table, sha256
+from mcp_support import PYTHON, server_script_args
 
 from io_tui.config import Settings
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
@@ -17,6 +18,7 @@ from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.hosts.process.client import WorkerClient
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.request import NewRunRequest
+from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 
 WRITE = {
@@ -151,3 +153,23 @@ async def test_a_worker_on_a_damaged_store_ends_with_one_line_the_listener_gets(
     assert list(client.stderr_tail) == [message]  # no traceback, nothing else
     assert heard.kinds() == ["store_damaged"]
     assert sha256(path) == before
+
+
+async def test_the_worker_starts_the_settings_servers_with_their_env(tmp_path: Path) -> None:
+    """The settings the app sends keep a server's env values (JSON settings mask them as
+    ``***``): the server the worker starts sees the value the config gives."""
+    heard = Heard()
+    client, _ = _client(tmp_path, heard)
+    entry = {"command": PYTHON, "args": server_script_args(), "env": {"IO_TUI_TEST_VAR": "green"}}
+    client.settings = Settings(mcp={"servers": {"t": entry}})  # type: ignore[arg-type]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    info = {"tool_calls": [{"name": "mcp__t__info", "arguments": {}}]}
+    try:
+        client.start(NewRunRequest("info", workspace, _script(tmp_path / "s.json", [info])))
+        await heard.until(lambda: "ended" in heard.kinds(), 120)
+    finally:
+        await client.close()
+    async with await Store.open(tmp_path / "store.db") as store:
+        trace = await build_trace(store, 1)
+    assert trace["steps"][0]["observations"][0]["text"].endswith(" IO_TUI_TEST_VAR=green")

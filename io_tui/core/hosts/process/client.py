@@ -206,7 +206,9 @@ class WorkerClient:
             stderr=asyncio.subprocess.PIPE,
         )
         assert process.stdin is not None
-        settings = self.settings.model_dump(mode="json")
+        # not mode="json": that masks the MCP servers' env and header values, which the worker
+        # starts the servers with (``encode`` writes paths and the like as text)
+        settings = self.settings.model_dump(include=set(RunSettings.model_fields))
         process.stdin.write(encode({"op": "hello", "settings": settings}))
         self._reader = asyncio.ensure_future(self._read(process))  # until the worker exits
         return process
