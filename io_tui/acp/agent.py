@@ -48,13 +48,13 @@ from io_tui.core import (
     OPERATOR_CANCEL,
     DecideError,
     Harness,
-    McpHub,
     NewRunRequest,
     Outcome,
     RunOrigin,
     RunResult,
     StoreError,
     ToolRegistry,
+    build_hub,
     build_run,
     harness_registry,
     resume,
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from acp.schema import ClientCapabilities, Implementation as ClientInfo
 
     from io_tui.config import Settings
-    from io_tui.core import ServerSource, Store
+    from io_tui.core import McpHub, ServerSource, Store
 
 log = logging.getLogger("io_tui.acp")
 
@@ -384,13 +384,12 @@ class IoAgent:
         hub = self._hubs.get(session.id)
         servers = self._servers(session)
         if hub is None and servers:
-            hub = McpHub(
+            hub = build_hub(
                 servers,
-                background=True,
                 ready_wait_s=self.settings.mcp.ready_wait_s,
                 roots=(session.cwd,),  # the session's directory, their root
+                watch=_log_arrival,
             )
-            hub.watch(_log_arrival)
             await self._exit.enter_async_context(hub)
             self._hubs[session.id] = hub
         return hub

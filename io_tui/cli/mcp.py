@@ -59,9 +59,9 @@ async def list_command(args: argparse.Namespace) -> int:
         else:
             print(NONE_CONFIGURED)
         return EXIT_OK
-    from io_tui.core import McpHub
+    from io_tui.core import build_hub
 
-    async with McpHub(servers) as hub:
+    async with build_hub(servers) as hub:
         statuses = hub.statuses()
         problems, disabled = hub.problems, hub.disabled
     if args.json:

@@ -41,9 +41,9 @@ async def _started(args: argparse.Namespace) -> AsyncIterator[McpHub | None]:
     if not servers:
         yield None
         return
-    from io_tui.core import McpHub
+    from io_tui.core import build_hub
 
-    async with McpHub(servers) as hub:
+    async with build_hub(servers) as hub:
         for problem in hub.problems:
             sys.stderr.write(f"io-tui: {problem}\n")
         for name in hub.disabled:

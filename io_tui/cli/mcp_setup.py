@@ -76,12 +76,11 @@ async def opened_hub(
     if not servers:
         yield None
         return
-    from io_tui.core import McpHub
+    from io_tui.core import build_hub
 
-    background = ready_wait_s is not None
-    hub = McpHub(servers, background=background, ready_wait_s=ready_wait_s or 0.0, roots=roots)
-    hub.watch(_warn_problem)
-    async with hub:
+    async with build_hub(
+        servers, ready_wait_s=ready_wait_s, roots=roots, watch=_warn_problem
+    ) as hub:
         yield hub
 
 

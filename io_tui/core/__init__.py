@@ -113,7 +113,6 @@ if TYPE_CHECKING:
     from io_tui.core.run.harness import (
         Harness as Harness,
         harness_registry as harness_registry,
-        registry_with as registry_with,
     )
     from io_tui.core.run.launch import (
         build_run as build_run,
@@ -125,6 +124,11 @@ if TYPE_CHECKING:
         run_settings_for as run_settings_for,
     )
     from io_tui.core.run.loop import start_run as start_run
+    from io_tui.core.run.mcp_hubs import (
+        McpHubs as McpHubs,
+        build_hub as build_hub,
+        registry_with as registry_with,
+    )
     from io_tui.core.run.origin import (
         RunOrigin as RunOrigin,
         configured_servers as configured_servers,

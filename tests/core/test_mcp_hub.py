@@ -28,11 +28,12 @@ from io_tui.core.authority.approvals import ApproveAll, DenyAll
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import ObsKind
-from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer, open_hub
+from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer
 from io_tui.core.mcp.connection import MAX_RESTARTS, TRANSPORT_LOST, Connection
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import Outcome, start_run
+from io_tui.core.run.mcp_hubs import build_hub
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
@@ -83,17 +84,13 @@ async def test_in_process_server_tools_are_registered_with_schemas() -> None:
 
 
 async def test_disabled_servers_are_not_started() -> None:
-    hub = await open_hub(
-        {
-            "on": InProcessServer(build_server()),
-            "off": InProcessServer(build_server(), enabled=False),
-        }
-    )
-    try:
+    servers = {
+        "on": InProcessServer(build_server()),
+        "off": InProcessServer(build_server(), enabled=False),
+    }
+    async with build_hub(servers) as hub:
         assert hub.disabled == ("off",)
         assert {t.server.name for t in hub.tools} == {"on"}
-    finally:
-        await hub.aclose()
 
 
 async def test_a_run_calls_an_mcp_tool_under_the_policy(

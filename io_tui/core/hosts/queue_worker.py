@@ -43,9 +43,9 @@ from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract, contract_to_json
 from io_tui.core.events import HAND_BACK
 from io_tui.core.providers.base import Provider
-from io_tui.core.run.harness import registry_with
 from io_tui.core.run.launch import prepare_run
 from io_tui.core.run.loop import resume_run
+from io_tui.core.run.mcp_hubs import registry_with
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.outcome import Outcome, RunResult
 from io_tui.core.run.reconcile import (

@@ -4,7 +4,8 @@
 - ``connection``: one server's link: an owner task per client, crash and hang handling, restart.
 - ``tools``: a remote tool as ``mcp__<server>__<tool>``, schema-checked, gated as exec.
 - ``resources``: a server's resources as ``list_resources`` / ``read_resource`` tools.
-- ``hub``: ``McpHub`` / ``open_hub``: all servers together, problems, ``register_into``.
+- ``hub``: ``McpHub``: all servers together, problems, ``register_into`` (built by
+  ``core.run.mcp_hubs``, the one place hubs are made).
 - ``sampling``, ``elicitation``: a server's requests during a call, as data (what it asked);
   the run whose call it is asks and answers them (``core.run.server_asks``).
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
         user_servers,
     )
     from io_tui.core.mcp.connection import InProcessServer, ServerSource
-    from io_tui.core.mcp.hub import McpHub, ServerStatus, open_hub, tool_summary
+    from io_tui.core.mcp.hub import McpHub, ServerStatus, tool_summary
     from io_tui.core.mcp.resources import contents_plain, contents_text, resource_target
     from io_tui.core.mcp.tools import McpTool, exposed_name
 
@@ -48,7 +49,7 @@ _HOME = {  # name → the module that defines it, imported on first use
         "config",
     ),
     **dict.fromkeys(("InProcessServer", "ServerSource"), "connection"),
-    **dict.fromkeys(("McpHub", "ServerStatus", "open_hub", "tool_summary"), "hub"),
+    **dict.fromkeys(("McpHub", "ServerStatus", "tool_summary"), "hub"),
     **dict.fromkeys(("McpTool", "exposed_name"), "tools"),
     **dict.fromkeys(("contents_plain", "contents_text", "resource_target"), "resources"),
 }
@@ -78,7 +79,6 @@ __all__ = [
     "discover_mcp_files",
     "exposed_name",
     "load_mcp_file",
-    "open_hub",
     "parse_mcp_settings",
     "resource_target",
     "tool_summary",

@@ -1,5 +1,8 @@
 """McpHub: every configured MCP server started together, their tools offered as io-tui tools.
 
+The io-tui code makes its hubs in one place, ``core.run.mcp_hubs`` (``build_hub``, and
+``McpHubs``: the hubs a process's runs share).
+
     async with McpHub(settings.mcp.servers) as hub:
         registry = harness_registry()
         hub.register_into(registry)
@@ -378,12 +381,6 @@ class McpHub:
             )
             for name, connection in self._connections.items()
         ]
-
-
-async def open_hub(servers: Mapping[str, ServerSource]) -> McpHub:
-    """A started hub. Close it with ``await hub.aclose()`` (or use it as ``async with``)."""
-    hub = McpHub(servers)
-    return await hub.__aenter__()
 
 
 def tool_summary(tool: McpTool | ServerTool) -> dict[str, Any]:

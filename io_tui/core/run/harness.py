@@ -7,10 +7,8 @@ Nothing here changes while a run goes; what does lives in its ``RunState`` (``ru
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from io_tui.core.authority.approvals import Approver
 from io_tui.core.authority.policy import Layer, Policy, Rule
@@ -24,9 +22,6 @@ from io_tui.core.tools.late import LateTools
 from io_tui.core.tools.memory_tools import Forget, Remember
 from io_tui.core.tools.recall import RecallResult
 from io_tui.core.tools.registry import ToolRegistry, default_registry
-
-if TYPE_CHECKING:
-    from io_tui.core.mcp import ServerSource
 
 SYSTEM_PROMPT = f"""You are a careful coding agent working inside one workspace directory.
 Use the tools to inspect and change files and to run commands; paths are relative to the
@@ -78,28 +73,3 @@ def harness_registry() -> ToolRegistry:
     for tool in (Remember(), Forget(), SpawnAgent(), RecallResult()):
         registry.register(tool)
     return registry
-
-
-@asynccontextmanager
-async def registry_with(
-    servers: Mapping[str, ServerSource], notice: Callable[[str], None]
-) -> AsyncIterator[ToolRegistry]:
-    """The built-in tools and, while the block lasts, the MCP tools of ``servers``, all started
-    before it begins (a resumed call may need its tool at once). A start that fails, or a server's
-    problem, is a ``notice``: the run goes on with the tools it has."""
-    registry = harness_registry()
-    if not servers:
-        yield registry
-        return
-    from io_tui.core.mcp import McpHub  # the MCP SDK loads only when there are servers
-
-    async with AsyncExitStack() as stack:
-        try:
-            hub = await stack.enter_async_context(McpHub(servers))
-        except Exception as exc:
-            notice(f"MCP servers not started: {exc}")
-        else:
-            for problem in hub.problems:
-                notice(problem)
-            hub.register_into(registry)
-        yield registry

@@ -5,19 +5,19 @@ are written as they come; writes made in one loop turn leave in one ``write`` (a
 is one pipe write, not hundreds). A run's asks go to the app (``AppApprover``) unless the app
 asked for a fixed approver. stdout carries only protocol lines; anything else goes to stderr,
 which the app keeps the tail of for when the worker dies.
+
+The worker owns its runs' MCP servers (``McpHubs``): each server is started once and the runs
+that need it share it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import sys
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.authority.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -27,19 +27,18 @@ from io_tui.core.events import OPERATOR_CANCEL, RunEvent
 from io_tui.core.hosts.process.protocol import READ_CHUNK, LineBuffer, encode, event_message
 from io_tui.core.providers.base import Provider
 from io_tui.core.providers.factory import provider_from_description
-from io_tui.core.run.harness import Harness, harness_registry, registry_with
+from io_tui.core.run.harness import Harness
 from io_tui.core.run.launch import prepare_run
 from io_tui.core.run.loop import start_run
-from io_tui.core.run.origin import RunOrigin, servers_to_resume, without_secrets
+from io_tui.core.run.mcp_hubs import McpHubs
+from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.decisions import DecideError, decide
 from io_tui.core.store import Store, StoreDamaged, StoreLocation
-from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub, ServerSource
-    from io_tui.core.mcp.config import FoundServers
+    from io_tui.core.mcp import McpHub
 
 
 class WorkerServer:
@@ -55,11 +54,7 @@ class WorkerServer:
         self.asks: dict[int, asyncio.Future[Decision]] = {}  # approval id → the app's answer
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
-        self._hub: asyncio.Future[McpHub | None] | None = None  # the settings' MCP servers
-        self.servers: dict[str, ServerSource] = {}  # theirs and the user's mcp.json's
-        # the hubs of runs whose workspace's .mcp.json adds servers: one per set of servers
-        self._hubs: dict[str, asyncio.Future[McpHub | None]] = {}
-        self._exit = AsyncExitStack()
+        self.hubs = McpHubs(self.settings, self._notice)  # the MCP servers of its runs
         self.damaged: StoreDamaged | None = None  # the store turned out damaged: the worker ends
         self._stop = asyncio.Event()  # stop reading orders (a damaged store)
 
@@ -103,7 +98,8 @@ class WorkerServer:
         op = message.get("op")
         if op == "hello":
             self.settings = RunSettings.from_json(message["settings"])
-            self._hub = asyncio.ensure_future(self._open_shared_hub())
+            self.hubs = McpHubs(self.settings, self._notice)
+            self.hubs.start()
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
             self._spawn(
@@ -138,102 +134,11 @@ class WorkerServer:
             if tag not in self.asking:
                 task.cancel()
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
-        await self._exit.aclose()  # stops the MCP servers
+        await self.hubs.aclose()  # stops the MCP servers
         self._flush()
 
-    async def _open_shared_hub(self) -> McpHub | None:
-        """Start the settings' MCP servers (and the user's ``mcp.json``) once, for every run
-        this worker drives in a workspace without a ``.mcp.json``; a file that does not load or
-        a server that fails to start is a notice to the app, and the runs go on without it."""
-        from io_tui.core.mcp import user_servers
-        from io_tui.paths import config_dir
-
-        servers, problems = user_servers(self.settings.mcp.servers, config_dir())
-        for problem in problems:
-            self.send({"t": "notice", "text": problem})
-        self.servers = servers  # what each run it starts records
-        return await self._open_hub(servers)
-
-    async def _open_hub(
-        self, servers: dict[str, ServerSource], roots: tuple[Path, ...] = ()
-    ) -> McpHub | None:
-        """A hub of ``servers`` starting in the background, open until the worker stops; None
-        when there are none or it cannot start (a notice)."""
-        from io_tui.core.mcp import McpHub
-
-        if not servers:
-            return None
-        hub = McpHub(
-            servers, background=True, ready_wait_s=self.settings.mcp.ready_wait_s, roots=roots
-        )
-        hub.watch(self._notice_problem)
-        try:
-            return await self._exit.enter_async_context(hub)
-        except Exception as exc:  # the runs go on with the built-in tools
-            self.send({"t": "notice", "text": f"MCP servers not started: {exc}"})
-            return None
-
-    async def _hub_for(self, found: FoundServers, workspace: Path) -> McpHub | None:
-        """The hub a run in ``workspace`` uses: the shared one, unless the workspace's
-        ``.mcp.json`` adds servers; then one of the run's servers, started with the first run
-        that needs them (and the workspace file announced, as ``io-tui run`` does) and kept
-        for the next."""
-        current = await self._servers()
-        if without_secrets(found.servers) == without_secrets(current):
-            hub = await self._hub if self._hub is not None else None
-        else:
-            key = json.dumps(
-                {name: repr(server) for name, server in found.servers.items()}, sort_keys=True
-            )
-            if key not in self._hubs:
-                if (announcement := found.announcement()) is not None:
-                    self.send({"t": "notice", "text": announcement})
-                self._hubs[key] = asyncio.ensure_future(self._open_hub(found.servers, (workspace,)))
-            hub = await asyncio.shield(self._hubs[key])
-        if hub is not None:  # its servers may work in the run's workspace too
-            await hub.add_root(workspace)
-        return hub
-
-    def _notice_problem(self, arrival: Any) -> None:
-        """A server that failed to start, told to the app when it happens."""
-        if arrival.problem is not None:
-            self.send({"t": "notice", "text": arrival.problem})
-
-    async def registry(self, hub: McpHub | None = None) -> ToolRegistry:
-        """The built-in tools, plus ``hub``'s (default: the shared one's) once it has started."""
-        registry = harness_registry()
-        if hub is None and self._hub is not None:
-            hub = await self._hub
-        if hub is not None:
-            hub.register_into(registry)
-        return registry
-
-    async def _servers(self) -> dict[str, ServerSource]:
-        """The worker's MCP servers (its settings' and the user's ``mcp.json``), once known."""
-        if self._hub is not None:
-            await self._hub
-        return self.servers
-
-    @asynccontextmanager
-    async def _resume_tools(self, run_id: int | None) -> AsyncIterator[ToolRegistry]:
-        """The tools for resuming ``run_id``: the MCP servers it started with. They are the
-        worker's own (its hub serves) unless the run started elsewhere or under other
-        settings: then a hub of its servers lives as long as the resume."""
-        current = await self._servers()
-        servers, notice = (
-            await servers_to_resume(self.store, run_id, current)
-            if run_id is not None
-            else (dict(current), None)
-        )
-        if notice:
-            self.send({"t": "notice", "text": notice})
-        if without_secrets(servers) == without_secrets(current):
-            yield await self.registry()
-            return
-        async with registry_with(
-            servers, lambda text: self.send({"t": "notice", "text": text})
-        ) as tools:
-            yield tools
+    def _notice(self, text: str) -> None:
+        self.send({"t": "notice", "text": text})
 
     # -- the tasks --
 
@@ -260,7 +165,7 @@ class WorkerServer:
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
-        hub = await self._hub_for(run.found, run.contract.workspace)
+        hub = await self.hubs.for_run(run.found, run.contract.workspace)
         await self._drive(
             tag, run.contract, run.provider, run.policy, approve, request.seed_run_id,
             run.origin, hub,
@@ -289,15 +194,15 @@ class WorkerServer:
         origin: RunOrigin | None = None,
         hub: McpHub | None = None,
     ) -> None:
-        if hub is None and self._hub is not None:
-            hub = await self._hub
+        if hub is None:
+            hub = await self.hubs.shared()
         harness = Harness(
             store=self.store,
             provider=provider,
             approver=self._approver(tag, approve),
             sink=PipeSink(self, tag),
             policy=policy,
-            registry=await self.registry(hub),
+            registry=self.hubs.registry(hub),
             origin=origin,
             late_tools=hub,
         )
@@ -310,16 +215,16 @@ class WorkerServer:
     async def _decide(self, tag: str, approval_id: int, decision: Decision) -> None:
         record = await self.store.approvals.get(approval_id)
         run_id = record.request.run_id if record is not None else None
+        registry = await self.hubs.resume_registry(self.store, run_id)
         try:
-            async with self._resume_tools(run_id) as registry:
-                decided = await decide(
-                    self.store,
-                    approval_id,
-                    decision,
-                    approver=self._approver(tag, None),
-                    sink=PipeSink(self, tag),
-                    registry=registry,
-                )
+            decided = await decide(
+                self.store,
+                approval_id,
+                decision,
+                approver=self._approver(tag, None),
+                sink=PipeSink(self, tag),
+                registry=registry,
+            )
         except DecideError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return

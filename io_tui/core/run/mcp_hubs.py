@@ -1,0 +1,198 @@
+"""Where MCP hubs are made: ``build_hub`` (every hub, for every caller), ``registry_with`` (a
+hub for as long as a block lasts), and ``McpHubs``: the hubs of one process's runs.
+
+A server is a process with state (a login, an index, a cache), so a process that drives many
+runs starts each one once and its runs share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from io_tui.core.run.harness import harness_registry
+from io_tui.core.run.origin import servers_to_resume, without_secrets
+from io_tui.core.run.settings import RunSettings
+from io_tui.core.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from io_tui.core.mcp import McpHub, ServerSource
+    from io_tui.core.mcp.config import FoundServers
+    from io_tui.core.store import Store
+    from io_tui.core.tools.late import Arrival
+
+
+def build_hub(
+    servers: Mapping[str, ServerSource],
+    *,
+    ready_wait_s: float | None = None,
+    roots: Sequence[Path] = (),
+    watch: Callable[[Arrival], None] | None = None,
+) -> McpHub:
+    """A hub of ``servers``, to enter (``async with``). With ``ready_wait_s`` its servers start
+    in the background and a run waits for them at most that long; without, entering it waits
+    for every one. ``roots``: the workspaces the servers are told of. ``watch`` hears each
+    server's arrival (ready, or failed to start) as it happens."""
+    from io_tui.core.mcp.hub import McpHub  # the MCP SDK loads only when there are servers
+
+    hub = McpHub(
+        servers, background=ready_wait_s is not None, ready_wait_s=ready_wait_s or 0.0, roots=roots
+    )
+    if watch is not None:
+        hub.watch(watch)
+    return hub
+
+
+@asynccontextmanager
+async def registry_with(
+    servers: Mapping[str, ServerSource], notice: Callable[[str], None]
+) -> AsyncIterator[ToolRegistry]:
+    """The built-in tools and, while the block lasts, the MCP tools of ``servers``, all started
+    before it begins (a resumed call may need its tool at once). A start that fails, or a
+    server's problem, is a ``notice``: the run goes on with the tools it has."""
+    registry = harness_registry()
+    if not servers:
+        yield registry
+        return
+    async with AsyncExitStack() as stack:
+        try:
+            hub = await stack.enter_async_context(build_hub(servers))
+        except Exception as exc:
+            notice(f"MCP servers not started: {exc}")
+        else:
+            for problem in hub.problems:
+                notice(problem)
+            hub.register_into(registry)
+        yield registry
+
+
+class McpHubs:
+    """The MCP servers of one process's runs (the app's harness worker, or the app itself).
+
+    The settings' servers and the user's ``mcp.json`` are one shared hub, started by ``start``
+    (or the first that needs it). A run whose servers differ (its workspace's ``.mcp.json`` adds
+    some; a resumed run started elsewhere) gets a hub of its set, started with the first run
+    that needs it and kept for the next. Every hub lives until ``aclose``. Notices (a
+    server that did not start, a workspace file's servers) go to ``notice``.
+    """
+
+    def __init__(self, settings: RunSettings, notice: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.notice = notice
+        self.servers: dict[str, ServerSource] = {}  # the shared hub's, once it started
+        self._problems: list[str] = []  # the user's mcp.json, when it did not load
+        self._shared: asyncio.Future[McpHub | None] | None = None
+        self._hubs: dict[str, asyncio.Future[McpHub | None]] = {}  # by their set of servers
+        self._exit = AsyncExitStack()
+        self._closed = False
+
+    # -- the runs' hubs --
+
+    def start(self) -> None:
+        """Start the shared hub's servers in the background now (the first run need not wait
+        for them to be launched); idempotent."""
+        if self._shared is None:
+            self._shared = asyncio.ensure_future(self._open_shared())
+
+    async def shared(self) -> McpHub | None:
+        """The hub of the settings' servers and the user's ``mcp.json``; None without any."""
+        self.start()
+        assert self._shared is not None
+        return await asyncio.shield(self._shared)
+
+    async def for_run(self, found: FoundServers, workspace: Path) -> McpHub | None:
+        """The hub of a run in ``workspace`` with ``found``'s servers (``prepare_run``'s);
+        ``workspace`` becomes one of its roots."""
+        hub = await self._hub_of(found.servers, workspace, found.announcement())
+        if hub is not None:
+            await hub.add_root(workspace)
+        return hub
+
+    def registry(self, hub: McpHub | None) -> ToolRegistry:
+        """The built-in tools, and ``hub``'s (those ready by now; late ones join the run)."""
+        registry = harness_registry()
+        if hub is not None:
+            hub.register_into(registry)
+        return registry
+
+    async def resume_registry(self, store: Store, run_id: int | None) -> ToolRegistry:
+        """The tools for resuming ``run_id``: the MCP servers it started with (the shared ones
+        unless it started elsewhere or under other settings), every one ready or failed, since a
+        paused call may need its tool at once."""
+        hub = await self.shared()
+        row = await store.runs.get(run_id) if run_id is not None else None
+        if row is not None:
+            servers, notice = await servers_to_resume(store, row.id, self.servers)
+            if notice:
+                self.notice(notice)
+            hub = await self._hub_of(servers, Path(row.workspace))
+            if hub is not None:
+                await hub.add_root(Path(row.workspace))
+        if hub is not None:
+            await hub.wait_all()
+        return self.registry(hub)
+
+    async def aclose(self) -> None:
+        """Stop every hub's servers; later runs get none."""
+        self._closed = True
+        await self._exit.aclose()
+
+    # -- the hubs --
+
+    async def _open_shared(self) -> McpHub | None:
+        from io_tui.core.mcp.config import user_servers
+        from io_tui.paths import config_dir
+
+        servers, problems = user_servers(self.settings.mcp.servers, config_dir())
+        for problem in problems:
+            self.notice(problem)
+        self._problems = problems
+        self.servers = servers
+        return await self._open(servers)
+
+    async def _hub_of(
+        self,
+        servers: Mapping[str, ServerSource],
+        workspace: Path | None,
+        announcement: str | None = None,
+    ) -> McpHub | None:
+        """The hub of exactly ``servers``: the shared one when they are its, else one of their
+        own (with ``announcement`` said when it starts)."""
+        shared = await self.shared()
+        if without_secrets(servers) == without_secrets(self.servers):
+            return shared
+        key = json.dumps({name: repr(server) for name, server in servers.items()}, sort_keys=True)
+        if key not in self._hubs:
+            if announcement is not None:
+                self.notice(announcement)
+            roots = (workspace,) if workspace is not None else ()
+            self._hubs[key] = asyncio.ensure_future(self._open(dict(servers), roots))
+        return await asyncio.shield(self._hubs[key])
+
+    async def _open(
+        self, servers: dict[str, ServerSource], roots: tuple[Path, ...] = ()
+    ) -> McpHub | None:
+        """A hub of ``servers`` starting in the background, open until ``aclose``; None when
+        there are none, the hubs are closed, or it cannot start (a notice)."""
+        if not servers or self._closed:
+            return None
+        hub = build_hub(
+            servers, ready_wait_s=self.settings.mcp.ready_wait_s, roots=roots, watch=self._problem
+        )
+        try:
+            return await self._exit.enter_async_context(hub)
+        except Exception as exc:  # the runs go on with the built-in tools
+            self.notice(f"MCP servers not started: {exc}")
+            return None
+
+    def _problem(self, arrival: Arrival) -> None:
+        """A server that failed to start, told when it happens."""
+        if arrival.problem is not None:
+            self.notice(arrival.problem)
+
+
+__all__ = ["McpHubs", "build_hub", "registry_with"]
