@@ -66,6 +66,9 @@ if TYPE_CHECKING:
     from io_tui.core.mcp import (
         McpConfigError as McpConfigError,
         McpHub as McpHub,
+        Offered as Offered,
+        PromptRow as PromptRow,
+        ResourceRow as ResourceRow,
         ServerSource as ServerSource,
         contents_plain as contents_plain,
         contents_text as contents_text,

@@ -5,17 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import pytest
 from damaged_store import MALFORMED, damage_table, sha256
-from mcp_support import PYTHON, server_script_args
+from mcp_support import (
+    MARK_VAR,
+    PYTHON,
+    needs_proc,
+    new_mark,
+    parent_of,
+    processes_with_mark,
+    server_script_args,
+    wait_until_gone,
+)
 
 from io_tui.config import Settings
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.hosts.process.client import WorkerClient
+from io_tui.core.hosts.process import client as client_module
+from io_tui.core.hosts.process.client import WorkerClient, WorkerError
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.steering.trace import build_trace
@@ -173,3 +186,83 @@ async def test_the_worker_starts_the_settings_servers_with_their_env(tmp_path: P
     async with await Store.open(tmp_path / "store.db") as store:
         trace = await build_trace(store, 1)
     assert trace["steps"][0]["observations"][0]["text"].endswith(" IO_TUI_TEST_VAR=green")
+
+
+def _mcp_client(tmp_path: Path, heard: Heard, mark: str) -> WorkerClient:
+    """A client whose worker's settings have the test server ``t`` with prompts and a
+    resource, its processes carrying ``mark``; its asks wait for however loaded the machine
+    is."""
+    entry = {"command": PYTHON, "args": server_script_args("offers"), "env": {MARK_VAR: mark}}
+    client, _ = _client(tmp_path, heard)
+    client.settings = Settings(mcp={"servers": {"t": entry}})  # type: ignore[arg-type]
+    client.ask_timeout_s = 120.0
+    return client
+
+
+@needs_proc
+async def test_the_operators_mcp_asks_are_answered_by_the_workers_servers(
+    tmp_path: Path,
+) -> None:
+    """Prompts, a prompt's text, resources and a read, asked over the pipe, come from the
+    worker's server, the same process its runs use; a prompt that never answers fails after the
+    ask timeout with a message saying so, and the server answers the next ask."""
+    heard, mark = Heard(), new_mark()
+    client = _mcp_client(tmp_path, heard, mark)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    echo = {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"message": "hi"}}]}
+    try:
+        prompts = await client.mcp_prompts(workspace)
+        assert [(row.server, row.name, row.required) for row in prompts.rows] == [
+            ("t", "greet", ()),
+            ("t", "review", ("file",)),
+            ("t", "stall", ("seconds",)),
+        ]
+        assert (prompts.servers, prompts.problems) == (1, ())
+        text = await client.mcp_prompt(workspace, "t", "review", {"file": "a.py"})
+        assert text == "Review a.py for bugs."
+        resources = await client.mcp_resources(workspace)
+        assert [(row.kind, row.uri, row.name) for row in resources.rows] == [
+            ("resource", "test://note", "note")
+        ]
+        assert await client.mcp_read(workspace, "t", "test://note") == (
+            "[resource test://note text/plain, 27 chars]\na note from the test server"
+        )
+        client.ask_timeout_s = 2.0
+        with pytest.raises(WorkerError, match=r"t/stall: no answer within 2s .*hung"):
+            await client.mcp_prompt(workspace, "t", "stall", {"seconds": "3600"})
+        client.ask_timeout_s = 120.0
+        assert await client.mcp_prompt(workspace, "t", "greet", {}) == (
+            "Say hello to the operator, briefly."
+        )
+        client.start(NewRunRequest("echo", workspace, _script(tmp_path / "s.json", [echo])))
+        await heard.until(lambda: "ended" in heard.kinds(), 120)
+        assert dict(heard.said)["ended"] == ("finished", None)
+        servers = processes_with_mark(mark)
+        assert len(servers) == 1 and parent_of(servers[0]) == client.pid
+    finally:
+        await client.close()
+    assert wait_until_gone(mark) == []
+
+
+async def test_an_mcp_ask_of_a_worker_that_stopped_answering_fails_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker itself hangs (stopped): the app's ask still ends, a WorkerError saying so."""
+    monkeypatch.setattr(client_module, "REPLY_MARGIN_S", 0.5)
+    heard = Heard()
+    client, _ = _client(tmp_path, heard)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    try:
+        assert (await client.mcp_prompts(workspace)).rows == ()  # it answers: no servers
+        assert client.pid is not None
+        os.kill(client.pid, signal.SIGSTOP)
+        client.ask_timeout_s = 0.5
+        try:
+            with pytest.raises(WorkerError, match=r"the harness process did not answer within 1s"):
+                await client.mcp_prompts(workspace)
+        finally:
+            os.kill(client.pid, signal.SIGCONT)
+    finally:
+        await client.close()

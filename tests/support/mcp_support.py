@@ -117,6 +117,12 @@ def processes_with_mark(mark: str) -> list[int]:
     return found
 
 
+def parent_of(pid: int) -> int:
+    """The parent process id of ``pid`` (Linux /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(") ", 1)[1].split()[1])
+
+
 def wait_until_gone(mark: str, timeout_s: float = 15.0) -> list[int]:
     """The marked processes still alive after ``timeout_s`` (empty when none leaked)."""
     deadline = time.monotonic() + timeout_s

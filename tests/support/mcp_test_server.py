@@ -2,8 +2,9 @@
 
 In process: ``build_server()``. As a stdio subprocess: ``python mcp_test_server.py [MODE]``, where
 MODE is ``serve`` (default), ``exit-at-start`` (prints to stderr and exits 3 before speaking MCP)
-``hang-at-start`` (never answers the handshake) or ``gated`` (starts serving once the file named by
-``IO_TUI_MCP_TEST_GATE`` exists; exits 3 at that point instead if the file says ``exit``).
+``hang-at-start`` (never answers the handshake), ``gated`` (starts serving once the file named by
+``IO_TUI_MCP_TEST_GATE`` exists; exits 3 at that point instead if the file says ``exit``) or
+``offers`` (serves prompts and a resource too: ``with_offers``).
 """
 
 from __future__ import annotations
@@ -91,6 +92,30 @@ def build_server() -> MCPServer:
     return server
 
 
+def with_offers(server: MCPServer) -> MCPServer:
+    """``server`` with prompts (``greet``; ``review`` needs a file; ``stall`` never answers)
+    and one resource (``test://note``), for the operator's browsing."""
+
+    @server.prompt(description="Greet the operator.")
+    def greet() -> str:
+        return "Say hello to the operator, briefly."
+
+    @server.prompt(description="Review one file.")
+    def review(file: str) -> str:
+        return f"Review {file} for bugs."
+
+    @server.prompt(description="Never answer (a hung server).")
+    async def stall(seconds: str) -> str:
+        await asyncio.sleep(float(seconds))
+        return "woke up"
+
+    @server.resource("test://note", name="note", mime_type="text/plain", description="A note.")
+    def note() -> str:
+        return "a note from the test server"
+
+    return server
+
+
 def main(mode: str) -> None:
     if mode == "exit-at-start":
         sys.stderr.write("fatal: missing API token for the test service\n")
@@ -104,7 +129,8 @@ def main(mode: str) -> None:
         if gate.read_text().strip() == "exit":
             sys.stderr.write("gate said exit\n")
             sys.exit(3)
-    build_server().run()
+    server = build_server()
+    (with_offers(server) if mode == "offers" else server).run()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
   ``core.run.mcp_hubs``, the one place hubs are made).
 - ``sampling``, ``elicitation``: a server's requests during a call, as data (what it asked);
   the run whose call it is asks and answers them (``core.run.server_asks``).
+- ``offered``: a server's prompts and resources as the operator browses them (JSON for the pipe).
 
 The MCP SDK is imported only when a server is opened, and the package imports its modules on
 first use, so loading settings (which reads ``config``) stays fast.
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     )
     from io_tui.core.mcp.connection import InProcessServer, ServerSource
     from io_tui.core.mcp.hub import McpHub, ServerStatus, tool_summary
+    from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
     from io_tui.core.mcp.resources import contents_plain, contents_text, resource_target
     from io_tui.core.mcp.tools import McpTool, exposed_name
 
@@ -50,6 +52,7 @@ _HOME = {  # name → the module that defines it, imported on first use
     ),
     **dict.fromkeys(("InProcessServer", "ServerSource"), "connection"),
     **dict.fromkeys(("McpHub", "ServerStatus", "tool_summary"), "hub"),
+    **dict.fromkeys(("Offered", "PromptRow", "ResourceRow"), "offered"),
     **dict.fromkeys(("McpTool", "exposed_name"), "tools"),
     **dict.fromkeys(("contents_plain", "contents_text", "resource_target"), "resources"),
 }
@@ -71,6 +74,9 @@ __all__ = [
     "McpServerConfig",
     "McpSettings",
     "McpTool",
+    "Offered",
+    "PromptRow",
+    "ResourceRow",
     "ServerSource",
     "ServerStatus",
     "StdioServer",

@@ -1,7 +1,7 @@
 """McpHub: every configured MCP server started together, their tools offered as io-tui tools.
 
 The io-tui code makes its hubs in one place, ``core.run.mcp_hubs`` (``build_hub``, and
-``McpHubs``: the hubs a process's runs share).
+``McpHubs``: the hubs a process's runs share, which the operator's asks use too).
 
     async with McpHub(settings.mcp.servers) as hub:
         registry = harness_registry()
@@ -35,6 +35,7 @@ from io_tui.core.mcp.connection import (
     StartError,
     State,
 )
+from io_tui.core.mcp.offered import PromptRow, ResourceRow
 from io_tui.core.mcp.resources import (
     ListResources,
     ReadResource,
@@ -49,32 +50,6 @@ from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from mcp_types import ReadResourceResult
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceRow:
-    """One resource or resource template of a server, as the resource browser lists it."""
-
-    server: str
-    kind: str  # "resource", "template", or "error" (``name`` says why)
-    uri: str
-    name: str
-    mime_type: str | None = None
-    description: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PromptRow:
-    """One prompt a server offers: its arguments as (name, required, description)."""
-
-    server: str
-    name: str
-    description: str
-    arguments: tuple[tuple[str, bool, str], ...] = ()
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        return tuple(name for name, required, _ in self.arguments if required)
 
 
 @dataclass(frozen=True, slots=True)

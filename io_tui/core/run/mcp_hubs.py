@@ -1,22 +1,29 @@
 """Where MCP hubs are made: ``build_hub`` (every hub, for every caller), ``registry_with`` (a
-hub for as long as a block lasts), and ``McpHubs``: the hubs of one process's runs.
+hub for as long as a block lasts), and ``McpHubs``: the hubs of one process's runs, which the
+operator's asks (the TUI's prompts and resource browser) are answered from too.
 
-A server is a process with state (a login, an index, a cache), so a process that drives many
-runs starts each one once and its runs share it.
+A server is a process with state (a login, an index, a cache), so an app starts each one once,
+in the process that drives its runs: the harness worker, or the app itself with ``[ui]
+harness = "inline"``. The servers of a workspace are the ones a run there gets
+(``configured_servers``: the settings', the user's ``mcp.json``, the workspace's
+``.mcp.json``), for a run and for the operator alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+from io_tui.core.mcp.config import McpConfigError
+from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
 from io_tui.core.run.harness import harness_registry
-from io_tui.core.run.origin import servers_to_resume, without_secrets
+from io_tui.core.run.origin import configured_servers, servers_to_resume, without_secrets
 from io_tui.core.run.settings import RunSettings
+from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -24,6 +31,10 @@ if TYPE_CHECKING:
     from io_tui.core.mcp.config import FoundServers
     from io_tui.core.store import Store
     from io_tui.core.tools.late import Arrival
+
+T = TypeVar("T")
+
+ASK_TIMEOUT_S = 30.0  # the operator's ask (list prompts, read a resource…) answers within this
 
 
 def build_hub(
@@ -75,14 +86,20 @@ class McpHubs:
 
     The settings' servers and the user's ``mcp.json`` are one shared hub, started by ``start``
     (or the first that needs it). A run whose servers differ (its workspace's ``.mcp.json`` adds
-    some; a resumed run started elsewhere) gets a hub of its set, started with the first run
-    that needs it and kept for the next. Every hub lives until ``aclose``. Notices (a
+    some; a resumed run started elsewhere) gets a hub of its set, started with the first run or
+    ask that needs it and kept for the next. Every hub lives until ``aclose``. Notices (a
     server that did not start, a workspace file's servers) go to ``notice``.
+
+    The operator's asks (``prompts``, ``prompt_text``, ``resources``, ``read``) are about the
+    servers a run in a workspace gets, from the same hubs; each answers within its
+    ``timeout_s`` (default ``ask_timeout_s``) or fails with a ToolError saying so (a hung
+    server never hangs the app).
     """
 
     def __init__(self, settings: RunSettings, notice: Callable[[str], None]) -> None:
         self.settings = settings
         self.notice = notice
+        self.ask_timeout_s = ASK_TIMEOUT_S  # an operator's ask answers within this, or fails
         self.servers: dict[str, ServerSource] = {}  # the shared hub's, once it started
         self._problems: list[str] = []  # the user's mcp.json, when it did not load
         self._shared: asyncio.Future[McpHub | None] | None = None
@@ -136,8 +153,65 @@ class McpHubs:
             await hub.wait_all()
         return self.registry(hub)
 
+    # -- the operator's asks: what a workspace's servers offer --
+
+    async def prompts(
+        self, workspace: Path | None, timeout_s: float | None = None
+    ) -> Offered[PromptRow]:
+        """Every prompt of the servers a run in ``workspace`` gets."""
+
+        async def listed() -> Offered[PromptRow]:
+            hub, problems = await self._for_operator(workspace)
+            rows = await hub.prompts() if hub is not None else []
+            return Offered(tuple(rows), _count(hub), problems)
+
+        return await self._bounded(listed(), "listing the MCP servers' prompts", timeout_s)
+
+    async def prompt_text(
+        self,
+        workspace: Path | None,
+        server: str,
+        name: str,
+        arguments: dict[str, str],
+        timeout_s: float | None = None,
+    ) -> str:
+        """Prompt ``server/name`` filled with ``arguments``, its messages' text; ToolError."""
+
+        async def filled() -> str:
+            hub, _ = await self._for_operator(workspace)
+            if hub is None:
+                raise ToolError("no MCP servers are configured")
+            return await hub.prompt_text(server, name, arguments)
+
+        return await self._bounded(filled(), f"getting the prompt {server}/{name}", timeout_s)
+
+    async def resources(
+        self, workspace: Path | None, timeout_s: float | None = None
+    ) -> Offered[ResourceRow]:
+        """Every resource and template of the servers a run in ``workspace`` gets."""
+
+        async def listed() -> Offered[ResourceRow]:
+            hub, problems = await self._for_operator(workspace)
+            rows = await hub.resources() if hub is not None else []
+            return Offered(tuple(rows), _count(hub), problems)
+
+        return await self._bounded(listed(), "listing the MCP servers' resources", timeout_s)
+
+    async def read(
+        self, workspace: Path | None, server: str, uri: str, timeout_s: float | None = None
+    ) -> str:
+        """Resource ``uri`` of ``server`` as text (the operator's read: no policy); ToolError."""
+
+        async def read() -> str:
+            hub, _ = await self._for_operator(workspace)
+            if hub is None:
+                raise ToolError("no MCP servers are configured")
+            return await hub.read_resource(server, uri)
+
+        return await self._bounded(read(), f"reading {uri} of {server}", timeout_s)
+
     async def aclose(self) -> None:
-        """Stop every hub's servers; later runs get none."""
+        """Stop every hub's servers; later asks and runs get none."""
         self._closed = True
         await self._exit.aclose()
 
@@ -194,5 +268,39 @@ class McpHubs:
         if arrival.problem is not None:
             self.notice(arrival.problem)
 
+    async def _for_operator(self, workspace: Path | None) -> tuple[McpHub | None, tuple[str, ...]]:
+        """The hub a run in ``workspace`` gets, every server in it ready or failed, and the
+        problems to show: a file that does not load (then the shared hub answers), a server
+        that did not start."""
+        problems = list(self._problems)
+        hub = await self.shared()
+        if workspace is not None:
+            try:
+                found = configured_servers(self.settings, workspace)
+            except McpConfigError as exc:
+                problems.append(str(exc))
+            else:
+                hub = await self._hub_of(found.servers, workspace, found.announcement())
+        if hub is not None:
+            await hub.wait_all()
+            problems += hub.problems
+        return hub, tuple(dict.fromkeys(problems))
 
-__all__ = ["McpHubs", "build_hub", "registry_with"]
+    async def _bounded(self, work: Awaitable[T], what: str, timeout_s: float | None) -> T:
+        """``work`` within ``timeout_s`` (default ``ask_timeout_s``); a ToolError saying what did
+        not answer when it takes longer (a server that hangs, or is still starting)."""
+        limit = self.ask_timeout_s if timeout_s is None else timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                return await work
+        except TimeoutError:
+            raise ToolError(
+                f"{what}: no answer within {limit:g}s (an MCP server is hung or still starting)"
+            ) from None
+
+
+def _count(hub: McpHub | None) -> int:
+    return len(hub.statuses()) if hub is not None else 0
+
+
+__all__ = ["ASK_TIMEOUT_S", "McpHubs", "build_hub", "registry_with"]

@@ -6,6 +6,10 @@ on the caller's ``spawn`` (the UI's workers).
 One client per app, its worker started on the first order (or ``prepare``). If the worker dies,
 the runs it held are reported lost (``WorkerListener.lost``, with the tail of its stderr) and a
 fresh worker starts for the next order.
+
+The worker owns the app's MCP servers; the app asks it what they offer (``mcp_prompts``,
+``mcp_prompt``, ``mcp_resources``, ``mcp_read``), each answered within ``ask_timeout_s`` or
+failed with a ``WorkerError`` saying so (a hung server, or a worker that stopped answering).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import itertools
 import sys
 from collections import deque
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, Protocol
 
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
@@ -28,7 +33,9 @@ from io_tui.core.hosts.process.protocol import (
     encode,
     event_from,
 )
+from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
 from io_tui.core.providers.base import Provider
+from io_tui.core.run.mcp_hubs import ASK_TIMEOUT_S
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
@@ -36,6 +43,7 @@ from io_tui.core.store import StoreLocation
 
 WORKER_MODULE = "io_tui.core.hosts.process"
 CLOSE_TIMEOUT_S = 10.0
+REPLY_MARGIN_S = 5.0  # an ask's reply may come this long after the worker's own bound
 
 
 class WorkerError(RuntimeError):
@@ -82,12 +90,14 @@ class WorkerClient:
         listener: WorkerListener,
         spawn: Callable[[Coroutine[Any, Any, None]], object],
         approve: str | None = None,
+        ask_timeout_s: float = ASK_TIMEOUT_S,
     ) -> None:
         self.store_path = store_path
         self.settings = settings
         self.listener = listener
         self.spawn = spawn  # runs a coroutine the client sends from (an order, an answer)
         self.approve = approve  # None: asks go to the listener; else a FIXED_APPROVERS name
+        self.ask_timeout_s = ask_timeout_s  # an mcp_* ask fails after this (the worker's bound)
         self.live: dict[int, str] = {}  # run id → tag
         self.stderr_tail: deque[str] = deque(maxlen=20)
         self._process: asyncio.subprocess.Process | None = None
@@ -95,6 +105,7 @@ class WorkerClient:
         self._tags = itertools.count(1)
         self._decisions: dict[str, asyncio.Future[RunResult | None]] = {}
         self._asks: dict[int, asyncio.Future[Decision]] = {}
+        self._replies: dict[str, asyncio.Future[Any]] = {}  # tag → an mcp_* ask's answer
         self._closing = False
         self._reader: asyncio.Future[None] | None = None
 
@@ -146,6 +157,49 @@ class WorkerClient:
         }
         await self._send(msg)
         return await future
+
+    # -- the operator's asks of the worker's MCP servers --
+
+    async def mcp_prompts(self, workspace: Path) -> Offered[PromptRow]:
+        """The prompts of the MCP servers a run in ``workspace`` gets."""
+        answer = await self._ask_mcp("mcp_prompts", workspace=str(workspace))
+        return Offered.from_json(answer, PromptRow.from_json)
+
+    async def mcp_prompt(
+        self, workspace: Path, server: str, name: str, arguments: dict[str, str]
+    ) -> str:
+        """Prompt ``server/name`` filled with ``arguments``, as text."""
+        fields = {"server": server, "name": name, "arguments": arguments}
+        return str(await self._ask_mcp("mcp_prompt", workspace=str(workspace), **fields))
+
+    async def mcp_resources(self, workspace: Path) -> Offered[ResourceRow]:
+        """The resources and templates of the MCP servers a run in ``workspace`` gets."""
+        answer = await self._ask_mcp("mcp_resources", workspace=str(workspace))
+        return Offered.from_json(answer, ResourceRow.from_json)
+
+    async def mcp_read(self, workspace: Path, server: str, uri: str) -> str:
+        """Resource ``uri`` of ``server``, as text."""
+        return str(
+            await self._ask_mcp("mcp_read", workspace=str(workspace), server=server, uri=uri)
+        )
+
+    async def _ask_mcp(self, op: str, **fields: Any) -> Any:
+        """Send an ``mcp_*`` ask and wait for its ``reply``: its value, or a WorkerError with
+        why not (the worker's, or that it did not answer within ``ask_timeout_s``)."""
+        tag = self._tag()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._replies[tag] = future
+        limit = self.ask_timeout_s + REPLY_MARGIN_S  # the worker's bound, and its reply's way
+        try:
+            await self._send({"op": op, "tag": tag, "timeout_s": self.ask_timeout_s, **fields})
+            async with asyncio.timeout(limit):
+                return await future
+        except TimeoutError:
+            raise WorkerError(f"the harness process did not answer within {limit:g}s") from None
+        except OSError as exc:
+            raise WorkerError(f"the harness process is not available: {exc}") from None
+        finally:
+            self._replies.pop(tag, None)
 
     async def close(self) -> None:
         """Close the worker's stdin: it defers open asks, cancels the other runs and exits."""
@@ -247,6 +301,8 @@ class WorkerClient:
             self._ended(message)
         elif kind == "notice":
             self.listener.notice(str(message["text"]))
+        elif kind == "reply":
+            self._replied(message["tag"], message.get("value"), message.get("error"))
         else:
             self.listener.unexpected(str(message))
 
@@ -268,8 +324,20 @@ class WorkerClient:
         future.add_done_callback(answered)
         self.listener.asked(request, future)
 
+    def _replied(self, tag: str, value: Any, error: str | None) -> None:
+        future = self._replies.get(tag)
+        if future is None or future.done():
+            return  # its asker gave up waiting
+        if error is not None:
+            future.set_exception(WorkerError(error))
+        else:
+            future.set_result(value)
+
     def _ended(self, message: dict[str, Any]) -> None:
         tag = message["tag"]
+        if tag in self._replies:  # an ask whose task ended without a reply (the worker closing)
+            self._replied(tag, None, message.get("error") or "the harness process stopped it")
+            return
         for run_id in [r for r, t in self.live.items() if t == tag]:
             del self.live[run_id]
             self.listener.stopped(run_id)
@@ -293,9 +361,9 @@ class WorkerClient:
             self.listener.stopped(run_id)
         for ask in self._asks.values():
             ask.cancel()  # nobody is waiting for the answer any more
-        for decision in self._decisions.values():
-            if not decision.done():
-                decision.set_exception(WorkerError(f"the harness process exited (code {code})"))
+        for waiting in [*self._decisions.values(), *self._replies.values()]:
+            if not waiting.done():
+                waiting.set_exception(WorkerError(f"the harness process exited (code {code})"))
         self._asks.clear()
         self._decisions.clear()
         if self._closing:

@@ -11,6 +11,15 @@ App → worker (``op``):
 - ``decide``  ``tag``, ``approval_id``, ``decision``: decide a *paused* run's request and resume it
 - ``answer``  ``approval_id``, ``decision``: the answer to an ``ask`` of a live run
 - ``cancel``  ``run_id``: interrupt a live run (it ends ``cancelled``, its error ``OPERATOR_CANCEL``)
+- ``mcp_prompts``   ``tag``, ``workspace``, ``timeout_s``: the prompts of the MCP servers a run
+  there gets
+- ``mcp_prompt``    ``tag``, ``workspace``, ``server``, ``name``, ``arguments``, ``timeout_s``: a
+  prompt's text
+- ``mcp_resources`` ``tag``, ``workspace``, ``timeout_s``: their resources and resource templates
+- ``mcp_read``      ``tag``, ``workspace``, ``server``, ``uri``, ``timeout_s``: a resource's text
+
+  Each ``mcp_*`` ask gets its ``reply`` within ``timeout_s`` (waiting for servers still starting
+  included): the answer, or an error saying it did not come (a hung server).
 
 Closing the worker's stdin cancels every live run (asks still open are deferred: those runs
 pause durably) and the worker exits.
@@ -23,9 +32,13 @@ Worker → app (``t``):
 - ``ended``   ``tag``, ``result``: a ``RunResult``, or ``null`` after a deferring ``decide``
 - ``failed``  ``tag``, ``error``: the run could not start, or its task failed (the message)
 - ``notice``  ``text``: something the user should know (an MCP server that did not start)
+- ``reply``   ``tag``, and ``value`` (an ``mcp_*`` ask's answer: ``Offered.to_json`` for a
+  listing, the text for a prompt or a read) or ``error`` (why not, one line)
 
-The worker starts the MCP servers of the ``hello`` settings once and gives their tools to every
-run it drives (new, demo and resumed alike).
+The worker owns the app's MCP servers (``core.run.mcp_hubs.McpHubs``): it starts the ``hello``
+settings' servers once and gives their tools to every run it drives (new, demo and resumed
+alike), and answers the operator's ``mcp_*`` asks from the same hubs, so the app itself starts
+no server.
 
 The worker exits 0 once its stdin closes; 2 when its store cannot be opened; and
 ``EXIT_STORE_DAMAGED`` when its store is damaged (found by the ``quick_check`` of its open, or by

@@ -6,8 +6,9 @@ is one pipe write, not hundreds). A run's asks go to the app (``AppApprover``) u
 asked for a fixed approver. stdout carries only protocol lines; anything else goes to stderr,
 which the app keeps the tail of for when the worker dies.
 
-The worker owns its runs' MCP servers (``McpHubs``): each server is started once and the runs
-that need it share it.
+The worker owns the app's MCP servers (``McpHubs``): its runs take their tools from its hubs,
+and the operator's ``mcp_*`` asks (the app's prompts and resource browser) are answered from
+the same ones, so each server runs once, here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.authority.approvals import FIXED_APPROVERS, ApprovalRequest, Approver, Decision
@@ -36,6 +38,7 @@ from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.decisions import DecideError, decide
 from io_tui.core.store import Store, StoreDamaged, StoreLocation
+from io_tui.core.tools.base import ToolError
 
 if TYPE_CHECKING:
     from io_tui.core.mcp import McpHub
@@ -54,7 +57,7 @@ class WorkerServer:
         self.asks: dict[int, asyncio.Future[Decision]] = {}  # approval id → the app's answer
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
-        self.hubs = McpHubs(self.settings, self._notice)  # the MCP servers of its runs
+        self.hubs = McpHubs(self.settings, self._notice)  # the app's MCP servers, for all
         self.damaged: StoreDamaged | None = None  # the store turned out damaged: the worker ends
         self._stop = asyncio.Event()  # stop reading orders (a damaged store)
 
@@ -120,6 +123,8 @@ class WorkerServer:
             task = self.tasks.get(self.run_tags.get(message["run_id"], ""))
             if task is not None:
                 task.cancel(OPERATOR_CANCEL)
+        elif op in MCP_ASKS:
+            self._spawn(message["tag"], self._answer(message))
         else:
             raise ValueError(f"unknown op {op!r}")
 
@@ -139,6 +144,33 @@ class WorkerServer:
 
     def _notice(self, text: str) -> None:
         self.send({"t": "notice", "text": text})
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        """An ``mcp_*`` ask of the operator's, answered from the runs' hubs: a ``reply`` with
+        its value, or with the error that kept it (a hung server's, after ``timeout_s``)."""
+        tag, op, timeout_s = message["tag"], message["op"], message.get("timeout_s")
+        workspace = Path(message["workspace"]) if message.get("workspace") else None
+        hubs = self.hubs
+        value: Any
+        try:
+            if op == "mcp_prompts":
+                value = (await hubs.prompts(workspace, timeout_s)).to_json()
+            elif op == "mcp_resources":
+                value = (await hubs.resources(workspace, timeout_s)).to_json()
+            elif op == "mcp_prompt":
+                arguments = {str(k): str(v) for k, v in message["arguments"].items()}
+                value = await hubs.prompt_text(
+                    workspace, message["server"], message["name"], arguments, timeout_s
+                )
+            else:
+                value = await hubs.read(workspace, message["server"], message["uri"], timeout_s)
+        except ToolError as exc:
+            self.send({"t": "reply", "tag": tag, "error": str(exc)})
+        except Exception as exc:  # the ask failed; the worker and its runs go on
+            traceback.print_exc()
+            self.send({"t": "reply", "tag": tag, "error": f"{type(exc).__name__}: {exc}"})
+        else:
+            self.send({"t": "reply", "tag": tag, "value": value})
 
     # -- the tasks --
 
@@ -238,6 +270,9 @@ class WorkerServer:
     def started(self, tag: str, run_id: int) -> None:
         self.run_tags[run_id] = tag
         self.send({"t": "started", "tag": tag, "run_id": run_id})
+
+
+MCP_ASKS = frozenset({"mcp_prompts", "mcp_prompt", "mcp_resources", "mcp_read"})
 
 
 class PipeSink:
