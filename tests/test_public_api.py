@@ -154,7 +154,6 @@ PUBLIC = [  # sorted
     "provenance_label",
     "provider_for",
     "read_servers",
-    "registry_with",
     "render_ledger",
     "request_notes",
     "resume",
@@ -167,7 +166,6 @@ PUBLIC = [  # sorted
     "summary_steps",
     "target_steps",
     "usage_hit_rate",
-    "user_servers",
     "validate_pattern",
 ]
 

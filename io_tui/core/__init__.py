@@ -74,7 +74,6 @@ if TYPE_CHECKING:
         contents_text as contents_text,
         discover_mcp_files as discover_mcp_files,
         load_mcp_file as load_mcp_file,
-        user_servers as user_servers,
     )
     from io_tui.core.mcp.config import read_servers as read_servers
     from io_tui.core.mcp.elicitation import (
@@ -130,7 +129,6 @@ if TYPE_CHECKING:
     from io_tui.core.run.mcp_hubs import (
         McpHubs as McpHubs,
         build_hub as build_hub,
-        registry_with as registry_with,
     )
     from io_tui.core.run.origin import (
         RunOrigin as RunOrigin,

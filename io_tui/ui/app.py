@@ -59,7 +59,7 @@ from io_tui.ui.commands import (
 )
 from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
 from io_tui.ui.live import follow
-from io_tui.ui.mcp_prompts import OperatorHub, PromptCommands
+from io_tui.ui.mcp_prompts import PromptCommands, ServerPrompts
 from io_tui.ui.messages import (
     ApprovalRequested,
     HarnessNotice,
@@ -337,9 +337,7 @@ class IoApp(App[int]):
         self.exit(0)
 
     async def on_unmount(self) -> None:
-        await self.host.close()
-        if "mcp" in self.__dict__:  # started only if the operator needed it
-            await self.mcp.aclose()
+        await self.host.close()  # and with it the MCP servers
         await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
@@ -373,17 +371,23 @@ class IoApp(App[int]):
         self.switch_to(lambda: AuditScreen(self.store))
 
     def action_resources(self) -> None:
+        """The resource browser, for the servers of the selected run's workspace (else the
+        new-run dialog's default one)."""
         from io_tui.ui.screens.resources import ResourcesScreen
 
-        self.switch_to(lambda: ResourcesScreen(self.mcp))
+        selected = self.selected_workspace()
+        workspace = Path(selected) if selected else self.default_workspace()
+        self.switch_to(lambda: ResourcesScreen(self.host, workspace))
 
     @cached_property
-    def mcp(self) -> OperatorHub:
-        """The app's own MCP hub (F6, the palette's and the new-run dialog's prompts): started
-        when first needed, closed with the app."""
-        from io_tui.paths import config_dir
+    def prompts(self) -> ServerPrompts:
+        """The MCP servers' prompts (the palette's, the new-run dialog's), asked of the host:
+        the servers live where the runs do."""
+        return ServerPrompts(self.host)
 
-        return OperatorHub(dict(self.settings.mcp.servers), config_dir())
+    def default_workspace(self) -> Path:
+        """Where the new-run dialog opens: the demo's workspace if there is one, else here."""
+        return self.demo_workspace or Path.cwd()
 
     def switch_to(self, open_screen: Callable[[], Screen[Any]]) -> None:
         """F-keys switch screens: the screens opened over the main one (audit, rules, the
@@ -576,9 +580,13 @@ class IoApp(App[int]):
             if request is not None:
                 self.start_request(request)
 
-        default = self.demo_workspace or Path.cwd()
         screen = NewRunScreen(
-            self.store, self.settings, default, task=task, mcp=self.mcp, prompt=prompt
+            self.store,
+            self.settings,
+            self.default_workspace(),
+            task=task,
+            prompts=self.prompts,
+            prompt=prompt,
         )
         self.push_screen(screen, started)
 

@@ -1,7 +1,9 @@
 """Where the app's runs execute: in a harness worker process (the default) or in the app's loop.
 
 Both hosts take the same orders — start a run, start the demo, interrupt, decide a paused run's
-request — and report the same way, in messages to the app they are given (never calls into it):
+request, ask what the MCP servers of a workspace offer (``mcp_prompts``, ``mcp_prompt``,
+``mcp_resources``, ``mcp_read``: the palette's prompts, the new-run dialog's, the resource
+browser's) — and report the same way, in messages to the app they are given (never calls into it):
 events into the app's ``EventPump``, asks as ``ApprovalRequested`` with a Future, ``RunStarted``
 / ``RunStopped`` as they take and drop a run, ends as ``RunEnded``, a dead worker as
 ``RunsLost`` and ``HarnessNotice``. What they need (store, settings, approver) is passed in.
@@ -20,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,6 +39,7 @@ from io_tui.core import (
     RunEvent,
     RunResult,
     Store,
+    ToolError,
     WorkerClient,
     WorkerError,
 )
@@ -52,7 +55,17 @@ from io_tui.ui.messages import (
 )
 
 if TYPE_CHECKING:
-    from io_tui.core import Policy, Provider, RunOrigin, ServerSource, TaskContract
+    from io_tui.core import (
+        McpHub,
+        McpHubs,
+        Offered,
+        Policy,
+        PromptRow,
+        Provider,
+        ResourceRow,
+        RunOrigin,
+        TaskContract,
+    )
 
 PAUSE_WAIT = 5.0  # seconds an inline run deferred at quit has to record its pause
 
@@ -69,6 +82,13 @@ class RunHost(Protocol):
     def is_live(self, run_id: int) -> bool: ...
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None: ...
     async def close(self) -> None: ...
+    # what the MCP servers a run in ``workspace`` gets offer the operator
+    async def mcp_prompts(self, workspace: Path) -> Offered[PromptRow]: ...
+    async def mcp_prompt(
+        self, workspace: Path, server: str, name: str, arguments: dict[str, str]
+    ) -> str: ...
+    async def mcp_resources(self, workspace: Path) -> Offered[ResourceRow]: ...
+    async def mcp_read(self, workspace: Path, server: str, uri: str) -> str: ...
 
 
 class ProcessHost:
@@ -118,6 +138,26 @@ class ProcessHost:
 
     async def close(self) -> None:
         await self.client.close()
+
+    # -- the operator's MCP asks, answered by the worker, whose servers they are --
+
+    async def mcp_prompts(self, workspace: Path) -> Offered[PromptRow]:
+        with _host_error(WorkerError):
+            return await self.client.mcp_prompts(workspace)
+
+    async def mcp_prompt(
+        self, workspace: Path, server: str, name: str, arguments: dict[str, str]
+    ) -> str:
+        with _host_error(WorkerError):
+            return await self.client.mcp_prompt(workspace, server, name, arguments)
+
+    async def mcp_resources(self, workspace: Path) -> Offered[ResourceRow]:
+        with _host_error(WorkerError):
+            return await self.client.mcp_resources(workspace)
+
+    async def mcp_read(self, workspace: Path, server: str, uri: str) -> str:
+        with _host_error(WorkerError):
+            return await self.client.mcp_read(workspace, server, uri)
 
     # -- what the worker says (``WorkerListener``) --
 
@@ -171,6 +211,15 @@ class ProcessHost:
         self.app.post_message(RunsLost(run_ids))
 
 
+@contextlib.contextmanager
+def _host_error(*kinds: type[Exception]) -> Iterator[None]:
+    """An error of ``kinds`` raised as a ``HostError`` with its message."""
+    try:
+        yield
+    except kinds as exc:
+        raise HostError(str(exc)) from None
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -198,12 +247,23 @@ class InlineHost:
         self.workers: dict[int, Worker[Any]] = {}  # run id → the worker driving it, while live
         self.tasks: dict[int, asyncio.Task[Any]] = {}  # run id → the asyncio task it runs in
         self.asking: set[int] = set()  # runs waiting on an approver's answer
+        self._hubs: McpHubs | None = None
+
+    @property
+    def hubs(self) -> McpHubs:
+        """The app's MCP servers (its runs' and the operator's asks'), made on first use."""
+        if self._hubs is None:
+            from io_tui.core import McpHubs
+
+            self._hubs = McpHubs(self.settings, self._notice)
+        return self._hubs
 
     def build_approver(self) -> Approver:
         return _Asking(self.approver, self.asking)
 
     async def prepare(self) -> None:
-        return None
+        """Start the MCP servers now, as the worker does when it starts."""
+        self.hubs.start()
 
     def start(self, request: NewRunRequest) -> None:
         self.app.run_worker(self._start_request(request), group="runs", exit_on_error=False)
@@ -232,10 +292,18 @@ class InlineHost:
     async def decide(self, approval_id: int, decision: Decision) -> RunResult | None:
         from io_tui.core import DecideError, decide
 
+        record = await self.store.approvals.get(approval_id)
+        run_id = record.request.run_id if record is not None else None
+        registry = await self.hubs.resume_registry(self.store, run_id)
         sink = self._sink()
         try:
             decided = await decide(
-                self.store, approval_id, decision, approver=self.build_approver(), sink=sink
+                self.store,
+                approval_id,
+                decision,
+                approver=self.build_approver(),
+                sink=sink,
+                registry=registry,
             )
         except DecideError as exc:
             raise HostError(str(exc)) from None
@@ -254,6 +322,28 @@ class InlineHost:
         for worker in live:
             worker.cancel()
         await _settled(live, PAUSE_WAIT)
+        if self._hubs is not None:
+            await self._hubs.aclose()
+
+    # -- the operator's MCP asks, answered from the runs' own hubs --
+
+    async def mcp_prompts(self, workspace: Path) -> Offered[PromptRow]:
+        with _host_error(ToolError):
+            return await self.hubs.prompts(workspace)
+
+    async def mcp_prompt(
+        self, workspace: Path, server: str, name: str, arguments: dict[str, str]
+    ) -> str:
+        with _host_error(ToolError):
+            return await self.hubs.prompt_text(workspace, server, name, arguments)
+
+    async def mcp_resources(self, workspace: Path) -> Offered[ResourceRow]:
+        with _host_error(ToolError):
+            return await self.hubs.resources(workspace)
+
+    async def mcp_read(self, workspace: Path, server: str, uri: str) -> str:
+        with _host_error(ToolError):
+            return await self.hubs.read(workspace, server, uri)
 
     def _sink(self) -> BridgeSink:
         worker = get_current_worker()
@@ -292,23 +382,27 @@ class InlineHost:
         policy: Policy,
         seed_run_id: int | None,
         origin: RunOrigin | None = None,
-        servers: dict[str, ServerSource] | None = None,
+        hub: McpHub | None = None,
     ) -> None:
-        from io_tui.core import Harness, registry_with, start_run
+        """Drive one run with ``hub``'s MCP tools (default: the shared servers', as the
+        worker gives the demo)."""
+        from io_tui.core import Harness, start_run
 
         sink = self._sink()
         try:
-            async with registry_with(servers or {}, self._notice) as registry:
-                harness = Harness(
-                    store=self.store,
-                    provider=provider,
-                    approver=self.build_approver(),
-                    sink=sink,
-                    policy=policy,
-                    registry=registry,
-                    origin=origin,
-                )
-                result = await start_run(harness, contract, seed_run_id=seed_run_id)
+            if hub is None:
+                hub = await self.hubs.shared()
+            harness = Harness(
+                store=self.store,
+                provider=provider,
+                approver=self.build_approver(),
+                sink=sink,
+                policy=policy,
+                registry=self.hubs.registry(hub),
+                origin=origin,
+                late_tools=hub,
+            )
+            result = await start_run(harness, contract, seed_run_id=seed_run_id)
         finally:
             self._stopped(sink)
         self.app.post_message(RunEnded(result))
@@ -324,12 +418,10 @@ class InlineHost:
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
-        if (announcement := run.found.announcement()) is not None:
-            self._notice(announcement)
+        hub = await self.hubs.for_run(run.found, run.contract.workspace)
         work = self._run(
-            run.contract, run.provider, run.policy, request.seed_run_id, run.origin,
-            run.found.servers,
-        )  # fmt: skip
+            run.contract, run.provider, run.policy, request.seed_run_id, run.origin, hub
+        )
         self.app.run_worker(work, group="runs", exit_on_error=False)
 
 

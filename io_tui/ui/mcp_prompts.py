@@ -1,10 +1,12 @@
-"""The app's own MCP hub (``OperatorHub``, ``IoApp.mcp``) and the servers' prompts offered from it.
+"""The MCP servers' prompts offered to the operator (``ServerPrompts``, ``IoApp.prompts``), and
+their entries in the command palette.
 
-The runs' servers live in the harness worker. What the operator browses in the app itself (the
-resource browser, F6; the prompts in the command palette and the new-run dialog) comes from one
-hub of the settings' servers and the user's ``mcp.json``, started the first time one of them
-asks and shared by all of them until the app closes: a server is started once per app session,
-not once per screen.
+The servers live where the runs do: in the harness worker (the app asks it over the pipe), or
+in the app's loop with ``[ui] harness = "inline"``; either way the host answers
+(``RunHost.mcp_prompts``), from the hubs its runs use, so a server is started once per app,
+never for a screen. The prompts of a workspace are those of the servers a run there gets, its
+``.mcp.json`` included. They are listed once per workspace per app session (a listing that
+failed is asked again next time).
 
 In the palette (ctrl+p), "Prompt: server/name" opens the new-run dialog with the prompt's text as
 the task. Prompts whose arguments are all optional are filled with the server's defaults; one
@@ -14,80 +16,19 @@ chosen, for the operator to fill its arguments there."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from io_tui.core import McpHub
+    from io_tui.core import PromptRow
+    from io_tui.ui.hosts import RunHost
 
-LOAD_TIMEOUT_S = 60.0
-
-
-class OperatorHub:
-    """The operator's MCP hub: started on first use (``hub``), shared, closed with the app."""
-
-    def __init__(self, servers: dict[str, Any], user_dir: Path) -> None:
-        self.servers = servers
-        self.user_dir = user_dir
-        self.problems: list[str] = []  # the config's, then each server's that failed to start
-        self._hub: asyncio.Task[McpHub | None] | None = None
-        self._prompts: asyncio.Task[list[Any]] | None = None
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.servers) or (self.user_dir / "mcp.json").is_file()
-
-    async def hub(self) -> McpHub | None:
-        """The started hub (every server ready or failed); None when no server is configured."""
-        if self._hub is None:
-            self._hub = asyncio.ensure_future(self._start())
-        return await asyncio.shield(self._hub)
-
-    async def _start(self) -> McpHub | None:
-        from io_tui.core import McpHub, user_servers
-
-        found, problems = user_servers(self.servers, self.user_dir)
-        self.problems = list(problems)
-        if not found:
-            return None
-        hub = McpHub(found)
-        await hub.start()
-        self.problems += hub.problems
-        return hub
-
-    async def prompts(self) -> list[Any]:
-        """Every ready server's prompts (``PromptRow``), listed once per app session."""
-        if self._prompts is None:
-            self._prompts = asyncio.ensure_future(self._list_prompts())
-        return await asyncio.shield(self._prompts)
-
-    async def _list_prompts(self) -> list[Any]:
-        hub = await self.hub()
-        return await hub.prompts() if hub is not None else []
-
-    async def prompt_text(self, server: str, name: str, arguments: dict[str, str]) -> str:
-        """The prompt's messages as one line of task text; ToolError (or ValueError) if not."""
-        hub = await self.hub()
-        if hub is None:
-            raise ValueError("no MCP servers are configured")
-        return " ".join((await hub.prompt_text(server, name, arguments)).split())
-
-    async def aclose(self) -> None:
-        """Stop the hub's servers (if it was started); never raises."""
-        started, self._hub, self._prompts = self._hub, None, None
-        if started is None:
-            return
-        try:
-            hub = await started
-        except BaseException:
-            return
-        if hub is not None:
-            await hub.aclose()
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,42 +39,67 @@ class OfferedPrompt:
     prompt: str | None = None  # "server/name" of one that needs arguments: chosen in the dialog
 
 
-async def load_prompts(mcp: OperatorHub) -> list[OfferedPrompt]:
-    """Every prompt of the operator's servers as a palette entry."""
-    offered: list[OfferedPrompt] = []
-    for row in await mcp.prompts():
-        title = f"Prompt: {row.server}/{row.name}"
-        if row.required:
-            needs = ", ".join(row.required)
-            offered.append(
-                OfferedPrompt(
-                    title, "", f"needs {needs} · {row.description}", f"{row.server}/{row.name}"
-                )
-            )
-            continue
-        try:
-            task = await mcp.prompt_text(row.server, row.name, {})
-        except Exception as exc:  # a broken prompt is left out, said in its help
-            offered.append(OfferedPrompt(title, row.description, f"failed: {exc}"))
-            continue
-        offered.append(OfferedPrompt(title, task, row.description or "an MCP prompt"))
-    return offered
+class ServerPrompts:
+    """The prompts of the servers a run in a workspace gets, asked of the app's run host."""
+
+    def __init__(self, host: RunHost) -> None:
+        self.host = host
+        self._rows: dict[Path, asyncio.Future[list[PromptRow]]] = {}
+        self._offered: dict[Path, asyncio.Future[list[OfferedPrompt]]] = {}
+
+    async def rows(self, workspace: Path) -> list[PromptRow]:
+        """Every prompt (``PromptRow``) of ``workspace``'s servers; HostError if they cannot be
+        listed (a server that hangs: within the host's ask timeout)."""
+        return await _once(self._rows, workspace, self._list)
+
+    async def text(self, workspace: Path, server: str, name: str, arguments: dict[str, str]) -> str:
+        """The prompt's messages as one line of task text; HostError if it fails."""
+        text = await self.host.mcp_prompt(workspace, server, name, arguments)
+        return " ".join(text.split())
+
+    async def offered(self, workspace: Path) -> list[OfferedPrompt]:
+        """Every prompt of ``workspace``'s servers as a palette entry."""
+        return await _once(self._offered, workspace, self._offer)
+
+    async def _list(self, workspace: Path) -> list[PromptRow]:
+        return list((await self.host.mcp_prompts(workspace)).rows)
+
+    async def _offer(self, workspace: Path) -> list[OfferedPrompt]:
+        offered: list[OfferedPrompt] = []
+        for row in await self.rows(workspace):
+            title = f"Prompt: {row.server}/{row.name}"
+            if row.required:
+                needs = ", ".join(row.required)
+                about = f"needs {needs} · {row.description}"
+                offered.append(OfferedPrompt(title, "", about, f"{row.server}/{row.name}"))
+                continue
+            try:
+                task = await self.text(workspace, row.server, row.name, {})
+            except Exception as exc:  # a broken prompt is left out, said in its help
+                offered.append(OfferedPrompt(title, row.description, f"failed: {exc}"))
+                continue
+            offered.append(OfferedPrompt(title, task, row.description or "an MCP prompt"))
+        return offered
 
 
-_OFFERED: WeakKeyDictionary[OperatorHub, asyncio.Task[list[OfferedPrompt]]] = WeakKeyDictionary()
+async def _once(
+    made: dict[Path, asyncio.Future[T]], workspace: Path, make: Callable[[Path], Awaitable[T]]
+) -> T:
+    """``make(workspace)``, made once and shared by every caller; made again after a failure."""
+    future = made.get(workspace)
+    if future is None or (future.done() and (future.cancelled() or future.exception())):
+        future = made[workspace] = asyncio.ensure_future(make(workspace))
+    return await asyncio.shield(future)
 
 
 class PromptCommands(Provider):
-    """The palette's "Prompt: …" entries, made once per app session (the first time it opens)."""
+    """The palette's "Prompt: …" entries for the new-run dialog's default workspace."""
 
     async def _prompts(self) -> list[OfferedPrompt]:
-        mcp: OperatorHub = self.app.mcp  # type: ignore[attr-defined]
-        task = _OFFERED.get(mcp)
-        if task is None:
-            task = _OFFERED[mcp] = asyncio.ensure_future(load_prompts(mcp))
+        app: Any = self.app
         try:
-            return await asyncio.wait_for(asyncio.shield(task), LOAD_TIMEOUT_S)
-        except Exception:  # servers that fail to start offer no prompts
+            return await app.prompts.offered(app.default_workspace())
+        except Exception:  # servers that cannot be asked offer no prompts
             return []
 
     def _open(self, prompt: OfferedPrompt) -> None:

@@ -336,8 +336,8 @@ def _what(entry: Any) -> str:
 
 def user_servers(servers: Mapping[str, Any], user_dir: Path) -> tuple[dict[str, Any], list[str]]:
     """``servers`` (the settings') with the user's ``mcp.json`` in ``user_dir`` over them: what
-    the app's own hub (its resource browser, its prompts) starts. A bad file is a problem
-    line, not an error."""
+    a process's shared hub starts (``McpHubs``), before any workspace is known. A bad file is a
+    problem line, not an error."""
     try:
         return find_servers(servers, user_dir).servers, []
     except McpConfigError as exc:

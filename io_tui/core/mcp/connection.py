@@ -240,7 +240,10 @@ class Connection:
         """Tell a ready server the roots changed (it asks ``roots/list`` again); never raises."""
         client = self._client
         if self.state is State.READY and client is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                # servers of the protocol versions that have roots take it (the SDK warns that
+                # later versions dropped it)
+                warnings.filterwarnings("ignore", "The roots capability is deprecated")
                 await client.send_roots_list_changed()
 
     async def prompts(self) -> list[Any]:

@@ -11,6 +11,10 @@ harness will (``core.run.launch.prepare_run``: provider, policy, workspace, its 
 worker, and closes only when that succeeds:
 every error is shown in the dialog with what was typed kept. The fields scroll; the error line
 and the buttons stay in view at any size.
+
+The "MCP prompt" picker lists the prompts of the servers a run in the workspace typed gets (the
+app's ``ServerPrompts``, asked of its run host, where the servers live), listed again when the
+workspace changes.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
 
 if TYPE_CHECKING:
-    from io_tui.ui.mcp_prompts import OperatorHub
+    from io_tui.ui.mcp_prompts import ServerPrompts
 
 SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
 PROBE_TIMEOUT_S = 2.0
@@ -113,11 +117,14 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.runs = runs
 
     class PromptsListed(Message):
-        """The MCP servers' prompts (``PromptRow``), from the app's hub."""
+        """The prompts (``PromptRow``) of the MCP servers a run in ``workspace`` gets, or why
+        they could not be listed."""
 
-        def __init__(self, prompts: list[Any]) -> None:
+        def __init__(self, workspace: Path, prompts: list[Any], problem: str | None) -> None:
             super().__init__()
+            self.workspace = workspace
             self.prompts = prompts
+            self.problem = problem
 
     class PromptFilled(Message):
         """A prompt's text for the task, or why it could not be had."""
@@ -150,16 +157,19 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         *,
         task: str = "",
         continue_from: int | None = None,
-        mcp: OperatorHub | None = None,
+        prompts: ServerPrompts | None = None,
         prompt: str | None = None,
     ) -> None:
-        """``mcp``: where the servers' prompts come from; ``prompt`` (``server/name``): the one
-        chosen when the dialog opens (the palette's, for a prompt that needs arguments)."""
+        """``prompts``: where the servers' prompts come from (the app's, asked of its run host);
+        ``prompt`` (``server/name``): the one chosen when the dialog opens (the palette's, for
+        a prompt that needs arguments)."""
         super().__init__(classes="-no-prompts -no-prompt-args")  # until prompts are listed
         self.continue_from = continue_from
-        self.mcp = mcp
+        self.server_prompts = prompts
         self.initial_prompt = prompt
         self.prompts: dict[str, Any] = {}  # "server/name" → PromptRow
+        self.prompts_of: Path | None = None  # the workspace whose servers' prompts are listed
+        self.prompts_asked: Path | None = None  # the workspace last asked for
         self.run_workspaces: dict[int, str] = {}
         self.store = store
         self.settings = settings
@@ -216,22 +226,38 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self._show_provider(str(self.provider.value))
         self.probe_all()
         self.list_runs()
-        if self.mcp is not None and self.mcp.configured:
-            self.list_prompts()
+        if self.server_prompts is not None:
+            self.prompts_asked = self.workspace
+            self.list_prompts(self.workspace, settle=False)
 
     # -- the MCP servers' prompts --------------------------------------------------------------
 
-    @work(group="prompts", exit_on_error=False)
-    async def list_prompts(self) -> None:
-        assert self.mcp is not None
+    @work(group="prompts", exclusive=True, exit_on_error=False)
+    async def list_prompts(self, workspace: Path, *, settle: bool = True) -> None:
+        """The prompts of the servers a run in ``workspace`` gets (once typing settles)."""
+        await asyncio.sleep(REPROBE_DELAY_S if settle else 0)
+        assert self.server_prompts is not None
         try:
-            prompts = await self.mcp.prompts()
-        except Exception:  # servers that fail to start offer no prompts
-            prompts = []
-        self.post_message(self.PromptsListed(prompts))
+            prompts, problem = await self.server_prompts.rows(workspace), None
+        except Exception as exc:  # a server that hangs: the host's ask timed out
+            prompts, problem = [], f"MCP prompts not listed: {exc}"
+        self.post_message(self.PromptsListed(workspace, prompts, problem))
+
+    @on(Input.Changed, "#workspace")
+    def _on_workspace_changed(self, event: Input.Changed) -> None:
+        """Another workspace may have other servers (its ``.mcp.json``): list theirs."""
+        if self.server_prompts is None or not event.value.strip():
+            return
+        workspace = Path(event.value.strip()).expanduser()
+        if workspace != self.prompts_asked and workspace.is_dir():
+            self.prompts_asked = workspace
+            self.list_prompts(workspace)
 
     @on(PromptsListed)
     def _on_prompts_listed(self, message: PromptsListed) -> None:
+        self.prompts_of = message.workspace
+        if message.problem is not None:
+            self.error.update(Content.styled(plain(message.problem), "$text-muted"))
         self.prompts = {f"{p.server}/{p.name}": p for p in message.prompts}
         select = self.query_one("#prompt", Select)
         with self.prevent(Select.Changed):
@@ -260,7 +286,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def _fill_prompt(self) -> None:
         """Fetch the chosen prompt's text with the arguments typed, once the required are."""
         row = self.prompts.get(str(self.query_one("#prompt", Select).value))
-        if row is None or self.mcp is None:
+        if row is None or self.server_prompts is None or self.prompts_of is None:
             return
         try:
             arguments = prompt_arguments(self._value("prompt-args"))
@@ -273,14 +299,16 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.error.update(Content.styled(f"the prompt needs {needs}", "$text-muted"))
             return
         self.error.update("")
-        self.fetch_prompt(row.server, row.name, arguments)
+        self.fetch_prompt(self.prompts_of, row.server, row.name, arguments)
 
     @work(group="prompt-text", exclusive=True, exit_on_error=False)
-    async def fetch_prompt(self, server: str, name: str, arguments: dict[str, str]) -> None:
+    async def fetch_prompt(
+        self, workspace: Path, server: str, name: str, arguments: dict[str, str]
+    ) -> None:
         await asyncio.sleep(REPROBE_DELAY_S if arguments else 0)  # typing settles first
-        assert self.mcp is not None
+        assert self.server_prompts is not None
         try:
-            text = await self.mcp.prompt_text(server, name, arguments)
+            text = await self.server_prompts.text(workspace, server, name, arguments)
         except Exception as exc:
             self.post_message(self.PromptFilled(None, f"the prompt failed: {exc}"))
             return

@@ -1,7 +1,8 @@
-"""Resources: what the configured MCP servers offer to read (resources and resource templates),
-browsed by the operator, through the app's own MCP hub (``IoApp.mcp``, started the first time it
-is needed and shared with the palette and the new-run dialog; the runs' servers live in the
-harness worker). Leaving the screen leaves the servers running for the next visit.
+"""Resources: what the MCP servers of a workspace offer to read (resources and resource
+templates), browsed by the operator. The servers are the runs' own, asked through the app's run
+host (``RunHost.mcp_resources``, ``mcp_read``): in the harness worker, or in the app's loop with
+``[ui] harness = "inline"``; the app starts none of its own. A server that hangs makes the ask
+fail after the host's timeout, said in the head; the screen stays usable.
 
 ``enter`` reads the highlighted resource into the pane below; a template is shown with its
 fields, since it is read once they are filled in (the model does that through its
@@ -25,8 +26,9 @@ from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
 if TYPE_CHECKING:
-    from io_tui.core import McpHub
-    from io_tui.ui.mcp_prompts import OperatorHub
+    from pathlib import Path
+
+    from io_tui.ui.hosts import RunHost
 
 COLUMNS = (("server", 5, None), ("kind", 4, None), ("uri", 6, 20), ("name", 3, 10), ("type", 1, 8))
 
@@ -40,9 +42,12 @@ class ResourcesScreen(Screen[None]):
     ]
 
     class Listed(Message):
-        def __init__(self, rows: list[Any], problems: list[str]) -> None:
+        """The rows (``ResourceRow``) of ``servers`` servers, and the problems met."""
+
+        def __init__(self, rows: list[Any], servers: int, problems: list[str]) -> None:
             super().__init__()
             self.rows = rows
+            self.servers = servers
             self.problems = problems
 
     class Read(Message):
@@ -51,15 +56,16 @@ class ResourcesScreen(Screen[None]):
             self.title = title
             self.text = text
 
-    def __init__(self, mcp: OperatorHub) -> None:
+    def __init__(self, host: RunHost, workspace: Path) -> None:
+        """The resources of the servers a run in ``workspace`` gets, asked of ``host``."""
         super().__init__()
-        self.mcp = mcp
-        self.hub: McpHub | None = None
+        self.host = host
+        self.workspace = workspace
         self.rows: list[Any] = []
         self.shown = ""  # what the pane shows
 
     def compose(self) -> ComposeResult:
-        yield Static("MCP resources · starting the servers…", id="resources-head")
+        yield Static("MCP resources · asking the servers…", id="resources-head")
         yield Table(id="resources-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="resources-pane"):
             yield Static("", id="resources-text")
@@ -73,9 +79,12 @@ class ResourcesScreen(Screen[None]):
 
     @work(group="resources", exclusive=True, exit_on_error=False)
     async def load(self) -> None:
-        self.hub = await self.mcp.hub()
-        rows = await self.hub.resources() if self.hub is not None else []
-        self.post_message(self.Listed(rows, list(self.mcp.problems)))
+        try:
+            offered = await self.host.mcp_resources(self.workspace)
+        except Exception as exc:  # a server that hangs: the host's ask timed out
+            self.post_message(self.Listed([], 0, [f"the resources were not listed: {exc}"]))
+            return
+        self.post_message(self.Listed(list(offered.rows), offered.servers, list(offered.problems)))
 
     @on(Listed)
     def _on_listed(self, message: Listed) -> None:
@@ -84,9 +93,8 @@ class ResourcesScreen(Screen[None]):
         table.clear()
         for row in self.rows:
             table.add_row(row.server, row.kind, row.uri, row.name, row.mime_type or "")
-        servers = len(self.hub.statuses()) if self.hub is not None else 0
-        head = f"MCP resources · {len(self.rows)} from {servers} servers"
-        if self.hub is None and not self.rows:
+        head = f"MCP resources · {len(self.rows)} from {message.servers} servers"
+        if not message.servers and not message.problems:
             head = "MCP resources · no MCP servers configured (see docs/MCP.md)"
         lines = [head, *(f"⚠ {problem}" for problem in message.problems)]
         self.query_one("#resources-head", Static).update(Content("\n".join(lines)))
@@ -107,9 +115,8 @@ class ResourcesScreen(Screen[None]):
 
     @work(group="resources-read", exclusive=True, exit_on_error=False)
     async def read(self, server: str, uri: str) -> None:
-        assert self.hub is not None
         try:
-            text = await self.hub.read_resource(server, uri)
+            text = await self.host.mcp_read(self.workspace, server, uri)
         except Exception as exc:  # shown in the pane: the screen stays usable
             text = f"✗ {exc}"
         self.post_message(self.Read(f"{server} · {uri}", text))
