@@ -22,6 +22,7 @@ import contextlib
 import os
 import signal
 import stat
+import tempfile
 import uuid
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,63 @@ def open_regular(path: str | os.PathLike[str], display: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def replace_atomically(target: Path, data: bytes, before: os.stat_result | None) -> None:
+    """Put ``data`` at ``target`` all at once: written to a new file in the same directory,
+    synced, given the old file's mode (and owner, where allowed; a new file gets the umask's
+    mode), then renamed over the target and the directory synced. On any failure the temporary
+    file goes and ``target`` is as it was; the ``OSError`` is raised."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".io-tui", dir=target.parent)
+    try:
+        try:
+            mode = stat.S_IMODE(before.st_mode) if before else 0o666 & ~_umask()
+            os.fchmod(fd, mode)
+            if before is not None:
+                with contextlib.suppress(OSError):  # another user's file: keep ours
+                    os.fchown(fd, before.st_uid, before.st_gid)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _sync_directory(target.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a file system that cannot sync one is left be)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    """The process's umask: Linux says it in ``/proc/self/status``; elsewhere the one it had
+    when this module loaded (reading it means setting it, which other threads would see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _UMASK_AT_LOAD
+
+
+_UMASK_AT_LOAD = os.umask(0o022)
+os.umask(_UMASK_AT_LOAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +351,10 @@ class Workspace:
         return digest
 
     async def write_text(self, path: str, text: str) -> bool:
-        """Write ``text`` exactly (no newline translation), creating parents.
+        """Write ``text`` exactly (no newline translation), creating parents, atomically: the
+        bytes go to a temporary file beside the target, are synced to disk, get the target's
+        mode, and are renamed over it. A write that fails (a full disk, a kill mid-write)
+        leaves the old file whole, or no file where there was none, and says so.
 
         Returns whether the file existed before, so a tool can say "created" or "overwrote".
         """
@@ -305,18 +366,18 @@ class Workspace:
         def write() -> bool:
             with fs_errors(display):
                 try:
-                    refuse_special(display, target.stat().st_mode)
-                    existed = True
+                    before = target.stat()
+                    refuse_special(display, before.st_mode)
                 except FileNotFoundError:
-                    existed = False
+                    before = None
                 target.parent.mkdir(parents=True, exist_ok=True)
-                # non-blocking: a FIFO swapped in since the check fails at once (ENXIO)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC
-                fd = os.open(target, flags, 0o666)
-                with os.fdopen(fd, "wb") as f:
-                    refuse_special(display, os.fstat(fd).st_mode)
-                    f.write(text.encode("utf-8"))
-                return existed
+            try:
+                replace_atomically(target, text.encode("utf-8"), before)
+            except OSError as exc:
+                kept = "its old content is intact" if before else "it was not created"
+                why = exc.strerror or str(exc)
+                raise WorkspaceError(f"could not write {display}: {why}; {kept}") from None
+            return before is not None
 
         return await asyncio.to_thread(write)
 
