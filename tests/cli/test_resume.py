@@ -95,6 +95,52 @@ def test_a_call_in_flight_at_a_kill_is_started_outcome_unknown_then_skipped(
     assert again.returncode == 1 and "run 1 is finished" in again.stdout
 
 
+def test_a_command_a_rule_marks_idempotent_re_runs_on_resume_without_the_operator(
+    tmp_path, workspace, write_script, store_path
+):
+    """In flight at the kill: resumed with no one to answer, it runs again because the policy
+    says it is safe to repeat, and the trace says why; the run finishes."""
+    marker, release = tmp_path / "started", tmp_path / "release"
+    code = (
+        f"echo ran >> {tmp_path / 'effects.log'}; touch {marker};"
+        f" while [ ! -e {release} ]; do sleep 0.05; done"
+    )
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "x1", "name": "run_command",
+                             "arguments": {"argv": ["sh", "-c", code]}}]},
+            {"text": "done"},
+        ]
+    )  # fmt: skip
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[defaults]\nexec = "allow"\n[[layers]]\nname = "checks"\n[[layers.rules]]\n'
+        'act = "exec"\neffect = "allow"\npattern = "sh"\nidempotent = true\n'
+    )
+    argv = [*cli_process.IO_TUI, "run", "t", "-w", str(workspace), "--provider",
+            f"scripted:{script}", "--policy", str(policy), "--store", str(store_path)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=cli_process.user_env())  # fmt: skip
+    try:
+        wait_for(marker, "the command to start")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    release.touch()  # the killed attempt's command ends; the re-run's goes straight through
+    resumed = io_tui("resume", "1", store=store_path, input="")  # nobody to ask
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert (tmp_path / "effects.log").read_text() == "ran\nran\n"
+    data = json.loads(io_tui("trace", "1", "--json", store=store_path).stdout)
+    assert data["run"]["status"] == "finished"
+    (reconciled,) = [e for e in data["events"] if e["kind"] == "reconciled"]
+    assert reconciled["detail"]["choice"] == "rerun"
+    assert reconciled["detail"]["by"] == (
+        "policy: rule 'allow exec sh (idempotent)' in layer 'checks' marks it idempotent"
+    )
+
+
 def test_a_second_driver_is_refused_with_the_owner_named(hanging_run, store_path):
     proc, release = hanging_run
     second = io_tui("resume", "1", "--reconcile", "rerun", store=store_path)

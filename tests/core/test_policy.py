@@ -338,3 +338,26 @@ def test_exec_rules_name_a_program_or_a_subcommand() -> None:
     assert policy.explain(Act.EXEC, "git commit -m x").effect is Effect.ASK
     assert policy.explain(Act.EXEC, "pytest -q tests/test_a.py").effect is Effect.ALLOW
     assert policy.explain(Act.EXEC, "pytest-watch").effect is Effect.ASK
+
+
+def test_a_rule_may_mark_commands_safe_to_repeat_after_a_crash(tmp_path: Path) -> None:
+    """``idempotent = true`` on a rule: a call it matches that was in flight at a crash re-runs
+    without the operator; a read always may; a deny beats the mark; anything else may not."""
+    text = (
+        '[defaults]\nexec = "allow"\n[[layers]]\nname = "project"\n'
+        '[[layers.rules]]\nact = "exec"\neffect = "allow"\npattern = "pytest*"\n'
+        "idempotent = true\n"
+        '[[layers.rules]]\nact = "exec"\neffect = "deny"\npattern = "pytest --deploy*"\n'
+    )
+    p = Policy.load(write(tmp_path, text))
+    assert p.safe_to_repeat(Act.EXEC, "pytest -q tests") == (
+        "rule 'allow exec pytest* (idempotent)' in layer 'project' marks it idempotent"
+    )
+    assert p.safe_to_repeat(Act.READ, "src/app.py") == "it only reads"
+    assert p.safe_to_repeat(Act.EXEC, "pytest --deploy prod") is None  # denied
+    assert p.safe_to_repeat(Act.EXEC, "make install") is None
+    assert p.safe_to_repeat(Act.WRITE, "pytest.ini") is None  # the mark is for its act only
+    assert Policy.from_json(p.to_json()).safe_to_repeat(Act.EXEC, "pytest") is not None
+    bad = text.replace("idempotent = true", 'idempotent = "yes"')
+    with pytest.raises(PolicyError, match=r"rules\[0\]\.idempotent: expected true or false"):
+        Policy.load(write(tmp_path, bad))

@@ -61,6 +61,9 @@ class Rule:
     act: Act
     effect: Effect
     pattern: str
+    # the act is safe to repeat (``pytest*``, ``ruff check*``): a call of it that was in flight
+    # at a crash is re-run without the operator (``Policy.safe_to_repeat``)
+    idempotent: bool = False
 
     def matches(self, act: Act, target: str) -> bool:
         if act is not self.act:
@@ -70,7 +73,8 @@ class Rule:
         return _glob_match(self.pattern, target)
 
     def describe(self) -> str:
-        return f"{self.effect.value} {self.act.value} {self.pattern}"
+        repeat = " (idempotent)" if self.idempotent else ""
+        return f"{self.effect.value} {self.act.value} {self.pattern}{repeat}"
 
 
 def _glob_match(pattern: str, target: str) -> bool:
@@ -158,6 +162,20 @@ class Policy:
         said = self.read_verdict(target)
         return said.effect.value if said else "unset"
 
+    def safe_to_repeat(self, act: Act | str, target: str) -> str | None:
+        """Why a call of ``act`` on ``target`` may run again without the operator's word (it
+        was in flight at a crash): it only reads, or a rule not beaten by a deny marks it
+        ``idempotent``. None: it may have changed something, and the operator decides."""
+        if act in ("", Act.READ):
+            return "it only reads"
+        if self.explain(act, target).effect is Effect.DENY:
+            return None
+        for layer in self.layers:
+            for rule in layer.rules:
+                if rule.idempotent and rule.matches(Act(act), target):
+                    return f"rule '{rule.describe()}' in layer '{layer.name}' marks it idempotent"
+        return None
+
     def with_layer(self, layer: Layer) -> Policy:
         """A copy with ``layer`` added, or replacing the layer of the same name."""
         kept = tuple(existing for existing in self.layers if existing.name != layer.name)
@@ -174,6 +192,7 @@ class Policy:
                     "name": layer.name,
                     "rules": [
                         {"act": r.act.value, "effect": r.effect.value, "pattern": r.pattern}
+                        | ({"idempotent": True} if r.idempotent else {})
                         for r in layer.rules
                     ],
                 }
@@ -210,16 +229,20 @@ class Policy:
                 rwhere = f"{where}.rules[{j}]"
                 if not isinstance(raw, dict):
                     raise PolicyError(f"{rwhere}: expected a table")
-                extra = set(raw) - {"act", "effect", "pattern"}
+                extra = set(raw) - {"act", "effect", "pattern", "idempotent"}
                 if extra:
                     raise PolicyError(f"{rwhere}: unknown key(s) {', '.join(sorted(extra))}")
                 if not raw.get("pattern"):
                     raise PolicyError(f"{rwhere}: missing pattern")
+                idempotent = raw.get("idempotent", False)
+                if not isinstance(idempotent, bool):
+                    raise PolicyError(f"{rwhere}.idempotent: expected true or false")
                 rules.append(
                     Rule(
                         _parse(Act, raw.get("act"), f"{rwhere}.act"),
                         _parse(Effect, raw.get("effect"), f"{rwhere}.effect"),
                         str(raw["pattern"]),
+                        idempotent,
                     )
                 )
             layers.append(Layer(name, tuple(rules)))

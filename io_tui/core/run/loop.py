@@ -38,7 +38,7 @@ from io_tui.core.run.reconcile import (
     ReconcileNeeded,
     Reconciler,
     RefuseReconcile,
-    needs_operator,
+    safe_to_repeat,
     what_is_known,
 )
 from io_tui.core.run.server_asks import expire_server_asks
@@ -481,18 +481,21 @@ class Run:
         return await runner.run(call, step)
 
     async def _reconcile(self, runner: CallRunner, call: ToolCall, intent: IntentRow) -> CallResult:
-        """A read re-runs; anything else goes to the operator: re-run (through the gate),
+        """A call the policy says is safe to repeat (a read, a command a rule marks
+        idempotent) re-runs; anything else goes to the operator: re-run (through the gate),
         mark done, or skip. The choice is an event and closes the intent with the result."""
         choice = ReconcileChoice.RERUN
-        if needs_operator(intent):
+        why = safe_to_repeat(intent, self.state.policy)
+        if why is None:
             in_flight = await asyncio.to_thread(
                 what_is_known, self.run_id, intent, self.state.workspace
             )
             choice = await self.reconciler.reconcile(in_flight)
-        self.state.publish(
-            EventKind.RECONCILED,
-            {"call_id": call.id, "tool": call.name, "intent_id": intent.id, "choice": choice.value},
-        )
+        detail = {"call_id": call.id, "tool": call.name, "intent_id": intent.id,
+                  "choice": choice.value}  # fmt: skip
+        if why is not None:
+            detail["by"] = f"policy: {why}"
+        self.state.publish(EventKind.RECONCILED, detail)
         if choice is ReconcileChoice.RERUN:
             await self.store.intents.close(intent.id, "rerun")
             return await runner.run(call, intent.step)

@@ -1,8 +1,10 @@
 """Calls in flight at a crash, put to the operator before a resumed run goes on.
 
 An intent still ``started`` (``store/intents.py``) is a call whose effect may or may not have
-happened. A read (or a call no policy checks: find, grep, remember) is re-run automatically; a
-write, a command or an MCP call goes to a ``Reconciler``: re-run it (through the approval gate
+happened. A call the policy says is safe to repeat is re-run automatically: a read (or a call no
+policy checks: find, grep, remember), or a command or MCP call a rule marks ``idempotent``
+(``Policy.safe_to_repeat``: ``pytest*``, ``ruff check*``); any other write, command or MCP call
+goes to a ``Reconciler``: re-run it (through the approval gate
 again), mark it done (the model is told it took effect, its output unknown), or skip it (the
 model is told it may not have happened). What is known goes with it: the call, the approval
 that allowed it, and for a file the workspace diff since the intent. A sub-agent's call is not
@@ -19,12 +21,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from io_tui.core.authority.policy import Policy
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.run.sub_agents import waiting_chain
 from io_tui.core.store import IntentRow, Store
 from io_tui.core.workspace import Workspace
 
-AUTO_RERUN_ACTS = frozenset({"", "read"})
 DIFF_MAX_LINES = 80
 
 
@@ -101,9 +103,13 @@ def _ask(prompt: str) -> str:
     return sys.stdin.readline()
 
 
-def needs_operator(intent: IntentRow) -> bool:
-    """Whether a call in flight may have changed something outside the run's own records."""
-    return intent.act not in AUTO_RERUN_ACTS or intent.tool.startswith("mcp__")
+def safe_to_repeat(intent: IntentRow, policy: Policy) -> str | None:
+    """Why a call in flight may run again without the operator's word (``Policy.
+    safe_to_repeat``; an MCP call only where a rule marks it idempotent, whatever its act);
+    None: it may have changed something outside the run's own records."""
+    if intent.tool.startswith("mcp__") and intent.act != "exec":
+        return None
+    return policy.safe_to_repeat(intent.act, intent.target)
 
 
 def what_is_known(run_id: int, intent: IntentRow, workspace: Workspace) -> InFlight:
@@ -159,7 +165,10 @@ async def in_flight_calls(store: Store, run_id: int, workspace: Workspace) -> li
     run = await store.runs.get(run_id)
     found: list[InFlight] = []
     for member in await waiting_chain(store, run) if run is not None else []:
+        policy = Policy.from_json(member.policy, source=f"run {member.id} policy")
+        layer = await store.rules.layer_for(workspace=member.workspace, run_id=member.id)
+        policy = policy.with_layer(layer)
         latest = {i.call_id: i for i in await store.intents.for_run(member.id)}
-        waiting = [i for i in latest.values() if i.in_flight and needs_operator(i)]
+        waiting = [i for i in latest.values() if i.in_flight and safe_to_repeat(i, policy) is None]
         found += [await asyncio.to_thread(what_is_known, member.id, i, workspace) for i in waiting]
     return found
