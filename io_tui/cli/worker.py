@@ -14,7 +14,6 @@ import asyncio
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -236,9 +235,9 @@ async def workers_command(args: argparse.Namespace) -> int:
     store = await open_store(args)
     try:
         workers = await store.queue.workers(include_stopped=args.all)
+        now = await store.leases.now()  # the store's clock: the workers' beats are on it
     finally:
         await store.close()
-    now = time.time()
     if args.json:
         print_json([w.to_json(now) for w in workers])
         return EXIT_OK
@@ -250,6 +249,6 @@ async def workers_command(args: argparse.Namespace) -> int:
         runs = ",".join(map(str, w.runs)) or "-"
         print(
             f"{w.id:<12}  {w.host[:16]:<16} {w.pid:>7}  {w.state(now):<8} "
-            f"{runs:<12} {','.join(w.labels) or '-':<7} {now - w.heartbeat:.0f}s ago"
+            f"{runs:<12} {','.join(w.labels) or '-':<7} {w.age(now):.0f}s ago"
         )
     return EXIT_OK

@@ -16,6 +16,9 @@ HAND_BACK = "handed back by its worker"
 # the reader of a headless run's output went away (``io-tui run --json | head -1``): the run
 # ends ``interrupted`` too, for ``io-tui resume`` (``task.cancel(READER_GONE)``)
 READER_GONE = "its output's reader went away"
+# the run's lease was found taken over (``task.cancel(LEASE_LOST)``): the run stops where it
+# is and writes nothing more; its new owner drives it
+LEASE_LOST = "its lease was taken over"
 
 
 class EventKind(StrEnum):

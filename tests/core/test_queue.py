@@ -31,7 +31,8 @@ from io_tui.core.mcp.config import StdioServer
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.trace import build_trace
-from io_tui.core.store.leases import OWNER
+from io_tui.core.store.clock import StoreTime
+from io_tui.core.store.leases import LEASE_TTL_S, OWNER
 
 ALLOW = Policy.from_json({"defaults": {"write": "allow", "exec": "allow"}}, source="test")
 
@@ -222,14 +223,16 @@ async def test_workers_register_beat_drain_and_list_the_runs_they_hold(
     assert await both.queue.beat() is False
     (row,) = await both.queue.workers()
     assert (row.id, row.pid, row.labels, row.concurrency) == (OWNER.id, OWNER.pid, ("gpu",), 2)
-    assert row.runs == (run_id,) and row.state(row.heartbeat) == "up"
+    now = await both.leases.now()
+    assert row.runs == (run_id,) and row.state(now) == "up"
     assert await both.queue.request_drain([OWNER.id, "nobody"]) == [OWNER.id]
     assert await both.queue.beat() is True
-    assert (await both.queue.workers())[0].state(row.heartbeat) == "draining"
-    assert (await both.queue.workers())[0].state(row.heartbeat + 31) == "gone"
+    assert (await both.queue.workers())[0].state(now) == "draining"
+    later = StoreTime(now.at + LEASE_TTL_S + 1, now.clock)  # its beats stopped a lease ago
+    assert (await both.queue.workers())[0].state(later) == "gone"
     await both.queue.stopped()
     assert await both.queue.workers() == []
-    assert [w.to_json(0)["state"] for w in await both.queue.workers(include_stopped=True)] == [
+    assert [w.to_json(now)["state"] for w in await both.queue.workers(include_stopped=True)] == [
         "stopped"
     ]
 

@@ -340,14 +340,26 @@ async def test_postgresql_only_statements_run_through_the_backend(pg_url):
     await claimer.close()
 
 
-async def test_a_dropped_connection_fails_one_call_and_the_next_connects_again(pg_url):
+async def test_a_dropped_connection_is_ridden_through_and_a_server_gone_for_long_is_one_line(
+    pg_url,
+):
+    """A terminated backend (a restart, a failover) costs the next call a new connection, not
+    an error; a server out of reach for longer than the store waits is ``StoreUnreachable``,
+    one line naming the store and how long it waited."""
+    from io_tui.core.store import StoreUnreachable, StoreUrl
+
     store = await Store.open(pg_url)
     run_id = await new_run(store)
     pg(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                " WHERE application_name = 'io-tui'")  # fmt: skip
-    with pytest.raises(StoreError, match=r"^store postgresql://"):
-        await store.runs.get(run_id)
     assert (await store.runs.get(run_id)) is not None
+    await store.runs.set_status(run_id, "finished", "success")
+    pg(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+               " WHERE application_name = 'io-tui'")  # fmt: skip
+    store.db.retry_s = 0.5
+    store.db.path = StoreUrl(pg_url.replace("/t", "/gone_"))  # a database that is not there
+    with pytest.raises(StoreUnreachable, match=r"^the database at postgresql://.* was unreachable"):
+        await store.runs.get(run_id)
     await store.close()
 
 

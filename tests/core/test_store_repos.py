@@ -12,7 +12,7 @@ import pytest
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.store import RunBusy, StepCommit, Store
+from io_tui.core.store import Fence, LeaseLost, RunBusy, StepCommit, Store
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER
 
 
@@ -95,7 +95,7 @@ async def test_a_live_lease_refuses_a_second_driver_and_an_expired_one_is_reaped
     run_id = await new_run(store)
     holder = await store.leases.holder(run_id)
     assert holder is not None and holder.owner == OWNER.id
-    await store.leases.heartbeat([run_id])
+    await store.leases.renew(Fence(run_id, OWNER.id, holder.epoch))
     # another machine's process holds it, its heartbeat fresh
     await store.db.write(
         lambda conn: conn.execute(
@@ -110,8 +110,8 @@ async def test_a_live_lease_refuses_a_second_driver_and_an_expired_one_is_reaped
     # its heartbeat stops: the lease expires and the run is interrupted
     await store.db.write(
         lambda conn: conn.execute(
-            "UPDATE runs SET lease_heartbeat = ? WHERE id = ?",
-            (time.time() - LEASE_TTL_S - 1, run_id),
+            "UPDATE runs SET lease_renewed = lease_renewed - ? WHERE id = ?",
+            (LEASE_TTL_S + 1, run_id),
         )
     )
     assert await store.leases.reap() == [run_id]
@@ -154,3 +154,35 @@ async def test_the_latest_runs_are_the_newest_top_level_ones(store: Store) -> No
     third = await new_run(store)
     assert [r.id for r in await store.runs.latest(2)] == [third, second]
     assert [r.id for r in await store.runs.latest(10)] == [third, second, first]
+
+
+async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Store) -> None:
+    """A resume or a claim takes the next epoch: the driver that held the run before finds its
+    renewal, its step commit, its intent and its status refused (``LeaseLost``), with nothing
+    written, and the new owner's run as it was."""
+    run_id = await new_run(store)
+    first = Fence(run_id, OWNER.id, 1)
+    await store.leases.renew(first)
+    second = await store.leases.acquire(run_id)  # this process again: a takeover all the same
+    assert second.epoch == first.epoch + 1
+    commit = StepCommit(1, "late", (), {}, (), (), (), 5)
+    stale = [
+        store.leases.renew(first),
+        store.runs.commit_step(run_id, commit, fence=first),
+        store.intents.begin(run_id=run_id, step=1, call_id="c1", tool="run_command",
+                            arguments={}, fence=first),
+        store.runs.set_status(run_id, "failed", "failed", error="late", fence=first),
+    ]  # fmt: skip
+    for write in stale:
+        with pytest.raises(LeaseLost, match=f"run {run_id}: this process no longer holds"):
+            await write
+    run = await store.runs.get(run_id)
+    assert run is not None and (run.status, run.steps, run.error) == ("running", 0, None)
+    assert await store.intents.for_run(run_id) == []
+    await store.runs.commit_step(run_id, commit, fence=second)
+    await store.runs.set_status(run_id, "finished", "success", fence=second)
+    run = await store.runs.get(run_id)
+    assert run is not None and (run.status, run.steps) == ("finished", 1)
+    # the run ended: nobody holds it, and the old fence says so
+    with pytest.raises(LeaseLost, match="nobody holds it"):
+        await store.leases.renew(second)

@@ -61,17 +61,30 @@ class Cluster:
             PG_BIN / "initdb", "-D", self.data, "-U", "postgres", "-A", "trust",
             "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
         )  # fmt: skip
+        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-o",
+                  self._options(), "-w", "start")  # fmt: skip
+
+    def _options(self) -> str:
         options = f"-k {self.socket_dir} -c listen_addresses='' -c max_connections=200"
         if not self.fsync:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-o", options,
-                  "-w", "start")  # fmt: skip
+        return options
 
     def stop(self) -> None:
         try:
             self._run(PG_BIN / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+    def restart(self, down_s: float = 0.2) -> None:
+        """Stop the server (fast: every connection is cut, as in a restart or a failover),
+        leave it down ``down_s``, and start it again, waiting until it accepts connections."""
+        import time
+
+        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+        time.sleep(down_s)
+        self._run(PG_BIN / "pg_ctl", "-D", self.data, "-l", self.root / "log", "-o",
+                  self._options(), "-w", "start")  # fmt: skip
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@/{database}?host={self.socket_dir}"
@@ -133,6 +146,15 @@ def pg_cluster() -> Iterator[Cluster]:
     # short: a unix socket's path must stay under ~107 bytes
     cluster = Cluster(Path(tempfile.mkdtemp(prefix="iotu-pg-", dir="/tmp")))
     yield from running(cluster, "the test PostgreSQL server")
+
+
+@pytest.fixture
+def own_pg_cluster() -> Iterator[Cluster]:
+    """A server of the test's own, to restart: the session's serves the other tests."""
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(MISSING)
+    cluster = Cluster(Path(tempfile.mkdtemp(prefix="iotu-pg-", dir="/tmp")))
+    yield from running(cluster, "the test's own PostgreSQL server")
 
 
 @pytest.fixture

@@ -5,10 +5,13 @@ each under its lease, and gives it back; the store is the only coordinator (docs
   each round the worker turns runs whose driver died ``interrupted`` (``LeaseRepo.reap``): a
   worker killed on this host is noticed at once (its pid is gone), one on another host when its
   heartbeat is ``LEASE_TTL_S`` old. Such a run is claimed again (a takeover) and resumed under
-  the durable-runs rules: reads in flight re-run; a write, command or MCP call in flight is never
+  the durable-runs rules: a call in flight the policy says is safe to repeat (a read, a command
+  a rule marks ``idempotent``) re-runs; any other write, command or MCP call in flight is never
   re-run without the operator: the run stays ``interrupted`` and is held (``held`` says why)
   until the operator's choice releases it (the TUI's Resume, or ``io-tui resume RUN --queue
-  --reconcile …``), and the next claim applies that choice.
+  --reconcile …``), and the next claim applies that choice. Each claim takes the lease's next
+  epoch: a worker that was stopped past its lease and comes back finds its run taken over at
+  its next write or renewal (``LeaseLost``) and lets it go, having performed nothing more.
 - **Asks** wait in the store (``StoreApprover``): every attached inbox shows the request, the
   first to decide wins, and the worker holding the run reads the decision there.
 - **Workspaces**: the recorded path (a shared volume the worker reaches) or a git remote and
@@ -58,7 +61,16 @@ from io_tui.core.run.reconcile import (
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.decisions import harness_for_run
-from io_tui.core.store import Claim, GitSource, Store, StoreDamaged, StoreError
+from io_tui.core.store import (
+    Claim,
+    Fence,
+    GitSource,
+    LeaseLost,
+    Store,
+    StoreDamaged,
+    StoreError,
+    StoreUnreachable,
+)
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER
 from io_tui.core.store.queue import GIT_WORKSPACE
 from io_tui.core.tools.registry import ToolRegistry
@@ -123,8 +135,8 @@ class HoldReconciler:
     async def reconcile(self, call: InFlight) -> ReconcileChoice:
         intent = call.intent
         self.asked = (
-            f"{intent.tool} (call {intent.call_id}, step {intent.step}) was in flight when its "
-            f"worker died: resume run {call.run_id} from the TUI, or `io-tui resume "
+            f"{intent.tool} (call {intent.call_id}, step {intent.step}) was in flight when the "
+            f"run's last driver stopped: resume run {call.run_id} from the TUI, or `io-tui resume "
             f"{call.run_id} --queue --reconcile rerun|done|skip`"
         )
         # held before the run turns interrupted, so no other worker claims it meanwhile
@@ -256,6 +268,10 @@ class QueueWorker:
         except StoreDamaged as exc:  # nothing to give back: the worker stops (``serve``)
             self.damaged = self.damaged or exc
             self._wake.set()
+        except LeaseLost as exc:  # another worker drives it: nothing to give back
+            self.log(str(exc))
+        except StoreUnreachable as exc:  # nothing gets through: its lease expires, and it is
+            self.log(f"run {run_id}: {exc}")  # reaped and claimed again once the store is back
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             self.log(f"run {run_id}: given back after {reason}")
@@ -265,8 +281,12 @@ class QueueWorker:
                         await self.store.queue.hold(
                             run_id, f"its worker could not drive it: {reason}"
                         )
-                    await self.store.runs.set_status(run_id, "interrupted", "interrupted")
+                    await self.store.runs.set_status(
+                        run_id, "interrupted", "interrupted", fence=Fence(run_id, OWNER.id, None)
+                    )
                     return
+                except LeaseLost:
+                    return  # another worker took it over meanwhile: it is theirs
                 except StoreError:
                     await asyncio.sleep(self.options.poll_s)
             # still busy: the lease dies with this process, and the run is reaped then
@@ -301,8 +321,10 @@ class QueueWorker:
         if holding.asked is not None:
             self.log(f"run {run_id}: held for the operator: {holding.asked}")
             return
+        why = f": {result.error}" if result.error else ""
         self.log(
-            f"run {run_id}: {result.status} ({result.outcome.value}) after {result.steps} steps"
+            f"run {run_id}: {result.status} ({result.outcome.value}) after {result.steps}"
+            f" steps{why}"
         )
         if entry.git is not None and entry.git.push_branch and result.status == "finished":
             pushed = await push_branch(workspace, entry.git, run_id, result)

@@ -26,7 +26,7 @@ from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionK
 from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
 from io_tui.core.events import EventKind
 from io_tui.core.run.harness import Harness
-from io_tui.core.store import Store
+from io_tui.core.store import Fence, Store
 from io_tui.core.workspace import Workspace
 
 CALL_ENDED = "io-tui (the call ended before an answer)"
@@ -34,17 +34,22 @@ CALL_ENDED = "io-tui (the call ended before an answer)"
 
 class AskingRun(Protocol):
     """What an ask needs of the run that asks (``RunState`` is one): its store, approver
-    (``harness.approver``), id, workspace and current policy, its events, its asking status."""
+    (``harness.approver``), id, workspace and current policy, its events, its asking status,
+    and its lease (``fence``: every write checks it; ``keep_lease``: renewed before a call
+    performs, if it may have lapsed)."""
 
     store: Store
     harness: Harness
     run_id: int
     workspace: Workspace
     policy: Policy
+    fence: Fence | None
 
     def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None: ...
 
     async def asking(self, asking: bool) -> None: ...
+
+    async def keep_lease(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,8 @@ async def ask(
             rule=verdict.rule_text,
             layer=verdict.layer,
             workspace=str(run.workspace.root),
-        )
+        ),
+        fence=run.fence,
     )
     run.publish(
         EventKind.APPROVAL_REQUESTED,

@@ -180,7 +180,9 @@ class CallRunner:
             target=gate.target if gate else "",
             approval_id=approval_id,
             before=await _file_before(ctx, gate),
+            fence=self.state.fence,
         )
+        await self.state.keep_lease()  # stopped since the intent? then not without the lease
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))

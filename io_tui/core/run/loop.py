@@ -12,6 +12,12 @@ events, committing a step) in ``run_state``; the model request path (context eng
 completions, request records) in ``model_turn``. A sub-agent is a child run this loop starts
 (``spawn``); a child that pauses or is interrupted stops its parent with it, on its call, and
 the parent's resume hands the call to the same child again (``sub_agents``).
+
+The lease fences the driver (``store/leases.py``): every write it makes checks that the run is
+still its take, and a driver that finds otherwise (``LeaseLost``: it was stopped past its lease
+and the run taken over) stops at once, writing nothing and performing no further call. A store
+that cannot be written (unreachable past its retries, full) stops the run where it is:
+resumable (``interrupted``), never ``failed``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 
 from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
-from io_tui.core.events import HAND_BACK, OPERATOR_CANCEL, READER_GONE, EventKind
+from io_tui.core.events import HAND_BACK, LEASE_LOST, OPERATOR_CANCEL, READER_GONE, EventKind
 from io_tui.core.ledger import ObsKind
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
 from io_tui.core.run.calls import CallResult, CallRunner
@@ -46,13 +52,17 @@ from io_tui.core.run.state import RunState
 from io_tui.core.run.sub_agents import ENDED, WAITING, child_of_call
 from io_tui.core.store import (
     IntentRow,
+    LeaseLost,
     RequestRecord,
     RunBusy,
     RunRow,
     StoreDamaged,
     StoreError,
+    StoreFull,
+    StoreUnreachable,
 )
-from io_tui.core.store.leases import HEARTBEAT_S
+from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
+from io_tui.core.store.runs import FIRST_EPOCH
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
@@ -82,10 +92,11 @@ async def start_run(
         seed_run_id=seed_run_id,
         origin=harness.origin.to_json() if harness.origin is not None else None,
     )
+    state = RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id)
+    state.hold(Fence(run_id, OWNER.id, FIRST_EPOCH))
     if on_created is not None:
         await on_created(run_id)
-    run = Run(RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id))
-    return await run.drive(resumed=False)
+    return await Run(state).drive(resumed=False)
 
 
 async def resume_run(
@@ -107,7 +118,7 @@ async def resume_run(
         parent_run_id=row.parent_run_id,
     )
     state.tokens = row.tokens
-    await harness.store.leases.acquire(run_id)
+    state.hold(await harness.store.leases.acquire(run_id))
     await expire_server_asks(harness.store, run_id)  # asked by calls that ended with a process
     return await Run(state, reconciler).drive(resumed=not first)
 
@@ -183,26 +194,42 @@ class Run:
         self.verify_feedback_given = False
         self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
         self.waiting_on: int | None = None  # the sub-agent run it stopped with
+        self.lease_lost: LeaseLost | None = None  # the heartbeat found the run taken over
         if state.harness.can_spawn:
             state.spawn = partial(spawn, state, reconciler=self.reconciler)
 
     # -- driving --
 
     async def drive(self, *, resumed: bool) -> RunResult:
-        heartbeat = asyncio.create_task(self._heartbeat())
+        """The run to an outcome. ``LeaseLost`` when another process took it over meanwhile
+        (nothing more was written or performed); ``StoreUnreachable`` or ``StoreFull`` when the
+        store could not record where it stopped (it resumes from its last commit)."""
+        driving = asyncio.current_task()
+        assert driving is not None
+        heartbeat = asyncio.create_task(self._heartbeat(driving))
         try:
             return await self._drive(resumed=resumed)
+        except asyncio.CancelledError:
+            if self.lease_lost is None:
+                raise
+            driving.uncancel()  # not cancelled from outside: stopped, for the reason below
+            raise self.lease_lost from None
         finally:
             heartbeat.cancel()
 
-    async def _heartbeat(self) -> None:
-        """Refresh the run's lease while it goes: a stale heartbeat means its owner is gone."""
+    async def _heartbeat(self, driving: asyncio.Task[RunResult]) -> None:
+        """Renew the run's lease while it goes: a stale renewal means its owner is gone. A
+        renewal that finds the run taken over stops the run at once, whatever it is doing."""
         while True:
             await asyncio.sleep(HEARTBEAT_S)
             try:
-                await self.store.leases.heartbeat([self.run_id])
+                await self.state.renew_lease()
+            except LeaseLost as exc:
+                self.lease_lost = exc
+                driving.cancel(LEASE_LOST)
+                return
             except (StoreError, sqlite3.Error):
-                continue  # a busy store: the next beat tries again, the lease has 30 s
+                continue  # a busy store: the next beat tries again
 
     async def _drive(self, *, resumed: bool) -> RunResult:
         state = self.state
@@ -227,9 +254,13 @@ class Run:
             return await self._end(outcome, error=self.failure)
         except ReconcileNeeded as exc:
             return await self._end(Outcome.INTERRUPTED, error=str(exc))
-        except StoreDamaged:
-            raise  # nothing more is written to a damaged store: the run stays as it was left
+        except (StoreDamaged, LeaseLost):
+            raise  # nothing more is written: the run stays as it was left (or as its owner has it)
+        except StoreError as exc:
+            return await self._stopped_by_store(exc)
         except asyncio.CancelledError as exc:
+            if LEASE_LOST in exc.args:
+                raise  # another process drives it now: nothing more is written
             # an operator's interrupt says so (``OPERATOR_CANCEL``); quitting the app does not
             if HAND_BACK in exc.args or READER_GONE in exc.args:  # resumable: another process
                 # (a worker, ``io-tui resume``) takes it over
@@ -240,6 +271,27 @@ class Run:
             raise
         except Exception as exc:
             return await self._end(Outcome.FAILED, error=_one_line(exc))
+
+    async def _stopped_by_store(self, exc: StoreError) -> RunResult:
+        """The store refused a write (unreachable past its retries, full, locked past its busy
+        timeout): the run stops at its last commit, resumable, never ``failed``. Where the end
+        can still be written the run says ``interrupted`` and why; where it cannot, the error
+        goes up, saying so (the row keeps its lease until that expires, then it is reaped)."""
+        run_id = self.run_id
+        said = f"run {run_id}: {exc}; it stopped at its last commit"
+        if isinstance(exc, StoreUnreachable):  # nothing gets through: say so, and stop
+            raise StoreUnreachable(
+                f"{said} and is interrupted once its lease runs out: `io-tui resume {run_id}`"
+                " when the database is back"
+            ) from None
+        try:
+            return await self._end(Outcome.INTERRUPTED, error=str(exc))
+        except StoreError:
+            if isinstance(exc, StoreFull):
+                raise StoreFull(
+                    f"{said}, resumable: `io-tui resume {run_id}` once there is room"
+                ) from None
+            raise exc from None
 
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
         state = self.state
@@ -275,7 +327,9 @@ class Run:
             state.step += 1
             step = state.step
             operator_messages = tuple(
-                await self.store.runs.take_operator_messages(self.run_id, step)
+                await self.store.runs.take_operator_messages(
+                    self.run_id, step, fence=self.state.fence
+                )
             )
             for text in operator_messages:
                 state.publish(EventKind.OPERATOR_MESSAGE, {"text": text})
@@ -497,7 +551,7 @@ class Run:
             detail["by"] = f"policy: {why}"
         self.state.publish(EventKind.RECONCILED, detail)
         if choice is ReconcileChoice.RERUN:
-            await self.store.intents.close(intent.id, "rerun")
+            await self.store.intents.close(intent.id, "rerun", fence=self.state.fence)
             return await runner.run(call, intent.step)
         if choice is ReconcileChoice.DONE:
             text = (

@@ -502,6 +502,7 @@ async def summarize(state: RunState, request: CompletionRequest) -> str:
             model=response.model,
             error=None,
         ),
+        fence=state.fence,
     )
     state.publish(
         EventKind.COMPACTED,

@@ -102,6 +102,7 @@ async def answer_sampling(run: ServingRun, step: int, call_id: str, sampling: Sa
             provider=response.provider,
             model=response.model,
         ),
+        fence=run.fence,
     )  # fmt: skip
     return response.text
 

@@ -23,8 +23,10 @@ from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.server_asks import answer_server
-from io_tui.core.store import RequestRecord, StepCommit
+from io_tui.core.store import Fence, RequestRecord, StepCommit
+from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
+from io_tui.core.store.leases import CONFIRM_S
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext
 from io_tui.core.tools.late import Arrival
@@ -72,6 +74,30 @@ class RunState:
         self.derived = DerivedContext(Files(workspace.root))
         # the run's progress ledger, folded from each batch of events once it is stored
         self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
+        self.fence: Fence | None = None  # the lease this process took: every write checks it
+        self.lease_confirmed = host_monotonic()  # when the store last said the lease holds
+
+    # -- the lease --
+
+    def hold(self, fence: Fence) -> None:
+        """This process has just taken the run's lease (``fence``)."""
+        self.fence = fence
+        self.lease_confirmed = host_monotonic()
+
+    async def renew_lease(self) -> None:
+        """Renew the lease on the store's clock; ``LeaseLost`` once another holds the run."""
+        if self.fence is None:
+            return
+        asked = host_monotonic()
+        await self.store.leases.renew(self.fence)
+        self.lease_confirmed = asked
+
+    async def keep_lease(self) -> None:
+        """Before a tool call performs: a lease last confirmed more than ``CONFIRM_S`` ago (this
+        process may have been stopped meanwhile, and its run taken over) is renewed first, so
+        a driver that lost its run performs nothing (``LeaseLost``)."""
+        if host_monotonic() - self.lease_confirmed > CONFIRM_S:
+            await self.renew_lease()
 
     # -- events --
 
@@ -95,14 +121,16 @@ class RunState:
     async def flush_events(self) -> None:
         events, self.pending_events = self.pending_events, []
         if events:
-            await self.store.runs.add_events(events)
+            await self.store.runs.add_events(events, fence=self.fence)
             await self.progress.take(events)
 
     async def asking(self, asking: bool) -> None:
         """The run waits for (or has stopped waiting for) its operator: its events so far are
         stored and its status says so, for every cockpit."""
         await self.flush_events()
-        await self.store.runs.set_status(self.run_id, "asking" if asking else "running")
+        await self.store.runs.set_status(
+            self.run_id, "asking" if asking else "running", fence=self.fence
+        )
 
     async def end(self, status: str, outcome: str, error: str | None) -> None:
         """The run's status change, written with the events still pending (its ``run_finished``)
@@ -115,6 +143,7 @@ class RunState:
             error=error,
             provider=self.harness.provider.describe(),
             events=events,
+            fence=self.fence,
         )
         if events:
             await self.progress.take(events)
@@ -296,6 +325,7 @@ class RunState:
                 closed_intents=[r.closes_intent for r in results if r.closes_intent],
             ),
             provider=self.harness.provider.describe(),
+            fence=self.fence,
         )
         new_obs = tuple(o for o, _ in observations)
         await self.progress.take(events, new_obs, text, step)

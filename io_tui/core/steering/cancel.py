@@ -19,7 +19,6 @@ says it was cancelled.
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,7 +97,7 @@ async def plan_cancel(store: Store, run_id: int) -> CancelPlan:
     row = await store.runs.get(run_id)
     if row is None:
         raise CancelRefused(f"no run {run_id} in the store")
-    why = not_stopped(row.status, await store.leases.holder(run_id), time.time())
+    why = not_stopped(row.status, await store.leases.holder(run_id), await store.leases.now())
     if why is not None:
         raise CancelRefused(f"run {run_id} {why}")
     chain = tuple(await waiting_chain(store, row))

@@ -25,6 +25,7 @@ from io_tui.core.run.reconcile import Reconciler
 from io_tui.core.run.server_asks import expire_server_asks, is_server_ask
 from io_tui.core.run.sub_agents import last_active, waiting_chain
 from io_tui.core.store import RunBusy, RunRow, Store
+from io_tui.core.store.leases import LIVE_STATUSES
 from io_tui.core.tools.registry import ToolRegistry
 
 
@@ -141,6 +142,9 @@ async def resume(
     run = await store.runs.get(run_id)
     if run is None:
         raise DecideError(f"no run {run_id} in the store")
+    if run.status in LIVE_STATUSES:  # its driver gone, and the open could not record it (a
+        await store.leases.reap()  # full store says so here: StoreFull)
+        run = await store.runs.get(run_id) or run
     if run.status not in RESUMABLE:
         holder = await store.leases.holder(run_id)
         owner = f", driven by {holder.describe()}" if holder is not None else ""

@@ -20,9 +20,16 @@ from io_tui.core.store.cancel import (
     not_stopped,
 )
 from io_tui.core.store.daily_log import DailyLogRepo
-from io_tui.core.store.db import Database, SqliteDatabase, StoreDamaged, StoreError
+from io_tui.core.store.db import (
+    Database,
+    SqliteDatabase,
+    StoreDamaged,
+    StoreError,
+    StoreFull,
+    StoreUnreachable,
+)
 from io_tui.core.store.intents import IntentRepo, IntentRow
-from io_tui.core.store.leases import LeaseRepo, RunBusy
+from io_tui.core.store.leases import Fence, LeaseLost, LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
 from io_tui.core.store.notes import NoteRepo
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
@@ -40,8 +47,10 @@ __all__ = [
     "Changed",
     "Claim",
     "EventRow",
+    "Fence",
     "GitSource",
     "IntentRow",
+    "LeaseLost",
     "Live",
     "NotCancellable",
     "ObservationRow",
@@ -60,7 +69,9 @@ __all__ = [
     "Store",
     "StoreDamaged",
     "StoreError",
+    "StoreFull",
     "StoreLocation",
+    "StoreUnreachable",
     "StoreUrl",
     "WorkerRow",
     "not_stopped",
@@ -120,7 +131,13 @@ class Store:
         forever."""
         store = cls(path, create=create, check=check)
         await store.db.open()
-        await store.leases.reap()
+        try:
+            await store.leases.reap()
+        except StoreFull:
+            pass  # no room to record it: reads go on, and an open with room reaps them
+        except BaseException:
+            await store.close()  # its connection's thread would keep the process alive
+            raise
         return store
 
     async def close(self) -> None:

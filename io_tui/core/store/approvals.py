@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiosqlite
@@ -18,6 +19,7 @@ import aiosqlite
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect, Layer, Rule
 from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.leases import Fence, fenced
 from io_tui.core.store.live import FALLBACK_S, Live, announce, announce_decided
 
 DECIDED_POLL_S = 0.5  # on SQLite: how often a wait for a decision reads its request again
@@ -83,8 +85,12 @@ class ApprovalRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(self, request: ApprovalRequest) -> ApprovalRequest:
-        """Persist the exact proposed action before anyone is asked; returns it with its id."""
+    async def create(
+        self, request: ApprovalRequest, *, fence: Fence | None = None
+    ) -> ApprovalRequest:
+        """Persist the exact proposed action before anyone is asked; returns it with its id.
+        ``fence``: the asking driver's (``LeaseLost``, nothing written, once another holds the
+        run)."""
         values = (
             request.run_id,
             request.step,
@@ -101,6 +107,7 @@ class ApprovalRepo:
         )
 
         def insert(conn: Connection) -> int:
+            fenced(fence, conn)
             cursor = conn.execute(
                 "INSERT INTO approvals (run_id, step, call_id, tool, arguments, act, target,"
                 " content, rule, layer, workspace, created_at)"
@@ -176,11 +183,13 @@ class ApprovalRepo:
                 await wakeup.wait(fallback_s if wakeup.listening else poll_s)
 
     async def record_performed(self, approval_id: int, performed: dict[str, Any]) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        await self.db.write(
+            partial(
+                _update,
                 "UPDATE approvals SET performed = ? WHERE id = ?",
                 (json.dumps(performed), approval_id),
             )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,23 +238,27 @@ class RuleRepo:
         approval_id: int | None = None,
         effect: Effect = Effect.ALLOW,
     ) -> int:
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        values = (
+            act.value,
+            effect.value,
+            pattern,
+            scope,
+            workspace,
+            run_id,
+            approval_id,
+            time.time(),
+        )
+
+        def insert(conn: Connection) -> int:
+            cursor = conn.execute(
                 "INSERT INTO rules (act, effect, pattern, scope, workspace, run_id, approval_id,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    act.value,
-                    effect.value,
-                    pattern,
-                    scope,
-                    workspace,
-                    run_id,
-                    approval_id,
-                    time.time(),
-                ),
+                values,
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid
+
+        return await self.db.write(insert)
 
     async def list(self, *, include_revoked: bool = False) -> list[RememberedRule]:
         where = "" if include_revoked else " WHERE revoked_at IS NULL"
@@ -267,12 +280,13 @@ class RuleRepo:
         ]
 
     async def revoke(self, rule_id: int) -> bool:
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        return await self.db.write(
+            partial(
+                _update,
                 "UPDATE rules SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (time.time(), rule_id),
             )
-            return cursor.rowcount == 1
+        )
 
     async def layer_for(self, *, workspace: str, run_id: int) -> Layer:
         """The ``remembered`` layer that applies to one run in one workspace."""
@@ -284,3 +298,8 @@ class RuleRepo:
             or (r.scope == "run" and r.run_id == run_id)
         ]
         return Layer("remembered", tuple(rules))
+
+
+def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:
+    """One statement; whether it changed a row."""
+    return conn.execute(sql, params).rowcount > 0

@@ -24,10 +24,11 @@ from typing import Any
 
 from io_tui.core.authority.approvals import Decision
 from io_tui.core.events import EventKind, RunEvent
+from io_tui.core.store.clock import StoreTime, store_time
 from io_tui.core.store.db import Connection, Database
-from io_tui.core.store.leases import Lease
+from io_tui.core.store.leases import LEASE_COLUMNS, LEASE_RELEASED, Lease, lease_of
 from io_tui.core.store.live import announce_decided
-from io_tui.core.store.runs import LEASE_RELEASED, insert_events
+from io_tui.core.store.runs import insert_events
 
 # what no process drives, what the operator may cancel: a run paused (its ask deferred),
 # interrupted (its process died), or queued (no worker has taken it yet)
@@ -85,20 +86,14 @@ def _cancel(
     conn: Connection,
 ) -> list[CancelledRun]:
     stopped: dict[int, tuple[str, int]] = {}  # run id → (its status, its last step)
+    clock = store_time(conn)
     for run_id in run_ids:
         row = conn.execute(
-            "SELECT status, steps, lease_owner, lease_host, lease_pid, lease_heartbeat"
-            " FROM runs WHERE id = ?",
-            (run_id,),
+            f"SELECT status, steps, {LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,)
         ).fetchone()
         if row is None:
             raise NotCancellable(f"no run {run_id} in the store")
-        lease = None
-        if row["lease_owner"] is not None:
-            lease = Lease(
-                row["lease_owner"], row["lease_host"], row["lease_pid"], row["lease_heartbeat"]
-            )
-        why = not_stopped(row["status"], lease, now)
+        why = not_stopped(row["status"], lease_of(row), clock)
         if why is not None:
             raise NotCancellable(f"run {run_id} {why}")
         stopped[run_id] = (row["status"], row["steps"])
@@ -144,7 +139,7 @@ def _cancel(
     return cancelled
 
 
-def not_stopped(status: str, lease: Lease | None, now: float) -> str | None:
+def not_stopped(status: str, lease: Lease | None, now: StoreTime) -> str | None:
     """Why a run with ``status`` and ``lease`` may not be cancelled now (``run N …``); None: it is
     stopped, and no one drives it."""
     if status == "cancelled":

@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import aiosqlite
-
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.memory.daily_log import LOG_FIELDS, LogLine, log_day
 from io_tui.core.memory.notes import Scope, check_choice
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.notes import OPERATOR_NOTE, NoteRepo, Provenance, WriteResult, joined
 
 
@@ -41,11 +39,14 @@ class DailyLogRepo:
         at = time.time() if at is None else at
         day = log_day(at)
         ws = str(workspace)
-        async with self.db.transaction() as conn:
+
+        def append(conn: Connection) -> list[LogLine]:
             return [
-                await _insert(conn, LogLine(0, ws, day, run_id, field_name, text, at))
+                _insert(conn, LogLine(0, ws, day, run_id, field_name, text, at))
                 for field_name, text in lines
             ]
+
+        return await self.db.write(append)
 
     async def write_entry(
         self,
@@ -63,25 +64,28 @@ class DailyLogRepo:
         at = time.time() if at is None else at
         day = log_day(at)
         ws = str(workspace)
-        async with self.db.transaction() as conn:
-            async with conn.execute(
+
+        def replace_entry(conn: Connection) -> list[LogLine]:
+            rows = conn.execute(
                 "SELECT * FROM memory_log WHERE workspace = ? AND day = ? AND run_id = ?"
                 " ORDER BY id",
                 (ws, day, run_id),
-            ) as cursor:
-                earlier = [row_as(LogLine, r) for r in await cursor.fetchall()]
+            ).fetchall()
+            earlier = [row_as(LogLine, r) for r in rows]
             said = set(lines)
             promoted = {(x.field, x.text): x.promoted for x in earlier if x.promoted}
             for line in earlier:
                 if line.promoted is None or (line.field, line.text) in said:
-                    await conn.execute("DELETE FROM memory_log WHERE id = ?", (line.id,))
+                    conn.execute("DELETE FROM memory_log WHERE id = ?", (line.id,))
             return [
-                await _insert(
+                _insert(
                     conn,
                     LogLine(0, ws, day, run_id, name, text, at, promoted.get((name, text))),
                 )
                 for name, text in lines
             ]
+
+        return await self.db.write(replace_entry)
 
     async def lines(self, workspace: str | Path, day: str | None = None) -> list[LogLine]:
         """A workspace's log lines, oldest first: one day's, or every day's."""
@@ -130,16 +134,17 @@ class DailyLogRepo:
             replace_existing=replace_existing,
         )
         if result.written:
-            async with self.db.transaction() as conn:
-                await conn.execute(
+            await self.db.write(
+                lambda conn: conn.execute(
                     "UPDATE memory_log SET promoted = ? WHERE id = ?", (result.note.key, line_id)
                 )
+            )
         return result
 
 
-async def _insert(conn: aiosqlite.Connection, line: LogLine) -> LogLine:
+def _insert(conn: Connection, line: LogLine) -> LogLine:
     """Insert one log line (its ``id`` ignored); returns it with the id it got."""
-    cursor = await conn.execute(
+    cursor = conn.execute(
         "INSERT INTO memory_log (workspace, day, run_id, field, text, at, promoted)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (

@@ -5,8 +5,10 @@ transactions). PostgreSQL's is ``pg.py``."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import shlex
+import shutil
 import sqlite3
 import time
 from abc import ABC, abstractmethod
@@ -46,6 +48,9 @@ _LOCKED = "database is locked"
 _FOREIGN = "is not an io-tui store (a SQLite file of something else); io-tui leaves it untouched"
 # SQLite's primary result codes for a damaged file (extended codes keep them in the low byte)
 _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+# the room io-tui asks for beside a SQLite store: its write-ahead log grows by about 4 MB
+# between checkpoints, and a checkpoint writes as much again into the file
+STORE_HEADROOM = 8 * 1024 * 1024
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
 
@@ -100,6 +105,42 @@ class StoreDamaged(StoreError):
             f"store {path} is damaged ({problem}); io-tui will not write to it: restore a backup,"
             f" or recover what is readable with sqlite3 {where} .recover | sqlite3 NEW.db"
         )
+
+
+class StoreFull(StoreError):
+    """The disk under the store (or the database server's) has no room left for a write. The
+    write was rolled back whole: the store holds what it held, and once there is room a run
+    stopped by it resumes from its last commit."""
+
+    @classmethod
+    def of(cls, path: Path) -> StoreFull:
+        """The one line that names the store, the room left and the room needed."""
+        try:
+            free = shutil.disk_usage(path.parent).free
+        except OSError:
+            free = 0
+        return cls(
+            f"store {path} is full: {size(free)} free on its disk, and io-tui needs at least"
+            f" {size(STORE_HEADROOM)} there to write; make room (nothing written before is lost)"
+        )
+
+
+class StoreUnreachable(StoreError):
+    """The database could not be reached (a dropped connection, a restart, a failover) for
+    longer than io-tui waits (``pg.retry_s``). Nothing was half-written: each write is one
+    transaction, committed or not."""
+
+
+def size(count: float) -> str:
+    """A byte count as people read it: ``0 B``, ``812 kB``, ``16 MB``."""
+    units = ("B", "kB", "MB", "GB")
+    step = 0
+    while count >= 1024 and step < len(units) - 1:
+        count /= 1024
+        step += 1
+    unit = units[step]
+    shown = f"{count:.0f}" if count >= 10 or count == int(count) else f"{count:.1f}"
+    return f"{shown} {unit}"
 
 
 class Database(ABC):
@@ -212,6 +253,8 @@ class SqliteDatabase(Database):
                 damaged = StoreDamaged.of(self.path, str(exc))
                 self._damaged = str(damaged)
                 raise damaged from None
+            if _is_full(exc):
+                raise StoreFull.of(self.path) from None
             if isinstance(exc, sqlite3.OperationalError) and _LOCKED in str(exc):
                 raise StoreError(f"store {self.path}: {_describe(exc)}") from None
             raise
@@ -243,6 +286,8 @@ class SqliteDatabase(Database):
                 await conn.close()
             if _is_damage(exc) and not _is_garbage(exc):
                 raise StoreDamaged.of(path, str(exc)) from None
+            if _is_full(exc):
+                raise StoreFull.of(path) from None
             if isinstance(exc, sqlite3.Error | OSError):
                 raise StoreError(f"cannot open store {path}: {_describe(exc)}") from None
             raise
@@ -456,6 +501,14 @@ def _is_damage(exc: BaseException) -> bool:
     return (
         isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGE_CODES
     )
+
+
+def _is_full(exc: BaseException) -> bool:
+    """The disk is full: ``SQLITE_FULL`` from a statement, or ``ENOSPC`` from the file system."""
+    if isinstance(exc, OSError):
+        return exc.errno == errno.ENOSPC
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF == sqlite3.SQLITE_FULL
 
 
 def _is_garbage(exc: BaseException) -> bool:

@@ -17,7 +17,8 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
+from io_tui.core.store.leases import Fence, fenced
 
 STARTED = "started"
 
@@ -83,33 +84,44 @@ class IntentRepo:
         target: str = "",
         approval_id: int | None = None,
         before: dict[str, Any] | None = None,
+        fence: Fence | None = None,
     ) -> int:
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        """The call's intent, before it executes; its id. ``fence``: its driver's (``LeaseLost``,
+        nothing written, once another holds the run: the call must not run)."""
+        values = (
+            run_id,
+            step,
+            call_id,
+            tool,
+            json.dumps(arguments),
+            act,
+            target,
+            approval_id,
+            json.dumps(before) if before is not None else None,
+            time.time(),
+        )
+
+        def insert(conn: Connection) -> int:
+            fenced(fence, conn)
+            cursor = conn.execute(
                 "INSERT INTO intents (run_id, step, call_id, tool, arguments, act, target,"
                 " approval_id, before, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    step,
-                    call_id,
-                    tool,
-                    json.dumps(arguments),
-                    act,
-                    target,
-                    approval_id,
-                    json.dumps(before) if before is not None else None,
-                    time.time(),
-                ),
+                values,
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-    async def close(self, intent_id: int, status: str) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        return await self.db.write(insert)
+
+    async def close(self, intent_id: int, status: str, *, fence: Fence | None = None) -> None:
+        def update(conn: Connection) -> None:
+            fenced(fence, conn)
+            conn.execute(
                 "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",
                 (status, time.time(), intent_id),
             )
+
+        await self.db.write(update)
 
     async def latest(self, run_id: int, call_id: str) -> IntentRow | None:
         row = await self.db.fetchone(

@@ -1,11 +1,22 @@
-"""Who drives a run: its lease (owner id, host, pid, heartbeat in the run row).
+"""Who drives a run: its lease (owner id, host, pid, epoch, renewal in the run row), fenced.
 
-A process takes the lease when it creates or resumes a run, refreshes the heartbeat while the
-run goes, and gives it up when the run pauses or ends. A lease has expired when its owner is
-gone: the pid no longer lives on this host, or the heartbeat is older than ``LEASE_TTL_S``
-(another host's owner, or a hung one). Any process that opens the store turns a live-looking
-run whose lease expired ``interrupted`` (``reap``), so no run says ``running`` forever; a
-second driver of a run whose lease holds is refused with the owner named (``RunBusy``).
+A process takes the lease when it creates, resumes or claims a run; every take increments the
+run's **epoch**. The driver keeps what it took as a ``Fence`` (run, owner, epoch) and every
+write it makes for the run (a step's commit, an intent, a status, a renewal) checks the fence
+first, in the write's own transaction: a driver whose run was taken over meanwhile (it was
+paused past its lease: a VM freeze, a laptop lid, a stopped process) finds its fence broken
+(``LeaseLost``), writes nothing and stops before its next tool call, and the new owner's run is
+untouched.
+
+The driver renews the lease every ``HEARTBEAT_S``. A lease has expired when its owner is gone:
+its pid no longer lives (checked first, on the owner's own host), or its last renewal is older
+than ``LEASE_TTL_S`` on the store's clock (``clock.py``: PostgreSQL's ``clock_timestamp()``, a
+SQLite store's host's monotonic clock), never on the wall clock of whoever asks, so skewed
+clocks between hosts change nothing. Any process that opens the store turns a live-looking run
+whose lease expired ``interrupted`` (``reap``), so no run says ``running`` forever; a second
+driver of a run whose lease holds is refused with the owner named (``RunBusy``).
+
+``IO_TUI_LEASE_TTL_S`` shortens the lease (tests, benchmarks); the heartbeat follows it.
 """
 
 from __future__ import annotations
@@ -18,12 +29,33 @@ import uuid
 from dataclasses import dataclass
 from functools import partial
 
-from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.clock import StoreTime, store_time
+from io_tui.core.store.db import Connection, Database, StoreError
 from io_tui.core.store.live import announce
 
-HEARTBEAT_S = 2.0  # how often a driving process refreshes its runs' heartbeat
-LEASE_TTL_S = 30.0  # a heartbeat older than this has expired, whatever the pid says
+
+def _lease_ttl() -> float:
+    given = os.environ.get("IO_TUI_LEASE_TTL_S", "")
+    try:
+        return max(1.0, float(given)) if given else 30.0
+    except ValueError:
+        return 30.0
+
+
+LEASE_TTL_S = _lease_ttl()  # a renewal older than this (store's clock) has expired
+HEARTBEAT_S = LEASE_TTL_S / 15  # how often a driving process renews its runs' leases (2 s)
+# a driver about to perform a tool call renews first when its last confirmation is older than
+# this on its own clock: it may have been stopped, and the lease taken over meanwhile
+CONFIRM_S = LEASE_TTL_S / 3
 LIVE_STATUSES = ("running", "asking")
+LEASE_COLUMNS = (
+    "lease_owner, lease_host, lease_pid, lease_heartbeat, lease_epoch, lease_renewed, lease_clock"
+)
+# what a run that stops going writes: no owner (the epoch stays, and only ever grows)
+LEASE_RELEASED = (
+    ", lease_owner = NULL, lease_host = NULL, lease_pid = NULL, lease_heartbeat = NULL,"
+    " lease_renewed = NULL, lease_clock = NULL"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,20 +74,70 @@ class RunBusy(RuntimeError):
     """The run is driven by another live process; the message names it."""
 
 
+class LeaseLost(StoreError):
+    """This process no longer holds the run it was driving: another took it over (or it was
+    turned interrupted) while this one was stopped. Nothing was written; the message says who
+    holds it now."""
+
+
 @dataclass(frozen=True, slots=True)
 class Lease:
     owner: str
     host: str
     pid: int
-    heartbeat: float
+    heartbeat: float  # the owner's wall clock at its last renewal: shown, never compared
+    epoch: int = 0
+    renewed: float | None = None  # the store's clock at its last renewal
+    clock: str | None = None  # which clock ``renewed`` is on (``clock.StoreTime.clock``)
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host} (owner {self.owner})"
 
-    def alive(self, now: float) -> bool:
-        if now - self.heartbeat > LEASE_TTL_S:
+    def alive(self, now: StoreTime) -> bool:
+        """Whether the owner still holds it: its pid lives (where that can be checked: on its
+        own host) and its last renewal is younger than ``LEASE_TTL_S`` on the store's clock.
+        A renewal on a clock ``now`` cannot compare with (a SQLite file's lease from another
+        boot, or from before the store's clock) is judged on the wall clock, as nothing better
+        is known."""
+        if self.host == OWNER.host and not pid_alive(self.pid):
             return False
-        return self.host != OWNER.host or pid_alive(self.pid)
+        if self.renewed is not None and now.comparable(self.clock):
+            return now.at - self.renewed <= LEASE_TTL_S
+        return time.time() - self.heartbeat <= LEASE_TTL_S
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """What a driver took: the run, its owner id and the epoch of the take. ``epoch`` None: any
+    take of this owner's (a worker giving back a run whose driving broke)."""
+
+    run_id: int
+    owner: str
+    epoch: int | None
+
+    def check(self, conn: Connection) -> None:
+        """Inside a write transaction: go on only while the run's lease is still this take;
+        ``LeaseLost`` (the transaction rolls back) when it is not. The writers that change a
+        lease hold the store's write lock too, so it cannot change before this commits."""
+        row = conn.execute(f"SELECT {LEASE_COLUMNS} FROM runs WHERE id = ?", (self.run_id,))
+        lease = lease_of(row.fetchone())
+        if lease is not None and lease.owner == self.owner and self.epoch in (None, lease.epoch):
+            return
+        now = "nobody holds it (it was turned interrupted)"
+        if lease is not None:
+            now = f"it is driven by {lease.describe()} now"
+        raise LeaseLost(
+            f"run {self.run_id}: this process no longer holds its lease (another took the run"
+            f" over while this one was stopped or cut off); {now}. This process performed nothing"
+            " more and stopped driving it"
+        )
+
+
+def fenced(fence: Fence | None, conn: Connection) -> None:
+    """``fence.check(conn)``, when there is a fence (a write made outside any driver has
+    none)."""
+    if fence is not None:
+        fence.check(conn)
 
 
 def pid_alive(pid: int) -> bool:
@@ -73,37 +155,57 @@ def pid_alive(pid: int) -> bool:
         return True  # no /proc: the signal said it lives
 
 
-def _lease(row: sqlite3.Row) -> Lease | None:
-    if row["lease_owner"] is None:
+def lease_of(row: sqlite3.Row | None) -> Lease | None:
+    """The lease in a row holding ``LEASE_COLUMNS``; None when nobody holds the run."""
+    if row is None or row["lease_owner"] is None:
         return None
-    return Lease(row["lease_owner"], row["lease_host"], row["lease_pid"], row["lease_heartbeat"])
+    return Lease(
+        row["lease_owner"],
+        row["lease_host"],
+        row["lease_pid"],
+        row["lease_heartbeat"],
+        row["lease_epoch"],
+        row["lease_renewed"],
+        row["lease_clock"],
+    )
+
+
+def take(run_id: int, status: str, conn: Connection) -> Fence:
+    """Inside a write transaction: this process takes the run's lease (the next epoch) and sets
+    its status; the fence its driver's writes check."""
+    now = store_time(conn)
+    row = conn.execute(
+        "UPDATE runs SET status = ?, outcome = NULL, finished_at = NULL, lease_owner = ?,"
+        " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, lease_renewed = ?, lease_clock = ?,"
+        " lease_epoch = lease_epoch + 1, updated_at = ? WHERE id = ? RETURNING lease_epoch",
+        (status, OWNER.id, OWNER.host, OWNER.pid, time.time(), now.at, now.clock, time.time(),
+         run_id),
+    ).fetchone()  # fmt: skip
+    announce(conn, [run_id])
+    return Fence(run_id, OWNER.id, int(row[0]))
 
 
 class LeaseRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def acquire(self, run_id: int, status: str = "running") -> None:
+    async def acquire(self, run_id: int, status: str = "running") -> Fence:
         """Take the run for this process and set its status; ``RunBusy`` when a live owner
-        holds it."""
-        await self.db.write(partial(_acquire, run_id, status, time.time()))
+        holds it. The fence its driver's writes check."""
+        return await self.db.write(partial(_acquire, run_id, status))
 
-    async def heartbeat(self, run_ids: list[int]) -> None:
-        if not run_ids:
-            return
-        marks = ",".join("?" * len(run_ids))
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                f"UPDATE runs SET lease_heartbeat = ? WHERE lease_owner = ? AND id IN ({marks})",
-                (time.time(), OWNER.id, *run_ids),
-            )
+    async def renew(self, fence: Fence) -> None:
+        """Renew the lease on the store's clock; ``LeaseLost`` when it is no longer ``fence``'s
+        (taken over, or reaped, while this process was stopped)."""
+        await self.db.write(partial(_renew, fence))
 
     async def holder(self, run_id: int) -> Lease | None:
-        row = await self.db.fetchone(
-            "SELECT lease_owner, lease_host, lease_pid, lease_heartbeat FROM runs WHERE id = ?",
-            (run_id,),
-        )
-        return _lease(row) if row else None
+        row = await self.db.fetchone(f"SELECT {LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,))
+        return lease_of(row)
+
+    async def now(self) -> StoreTime:
+        """The store's clock now: what ``Lease.alive`` is asked with."""
+        return await self.db.call(store_time)
 
     async def reap(self) -> list[int]:
         """Turn every live-looking run whose lease expired (or that has none) ``interrupted``;
@@ -114,43 +216,44 @@ class LeaseRepo:
         )
         if live is None:
             return []
-        return await self.db.write(partial(_reap, time.time()))
+        return await self.db.write(_reap)
 
 
-def _acquire(run_id: int, status: str, now: float, conn: Connection) -> None:
-    row = conn.execute(
-        "SELECT lease_owner, lease_host, lease_pid, lease_heartbeat FROM runs WHERE id = ?",
-        (run_id,),
-    ).fetchone()
+def _acquire(run_id: int, status: str, conn: Connection) -> Fence:
+    row = conn.execute(f"SELECT {LEASE_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         raise LookupError(f"no run {run_id} in the store")
-    lease = _lease(row)
-    if lease is not None and lease.owner != OWNER.id and lease.alive(now):
+    lease = lease_of(row)
+    if lease is not None and lease.owner != OWNER.id and lease.alive(store_time(conn)):
         raise RunBusy(f"run {run_id} is driven by {lease.describe()}")
+    return take(run_id, status, conn)
+
+
+def _renew(fence: Fence, conn: Connection) -> None:
+    fence.check(conn)
+    now = store_time(conn)
     conn.execute(
-        "UPDATE runs SET status = ?, outcome = NULL, finished_at = NULL, lease_owner = ?,"
-        " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, updated_at = ? WHERE id = ?",
-        (status, OWNER.id, OWNER.host, OWNER.pid, now, now, run_id),
+        "UPDATE runs SET lease_heartbeat = ?, lease_renewed = ?, lease_clock = ? WHERE id = ?",
+        (time.time(), now.at, now.clock, fence.run_id),
     )
-    announce(conn, [run_id])
 
 
-def _reap(now: float, conn: Connection) -> list[int]:
+def _reap(conn: Connection) -> list[int]:
+    now = store_time(conn)
     rows = conn.execute(
-        "SELECT id, lease_owner, lease_host, lease_pid, lease_heartbeat FROM runs"
+        f"SELECT id, {LEASE_COLUMNS} FROM runs"
         f" WHERE status IN ({','.join('?' * len(LIVE_STATUSES))})",
         LIVE_STATUSES,
     ).fetchall()
     gone = []
     for row in rows:
-        lease = _lease(row)
+        lease = lease_of(row)
         if lease is None or (lease.owner != OWNER.id and not lease.alive(now)):
             gone.append(row["id"])
     conn.executemany(
-        "UPDATE runs SET status = 'interrupted', outcome = 'interrupted', lease_owner = NULL,"
-        " lease_host = NULL, lease_pid = NULL, lease_heartbeat = NULL, updated_at = ?"
-        " WHERE id = ?",
-        [(now, run_id) for run_id in gone],
+        "UPDATE runs SET status = 'interrupted', outcome = 'interrupted', updated_at = ?"
+        f"{LEASE_RELEASED} WHERE id = ?",
+        [(time.time(), run_id) for run_id in gone],
     )
     announce(conn, gone)
     return gone

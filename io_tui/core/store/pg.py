@@ -27,6 +27,14 @@ io-tui's and is refused untouched. Migrations run in one transaction under the s
 lock, the version re-read inside it: of many processes opening one new store at once, the first
 migrates and the others find the work done.
 
+A fault that passes (a dropped connection, a restart, a failover, a serialisation failure) is
+waited through: the callback runs again on a new connection, backing off, for up to ``retry_s``
+(``IO_TUI_STORE_RETRY_S``), then ``StoreUnreachable``. A write transaction reads its
+transaction id first; one whose COMMIT went out and whose answer was lost is run again only if
+the server says (``txid_status``) it did not commit, so every ``write(fn)`` is made once.
+``transaction()``, whose statements the caller awaits one by one, is tried again only up to its
+BEGIN.
+
 The URL is libpq's (``postgresql://user@host:port/db?sslmode=verify-full&sslrootcert=...``):
 every option passes through to the driver. The password is never part of what is shown: it
 comes from ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads them), from ``PGPASSWORD`` in io-tui's
@@ -36,9 +44,12 @@ credentials file, or from the URL itself, where ``store_url`` takes it out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
@@ -51,7 +62,8 @@ from io_tui.core.store.db import (
     Connection,
     Database,
     StoreError,
-    in_transaction,
+    StoreFull,
+    StoreUnreachable,
 )
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION, id_tables, postgresql
 
@@ -63,11 +75,32 @@ T = TypeVar("T")
 SCHEMES = ("postgresql://", "postgres://")
 VERSION_TABLE = "io_tui_schema"
 CONNECT_TIMEOUT_S = 10
+RETRY_S = 30.0  # how long a transient fault is waited through (``IO_TUI_STORE_RETRY_S``)
+BACKOFF_S = (0.05, 2.0)  # the first wait after a transient fault, and the longest
+# SQLSTATEs that pass: serialisation failure, deadlock, too many connections, the server shut
+# down, crashed or starting (a connection exception is class 08, taken whole)
+TRANSIENT_STATES = frozenset({"40001", "40P01", "53300", "57P01", "57P02", "57P03"})
+DISK_FULL = "53100"
 PASSWORD_VARIABLE = "PGPASSWORD"  # libpq's own variable, and its name in credentials.toml
 _FOREIGN = (
     "is not an io-tui store (a PostgreSQL database with tables of something else);"
     " io-tui leaves it untouched"
 )
+
+
+# psycopg logs (to stderr, with no handler set) an error it ignores while ending a pipeline
+# whose connection was lost: the error that ended it is raised and handled (``_retrying``)
+logging.getLogger("psycopg").setLevel(logging.ERROR)
+
+
+def retry_s() -> float:
+    """How long a transient fault is waited through: ``IO_TUI_STORE_RETRY_S``, else
+    ``RETRY_S`` (the lease's life: a driver that waited longer may have lost its run)."""
+    given = os.environ.get("IO_TUI_STORE_RETRY_S", "")
+    try:
+        return max(0.0, float(given)) if given else RETRY_S
+    except ValueError:
+        return RETRY_S
 
 
 def is_url(text: str) -> bool:
@@ -207,7 +240,8 @@ class PgConnection:
                 yield
         except BaseException:
             if not self.raw.broken and self.raw.info.transaction_status != TransactionStatus.IDLE:
-                self.raw.execute("ROLLBACK")
+                with contextlib.suppress(Exception):  # the error that ended it is the one raised
+                    self.raw.execute("ROLLBACK")
             raise
         finally:
             self.pipeline = None
@@ -283,7 +317,7 @@ class _AsyncConnection:
         def run(conn: Connection) -> _AsyncCursor:
             return _AsyncCursor(cast(PgCursor, conn.execute(sql, tuple(parameters))))
 
-        return _Statement(asyncio.ensure_future(self._db.call(run)))
+        return _Statement(asyncio.ensure_future(self._db._once(run, reconnect=False)))
 
 
 class PgDatabase(Database):
@@ -294,6 +328,7 @@ class PgDatabase(Database):
     def __init__(self, url: StoreUrl, *, create: bool = True) -> None:
         super().__init__(create=create)
         self.path: StoreUrl = url
+        self.retry_s = retry_s()  # how long a transient fault is waited through
         self._conn: PgConnection | None = None
         self._thread: ThreadPoolExecutor | None = None
 
@@ -361,26 +396,76 @@ class PgDatabase(Database):
             thread.shutdown(wait=False)
 
     async def call(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(conn)``, tried again through a transient fault (``_retrying``): a read, or a
+        statement that may run twice."""
+        return await self._retrying(fn)
+
+    async def _retrying(self, fn: Callable[[Connection], T]) -> T:
+        """``fn(conn)``; through a transient fault (``transient``: a dropped connection, a
+        restart, a failover, a serialisation failure) it is tried again on a new connection,
+        waiting longer each time (``BACKOFF_S``), for up to ``retry_s``, then
+        ``StoreUnreachable``. A transaction whose COMMIT went out and whose answer was lost
+        (``CommitUnknown``) is not run again blind: the server says whether it committed, by
+        its transaction id, and only one that did not is run again; so a write is made once."""
+        await self._wait_open()
+        started: float | None = None
+        delay = BACKOFF_S[0]
+        unsure: CommitUnknown | None = None
+        while True:
+            try:
+                if unsure is not None:
+                    if await self._once(partial(_committed, unsure.xid), mapped=False):
+                        return cast(T, unsure.result)
+                    unsure = None  # rolled back: it runs again
+                return await self._once(fn, mapped=False)
+            except CommitUnknown as exc:
+                unsure, cause = exc, exc.cause
+            except Exception as exc:
+                if not transient(exc):
+                    raise self._store_error("store", exc) from None
+                cause = exc
+            now = time.monotonic()
+            started = now if started is None else started
+            if now - started >= self.retry_s:
+                raise StoreUnreachable(
+                    f"the database at {self.path} was unreachable for {now - started:.0f} s"
+                    f" ({self._said(cause)})"
+                ) from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BACKOFF_S[1])
+
+    async def _once(
+        self, fn: Callable[[Connection], T], *, mapped: bool = True, reconnect: bool = True
+    ) -> T:
+        """``fn(conn)`` on the store's thread, once; on a new connection first when the server
+        dropped the last one (``reconnect``), unless a transaction is open on it (its
+        statements must not go on outside it, in autocommit)."""
         await self._wait_open()
         conn = self._conn
         if conn is None:
             raise StoreError("store is not open")
-        with self._as_store_error("store"):
-            return await self._on_thread(partial(self._reconnected, fn, conn))
+        try:
+            return await self._on_thread(partial(self._reconnected, fn, conn, reconnect))
+        except Exception as exc:
+            if mapped:
+                raise self._store_error("store", exc) from None
+            raise
 
-    def _reconnected(self, fn: Callable[[Connection], T], conn: PgConnection) -> T:
-        """``fn(conn)``, on a new connection first if the server dropped the last one (a
-        restart, a failover): the call that met the drop failed with ``StoreError``; the next
-        ones go on."""
-        if conn.raw.broken:
+    def _reconnected(self, fn: Callable[[Connection], T], conn: PgConnection, reconnect: bool) -> T:
+        if conn.raw.broken or conn.raw.closed:
+            if not reconnect:
+                raise StoreError(f"store {self.path}: the connection was lost mid-transaction")
+            with contextlib.suppress(Exception):
+                conn.raw.close()
             conn.raw = self.connect_sync(self.path)
         return fn(conn)
 
     async def write(self, fn: Callable[[Connection], T], *, exclusive: bool = True) -> T:
         """(pipelined: a step's commit waits for the server about three times, not once per
-        statement; the store's write lock is held that much shorter)"""
+        statement; the store's write lock is held that much shorter. Through a transient fault
+        it is tried again and made once: ``_retrying``)"""
         async with self._lock:
-            return await self.call(partial(_pipelined_transaction, exclusive, fn))
+            return await self._retrying(partial(_pipelined_transaction, exclusive, fn))
 
     @staticmethod
     def begin(conn: Connection, exclusive: bool = True) -> None:
@@ -390,34 +475,105 @@ class PgDatabase(Database):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """(its BEGIN is tried again through a transient fault, as nothing has happened yet;
+        a fault after it fails the transaction, which the server rolls back)"""
         async with self._lock:
-            await self.call(self.begin)
+            await self._retrying(self.begin)
             try:
                 yield cast("aiosqlite.Connection", _AsyncConnection(self))
             except BaseException:
-                await self.call(_rollback)
+                await self._once(_rollback, reconnect=False)
                 raise
-            await self.call(_commit)
+            await self._once(_commit, reconnect=False)
 
     @contextmanager
     def _as_store_error(self, doing: str) -> Iterator[None]:
         """The driver's failures to reach or keep the server as one line that names the store
         (never its password)."""
-        import psycopg
-
         try:
             yield
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            text = _first_line(exc)
-            if self.path.password:
-                text = text.replace(self.path.password, "***")
-            raise StoreError(f"{doing} {self.path}: {text}") from None
+        except Exception as exc:
+            raise self._store_error(doing, exc) from None
+
+    def _store_error(self, doing: str, exc: Exception) -> Exception:
+        """``exc`` as io-tui says it: a full server as ``StoreFull``, a server out of reach as
+        a ``StoreError`` naming the store (never its password); anything else as it is."""
+        import psycopg
+
+        if getattr(exc, "sqlstate", None) == DISK_FULL:
+            return StoreFull(
+                f"store {self.path} is full: the database server has no room left"
+                f" ({self._said(exc)}); make room on it (nothing written before is lost)"
+            )
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return StoreError(f"{doing} {self.path}: {self._said(exc)}")
+        return exc
+
+    def _said(self, exc: BaseException) -> str:
+        text = _first_line(exc)
+        if self.path.password:
+            text = text.replace(self.path.password, "***")
+        return text
+
+
+class CommitUnknown(Exception):
+    """A transaction's COMMIT was sent and the connection lost before its answer: it may have
+    committed or not. ``xid`` says which, once the server can be asked (``_committed``);
+    ``result`` is what the transaction's work returned."""
+
+    def __init__(self, xid: int, result: object, cause: BaseException) -> None:
+        super().__init__(f"transaction {xid}: commit unknown ({_first_line(cause)})")
+        self.xid = xid
+        self.result = result
+        self.cause = cause
+
+
+def transient(exc: BaseException) -> bool:
+    """A fault that passes: the connection dropped or could not be made (a restart, a failover,
+    a terminated backend: no SQLSTATE, class 08, 57P01-03), a serialisation failure or a
+    deadlock (40001, 40P01), too many connections (53300). Trying again is right."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state = exc.sqlstate
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    return state in TRANSIENT_STATES or state.startswith("08")
 
 
 def _pipelined_transaction(exclusive: bool, fn: Callable[[Connection], T], conn: Connection) -> T:
-    begin = partial(PgDatabase.begin, exclusive=exclusive)
-    with _integrity(), cast(PgConnection, conn).pipelined():
-        return in_transaction(begin, fn, conn)
+    """``fn`` in one transaction, pipelined. Its transaction id is read first, so that a COMMIT
+    whose answer is lost with the connection is ``CommitUnknown``, not a guess."""
+    pg = cast(PgConnection, conn)
+    committing = False
+    try:
+        with _integrity(), pg.pipelined():
+            pg.execute("BEGIN")
+            if exclusive:
+                pg.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
+            xid = int(pg.execute("SELECT txid_current()").fetchone()[0])
+            result = fn(pg)
+            committing = True  # from here a lost connection may have lost only the answer
+            pg.execute("COMMIT")
+            assert pg.pipeline is not None
+            pg.pipeline.sync()
+    except Exception as exc:
+        if committing and transient(exc):
+            raise CommitUnknown(xid, result, exc) from exc
+        raise
+    return result
+
+
+def _committed(xid: int, conn: Connection) -> bool:
+    """Whether transaction ``xid`` committed; a transient fault while it is still ending (its
+    backend not yet gone)."""
+    import psycopg
+
+    status = conn.execute("SELECT txid_status(?)", (xid,)).fetchone()[0]
+    if status == "in progress":
+        raise psycopg.OperationalError(f"transaction {xid} is still ending")
+    return bool(status == "committed")
 
 
 def _rollback(conn: Connection) -> None:

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from io_tui.core.store.clock import StoreTime, store_time
 from io_tui.core.store.db import APPLICATION_ID, Connection, Database, row_as
-from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive
+from io_tui.core.store.leases import LEASE_TTL_S, OWNER, pid_alive, take
 from io_tui.core.store.live import announce
 
 QUEUED = "queued"
@@ -90,22 +91,31 @@ class WorkerRow:
     labels: tuple[str, ...]
     concurrency: int
     started_at: float
-    heartbeat: float
+    heartbeat: float  # its own wall clock at its last beat: shown, never compared
     draining: bool
     stopped_at: float | None
     runs: tuple[int, ...]  # the runs whose lease it holds
+    renewed: float | None = None  # the store's clock at its last beat (``clock.py``)
+    clock: str | None = None
 
-    def state(self, now: float) -> str:
-        """``stopped``, ``gone`` (its heartbeat is stale or its pid dead here), ``draining`` or
+    def age(self, now: StoreTime) -> float:
+        """Seconds since its last beat, on the store's clock (the wall clock where the beat
+        was stamped on a clock ``now`` cannot compare with)."""
+        if self.renewed is not None and now.comparable(self.clock):
+            return now.at - self.renewed
+        return time.time() - self.heartbeat
+
+    def state(self, now: StoreTime) -> str:
+        """``stopped``, ``gone`` (its beat is stale or its pid dead here), ``draining`` or
         ``up``."""
         if self.stopped_at is not None:
             return "stopped"
-        stale = now - self.heartbeat > LEASE_TTL_S
+        stale = self.age(now) > LEASE_TTL_S
         if stale or (self.host == OWNER.host and not pid_alive(self.pid)):
             return "gone"
         return "draining" if self.draining else "up"
 
-    def to_json(self, now: float) -> dict[str, Any]:
+    def to_json(self, now: StoreTime) -> dict[str, Any]:
         return {
             "id": self.id,
             "host": self.host,
@@ -248,21 +258,23 @@ class QueueRepo:
     # -- workers --
 
     async def register(self, labels: Sequence[str], concurrency: int) -> None:
-        now = time.time()
-        await self.db.write(
-            partial(
-                _update,
-                "INSERT INTO workers (id, host, pid, labels, concurrency, started_at, heartbeat)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
-                " labels = excluded.labels, concurrency = excluded.concurrency,"
-                " heartbeat = excluded.heartbeat, draining = 0, stopped_at = NULL",
-                (OWNER.id, OWNER.host, OWNER.pid, json.dumps(list(labels)), concurrency, now, now),
-            )
-        )
+        def register(conn: Connection) -> None:
+            now, clock = time.time(), store_time(conn)
+            conn.execute(
+                "INSERT INTO workers (id, host, pid, labels, concurrency, started_at, heartbeat,"
+                " renewed, clock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
+                " SET labels = excluded.labels, concurrency = excluded.concurrency,"
+                " heartbeat = excluded.heartbeat, renewed = excluded.renewed,"
+                " clock = excluded.clock, draining = 0, stopped_at = NULL",
+                (OWNER.id, OWNER.host, OWNER.pid, json.dumps(list(labels)), concurrency, now, now,
+                 clock.at, clock.clock),
+            )  # fmt: skip
+
+        await self.db.write(register)
 
     async def beat(self) -> bool:
         """Refresh this worker's heartbeat; whether it has been asked to drain since."""
-        return await self.db.write(partial(_beat, OWNER.id, time.time()))
+        return await self.db.write(partial(_beat, OWNER.id))
 
     async def stopped(self) -> None:
         await self.db.write(
@@ -388,22 +400,21 @@ def _take(run_id: int, now: float, conn: Connection) -> Claim:
     """The lease of a claimable run this transaction alone may take."""
     entry = _entry(conn.execute("SELECT * FROM queue WHERE run_id = ?", (run_id,)).fetchone())
     status = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()["status"]
-    conn.execute(
-        "UPDATE runs SET status = 'running', outcome = NULL, finished_at = NULL, lease_owner = ?,"
-        " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, updated_at = ? WHERE id = ?",
-        (OWNER.id, OWNER.host, OWNER.pid, now, now, run_id),
-    )
+    take(run_id, "running", conn)  # the next epoch: a driver of an earlier take is fenced out
     # the operator's reconcile choice is for this claim only: a later crash asks again
     conn.execute(
         "UPDATE queue SET claimed_by = ?, claimed_at = ?, claims = claims + 1, reconcile = NULL"
         " WHERE run_id = ?",
         (OWNER.id, now, run_id),
     )
-    announce(conn, [run_id])  # the run tree says who drives it now
     return Claim(entry, status)
 
 
-def _beat(worker_id: str, now: float, conn: Connection) -> bool:
-    conn.execute("UPDATE workers SET heartbeat = ? WHERE id = ?", (now, worker_id))
+def _beat(worker_id: str, conn: Connection) -> bool:
+    clock = store_time(conn)
+    conn.execute(
+        "UPDATE workers SET heartbeat = ?, renewed = ?, clock = ? WHERE id = ?",
+        (time.time(), clock.at, clock.clock, worker_id),
+    )
     row = conn.execute("SELECT draining FROM workers WHERE id = ?", (worker_id,)).fetchone()
     return bool(row and row["draining"])

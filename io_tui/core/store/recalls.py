@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from io_tui.core.memory.notes import Scope
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +49,28 @@ class RecallRepo:
             return []
         ws = str(workspace)
         now = time.time()
-        recorded: list[tuple[Scope, str]] = []
         candidates: tuple[tuple[Scope, str], ...] = (("workspace", ws), ("global", ""))
-        async with self.db.transaction() as conn:
+
+        def record(conn: Connection) -> list[tuple[Scope, str]]:
+            recorded: list[tuple[Scope, str]] = []
             for key in dict.fromkeys(keys):
                 for scope, where in candidates:
-                    cursor = await conn.execute(
+                    cursor = conn.execute(
                         "UPDATE memory SET recalls = recalls + 1, last_recalled = ?"
                         " WHERE scope = ? AND workspace = ? AND key = ?",
                         (now, scope, where, key),
                     )
                     if cursor.rowcount:
-                        await conn.execute(
+                        conn.execute(
                             "INSERT INTO memory_recalls (request_id, run_id, step, scope,"
                             " workspace, key, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (request_id, run_id, step, scope, where, key, now),
                         )
                         recorded.append((scope, key))
                         break
-        return recorded
+            return recorded
+
+        return await self.db.write(record)
 
     async def of_run(self, run_id: int) -> list[Recall]:
         """The recalls logged for one run, oldest first."""

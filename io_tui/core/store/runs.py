@@ -6,23 +6,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
+from io_tui.core.store.clock import store_time
 from io_tui.core.store.db import Connection, Database, row_as
-from io_tui.core.store.leases import LIVE_STATUSES, OWNER
+from io_tui.core.store.leases import LEASE_RELEASED, LIVE_STATUSES, OWNER, Fence, fenced
 from io_tui.core.store.live import announce
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
 
-LEASE_RELEASED = ", lease_owner = NULL, lease_host = NULL, lease_pid = NULL, lease_heartbeat = NULL"
+T = TypeVar("T")
+FIRST_EPOCH = 1  # the lease epoch of a run's first driver, the process that creates it
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +142,13 @@ class RunRepo:
         error: str | None = None,
         provider: dict[str, Any] | None = None,
         events: Sequence[RunEvent] = (),
+        fence: Fence | None = None,
     ) -> None:
         """A status change; a run that stops going (paused, ended) gives its lease up.
 
         ``events`` (the ``run_finished`` that says why) go in the same transaction, so no reader
-        and no crash ever sees a run whose trace says it ended while its row says it runs."""
+        and no crash ever sees a run whose trace says it ended while its row says it runs.
+        ``fence``: its driver's (``LeaseLost``, nothing written, once another holds the run)."""
         now = time.time()
         finished = now if status in {"finished", "failed", "cancelled"} else None
         if finished or status == "paused":  # a resumed run starts new chains
@@ -161,6 +165,7 @@ class RunRepo:
         )
 
         def update(conn: Connection) -> None:
+            fenced(fence, conn)
             insert_events(events, conn)
             conn.execute(
                 "UPDATE runs SET status = ?, outcome = ?, error = COALESCE(?, error),"
@@ -173,17 +178,22 @@ class RunRepo:
         await self.db.write(update)
 
     async def commit_step(
-        self, run_id: int, commit: StepCommit, *, provider: dict[str, Any] | None = None
+        self,
+        run_id: int,
+        commit: StepCommit,
+        *,
+        provider: dict[str, Any] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Write the step row, its observations, requests and events in one transaction.
 
         Committing a step number that already exists (a step resumed after a deferred approval)
-        adds the new observations and merges the decision.
+        adds the new observations and merges the decision. ``fence``: its driver's (``LeaseLost``,
+        nothing written, once another holds the run).
         """
         last = self._written.get(run_id)
-        written = await self.db.write(
-            partial(_commit_step, run_id, commit, provider, time.time(), last)
-        )
+        step = partial(_commit_step, run_id, commit, provider, time.time(), last)
+        written = await self.db.write(partial(_fenced, fence, step))
         self._remember(run_id, written)
 
     def _remember(self, run_id: int, written: Written | None) -> None:
@@ -191,12 +201,15 @@ class RunRepo:
         if written is not None:
             self._written[run_id] = written
 
-    async def add_events(self, events: Sequence[RunEvent]) -> None:
-        await self.db.write(partial(insert_events, events))
+    async def add_events(self, events: Sequence[RunEvent], *, fence: Fence | None = None) -> None:
+        await self.db.write(partial(_fenced, fence, partial(insert_events, events)))
 
-    async def add_request(self, run_id: int, request: RequestRecord) -> None:
+    async def add_request(
+        self, run_id: int, request: RequestRecord, *, fence: Fence | None = None
+    ) -> None:
         last = self._written.get(run_id)
-        written = await self.db.write(partial(insert_request, run_id, request, time.time(), last))
+        insert = partial(insert_request, run_id, request, time.time(), last)
+        written = await self.db.write(partial(_fenced, fence, insert))
         self._remember(run_id, written)
 
     async def history(self, run_id: int) -> list[StepRecord]:
@@ -249,27 +262,34 @@ class RunRepo:
         return [(r["through_step"], r["text"]) for r in rows]
 
     async def add_summary(self, run_id: int, through_step: int, text: str) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        await self.db.write(
+            partial(
+                _execute,
                 "INSERT INTO summaries (run_id, through_step, text, created_at)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (run_id, through_step)"
                 " DO UPDATE SET text = excluded.text, created_at = excluded.created_at",
                 (run_id, through_step, text, time.time()),
             )
+        )
 
     # -- operator messages: steering a live run --
 
     async def add_operator_message(self, run_id: int, text: str) -> int:
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        def insert(conn: Connection) -> int:
+            cursor = conn.execute(
                 "INSERT INTO operator_messages (run_id, text, created_at) VALUES (?, ?, ?)",
                 (run_id, text, time.time()),
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid
 
-    async def take_operator_messages(self, run_id: int, step: int) -> list[str]:
+        return await self.db.write(insert)
+
+    async def take_operator_messages(
+        self, run_id: int, step: int, *, fence: Fence | None = None
+    ) -> list[str]:
         def take(conn: Connection) -> list[str]:
+            fenced(fence, conn)
             rows = conn.execute(
                 "SELECT id, text FROM operator_messages"
                 " WHERE run_id = ? AND delivered_step IS NULL ORDER BY id",
@@ -395,13 +415,25 @@ def _commit_step(
     return last
 
 
+def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection) -> T:
+    """``fn(conn)`` once the driver's ``fence`` holds (``leases.Fence.check``)."""
+    fenced(fence, conn)
+    return fn(conn)
+
+
+def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
+    conn.execute(sql, params)
+
+
 def _create(row: tuple[Any, ...], now: float, conn: Connection) -> int:
+    """A new run, leased to this process (its first epoch) on the store's clock."""
+    clock = store_time(conn)
     cursor = conn.execute(
         "INSERT INTO runs (goal, workspace, status, contract, provider, policy, origin,"
         " parent_run_id, seed_run_id, created_at, updated_at,"
-        " lease_owner, lease_host, lease_pid, lease_heartbeat)"
-        " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (*row, now, now, OWNER.id, OWNER.host, OWNER.pid, now),
+        " lease_owner, lease_host, lease_pid, lease_heartbeat, lease_epoch, lease_renewed,"
+        " lease_clock) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (*row, now, now, OWNER.id, OWNER.host, OWNER.pid, now, FIRST_EPOCH, clock.at, clock.clock),
     )
     run_id = cursor.lastrowid
     assert run_id is not None

@@ -276,6 +276,19 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX memory_log_day ON memory_log(workspace, day, id);
     """,
+    # 9: fenced leases on the store's clock. A take of a run's lease (a start, a resume, a claim)
+    # increments its epoch, and every write its driver makes checks owner and epoch first
+    # (``store/leases.py``); the renewal is stamped on the store's clock (``lease_renewed``:
+    # PostgreSQL's clock_timestamp(), or on SQLite this host's monotonic clock) and says which
+    # clock (``lease_clock``: 'postgresql', or 'boot:' and the SQLite host's boot id); a
+    # worker's heartbeat the same way (``renewed``, ``clock``), for ``io-tui workers``
+    """
+    ALTER TABLE runs ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN lease_renewed REAL;
+    ALTER TABLE runs ADD COLUMN lease_clock TEXT;
+    ALTER TABLE workers ADD COLUMN renewed REAL;
+    ALTER TABLE workers ADD COLUMN clock TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
