@@ -162,6 +162,7 @@ PUBLIC = [  # sorted
     "start_run",
     "step_request",
     "store_location",
+    "store_trouble",
     "suggest_pattern",
     "summary_steps",
     "target_steps",

@@ -210,6 +210,7 @@ if TYPE_CHECKING:
         StoreError as StoreError,
         StoreLocation as StoreLocation,
         store_location as store_location,
+        store_trouble as store_trouble,
     )
     from io_tui.core.store.daily_log import DailyLogRepo as DailyLogRepo
     from io_tui.core.store.notes import (

@@ -45,6 +45,7 @@ from io_tui.core import (
     StoreDamaged,
     StoreError,
     StoreLocation,
+    store_trouble,
 )
 from io_tui.ui import ui_state
 from io_tui.ui.attention import Activity
@@ -487,6 +488,10 @@ class IoApp(App[int]):
             error = event.worker.error
             if isinstance(error, StoreDamaged):
                 self._store_damaged(str(error))
+                return
+            if isinstance(error, StoreError):  # full, out of reach, a run taken over: the app
+                # goes on (what it shows is read again once the store answers)
+                self.notify(str(error), title=store_trouble(error), severity="error", timeout=30)
                 return
             self.notify(
                 f"{type(error).__name__}: {error}",

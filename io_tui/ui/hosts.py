@@ -176,8 +176,11 @@ class ProcessHost:
     def ended(self, result: RunResult | None, error: str | None) -> None:
         self.app.post_message(RunEnded(result, error=error))
 
-    def notice(self, text: str) -> None:
-        self.app.post_message(HarnessNotice(text, title="Harness", timeout=15))
+    def notice(self, text: str, title: str = "") -> None:
+        if title:  # a run the store stopped: the operator must act (make room, …)
+            self.app.post_message(HarnessNotice(text, title=title, severity="error", timeout=30))
+        else:
+            self.app.post_message(HarnessNotice(text, title="Harness", timeout=15))
 
     def unexpected(self, what: str) -> None:
         self.app.post_message(HarnessNotice(f"unexpected line from the harness: {what[:300]}"))

@@ -76,10 +76,24 @@ __all__ = [
     "WorkerRow",
     "not_stopped",
     "store_location",
+    "store_trouble",
 ]
 
 StoreLocation = Path | StoreUrl
 """Where a store is: a SQLite file's path, or a PostgreSQL URL (shown without its password)."""
+
+
+def store_trouble(error: StoreError) -> str:
+    """What a store error that stopped a run is, in a few words (a notice's title)."""
+    if isinstance(error, StoreFull):
+        return "Store full"
+    if isinstance(error, StoreUnreachable):
+        return "Store unreachable"
+    if isinstance(error, LeaseLost):
+        return "Run taken over"
+    if isinstance(error, StoreDamaged):
+        return "Store damaged"
+    return "Store"
 
 
 def store_location(text: str | Path) -> StoreLocation:

@@ -67,7 +67,9 @@ class WorkerListener(Protocol):
     def ended(self, result: RunResult | None, error: str | None) -> None:
         """A run started by an order ended (``result``), or could not start (``error``)."""
 
-    def notice(self, text: str) -> None: ...
+    def notice(self, text: str, title: str = "") -> None:
+        """Something the user should read; ``title``: what it is about (a store that stopped a
+        run says which: ``store_trouble``), else the harness in general."""
 
     def unexpected(self, what: str) -> None:
         """A line the protocol does not know: skipped; the runs go on."""
@@ -300,7 +302,7 @@ class WorkerClient:
         elif kind in ("ended", "failed"):
             self._ended(message)
         elif kind == "notice":
-            self.listener.notice(str(message["text"]))
+            self.listener.notice(str(message["text"]), str(message.get("title") or ""))
         elif kind == "reply":
             self._replied(message["tag"], message.get("value"), message.get("error"))
         else:

@@ -31,7 +31,8 @@ Worker → app (``t``):
 - ``ask``     ``request``: an ``ApprovalRequest`` waiting for an ``answer``
 - ``ended``   ``tag``, ``result``: a ``RunResult``, or ``null`` after a deferring ``decide``
 - ``failed``  ``tag``, ``error``: the run could not start, or its task failed (the message)
-- ``notice``  ``text``: something the user should know (an MCP server that did not start)
+- ``notice``  ``text``, optional ``title``: something the user should know (an MCP server that
+  did not start; titled, a run the store stopped: full, unreachable, or taken over)
 - ``reply``   ``tag``, and ``value`` (an ``mcp_*`` ask's answer: ``Offered.to_json`` for a
   listing, the text for a prompt or a read) or ``error`` (why not, one line)
 

@@ -37,7 +37,7 @@ from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.decisions import DecideError, decide
-from io_tui.core.store import Store, StoreDamaged, StoreLocation
+from io_tui.core.store import Store, StoreDamaged, StoreError, StoreLocation, store_trouble
 from io_tui.core.tools.base import ToolError
 
 if TYPE_CHECKING:
@@ -183,6 +183,10 @@ class WorkerServer:
             except StoreDamaged as exc:  # nothing can be written: the worker ends, saying why
                 self.damaged = self.damaged or exc
                 self._stop.set()
+            except StoreError as exc:  # the run stopped where it was (full, out of reach, taken
+                # over): said to the operator, and the worker and the other runs go on
+                self.send({"t": "notice", "text": str(exc), "title": store_trouble(exc)})
+                self.send({"t": "ended", "tag": tag, "result": None})
             except Exception as exc:  # the task failed; the worker and the other runs go on
                 traceback.print_exc()
                 self.send({"t": "failed", "tag": tag, "error": f"{type(exc).__name__}: {exc}"})
