@@ -6,6 +6,8 @@
   the 0.2 s it is down) ends with every run finished, none interrupted, no operator asked,
   each command once. (The issue's drain,
   10 runs of 30 steps through restarts every 5–20 s, is ``benchmarks/pg_restarts.py``.)
+- a worker whose server stays down past its retries gives its run back ``interrupted``, saying
+  the database was unreachable, once the server is back, and drives it on to the end.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from collections import Counter
 from pathlib import Path
 
 import cli_process
+import psycopg
 from cli_process import user_env
 
 POLICY = '[defaults]\nexec = "allow"\n'
+# commands of the program `sh` may be run again after a stop: the operator is not asked
+IDEMPOTENT = POLICY + (
+    '[[layers]]\nname = "project"\n'
+    'rules = [{act = "exec", effect = "allow", pattern = "sh", idempotent = true}]\n'
+)
 
 
 def io_tui(*args: str, store: str) -> subprocess.CompletedProcess[str]:
@@ -125,3 +133,62 @@ def test_a_drain_through_restarts_finishes_every_run_with_no_operator(
     for run in range(1, runs + 1):
         trace = io_tui("trace", str(run), "--json", store=url)
         assert json.loads(trace.stdout)["run"]["status"] == "finished", errors
+
+
+def test_a_worker_cut_off_past_its_retries_gives_its_run_back_and_finishes_it(
+    own_pg_cluster, workspace, write_script, tmp_path
+):
+    """The server goes down while the run's command runs and stays down longer than the
+    worker waits (``IO_TUI_STORE_RETRY_S`` 1 s): the step's commit cannot be made, so the
+    worker stops driving the run, gives it back ``interrupted`` with the reason once the
+    server answers again, claims it again and finishes it (its command, marked idempotent,
+    re-run by itself)."""
+    url = own_pg_cluster.new_database()
+    effects, started, go = tmp_path / "effects.log", tmp_path / "started", tmp_path / "go"
+    code = f"echo ran >> {effects}; touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"
+    script = write_script(
+        [
+            {"tool_calls": [{"id": "c1", "name": "run_command",
+                             "arguments": {"argv": ["sh", "-c", code]}}]},
+            {"text": "done"},
+        ]
+    )  # fmt: skip
+    policy = tmp_path / "policy.toml"
+    policy.write_text(IDEMPOTENT)
+    queued = io_tui("run", "t", "-w", str(workspace), "--provider", f"scripted:{script}",
+                    "--policy", str(policy), "--queue", store=url)  # fmt: skip
+    assert queued.returncode == 0, queued.stderr
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen(
+            [*cli_process.IO_TUI, "worker", "--store", url, "--until-empty"],
+            stdout=subprocess.DEVNULL, stderr=out, text=True,
+            env=user_env({"IO_TUI_STORE_RETRY_S": "1"}),
+        )  # fmt: skip
+    restart = threading.Thread(target=own_pg_cluster.restart, kwargs={"down_s": 4})
+    try:
+        until(started.exists, "the run's command")
+        restart.start()
+        until(lambda: not reachable(url), "the server to go down")
+        go.touch()  # the command ends while the server is down: its commit cannot be made
+        restart.join()
+        assert worker.wait(timeout=120) == 0, log.read_text()
+    finally:
+        restart.join()
+        if worker.poll() is None:
+            worker.kill()
+    said = log.read_text()
+    assert "run 1: the database at postgresql://" in said and "was unreachable for" in said, said
+    assert "run 1: given back (interrupted)" in said, said
+    assert "held for the operator" not in said and "Traceback" not in said, said
+    assert effects.read_text() == "ran\nran\n"  # the re-run the policy allows, and no more
+    row = json.loads(io_tui("trace", "1", "--json", store=url).stdout)["run"]
+    assert (row["status"], row["error"]) == ("finished", None)
+
+
+def reachable(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=2):
+            return True
+    except psycopg.OperationalError:
+        return False

@@ -270,26 +270,35 @@ class QueueWorker:
             self._wake.set()
         except LeaseLost as exc:  # another worker drives it: nothing to give back
             self.log(str(exc))
-        except StoreUnreachable as exc:  # nothing gets through: its lease expires, and it is
-            self.log(f"run {run_id}: {exc}")  # reaped and claimed again once the store is back
+        except StoreUnreachable as exc:  # given back once the store answers again, saying why
+            self.log(str(exc))
+            await self._give_back(run_id, str(exc), hold=False)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             self.log(f"run {run_id}: given back after {reason}")
-            for _ in range(GIVE_BACK_TRIES):
-                try:
-                    if not isinstance(exc, StoreError):
-                        await self.store.queue.hold(
-                            run_id, f"its worker could not drive it: {reason}"
-                        )
-                    await self.store.runs.set_status(
-                        run_id, "interrupted", "interrupted", fence=Fence(run_id, OWNER.id, None)
-                    )
-                    return
-                except LeaseLost:
-                    return  # another worker took it over meanwhile: it is theirs
-                except StoreError:
-                    await asyncio.sleep(self.options.poll_s)
-            # still busy: the lease dies with this process, and the run is reaped then
+            await self._give_back(run_id, reason, hold=not isinstance(exc, StoreError))
+
+    async def _give_back(self, run_id: int, reason: str, *, hold: bool) -> None:
+        """Turn the run ``interrupted`` with ``reason`` as its error, for the next claim (held
+        for the operator first when ``hold``), trying again while the store is busy or out of
+        reach; still failing, the lease dies with this process and the run is reaped then."""
+        for _ in range(GIVE_BACK_TRIES):
+            try:
+                if hold:
+                    await self.store.queue.hold(run_id, f"its worker could not drive it: {reason}")
+                await self.store.runs.set_status(
+                    run_id,
+                    "interrupted",
+                    "interrupted",
+                    error=reason,
+                    fence=Fence(run_id, OWNER.id, None),
+                )
+                self.log(f"run {run_id}: given back (interrupted)")
+                return
+            except LeaseLost:
+                return  # another worker took it over meanwhile: it is theirs
+            except StoreError:
+                await asyncio.sleep(self.options.poll_s)
 
     async def _drive(self, claim: Claim) -> None:
         entry, run_id = claim.entry, claim.entry.run_id

@@ -172,10 +172,11 @@ def lease_of(row: sqlite3.Row | None) -> Lease | None:
 
 def take(run_id: int, status: str, conn: Connection) -> Fence:
     """Inside a write transaction: this process takes the run's lease (the next epoch) and sets
-    its status; the fence its driver's writes check."""
+    its status, clearing why it last stopped; the fence its driver's writes check."""
     now = store_time(conn)
     row = conn.execute(
-        "UPDATE runs SET status = ?, outcome = NULL, finished_at = NULL, lease_owner = ?,"
+        "UPDATE runs SET status = ?, outcome = NULL, error = NULL, finished_at = NULL,"
+        " lease_owner = ?,"
         " lease_host = ?, lease_pid = ?, lease_heartbeat = ?, lease_renewed = ?, lease_clock = ?,"
         " lease_epoch = lease_epoch + 1, updated_at = ? WHERE id = ? RETURNING lease_epoch",
         (status, OWNER.id, OWNER.host, OWNER.pid, time.time(), now.at, now.clock, time.time(),
