@@ -68,6 +68,24 @@ def harness(store: Store, script: Path, approver=None, sink=None, policy=None) -
     )
 
 
+async def test_a_renewal_racing_the_runs_end_does_not_turn_it_into_a_lost_lease(
+    store, workspace, write_script, monkeypatch
+):
+    """The heartbeat renews without pause, so a renewal is always waiting on the store's
+    write lock when the run's end gives its lease up: that renewal finds no lease, and the run
+    that ended (finished, or paused at a deferred ask) is told so, not stopped as taken over."""
+    monkeypatch.setattr("io_tui.core.run.loop.HEARTBEAT_S", 0.0)
+    script = write_script([{"tool_calls": [READ]}, {"text": "done"}])
+    for _ in range(5):
+        result = await start_run(harness(store, script), TaskContract("t", workspace))
+        assert result.status == "finished"
+    deferred = await start_run(
+        harness(store, write_script([{"tool_calls": [EDIT]}]), approver=DeferAll()),
+        TaskContract("t", workspace),
+    )
+    assert deferred.status == "paused"
+
+
 async def test_a_run_reads_edits_and_finishes(store, workspace, write_script):
     script = write_script([{"tool_calls": [READ]}, {"tool_calls": [EDIT]}, {"text": "done"}])
     sink = Recorder()

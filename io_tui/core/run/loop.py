@@ -225,6 +225,8 @@ class Run:
             try:
                 await self.state.renew_lease()
             except LeaseLost as exc:
+                if self.state.released:  # the run gave its lease up as this renewal went out
+                    return
                 self.lease_lost = exc
                 driving.cancel(LEASE_LOST)
                 return

@@ -26,7 +26,7 @@ from io_tui.core.run.server_asks import answer_server
 from io_tui.core.store import Fence, RequestRecord, StepCommit
 from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
-from io_tui.core.store.leases import CONFIRM_S
+from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext
 from io_tui.core.tools.late import Arrival
@@ -75,6 +75,7 @@ class RunState:
         # the run's progress ledger, folded from each batch of events once it is stored
         self.progress = ProgressKeeper(self.store, run_id, contract, workspace)
         self.fence: Fence | None = None  # the lease this process took: every write checks it
+        self.released = False  # the run ended (or paused) and gave its lease up: none to renew
         self.lease_confirmed = host_monotonic()  # when the store last said the lease holds
 
     # -- the lease --
@@ -82,11 +83,12 @@ class RunState:
     def hold(self, fence: Fence) -> None:
         """This process has just taken the run's lease (``fence``)."""
         self.fence = fence
+        self.released = False
         self.lease_confirmed = host_monotonic()
 
     async def renew_lease(self) -> None:
         """Renew the lease on the store's clock; ``LeaseLost`` once another holds the run."""
-        if self.fence is None:
+        if self.fence is None or self.released:
             return
         asked = host_monotonic()
         await self.store.leases.renew(self.fence)
@@ -145,6 +147,7 @@ class RunState:
             events=events,
             fence=self.fence,
         )
+        self.released = status not in LIVE_STATUSES
         if events:
             await self.progress.take(events)
 
