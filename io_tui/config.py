@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from io_tui.core.run.settings import RunSettings
+from io_tui.core.telemetry.config import OtelSettings
 from io_tui.paths import config_file
 
 ApproveMode = Literal["ask", "all", "deny", "defer"]
@@ -72,6 +73,7 @@ class Settings(BaseSettings, RunSettings):
     store: str | None = None  # a SQLite file's path or a postgresql:// URL
     approve: ApproveMode = "ask"
     ui: UISettings = Field(default_factory=UISettings)
+    otel: OtelSettings = Field(default_factory=OtelSettings)
 
     @classmethod
     def settings_customise_sources(
@@ -100,7 +102,7 @@ def load_settings(**overrides: Any) -> Settings:
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise ConfigError(f"{path}: the config file is {kind}")
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
@@ -113,6 +115,10 @@ def load_settings(**overrides: Any) -> Settings:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise ConfigError(f"config ({path} or IO_TUI_* env): {where}: {err['msg']}") from None
+    # [otel] as the standard variables, where unset: this process's runs and the processes it
+    # starts (the harness worker) export as the config says (``core.telemetry.config``)
+    settings.otel.export_to()
+    return settings
 
 
 # ``io-tui config show`` lists the settings in this order (the core's fields come first in the
@@ -121,7 +127,7 @@ SHOWN = (
     *("provider", "model", "base_url", "fallback_provider", "fallback_model", "store", "policy"),
     *("approve", "max_steps", "token_budget", "context_max_tokens", "context_share"),
     *("request_timeout_s", "max_retries", "max_output_tokens", "context_window"),
-    *("ui", "mcp", "cache", "run"),
+    *("ui", "mcp", "cache", "run", "otel"),
 )
 
 

@@ -46,6 +46,8 @@ class EventKind(StrEnum):
     # a derived part of the context (skills, tools, instructions, memory) whose dependencies
     # moved, and what its rebuild did (``core/derived/parts.py``)
     INVALIDATED = "invalidated"
+    # a hook ran (``core/hooks``): its event, command, exit code, decision and how long it took
+    HOOK = "hook"
     RUN_FINISHED = "run_finished"
     # the operator cancelled runs no process drove (paused, interrupted): the audit event of
     # run 0, the operator's (``core/steering/cancel.py``); each run says so in its own ``run_finished``

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from io_tui.core import telemetry
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract, contract_to_json
@@ -435,6 +436,9 @@ async def enqueue_run(
     policy, and ``origin``: the settings and MCP servers the worker driving it rebuilds),
     ``queued``, for the first worker that serves ``labels``; its id."""
     workspace = f"{GIT_WORKSPACE}{git.remote}@{git.ref}" if git else str(contract.workspace)
+    parent = telemetry.enqueued(contract.goal)  # the queuing span the run nests under
+    if origin is not None and parent is not None:
+        origin = origin.model_copy(update={"trace": parent.header()})
     return await store.queue.enqueue(
         goal=contract.goal,
         workspace=workspace,

@@ -151,7 +151,10 @@ async def put_to_operator(
     finally:
         await run.asking(False)
     if decision.kind is DecisionKind.DEFER and can_wait:
-        run.publish(EventKind.APPROVAL_DECIDED, {"approval_id": request.id, "decision": "defer"})
+        run.publish(
+            EventKind.APPROVAL_DECIDED,
+            {"approval_id": request.id, "decision": "defer", "decided_by": decision.decided_by},
+        )
         return decision
     if not await run.store.approvals.record_decision(request.id, decision):
         record = await run.store.approvals.get(request.id)  # decided elsewhere first
@@ -166,7 +169,15 @@ async def take_decision(run: AskingRun, request: ApprovalRequest, decision: Deci
     denies, in the store and in the run's policy from now on."""
     run.publish(
         EventKind.APPROVAL_DECIDED,
-        {"approval_id": request.id, "decision": decision.kind.value, "reason": decision.reason},
+        {
+            "approval_id": request.id,
+            "decision": decision.kind.value,
+            "reason": decision.reason,
+            "decided_by": decision.decided_by,
+            "call_id": request.call_id,
+            "tool": request.tool,
+            "asked_at": request.created_at or None,
+        },
     )
     rule = decision.rule
     if rule is None or decision.kind not in (DecisionKind.REMEMBER, DecisionKind.DENY):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from io_tui.core import telemetry
 from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Verdict
 from io_tui.core.context.stubs import rest_hint
@@ -216,6 +217,7 @@ class CallRunner:
             seen=outcome.seen,
             ran_ns=ran_ns,
         )
+        telemetry.tool_result(self.state.run_id, call.id, full)
         self.state.publish(
             EventKind.OBSERVATION,
             {

@@ -38,6 +38,7 @@ from io_tui.core.run.calls import CallResult, CallRunner
 from io_tui.core.run.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.run.log_entry import append_run_log
 from io_tui.core.run.model_turn import ask_model, build_engine, request_tokens, truncated_note
+from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.outcome import Outcome, RunResult, status_for
 from io_tui.core.run.reconcile import (
     ReconcileChoice,
@@ -63,6 +64,7 @@ from io_tui.core.store import (
 )
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
 from io_tui.core.store.runs import FIRST_EPOCH
+from io_tui.core.telemetry import Parent, RunTrace
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
@@ -77,6 +79,7 @@ async def start_run(
     parent_run_id: int | None = None,
     seed_run_id: int | None = None,
     on_created: Callable[[int], Awaitable[None]] | None = None,
+    parent_trace: RunTrace | None = None,
 ) -> RunResult:
     """Create a run in the store and drive it to an outcome (``on_created``: told its id
     before it takes a step)."""
@@ -94,6 +97,7 @@ async def start_run(
     )
     state = RunState(harness, contract, run_id, workspace, parent_run_id=parent_run_id)
     state.hold(Fence(run_id, OWNER.id, FIRST_EPOCH))
+    state.parent_trace = parent_trace
     if on_created is not None:
         await on_created(run_id)
     return await Run(state).drive(resumed=False)
@@ -121,6 +125,25 @@ async def resume_run(
     state.hold(await harness.store.leases.acquire(run_id))
     await expire_server_asks(harness.store, run_id)  # asked by calls that ended with a process
     return await Run(state, reconciler).drive(resumed=not first)
+
+
+async def run_trace(state: RunState, *, resumed: bool) -> tuple[RunTrace, str | None]:
+    """Where the run sits in its distributed trace, and its ACP session: a resume continues the
+    trace its ``run_started`` recorded; a sub-agent takes its parent's trace; a new run nests
+    under the span its origin names (a queued run's queuing span) or the caller's
+    ``TRACEPARENT``, else starts a trace of its own."""
+    row = await state.store.runs.get(state.run_id)
+    origin = RunOrigin.from_json(row.origin) if row is not None else None
+    session = origin.session if origin is not None else None
+    if resumed:
+        started = await state.store.trace.events(state.run_id, kinds=[EventKind.RUN_STARTED.value])
+        recorded = RunTrace.from_json(started[0].detail.get("trace")) if started else None
+        if recorded is not None:
+            return recorded, session
+    if state.parent_trace is not None:
+        return state.parent_trace.child(), session
+    parent = Parent.parse(origin.trace) if origin is not None else None
+    return RunTrace.start(parent or Parent.from_env()), session
 
 
 class SubAgentStopped(Exception):
@@ -156,7 +179,10 @@ async def spawn(
             max_steps=task.max_steps or CHILD_DEFAULT_STEPS,
             token_budget=parent.remaining_tokens(),
         )
-        result = await start_run(child, contract, parent_run_id=parent.run_id, on_created=link)
+        result = await start_run(
+            child, contract, parent_run_id=parent.run_id, on_created=link,
+            parent_trace=parent.trace,
+        )  # fmt: skip
     elif row.status not in ENDED:
         await link(row.id)
         try:
@@ -238,6 +264,7 @@ class Run:
         try:
             state.history = await self.store.runs.history(self.run_id)
             state.step = state.history[-1].step if state.history else 0
+            state.trace, session = await run_trace(state, resumed=resumed)
             state.publish(
                 EventKind.RUN_RESUMED if resumed else EventKind.RUN_STARTED,
                 {
@@ -246,6 +273,8 @@ class Run:
                     "parent_run_id": state.parent_run_id,
                     "provider": state.harness.provider.name,
                     "model": state.harness.provider.model,
+                    "trace": state.trace.to_json(),
+                    "session": session,
                 },
             )
             if resumed:

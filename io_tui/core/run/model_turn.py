@@ -15,6 +15,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
+from io_tui.core import telemetry
 from io_tui.core.authority.policy import Act, Effect
 from io_tui.core.context import (
     Assembly,
@@ -214,6 +215,7 @@ async def ask_model(
             requests.append(
                 request_record(state, assembly, estimate, limits, attempt, None, refusal)
             )
+            telemetry.request(state.run_id, requests[-1], None)
             _failed(state, attempt, refusal, local=True)
             if unchanged and not last:
                 continue  # climb to the next rung
@@ -234,6 +236,7 @@ async def ask_model(
                 )
                 assembly = replace(assembly, rung=Rung.STOPPED)
             requests.append(request_record(state, assembly, estimate, limits, attempt, None, exc))
+            telemetry.request(state.run_id, requests[-1], None)
             _failed(state, attempt, exc, partial=partial_json(exc.attempts))
             if not overflow:
                 raise
@@ -251,6 +254,7 @@ async def ask_model(
                 tools=tools,
             )
         await record_recall(state, assembly)
+        telemetry.request(state.run_id, requests[-1], response)
         state.publish(
             EventKind.REQUEST_FINISHED,
             {

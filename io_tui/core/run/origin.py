@@ -43,6 +43,9 @@ class RunOrigin(BaseModel):
     # the Agent Client Protocol session (``io-tui acp``) whose prompt started the run: the
     # session's runs, in order, are its turns, so ``session/load`` finds them in any process
     session: str | None = None
+    # the W3C ``traceparent`` of the span the run nests under in a distributed trace: the span
+    # that queued it, or the caller's ``TRACEPARENT`` (``telemetry.context``)
+    trace: str | None = None
 
     @classmethod
     def at_start(

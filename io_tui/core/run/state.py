@@ -27,6 +27,7 @@ from io_tui.core.store import Fence, RequestRecord, StepCommit
 from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES
+from io_tui.core.telemetry import RunTrace, tap
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext
 from io_tui.core.tools.late import Arrival
@@ -46,6 +47,10 @@ class RunState:
         parent_run_id: int | None = None,
     ) -> None:
         self.parent_run_id = parent_run_id
+        # where the run sits in its distributed trace, set as it starts (``loop``); a sub-agent
+        # takes its parent's trace id
+        self.trace: RunTrace | None = None
+        self.parent_trace: RunTrace | None = None
         self.harness = harness
         self.store = harness.store
         self.contract = contract
@@ -109,6 +114,7 @@ class RunState:
         if kind not in LIVE_ONLY:
             self.pending_events.append(event)
         self.harness.sink.emit(event)
+        tap(event)
 
     def record(self, kind: EventKind, detail: dict[str, Any], step: int | None = None) -> RunEvent:
         """An event to persist now and announce only once it is stored (``announce``), so a
@@ -119,6 +125,7 @@ class RunState:
 
     def announce(self, event: RunEvent) -> None:
         self.harness.sink.emit(event)
+        tap(event)
 
     async def flush_events(self) -> None:
         events, self.pending_events = self.pending_events, []
