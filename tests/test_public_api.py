@@ -103,11 +103,13 @@ PUBLIC = [  # sorted
     "ToolError",
     "ToolRegistry",
     "TraceNotFound",
+    "WORKSPACE_HOOKS_FILE",
     "WorkerClient",
     "WorkerError",
     "WorkerOptions",
     "Workspace",
     "WorkspaceError",
+    "WorkspaceHooksError",
     "audit_row",
     "audit_stats",
     "blast_radius",
@@ -166,8 +168,11 @@ PUBLIC = [  # sorted
     "suggest_pattern",
     "summary_steps",
     "target_steps",
+    "trust_workspace_hooks",
     "usage_hit_rate",
     "validate_pattern",
+    "workspace_hooks",
+    "workspace_hooks_trusted",
 ]
 
 

@@ -40,6 +40,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "mcp": "io_tui.cli.mcp",
     "serve": "io_tui.cli.ui",
     "acp": "io_tui.cli.acp",
+    "hooks": "io_tui.cli.hooks",
 }
 
 

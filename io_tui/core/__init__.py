@@ -53,6 +53,15 @@ if TYPE_CHECKING:
         summary_steps as summary_steps,
         target_steps as target_steps,
     )
+    from io_tui.core.hooks.config import (
+        WORKSPACE_HOOKS_FILE as WORKSPACE_HOOKS_FILE,
+        WorkspaceHooksError as WorkspaceHooksError,
+        workspace_hooks as workspace_hooks,
+    )
+    from io_tui.core.hooks.trust import (
+        trust_workspace_hooks as trust_workspace_hooks,
+        workspace_hooks_trusted as workspace_hooks_trusted,
+    )
     from io_tui.core.hosts.process.client import (
         WorkerClient as WorkerClient,
         WorkerError as WorkerError,

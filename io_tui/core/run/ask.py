@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
 from io_tui.core.events import EventKind
+from io_tui.core.hooks import RunHooks
 from io_tui.core.run.harness import Harness
 from io_tui.core.store import Fence, Store
 from io_tui.core.workspace import Workspace
@@ -44,6 +45,7 @@ class AskingRun(Protocol):
     workspace: Workspace
     policy: Policy
     fence: Fence | None
+    hooks: RunHooks | None  # its hooks (``core/hooks``): ``Notification`` when it asks
 
     def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None: ...
 
@@ -87,11 +89,12 @@ async def ask(
     policy_may_allow: bool = True,
     can_wait: bool = True,
     wait_s: float | None = None,
+    policy: Policy | None = None,
 ) -> Asked:
     """Decide ``question`` for ``run``: by its policy when a rule denies it (a DENY decided by
     ``policy``) or allows it (an APPROVE, unless ``policy_may_allow`` is False: only the
     operator can fill a server's form); else by its operator (``put_to_operator``)."""
-    verdict = run.policy.explain(question.act, question.target)
+    verdict = (policy or run.policy).explain(question.act, question.target)
     if verdict.effect is Effect.DENY:
         reason = f"refused by policy ({verdict.rule_text}, layer {verdict.layer})"
         return Asked(Decision.deny(reason, decided_by="policy"), verdict)
@@ -138,6 +141,10 @@ async def put_to_operator(
     then taken (``take_decision``). Without ``can_wait``, no answer within ``wait_s`` is a
     defer, and a call that ends (this task cancelled) records one before it goes."""
     await run.asking(True)
+    if run.hooks is not None and run.hooks.has("Notification"):
+        await run.hooks.notify(
+            f"io-tui run {run.run_id} needs your approval: {request.act.value} {request.target}"
+        )
     try:
         async with asyncio.timeout(wait_s):
             decision = await run.harness.approver.decide(request)

@@ -17,10 +17,11 @@ from typing import Any
 
 from io_tui.core import telemetry
 from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
-from io_tui.core.authority.policy import Act, Effect, Verdict
+from io_tui.core.authority.policy import Act, Effect, Rule, Verdict
 from io_tui.core.context.stubs import rest_hint
 from io_tui.core.errors import ServerError, WorkspaceError
 from io_tui.core.events import EventKind
+from io_tui.core.hooks import HOOK_LAYER
 from io_tui.core.ledger import Observation, ObsKind, bound_text
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.run.ask import AskingRun, Question, ask, put_to_operator, take_decision
@@ -60,16 +61,28 @@ class CallRunner:
             tool, args, gate = await self._prepare(call, ctx)
         except ToolError as exc:
             return self._error(call, step, str(exc), ctx.cap_chars)
+        hooks = self.state.hooks
+        said = None
+        if hooks is not None and hooks.has("PreToolUse"):
+            said = await hooks.pre_tool_use(call.name, call.arguments, call.id)
+        told = f"The PreToolUse hook `{said.command}` said: {said.reason}\n" if said else ""
         if gate is None:
+            if said is not None and said.effect is Effect.DENY:
+                verdict = Verdict(Act.EXEC, call.name, Effect.DENY,
+                                  Rule(Act.EXEC, Effect.DENY, call.name), HOOK_LAYER)  # fmt: skip
+                return self._refused(call, step, verdict, ctx.cap_chars, prefix=told)
             return await self._perform(call, step, tool, args, ctx)
         question = Question(
             step, call.id, call.name, call.arguments, gate.act, gate.target, gate.content
         )
-        asked = await ask(self.state, question)
+        # the hooks' decision is a policy layer of its own for this call (``core/hooks``)
+        policy = self.state.policy.with_layer(said.layer(gate.act, gate.target)) if said else None
+        asked = await ask(self.state, question, policy=policy)
         if asked.request is not None:
             return await self._carry_out(asked.request, asked.decision)
         if asked.decision.kind is DecisionKind.DENY:
-            return self._refused(call, step, asked.verdict, ctx.cap_chars)
+            hooked = told if asked.verdict.layer == HOOK_LAYER else ""
+            return self._refused(call, step, asked.verdict, ctx.cap_chars, prefix=hooked)
         return await self._perform(call, step, tool, args, ctx, gate=gate)
 
     async def ask_again(self, request: ApprovalRequest) -> CallResult:
@@ -192,7 +205,17 @@ class CallRunner:
         except ToolError as exc:
             target = gate.target if gate else ""
             return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
-        return self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
+        result = self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
+        hooks = self.state.hooks
+        if hooks is not None and hooks.has("PostToolUse"):
+            said = await hooks.post_tool_use(
+                call.name, call.arguments, call.id, result.full_text, outcome.is_error
+            )
+            if said:  # the model reads it with its next request
+                await self.state.store.runs.add_operator_message(
+                    self.state.run_id, f"PostToolUse hook on {call.name} ({call.id}): {said}"
+                )
+        return result
 
     def _observe(
         self,

@@ -32,6 +32,8 @@ from typing import Any
 from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
 from io_tui.core.events import HAND_BACK, LEASE_LOST, OPERATOR_CANCEL, READER_GONE, EventKind
+from io_tui.core.hooks import load_run_hooks
+from io_tui.core.hooks.runner import HookRun
 from io_tui.core.ledger import ObsKind
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
 from io_tui.core.run.calls import CallResult, CallRunner
@@ -70,6 +72,7 @@ from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
 
 VERIFY_TIMEOUT_S = 300
+STOP_HOOK_TURNS = 3  # a Stop hook sends the model on at most this often in one run
 
 
 async def start_run(
@@ -127,23 +130,48 @@ async def resume_run(
     return await Run(state, reconciler).drive(resumed=not first)
 
 
-async def run_trace(state: RunState, *, resumed: bool) -> tuple[RunTrace, str | None]:
-    """Where the run sits in its distributed trace, and its ACP session: a resume continues the
-    trace its ``run_started`` recorded; a sub-agent takes its parent's trace; a new run nests
-    under the span its origin names (a queued run's queuing span) or the caller's
-    ``TRACEPARENT``, else starts a trace of its own."""
+async def _origin(state: RunState) -> RunOrigin | None:
     row = await state.store.runs.get(state.run_id)
-    origin = RunOrigin.from_json(row.origin) if row is not None else None
-    session = origin.session if origin is not None else None
+    return RunOrigin.from_json(row.origin) if row is not None else None
+
+
+async def run_trace(state: RunState, origin: RunOrigin | None, *, resumed: bool) -> RunTrace:
+    """Where the run sits in its distributed trace: a resume continues the trace its
+    ``run_started`` recorded; a sub-agent takes its parent's trace; a new run nests under the
+    span its origin names (a queued run's queuing span) or the caller's ``TRACEPARENT``, else
+    starts a trace of its own."""
     if resumed:
         started = await state.store.trace.events(state.run_id, kinds=[EventKind.RUN_STARTED.value])
         recorded = RunTrace.from_json(started[0].detail.get("trace")) if started else None
         if recorded is not None:
-            return recorded, session
+            return recorded
     if state.parent_trace is not None:
-        return state.parent_trace.child(), session
+        return state.parent_trace.child()
     parent = Parent.parse(origin.trace) if origin is not None else None
-    return RunTrace.start(parent or Parent.from_env()), session
+    return RunTrace.start(parent or Parent.from_env())
+
+
+def hook_announcer(state: RunState) -> Callable[[HookRun, dict[str, Any]], None]:
+    """Each hook's run as the run's ``hook`` event (in the trace, exported as a span)."""
+
+    def announce(done: HookRun, extra: dict[str, Any]) -> None:
+        state.publish(
+            EventKind.HOOK,
+            {
+                "event": done.event,
+                "command": done.command,
+                "source": done.source,
+                "exit_code": done.exit_code,
+                "timed_out": done.timed_out,
+                "duration_s": done.duration_s,
+                "stdout": done.stdout[-2000:],
+                "stderr": done.stderr[-2000:],
+                "error": done.error,
+                **extra,
+            },
+        )
+
+    return announce
 
 
 class SubAgentStopped(Exception):
@@ -218,6 +246,7 @@ class Run:
         self.run_id = state.run_id
         self.last_step_denied = False
         self.verify_feedback_given = False
+        self.stop_hook_turns = 0  # times a Stop hook sent the model on
         self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
         self.waiting_on: int | None = None  # the sub-agent run it stopped with
         self.lease_lost: LeaseLost | None = None  # the heartbeat found the run taken over
@@ -264,7 +293,9 @@ class Run:
         try:
             state.history = await self.store.runs.history(self.run_id)
             state.step = state.history[-1].step if state.history else 0
-            state.trace, session = await run_trace(state, resumed=resumed)
+            origin = await _origin(state)
+            session = origin.session if origin is not None else None
+            state.trace = await run_trace(state, origin, resumed=resumed)
             state.publish(
                 EventKind.RUN_RESUMED if resumed else EventKind.RUN_STARTED,
                 {
@@ -277,6 +308,10 @@ class Run:
                     "session": session,
                 },
             )
+            blocked = await self._start_hooks(origin, session, resumed=resumed)
+            if blocked is not None:
+                self.failure = blocked
+                return await self._end(Outcome.FAILED, error=blocked)
             if resumed:
                 paused = await self._finish_last_step()
                 if paused is not None:
@@ -323,9 +358,38 @@ class Run:
                     f"{said}, resumable: `io-tui resume {run_id}` once there is room"
                 ) from None
             raise exc from None
+    async def _start_hooks(
+        self, origin: RunOrigin | None, session: str | None, *, resumed: bool
+    ) -> str | None:
+        """The run's hooks loaded (``core/hooks``), ``SessionStart`` run (and, for a new
+        top-level run, ``UserPromptSubmit`` on its goal): what they add goes to the model as
+        an operator message; returns why the prompt is blocked, if it is."""
+        state = self.state
+        configured = origin.settings.hooks if origin is not None else {}
+        conversation = session or f"io-tui-run-{self.run_id}"
+        state.hooks, notices = load_run_hooks(
+            configured, state.workspace, conversation, hook_announcer(state)
+        )
+        for notice in notices:
+            state.publish(EventKind.WARNING, {"message": notice})
+        hooks = state.hooks
+        if hooks is None:
+            return None
+        added = [await hooks.session_start("resume" if resumed else "startup")]
+        if not resumed and state.parent_run_id is None and hooks.has("UserPromptSubmit"):
+            blocked, context = await hooks.user_prompt_submit(self.contract.goal)
+            if blocked is not None:
+                return f"the prompt was blocked by a UserPromptSubmit hook: {blocked}"
+            added.append(context)
+        for text in added:
+            if text:
+                await self.store.runs.add_operator_message(self.run_id, f"Hook context: {text}")
+        return None
 
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
         state = self.state
+        if state.hooks is not None and state.hooks.has("SessionEnd"):
+            await asyncio.shield(state.hooks.session_end(outcome.value))
         status = status_for(outcome)
         detail: dict[str, Any] = {"status": status, "outcome": outcome.value, "error": error}
         if self.waiting_on is not None:
@@ -423,7 +487,18 @@ class Run:
                 return paused
 
     async def _after_model_stopped(self) -> Outcome | None:
-        """The model stopped calling tools: verify if the contract says how, else finish."""
+        """The model stopped calling tools: a ``Stop`` (or ``SubagentStop``) hook may send it
+        on; else verify if the contract says how, else finish."""
+        hooks = self.state.hooks
+        event = "SubagentStop" if self.state.parent_run_id is not None else "Stop"
+        if hooks is not None and hooks.has(event) and self.state.step < self.contract.max_steps:
+            go_on = await hooks.stop(sub_agent=event == "SubagentStop")
+            if go_on and self.stop_hook_turns < STOP_HOOK_TURNS:
+                self.stop_hook_turns += 1
+                await self.store.runs.add_operator_message(
+                    self.run_id, f"A {event} hook asks you to go on: {go_on}"
+                )
+                return None
         if not self.contract.verify:
             return Outcome.DENIED if self.last_step_denied else Outcome.FINISHED
         passed, output = await self._verify()

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from io_tui.core.hooks.config import HookEvent, HookMatcher
 from io_tui.core.mcp.config import McpSettings, client_servers
 
 
@@ -74,6 +75,8 @@ class RunSettings(BaseModel):
     mcp: McpSettings = Field(default_factory=McpSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     run: CommandSettings = Field(default_factory=CommandSettings)
+    # ``[[hooks.PreToolUse]]`` …: Claude Code's hooks, in its form (``core/hooks``)
+    hooks: dict[HookEvent, list[HookMatcher]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.derived.parts import DerivedContext, Files
 from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
+from io_tui.core.hooks import RunHooks
 from io_tui.core.ledger import StepRecord
 from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
@@ -51,6 +52,7 @@ class RunState:
         # takes its parent's trace id
         self.trace: RunTrace | None = None
         self.parent_trace: RunTrace | None = None
+        self.hooks: RunHooks | None = None  # loaded as it starts (``loop``), from its origin
         self.harness = harness
         self.store = harness.store
         self.contract = contract
