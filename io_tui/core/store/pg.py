@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -343,6 +344,10 @@ class PgDatabase(Database):
 
     async def open(self) -> None:
         """Connect, identify the database (io-tui's, empty, or refused) and migrate."""
+        if importlib.util.find_spec("psycopg") is None:
+            raise StoreError(
+                f"{self.path}: a PostgreSQL store needs the pg extra: pip install 'io-tui[pg]'"
+            )
         raw = None
         try:
             with self._as_store_error("cannot open store"):
