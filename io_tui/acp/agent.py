@@ -1,5 +1,6 @@
-"""The ACP agent: ``initialize``, ``session/new``, ``session/load``, ``session/list``,
-``session/prompt`` and ``session/cancel``, over io-tui's harness and store.
+"""The ACP agent: ``initialize``, the session's lifecycle (``session/new``, ``load``,
+``resume``, ``fork``, ``list``, ``close``, ``delete``), ``session/prompt`` and its cancellation
+(``session/cancel``, ``$/cancel_request``), over io-tui's harness and store.
 
 Each prompt drives one ordinary io-tui run (``session``): the cockpit on the same store shows it
 live, with its context manifest, like any other. Its events stream to the client as updates
@@ -22,6 +23,9 @@ from urllib.parse import unquote, urlsplit
 from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -30,10 +34,15 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     StopReason,
 )
 
@@ -100,7 +109,7 @@ class IoAgent:
         self._client: Client | None = None
         self._configured: dict[Path, dict[str, ServerSource]] = {}  # the config's, by directory
         self._hubs: dict[str, McpHub] = {}  # a session's MCP servers, started at its first prompt
-        self._exit = contextlib.AsyncExitStack()
+        self._hub_exits: dict[str, contextlib.AsyncExitStack] = {}  # each hub's, to stop it
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -114,13 +123,21 @@ class IoAgent:
     async def aclose(self) -> None:
         """The client is gone: a run it was prompting is handed back (``interrupted``, its open
         ask left pending), so a later ``session/load`` and prompt resume it."""
-        for session in self.sessions.values():
-            if session.busy and session.turn is not None:
-                session.turn.cancel(HAND_BACK)
-                with contextlib.suppress(BaseException):
-                    await session.turn
-            await session.outbox.close()
-        await self._exit.aclose()
+        for session in list(self.sessions.values()):
+            await self._hand_back(session)
+
+    async def _hand_back(self, session: Session) -> None:
+        """Stop serving ``session`` here: a run it is prompting handed back (``interrupted``,
+        an open ask left pending), its updates sent, its MCP servers stopped."""
+        if session.busy and session.turn is not None:
+            session.turn.cancel(HAND_BACK)
+            with contextlib.suppress(BaseException):
+                await session.turn
+        await session.outbox.close()
+        self.sessions.pop(session.id, None)
+        self._hubs.pop(session.id, None)
+        if (exit_stack := self._hub_exits.pop(session.id, None)) is not None:
+            await exit_stack.aclose()
 
     # -- the connection --
 
@@ -141,7 +158,13 @@ class IoAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                    fork=SessionForkCapabilities(),  # a draft (RFD session-fork)
+                ),
             ),
             agent_info=Implementation(name="io-tui", title="io-tui", version=__version__),
             auth_methods=[],
@@ -162,6 +185,63 @@ class IoAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> LoadSessionResponse:
+        session, runs = await self._reopen(cwd, session_id, mcp_servers)
+        await replay(session, self.store, runs)
+        log.info("session %s loaded: runs %s", session_id, [r.id for r in runs])
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ResumeSessionResponse:
+        """``session/load`` without the replay: the client still shows the history."""
+        session, runs = await self._reopen(cwd, session_id, mcp_servers)
+        log.info("session %s resumed: runs %s", session_id, [r.id for r in runs])
+        return ResumeSessionResponse(field_meta={"io-tui": {"run_id": session.run_id}})
+
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> ForkSessionResponse:
+        """A new session whose first prompt follows up the session's last run (as a second
+        prompt of the session would), leaving the session as it is."""
+        directory = _directory(cwd)
+        runs = await self._runs(session_id)
+        if not runs:
+            raise RequestError.resource_not_found(session_id)
+        fork = self._open(new_session_id(), directory, mcp_servers)
+        fork.forked_from = runs[-1].id
+        log.info("session %s forked from %s at run %s", fork.id, session_id, runs[-1].id)
+        meta = {"io-tui": {"forked_from": session_id, "seed_run_id": runs[-1].id}}
+        return ForkSessionResponse(session_id=fork.id, field_meta=meta)
+
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
+        """Stop serving the session in this process: its prompt's run handed back, its MCP
+        servers stopped, and the approval rules remembered only for its runs revoked. Its runs
+        stay in the store; ``session/load`` or ``resume`` open it again."""
+        session = self._session(session_id)
+        await self._hand_back(session)
+        revoked = await self._revoke_run_rules(session_id)
+        log.info("session %s closed; rules revoked: %s", session_id, revoked)
+        return CloseSessionResponse(field_meta={"io-tui": {"revoked_rules": revoked}})
+
+    async def delete_session(self, session_id: str, **_: Any) -> DeleteSessionResponse:
+        """The session closed (when open here) and forgotten: no longer listed or loadable.
+        Its runs stay in the store, as the cockpit's history, no longer tied to it."""
+        runs = await self._runs(session_id)
+        if not runs and session_id not in self.sessions:
+            raise RequestError.resource_not_found(session_id)
+        if (session := self.sessions.get(session_id)) is not None:
+            await self._hand_back(session)
+        revoked = await self._revoke_run_rules(session_id)
+        forgotten = await self.store.runs.forget_session(session_id)
+        log.info("session %s deleted: %d runs kept, untied", session_id, forgotten)
+        meta = {"io-tui": {"runs": [r.id for r in runs], "revoked_rules": revoked}}
+        return DeleteSessionResponse(field_meta=meta)
+
+    async def _reopen(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None
+    ) -> tuple[Session, list[Any]]:
+        """The stored session ``session_id`` opened in this process (a prompt goes on from its
+        last run), with its runs."""
         directory = _directory(cwd)
         runs = await self._runs(session_id)
         if not runs:
@@ -177,9 +257,23 @@ class IoAgent:
             await open_already.outbox.close()
         session = self._open(session_id, directory, mcp_servers)
         session.run_id = runs[-1].id
-        await replay(session, self.store, runs)
-        log.info("session %s loaded: runs %s", session_id, [r.id for r in runs])
-        return LoadSessionResponse()
+        return session, runs
+
+    async def _revoke_run_rules(self, session_id: str) -> list[int]:
+        """Revoke the rules remembered for one of the session's runs only (scope ``run``):
+        they were approvals for the session, not for its workspace."""
+        runs = {r.id for r in await self._runs(session_id)}
+        for run_id in list(runs):
+            runs.update(child.id for child in await self.store.runs.children(run_id))
+        revoked = []
+        for rule in await self.store.rules.list():
+            if (
+                rule.scope == "run"
+                and rule.run_id in runs
+                and await self.store.rules.revoke(rule.id)
+            ):
+                revoked.append(rule.id)
+        return revoked
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_: Any
@@ -245,7 +339,11 @@ class IoAgent:
                 turn.cancel()
                 raise
             await session.outbox.flush()
-            return PromptResponse(stop_reason="cancelled", field_meta=self._meta(session))
+            row = await self.store.runs.get(session.run_id) if session.run_id else None
+            meta = self._meta(session)
+            if row is not None:  # what the cancel left: cancelled, or paused on a deferred ask
+                meta["io-tui"].update(status=row.status, outcome=row.outcome, error=row.error)
+            return PromptResponse(stop_reason="cancelled", usage=session.usage, field_meta=meta)
         except RequestError:
             raise
         except Exception as exc:  # a failure of the harness or the store: one line, no trace
@@ -260,9 +358,14 @@ class IoAgent:
         stop: StopReason = STOP_REASONS.get(result.outcome, "end_turn")
         if session.cancelled.is_set() and result.status in RESUMABLE:
             stop = "cancelled"  # a cancel during an ask defers it: the run paused
-        return PromptResponse(stop_reason=stop, field_meta=self._meta(session, result))
+        return PromptResponse(
+            stop_reason=stop, usage=session.usage, field_meta=self._meta(session, result)
+        )
 
     async def cancel(self, session_id: str, **_: Any) -> None:
+        self._cancel_turn(session_id)
+
+    def _cancel_turn(self, session_id: str) -> None:
         session = self.sessions.get(session_id)
         if session is None:
             log.warning("session/cancel for unknown session %r ignored", session_id)
@@ -272,6 +375,14 @@ class IoAgent:
         session.cancelled.set()  # an open ask is deferred: the run pauses, durably
         if not session.asking:
             session.turn.cancel(OPERATOR_CANCEL)
+
+    def cancel_request(self, method: str, params: Any) -> None:
+        """The client's ``$/cancel_request`` for an open request: a prompt's is cancelled as
+        ``session/cancel`` would (its answer is ``cancelled``); the other requests are short
+        and are answered as they stand."""
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if method == "session/prompt" and isinstance(session_id, str):
+            self._cancel_turn(session_id)
 
     def _meta(self, session: Session, result: RunResult | None = None) -> dict[str, Any]:
         data: dict[str, Any] = {"run_id": session.run_id}
@@ -287,16 +398,22 @@ class IoAgent:
                 {"details": f"run {last.id} of this session is {last.status} in another process"}
             )
         resumed = last.id if last is not None and last.status in RESUMABLE else None
+        if last is None and session.forked_from is not None:  # a fork's first: a follow-up
+            last = await self.store.runs.get(session.forked_from)
         hub = await self._hub(session)
         if resumed is not None and hub is not None:
             await hub.wait_all()  # the call the run resumes with may need its tool now
         registry = self._registry(session, hub)
         approver = ClientApprover(self.client, session, self.store, self.client_name)
         sink = UpdateSink(session, self.store)
-        if resumed is not None:
-            result = await self._resume(session, resumed, text, approver, sink, registry)
-        else:
-            result = await self._start(session, text, last, approver, sink, registry, hub)
+        session.usage = None
+        try:
+            if resumed is not None:
+                result = await self._resume(session, resumed, text, approver, sink, registry)
+            else:
+                result = await self._start(session, text, last, approver, sink, registry, hub)
+        finally:
+            session.usage = sink.turn_usage()
         sink.send_observed()  # the last results first, then how the run stopped
         note = await run_note(self.store, await self.store.runs.get(result.run_id))
         if note:
@@ -390,7 +507,8 @@ class IoAgent:
                 roots=(session.cwd,),  # the session's directory, their root
                 watch=_log_arrival,
             )
-            await self._exit.enter_async_context(hub)
+            exit_stack = self._hub_exits[session.id] = contextlib.AsyncExitStack()
+            await exit_stack.enter_async_context(hub)
             self._hubs[session.id] = hub
         return hub
 

@@ -6,8 +6,7 @@
 | Always allow PATTERN (``allow_always``) | remember: approve, and a rule allowing PATTERN in this workspace |
 | Reject (``reject_once``) | deny |
 | Always reject PATTERN (``reject_always``) | deny, and a rule denying PATTERN in this workspace |
-| Decide later in io-tui (``reject_once``) | defer: the ask stays in io-tui's inbox, the run pauses |
-| the request cancelled (``session/cancel``) | defer, as above |
+| the request cancelled (or ``session/cancel``) | defer: the ask stays in io-tui's inbox, the run pauses |
 
 PATTERN is the narrowest one that names the request (``suggest_pattern``: an exec's exact
 command line, a write's folder), as the TUI's remember editor starts from. The ask was stored
@@ -72,7 +71,6 @@ def options_for(request: ApprovalRequest) -> list[PermissionOption]:
         PermissionOption(
             option_id="deny-always", name=f"Always reject {act} {pattern}", kind="reject_always"
         ),
-        PermissionOption(option_id="defer", name="Decide later in io-tui", kind="reject_once"),
     ]
 
 

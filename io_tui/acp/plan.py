@@ -7,7 +7,7 @@ already sent, or one whose plan reads the same, sends nothing.
 
 | the ledger | the plan entry (priority, status) |
 |---|---|
-| the objective | ``Objective: …`` (high): completed once it is met, in progress while the run goes, else pending |
+| the objective | ``Objective: …`` (high): completed only once met (the run ended ``success``), in progress while the run goes, else pending |
 | each modified resource | ``modified PATH (tool, step N)`` (low, completed) |
 | each passing test or verification | ``CMD passed (step N)`` (low, completed) |
 | the next safe action, when work remains | ``Next: …`` (high, in progress) |
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from io_tui.acp.session import Session
     from io_tui.core import Store
 
-MET = ("success", "finished")
+MET = ("success",)  # met: verified; a run that only stopped has not shown it
 GOING = ("running", "asking")
 BLOCKING = ("call", "sub_agent")  # the operations the ledger's remaining work names
 

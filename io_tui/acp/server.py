@@ -61,10 +61,15 @@ async def serve(store: Store, settings: Settings, servers: Servers | None = None
     """Speak ACP on this process's stdin/stdout until the client closes them (or SIGTERM)."""
     reader, writer = await protocol_stdio()
     agent = IoAgent(store, settings, servers)
-    # IoAgent answers the methods io-tui offers; the SDK answers the rest "method not found"
+    transport = LineTransport(reader, writer)
+    transport.on_cancel = agent.cancel_request
+    # IoAgent answers the methods io-tui offers; the SDK answers the rest "method not found".
+    # session/close, resume and fork are in the SDK's unstable set; session/delete it does
+    # not route at all, so it is routed here.
     connection = AgentSideConnection(
-        cast("Agent", agent), LineTransport(reader, writer), listening=False
+        cast("Agent", agent), transport, listening=False, use_unstable_protocol=True
     )
+    route_delete(connection, agent)
     listening = asyncio.ensure_future(connection.listen())
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -77,3 +82,14 @@ async def serve(store: Store, settings: Settings, servers: Servers | None = None
         await agent.aclose()
         await connection.close()
     return 0
+
+
+def route_delete(connection: AgentSideConnection, agent: IoAgent) -> None:
+    """Route ``session/delete`` (in the protocol's schema, not yet in the SDK's router)."""
+    from acp.meta import AGENT_METHODS
+    from acp.schema import DeleteSessionRequest
+
+    router = connection._conn._handler  # the SDK's MessageRouter: no public way to add a route
+    router.route_request(
+        AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session"
+    )

@@ -94,6 +94,8 @@ class Session:
     servers: dict[str, Any] = field(default_factory=dict)  # the client's MCP servers
     plan_revision: tuple[int, int] | None = None  # (run, ledger revision) last made a plan
     plan: list[Any] | None = None  # the plan's entries last sent
+    forked_from: int | None = None  # session/fork: the run its first prompt follows up
+    usage: Any = None  # the last turn's usage (ACP ``Usage``), for the prompt's answer
 
     @property
     def busy(self) -> bool:

@@ -7,6 +7,10 @@ read from it. ``LineTransport`` answers what is not JSON-RPC itself, as JSON-RPC
 that is not JSON gets a parse error (-32700), one that is not a request, notification or
 response object an invalid-request error (-32600), each with ``id: null`` unless the message
 had a usable one, and the stream goes on.
+
+A client's ``$/cancel_request`` (the protocol's request cancellation) names a request it sent;
+the transport knows which requests are open, so it hands the cancelled one (method and params)
+to ``on_cancel`` and the agent stops that work as it would for ``session/cancel``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 log = logging.getLogger("io_tui.acp")
 
 LINE_LIMIT = 50 * 1024 * 1024  # the SDK's own default: images and embedded files ride in prompts
+CANCEL_REQUEST = "$/cancel_request"
 
 
 class LineTransport:
@@ -35,7 +41,10 @@ class LineTransport:
         self._lock = asyncio.Lock()
         self._closed = False
         self._open: dict[Any, str] = {}  # requests received and not yet answered: id → method
+        self._params: dict[Any, Any] = {}  # their params, for a cancellation
         self._answered = asyncio.Event()
+        # a request the client cancelled: its method and params
+        self.on_cancel: Callable[[str, Any], None] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
@@ -44,6 +53,7 @@ class LineTransport:
         async with self._lock:
             await asyncio.to_thread(_write, self._output, data.encode("utf-8"))
         if "method" not in message and self._open.pop(message.get("id"), None) is not None:
+            self._params.pop(message.get("id"), None)
             self._answered.set()
 
     async def receive(self) -> dict[str, Any] | None:
@@ -63,10 +73,25 @@ class LineTransport:
             if not line.strip():
                 continue
             message = await self._checked(line)
-            if message is not None:
-                if "method" in message and "id" in message:
-                    self._open[message["id"]] = message["method"]
-                return message
+            if message is None:
+                continue
+            if message.get("method") == CANCEL_REQUEST and "id" not in message:
+                self._cancelled(message.get("params"))
+                continue
+            if "method" in message and "id" in message:
+                self._open[message["id"]] = message["method"]
+                self._params[message["id"]] = message.get("params")
+            return message
+
+    def _cancelled(self, params: Any) -> None:
+        ident = params.get("requestId") if isinstance(params, dict) else None
+        method = self._open.get(ident)
+        if method is None:  # answered already, or never sent: nothing to stop
+            log.info("%s for request %r, not open: ignored", CANCEL_REQUEST, ident)
+            return
+        log.info("%s: request %r (%s)", CANCEL_REQUEST, ident, method)
+        if self.on_cancel is not None:
+            self.on_cancel(method, self._params.get(ident))
 
     async def _drained(self) -> None:
         """At the end of input: wait until every request but a prompt was answered (a client

@@ -9,6 +9,7 @@
 | ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
 | its observation (a refusal included) | ``tool_call_update``: completed / failed, with the result text |
 | ``step_committed``, ``run_finished`` of the session's run | ``plan``, when its progress ledger has a new revision (``plan``) |
+| ``request_finished`` of the session's run | ``usage_update``: the tokens it carried, the window; the run's tokens and cost in ``_meta`` |
 
 A tool call's id is ``RUN:CALL`` (the run's id and the model's call id), unique in a session
 whose runs and sub-agents may reuse a provider's call ids. An observation's text is in the store
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,6 +120,9 @@ def result_content(text: str) -> list[Any]:
     return [tool_content(text_block(shown))]
 
 
+COST_KEYS = ("cost", "naive_cost", "run_cost", "run_naive_cost", "ratio", "source")
+
+
 class UpdateSink:
     """An ``EventSink`` turning one session's run events into updates in its outbox."""
 
@@ -125,6 +130,9 @@ class UpdateSink:
         self.session = session
         self.store = store
         self.unobserved: dict[str, tuple[int, int, str]] = {}  # key → (run, step, call id)
+        self.windows: dict[int, int] = {}  # run → the window (else ceiling) of its request
+        self.spent = 0  # the session's run's tokens so far, as its requests reported them
+        self.turn: Counter[str] = Counter()  # the turn's usage, its sub-agents' included
 
     def emit(self, event: RunEvent) -> None:
         try:
@@ -148,10 +156,65 @@ class UpdateSink:
             self.unobserved[key] = (event.run_id, event.step, str(detail.get("call_id")))
         elif event.kind in PLANNED and event.run_id == self.session.run_id:
             send_plan(self.session, self.store)  # its ledger's revision is stored by now
+        elif event.kind is EventKind.REQUEST_STARTED:
+            self.windows[event.run_id] = int(
+                detail.get("window_tokens") or detail.get("ceiling_tokens") or 0
+            )
+        elif event.kind is EventKind.REQUEST_FINISHED:
+            self._count(detail.get("usage"))
+            if event.run_id == self.session.run_id:
+                outbox.put(self._usage(event))
         elif event.kind is EventKind.REQUEST_RETRY:
             why = detail.get("error") or "the provider failed"
             delay = detail.get("delay_s", 0)
             outbox.put(update_agent_thought_text(f"[io-tui] {why}; trying again in {delay}s\n"))
+
+    def _count(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            for key in ("prompt_tokens", "completion_tokens", "cache_read_tokens",
+                        "cache_write_tokens"):  # fmt: skip
+                self.turn[key] += int(usage.get(key) or 0)
+
+    def turn_usage(self) -> Any:
+        """The turn's tokens as ACP's end-of-turn ``usage`` (None when no request reported
+        any): input (cached parts included), output, the cache's reads and writes."""
+        from acp.schema import Usage
+
+        if not self.turn:
+            return None
+        given, said = self.turn["prompt_tokens"], self.turn["completion_tokens"]
+        return Usage(
+            input_tokens=given,
+            output_tokens=said,
+            total_tokens=given + said,
+            cached_read_tokens=self.turn["cache_read_tokens"],
+            cached_write_tokens=self.turn["cache_write_tokens"],
+        )
+
+    def _usage(self, event: RunEvent) -> Any:
+        """ACP's ``usage_update`` after a request: the tokens the request carried against the
+        model's window (the run's context ceiling when the window is unknown); in ``_meta`` the
+        run's tokens so far and, where the context engine prices requests, the run's cost with
+        caching beside re-sending everything (in uncached-token units, not money: ACP's
+        ``cost`` is a currency amount, so it is left out)."""
+        from acp.schema import UsageUpdate
+
+        detail = event.detail
+        used = int(detail.get("reported_tokens") or detail.get("est_tokens") or 0)
+        self.spent += used
+        size = max(self.windows.get(event.run_id, 0), used)
+        data: dict[str, Any] = {
+            "run_id": event.run_id,
+            "step": event.step,
+            "run_tokens": self.spent,
+        }
+        if isinstance(usage := detail.get("usage"), dict):
+            data["usage"] = usage
+        if isinstance(cost := detail.get("cost"), dict):
+            data["cost"] = {k: cost.get(k) for k in COST_KEYS if k in cost}
+        return UsageUpdate(
+            session_update="usage_update", used=used, size=size, field_meta={"io-tui": data}
+        )
 
     def _started(self, run_id: int, detail: dict[str, Any]) -> Any:
         name = str(detail.get("name", "?"))

@@ -58,12 +58,15 @@ async def test_an_edit_after_a_permission_request(workspace, write_script, store
         "remember": "allow_always",
         "deny": "reject_once",
         "deny-always": "reject_always",
-        "defer": "reject_once",
     }
+    # one option per kind: a client that chooses by kind cannot take a defer for a reject
+    assert len({o.kind for o in options}) == len(options)
     (completed,) = client.tool_updates("completed")
     assert completed.tool_call_id == started.tool_call_id
     assert "edited src/app.py" in completed.content[0].content.text
     assert client.of_kind("session_info_update")[0].title == "fix it"
+    usage = client.of_kind("usage_update")
+    assert usage and all(0 < u.used <= u.size for u in usage), "a usage_update per request"
     assert "Traceback" not in stderr.read_text()
 
     # the cockpit's view: an ordinary run in the same store, its decision and its manifest

@@ -68,7 +68,7 @@ async def test_the_ledger_is_sent_as_plans(workspace, write_script, store_path):
     ledger = trace["progress"]
     (change,), (evidence,) = ledger["changes"], ledger["evidence"]
     assert plans[-1] == [
-        ("Objective: fix it", "high", "completed"),
+        ("Objective: fix it", "high", "pending"),  # finished unverified: not shown met
         (f"modified src/app.py (edit_file, step {change['step']})", "low", "completed"),
         (f"{evidence['what']} passed (step {evidence['step']})", "low", "completed"),
     ]

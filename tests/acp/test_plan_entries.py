@@ -52,3 +52,10 @@ def test_a_run_that_ended_short_of_its_objective() -> None:
         ),
         ("the objective is not met: run 2 ended failed (error)", "low", "pending"),
     ]
+
+
+def test_the_objective_is_completed_only_when_verified() -> None:
+    done = ProgressLedger(run_id=3, objective="go", status="finished", outcome="success")
+    stopped = replace(done, outcome="finished")  # the model stopped; nothing checked it
+    assert planned(done)[0] == ("Objective: go", "high", "completed")
+    assert planned(stopped)[0] == ("Objective: go", "high", "pending")

@@ -48,6 +48,7 @@ from io_tui.core.run.rebuild import first_build, refresh_derived
 from io_tui.core.run.state import RunState
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
+from io_tui.core.telemetry.attributes import manifest_cost
 from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
 
@@ -260,6 +261,8 @@ async def ask_model(
             {
                 "attempt": attempt,
                 "reported_tokens": response.usage.prompt_tokens if response.usage else None,
+                "usage": response.usage.to_json() if response.usage else None,
+                "cost": manifest_cost(requests[-1].manifest),
                 "est_tokens": estimate.tokens,
                 "latency_s": round(time.monotonic() - started, 3),
                 "tool_calls": len(response.tool_calls),

@@ -133,6 +133,17 @@ class RunRepo:
         )
         return [RunRow.from_row(r) for r in rows]
 
+    async def forget_session(self, session: str) -> int:
+        """Untie the runs ACP session ``session`` started from it (their origin's session
+        becomes null): ``of_session`` no longer finds them. How many runs it untied."""
+        tied = f'"session": {json.dumps(session)}'
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE runs SET origin = REPLACE(origin, ?, ?) WHERE origin LIKE ?",
+                (tied, '"session": null', f"%{tied}%"),
+            )
+            return cursor.rowcount
+
     async def set_status(
         self,
         run_id: int,

@@ -53,6 +53,14 @@ def manifest_head(manifest: str | None) -> tuple[dict[str, Any], list[dict[str, 
     return data, [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
+def manifest_cost(manifest: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The request's and run's cost with caching against naive re-sending, as the context
+    engine records it in the manifest's ``cost`` (None where it records none)."""
+    head = manifest if isinstance(manifest, Mapping) else manifest_head(manifest)[0]
+    cost = head.get("cost")
+    return cost if isinstance(cost, dict) else None
+
+
 def manifest_attributes(manifest: str | None) -> dict[str, AttributeValue]:
     """The manifest in a few numbers: entries full, stubbed, corrected and dropped, tokens per
     state, the prefix rewrite and its cause, and the request's and run's cost with caching

@@ -1,0 +1,129 @@
+"""The session's lifecycle through the protocol package's own client and a real ``io-tui acp``:
+``session/resume``, ``fork``, ``close`` (revoking the rules remembered for its runs only),
+``delete``, a prompt cancelled by ``$/cancel_request``, and the usage of every request and of the
+turn; the store checked after, as the cockpit reads it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from acp import RequestError, text_block
+from acp_client import CAPABILITIES, EditorClient, io_tui_acp
+
+from io_tui.core import Act, Store
+
+EDIT = {
+    "name": "edit_file",
+    "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"},
+}
+
+
+def said(text: str, prompt: int, completion: int) -> dict[str, object]:
+    return {"text": text, "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
+
+
+async def test_resume_fork_close_and_delete(workspace, write_script, store_path):
+    script = write_script(
+        [said("One.", 120, 7), said("Two.", 150, 5), said("Forked.", 160, 3)]
+    )
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    client = EditorClient()
+    async with io_tui_acp(client, *args) as conn:
+        hello = await conn.initialize(protocol_version=1, client_capabilities=CAPABILITIES)
+        offered = hello.agent_capabilities.session_capabilities
+        assert offered.resume and offered.close and offered.delete and offered.fork
+        session = (await conn.new_session(cwd=str(workspace))).session_id
+        first = await conn.prompt(session_id=session, prompt=[text_block("count")])
+        first_run = first.field_meta["io-tui"]["run_id"]
+        # the turn's usage at its end (a draft of the protocol), and one usage_update per request
+        assert (first.usage.input_tokens, first.usage.output_tokens) == (120, 7)
+        assert first.usage.total_tokens == 127
+        (usage,) = client.of_kind("usage_update")
+        assert usage.used == 120 and usage.size >= 120
+        assert usage.field_meta["io-tui"]["run_id"] == first_run
+
+        # approvals only for the session: a rule remembered for its run (scope run) goes with
+        # it on close; one for the workspace stays
+        async with await Store.open(store_path) as store:
+            for_run = await store.rules.add(
+                act=Act.EXEC, pattern="make *", scope="run", workspace=None, run_id=first_run
+            )
+            for_workspace = await store.rules.add(
+                act=Act.EXEC, pattern="ls", scope="workspace", workspace=str(workspace),
+                run_id=first_run,
+            )  # fmt: skip
+        closed = await conn.close_session(session_id=session)
+        assert closed.field_meta["io-tui"]["revoked_rules"] == [for_run]
+        with pytest.raises(RequestError) as refused:
+            await conn.prompt(session_id=session, prompt=[text_block("more")])
+        assert "unknown session" in refused.value.data["details"]
+
+        # resumed: no replay (the client shows the history), and a prompt follows up its run
+        before = len(client.updates)
+        await conn.resume_session(session_id=session, cwd=str(workspace))
+        assert len(client.updates) == before
+        second = await conn.prompt(session_id=session, prompt=[text_block("again")])
+        second_run = second.field_meta["io-tui"]["run_id"]
+
+        # forked: a new session whose first prompt follows up the last run; the original's
+        # runs unchanged
+        fork = (await conn.fork_session(session_id=session, cwd=str(workspace))).session_id
+        assert fork != session
+        forked = await conn.prompt(session_id=fork, prompt=[text_block("branch off")])
+        forked_run = forked.field_meta["io-tui"]["run_id"]
+        listed = {s.session_id for s in (await conn.list_sessions()).sessions}
+        assert {session, fork} <= listed
+
+        # deleted: no longer listed or loadable; its runs stay in the store, untied
+        await conn._conn.send_request("session/delete", {"sessionId": session})
+        listed = {s.session_id for s in (await conn.list_sessions()).sessions}
+        assert session not in listed and fork in listed
+        with pytest.raises(RequestError):
+            await conn.load_session(session_id=session, cwd=str(workspace))
+        with pytest.raises(RequestError):
+            await conn._conn.send_request("session/delete", {"sessionId": "io-tui-nosuch"})
+
+    async with await Store.open(store_path) as store:
+        rows = {r.id: r for r in await store.runs.all()}
+        assert rows[second_run].seed_run_id == first_run
+        assert rows[forked_run].seed_run_id == second_run
+        assert rows[forked_run].origin["session"] == fork
+        assert rows[first_run].origin["session"] is None  # untied by the delete, still there
+        rules = {r.id: r for r in await store.rules.list(include_revoked=True)}
+        assert rules[for_run].revoked_at is not None
+        assert rules[for_workspace].revoked_at is None
+
+
+async def test_a_prompt_cancelled_by_cancel_request(workspace, write_script, store_path):
+    """``$/cancel_request`` for the prompt's request defers its open ask, as
+    ``session/cancel`` does; the answer's ``_meta`` says how the run stands."""
+    script = write_script([{"text": "Fixing.", "tool_calls": [EDIT]}, {"text": "Fixed now."}])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    client = EditorClient(answers=["hold"])
+    sent: dict[str, object] = {}
+
+    def watch(event) -> None:
+        message = event.message
+        if message.get("method") == "session/prompt" and "id" in message:
+            sent["id"] = message["id"]
+
+    async with io_tui_acp(client, *args) as conn:
+        conn._conn.add_observer(watch)
+        session = await conn.new_session(cwd=str(workspace))
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[text_block("fix it")])
+        )
+        await client.asked.wait()
+        await conn._conn.send_notification("$/cancel_request", {"requestId": sent["id"]})
+        async with asyncio.timeout(60):
+            answer = await prompt
+        assert client.release is not None
+        client.release.set_result("cancel")
+
+    assert answer.stop_reason == "cancelled"
+    meta = answer.field_meta["io-tui"]
+    assert (meta["status"], meta["outcome"], meta["error"]) == ("paused", "awaiting_approval", None)
+    async with await Store.open(store_path) as store:
+        (pending,) = await store.approvals.pending()
+        assert pending.request.run_id == meta["run_id"]
