@@ -39,6 +39,11 @@ class UISettings(BaseModel):
         description="where the app's runs execute: a worker process, or the app's own loop",
     )
     bell_on_ask: bool = True
+    notify_on_ask: Literal["auto", "osc9", "osc777", "bell", "off"] = Field(
+        default="auto",
+        description="a desktop notification by escape sequence when a run asks (auto: the"
+        " form this terminal shows; bell: the bell alone; off: nothing, the bell included)",
+    )
     title_on_ask: bool = True
     letter_shortcuts: bool = Field(
         default=False,

@@ -168,6 +168,7 @@ PUBLIC = [  # sorted
     "suggest_pattern",
     "summary_steps",
     "target_steps",
+    "terminal_notice",
     "trust_workspace_hooks",
     "usage_hit_rate",
     "validate_pattern",

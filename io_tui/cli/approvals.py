@@ -15,7 +15,7 @@ from io_tui.cli.common import (
     servers_for_run,
 )
 from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
-from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
+from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
     ApprovalRecord,
@@ -111,7 +111,8 @@ async def decide_command(args: argparse.Namespace) -> int:
         if args.decision == "approve"
         else Decision.deny(args.reason or "denied from the command line", decided_by=by)
     )
-    current = mcp_servers(settings_from(args), args.mcp_config)
+    settings = settings_from(args)
+    current = mcp_servers(settings, args.mcp_config)
     store = await open_store(args, check=True)
     try:
         # the MCP tools the paused run may call again: the servers it started with (none when
@@ -125,7 +126,7 @@ async def decide_command(args: argparse.Namespace) -> int:
                 store,
                 args.request,
                 decision,
-                approver=APPROVERS[args.approve](),
+                approver=approver_for(args.approve, settings),
                 sink=JsonLinesSink() if args.json else HumanSink(),
                 registry=tool_registry(hub),
             )

@@ -19,7 +19,7 @@ from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store, servers_for_run
 from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
-from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
+from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
     DecideError,
@@ -79,7 +79,7 @@ async def resume_command(args: argparse.Namespace) -> int:
                 store,
                 args.run,
                 reconciler=reconciler_for(args.reconcile),
-                approver=APPROVERS[settings.approve](),
+                approver=approver_for(settings.approve, settings),
                 sink=JsonLinesSink() if args.json else HumanSink(),
                 registry=tool_registry(hub),
             )

@@ -47,6 +47,14 @@ from io_tui.core import (
 APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
 
 
+def approver_for(mode: str, settings: Settings) -> Any:
+    """The approver ``--approve MODE`` names; ``ask`` tells the terminal of each ask as
+    ``[ui] bell_on_ask`` and ``notify_on_ask`` say."""
+    if mode == "ask":
+        return TerminalApprover(settings.ui.notify_on_ask, bell=settings.ui.bell_on_ask)
+    return APPROVERS[mode]()
+
+
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run one task headless")
     run.add_argument("task", nargs="?", default="", help="what the agent should do")
@@ -172,7 +180,7 @@ async def run_command(args: argparse.Namespace) -> int:
         return await enqueue(args, contract, provider, policy, git, origin)
     roots = (workspace.root,) if workspace else ()
     async with opened_hub(servers, ready_wait_s=settings.mcp.ready_wait_s, roots=roots) as hub:
-        approver = APPROVERS[settings.approve]()
+        approver = approver_for(settings.approve, settings)
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
 
 

@@ -109,6 +109,7 @@ if TYPE_CHECKING:
         merge_draft as merge_draft,
         provenance_label as provenance_label,
     )
+    from io_tui.core.notice import terminal_notice as terminal_notice
     from io_tui.core.progress import (
         ProgressLedger as ProgressLedger,
         ledger_of as ledger_of,

@@ -36,7 +36,14 @@ from textual.notifications import Notification, Notify
 from textual.widgets import Input, TextArea
 
 from io_tui.config import UISettings
-from io_tui.core import ApprovalRequest, Decision, DecisionKind, Store, operator
+from io_tui.core import (
+    ApprovalRequest,
+    Decision,
+    DecisionKind,
+    Store,
+    operator,
+    terminal_notice,
+)
 from io_tui.ui.attention import Activity
 from io_tui.ui.hosts import HostError, RunHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded
@@ -184,7 +191,7 @@ class ApprovalDesk:
             )
             self.toasts[request.id] = toast
             self.app.post_message(Notify(toast))  # what App.notify does, keeping the handle
-        self._announce(ring=True)
+        self._announce(ring=request)
         self.reload_inbox()
         self.app.run_worker(
             self._show(request, future),
@@ -296,14 +303,24 @@ class ApprovalDesk:
             return None, None
         return (row.goal, row.parent_run_id) if row else (None, None)
 
-    def _announce(self, *, ring: bool = False) -> None:
-        """Bell when a run starts asking; mark the title while any run here asks (Settings.ui)."""
+    def _announce(self, *, ring: ApprovalRequest | None = None) -> None:
+        """Tell the terminal when a run starts asking (``ring``: the bell, and a desktop
+        notification that reaches an operator in another window); mark the title while any
+        run here asks (Settings.ui)."""
         if self.showing is not None:
             self.showing.set_position(self._position(self.showing.request.id))
         if self._base_title is None:
             self._base_title = self.app.title
-        if ring and self.ui.bell_on_ask:
-            self.app.bell()
+        if ring is not None:
+            what = "call" if ring.tool.startswith("mcp__") else ring.act.value
+            notice = terminal_notice(
+                f"io-tui run {ring.run_id} asks",
+                f"{what} {plain(ring.target)}",
+                self.ui.notify_on_ask,
+                bell=self.ui.bell_on_ask,
+            )
+            if notice and not self.app.is_headless and self.app._driver is not None:
+                self.app._driver.write(notice)  # App.bell's way: no public raw write
         if self.ui.title_on_ask:
             self.app.title = self.title_text()
 

@@ -24,9 +24,7 @@ def said(text: str, prompt: int, completion: int) -> dict[str, object]:
 
 
 async def test_resume_fork_close_and_delete(workspace, write_script, store_path):
-    script = write_script(
-        [said("One.", 120, 7), said("Two.", 150, 5), said("Forked.", 160, 3)]
-    )
+    script = write_script([said("One.", 120, 7), said("Two.", 150, 5), said("Forked.", 160, 3)])
     args = ("--provider", f"scripted:{script}", "--store", str(store_path))
     client = EditorClient()
     async with io_tui_acp(client, *args) as conn:

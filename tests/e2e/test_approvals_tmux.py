@@ -107,3 +107,26 @@ def test_defer_quit_restart_and_approve_from_the_inbox(tmp_path: Path) -> None:
     status, outcome, workspace = _run_row(store)
     assert (status, outcome) == ("finished", "success")
     assert "len(words(text))" in (Path(workspace) / "textstats" / "core.py").read_text()
+
+
+def test_an_ask_tells_the_terminal_from_the_cockpit(tmp_path: Path) -> None:
+    """The cockpit's ask rings and sends the configured desktop notification (OSC 9), passed
+    through tmux (the app sees ``TMUX``): read from the bytes the app wrote to its pane."""
+    socket = f"io-tui-e2e-notice-{os.getpid()}"
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text('[ui]\nnotify_on_ask = "osc9"\n')
+    written = tmp_path / "pane.bytes"
+    base = f"{sys.executable} -m io_tui --store {tmp_path / 'store.db'}"
+    try:
+        _start(socket, f"sh -c 'sleep 1; exec {base} demo'", tmp_path)
+        _tmux(socket, "pipe-pane", "-o", "-t", "io", f"cat >> {written}")
+        _wait_for(socket, "asks to write", within_s=40)
+        deadline = time.monotonic() + 10
+        notice = b"\x1bPtmux;\x1b\x1b]9;io-tui run 1 asks: write textstats/core.py\a\x1b\\"
+        while time.monotonic() < deadline and notice not in written.read_bytes():
+            time.sleep(0.2)
+        assert notice in written.read_bytes()
+        assert b"\a" + notice in written.read_bytes()  # the bell first
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from io_tui.core.authority.policy import Act
+from io_tui.core.notice import NoticeStyle, terminal_notice
 
 RuleScope = Literal["run", "workspace", "global"]
 
@@ -151,10 +152,24 @@ class DeferAll:
 
 
 class TerminalApprover:
-    """Asks on the terminal: y(es) / n(o) [reason] / d(efer). Reads stdin off the event loop."""
+    """Asks on the terminal: y(es) / n(o) [reason] / d(efer). Reads stdin off the event loop.
+    A terminal on stderr is told first (``terminal_notice``: the bell and, as ``notify`` says,
+    a desktop notification), so an operator in another window hears of the ask."""
+
+    def __init__(self, notify: NoticeStyle = "auto", *, bell: bool = True) -> None:
+        self.notify: NoticeStyle = notify
+        self.bell = bell
 
     async def decide(self, request: ApprovalRequest) -> Decision:
-        prompt = (
+        notice = ""
+        if sys.stderr.isatty():
+            notice = terminal_notice(
+                f"io-tui run {request.run_id} asks",
+                f"{request.act.value} {request.target}",
+                self.notify,
+                bell=self.bell,
+            )
+        prompt = notice + (
             f"\n[io-tui] run {request.run_id} step {request.step} asks to {request.act.value} "
             f"{request.target}\n  rule: {request.rule} (layer {request.layer})\n"
             f"  content: {_preview(request.content)}\n  approve? [y]es / [n]o [reason] / [d]efer: "
