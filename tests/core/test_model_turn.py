@@ -5,6 +5,7 @@ beyond the model's window is never sent at all."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,25 @@ async def test_a_frame_beyond_the_window_is_refused_before_sending(store, worksp
     assert "limit of 4,000 exceed the model's window of 5,000" in result.error
     trace = await build_trace(store, result.run_id)
     assert trace["requests"][0]["error"] == result.error
+
+
+async def test_a_pre_compact_hook_hears_of_a_summary(store, workspace, write_script, tmp_path):
+    """Claude Code's ``PreCompact`` (trigger ``auto``) runs before the summary is asked for,
+    and is recorded in the trace as every hook run is."""
+    from io_tui.core.hooks.config import HookCommand, HookMatcher
+    from io_tui.core.run.origin import RunOrigin
+    from io_tui.core.run.settings import RunSettings
+
+    log = tmp_path / "pre_compact.jsonl"
+    hook = HookCommand(command=f"cat >> {log}; echo >> {log}")
+    origin = RunOrigin(settings=RunSettings(hooks={"PreCompact": [HookMatcher(hooks=[hook])]}))
+    provider = Overflowing(write_script([{"tool_calls": [READ]}] * 12), from_request=13)
+    harness = Harness(
+        store=store, provider=provider, approver=ApproveAll(), policy=Policy(), origin=origin
+    )
+    result = await start_run(harness, TaskContract("read", workspace, max_steps=30))
+    assert provider.summaries == 1
+    (heard,) = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert (heard["hook_event_name"], heard["trigger"]) == ("PreCompact", "auto")
+    events = await store.trace.events(result.run_id)
+    assert [e for e in events if e.kind == "hook" and e.detail["event"] == "PreCompact"]

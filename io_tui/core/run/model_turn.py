@@ -480,7 +480,10 @@ def request_record(
 
 
 async def summarize(state: RunState, request: CompletionRequest) -> str:
-    """The context engine's summarizer: one summary completion, recorded and charged to the run."""
+    """The context engine's summarizer: one summary completion, recorded and charged to the
+    run; the run's ``PreCompact`` hooks hear of it first."""
+    if state.hooks is not None and state.hooks.has("PreCompact"):
+        await state.hooks.pre_compact("auto")
     started = time.monotonic()
     response: Response | None = None
     async for event in state.harness.provider.stream(request):
