@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
+import sys
 import time
 from typing import Any
 
@@ -55,6 +57,7 @@ class Exporter:
             self.tracer, self.ids, instruments, capture_content=config.capture_content
         )
         atexit.register(self.flush)  # before the providers' own shutdown: atexit runs last first
+        quiet_sdk_logs()
 
     def emit(self, event: RunEvent) -> None:
         try:
@@ -98,6 +101,38 @@ class Exporter:
         self.tracer_provider.force_flush()
         if self.meter_provider is not None:
             self.meter_provider.force_flush()
+
+
+class _FirstFailure(logging.Handler):
+    """The OpenTelemetry SDK's own warnings (a retry, each batch it gives up on, a long line
+    each) as one line on stderr, the first time: an unreachable collector never buries the
+    run's output, and the run goes on."""
+
+    def __init__(self, endpoint: str) -> None:
+        super().__init__(logging.WARNING)
+        self.endpoint = endpoint
+        self.told = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.told:
+            return
+        self.told = True
+        why = " ".join(record.getMessage().split())[:160]
+        sys.stderr.write(
+            f"io-tui: OpenTelemetry export to {self.endpoint} is failing ({why}); the run goes"
+            " on, and its trace is in the store\n"
+        )
+
+
+def quiet_sdk_logs() -> None:
+    """Route the SDK's loggers to ``_FirstFailure`` (once per process)."""
+    sdk = logging.getLogger("opentelemetry")
+    if not any(isinstance(h, _FirstFailure) for h in sdk.handlers):
+        endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get(
+            "OTEL_EXPORTER_OTLP_ENDPOINT", "the OTLP endpoint"
+        )
+        sdk.addHandler(_FirstFailure(endpoint))
+        sdk.propagate = False
 
 
 def _span_exporter(config: OtelConfig) -> SpanExporter:
