@@ -105,6 +105,7 @@ class IoAgent:
         self.servers = servers or (lambda _cwd: {})
         self.sessions: dict[str, Session] = {}
         self.capabilities: ClientCapabilities | None = None
+        self.compaction = False  # the client opted in to compaction_update (``saw_initialize``)
         self.client_name = "the client"
         self._client: Client | None = None
         self._configured: dict[Path, dict[str, ServerSource]] = {}  # the config's, by directory
@@ -295,8 +296,17 @@ class IoAgent:
         infos.sort(key=lambda info: info.updated_at or "", reverse=True)
         return ListSessionsResponse(sessions=infos)
 
+    def saw_initialize(self, params: Any) -> None:
+        """The client's ``initialize`` as it was sent: the SDK's model drops what it does not
+        know, among it ``clientCapabilities.session.compaction`` (the session-compaction RFD's
+        opt-in), read here."""
+        offered = params.get("clientCapabilities") if isinstance(params, dict) else None
+        session = offered.get("session") if isinstance(offered, dict) else None
+        self.compaction = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+
     def _open(self, session_id: str, cwd: Path, mcp_servers: list[Any] | None) -> Session:
         session = Session(session_id, cwd, Outbox(self.client, session_id), self.capabilities)
+        session.compaction = self.compaction
         session.servers = client_servers(mcp_servers)
         self.sessions[session_id] = session
         return session

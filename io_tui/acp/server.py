@@ -63,6 +63,7 @@ async def serve(store: Store, settings: Settings, servers: Servers | None = None
     agent = IoAgent(store, settings, servers)
     transport = LineTransport(reader, writer)
     transport.on_cancel = agent.cancel_request
+    transport.on_initialize = agent.saw_initialize
     # IoAgent answers the methods io-tui offers; the SDK answers the rest "method not found".
     # session/close, resume and fork are in the SDK's unstable set; session/delete it does
     # not route at all, so it is routed here.

@@ -71,7 +71,11 @@ class Outbox:
             item = await self._queue.get()
             try:
                 update = await item() if callable(item) else item
-                if update is not None:
+                if isinstance(update, dict):  # an update the SDK has no model for, as JSON
+                    await self.client._conn.send_notification(  # type: ignore[attr-defined]
+                        "session/update", {"sessionId": self.session_id, "update": update}
+                    )
+                elif update is not None:
                     await self.client.session_update(session_id=self.session_id, update=update)
             except Exception as exc:  # a closed client or a bad update never stops the run
                 log.warning("session %s: an update was not sent: %s", self.session_id, exc)
@@ -95,6 +99,7 @@ class Session:
     plan_revision: tuple[int, int] | None = None  # (run, ledger revision) last made a plan
     plan: list[Any] | None = None  # the plan's entries last sent
     forked_from: int | None = None  # session/fork: the run its first prompt follows up
+    compaction: bool = False  # the client takes compaction_update (the session-compaction RFD)
     usage: Any = None  # the last turn's usage (ACP ``Usage``), for the prompt's answer
 
     @property

@@ -45,6 +45,7 @@ class LineTransport:
         self._answered = asyncio.Event()
         # a request the client cancelled: its method and params
         self.on_cancel: Callable[[str, Any], None] | None = None
+        self.on_initialize: Callable[[Any], None] | None = None  # its params, as sent
 
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
@@ -81,6 +82,8 @@ class LineTransport:
             if "method" in message and "id" in message:
                 self._open[message["id"]] = message["method"]
                 self._params[message["id"]] = message.get("params")
+                if message["method"] == "initialize" and self.on_initialize is not None:
+                    self.on_initialize(message.get("params"))
             return message
 
     def _cancelled(self, params: Any) -> None:

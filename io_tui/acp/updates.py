@@ -9,6 +9,7 @@
 | ``tool_called`` | ``tool_call`` (kind, title, locations, raw input; a write's diff) |
 | its observation (a refusal included) | ``tool_call_update``: completed / failed, with the result text |
 | ``step_committed``, ``run_finished`` of the session's run | ``plan``, when its progress ledger has a new revision (``plan``) |
+| ``compacted`` of the session's run, for a client that opted in (``session.compaction``) | ``compaction_update`` ``completed``, with the summary kept |
 | ``request_finished`` of the session's run | ``usage_update``: the tokens it carried, the window; the run's tokens and cost in ``_meta`` |
 
 A tool call's id is ``RUN:CALL`` (the run's id and the model's call id), unique in a session
@@ -123,6 +124,22 @@ def result_content(text: str) -> list[Any]:
 COST_KEYS = ("cost", "naive_cost", "run_cost", "run_naive_cost", "ratio", "source")
 
 
+async def compaction_update(store: Store, run_id: int, through_step: int) -> dict[str, Any]:
+    """ACP's ``compaction_update`` (the session-compaction RFD; the SDK has no model for it, so
+    it goes out as JSON): one ``completed`` entry in the session's timeline, with the summary
+    the compaction kept, once it is stored."""
+    kept = dict(await store.runs.summaries(run_id)).get(through_step, "")
+    update: dict[str, Any] = {
+        "sessionUpdate": "compaction_update",
+        "compactionId": f"{run_id}:{through_step}",
+        "status": "completed",
+        "_meta": {"io-tui": {"run_id": run_id, "through_step": through_step}},
+    }
+    if kept:
+        update["summary"] = [{"type": "text", "text": kept}]
+    return update
+
+
 class UpdateSink:
     """An ``EventSink`` turning one session's run events into updates in its outbox."""
 
@@ -164,6 +181,10 @@ class UpdateSink:
             self._count(detail.get("usage"))
             if event.run_id == self.session.run_id:
                 outbox.put(self._usage(event))
+        elif event.kind is EventKind.COMPACTED and event.run_id == self.session.run_id:
+            through = detail.get("through_step")  # a summary stored (not its request's end)
+            if self.session.compaction and isinstance(through, int):  # the client opted in
+                outbox.put(partial(compaction_update, self.store, event.run_id, through))
         elif event.kind is EventKind.REQUEST_RETRY:
             why = detail.get("error") or "the provider failed"
             delay = detail.get("delay_s", 0)

@@ -1,11 +1,13 @@
 """The session's lifecycle through the protocol package's own client and a real ``io-tui acp``:
 ``session/resume``, ``fork``, ``close`` (revoking the rules remembered for its runs only),
-``delete``, a prompt cancelled by ``$/cancel_request``, and the usage of every request and of the
-turn; the store checked after, as the cockpit reads it."""
+``delete``, a prompt cancelled by ``$/cancel_request``, the usage of every request and of the
+turn, and a compaction as a timeline entry (a draft); the store checked after, as the cockpit
+reads it."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from acp import RequestError, text_block
@@ -125,3 +127,58 @@ async def test_a_prompt_cancelled_by_cancel_request(workspace, write_script, sto
     async with await Store.open(store_path) as store:
         (pending,) = await store.approvals.pending()
         assert pending.request.run_id == meta["run_id"]
+
+
+def read(path: str, offset: int) -> dict[str, Any]:
+    args = {"path": path, "offset": offset, "limit": 10}
+    return {"tool_calls": [{"name": "read_file", "arguments": args}]}
+
+
+async def test_a_compaction_is_a_timeline_entry_for_a_client_that_opted_in(
+    workspace, write_script, store_path, monkeypatch
+):
+    """The session-compaction draft: a client that sent ``clientCapabilities.session
+    .compaction`` (which the SDK's model does not carry yet, so it is sent raw here) gets a
+    ``compaction_update`` per summary of the prompt's run, ``completed``, with the summary the
+    store kept; one that did not gets none."""
+    for i in range(12):
+        body = "".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(120))
+        (workspace / f"m{i}.py").write_text(body)
+    turns = [read(f"m{i % 12}.py", 1 + 10 * (i // 12)) for i in range(60)]
+    script = write_script([*turns, {"text": "done"}])
+    monkeypatch.setenv("IO_TUI_CONTEXT_MAX_TOKENS", "8000")
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path), "--max-steps", "100")
+    seen: dict[str, list[dict[str, Any]]] = {"opted": [], "not": []}
+
+    for which in ("opted", "not"):
+
+        def watch(event, into=seen[which]) -> None:
+            params = event.message.get("params") or {}
+            update = params.get("update") if isinstance(params, dict) else None
+            if isinstance(update, dict) and update.get("sessionUpdate") == "compaction_update":
+                into.append(update)
+
+        async with io_tui_acp(EditorClient(), *args) as conn:
+            conn._conn.add_observer(watch)
+            if which == "opted":
+                offered = {**CAPABILITIES.model_dump(by_alias=True, exclude_none=True),
+                           "session": {"compaction": {}}}  # fmt: skip
+                await conn._conn.send_request(
+                    "initialize", {"protocolVersion": 1, "clientCapabilities": offered}
+                )
+            session = await conn.new_session(cwd=str(workspace))
+            answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("look")])
+            assert answer.stop_reason == "end_turn"
+            run_id = answer.field_meta["io-tui"]["run_id"]
+
+    async with await Store.open(store_path) as store:
+        summaries = await store.runs.summaries(run_id)
+    assert summaries, "the run compacted"
+    assert not seen["not"]
+    assert [u["status"] for u in seen["opted"]] == ["completed"] * len(seen["opted"])
+    assert seen["opted"], "a compaction_update for the client that opted in"
+    assert len(seen["opted"]) == len(summaries)  # one per summary (each run compacts alike)
+    first = seen["opted"][0]
+    through = first["_meta"]["io-tui"]["through_step"]
+    assert first["compactionId"].endswith(f":{through}")
+    assert first["summary"][0]["text"].strip()
