@@ -88,9 +88,10 @@ async def serve(store: Store, settings: Settings, servers: Servers | None = None
 def route_delete(connection: AgentSideConnection, agent: IoAgent) -> None:
     """Route ``session/delete`` (in the protocol's schema, not yet in the SDK's router)."""
     from acp.meta import AGENT_METHODS
+    from acp.router import MessageRouter
     from acp.schema import DeleteSessionRequest
 
-    router = connection._conn._handler  # the SDK's MessageRouter: no public way to add a route
+    router = cast("MessageRouter", connection._conn._handler)  # no public way to add a route
     router.route_request(
         AGENT_METHODS["session_delete"], DeleteSessionRequest, agent, "delete_session"
     )
