@@ -219,6 +219,7 @@ class IoAgent:
         servers stopped, and the approval rules remembered only for its runs revoked. Its runs
         stay in the store; ``session/load`` or ``resume`` open it again."""
         session = self._session(session_id)
+        session.cancelled.set()  # a prompt it is answering answers ``cancelled``
         await self._hand_back(session)
         revoked = await self._revoke_run_rules(session_id)
         log.info("session %s closed; rules revoked: %s", session_id, revoked)

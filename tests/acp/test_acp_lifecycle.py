@@ -182,3 +182,34 @@ async def test_a_compaction_is_a_timeline_entry_for_a_client_that_opted_in(
     through = first["_meta"]["io-tui"]["through_step"]
     assert first["compactionId"].endswith(f":{through}")
     assert first["summary"][0]["text"].strip()
+
+
+async def test_closing_a_session_mid_prompt_hands_its_run_back(workspace, write_script, store_path):
+    """``session/close`` while a prompt waits on an ask: the prompt answers ``cancelled``, the
+    run is handed back (``interrupted``, the ask still pending), and a resume goes on with it."""
+    script = write_script([{"text": "Fixing.", "tool_calls": [EDIT]}, {"text": "Fixed now."}])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    client = EditorClient(answers=["hold", "approve"])
+    async with io_tui_acp(client, *args) as conn:
+        session = (await conn.new_session(cwd=str(workspace))).session_id
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session, prompt=[text_block("fix it")])
+        )
+        await client.asked.wait()
+        await conn.close_session(session_id=session)
+        async with asyncio.timeout(60):
+            answer = await prompt
+        assert client.release is not None
+        client.release.set_result("cancel")
+        assert answer.stop_reason == "cancelled"
+        meta = answer.field_meta["io-tui"]
+        assert (meta["status"], meta["error"]) == ("interrupted", None)
+        async with await Store.open(store_path) as store:
+            (pending,) = await store.approvals.pending()
+            assert pending.request.run_id == meta["run_id"]
+
+        await conn.resume_session(session_id=session, cwd=str(workspace))
+        again = await conn.prompt(session_id=session, prompt=[text_block("go on")])
+    assert again.field_meta["io-tui"]["run_id"] == meta["run_id"]  # the same run, resumed
+    assert again.field_meta["io-tui"]["outcome"] == "finished"
+    assert (workspace / "src" / "app.py").read_text().endswith("return x\n")
