@@ -135,6 +135,7 @@ class ApprovalDesk:
         self.pending: set[int] | None = None  # the pending requests last read (None: not yet)
         self.decided_here: set[int] = set()  # decided by this operator: not news to them
         self.told: set[int] = set()  # decided elsewhere, and the operator told so
+        self.rung: set[int] = set()  # asks the terminal was told of (once each)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -191,7 +192,7 @@ class ApprovalDesk:
             )
             self.toasts[request.id] = toast
             self.app.post_message(Notify(toast))  # what App.notify does, keeping the handle
-        self._announce(ring=request)
+        self._announce(ring=self._first_news(request))
         self.reload_inbox()
         self.app.run_worker(
             self._show(request, future),
@@ -303,6 +304,13 @@ class ApprovalDesk:
             return None, None
         return (row.goal, row.parent_run_id) if row else (None, None)
 
+    def _first_news(self, request: ApprovalRequest) -> ApprovalRequest | None:
+        """``request``, the first time the terminal is to be told of it; else None."""
+        if request.id in self.rung:
+            return None
+        self.rung.add(request.id)
+        return request
+
     def _announce(self, *, ring: ApprovalRequest | None = None) -> None:
         """Tell the terminal when a run starts asking (``ring``: the bell, and a desktop
         notification that reaches an operator in another window); mark the title while any
@@ -352,15 +360,22 @@ class ApprovalDesk:
 
     async def _count(self) -> None:
         try:
-            pending = {r.request.id for r in await self.store.approvals.pending()}
+            records = {r.request.id: r for r in await self.store.approvals.pending()}
         except Exception:
             return
+        pending = set(records)
         known = self.decided_here | self.told
         gone = self.pending - pending - known if self.pending is not None else set()
+        # asks of runs elsewhere (a worker, io-tui run, an ACP session) that arrived since the
+        # last count: the terminal is told of them too, as of this app's own
+        arrived = pending - self.pending if self.pending is not None else set()
         self.pending = pending
-        if len(pending) != self.inbox_count:
+        news = [i for i in sorted(arrived) if i not in self.live and i not in self.rung]
+        ring = self._first_news(records[news[-1]].request) if news else None
+        self.rung.update(news)
+        if len(pending) != self.inbox_count or ring is not None:
             self.inbox_count = len(pending)
-            self._announce()
+            self._announce(ring=ring)
         if gone:  # not in this worker: the next count (exclusive) would cancel it
             self.app.run_worker(self._left_the_inbox(sorted(gone)), exit_on_error=False)
 

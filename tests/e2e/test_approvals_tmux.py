@@ -3,6 +3,7 @@ same --store, the inbox (F2) lists the request, 1 approves it, and the demo fini
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -128,5 +129,52 @@ def test_an_ask_tells_the_terminal_from_the_cockpit(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert notice in written.read_bytes()
         assert b"\a" + notice in written.read_bytes()  # the bell first
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)
+
+
+def test_an_ask_of_a_run_elsewhere_tells_the_terminal_too(tmp_path: Path) -> None:
+    """Runs in another process (``io-tui run --approve defer`` on the same store) ask: the
+    cockpit, which hosts none of them, finds each new ask in the store and tells its terminal
+    (an ask already pending when it read the inbox first is not news)."""
+    socket = f"io-tui-e2e-notice-elsewhere-{os.getpid()}"
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text('[ui]\nnotify_on_ask = "osc9"\n')
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "app.py").write_text("def parse(x):\n    return a\n")
+    edit = {"name": "edit_file",
+            "arguments": {"path": "src/app.py", "old": "return a", "new": "return x"}}  # fmt: skip
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"tool_calls": [edit]}, {"text": "done"}]}))
+    store = tmp_path / "store.db"
+    written = tmp_path / "pane.bytes"
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+
+    def ask_elsewhere() -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "io_tui", "run", "fix it", "-w", str(workspace), "--provider",
+             f"scripted:{script}", "--approve", "defer", "--store", str(store)],
+            capture_output=True, text=True, timeout=120,
+            env={**env, "IO_TUI_CONFIG_DIR": str(cfg)},
+        )  # fmt: skip
+        assert done.returncode == 3, done.stdout + done.stderr  # paused on its ask
+
+    try:
+        _start(
+            socket, f"sh -c 'sleep 1; exec {sys.executable} -m io_tui --store {store}'", tmp_path
+        )
+        _tmux(socket, "pipe-pane", "-o", "-t", "io", f"cat >> {written}")
+        _wait_for(socket, "Runs", within_s=40)
+        ask_elsewhere()  # run 1: news or not, depending on whether the inbox was read before
+        _wait_for(socket, "inbox 1")  # the cockpit has read the inbox since
+        ask_elsewhere()  # run 2: news
+        notice = b"\x1b]9;io-tui run 2 asks: write src/app.py\a"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and notice not in written.read_bytes():
+            time.sleep(0.2)
+        assert notice in written.read_bytes()
+        _wait_for(socket, "inbox 2")
     finally:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10)
