@@ -358,6 +358,7 @@ class Run:
                     f"{said}, resumable: `io-tui resume {run_id}` once there is room"
                 ) from None
             raise exc from None
+
     async def _start_hooks(
         self, origin: RunOrigin | None, session: str | None, *, resumed: bool
     ) -> str | None:
