@@ -4,12 +4,15 @@
 |---|---|
 | Allow (``allow_once``) | approve |
 | Always allow PATTERN (``allow_always``) | remember: approve, and a rule allowing PATTERN in this workspace |
+| Always allow WIDER (``allow_always``, one per wider choice) | the same, with that wider pattern |
 | Reject (``reject_once``) | deny |
 | Always reject PATTERN (``reject_always``) | deny, and a rule denying PATTERN in this workspace |
 | the request cancelled (or ``session/cancel``) | defer: the ask stays in io-tui's inbox, the run pauses |
 
-PATTERN is the narrowest one that names the request (``suggest_pattern``: an exec's exact
-command line, a write's folder), as the TUI's remember editor starts from. The ask was stored
+PATTERN is exactly what was asked (``suggest_pattern``: an exec's exact command line, a path's
+exact path), as the TUI's remember editor starts from; the wider choices follow it
+(``pattern_choices``: a path's folder and extension, a command's subcommand and program), each
+named with what it allows and how many earlier requests in this workspace it would have allowed. The ask was stored
 before it was put to the client, so the cockpit's inbox shows it while the client is asked, and
 a decision made there first (``io-tui decide``, the TUI) wins: the request to the client is
 withdrawn and the run goes on with it.
@@ -41,10 +44,13 @@ from io_tui.core import (
     Decision,
     DecisionKind,
     InFlight,
+    PatternChoice,
     ReconcileChoice,
     ReconcileNeeded,
     RememberRule,
+    blast_radius,
     is_elicitation,
+    pattern_choices,
     suggest_pattern,
 )
 
@@ -59,19 +65,42 @@ log = logging.getLogger("io_tui.acp")
 DECIDED_BY = "acp"
 
 
-def options_for(request: ApprovalRequest) -> list[PermissionOption]:
-    pattern = suggest_pattern(request)
+def options_for(request: ApprovalRequest, radii: list[str] | None = None) -> list[PermissionOption]:
+    """The client's choices for ``request``: allow once, always allow (exactly what was asked,
+    then each wider pattern, with ``radii``: what each would have allowed), reject, always
+    reject (exactly what was asked), decide later."""
     act = request.act.value
+    choices = pattern_choices(request)
+    always = [
+        PermissionOption(
+            option_id=_remember_id(index),
+            name=f"Always allow {act} {choice.pattern}" + _wider_note(index, choice, radii),
+            kind="allow_always",
+        )
+        for index, choice in enumerate(choices)
+    ]
     return [
         PermissionOption(option_id="approve", name="Allow", kind="allow_once"),
-        PermissionOption(
-            option_id="remember", name=f"Always allow {act} {pattern}", kind="allow_always"
-        ),
+        *always,
         PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
         PermissionOption(
-            option_id="deny-always", name=f"Always reject {act} {pattern}", kind="reject_always"
+            option_id="deny-always",
+            name=f"Always reject {act} {suggest_pattern(request)}",
+            kind="reject_always",
         ),
     ]
+
+
+def _remember_id(index: int) -> str:
+    """``remember`` for exactly what was asked, ``remember-2``… for the wider choices."""
+    return "remember" if index == 0 else f"remember-{index + 1}"
+
+
+def _wider_note(index: int, choice: PatternChoice, radii: list[str] | None) -> str:
+    if index == 0:
+        return ""
+    radius = f" · {radii[index]}" if radii and index < len(radii) else ""
+    return f" ({choice.meaning}{radius})"
 
 
 class ClientApprover:
@@ -134,20 +163,39 @@ class ClientApprover:
                 content=[*(content or []), tool_content(text_block(why))],
                 raw_input=request.arguments,
             ),
-            options=options_for(request),
+            options=options_for(request, await self._radii(request)),
         )
         outcome = answer.outcome
         if getattr(outcome, "outcome", None) != "selected":
             return Decision.defer(decided_by=f"{DECIDED_BY}: cancelled")
         return await self._decision(request, str(getattr(outcome, "option_id", "")))
 
+    async def _radii(self, request: ApprovalRequest) -> list[str]:
+        """What each pattern choice would have allowed among the earlier requests in the
+        workspace (the rule's scope)."""
+        history = await self.store.approvals.history()
+        return [
+            blast_radius(
+                history,
+                RememberRule(choice.pattern, request.act, "workspace"),
+                workspace=request.workspace,
+                run_id=request.run_id,
+                before_id=request.id,
+            ).short()
+            for choice in pattern_choices(request)
+        ]
+
     async def _decision(self, request: ApprovalRequest, option: str) -> Decision:
         by = f"{DECIDED_BY}: {self.client_name}"
         rule = RememberRule(suggest_pattern(request), request.act, "workspace")
         if option == "approve":
             return Decision.approve(decided_by=by)
-        if option == "remember":
-            return Decision(DecisionKind.REMEMBER, rule=rule, decided_by=by)
+        remembered = {
+            _remember_id(index): choice for index, choice in enumerate(pattern_choices(request))
+        }
+        if option in remembered:
+            wider = RememberRule(remembered[option].pattern, request.act, "workspace")
+            return Decision(DecisionKind.REMEMBER, rule=wider, decided_by=by)
         if option == "deny-always":
             return Decision.deny(f"rejected always in {self.client_name}", decided_by=by, rule=rule)
         if option == "deny":

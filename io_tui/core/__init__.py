@@ -189,9 +189,10 @@ if TYPE_CHECKING:
     from io_tui.core.steering.remember import (
         SCOPE_LABELS as SCOPE_LABELS,
         SCOPES as SCOPES,
+        PatternChoice as PatternChoice,
         blast_radius as blast_radius,
-        command_examples as command_examples,
         grant_text as grant_text,
+        pattern_choices as pattern_choices,
         preview_matches as preview_matches,
         suggest_pattern as suggest_pattern,
         validate_pattern as validate_pattern,

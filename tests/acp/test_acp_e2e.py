@@ -56,11 +56,32 @@ async def test_an_edit_after_a_permission_request(workspace, write_script, store
     assert kinds == {
         "approve": "allow_once",
         "remember": "allow_always",
+        "remember-2": "allow_always",
+        "remember-3": "allow_always",
         "deny": "reject_once",
         "deny-always": "reject_always",
     }
-    # one option per kind: a client that chooses by kind cannot take a defer for a reject
-    assert len({o.kind for o in options}) == len(options)
+    # a client that chooses by kind takes its first option: exactly what was asked
+    first: dict[str, str] = {}
+    for option in options:
+        first.setdefault(option.kind, option.option_id)
+    assert first == {
+        "allow_once": "approve",
+        "allow_always": "remember",
+        "reject_once": "deny",
+        "reject_always": "deny-always",
+    }
+    # "Always allow" grants exactly the file asked; the folder and extension are wider choices,
+    # each saying what it allows and what it would have allowed before
+    names = {o.option_id: o.name for o in options}
+    assert names["remember"] == "Always allow write src/app.py"
+    assert names["remember-2"] == (
+        "Always allow write src/* (every file under src/ · no earlier requests)"
+    )
+    assert names["remember-3"] == (
+        "Always allow write *.py (every .py file, in any folder · no earlier requests)"
+    )
+    assert names["deny-always"] == "Always reject write src/app.py"
     (completed,) = client.tool_updates("completed")
     assert completed.tool_call_id == started.tool_call_id
     assert "edited src/app.py" in completed.content[0].content.text
@@ -114,7 +135,54 @@ async def test_a_rejected_edit_and_always_reject(workspace, write_script, store_
         decisions = [a.decision.kind.value for a in await store.approvals.for_run(run_id)]
         assert decisions == ["deny", "deny"]
         (rule,) = await store.rules.list()
-        assert (rule.act.value, rule.effect.value, rule.pattern) == ("write", "deny", "src/*")
+        assert (rule.act.value, rule.effect.value, rule.pattern) == (
+            "write",
+            "deny",
+            "src/app.py",
+        )
+
+
+def _write(path: str, call_id: str) -> dict[str, object]:
+    return {"id": call_id, "name": "write_file", "arguments": {"path": path, "content": "x\n"}}
+
+
+async def test_always_allow_grants_the_exact_path_and_a_wider_choice_the_folder(
+    workspace, write_script, store_path
+):
+    """ "Always allow" remembers exactly the file asked: the next write to another file in its
+    folder asks again; choosing the folder there remembers the folder, and the third write is
+    not asked."""
+    script = write_script(
+        [
+            {"text": "One.", "tool_calls": [_write("src/one.py", "w1")]},
+            {"text": "Two.", "tool_calls": [_write("src/two.py", "w2")]},
+            {"text": "Three.", "tool_calls": [_write("src/three.py", "w3")]},
+            {"text": "Done."},
+        ]
+    )
+    client = EditorClient(answers=["remember", "remember-2"])
+    args = ("--provider", f"scripted:{script}", "--store", str(store_path))
+    async with io_tui_acp(client, *args) as conn:
+        session = await conn.new_session(cwd=str(workspace))
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("write")])
+
+    assert answer.stop_reason == "end_turn"
+    assert len(client.permissions) == 2  # the third write fell under the folder's rule
+    _, second = client.permissions[1]
+    names = {o.option_id: o.name for o in second}
+    assert names["remember"] == "Always allow write src/two.py"
+    assert names["remember-2"] == (
+        "Always allow write src/* (every file under src/ · 1 of 1 earlier (1 run))"
+    )
+    assert all(
+        (workspace / "src" / f).read_text() == "x\n" for f in ("one.py", "two.py", "three.py")
+    )
+    async with await Store.open(store_path) as store:
+        rules = await store.rules.list()
+    assert [(r.pattern, r.scope) for r in rules] == [
+        ("src/one.py", "workspace"),
+        ("src/*", "workspace"),
+    ]
 
 
 async def test_a_decision_made_in_the_cockpit_wins_over_the_open_permission_request(

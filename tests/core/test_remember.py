@@ -12,10 +12,10 @@ from io_tui.core.authority.approvals import Decision, RememberRule
 from io_tui.core.authority.policy import Act, Effect, Rule
 from io_tui.core.steering.remember import (
     blast_radius,
-    command_examples,
     command_hint,
     glob_escape,
     grant_text,
+    pattern_choices,
     preview_matches,
     suggest_pattern,
     validate_pattern,
@@ -30,8 +30,10 @@ def store_path(store_on_both: Path | str) -> Path | str:
 
 
 def test_suggested_patterns() -> None:
-    assert suggest_pattern(approval_request(Act.WRITE, "src/pkg/app.py")) == "src/pkg/*"
-    assert suggest_pattern(approval_request(Act.WRITE, "README.md")) == "README.md"
+    # A path starts from exactly itself; one at the root is anchored there.
+    assert suggest_pattern(approval_request(Act.WRITE, "src/pkg/app.py")) == "src/pkg/app.py"
+    assert suggest_pattern(approval_request(Act.WRITE, "README.md")) == "/README.md"
+    assert suggest_pattern(approval_request(Act.WRITE, "src/[x].py")) == "src/[[]x].py"
     git = approval_request(
         Act.EXEC,
         "git status --short",
@@ -63,24 +65,24 @@ def test_an_exact_command_pattern_allows_that_command_and_nothing_else() -> None
     assert grant_text(RememberRule(pattern, Act.EXEC)) == "exactly the command 'echo '[x]' '*''"
 
 
-def test_command_examples_all_match_the_request() -> None:
+def test_command_choices_all_match_the_request() -> None:
     git = approval_request(
         Act.EXEC,
         "git status --short",
         tool="run_command",
         arguments={"argv": ["git", "status", "--short"]},
     )
-    examples = command_examples(git)
-    assert examples == [
+    choices = [(c.pattern, c.meaning) for c in pattern_choices(git)]
+    assert choices == [
         ("git status --short", "only this command"),
         ("git status *", "'git status' with any arguments"),
         ("git", "every git command"),
     ]
-    for pattern, _ in examples:
+    for pattern, _ in choices:
         assert Rule(Act.EXEC, Effect.ALLOW, pattern).matches(Act.EXEC, git.target)
     # "ls *" would not match a bare "ls": only the patterns that do are offered.
     ls = approval_request(Act.EXEC, "ls", tool="run_command", arguments={"argv": ["ls"]})
-    assert command_examples(ls) == [("ls", "only this command")]
+    assert [(c.pattern, c.meaning) for c in pattern_choices(ls)] == [("ls", "only this command")]
     # No subcommand: no "python3 *" beside "python3" (they allow the same).
     py = approval_request(
         Act.EXEC,
@@ -88,8 +90,35 @@ def test_command_examples_all_match_the_request() -> None:
         tool="run_command",
         arguments={"argv": ["python3", "-m", "pytest"]},
     )
-    assert [p for p, _ in command_examples(py)] == ["python3 -m pytest", "python3"]
+    assert [c.pattern for c in pattern_choices(py)] == ["python3 -m pytest", "python3"]
+    mcp = approval_request(Act.EXEC, "mcp__time__now", tool="mcp__time__now", arguments={})
+    assert [(c.pattern, c.meaning) for c in pattern_choices(mcp)] == [
+        ("mcp__time__now", "only this command"),
+        ("mcp__time__*", "every tool of the MCP server time"),
+    ]
     assert grant_text(RememberRule("ls", Act.EXEC)) == "every 'ls' command, with any arguments"
+
+
+def test_path_choices_widen_from_the_exact_path() -> None:
+    """The exact path first, then its folder and its extension: each matches the request, and
+    the exact one matches nothing else (a root file too, anchored)."""
+    nested = approval_request(Act.WRITE, "textstats/counts.py")
+    assert [(c.pattern, c.meaning) for c in pattern_choices(nested)] == [
+        ("textstats/counts.py", "only this file"),
+        ("textstats/*", "every file under textstats/"),
+        ("*.py", "every .py file, in any folder"),
+    ]
+    root = approval_request(Act.WRITE, "README.md")
+    assert [c.pattern for c in pattern_choices(root)] == ["/README.md", "*.md"]
+    exact = Rule(Act.WRITE, Effect.ALLOW, "/README.md")
+    assert exact.matches(Act.WRITE, "README.md")
+    assert not exact.matches(Act.WRITE, "docs/README.md")
+    assert [c.pattern for c in pattern_choices(approval_request(Act.WRITE, "Makefile"))] == [
+        "/Makefile"
+    ]
+    for request in (nested, root):
+        for choice in pattern_choices(request):
+            assert Rule(Act.WRITE, Effect.ALLOW, choice.pattern).matches(Act.WRITE, request.target)
 
 
 def test_grant_text_says_what_a_pattern_allows() -> None:
@@ -105,6 +134,7 @@ def test_grant_text_says_what_a_pattern_allows() -> None:
     assert grant("src/*") == "write every path matching 'src/*'"
     assert grant("src/app.py") == "write exactly 'src/app.py'"
     assert grant("README.md") == "write any file named 'README.md', in any folder"
+    assert grant("/README.md") == "write exactly 'README.md'"
 
 
 async def test_preview_lists_earlier_matches_within_scope(store: Store) -> None:

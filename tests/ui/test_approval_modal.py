@@ -231,8 +231,21 @@ async def test_remember_prefills_pattern_and_previews_earlier_requests(
         screen = app.screen
         assert isinstance(screen, RememberScreen)
         await pilot.pause()
-        assert screen.query_one("#remember-pattern", Input).value == "src/*"
+        # Exactly the path asked, by default: no earlier request wrote it.
+        pattern = screen.query_one("#remember-pattern", Input)
+        assert pattern.value == "src/app.py"
         table = screen.query_one("#remember-preview", DataTable)
+        assert len(table.rows) == 0
+        choices = [str(b.label) for b in screen.query("#remember-choices RadioButton")]
+        assert choices == [
+            "src/app.py  only this file · none of 3 earlier",
+            "src/*       every file under src/ · 1 of 3 earlier (1 run)",
+            "*.py        every .py file, in any folder · 1 of 3 earlier (1 run)",
+        ]
+        # The folder, chosen from the list: the pattern follows, and so does the preview.
+        await pilot.click(screen.query("#remember-choices RadioButton")[1])
+        await pilot.pause()
+        assert pattern.value == "src/*"
         assert [int(k.value or 0) for k in table.rows] == [ids[f"src/a.py{first.run_id}"]]
         await pilot.click("#remember-scope RadioButton:last-of-type")
         await pilot.pause()
@@ -246,9 +259,12 @@ async def test_remember_prefills_pattern_and_previews_earlier_requests(
         assert "everywhere: every run in every workspace" in str(
             screen.query_one("#remember-grant", Static).render()
         )
-        pattern = screen.query_one("#remember-pattern", Input)
-        pattern.value = "docs/*"
+        assert "src/*       every file under src/ · 2 of 3 earlier (2 runs)" in [
+            str(b.label) for b in screen.query("#remember-choices RadioButton")
+        ]
+        pattern.value = "docs/*"  # typed: no choice is filled
         await pilot.pause()
+        assert not any(b.value for b in screen.query("#remember-choices RadioButton"))
         assert len(table.rows) == 1
         assert "does NOT match" in str(screen.query_one("#remember-status", Static).render())
         pattern.value = "src/*"
@@ -285,10 +301,12 @@ async def test_exec_shows_argv_and_cwd(tmp_path: Path, store_path: Path) -> None
         screen = app.screen
         # The exact command line, not the bare program; the hint's wider examples all match it.
         assert screen.query_one("#remember-pattern", Input).value == "git status --short"
-        hint = str(screen.query_one("#remember-exec-hint", Static).render())
-        assert "'git status --short' only this command" in hint
-        assert "'git status *' 'git status' with any arguments" in hint
-        assert "'git' every git command" in hint
+        choices = [str(b.label) for b in screen.query("#remember-choices RadioButton")]
+        assert [" ".join(c.split(" · ")[0].split()) for c in choices] == [
+            "git status --short only this command",
+            "git status * 'git status' with any arguments",
+            "git every git command",
+        ]
         grant = str(screen.query_one("#remember-grant", Static).render())
         assert "exactly the command 'git status --short'" in grant
         assert f"this workspace: every run in {ws}" in grant

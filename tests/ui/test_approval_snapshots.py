@@ -115,8 +115,8 @@ def test_small_modal_mcp(snap_compare: Any, store_path: Path, tmp_path: Path) ->
 
 
 def test_small_remember(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
-    """80×24, remember on an exec: the exact command line as the pattern, the wider examples,
-    what it allows and where, only the chosen scope filled, the blast radius (1 of the 2 earlier
+    """80×24, remember on an exec: the exact command line as the pattern, the wider choices
+    under it (each with its radius), what it allows and where, only the chosen scope filled, the blast radius (1 of the 2 earlier
     exec requests: the one in this workspace) and that request listed."""
 
     async def go() -> None:
@@ -124,6 +124,27 @@ def test_small_remember(snap_compare: Any, store_path: Path, tmp_path: Path) -> 
             here, other = fixed_workspace("ws0"), fixed_workspace("ws1")
             for i, ws in enumerate((here, other, here)):
                 await paused_run(store, ws, [EXEC_TURN], tmp_path / f"s{i}.json")
+            await freeze_times(store)
+
+    asyncio.run(go())
+
+    async def last(store: Store) -> ApprovalScreen:
+        record = (await store.approvals.pending())[-1]
+        return ApprovalScreen(record.request, store=store, position="3 of 3", arm_s=0)
+
+    assert snap_compare(StoreHost(store_path, last), terminal_size=SMALL, run_before=_pressed("3"))
+
+
+def test_small_remember_write(snap_compare: Any, store_path: Path, tmp_path: Path) -> None:
+    """80×24, remember on an edit: exactly src/app.py as the pattern (its choice filled), the
+    folder and the extension under it with what each would have allowed (the earlier edit of
+    the same file in this workspace, not the one in ws1), "write exactly 'src/app.py'"."""
+
+    async def go() -> None:
+        async with await Store.open(store_path) as store:
+            here, other = fixed_workspace("ws0"), fixed_workspace("ws1")
+            for i, ws in enumerate((here, other, here)):
+                await paused_run(store, ws, [EDIT_TURN], tmp_path / f"s{i}.json")
             await freeze_times(store)
 
     asyncio.run(go())

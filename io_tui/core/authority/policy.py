@@ -78,8 +78,11 @@ class Rule:
 
 
 def _glob_match(pattern: str, target: str) -> bool:
-    """Match against the workspace-relative path, or its basename for slash-free patterns."""
+    """Match against the workspace-relative path, or its basename for slash-free patterns; a
+    leading ``/`` anchors a pattern at the workspace root (``/README.md`` is that file alone)."""
     normalized = target.replace("\\", "/")
+    if pattern.startswith("/"):
+        return fnmatch.fnmatchcase(normalized, pattern[1:])
     if fnmatch.fnmatchcase(normalized, pattern):
         return True
     if "/" not in pattern:

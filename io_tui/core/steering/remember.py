@@ -1,10 +1,13 @@
 """Remembering a rule from an approval (DESIGN §3.4): what the remember dialog offers and shows.
 No Textual.
 
-- ``suggest_pattern``: the pattern a remember rule starts from — an exec's exact command line
-  (never the bare program, which allows every command it runs), a write's folder glob.
-- ``grant_text`` / ``command_examples``: what a pattern allows, in words, and the wider exec
-  patterns with what each would allow (every example matches the request it is shown for).
+- ``suggest_pattern``: the pattern a remember rule starts from, exactly what was asked — an
+  exec's exact command line (never the bare program, which allows every command it runs), a
+  path's exact path (anchored at the workspace root: ``/README.md``, not every README.md).
+- ``pattern_choices``: that pattern and the wider ones, narrowest first, each with what it
+  allows (a command's subcommand and program; a path's folder and extension; an MCP tool's
+  server); every choice matches the request it is offered for.
+- ``grant_text``: what a pattern allows, in words.
 - ``preview_matches`` / ``blast_radius``: every earlier request in the store a candidate rule
   would have allowed, under exactly the matching the policy uses (``Rule.matches``) and the
   rule's scope, and how many that is (in how many runs; how many of them a human denied).
@@ -21,6 +24,7 @@ from pathlib import PurePosixPath
 
 from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind, RememberRule, RuleScope
 from io_tui.core.authority.policy import Act, Effect, Rule
+from io_tui.core.run.server_asks import is_server_ask
 from io_tui.core.store import ApprovalRecord
 
 SCOPES: tuple[RuleScope, ...] = ("run", "workspace", "global")
@@ -32,20 +36,77 @@ SCOPE_LABELS: dict[str, str] = {
 
 
 def suggest_pattern(request: ApprovalRequest) -> str:
-    """The pattern a remember rule starts from: the narrowest that still names the request.
+    """The pattern a remember rule starts from: exactly what the request asked, nothing wider.
 
     An exec gets its exact command line (``git status --short``, glob characters escaped), so the
     rule allows that command and nothing else; an MCP tool (``mcp__server__tool``) its exact name.
-    A path act gets its folder's glob (``src/app.py`` → ``src/*``; a file at the root keeps its
-    name, which as a slash-free pattern matches that basename anywhere).
+    A path act gets its exact path: ``src/app.py``; a file at the root is anchored there
+    (``/README.md``), since a slash-free pattern would match that name in every folder.
     """
-    target = request.target.replace("\\", "/")
     if request.act is Act.EXEC:
         return glob_escape(request.target)
-    parent = PurePosixPath(target).parent
-    if str(parent) in ("", "."):
-        return target
-    return f"{parent}/*"
+    target = glob_escape(request.target.replace("\\", "/"))
+    return target if "/" in target else f"/{target}"
+
+
+@dataclass(frozen=True, slots=True)
+class PatternChoice:
+    """A pattern the operator may remember for a request, and what it allows in words."""
+
+    pattern: str
+    meaning: str
+
+
+def pattern_choices(request: ApprovalRequest) -> list[PatternChoice]:
+    """The patterns a rule for ``request`` may take, narrowest first: the exact one
+    (``suggest_pattern``), then the wider ones — for a command its subcommand and program, for
+    an MCP tool its server, for a path its folder and its extension. Only choices that match
+    the request are offered."""
+    exact = suggest_pattern(request)
+    if request.act is Act.EXEC:
+        candidates = [(exact, "only this command"), *_wider_commands(request)]
+    else:
+        candidates = [(exact, "only this file"), *_wider_paths(request.target)]
+    seen: set[str] = set()
+    choices: list[PatternChoice] = []
+    for pattern, meaning in candidates:
+        rule = Rule(request.act, Effect.ALLOW, pattern)
+        if pattern in seen or not rule.matches(request.act, request.target):
+            continue
+        seen.add(pattern)
+        choices.append(PatternChoice(pattern, meaning))
+    return choices
+
+
+def _wider_commands(request: ApprovalRequest) -> list[tuple[str, str]]:
+    if is_server_ask(request):  # a server's sampling or form: only that one
+        return []
+    if request.tool.startswith("mcp__") and request.tool.count("__") >= 2:
+        server = request.tool.split("__")[1]
+        return [(f"mcp__{glob_escape(server)}__*", f"every tool of the MCP server {server}")]
+    if request.tool != "run_command":
+        return []
+    hint = command_hint(request)
+    program = hint.split(" ", 1)[0]
+    wider: list[tuple[str, str]] = []
+    if " " in hint:  # a subcommand: "git status *"
+        wider.append((f"{glob_escape(hint)} *", f"'{hint}' with any arguments"))
+    wider.append((glob_escape(program), f"every {program} command"))
+    return wider
+
+
+def _wider_paths(target: str) -> list[tuple[str, str]]:
+    """A path's folder (``src/*``, every file under it) and extension (``*.py``, anywhere)."""
+    if target.startswith("mcp:"):  # an MCP resource: its URI is no folder
+        return []
+    path = PurePosixPath(target.replace("\\", "/"))
+    wider: list[tuple[str, str]] = []
+    if str(path.parent) not in ("", "."):
+        folder = glob_escape(str(path.parent))
+        wider.append((f"{folder}/*", f"every file under {path.parent}/"))
+    if path.suffix and path.stem:
+        wider.append((f"*{glob_escape(path.suffix)}", f"every {path.suffix} file, in any folder"))
+    return wider
 
 
 _GLOB_CHARS = re.compile(r"([*?[])")
@@ -76,6 +137,10 @@ def grant_text(rule: RememberRule) -> str:
             return f"exactly the command '{literal}'"
         return f"every command line matching '{pattern}'"
     verb = rule.act.value
+    if pattern.startswith("/"):
+        if not _has_wildcard(pattern):
+            return f"{verb} exactly '{literal[1:]}'"
+        return f"{verb} every path matching '{pattern[1:]}' from the workspace root"
     if "/" not in pattern:
         if not _has_wildcard(pattern):
             return f"{verb} any file named '{literal}', in any folder"
@@ -83,30 +148,6 @@ def grant_text(rule: RememberRule) -> str:
     if not _has_wildcard(pattern):
         return f"{verb} exactly '{literal}'"
     return f"{verb} every path matching '{pattern}'"
-
-
-def command_examples(request: ApprovalRequest) -> list[tuple[str, str]]:
-    """For an exec: patterns from narrowest to widest, each with what it allows; every one of
-    them matches ``request`` (so the hint never shows an example that would not have)."""
-    if request.act is not Act.EXEC or request.tool != "run_command":
-        return []
-    exact = suggest_pattern(request)
-    hint = command_hint(request)
-    program = hint.split(" ", 1)[0]
-    candidates = [(exact, "only this command")]
-    if " " in hint:  # a subcommand: "git status *"
-        candidates.append((f"{glob_escape(hint)} *", f"'{hint}' with any arguments"))
-    candidates.append((glob_escape(program), f"every {program} command"))
-    seen: set[str] = set()
-    examples: list[tuple[str, str]] = []
-    for pattern, meaning in candidates:
-        if pattern in seen or not Rule(Act.EXEC, Effect.ALLOW, pattern).matches(
-            Act.EXEC, request.target
-        ):
-            continue
-        seen.add(pattern)
-        examples.append((pattern, meaning))
-    return examples
 
 
 def command_hint(request: ApprovalRequest) -> str:
@@ -181,6 +222,16 @@ class BlastRadius:
         runs = "1 run" if self.runs == 1 else f"{self.runs} runs"
         extra = f"; {self.denied} of them denied" if self.denied else ""
         return f"would have allowed {len(self.allowed)} of the {earlier} ({runs}{extra})"
+
+    def short(self) -> str:
+        """``3 of 41 earlier (2 runs, 1 denied)``: one choice's radius beside the others'."""
+        if not self.earlier:
+            return "no earlier requests"
+        if not self.allowed:
+            return f"none of {self.earlier} earlier"
+        runs = "1 run" if self.runs == 1 else f"{self.runs} runs"
+        extra = f", {self.denied} denied" if self.denied else ""
+        return f"{len(self.allowed)} of {self.earlier} earlier ({runs}{extra})"
 
 
 def blast_radius(

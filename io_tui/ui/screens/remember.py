@@ -1,5 +1,6 @@
-"""The remember modal: approve and save a rule — its pattern, what it grants in words, its scope,
-and the earlier requests it would have allowed (opened from the approval modal)."""
+"""The remember modal: approve and save a rule — its pattern (exactly what was asked, or a wider
+choice), what it grants in words, its scope, and the earlier requests it would have allowed
+(opened from the approval modal)."""
 
 from __future__ import annotations
 
@@ -18,23 +19,23 @@ from io_tui.core import (
     SCOPES,
     ApprovalRecord,
     ApprovalRequest,
+    PatternChoice,
     RememberRule,
     RuleScope,
     Store,
     blast_radius,
-    command_examples,
     grant_text,
+    pattern_choices,
     preview_matches,
-    suggest_pattern,
     validate_pattern,
 )
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.table import Table
 
 
-class ScopeButton(RadioButton):
-    """A scope choice whose button is filled only when chosen, not just coloured (and the chosen
-    label is bold and green; the cursor only underlines, see approval.tcss)."""
+class ChoiceButton(RadioButton):
+    """A choice (a scope, a pattern) whose button is filled only when chosen, not just coloured
+    (and the chosen label is bold and green; the cursor only underlines, see approval.tcss)."""
 
     def render(self) -> Content:
         self.BUTTON_INNER = "●" if self.value else " "
@@ -42,10 +43,11 @@ class ScopeButton(RadioButton):
 
 
 class RememberScreen(ModalScreen[RememberRule | None]):
-    """Approve and save a rule: a pattern (the exact command line to start with), what it grants
-    in words, a scope, and the blast radius — how many earlier requests in the store the rule
-    would have allowed, listed. A rule that does not match this request is saved only on a
-    second ``ctrl+s`` (the first one says so)."""
+    """Approve and save a rule: a pattern (exactly what was asked to start with: the command
+    line, the path; the wider choices listed under it, each with how many earlier requests it
+    would have allowed), what it grants in words, a scope, and the blast radius — the earlier
+    requests in the store the rule would have allowed, listed. A rule that does not match this
+    request is saved only on a second ``ctrl+s`` (the first one says so)."""
 
     CSS_PATH = "approval.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -67,6 +69,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         self.history: list[ApprovalRecord] = []
         self.matches: list[ApprovalRecord] = []
         self.confirming: RememberRule | None = None  # a non-matching rule ctrl+s was pressed on
+        self.choices: list[PatternChoice] = pattern_choices(request)
 
     def compose(self) -> ComposeResult:
         req = self.request
@@ -75,17 +78,22 @@ class RememberScreen(ModalScreen[RememberRule | None]):
                 Content(plain(f"Remember: approve, and allow {req.act.value} matching")),
                 classes="dialog-title",
             )
-            yield Input(suggest_pattern(req), id="remember-pattern", compact=True)
-            examples = command_examples(req)
-            if len(examples) > 1:
-                text = " · ".join(f"'{p}' {meaning}" for p, meaning in examples)
-                yield Static(Content(plain(text)), id="remember-exec-hint", classes="dialog-hint")
+            yield Input(self.choices[0].pattern, id="remember-pattern", compact=True)
+            if len(self.choices) > 1:  # exactly this first, then wider, each with its radius
+                with RadioSet(id="remember-choices", compact=True):
+                    for index, choice in enumerate(self.choices):
+                        yield ChoiceButton(
+                            self._choice_label(choice, ""),
+                            value=index == 0,
+                            name=str(index),
+                            classes="-choice",
+                        )
             yield Static("", id="remember-grant")
             with Horizontal(id="remember-scope-row"):
                 yield Label("scope ", id="remember-scope-label")
                 with RadioSet(id="remember-scope", compact=True):
                     for scope in SCOPES:
-                        yield ScopeButton(
+                        yield ChoiceButton(
                             SCOPE_LABELS[scope], value=scope == "workspace", name=scope
                         )
             yield Static("", id="remember-status")
@@ -124,7 +132,40 @@ class RememberScreen(ModalScreen[RememberRule | None]):
     @on(RadioSet.Changed, "#remember-scope")
     def _changed(self) -> None:
         self.confirming = None
+        self._show_choice()
         self._refresh_preview()
+
+    @on(RadioSet.Changed, "#remember-choices")
+    def _chosen(self, event: RadioSet.Changed) -> None:
+        choice = self.choices[int(event.pressed.name or 0)]
+        self.query_one("#remember-pattern", Input).value = choice.pattern
+
+    def _show_choice(self) -> None:
+        """The choice the pattern is, filled; none when the operator typed another pattern."""
+        pattern = self.query_one("#remember-pattern", Input).value
+        with self.prevent(RadioButton.Changed):  # the set would press a button back on
+            for button in self.query(ChoiceButton).filter(".-choice"):
+                button.value = self.choices[int(button.name or 0)].pattern == pattern
+
+    def _choice_label(self, choice: PatternChoice, radius: str) -> Content:
+        """``src/*       every file under src/ · 1 of 2 earlier (1 run)``, patterns aligned."""
+        width = max(len(plain(c.pattern)) for c in self.choices)
+        return Content.assemble(
+            Content.styled(plain(choice.pattern).ljust(width + 2), "bold"),
+            plain(choice.meaning),
+            Content.styled(f" · {radius}" if radius else "", "$text-muted"),
+        )
+
+    def _label_choices(self) -> None:
+        """Each choice with what it would have allowed, under the scope chosen now."""
+        req = self.request
+        for button in self.query(ChoiceButton).filter(".-choice"):
+            choice = self.choices[int(button.name or 0)]
+            rule = RememberRule(choice.pattern, req.act, self.scope)
+            radius = blast_radius(
+                self.history, rule, workspace=req.workspace, run_id=req.run_id, before_id=req.id
+            )
+            button.label = self._choice_label(choice, radius.short())
 
     def _scope_text(self, scope: RuleScope) -> str:
         req = self.request
@@ -136,6 +177,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         return f"{SCOPE_LABELS[scope]}: {where}"
 
     def _refresh_preview(self) -> None:
+        self._label_choices()
         rule = self.rule()
         req = self.request
         status = self.query_one("#remember-status", Static)
