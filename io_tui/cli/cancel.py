@@ -10,7 +10,14 @@ import argparse
 import sys
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_store_option,
+    error,
+    open_store,
+    print_json,
+)
 from io_tui.core import Cancelled, CancelRefused, cancel_run, operator
 
 
@@ -32,7 +39,7 @@ async def cancel_command(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"run_id": args.run, "cancelled": False, "error": str(exc)})
         else:
-            print(f"io-tui: {exc}")
+            error(str(exc))
         return EXIT_FAILED
     finally:
         await store.close()

@@ -80,6 +80,12 @@ async def servers_for_run(
     return servers
 
 
+def error(message: str) -> None:
+    """A command's one-line refusal, on stderr (stdout stays for what the command prints)."""
+    sys.stderr.write(f"io-tui: {message}\n")
+    sys.stderr.flush()
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from typing import Any
 
 from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
@@ -49,7 +50,7 @@ async def config_command(args: argparse.Namespace) -> int:
     else:
         print(f"# {config_file()}{'' if config_file().exists() else ' (not created yet)'}")
         for key, value in data.items():
-            print(f"{key} = {value!r}")
+            print(f"{key} = {json.dumps(value, ensure_ascii=False, default=str)}")
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, print_json
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, error, print_json
 from io_tui.core import Lifecycle, LifecycleReport, lifecycles
 
 
@@ -19,8 +19,8 @@ def print_lifecycle(trace: dict[str, Any], query: str, as_json: bool) -> int:
         print_json(report.to_json())
         return EXIT_OK if report.matches else EXIT_FAILED
     if not report.matches:
-        print(
-            f"io-tui: run {trace['run']['id']} has no entry matching {query!r} (searched its call"
+        error(
+            f"run {trace['run']['id']} has no entry matching {query!r} (searched its call"
             " ids, then the targets, arguments and recorded results of its tool calls)"
         )
         return EXIT_FAILED

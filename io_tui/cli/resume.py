@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, add_store_option, open_store, servers_for_run
+from io_tui.cli.common import EXIT_FAILED, add_store_option, error, open_store, servers_for_run
 from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
@@ -79,12 +79,12 @@ async def resume_command(args: argparse.Namespace) -> int:
                 store,
                 args.run,
                 reconciler=reconciler_for(args.reconcile),
-                approver=approver_for(settings.approve, settings),
+                approver=approver_for(settings.approve, settings, store),
                 sink=JsonLinesSink() if args.json else HumanSink(),
                 registry=tool_registry(hub),
             )
     except DecideError as exc:
-        print(f"io-tui: {exc}")
+        error(str(exc))
         return EXIT_FAILED
     finally:
         await store.close()

@@ -6,7 +6,14 @@ import argparse
 import time
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_store_option,
+    error,
+    open_store,
+    print_json,
+)
 
 
 def register(sub: Any) -> None:
@@ -60,5 +67,5 @@ async def revoke_command(args: argparse.Namespace) -> int:
     elif revoked:
         print(f"revoked rule {args.id}")
     else:
-        print(f"io-tui: no active rule {args.id}")
+        error(f"no active rule {args.id}")
     return EXIT_OK if revoked else EXIT_FAILED

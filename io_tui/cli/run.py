@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from io_tui.cli.ask import TerminalApprover
 from io_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -33,8 +34,8 @@ from io_tui.core import (
     Provider,
     RunOrigin,
     RunResult,
+    Store,
     TaskContract,
-    TerminalApprover,
     Workspace,
     WorkspaceError,
     cache_prices_for,
@@ -44,15 +45,18 @@ from io_tui.core import (
     start_run,
 )
 
-APPROVERS: dict[str, type] = {"ask": TerminalApprover, **FIXED_APPROVERS}
+APPROVERS = ("ask", *FIXED_APPROVERS)
+"""How asks are answered (``--approve``): on the terminal, or by a fixed approver."""
 
 
-def approver_for(mode: str, settings: Settings) -> Any:
-    """The approver ``--approve MODE`` names; ``ask`` tells the terminal of each ask as
-    ``[ui] bell_on_ask`` and ``notify_on_ask`` say."""
-    if mode == "ask":
-        return TerminalApprover(settings.ui.notify_on_ask, bell=settings.ui.bell_on_ask)
-    return APPROVERS[mode]()
+def approver_for(name: str, settings: Settings, store: Store | None = None) -> Approver:
+    """The approver ``--approve NAME`` names; ``ask`` shows each request on the terminal,
+    telling it first as ``[ui] bell_on_ask`` and ``notify_on_ask`` say (with ``store``, how
+    many earlier requests each remember choice would have allowed)."""
+    if name == "ask":
+        ui = settings.ui
+        return TerminalApprover(store, notify=ui.notify_on_ask, bell=ui.bell_on_ask)
+    return FIXED_APPROVERS[name]()
 
 
 def register(sub: Any) -> None:
@@ -243,6 +247,8 @@ async def execute(
 ) -> int:
     sink = UntilReaderGone(JsonLinesSink() if args.json else HumanSink())
     store = await open_store(args, create=True, check=True)
+    if isinstance(approver, TerminalApprover):
+        approver.store = store  # its remember choices count the earlier requests
     registry = tool_registry(hub)
     try:
         harness = Harness(
@@ -280,10 +286,9 @@ def report(args: argparse.Namespace, result: RunResult) -> None:
     if args.json:
         print_json(result.to_json())
         return
-    print(
-        f"run {result.run_id}: {result.status} ({result.outcome.value}) after {result.steps} steps,"
-        f" {result.tokens:,} tokens"
-    )
+    how = "" if result.outcome.value == result.status else f" ({result.outcome.value})"
+    steps = "1 step" if result.steps == 1 else f"{result.steps} steps"
+    print(f"run {result.run_id}: {result.status}{how} after {steps}, {result.tokens:,} tokens")
     if result.error:
         print(f"error: {result.error}")
     if result.outcome is Outcome.INTERRUPTED:

@@ -4,13 +4,22 @@ unelided trace of a run."""
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, add_store_option, open_store, print_json
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    add_store_option,
+    error,
+    open_store,
+    print_json,
+)
 from io_tui.core import (
     ProgressLedger,
     TraceNotFound,
     build_trace,
+    decision_text,
     limits_notes,
     render_ledger,
     request_notes,
@@ -40,7 +49,7 @@ async def trace_command(args: argparse.Namespace) -> int:
     try:
         trace = await build_trace(store, args.run)
     except TraceNotFound as exc:
-        print(f"io-tui: {exc}")
+        error(str(exc))
         return EXIT_FAILED
     finally:
         await store.close()
@@ -92,7 +101,7 @@ def print_readable(trace: dict[str, Any]) -> None:
         for line in request_notes([r for r in trace["requests"] if r["step"] == step["step"]]):
             print(line)
         for call, obs in _pairs(step):
-            print(f"→ {call['name']} {call['arguments']}")
+            print(f"→ {call['name']} {json.dumps(call['arguments'], ensure_ascii=False)}")
             child = step["sub_agents"].get(call["id"])
             if obs is not None:
                 print(obs["full_text"])
@@ -102,7 +111,7 @@ def print_readable(trace: dict[str, Any]) -> None:
                 print("(started, outcome unknown: in flight when its process died)")
             else:
                 print("(not started)")
-        decision = {k: v for k, v in step["decision"].items() if v not in (None, [], {})}
+        decision = decision_text(step["decision"])
         if decision:
             print(f"decision: {decision}")
     print("\n── progress ledger " + "─" * 58)
@@ -117,7 +126,7 @@ def _pairs(step: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | 
 def print_context(trace: dict[str, Any], step: int) -> int:
     requests = [r for r in trace["requests"] if r["step"] == step and r["purpose"] == "work"]
     if not requests:
-        print(f"io-tui: run {trace['run']['id']} has no request for step {step}")
+        error(f"run {trace['run']['id']} has no request for step {step}")
         return EXIT_FAILED
     for req in requests:
         reported = req["reported_tokens"]

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         DecisionKind as DecisionKind,
         RememberRule as RememberRule,
         RuleScope as RuleScope,
-        TerminalApprover as TerminalApprover,
         operator as operator,
     )
     from io_tui.core.authority.policy import (
@@ -109,7 +108,10 @@ if TYPE_CHECKING:
         merge_draft as merge_draft,
         provenance_label as provenance_label,
     )
-    from io_tui.core.notice import terminal_notice as terminal_notice
+    from io_tui.core.notice import (
+        NoticeStyle as NoticeStyle,
+        terminal_notice as terminal_notice,
+    )
     from io_tui.core.progress import (
         ProgressLedger as ProgressLedger,
         ledger_of as ledger_of,
@@ -205,6 +207,7 @@ if TYPE_CHECKING:
         StepRequest as StepRequest,
         TraceNotFound as TraceNotFound,
         build_trace as build_trace,
+        decision_text as decision_text,
         limits_notes as limits_notes,
         request_notes as request_notes,
         step_request as step_request,

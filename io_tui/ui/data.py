@@ -108,7 +108,8 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
         verdict = "passed" if detail.get("passed") else "failed"
         return ("verify", f"✓ verify {verdict} (exit {detail.get('exit_code')})")
     if kind == "memory":
-        keys = detail.get("keys") or detail.get("key") or ""
+        raw = detail.get("keys") or detail.get("key") or ""
+        keys = ", ".join(map(str, raw)) if isinstance(raw, list) else str(raw)
         action = detail.get("action") or detail.get("op") or "write"
         return ("memory", f"◆ memory {action}: {keys}")
     if kind == "invalidated":

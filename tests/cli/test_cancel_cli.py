@@ -22,14 +22,16 @@ def test_a_deferred_run_is_cancelled_and_stays_cancelled(tmp_path, workspace, wr
            "--policy", str(policy), "--approve", "defer", *store)  # fmt: skip
     first = io_tui(*run)
     assert first.returncode == 3, first.stdout + first.stderr
-    assert [p["run_id"] for p in json.loads(io_tui("approvals", "--json", *store).stdout)] == [1]
+    assert [
+        p["run_id"] for p in json.loads(io_tui("approvals", "--json", *store).stdout)["approvals"]
+    ] == [1]
 
     cancelled = io_tui("cancel", "1", *store)
     assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
     assert cancelled.stdout.strip() == (
         "run 1 cancelled (it was paused); request 1 denied: the run was cancelled"
     )
-    assert json.loads(io_tui("approvals", "--json", *store).stdout) == []
+    assert json.loads(io_tui("approvals", "--json", *store).stdout)["approvals"] == []
     assert io_tui("approvals", *store).stdout.strip() == "no pending approvals"
     trace = json.loads(io_tui("trace", "1", "--json", *store).stdout)
     assert (trace["run"]["status"], trace["run"]["outcome"]) == ("cancelled", "cancelled")
@@ -40,12 +42,12 @@ def test_a_deferred_run_is_cancelled_and_stays_cancelled(tmp_path, workspace, wr
     assert (workspace / "src/app.py").read_text().endswith("return a\n")  # never written
 
     again = io_tui("cancel", "1", *store)
-    assert again.returncode == 1 and "run 1 was already cancelled" in again.stdout
+    assert again.returncode == 1 and "run 1 was already cancelled" in again.stderr
     resumed = io_tui("resume", "1", "--reconcile", "skip", *store)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
-    assert "run 1 is cancelled; only an interrupted or paused run resumes" in resumed.stdout
+    assert "run 1 is cancelled; only an interrupted or paused run resumes" in resumed.stderr
     decided = io_tui("decide", "1", "approve", *store)
-    assert decided.returncode == 1 and "already decided (deny by " in decided.stdout
+    assert decided.returncode == 1 and "already decided (deny by " in decided.stderr
     as_json = io_tui("cancel", "1", "--json", *store)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout) == {
@@ -74,11 +76,11 @@ def test_cancel_refuses_what_it_cannot_cancel_and_bad_usage(tmp_path, workspace,
     assert finished.returncode == 0, finished.stdout + finished.stderr
     ended = io_tui("cancel", "1", *store)
     assert ended.returncode == 1
-    assert ended.stdout.strip() == (
+    assert ended.stderr.strip() == (
         "io-tui: run 1 has already ended (finished): there is nothing to cancel"
     )
     missing = io_tui("cancel", "7", *store)
-    assert missing.returncode == 1 and "no run 7 in the store" in missing.stdout
+    assert missing.returncode == 1 and "no run 7 in the store" in missing.stderr
     assert io_tui("cancel", *store).returncode == 2
     assert io_tui("cancel", "one", *store).returncode == 2
     nowhere = io_tui("cancel", "1", "--store", str(tmp_path / "none.db"))

@@ -38,7 +38,7 @@ def test_defer_then_decide_in_a_new_process(tmp_path, workspace, write_script, s
     run_id = lines[-1]["run_id"]
 
     listed = io_tui("approvals", "--json", "--store", str(store_path))
-    pending = json.loads(listed.stdout)
+    pending = json.loads(listed.stdout)["approvals"]
     assert [(p["run_id"], p["act"], p["target"]) for p in pending] == [
         (run_id, "write", "src/app.py")
     ]
@@ -55,7 +55,7 @@ def test_defer_then_decide_in_a_new_process(tmp_path, workspace, write_script, s
     assert (workspace / "src/app.py").read_text().endswith("return x\n")
 
     again = io_tui("decide", str(pending[0]["id"]), "deny", "--store", str(store_path))
-    assert again.returncode == 1 and "already decided" in again.stdout
+    assert again.returncode == 1 and "already decided" in again.stderr and not again.stdout
 
 
 def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_script, store_path):

@@ -49,6 +49,6 @@ def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, 
 
     missing = io_tui("trace", "1", "--lifecycle", "nowhere in this run", *store)
     assert (
-        missing.returncode == 1 and "has no entry matching 'nowhere in this run'" in missing.stdout
+        missing.returncode == 1 and "has no entry matching 'nowhere in this run'" in missing.stderr
     )
     assert "Traceback" not in missing.stdout + missing.stderr

@@ -233,7 +233,7 @@ def test_a_deferred_mcp_call_is_performed_by_decide_in_a_new_process(
     )  # fmt: skip
     assert paused.returncode == 3, paused.stderr
     assert main(["approvals", "--json", "--store", str(db)]) == 0
-    (pending,) = json.loads(capsys.readouterr().out)
+    (pending,) = json.loads(capsys.readouterr().out)["approvals"]
     assert (pending["act"], pending["target"]) == ("exec", "mcp__time__get_current_time")
 
     decided = run_io_tui("decide", str(pending["id"]), "approve", *common)

@@ -55,7 +55,7 @@ def paused_run(
         "--store", str(db), *extra,
     )  # fmt: skip
     assert paused.returncode == 3, paused.stdout + paused.stderr
-    [pending] = json.loads(io_tui("approvals", "--json", "--store", str(db)).stdout)
+    [pending] = json.loads(io_tui("approvals", "--json", "--store", str(db)).stdout)["approvals"]
     return db, pending
 
 
@@ -157,7 +157,7 @@ def test_a_resumed_run_keeps_its_limits_and_provider_settings(
         "--token-budget", "50000", "--store", str(db), IO_TUI_CONFIG=str(started),
     )  # fmt: skip
     assert paused.returncode == 3, paused.stdout + paused.stderr
-    [pending] = json.loads(io_tui("approvals", "--json", "--store", str(db)).stdout)
+    [pending] = json.loads(io_tui("approvals", "--json", "--store", str(db)).stdout)["approvals"]
     deciding = tmp_path / "deciding.toml"
     deciding.write_text("max_steps = 50\ntoken_budget = 900000\nrequest_timeout_s = 300\n")
     decided = io_tui(
@@ -201,4 +201,4 @@ def test_nothing_to_resume_starts_no_server(tmp_path: Path, command: str) -> Non
     args = ("decide", "99", "approve") if command == "decide" else ("resume", "99")
     done = io_tui(*args, "--mcp-config", str(other_servers(tmp_path)), "--store", str(db))
     assert done.returncode == 1
-    assert "99" in done.stdout and done.stderr == ""
+    assert "99" in done.stderr and done.stdout == ""  # the error on stderr, nothing on stdout

@@ -92,7 +92,7 @@ def test_a_call_in_flight_at_a_kill_is_started_outcome_unknown_then_skipped(
     assert not (workspace / "effect.txt").exists()  # skipped: not run again
     assert [i["status"] for i in data["intents"]] == ["done", "skipped"]
     again = io_tui("resume", "1", store=store_path)
-    assert again.returncode == 1 and "run 1 is finished" in again.stdout
+    assert again.returncode == 1 and "run 1 is finished" in again.stderr
 
 
 def test_a_command_a_rule_marks_idempotent_re_runs_on_resume_without_the_operator(
@@ -145,7 +145,7 @@ def test_a_second_driver_is_refused_with_the_owner_named(hanging_run, store_path
     proc, release = hanging_run
     second = io_tui("resume", "1", "--reconcile", "rerun", store=store_path)
     assert second.returncode == 1
-    assert f"driven by pid {proc.pid}" in second.stdout
+    assert f"driven by pid {proc.pid}" in second.stderr
     release.touch()
     assert proc.wait(timeout=60) == 0
     assert "finished" in io_tui("trace", "1", store=store_path).stdout.splitlines()[0]

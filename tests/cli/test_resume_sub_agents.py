@@ -85,12 +85,12 @@ def test_a_deferred_ask_pauses_the_parent_and_decide_finishes_both(
     parent = trace(1, store_path)
     assert (parent["run"]["outcome"], parent["run"]["waiting_on"]) == ("awaiting_sub_agent", 2)
     assert [s["observations"] for s in parent["steps"]] == [[]]  # no failed result, no step more
-    (ask,) = json.loads(io_tui("approvals", "--json", store=store_path).stdout)
+    (ask,) = json.loads(io_tui("approvals", "--json", store=store_path).stdout)["approvals"]
     assert ask["run_id"] == 2
 
     decided = io_tui("decide", str(ask["id"]), "approve", store=store_path)
     assert decided.returncode == 0, decided.stdout + decided.stderr
-    assert "run 1: finished (finished)" in decided.stdout
+    assert "run 1: finished after" in decided.stdout
     assert decided.stderr.index("run 2 resumed") < decided.stderr.index("run 1 finished")
     assert statuses(store_path, 2) == ["finished", "finished"]
     (obs,) = trace(1, store_path)["steps"][0]["observations"]
@@ -126,7 +126,7 @@ def test_a_child_killed_mid_call_resumes_with_its_parent(
 
     done = io_tui("resume", resumed, "--reconcile", "skip", store=store_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "run 1: finished (finished)" in done.stdout
+    assert "run 1: finished after" in done.stdout
     if resumed == "2":
         assert "run 2 is a sub-agent of run 1: both resumed, it first" in done.stdout
     assert statuses(store_path, 2) == ["finished", "finished"]
@@ -147,11 +147,11 @@ def test_a_killed_decide_leaves_parent_and_child_resumable(
     run = io_tui("run", "t", "-w", str(workspace), "--provider", f"scripted:{script}",
                  "--approve", "defer", store=store_path)  # fmt: skip
     assert run.returncode == 3 and "awaiting_sub_agent" in run.stdout
-    (ask,) = json.loads(io_tui("approvals", "--json", store=store_path).stdout)
+    (ask,) = json.loads(io_tui("approvals", "--json", store=store_path).stdout)["approvals"]
     killed(started("decide", str(ask["id"]), "approve", store=store_path), marker)
     assert statuses(store_path, 2) == ["interrupted", "interrupted"]
     again = io_tui("decide", str(ask["id"]), "approve", store=store_path)
-    assert again.returncode == 1 and "io-tui resume 2" in again.stdout
+    assert again.returncode == 1 and "io-tui resume 2" in again.stderr
     done = io_tui("resume", "1", "--reconcile", "done", store=store_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert statuses(store_path, 2) == ["finished", "finished"]
@@ -177,7 +177,7 @@ def test_a_grandchild_killed_mid_call_resumes_its_whole_chain(
     assert [trace(i, store_path)["run"]["waiting_on"] for i in (1, 2, 3)] == [2, 3, None]
     done = io_tui("resume", "3", "--reconcile", "skip", store=store_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "run 1: finished (finished)" in done.stdout
+    assert "run 1: finished after" in done.stdout
     assert statuses(store_path, 3) == ["finished"] * 3
     root = trace(1, store_path)
     assert "child: it ran" in root["steps"][0]["observations"][0]["text"]

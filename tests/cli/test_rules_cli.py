@@ -82,13 +82,22 @@ def test_approvals_history(store_path: Path, capsys: pytest.CaptureFixture[str])
     assert (
         "[deny: no]" in out and "asked" in out and "by 'default write' in layer 'defaults'" in out
     )
-    assert "proposed:  write_file src/0.py (1 lines)" in out and "performed: as proposed" in out
+    assert "proposed:  write_file src/0.py (1 line)" in out and "performed: as proposed" in out
     assert (
         "3 requests: 2 decided, 1 pending · approval rate 50% · median time to decide 15.0s" in out
     )
     assert main(["approvals", "--history", "--json", *store]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["stats"]["approval_rate"] == 0.5 and data["stats"]["median_seconds_to_decide"] == 15
-    assert [a["decision"] for a in data["approvals"]] == ["approve", "deny", "pending"]
+    assert [a["status"] for a in data["approvals"]] == ["decided", "decided", "pending"]
+    assert [(a["decision"] or {}).get("kind") for a in data["approvals"]] == [
+        "approve",
+        "deny",
+        None,
+    ]
+    history = data["approvals"]
+    # the pending requests alone, in the same shape
     assert main(["approvals", "--json", *store]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 1
+    pending = json.loads(capsys.readouterr().out)
+    assert pending["approvals"] == history[2:]
+    assert set(pending["stats"]) == set(data["stats"])

@@ -364,7 +364,7 @@ def reads_back_the_shipped_data(store: tuple[str, str], version: int) -> None:
         assert origin is None  # from before migration 5: resumes say so
     else:
         assert origin["settings"]["token_budget"] == 50_000
-    pending = json.loads(io_tui("approvals", "--json", *store).stdout)
+    pending = json.loads(io_tui("approvals", "--json", *store).stdout)["approvals"]
     assert [(p["id"], p["act"], p["target"]) for p in pending] == [(1, "write", "src/app.py")]
     rules = json.loads(io_tui("rules", "list", "--json", *store).stdout)
     assert [(r["act"], r["pattern"]) for r in rules] == [("read", "docs/*")]

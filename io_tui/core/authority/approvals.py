@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
-import json
 import socket
-import sys
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from io_tui.core.authority.policy import Act
-from io_tui.core.notice import NoticeStyle, terminal_notice
 
 RuleScope = Literal["run", "workspace", "global"]
 
@@ -151,55 +147,9 @@ class DeferAll:
         return Decision.defer(decided_by="defer-all")
 
 
-class TerminalApprover:
-    """Asks on the terminal: y(es) / n(o) [reason] / d(efer). Reads stdin off the event loop.
-    A terminal on stderr is told first (``terminal_notice``: the bell and, as ``notify`` says,
-    a desktop notification), so an operator in another window hears of the ask."""
-
-    def __init__(self, notify: NoticeStyle = "auto", *, bell: bool = True) -> None:
-        self.notify: NoticeStyle = notify
-        self.bell = bell
-
-    async def decide(self, request: ApprovalRequest) -> Decision:
-        notice = ""
-        if sys.stderr.isatty():
-            notice = terminal_notice(
-                f"io-tui run {request.run_id} asks",
-                f"{request.act.value} {request.target}",
-                self.notify,
-                bell=self.bell,
-            )
-        prompt = notice + (
-            f"\n[io-tui] run {request.run_id} step {request.step} asks to {request.act.value} "
-            f"{request.target}\n  rule: {request.rule} (layer {request.layer})\n"
-            f"  content: {_preview(request.content)}\n  approve? [y]es / [n]o [reason] / [d]efer: "
-        )
-        answer = await asyncio.to_thread(_ask, prompt)
-        word, _, rest = answer.strip().partition(" ")
-        if word.lower() in {"y", "yes", "1"}:
-            return Decision.approve(decided_by="terminal")
-        if word.lower() in {"n", "no", "4"}:
-            return Decision.deny(rest.strip() or "denied at the terminal", decided_by="terminal")
-        return Decision.defer(decided_by="terminal")
-
-
 FIXED_APPROVERS: dict[str, type[ApproveAll | DenyAll | DeferAll]] = {
     "all": ApproveAll,
     "deny": DenyAll,
     "defer": DeferAll,
 }
 """The approvers that answer without a human, by the name ``--approve`` and the app use."""
-
-
-def _ask(prompt: str) -> str:
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    line = sys.stdin.readline()
-    return line or "d"
-
-
-def _preview(content: str, limit: int = 400) -> str:
-    text = (
-        content if len(content) <= limit else content[:limit] + f"… (+{len(content) - limit} chars)"
-    )
-    return json.dumps(text)[1:-1]

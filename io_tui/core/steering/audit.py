@@ -6,6 +6,7 @@ performed (DESIGN §3.4). No Textual.
 from __future__ import annotations
 
 import json
+import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class AuditStats:
         rate = "—" if self.approval_rate is None else f"{self.approval_rate:.0%}"
         median = "—" if self.median_seconds is None else format_duration(self.median_seconds)
         return (
-            f"{self.total} requests: {self.decided} decided, {self.pending} pending · "
+            f"{self.total} request{'' if self.total == 1 else 's'}: {self.decided} decided,"
+            f" {self.pending} pending · "
             f"approval rate {rate} · median time to decide {median}"
         )
 
@@ -85,10 +87,10 @@ def proposed_text(request: ApprovalRequest) -> str:
     """One line naming what the model proposed."""
     if request.act is Act.EXEC:
         argv = request_argv(request)
-        return " ".join(argv) if argv else f"{request.tool} {json.dumps(request.arguments)}"
+        return shlex.join(argv) if argv else f"{request.tool} {json.dumps(request.arguments)}"
     if request.tool in ("write_file", "edit_file"):
         lines = request.content.count("\n") + (0 if request.content.endswith("\n") else 1)
-        return f"{request.tool} {request.target} ({lines} lines)"
+        return f"{request.tool} {request.target} ({lines} line{'' if lines == 1 else 's'})"
     return f"{request.tool} {json.dumps(request.arguments, ensure_ascii=False)}"
 
 

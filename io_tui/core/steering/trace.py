@@ -6,6 +6,7 @@ at a time, and a long run's trace rebuilds every request it ever sent.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -269,6 +270,28 @@ def _calibration_note(calibration: dict[str, Any] | None) -> str:
     return f"figures by part are the engine's estimate: × {factor:.2f} in the provider's tokens" + (
         "" if counted else "; the tool schemas are not counted (the server drops them)"
     )
+
+
+def decision_text(decision: dict[str, Any]) -> str:
+    """What a step's stored decision says, in words: ``final answer; approval #3 decided``."""
+    said: list[str] = []
+    for key, value in decision.items():
+        if value in (None, [], {}, False):
+            continue
+        if key == "final":
+            said.append("final answer")
+        elif key == "awaiting_approval":
+            said.append(f"waits on approval #{value}")
+        elif key == "resolved_approval":
+            said.append(f"approval #{value} decided")
+        elif key == "awaiting_sub_agent":
+            said.append(f"waits on sub-agent run {value}")
+        elif key == "pending_calls":
+            said.append("calls not made yet: " + ", ".join(map(str, value)))
+        else:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            said.append(f"{key.replace('_', ' ')}: {shown}")
+    return "; ".join(said)
 
 
 NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say

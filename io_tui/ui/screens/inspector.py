@@ -11,6 +11,7 @@ when it opens.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 from typing import Any
@@ -520,7 +521,8 @@ def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
         shown = text if len(text) <= 120 else text[:119] + "…"
         calls = len(partial.get("tool_calls") or [])
         out.append(("\npartial ", "bold yellow"))
-        out.append(f"output kept: {len(text):,} chars, {calls} tool-call fragments: {shown!r}")
+        fragments = "1 tool-call fragment" if calls == 1 else f"{calls} tool-call fragments"
+        out.append(f"output kept: {len(text):,} chars, {fragments}: {json.dumps(shown)}")
     return out
 
 

@@ -15,7 +15,14 @@ from textual.screen import Screen
 from textual.widgets import Input, Static, TextArea
 from textual.widgets.text_area import Selection
 
-from io_tui.core import Store, TraceNotFound, build_trace, invalidation_line, request_notes
+from io_tui.core import (
+    Store,
+    TraceNotFound,
+    build_trace,
+    decision_text,
+    invalidation_line,
+    request_notes,
+)
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -160,8 +167,8 @@ def render_trace(trace: dict[str, Any]) -> str:
                 f"(rule '{approval['rule']}', layer '{approval['layer']}') → "
                 f"{decision.get('kind', approval.get('status'))}"
             )
-        decision = {k: v for k, v in (step.get("decision") or {}).items() if v not in (None, [])}
+        decision = decision_text(step.get("decision") or {})
         if decision:
-            out.append(f"decision: {json.dumps(decision)}")
+            out.append(f"decision: {decision}")
         out.append("")
     return "\n".join(out)
