@@ -216,16 +216,15 @@ class ApprovalDesk:
                 if self.held.pop(request.id, None) is not None:
                     self._announce()
                 self._withdraw_toast(request.id)  # it would cover the modal's keys
-                goal, parent = await self._run_info(request.run_id)
-                screen = ApprovalScreen(
+                screen = await ApprovalScreen.prepared(  # the file read: its diff is right
                     request,
                     store=self.store,
                     position=self._position(request.id),
-                    goal=goal,
-                    parent_run_id=parent,
                     arm_s=self.arm_s,
                     clock=self.clock,
                 )
+                if future.done():  # decided elsewhere while the file was read
+                    return
                 self.showing = screen
                 future.add_done_callback(lambda _: self._withdraw_modal(screen))
                 try:
@@ -296,13 +295,6 @@ class ApprovalDesk:
         if approval_id not in self.queue:
             return ""
         return f"{self.queue.index(approval_id) + 1} of {len(self.queue)}"
-
-    async def _run_info(self, run_id: int) -> tuple[str | None, int | None]:
-        try:
-            row = await self.store.runs.get(run_id)
-        except Exception:
-            return None, None
-        return (row.goal, row.parent_run_id) if row else (None, None)
 
     def _first_news(self, request: ApprovalRequest) -> ApprovalRequest | None:
         """``request``, the first time the terminal is to be told of it; else None."""

@@ -39,7 +39,7 @@ async def paused(tmp_path: Path, store_path: Path) -> Path:
 
 async def _screen(store: Store) -> ApprovalScreen:
     (record,) = await store.approvals.pending()
-    return ApprovalScreen(record.request, store=store, position="1 of 1", arm_s=0)
+    return await ApprovalScreen.prepared(record.request, store=store, position="1 of 1", arm_s=0)
 
 
 @pytest.mark.parametrize(

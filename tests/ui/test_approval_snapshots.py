@@ -41,7 +41,9 @@ def _seed(
 
 async def _modal(store: Store) -> ApprovalScreen:
     (record,) = await store.approvals.pending()
-    return ApprovalScreen(record.request, store=store, position="1 of 1", goal="fix parse", arm_s=0)
+    return await ApprovalScreen.prepared(
+        record.request, store=store, position="1 of 1", goal="fix parse", arm_s=0
+    )
 
 
 async def _settle(pilot: Any) -> None:

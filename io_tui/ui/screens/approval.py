@@ -6,7 +6,10 @@ exec, name and arguments for an MCP tool. Keys ``1``–``5`` approve, rewrite, r
 defer (letter aliases ``y e a n d`` only with ``[ui] letter_shortcuts``); escape defers, so a
 stray key never approves or denies. The modal arms before it takes a decision: for ``arm_s``
 after it is painted, and again after every key pressed meanwhile, keys (and clicks on its
-buttons) are ignored, so keystrokes racing the ask cannot decide it. Rewrite, remember and deny
+buttons) are ignored, so keystrokes racing the ask cannot decide it. A write's diff is never
+shown against a file not yet read: ``prepared`` reads the file (and the run's goal) before the
+modal is made; a modal made without it says it is reading the file and arms only once the diff
+is right. Rewrite, remember and deny
 open small typed modals of their own (``rewrite``, ``remember``, ``deny``) and dismiss with their
 result; how the action is shown is ``request_view`` (shared with the inbox).
 """
@@ -27,7 +30,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Button, Static
+from textual.widgets import Button, Label, Static
 
 from io_tui.config import UISettings
 from io_tui.core import (
@@ -48,9 +51,9 @@ class ApprovalScreen(ModalScreen[Decision]):
     clicks until armed (``armed``)."""
 
     class CurrentLoaded(Message):
-        """The target file as it is now (read in a worker)."""
+        """The target file as it is now (read in a worker; None: missing or not shown)."""
 
-        def __init__(self, current: str) -> None:
+        def __init__(self, current: str | None) -> None:
             super().__init__()
             self.current = current
 
@@ -122,14 +125,42 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.armed_at: float | None = None  # when keys start to count (None: not painted yet)
         self._arm_timer: Timer | None = None
 
+    @classmethod
+    async def prepared(
+        cls, request: ApprovalRequest, *, store: Store | None = None, **options: Any
+    ) -> ApprovalScreen:
+        """The modal for ``request`` with what it shows read first: the file a write changes (so
+        its first frame is the right diff) and, from ``store``, the run's goal and parent."""
+        if store is not None and options.get("goal") is None:
+            try:
+                row = await store.runs.get(request.run_id)
+            except Exception:  # the goal is a courtesy: the modal shows without it
+                row = None
+            if row is not None:
+                options["goal"] = row.goal
+                options.setdefault("parent_run_id", row.parent_run_id)
+        if is_file_write(request) and not options.get("current_known"):
+            options["current"] = await asyncio.to_thread(read_current, request)
+            options["current_known"] = True
+        return cls(request, store=store, **options)
+
     # -- arming --
 
     @property
     def armed(self) -> bool:
         return self.armed_at is not None and self.clock() >= self.armed_at
 
+    @property
+    def showing_right(self) -> bool:
+        """Whether the body shows what will be performed: a write's diff once the file it
+        changes has been read."""
+        return self.current_known or not is_file_write(self.request)
+
     def _start_arming(self) -> None:
-        """(Re)start the arming time: after the first paint, and after each key pressed early."""
+        """(Re)start the arming time: after the first paint of the right body, and after each
+        key pressed early."""
+        if not self.showing_right:
+            return  # armed from the paint after the file is read
         self.armed_at = self.clock() + self.arm_s
         self._check_armed()
 
@@ -164,11 +195,11 @@ class ApprovalScreen(ModalScreen[Decision]):
             with Vertical(id="approval-body"):
                 yield from self._body()
             with Horizontal(id="approval-buttons"):
-                yield Button("1 Approve", id="act-approve", variant="success")
-                yield Button("2 Rewrite", id="act-rewrite")
-                yield Button("3 Remember", id="act-remember", variant="primary")
-                yield Button("4 Deny", id="act-deny", variant="error")
-                yield Button("5 Defer", id="act-defer")
+                yield _mouse_only(Button("1 Approve", id="act-approve", variant="success"))
+                yield _mouse_only(Button("2 Rewrite", id="act-rewrite"))
+                yield _mouse_only(Button("3 Remember", id="act-remember", variant="primary"))
+                yield _mouse_only(Button("4 Deny", id="act-deny", variant="error"))
+                yield _mouse_only(Button("5 Defer", id="act-defer"))
             yield Static(
                 "escape defers · v toggles the diff" if is_file_write(req) else "escape defers",
                 id="approval-hint",
@@ -217,12 +248,12 @@ class ApprovalScreen(ModalScreen[Decision]):
         )
 
     def _body(self) -> Iterator[Widget]:
+        if not self.showing_right:
+            what = Content(plain(f"{self.request.target} — reading the file as it is now…"))
+            return iter([Label(what, classes="approval-diff-label")])
         return request_body(self.request, self.current)
 
     async def on_mount(self) -> None:
-        # Buttons are for the mouse: a focused button must never turn enter into an approve.
-        for button in self.query(Button):
-            button.can_focus = False
         self.query_one("#approval", Vertical).border_title = "Approval"
         if is_file_write(self.request) and not self.current_known:
             self._load_current()
@@ -232,23 +263,18 @@ class ApprovalScreen(ModalScreen[Decision]):
 
     @work(group="approval-load", exclusive=True, exit_on_error=False)
     async def _load_current(self) -> None:
-        current = await asyncio.to_thread(read_current, self.request)
-        if current is not None:
-            self.post_message(self.CurrentLoaded(current))
+        self.post_message(self.CurrentLoaded(await asyncio.to_thread(read_current, self.request)))
 
     @on(CurrentLoaded)
     async def _on_current_loaded(self, message: CurrentLoaded) -> None:
-        """The file as it is now: the diff is rebuilt against it (the split view kept)."""
+        """The file as it is now: the diff is shown against it, and the modal starts to arm."""
         self.current, self.current_known = message.current, True
-        views = self.query(DiffView)
-        if not views:  # the screen is being torn down (the app quit while it loaded)
+        if not self.is_attached:  # the screen is being torn down (the app quit while it loaded)
             return
-        split = views.first().split
         body = self.query_one("#approval-body", Vertical)
         await body.remove_children()
         await body.mount_all(list(self._body()))
-        for view in self.query(DiffView):  # none when the mount was refused (closing)
-            view.split = split
+        self.call_after_refresh(self._start_arming)
 
     # -- actions --
 
@@ -284,7 +310,8 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.dismiss(Decision.defer())
 
     def action_toggle_diff(self) -> None:
-        self.query_one(DiffView).toggle()
+        for view in self.query(DiffView):  # none while the file is read
+            view.toggle()
 
     # The three editors are imported when first opened (rule previews, the tools' models).
     def action_deny(self) -> None:
@@ -319,3 +346,10 @@ class ApprovalScreen(ModalScreen[Decision]):
                 self.dismiss(Decision(DecisionKind.REMEMBER, rule=rule))
 
         self.app.push_screen(RememberScreen(self.request, self.store), remembered)
+
+
+def _mouse_only(button: Button) -> Button:
+    """Buttons are for the mouse: never focusable, from before the screen first gives focus,
+    so a focused button can never turn enter into an approve."""
+    button.can_focus = False
+    return button

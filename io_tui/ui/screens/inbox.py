@@ -336,6 +336,23 @@ class InboxScreen(Screen[None]):
             return
         table = self.inbox_table
         position = f"{table.cursor_row + 1} of {table.row_count}"
+        self._open_modal(record, position, initial_action)
+
+    @work(group="inbox-open", exclusive=True, exit_on_error=False)
+    async def _open_modal(
+        self, record: ApprovalRecord, position: str, initial_action: str | None
+    ) -> None:
+        """The request's modal, its goal line and the file its diff is against read first."""
+        screen = await ApprovalScreen.prepared(
+            record.request,
+            store=self.store,
+            position=position,
+            initial_action=initial_action,
+            arm_s=self.desk.arm_s,
+            clock=self.desk.clock,
+        )
+        if not self.is_current:  # the operator left the inbox meanwhile
+            return
 
         def decided(decision: Decision | None) -> None:
             if decision is None:
@@ -344,17 +361,7 @@ class InboxScreen(Screen[None]):
             if decision.kind is not DecisionKind.DEFER or live:  # a live run's defer pauses it
                 self.decide(record, decision)
 
-        self.app.push_screen(
-            ApprovalScreen(
-                record.request,
-                store=self.store,
-                position=position,
-                initial_action=initial_action,
-                arm_s=self.desk.arm_s,
-                clock=self.desk.clock,
-            ),
-            decided,
-        )
+        self.app.push_screen(screen, decided)
 
     def decide(self, record: ApprovalRecord, decision: Decision) -> None:
         """Record the decision and resume the run in an app-level ``runs`` worker (it outlives
