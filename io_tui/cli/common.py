@@ -80,6 +80,11 @@ async def servers_for_run(
     return servers
 
 
+def counted(n: int, noun: str, nouns: str = "") -> str:
+    """``1 note``, ``3 notes``; ``nouns`` for a plural that is not ``noun`` + s."""
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
+
+
 def error(message: str) -> None:
     """A command's one-line refusal, on stderr (stdout stays for what the command prints)."""
     sys.stderr.write(f"io-tui: {message}\n")

@@ -29,6 +29,7 @@ from io_tui.cli.common import (
     EXIT_USAGE,
     STORE_HELP,
     UsageError,
+    counted,
     open_store,
     print_json,
 )
@@ -479,10 +480,9 @@ async def _export(
             {"written": report.written, "notes": report.notes, "log_lines": report.log_lines}
         )
         return EXIT_OK
-    noun = "file" if len(report.written) == 1 else "files"
     lines = [
-        f"exported {report.notes} notes and {report.log_lines} log lines of "
-        f"{_where(scope, workspace)} to {root}: {len(report.written)} {noun} changed"
+        f"exported {counted(report.notes, 'note')} and {counted(report.log_lines, 'log line')}"
+        f" of {_where(scope, workspace)} to {root}: {counted(len(report.written), 'file')} changed"
     ]
     lines += [f"  wrote {path}" for path in report.written]
     sys.stdout.write("\n".join(lines) + "\n")
@@ -522,7 +522,7 @@ async def _import(
         out.append(f"    file:  {_clip(file_note.value, VALUE_COLUMN)}")
     if report.unresolved and not args.dry_run:
         out.append(
-            f"{report.unresolved} differing note(s) left as the store has them: the store is the "
+            f"{counted(report.unresolved, 'differing note')} left as the store has them: the store is the "
             "authority; --replace takes the file's"
         )
     sys.stdout.write("\n".join(out) + "\n")

@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from io_tui.cli.common import counted
 from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError, is_elicitation
 
 MAX_DIFF_FILE_BYTES = 2_000_000
@@ -142,7 +143,7 @@ def _stats(old: str, new: str) -> tuple[int, int]:
 
 
 def _count(n: int, noun: str = "line") -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+    return counted(n, noun)
 
 
 def _command(request: ApprovalRequest) -> str:

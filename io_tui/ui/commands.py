@@ -4,6 +4,10 @@ memory and the steering screens.
 Each provider reads the app's current state when the palette opens, through ``Cockpit`` (what
 the providers use of ``IoApp``); actions that touch the store run as workers on the app, and
 the steering screens open through the app's own actions (so they switch, never stack).
+
+A destructive command (clearing notes) is found only by a query whose every word it holds as
+written, ranks below every other hit, and asks before it acts (``ConfirmScreen``): a fuzzy
+query for something else never offers it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from io_tui.core import Store
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.state import RunView
+from io_tui.ui.state import RunView, counted
 
 
 class Cockpit(Protocol):
@@ -43,8 +47,13 @@ class Cockpit(Protocol):
     def action_resume_run(self, run_id: int) -> object: ...
 
 
+DESTRUCTIVE_RANK = 0.2
+"""A destructive hit's score is scaled by this: it ranks below every other hit."""
+
+
 class ListedCommands(Provider):
-    """A provider over a fixed list of (name, callback, help): subclasses say what is listed."""
+    """A provider over a fixed list of (name, callback, help): subclasses say what is listed;
+    the names in ``destructive()`` are matched only word for word, and rank last."""
 
     @property
     def io_app(self) -> Cockpit:
@@ -53,14 +62,25 @@ class ListedCommands(Provider):
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         return []
 
+    def destructive(self) -> frozenset[str]:
+        return frozenset()
+
     async def discover(self) -> Hits:
+        risky = self.destructive()
         for name, callback, help_text in self.commands():
-            yield DiscoveryHit(name, callback, help=help_text)
+            if name not in risky:  # found by name only
+                yield DiscoveryHit(name, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
+        risky = self.destructive()
+        words = query.lower().split()
         for name, callback, help_text in self.commands():
             score = matcher.match(name)
+            if name in risky:
+                if not all(word in name.lower() for word in words):
+                    continue
+                score *= DESTRUCTIVE_RANK
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
@@ -152,7 +172,13 @@ class ThemeCommands(ListedCommands):
         ]
 
 
+CLEAR_NOTES = "Memory: clear this workspace's notes (keeps pinned)"
+
+
 class MemoryCommands(ListedCommands):
+    def destructive(self) -> frozenset[str]:
+        return frozenset({CLEAR_NOTES})
+
     def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
         app = self.io_app
         workspace = _selected_workspace(app)
@@ -166,9 +192,9 @@ class MemoryCommands(ListedCommands):
         if workspace:
             out.append(
                 (
-                    "Memory: clear this workspace's notes (keeps pinned)",
+                    CLEAR_NOTES,
                     partial(_memory_clear, self.app, app.store, workspace),
-                    workspace,
+                    f"asks first · {workspace}",
                 )
             )
         # approvals: "Memory: open editor" is listed by ``SteeringCommands``
@@ -233,8 +259,17 @@ async def _memory_show_worker(app: App[Any], cockpit: Cockpit) -> None:
 
 
 def _memory_clear(app: App[Any], store: Store, workspace: str) -> None:
-    async def clear() -> None:
-        await store.notes.clear("workspace", workspace)
-        app.notify(f"cleared the notes of {workspace} (pinned notes kept)")
+    """Clear the workspace's unpinned notes once the operator says yes (as the memory editor
+    asks)."""
+    from io_tui.ui.screens.confirm import ConfirmScreen
 
-    app.run_worker(clear(), group="db", exit_on_error=False)
+    async def clear() -> None:
+        count = await store.notes.clear("workspace", workspace)
+        app.notify(f"cleared {counted(count, 'note')} of {workspace} (pinned notes kept)")
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            app.run_worker(clear(), group="db", exit_on_error=False)
+
+    question = f"Clear every unpinned note of {workspace}? Pinned notes stay."
+    app.push_screen(ConfirmScreen(question), answered)

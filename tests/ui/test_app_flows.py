@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 from palette import run_from_palette
 from waits import until
@@ -121,3 +122,54 @@ async def test_a_state_file_that_cannot_be_written_is_reported_not_fatal(
         await pilot.pause()
         assert app.theme != "io-dark"
         assert any("not kept for the next start" in n.message for n in app._notifications)
+
+
+async def _palette_names(pilot: Any, query: str) -> list[str]:
+    """The palette's hits for ``query``, best first, once its search has answered."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")
+    await until(lambda: isinstance(pilot.app.screen, CommandPalette), "the palette", 10)
+    await pilot.press(*query)
+
+    def hits() -> list[str]:
+        found = pilot.app.screen.query(CommandList)
+        if not found or found.first().highlighted is None:
+            return []
+        listed = found.first()
+        return [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+
+    await until(hits, f"hits for {query!r}", 10)
+    await pilot.pause(0.3)  # every provider answered
+    names = [name.splitlines()[0] for name in hits()]
+    await pilot.press("escape")
+    return names
+
+
+async def test_clearing_notes_from_the_palette_asks_and_never_comes_up_by_chance(make_app) -> None:
+    """A fuzzy query for something else never lists the destructive command; named, it ranks
+    last, and it clears only after a yes."""
+    from io_tui.ui.screens.confirm import ConfirmScreen
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        workspace = app.runs[1].workspace
+        assert await app.store.notes.notes_for(workspace)  # the demo remembered its test command
+        names = await _palette_names(pilot, "inspe")
+        assert names and names[0].startswith("Main: Inspect")
+        assert not any("clear" in name for name in names)
+        names = await _palette_names(pilot, "memory")
+        assert names[-1] == "Memory: clear this workspace's notes (keeps pinned)"
+
+        await run_from_palette(pilot, "memory clear")
+        await until(lambda: isinstance(app.screen, ConfirmScreen), "the question", 10)
+        await pilot.press("n")
+        await wait_until_idle(pilot)
+        assert await app.store.notes.notes_for(workspace)  # no: nothing cleared
+
+        await run_from_palette(pilot, "memory clear")
+        await until(lambda: isinstance(app.screen, ConfirmScreen), "the question", 10)
+        await pilot.press("y")
+        await until(lambda: not [w for w in app.workers if w.group == "db"], "the clear", 10)
+        assert [n for n in await app.store.notes.notes_for(workspace) if not n.pinned] == []

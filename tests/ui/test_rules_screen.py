@@ -6,10 +6,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
+from waits import until
 
 from io_tui.core.authority.policy import Act
 from io_tui.core.store import Store
+from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.rules import RulesScreen
 from ui._steering import StoreHost, freeze_times
 
@@ -39,7 +41,20 @@ async def test_list_and_revoke(store_path: Path) -> None:
         await pilot.pause()
         table = app.screen.query_one("#rules-table", DataTable)
         assert table.row_count == 3
+        # revoking asks first: no keeps the rule, yes revokes it
         await pilot.press("down", "x")
+        await until(lambda: isinstance(app.screen, ConfirmScreen), "the question", 10)
+        question = str(app.screen.query_one("#confirm-question", Static).render())
+        assert question == (
+            "Revoke rule 2: allow exec git? The requests it matched will ask again."
+        )
+        await pilot.press("n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert table.row_count == 3
+        await pilot.press("x")
+        await until(lambda: isinstance(app.screen, ConfirmScreen), "the question", 10)
+        await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert [k.value for k in table.rows] == ["1", "3"]

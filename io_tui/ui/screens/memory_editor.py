@@ -57,6 +57,7 @@ from io_tui.ui.screens.memory_consolidate import (
     key_taken,
     one_line,
 )
+from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.gauges import Gauge
@@ -727,7 +728,7 @@ class MemoryEditorScreen(Screen[None]):
         count = await self.store.notes.clear(
             scope, self.workspace if scope == "workspace" else None
         )
-        return f"cleared {count} {scope} note(s)"
+        return f"cleared {counted(count, f'{scope} note')}"
 
     # -- consolidation --------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from io_tui.core import SCOPE_LABELS, RememberedRule, Store
+from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
@@ -131,8 +132,14 @@ class RulesScreen(Screen[None]):
 
     @work(group="rules", exit_on_error=False)
     async def action_revoke(self) -> None:
+        """Revoke the highlighted rule once the operator says yes."""
         rule = self.selected()
         if rule is None:
+            return
+        what = f"{rule.effect.value} {rule.act.value} {rule.pattern}"
+        after = "will ask again" if rule.effect.value == "allow" else "are no longer denied"
+        question = f"Revoke rule {rule.id}: {what}? The requests it matched {after}."
+        if not await self.app.push_screen_wait(ConfirmScreen(question)):
             return
         if await self.store.rules.revoke(rule.id):
             self.notify(
