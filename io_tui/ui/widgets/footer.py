@@ -13,6 +13,7 @@ class ScreenFooter(Footer):
 
     def on_mount(self) -> None:
         self.app.screen_change_signal.subscribe(self, self._follow)
+        self._follow(self.app.screen)  # a modal pushed before this footer mounted covers it too
 
     def _follow(self, top: Screen[object]) -> None:
         self.display = top is self.screen or not isinstance(top, ModalScreen)
