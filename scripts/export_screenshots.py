@@ -1,24 +1,37 @@
 """Render README screenshots from the real app, driven by the demo against a temp store.
 
 Writes ``screenshots/main-<theme>.svg`` for every bundled theme, ``screenshots/inspector.svg``,
-``screenshots/trace.svg`` and ``screenshots/main-80x24.svg`` (the smallest terminal it fits). Run with ``make screenshots`` (NO_COLOR must be unset).
+``screenshots/trace.svg`` and ``screenshots/main-80x24.svg`` (the smallest terminal it fits);
+``screenshots/remember.svg``, the remember dialog on the demo's edit (opened from the inbox of
+the real app: the exact path by default, the wider choices under it); and
+``screenshots/cli-approval.svg``, ``io-tui run --approve ask`` asking for the same edit in a real
+terminal (tmux), its screen rendered with Rich's SVG export. Run with ``make screenshots``
+(NO_COLOR must be unset; tmux for the CLI one).
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import shlex
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from io_tui import demo  # noqa: E402
 from io_tui.config import Settings  # noqa: E402
 from io_tui.core.authority.approvals import ApproveAll  # noqa: E402
 from io_tui.ui.app import create_app  # noqa: E402
+from io_tui.ui.screens.approval import ApprovalScreen  # noqa: E402
 from io_tui.ui.screens.main import MainScreen  # noqa: E402
+from io_tui.ui.screens.remember import RememberScreen  # noqa: E402
 from io_tui.ui.testing import freeze, prepare_demo_workspace, wait_until_idle  # noqa: E402
 from io_tui.ui.themes import load_themes  # noqa: E402
 
@@ -64,6 +77,91 @@ async def shoot(
     return path
 
 
+def _demo_run_argv(workspace: Path, store: Path, approve: str) -> list[str]:
+    """``io-tui run`` on the demo's task and script, under its policy (tests run, edits ask)."""
+    return [
+        sys.executable, "-m", "io_tui", "run", "Fix the failing test", "-w", str(workspace),
+        "--provider", f"scripted:{demo.SCRIPT}", "--policy", str(demo.HERE / "policy.toml"),
+        "--store", str(store), "--approve", approve,
+    ]  # fmt: skip
+
+
+async def shoot_remember(size: tuple[int, int] = (100, 30)) -> Path:
+    """The remember dialog on the demo's paused edit, opened as an operator does: f2, enter, 3."""
+    with tempfile.TemporaryDirectory(prefix="io-tui-shots-") as tmp:
+        workspace = prepare_demo_workspace(Path(tmp) / "textstats")
+        store = Path(tmp) / "store.db"
+        argv = _demo_run_argv(workspace, store, "defer")
+        await asyncio.to_thread(subprocess.run, argv, capture_output=True, check=False)
+        app = create_app(Settings(), store, poll_interval=None)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause(0.5)
+            app.action_inbox()
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            for _ in range(200):
+                if isinstance(app.screen, ApprovalScreen) and app.screen.armed:
+                    break
+                await pilot.pause(0.05)
+            await pilot.press("3")
+            for _ in range(200):
+                if isinstance(app.screen, RememberScreen) and app.screen.history:
+                    break
+                await pilot.pause(0.05)
+            await pilot.app.workers.wait_for_complete()
+            freeze(app)
+            await pilot.pause(0.2)
+            path = OUT / "remember.svg"
+            app.save_screenshot(str(path))
+    return path
+
+
+def shoot_cli_approval(width: int = 100, height: int = 34) -> Path | None:
+    """``io-tui run --approve ask`` in tmux at the demo's edit: the screen as the terminal
+    shows it (colours kept), rendered to SVG by Rich. None without tmux."""
+    if shutil.which("tmux") is None:
+        print("skipped cli-approval.svg: no tmux", file=sys.stderr)
+        return None
+    from rich.console import Console
+    from rich.text import Text
+
+    session = f"io-tui-shot-{os.getpid()}"
+    with tempfile.TemporaryDirectory(prefix="io-tui-shots-") as tmp:
+        workspace = prepare_demo_workspace(Path(tmp) / "textstats")
+        command = shlex.join(_demo_run_argv(workspace, Path(tmp) / "store.db", "ask"))
+        env = f"cd {shlex.quote(tmp)} && env -u NO_COLOR TERM=xterm-256color PS1='$ ' "
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", session, "-x", str(width), "-y", str(height),
+             f"{env} bash --norc -i"],
+            check=True,
+        )  # fmt: skip
+        try:
+            subprocess.run(["tmux", "send-keys", "-t", session, command, "Enter"], check=True)
+            screen = ""
+            for _ in range(300):
+                screen = subprocess.run(
+                    ["tmux", "capture-pane", "-t", session, "-p", "-e"],
+                    capture_output=True, text=True, check=True,
+                ).stdout  # fmt: skip
+                if "asks to write" in screen and "[d]efer: " in screen:
+                    break
+                time.sleep(0.1)
+            subprocess.run(["tmux", "send-keys", "-t", session, "d", "Enter"], check=True)
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+    lines = screen.rstrip("\n").splitlines()
+    first = next((i for i, line in enumerate(lines) if "run 1 started" in line), 0)
+    typed = "$ io-tui run 'Fix the failing test' -w textstats --approve ask"  # as a user types it
+    body = "\n".join([typed, *lines[first:]])
+    console = Console(
+        record=True, width=width, force_terminal=True, color_system="truecolor", file=io.StringIO()
+    )
+    console.print(Text.from_ansi(body), soft_wrap=True)
+    path = OUT / "cli-approval.svg"
+    console.save_svg(str(path), title="io-tui run --approve ask")
+    return path
+
+
 async def main() -> None:
     os.environ.pop("NO_COLOR", None)
     # each shot in the theme it names, whatever theme this machine's TUI last chose
@@ -76,6 +174,10 @@ async def main() -> None:
     made.append(await shoot("io-dark", ("i",), "inspector", step=10))
     made.append(await shoot("io-dark", ("t",), "trace"))
     made.append(await shoot("io-dark", (), "main-80x24", size=(80, 24)))
+    made.append(await shoot_remember())
+    cli = shoot_cli_approval()
+    if cli is not None:
+        made.append(cli)
     for path in made:
         print(path.relative_to(ROOT))
 
