@@ -202,6 +202,8 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
         assert app.screen is dialog and dialog.query_one("#note-key", Input).value == "lint"
         dialog.query_one("#note-value", TextArea).text = "ruff check ."
         dialog.query_one("#scope-global", RadioButton).value = True
+        await pilot.click("#section-lessons")  # section and type, as promote asks them
+        await pilot.click("#kind-preference")
         await pilot.press("ctrl+s")
         await _settle(pilot)
         assert isinstance(app.screen, MemoryEditorScreen)
@@ -210,6 +212,7 @@ async def test_add_a_note_with_its_errors_said_inside_the_dialog(store_path: Pat
     async with await Store.open(store_path) as store:
         note = await store.notes.get("lint", "global", None)
         assert note is not None and note.value == "ruff check ." and note.origin == "operator"
+        assert (note.section, note.label) == ("lessons", "confirmed preference")
 
 
 async def test_add_on_a_key_that_holds_a_note_asks_before_replacing_it(store_path: Path) -> None:

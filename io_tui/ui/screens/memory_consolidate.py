@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -185,14 +185,7 @@ class PromoteScreen(ModalScreen[Promotion | None]):
             title = f"Promote a line of {self.line.reference} to a note"
             yield Static(Content(plain(title)), classes="memory-dialog-title")
             yield Input(placeholder="key, e.g. test-command", id="promote-key")
-            with RadioSet(id="promote-section", classes="memory-choices"):
-                for section in SECTIONS:
-                    yield RadioButton(
-                        SECTION_LABELS[section], value=section == "project", id=f"section-{section}"
-                    )
-            with RadioSet(id="promote-kind", classes="memory-choices"):
-                for kind in KINDS:
-                    yield RadioButton(kind, value=kind == "fact", id=f"kind-{kind}")
+            yield from note_choices("promote")
             yield TextArea(self.line.text, id="promote-value")
             yield Static("", id="promote-error")
             yield Static("ctrl+s saves (verified) · escape cancels", classes="memory-hint")
@@ -219,19 +212,42 @@ class PromoteScreen(ModalScreen[Promotion | None]):
             self.confirming = key  # a second ctrl+s on the same key replaces it
             error.update(key_taken(held))
             return
-        section = _pressed(self.query_one("#promote-section", RadioSet), "section-", "project")
-        kind = _pressed(self.query_one("#promote-kind", RadioSet), "kind-", "fact")
-        promotion = Promotion(key, section, kind, value, held is not None)  # type: ignore[arg-type]
+        section, kind = chosen_section_and_kind(self, "promote")
+        promotion = Promotion(key, section, kind, value, held is not None)
         self.dismiss(promotion)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
 
 
-def _pressed(radios: RadioSet, prefix: str, default: str) -> str:
+def note_choices(dialog: str) -> ComposeResult:
+    """The section and type a dialog's note is written with, as two rows of radio buttons
+    (Project and fact pressed), compact so a dialog keeps its rows at 80×24 and below: what
+    ``chosen_section_and_kind`` reads back."""
+    with RadioSet(id=f"{dialog}-section", classes="memory-choices", compact=True):
+        for section in SECTIONS:
+            yield RadioButton(
+                SECTION_LABELS[section], value=section == "project", id=f"section-{section}"
+            )
+    with RadioSet(id=f"{dialog}-kind", classes="memory-choices", compact=True):
+        for kind in KINDS:
+            yield RadioButton(kind, value=kind == "fact", id=f"kind-{kind}")
+
+
+def chosen_section_and_kind(screen: ModalScreen[Any], dialog: str) -> tuple[Section, NoteKind]:
+    """The section and type pressed in ``note_choices(dialog)`` on ``screen``."""
+    section = _pressed(screen.query_one(f"#{dialog}-section", RadioSet), "section-")
+    kind = _pressed(screen.query_one(f"#{dialog}-kind", RadioSet), "kind-")
+    return (
+        next((s for s in SECTIONS if s == section), "project"),
+        next((k for k in KINDS if k == kind), "fact"),
+    )
+
+
+def _pressed(radios: RadioSet, prefix: str) -> str:
     button = radios.pressed_button
     if button is None or button.id is None:
-        return default
+        return ""
     return button.id.removeprefix(prefix)
 
 

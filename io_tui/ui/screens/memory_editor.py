@@ -39,9 +39,11 @@ from io_tui.core import (
     LogLine,
     MemoryLimits,
     MemoryNote,
+    NoteKind,
     Provenance,
     Recall,
     Scope,
+    Section,
     Store,
     check_value,
 )
@@ -54,7 +56,9 @@ from io_tui.ui.screens.memory_consolidate import (
     PromoteScreen,
     Promotion,
     checked_note,
+    chosen_section_and_kind,
     key_taken,
+    note_choices,
     one_line,
 )
 from io_tui.ui.state import counted
@@ -162,11 +166,14 @@ class NewNote:
     scope: Scope
     key: str
     value: str
+    section: Section = "project"
+    kind: NoteKind = "fact"
     replace: bool = False  # the key held a note and the operator confirmed replacing it
 
 
 class AddNoteScreen(ModalScreen[NewNote | None]):
-    """A new note: key, scope (this workspace or global) and value; a bad key, an empty value or
+    """A new note: key, scope (this workspace or global), section, type (as promote asks) and
+    value; a bad key, an empty value or
     a key that already holds a note of the scope (``find``) is said inside the dialog and nothing
     typed is lost; a second ctrl+s on a key that holds one replaces it."""
 
@@ -188,7 +195,7 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
         with Vertical(classes="memory-dialog", id="add-note"):
             yield Static("New note", classes="memory-dialog-title")
             yield Input(placeholder="key, e.g. test-command", id="note-key")
-            with RadioSet(id="note-scope"):
+            with RadioSet(id="note-scope", compact=True):
                 yield RadioButton(
                     Content(plain(f"workspace {self.workspace}"))
                     if self.workspace
@@ -200,9 +207,10 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
                 yield RadioButton(
                     "global (every workspace)", value=self.workspace is None, id="scope-global"
                 )
+            yield from note_choices("note")
             yield TextArea("", id="note-value")
             yield Static("", id="note-error")
-            yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
+            yield Static("ctrl+s saves (verified) · escape cancels", classes="memory-hint")
 
     @on(Input.Changed, "#note-key")
     @on(RadioSet.Changed, "#note-scope")
@@ -229,7 +237,8 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
             error.update(key_taken(held))
             self.query_one("#note-key", Input).focus()
             return
-        self.dismiss(NewNote(scope, key, value, replace=held is not None))
+        section, kind = chosen_section_and_kind(self, "note")
+        self.dismiss(NewNote(scope, key, value, section, kind, replace=held is not None))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -643,7 +652,13 @@ class MemoryEditorScreen(Screen[None]):
         where = self.workspace if note.scope == "workspace" else None
         try:
             result = await self.store.notes.set(
-                note.key, note.value, note.scope, where, self.limits, replace_existing=note.replace
+                note.key,
+                note.value,
+                note.scope,
+                where,
+                self.limits,
+                Provenance(section=note.section, kind=note.kind, status="verified"),
+                replace_existing=note.replace,
             )
         except ValueError as exc:
             return f"not saved: {exc}"
