@@ -155,12 +155,17 @@ class RequestDiff:
 def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -> RequestDiff:
     """What changed from the previous request: entries added, stubbed, left out with their
     step (``dropped``: a stub earlier, or carried), refreshed, no longer listed, and the memory
-    notes recalled."""
+    notes recalled. A step new since the previous request that is already left out (superseded
+    before any request sent it) counts as dropped, never added: nothing of it was sent."""
     old, new = keyed_entries(before), keyed_entries(after)
-    added = [r for k, r in new.items() if k not in old]
+    added = [r for k, r in new.items() if k not in old and r.state != "dropped"]
     changed = [(old[k], r) for k, r in new.items() if k in old]
     stubbed = [r for o, r in changed if r.is_stub and not o.is_stub and r.state != "dropped"]
-    dropped = [r for o, r in changed if r.state == "dropped" != o.state]
+    dropped = [
+        r
+        for k, r in new.items()
+        if r.state == "dropped" and (k not in old or old[k].state != "dropped")
+    ]
     recalled = list((after or {}).get("memory_keys", []))
     earlier = set((before or {}).get("memory_keys", []))
     return RequestDiff(

@@ -143,6 +143,24 @@ async def test_inspector_steps_and_diff(make_app) -> None:
         assert isinstance(app.screen, MainScreen)
 
 
+async def test_inspector_diff_lists_a_step_left_out_before_it_was_sent_as_dropped(
+    make_app,
+) -> None:
+    """The demo's step 9 grep is superseded before any request sends it: step 10's diff tab
+    lists it under "left out (dropped)", never under "added"."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        inspector = await _inspector_at(app, pilot, 10)
+        await pilot.press("d")
+        await wait_until_idle(pilot)
+        diff = str(inspector.query_one("#diff", Static).render())
+        added, rest = diff.split("added (", 1)[1].split("stubbed (", 1)
+        dropped = rest.split("left out (dropped) (", 1)[1].split("refreshed (", 1)[0]
+        assert "step 9 grep" not in added and added.startswith("0)")
+        assert dropped.startswith("1)") and "- step 9 grep" in dropped
+
+
 async def test_trace_viewer_searches_full_results(make_app) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
