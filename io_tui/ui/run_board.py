@@ -99,6 +99,7 @@ class RunBoard:
                 if run.status in ENDED:  # how it ended, said by whoever ended it
                     run.error, run.ended_at = row.error, row.finished_at
             run.parent_run_id = row.parent_run_id
+            run.follows = getattr(row, "seed_run_id", None)
             if workers is not None:
                 run.worker = workers.get(row.id, "")
             run.token_budget = (row.contract or {}).get("token_budget")

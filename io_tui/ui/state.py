@@ -64,6 +64,7 @@ class RunView:
     status: str = "running"
     outcome: str | None = None
     parent_run_id: int | None = None
+    follows: int | None = None  # a follow-up: the run it continues (its seed)
     tokens: int = 0
     token_budget: int | None = None
     steps: dict[int, StepView] = field(default_factory=dict)
@@ -93,6 +94,7 @@ class RunView:
             status=row.status,
             outcome=row.outcome,
             parent_run_id=row.parent_run_id,
+            follows=getattr(row, "seed_run_id", None),
             tokens=row.tokens,
             token_budget=contract.get("token_budget"),
             started_at=row.created_at,

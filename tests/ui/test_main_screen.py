@@ -130,7 +130,21 @@ async def test_follow_up_prompt_starts_a_seeded_run(make_app) -> None:
         assert row.goal == "now add a docstring"
         constraints = " ".join(row.contract.get("constraints", []))
         assert "continues run 1" in constraints and "Fixed word_count" in constraints
-        assert 2 in app.screen.query_one(RunTree).run_nodes
+        tree = app.screen.query_one(RunTree)
+        assert 2 in tree.run_nodes
+        # linked to the run it follows, in the tree and the transcript's header; the demo's
+        # script has nothing left, and its empty last step says so
+        await until(lambda: main.runs[2].status == "finished", "run 2 finished", 60)
+        await wait_until_idle(pilot)
+        assert "follows #1 · 1 step" in str(tree.run_nodes[2].label)
+        main.select_run(2, None)
+        transcript = main.query_one(Transcript)
+        await until(lambda: transcript.run_id == 2 and 1 in transcript.steps, "run 2 shown", 60)
+        await wait_until_idle(pilot)
+        assert "finished · follows run 1" in transcript.header_text
+        assert "nothing to do: the model made no call and wrote no answer" in (
+            transcript.text_of(1)
+        )
 
 
 async def test_message_to_a_live_run_is_delivered_and_interrupt_cancels(make_app, tmp_path) -> None:

@@ -275,7 +275,8 @@ def _signature(lines: list[Any], y: int) -> tuple[object, ...] | None:
 
 def run_label(run: RunView, styles: dict[str, str]) -> Text:
     """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures.
-    A queue run says which worker drives it (``on HOST pid N``) or that it is held."""
+    A queue run says which worker drives it (``on HOST pid N``) or that it is held; a
+    follow-up, the run it follows."""
     glyph, status = BADGES.get(run.status, ("·", run.status))
     style = styles.get(status, "")
     goal = plain(run.goal)  # a goal is the user's or a parent run's text
@@ -288,6 +289,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"{clock} · " if clock else "", style),
         (f"{run.worker} · " if run.worker else "", "dim"),
         (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
+        (f"follows #{run.follows} · " if run.follows is not None else "", "dim"),
         (f"{counted(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )

@@ -50,6 +50,8 @@ PARTS = (
     "title", "meta", "head", "tool", "tool-error", "result", "streaming", "cursor",
     "status", "ended", *NOTE_STYLES,
 )  # fmt: skip
+# a step with no text and no call: the model ended the run with nothing to say or do
+NOTHING_TO_DO = "· nothing to do: the model made no call and wrote no answer"
 STEP_META = "transcript-step"  # what a line's segments carry: the step they belong to
 
 
@@ -447,6 +449,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         parts = [p for p in (run.provider, run.model) if p]
         took = duration(run.elapsed())
         parts.append(f"{run.status} {took}" if run.live and took else run.status)
+        if run.follows is not None:
+            parts.append(f"follows run {run.follows}")
         return styled(" · ".join(parts), self._styles.get("meta", Style()))
 
     def _render_tail(self) -> list[Strip]:
@@ -475,6 +479,8 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
         rows += [(styled(f"operator ▸ {m}", styles["operator"]), 2) for m in data.operator_messages]
         if data.text:
             rows.append((styled(data.text), 2))
+        elif not data.tools:
+            rows.append((Text(NOTHING_TO_DO, styles.get("meta", Style())), 2))
         for index, tool in enumerate(data.tools):
             open_ = index in shown.expanded
             title = Text(
