@@ -80,6 +80,11 @@ async def servers_for_run(
     return servers
 
 
+def ended_as(status: str, outcome: str | None) -> str:
+    """``finished (success)``; the outcome only when it says more than the status."""
+    return status if outcome in (None, "", status) else f"{status} ({outcome})"
+
+
 def counted(n: int, noun: str, nouns: str = "") -> str:
     """``1 note``, ``3 notes``; ``nouns`` for a plural that is not ``noun`` + s."""
     return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, error, print_json
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, counted, error, print_json
 from io_tui.core import Lifecycle, LifecycleReport, lifecycles
 
 
@@ -68,7 +68,7 @@ def ledger_lines(report: LifecycleReport) -> list[str]:
         lines.append(
             f"summary {fold.through} (steps {fold.first}–{fold.through}, {fold.source or '?'}"
             f"{rewrote}) · first sent for step {fold.written_at} · carried by"
-            f" {fold.carried_by} requests · {fold.est_tokens:,} tok"
+            f" {counted(fold.carried_by, 'request')} · {fold.est_tokens:,} tok"
         )
         lines.append(f"  replaced: {fold.replaced_text()}")
     return lines

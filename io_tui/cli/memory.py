@@ -507,10 +507,10 @@ async def _import(
     assert merge is not None
     verb = "would import" if args.dry_run else "imported"
     out = [
-        f"{verb} into {_where(scope, workspace)} from {root}: {len(merge.added)} notes added, "
+        f"{verb} into {_where(scope, workspace)} from {root}: {counted(len(merge.added), 'note')} added, "
         f"{len(merge.unchanged)} unchanged, {len(merge.conflicts)} differing, "
         f"{len(merge.only_in_store)} only in the store (kept); "
-        f"{report.log_added} log lines added, {report.log_unchanged} already there"
+        f"{counted(report.log_added, 'log line')} added, {report.log_unchanged} already there"
     ]
     out += [f"  added {n.key!r} ({n.section}, {n.kind}, {n.status})" for n in merge.added]
     for file_note, stored in merge.conflicts:

@@ -11,6 +11,8 @@ from io_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     add_store_option,
+    counted,
+    ended_as,
     error,
     open_store,
     print_json,
@@ -70,9 +72,8 @@ async def trace_command(args: argparse.Namespace) -> int:
 
 def print_readable(trace: dict[str, Any]) -> None:
     run = trace["run"]
-    print(
-        f"run {run['id']} · {run['status']} ({run['outcome']}) · {run['steps']} steps · {run['tokens']:,} tokens"
-    )
+    ended, steps = ended_as(run["status"], run["outcome"]), counted(run["steps"], "step")
+    print(f"run {run['id']} · {ended} · {steps} · {run['tokens']:,} tokens")
     print(f"goal: {run['goal']}")
     print(f"workspace: {run['workspace']}")
     if run["error"]:

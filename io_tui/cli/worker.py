@@ -22,6 +22,7 @@ from io_tui.cli.common import (
     EXIT_OK,
     UsageError,
     add_store_option,
+    counted,
     open_store,
     print_json,
     store_path,
@@ -200,7 +201,7 @@ async def worker_command(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         await store.close()
-    sys.stderr.write(f"worker stopped after {len(worker.results)} runs\n")
+    sys.stderr.write(f"worker stopped after {counted(len(worker.results), 'run')}\n")
     return EXIT_OK
 
 

@@ -78,7 +78,7 @@ from io_tui.ui.messages import (
 )
 from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.state import RunView
+from io_tui.ui.state import RunView, counted, ended_as
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.widgets.transcript import Transcript
@@ -477,8 +477,8 @@ class IoApp(App[int]):
         elif message.result is not None:
             result = message.result
             self.notify(
-                f"run {result.run_id}: {result.status} ({result.outcome.value}), "
-                f"{result.steps} steps, {result.tokens:,} tok",
+                f"run {result.run_id}: {ended_as(result.status, result.outcome.value)}, "
+                f"{counted(result.steps, 'step')}, {result.tokens:,} tok",
                 severity="information" if result.status == "finished" else "warning",
             )
 

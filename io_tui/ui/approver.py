@@ -49,6 +49,7 @@ from io_tui.ui.hosts import HostError, RunHost
 from io_tui.ui.messages import ApprovalRequested, RunEnded
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
+from io_tui.ui.state import ended_as
 from io_tui.ui.terminal_text import plain
 
 ASKING_MARK = "asking"
@@ -445,5 +446,5 @@ class ApprovalDesk:
         self.app.post_message(RunEnded(result))
         return (
             f"request {approval_id}: {decision.kind.value}; run {result.run_id} "
-            f"{result.status} ({result.outcome.value})"
+            f"{ended_as(result.status, result.outcome.value)}"
         )

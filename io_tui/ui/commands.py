@@ -255,7 +255,7 @@ async def _memory_show_worker(app: App[Any], cockpit: Cockpit) -> None:
     else:
         notes = await cockpit.store.notes.list("global", None)
     lines = [f"{n.scope}:{n.key} = {n.value[:60]}" for n in notes[:12]] or ["(no notes)"]
-    app.notify("\n".join(lines), title=f"Memory ({len(notes)} notes)", timeout=12)
+    app.notify("\n".join(lines), title=f"Memory ({counted(len(notes), 'note')})", timeout=12)
 
 
 def _memory_clear(app: App[Any], store: Store, workspace: str) -> None:

@@ -266,6 +266,11 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
+def ended_as(status: str, outcome: str | None) -> str:
+    """``finished (success)``; the outcome only when it says more than the status."""
+    return status if outcome in (None, "", status) else f"{status} ({outcome})"
+
+
 def counted(n: int, noun: str, nouns: str = "") -> str:
     """``1 step``, ``3 steps``; ``nouns`` for a plural that is not ``noun`` + s (``entries``)."""
     return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"

@@ -327,3 +327,20 @@ def test_run_continue_starts_a_fresh_run_from_the_earlier_ones_ledger(
     assert elsewhere.returncode == 2 and "leave out -w" in elsewhere.stderr  # not ignored
     bare = io_tui("run", *store)
     assert bare.returncode == 2 and "TASK" in bare.stderr
+
+
+def test_trace_header_counts_in_words_and_names_an_outcome_once(
+    workspace, write_script, store_path
+):
+    """A one-step run reads "1 step", and an outcome the same as its status is not repeated
+    ("finished (finished)")."""
+    script = write_script([{"text": "done"}])
+    run = io_tui(
+        "run", "look", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--store", str(store_path),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    shown = io_tui("trace", "1", "--store", str(store_path))
+    assert shown.returncode == 0 and shown.stderr == ""
+    header = shown.stdout.splitlines()[0]
+    assert header.startswith("run 1 · finished · 1 step · "), header

@@ -266,7 +266,7 @@ def test_import_adds_new_notes_and_reports_conflicts_without_overwriting(
     assert cli("get", "flaky")[0] == 1  # the dry run changed nothing
     code, out, _ = cli("import")
     assert code == 1  # a conflict left unresolved
-    assert "1 notes added, 0 unchanged, 1 differing" in out
+    assert "1 note added, 0 unchanged, 1 differing" in out
     assert "differs 'test-cmd'" in out and "kept the store's" in out
     assert "store: pytest -q" in out and "file:  make test" in out
     assert cli.json("get", "test-cmd")["value"] == "pytest -q"  # the store is the authority

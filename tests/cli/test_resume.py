@@ -72,7 +72,7 @@ def test_a_call_in_flight_at_a_kill_is_started_outcome_unknown_then_skipped(
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     trace = io_tui("trace", "1", store=store_path)
-    assert "interrupted (interrupted)" in trace.stdout
+    assert "run 1 · interrupted · 2 steps" in trace.stdout  # said once
     assert "(started, outcome unknown" in trace.stdout
     data = json.loads(io_tui("trace", "1", "--json", store=store_path).stdout)
     assert data["run"]["status"] == "interrupted"

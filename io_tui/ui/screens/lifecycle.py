@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from io_tui.core import Lifecycle, LifecycleReport, lifecycles
+from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
@@ -197,7 +198,7 @@ def ledger_text(report: LifecycleReport) -> Text:
         out.append(f"summary {fold.through}", style="bold magenta")
         out.append(
             f" (steps {fold.first}–{fold.through}, {fold.source or '?'}{rewrote}) · first sent"
-            f" for step {fold.written_at} · carried by {fold.carried_by} requests ·"
+            f" for step {fold.written_at} · carried by {counted(fold.carried_by, 'request')} ·"
             f" {fold.est_tokens:,} tok\n"
         )
         out.append(f"  replaced: {plain(fold.replaced_text())}\n", style="dim")

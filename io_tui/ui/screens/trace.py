@@ -23,6 +23,7 @@ from io_tui.core import (
     invalidation_line,
     request_notes,
 )
+from io_tui.ui.state import counted, ended_as
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -132,7 +133,8 @@ def render_trace(trace: dict[str, Any]) -> str:
     """The trace as plain text: the run, then every step with its full results."""
     run = trace["run"]
     out = [
-        f"run {run['id']} · {run['status']} ({run['outcome']}) · {run['steps']} steps"
+        f"run {run['id']} · {ended_as(run['status'], run['outcome'])}"
+        f" · {counted(run['steps'], 'step')}"
         f" · {run['tokens']:,} tokens",
         f"goal: {run['goal']}",
         f"workspace: {run['workspace']}",
