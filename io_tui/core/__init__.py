@@ -28,6 +28,12 @@ if TYPE_CHECKING:
         Effect as Effect,
         Policy as Policy,
     )
+    from io_tui.core.authority.review import (
+        Review as Review,
+        ReviewerSpec as ReviewerSpec,
+        ReviewerSpecError as ReviewerSpecError,
+        ReviewVerdict as ReviewVerdict,
+    )
     from io_tui.core.context.cache import usage_hit_rate as usage_hit_rate
     from io_tui.core.context.labels import ROLES as ROLES
     from io_tui.core.context.manifest import ManifestEntry as ManifestEntry
@@ -124,6 +130,7 @@ if TYPE_CHECKING:
         probe_models as probe_models,
     )
     from io_tui.core.providers.scripted import ScriptedProvider as ScriptedProvider
+    from io_tui.core.review.reviewer import check_reviewer as check_reviewer
     from io_tui.core.run.harness import (
         Harness as Harness,
         harness_registry as harness_registry,

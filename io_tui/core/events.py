@@ -34,6 +34,9 @@ class EventKind(StrEnum):
     TOOL_PROGRESS = "tool_progress"  # a call in flight reported progress (MCP notifications)
     APPROVAL_REQUESTED = "approval_requested"
     APPROVAL_DECIDED = "approval_decided"
+    # the policy's reviewer model said approve, deny or escalate on a request (``Review``):
+    # the record of every verdict, read back with the request (``ApprovalRecord.reviews``)
+    APPROVAL_REVIEWED = "approval_reviewed"
     OBSERVATION = "observation"
     STEP_COMMITTED = "step_committed"
     COMPACTED = "compacted"

@@ -14,6 +14,8 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from io_tui.core.authority.review import ReviewerSpec, ReviewerSpecError
+
 _E = TypeVar("_E", bound=StrEnum)
 
 
@@ -135,8 +137,12 @@ def builtin_secrets_layer() -> Layer:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """The rules, and who reviews what they leave to a human: ``reviewer`` (a policy file's
+    ``[reviewer]`` table, or ``--approver model:…``) is asked first, and escalates to the human."""
+
     layers: tuple[Layer, ...] = field(default_factory=lambda: (builtin_secrets_layer(),))
     defaults: dict[Act, Effect] = field(default_factory=lambda: dict(DEFAULT_EFFECTS))
+    reviewer: ReviewerSpec | None = None
 
     def explain(self, act: Act | str, target: str) -> Verdict:
         act = Act(act)
@@ -187,8 +193,11 @@ class Policy:
     def layer(self, name: str) -> Layer | None:
         return next((layer for layer in self.layers if layer.name == name), None)
 
+    def with_reviewer(self, reviewer: ReviewerSpec | None) -> Policy:
+        return replace(self, reviewer=reviewer)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "defaults": {act.value: eff.value for act, eff in self.defaults.items()},
             "layers": [
                 {
@@ -202,13 +211,16 @@ class Policy:
                 for layer in self.layers
             ],
         }
+        if self.reviewer is not None:
+            out["reviewer"] = self.reviewer.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any], *, source: str = "policy") -> Policy:
         """Build a policy from parsed TOML/JSON. The builtin secrets layer is always kept."""
         if not isinstance(data, dict):
             raise PolicyError(f"{source}: expected a table at the top level")
-        unknown = set(data) - {"defaults", "layers"}
+        unknown = set(data) - {"defaults", "layers", "reviewer"}
         if unknown:
             raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
         defaults = dict(DEFAULT_EFFECTS)
@@ -249,7 +261,13 @@ class Policy:
                     )
                 )
             layers.append(Layer(name, tuple(rules)))
-        return cls(tuple(layers), defaults)
+        reviewer = None
+        if data.get("reviewer") is not None:
+            try:
+                reviewer = ReviewerSpec.from_json(data["reviewer"], source=source)
+            except ReviewerSpecError as exc:
+                raise PolicyError(str(exc)) from None
+        return cls(tuple(layers), defaults, reviewer)
 
     @classmethod
     def load(cls, path: Path) -> Policy:

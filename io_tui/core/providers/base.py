@@ -46,7 +46,7 @@ class ToolSpec:
     parameters: dict[str, Any]  # JSON Schema of the arguments object
 
 
-Purpose = Literal["work", "summary"]
+Purpose = Literal["work", "summary", "review"]
 
 
 @dataclass(frozen=True, slots=True)

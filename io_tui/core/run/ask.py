@@ -5,8 +5,8 @@ A tool call (``calls.py``) and an MCP server's request in the middle of a call
 whichever cockpit decides:
 
 policy (a deny refuses, an allow approves) → the request persisted (every inbox shows it) →
-announced (``approval_requested``) → the run marked asking while its approver decides → the
-first decision recorded wins (another cockpit, ``io-tui decide``, may have decided first) →
+announced (``approval_requested``) → the run marked asking while the policy's reviewer model,
+if it names one (``reviewed.py``), then its approver decides → the first decision recorded wins (another cockpit, ``io-tui decide``, may have decided first) →
 announced (``approval_decided``) → a REMEMBER, or a deny with a rule (always reject), saved as
 a remembered rule and applied to the run's policy at once.
 
@@ -22,11 +22,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
+from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
 from io_tui.core.events import EventKind
 from io_tui.core.hooks import RunHooks
 from io_tui.core.run.harness import Harness
+from io_tui.core.run.reviewed import ReviewerSeat, reviewed
 from io_tui.core.store import Fence, Store
 from io_tui.core.workspace import Workspace
 
@@ -35,9 +36,9 @@ CALL_ENDED = "io-tui (the call ended before an answer)"
 
 class AskingRun(Protocol):
     """What an ask needs of the run that asks (``RunState`` is one): its store, approver
-    (``harness.approver``), id, workspace and current policy, its events, its asking status,
-    and its lease (``fence``: every write checks it; ``keep_lease``: renewed before a call
-    performs, if it may have lapsed)."""
+    (``harness.approver``), id, workspace, current policy and reviewer, its events, its asking
+    status, and its lease (``fence``: every write checks it; ``keep_lease``: renewed before a
+    call performs, if it may have lapsed)."""
 
     store: Store
     harness: Harness
@@ -46,8 +47,11 @@ class AskingRun(Protocol):
     policy: Policy
     fence: Fence | None
     hooks: RunHooks | None  # its hooks (``core/hooks``): ``Notification`` when it asks
+    reviewers: ReviewerSeat
 
     def publish(self, kind: EventKind, detail: dict[str, Any] | None = None) -> None: ...
+
+    async def flush_events(self) -> None: ...
 
     async def asking(self, asking: bool) -> None: ...
 
@@ -134,7 +138,9 @@ async def put_to_operator(
     wait_s: float | None = None,
 ) -> Decision:
     """Put a persisted request (a new one, or one still pending when its run resumes) to the
-    run's approver, the run marked asking meanwhile, and return the decision that stands.
+    run's reviewer model (a tool call's request, when the policy names one) and, unless it
+    approves or denies, to the run's approver, the run marked asking meanwhile, and return the
+    decision that stands.
 
     A DEFER of a request that ``can_wait`` stays unrecorded: the request stays pending. Any
     other decision is recorded unless someone recorded one first, whose decision stands; it is
@@ -147,7 +153,9 @@ async def put_to_operator(
         )
     try:
         async with asyncio.timeout(wait_s):
-            decision = await run.harness.approver.decide(request)
+            decision = await reviewed(run, request) if can_wait else None
+            if decision is None:
+                decision = await _human(run, request)
     except TimeoutError:
         decision = Decision.defer(decided_by=f"io-tui (unanswered within {wait_s or 0:.1f}s)")
     except asyncio.CancelledError:
@@ -168,6 +176,15 @@ async def put_to_operator(
         decision = record.decision if record and record.decision else decision
     await take_decision(run, request, decision)
     return decision
+
+
+async def _human(run: AskingRun, request: ApprovalRequest) -> Decision:
+    """The run's approver's decision; an escalation from the reviewer is never answered by one
+    that approves everything unasked (``--approve all``): it waits in the inbox instead."""
+    approver = run.harness.approver
+    if run.policy.reviewer is not None and isinstance(approver, ApproveAll):
+        return Decision.defer(decided_by="io-tui (escalated by the reviewer: a human decides)")
+    return await approver.decide(request)
 
 
 async def take_decision(run: AskingRun, request: ApprovalRequest, decision: Decision) -> None:

@@ -271,6 +271,7 @@ class Run:
             raise self.lease_lost from None
         finally:
             heartbeat.cancel()
+            await asyncio.shield(self.state.reviewers.aclose())
 
     async def _heartbeat(self, driving: asyncio.Task[RunResult]) -> None:
         """Renew the run's lease while it goes: a stale renewal means its owner is gone. A

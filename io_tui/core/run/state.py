@@ -23,6 +23,7 @@ from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.harness import Harness
+from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
 from io_tui.core.store import Fence, RequestRecord, StepCommit
 from io_tui.core.store.clock import host_monotonic
@@ -65,6 +66,7 @@ class RunState:
         self.extra_tokens = 0  # spent this step outside its working request: summaries, sub-agents
         self.step_tokens = 0  # committed so far for the current step (its commits add up)
         self.policy = harness.policy  # plus the store's remembered rules, refreshed per step
+        self.reviewers = ReviewerSeat()  # the policy's reviewer model, once it is first asked
         self.registry = ToolRegistry(harness.registry)  # plus read_skill, once skills are found
         self.system_prompt = harness.system_prompt
         self.spawn: Spawner | None = None  # set by the loop while the harness may nest deeper

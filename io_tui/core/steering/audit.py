@@ -1,6 +1,6 @@
 """The audit of past approval requests (``io-tui approvals --history``, the audit screen):
 approval rate, median time to decide, and per request what was proposed against what was
-performed (DESIGN §3.4). No Textual.
+performed, and what a reviewer model said of it beside who decided (DESIGN §3.4). No Textual.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from io_tui.core.authority.approvals import APPROVING, ApprovalRequest, DecisionKind
 from io_tui.core.authority.policy import Act
+from io_tui.core.authority.review import Review, ReviewVerdict, by_reviewer
 from io_tui.core.steering.remember import request_argv
 from io_tui.core.store import ApprovalRecord
 
@@ -29,6 +30,9 @@ class AuditStats:
     remembered: int
     approval_rate: float | None  # approved (incl. rewrite/remember) / decided
     median_seconds: float | None  # created → decided, over decided requests
+    reviewed: int = 0  # requests a reviewer model reviewed
+    by_reviewer: int = 0  # decisions a reviewer model made (approve or deny)
+    escalated: int = 0  # requests a reviewer escalated to a human
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,15 +45,24 @@ class AuditStats:
             "remembered": self.remembered,
             "approval_rate": self.approval_rate,
             "median_seconds_to_decide": self.median_seconds,
+            "reviewed": self.reviewed,
+            "decided_by_reviewer": self.by_reviewer,
+            "escalated": self.escalated,
         }
 
     def summary(self) -> str:
         rate = "—" if self.approval_rate is None else f"{self.approval_rate:.0%}"
         median = "—" if self.median_seconds is None else format_duration(self.median_seconds)
+        reviewer = (
+            f" · reviewer: {self.reviewed} reviewed, {self.by_reviewer} decided,"
+            f" {self.escalated} escalated"
+            if self.reviewed
+            else ""
+        )
         return (
             f"{self.total} request{'' if self.total == 1 else 's'}: {self.decided} decided,"
             f" {self.pending} pending · "
-            f"approval rate {rate} · median time to decide {median}"
+            f"approval rate {rate} · median time to decide {median}{reviewer}"
         )
 
 
@@ -72,6 +85,11 @@ def audit_stats(records: Sequence[ApprovalRecord]) -> AuditStats:
         remembered=sum(1 for k in kinds if k is DecisionKind.REMEMBER),
         approval_rate=approved / len(decided) if decided else None,
         median_seconds=statistics.median(waits) if waits else None,
+        reviewed=sum(1 for r in records if r.reviews),
+        by_reviewer=sum(1 for r in decided if r.decision and by_reviewer(r.decision.decided_by)),
+        escalated=sum(
+            1 for r in records if any(v.verdict is ReviewVerdict.ESCALATE for v in r.reviews)
+        ),
     )
 
 
@@ -127,6 +145,15 @@ class AuditRow:
     reason: str
     proposed: str
     performed: str
+    reviews: tuple[Review, ...] = ()
+
+    @property
+    def review(self) -> str:
+        """The latest review in a few words (``escalate by llamacpp:smollm2``); "" if none."""
+        if not self.reviews:
+            return ""
+        last = self.reviews[-1]
+        return f"{last.verdict.value} by {last.reviewer}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -144,6 +171,7 @@ class AuditRow:
             "reason": self.reason,
             "proposed": self.proposed,
             "performed": self.performed,
+            "reviews": [review.to_json() for review in self.reviews],
         }
 
 
@@ -165,4 +193,5 @@ def audit_row(record: ApprovalRecord) -> AuditRow:
         reason=(decision.reason or "") if decision else "",
         proposed=proposed_text(req),
         performed=performed_text(record),
+        reviews=record.reviews,
     )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -18,11 +19,14 @@ import aiosqlite
 
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect, Layer, Rule
+from io_tui.core.authority.review import Review
+from io_tui.core.events import EventKind
 from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import Fence, fenced
 from io_tui.core.store.live import FALLBACK_S, Live, announce, announce_decided
 
 DECIDED_POLL_S = 0.5  # on SQLite: how often a wait for a decision reads its request again
+RUNS_PER_READ = 500  # run ids per statement when reviews are read for many runs
 
 
 def _request(row: aiosqlite.Row) -> ApprovalRequest:
@@ -45,11 +49,15 @@ def _request(row: aiosqlite.Row) -> ApprovalRequest:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRecord:
+    """A request with its decision, what was performed, and what a reviewer model said of it
+    (``reviews``, oldest first: read where an audit or an inbox shows them)."""
+
     request: ApprovalRequest
     status: str  # pending | decided
     decision: Decision | None
     performed: dict[str, Any] | None
     decided_at: float | None
+    reviews: tuple[Review, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
@@ -68,6 +76,7 @@ class ApprovalRecord:
             "performed": self.performed,
             "created_at": r.created_at,
             "decided_at": self.decided_at,
+            "reviews": [review.to_json() for review in self.reviews],
         }
 
 
@@ -128,10 +137,11 @@ class ApprovalRepo:
         return _record(row) if row else None
 
     async def pending(self) -> list[ApprovalRecord]:
+        """Every request still pending, with what a reviewer said of it (why it escalated)."""
         rows = await self.db.fetchall(
             "SELECT * FROM approvals WHERE status = 'pending' ORDER BY id"
         )
-        return [_record(r) for r in rows]
+        return await self.with_reviews([_record(r) for r in rows])
 
     async def for_run(self, run_id: int) -> list[ApprovalRecord]:
         rows = await self.db.fetchall(
@@ -140,8 +150,33 @@ class ApprovalRepo:
         return [_record(r) for r in rows]
 
     async def history(self) -> list[ApprovalRecord]:
+        """Every request, decided or not, with its reviews (the audit)."""
         rows = await self.db.fetchall("SELECT * FROM approvals ORDER BY id")
-        return [_record(r) for r in rows]
+        return await self.with_reviews([_record(r) for r in rows])
+
+    async def with_reviews(self, records: Sequence[ApprovalRecord]) -> list[ApprovalRecord]:
+        """``records`` with their reviews: the ``approval_reviewed`` events of their runs."""
+        run_ids = sorted({r.request.run_id for r in records})
+        found: dict[int, list[Review]] = {}
+        for start in range(0, len(run_ids), RUNS_PER_READ):
+            chunk = run_ids[start : start + RUNS_PER_READ]
+            rows = await self.db.fetchall(
+                "SELECT detail FROM events WHERE kind = ?"
+                f" AND run_id IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                (EventKind.APPROVAL_REVIEWED.value, *chunk),
+            )
+            for row in rows:
+                review = Review.from_json(json.loads(row["detail"]))
+                found.setdefault(review.approval_id, []).append(review)
+        return [replace(r, reviews=tuple(found.get(r.request.id, ()))) for r in records]
+
+    async def reviews_of(self, approval_id: int) -> list[Review]:
+        """What reviewers said of one request, oldest first."""
+        record = await self.get(approval_id)
+        if record is None:
+            return []
+        (reviewed,) = await self.with_reviews([record])
+        return list(reviewed.reviews)
 
     async def record_decision(self, approval_id: int, decision: Decision) -> bool:
         """Store a decision on a pending request. False if it was already decided (first wins).
