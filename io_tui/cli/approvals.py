@@ -113,6 +113,7 @@ def _pending_text(record: ApprovalRecord) -> str:
         f"#{req.id}  run {req.run_id} step {req.step}  {req.act.value} {visible(req.target)}"
         f"  [{record.status}] · io-tui decide {req.id}\n"
         + describe(req, sys.stdout).split("\n", 1)[1]  # the rule, the summary, the action
+        + "".join(f"\n      {review.describe()}" for review in record.reviews)
     )
 
 
@@ -131,6 +132,8 @@ def _print_history(records: list[ApprovalRecord]) -> int:
             f"  [{row.decision}{reason}]"
         )
         print(f"      asked {_when(row.asked_at)} by '{row.rule}' in layer '{row.layer}'")
+        for review in row.reviews:
+            print(f"      {review.describe()}")
         print(f"      decided {decided}{' by ' + row.decided_by if row.decided_by else ''}")
         print(f"      proposed:  {visible(row.proposed)}")
         print(f"      performed: {visible(row.performed)}")

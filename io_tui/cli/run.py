@@ -32,6 +32,8 @@ from io_tui.core import (
     Outcome,
     Policy,
     Provider,
+    ReviewerSpec,
+    ReviewerSpecError,
     RunOrigin,
     RunResult,
     Store,
@@ -39,6 +41,7 @@ from io_tui.core import (
     Workspace,
     WorkspaceError,
     cache_prices_for,
+    check_reviewer,
     continue_contract,
     policy_for,
     provider_for,
@@ -72,8 +75,11 @@ def register(sub: Any) -> None:
     )
     add_run_settings_options(run)
     run.add_argument(
-        "--approve", choices=sorted(APPROVERS), help="how asks are answered (default: ask)"
+        "--approve",
+        choices=sorted(APPROVERS),
+        help="how asks are answered (default: ask; defer with --approver)",
     )
+    add_approver_options(run)
     run.add_argument("--verify", help="verification command (exit 0 = done), e.g. 'pytest -q'")
     run.add_argument("--json", action="store_true", help="print events as JSON lines")
     add_mcp_config_option(run)
@@ -113,6 +119,55 @@ def add_run_settings_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the model's context window (tokens), over the model table's and the server's",
     )
+
+
+def add_approver_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--approver",
+        metavar="model:PRESET:MODEL",
+        help="a reviewer model decides each ask first: approve, deny, or escalate to the inbox"
+        " (e.g. model:llamacpp:smollm2, model:ollama:qwen2.5:7b); recorded with the run's policy",
+    )
+    parser.add_argument(
+        "--approver-base-url", metavar="URL", help="the reviewer's server, over its preset's"
+    )
+    parser.add_argument(
+        "--approver-timeout",
+        type=float,
+        metavar="S",
+        help="seconds one review may take before it escalates (default 60)",
+    )
+
+
+async def with_approver(args: argparse.Namespace, policy: Policy, *, check: bool) -> Policy:
+    """``policy`` with the reviewer ``--approver`` names (over a policy file's); with
+    ``check``, refused here when it cannot be built (a key this process lacks, say)."""
+    if args.approver is None:
+        if args.approver_base_url is not None or args.approver_timeout is not None:
+            raise UsageError("--approver-base-url and --approver-timeout need --approver")
+        return policy
+    try:
+        spec = ReviewerSpec.from_option(
+            args.approver, base_url=args.approver_base_url, timeout_s=args.approver_timeout
+        )
+        if check:
+            await check_reviewer(spec)
+    except (ReviewerSpecError, ValueError) as exc:
+        raise UsageError(f"--approver: {exc}") from None
+    return policy.with_reviewer(spec)
+
+
+def approve_mode(args: argparse.Namespace, settings: Settings, policy: Policy) -> str:
+    """How asks a reviewer escalates (or, without one, every ask) are answered: ``--approve``,
+    else ``defer`` (the inbox) under ``--approver``, else the config's. Never ``all`` under a
+    reviewer, which would approve its escalations unasked."""
+    mode = settings.approve if args.approve is not None or args.approver is None else "defer"
+    if mode == "all" and policy.reviewer is not None:
+        raise UsageError(
+            "--approve all approves every ask unasked, the reviewer's escalations too:"
+            " with a reviewer, use --approve defer (the inbox) or ask"
+        )
+    return mode
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -178,13 +233,14 @@ async def run_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
     provider = provider_from(settings)
-    policy = policy_from(settings)
+    # a queued run's reviewer is built by the worker, with the worker's keys
+    policy = await with_approver(args, policy_from(settings), check=not args.queue)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     if args.queue:
         return await enqueue(args, contract, provider, policy, git, origin)
+    approver = approver_for(approve_mode(args, settings, policy), settings)
     roots = (workspace.root,) if workspace else ()
     async with opened_hub(servers, ready_wait_s=settings.mcp.ready_wait_s, roots=roots) as hub:
-        approver = approver_for(settings.approve, settings)
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
 
 

@@ -78,6 +78,11 @@ class HumanSink:
                 line = f"  step {event.step} ? asks: {d.get('act')} {d.get('target')} (request {d.get('approval_id')})"
             case EventKind.APPROVAL_DECIDED:
                 line = f"  step {event.step} ! {d.get('decision')} request {d.get('approval_id')}"
+            case EventKind.APPROVAL_REVIEWED:
+                line = (
+                    f"  step {event.step} ⚖ reviewer {d.get('reviewer')}: {d.get('verdict')}"
+                    f" request {d.get('approval_id')} — {d.get('reason')}"
+                )
             case EventKind.OBSERVATION if d.get("is_error"):
                 line = f"  step {event.step} ✗ {d.get('name')} failed"
             case EventKind.VERIFY:
