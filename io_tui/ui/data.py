@@ -38,6 +38,7 @@ class StepData:
 NOTE_KINDS = (
     "tool_refused",
     "approval_requested",
+    "approval_reviewed",
     "approval_decided",
     "verify",
     "memory",
@@ -97,6 +98,12 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
             f"? asked: {detail.get('act')} {detail.get('target')} (request "
             f"{detail.get('approval_id')}, rule '{detail.get('rule')}', layer "
             f"'{detail.get('layer')}')",
+        )
+    if kind == "approval_reviewed":  # an escalation still asks a human
+        return (
+            "asking" if detail.get("verdict") == "escalate" else "decided",
+            f"⚖ reviewer {detail.get('reviewer')} on request {detail.get('approval_id')}:"
+            f" {detail.get('verdict')} — {detail.get('reason')}",
         )
     if kind == "approval_decided":
         reason = f" — {detail['reason']}" if detail.get("reason") else ""

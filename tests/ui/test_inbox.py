@@ -4,6 +4,7 @@ also after quitting and starting again on the same store; several asks at once a
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from textual.containers import Vertical
@@ -12,11 +13,13 @@ from textual.widgets import DataTable, Static
 
 from io_tui.config import Settings
 from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind
-from io_tui.core.authority.policy import Act
+from io_tui.core.authority.policy import Act, Policy
+from io_tui.core.authority.review import ReviewerSpec
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.approver import UIApprover
+from io_tui.ui.data import load_steps
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.inbox import InboxScreen
 from ui._steering import EDIT_TURN, make_workspace, paused_run, script
@@ -217,3 +220,26 @@ async def test_enter_opens_the_modal_and_its_decision_resumes_the_paused_run(
     async with await Store.open(store_path) as store:
         (record,) = await store.approvals.history()
         assert record.decision is not None and record.decision.kind is DecisionKind.APPROVE
+
+
+async def test_the_inbox_says_why_the_reviewer_escalated(tmp_path: Path, store_path: Path) -> None:
+    """A request a reviewer model escalated waits in the inbox with the reviewer's reason under
+    it, and the run's transcript notes the verdict at its step."""
+    judge = tmp_path / "judge.json"
+    answer = {"text": "VERDICT: escalate\nREASON: the diff touches the parser's contract"}
+    judge.write_text(json.dumps({"model": "judge", "turns": [answer]}))
+    policy = Policy().with_reviewer(ReviewerSpec(f"scripted:{judge}"))
+    ws = make_workspace(tmp_path / "ws")
+    async with await Store.open(store_path) as store:
+        paused = await paused_run(store, ws, [EDIT_TURN], tmp_path / "s.json", policy=policy)
+        (step,) = await load_steps(store, paused.run_id)
+    assert ("asking", "⚖ reviewer scripted:judge on request 1: escalate — the diff touches"
+            " the parser's contract") in step.notes  # fmt: skip
+    app = _app(store_path)
+    async with app.run_test(size=(120, 32)) as pilot:
+        inbox = await _inbox(app, pilot)
+        detail = inbox.query_one("#inbox-detail", Static)
+        await _until(lambda: "escalate" in str(detail.render()), pilot)
+        assert "reviewer scripted:judge: escalate — the diff touches the parser's contract" in str(
+            detail.render()
+        )

@@ -5,12 +5,15 @@ must show."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
 
 from io_tui.core.authority.approvals import Decision
+from io_tui.core.authority.policy import Policy
+from io_tui.core.authority.review import ReviewerSpec
 from io_tui.core.steering.decisions import decide
 from io_tui.core.store import Store
 from io_tui.ui.screens.audit import AuditScreen
@@ -107,10 +110,17 @@ def test_help_80x24(snap_compare, make_app) -> None:
 
 
 async def _seed_audit(store_path: Path) -> None:
+    """Two requests people decided, and one a reviewer model approved."""
     async with await Store.open(store_path) as store:
         for name, turn in (("a", EDIT_TURN), ("b", EXEC_TURN), ("c", EDIT_TURN)):
             ws = fixed_workspace(f"audit-{name}")
-            await paused_run(store, ws, [turn], Path(ws.parent / f"{name}.json"))
+            judge = ws.parent / f"{name}-judge.json"
+            answer = {"text": "VERDICT: approve\nREASON: the fix", "usage": {"prompt_tokens": 400}}
+            judge.write_text(json.dumps({"model": "judge", "turns": [answer]}))
+            policy = (
+                Policy().with_reviewer(ReviewerSpec(f"scripted:{judge}")) if name == "c" else None
+            )
+            await paused_run(store, ws, [turn], Path(ws.parent / f"{name}.json"), policy=policy)
         pending = await store.approvals.pending()
         await decide(store, pending[0].request.id, Decision.approve())
         await decide(store, pending[1].request.id, Decision.deny("not on main"))
@@ -118,7 +128,8 @@ async def _seed_audit(store_path: Path) -> None:
 
 
 def test_audit_80x24(snap_compare: Any, store_path: Path) -> None:
-    """Three requests: #, run, act, target and the decision kept; the detail below."""
+    """Three requests: #, run, act, target, the reviewer's verdict and the decision kept; the
+    detail below."""
     asyncio.run(_seed_audit(store_path))
     app = StoreHost(store_path, lambda store: AuditScreen(store))
     assert snap_compare(app, terminal_size=NARROW, run_before=wait_until_idle)

@@ -1,5 +1,6 @@
-"""Audit: every approval decision — when, which rule asked, proposed and performed — with the
-approval rate and the median time to decide (as ``io-tui approvals --history`` prints)."""
+"""Audit: every approval decision — when, which rule asked, what a reviewer model said, who
+decided, proposed and performed — with the approval rate and the median time to decide (as
+``io-tui approvals --history`` prints)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ COLUMNS = (
     ("act", 5, None),
     ("target", 7, 10),
     ("asked by", 1, 10),
+    ("reviewer", 4, 8),
     ("decision", 9, 10),
+    ("by", 3, 6),
     ("proposed", 0, 10),
     ("performed", 2, 8),
 )
@@ -54,6 +57,7 @@ class AuditScreen(Screen[None]):
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
+        self.details: dict[str, list[str]] = {}  # request id → its reviews, a line each
 
     def compose(self) -> ComposeResult:
         yield Static("Audit", id="audit-stats")
@@ -92,14 +96,17 @@ class AuditScreen(Screen[None]):
                 row.act,
                 row.target,
                 f"{row.rule} ({row.layer})",
+                row.review or "—",
                 decision,
+                row.decided_by or "—",
                 row.proposed,
                 row.performed,
             )
+            self.details[str(row.id)] = [review.describe() for review in row.reviews]
             if str(row.id) in have:
                 for column, value in zip(
-                    ("decided", "decision", "performed"),
-                    (cells[4], cells[8], cells[10]),
+                    ("decided", "reviewer", "decision", "by", "performed"),
+                    (cells[4], cells[8], cells[9], cells[10], cells[12]),
                     strict=True,
                 ):
                     table.update_cell(str(row.id), column, value)
@@ -108,9 +115,15 @@ class AuditScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         row = self.audit_table.row_cells(event.row_key)
-        detail = (
-            f"#{row['#']} {row['act']} {row['target']} — asked by {row['asked by']}: "
-            f"{row['decision']}\nproposed: {row['proposed']}\nperformed: {row['performed']}"
+        reviews = self.details.get(str(event.row_key.value), [])
+        detail = "\n".join(
+            (
+                f"#{row['#']} {row['act']} {row['target']} — asked by {row['asked by']}: "
+                f"{row['decision']} (by {row['by']})",
+                *reviews,
+                f"proposed: {row['proposed']}",
+                f"performed: {row['performed']}",
+            )
         )
         self.query_one("#audit-detail", Static).update(Content(detail))  # text, not markup
 

@@ -1,9 +1,10 @@
 """The approval inbox: every pending request across all runs, oldest first (DESIGN §3.4, §5).
 
 Below the list, a preview of the highlighted request: its diff for a write, argv and cwd for an
-exec, the arguments for an MCP tool. ``enter`` opens the full approval modal for it; ``1``–``4``
-decide it directly (letters ``y e a n`` with ``[ui] letter_shortcuts``), rewrite, remember and
-deny opening their editors first. Deciding resumes the run exactly as the modal of a live ask
+exec, the arguments for an MCP tool, and why a reviewer model escalated it if one did.
+``enter`` opens the full approval modal for it; ``1``–``4`` decide it directly (letters
+``y e a n`` with ``[ui] letter_shortcuts``), rewrite, remember and deny opening their editors
+first. Deciding resumes the run exactly as the modal of a live ask
 does — a live run in this process through its Future (a defer there pauses it), a paused one
 (also from an earlier session) through the app's run host, in a ``runs`` worker.
 """
@@ -271,6 +272,8 @@ class InboxScreen(Screen[None]):
             req = record.request
             live = " · waiting now" if req.id in self.desk.live else ""
             line = f"run {req.run_id} step {req.step}: {req.tool} — {req.summary()}{live}"
+            if record.reviews:  # why a reviewer model left it to a person
+                line += "\n" + record.reviews[-1].describe()
             detail.update(Content(plain(line)))  # not markup: a command may hold "[/]"
         self._preview(record.request if record is not None else None)
 
