@@ -5,17 +5,20 @@ A small model can be talked into anything and a large one sometimes is, so what 
 risky never rests on a model's word: deleting files, reaching the network, printing the
 environment, changing permissions, installing packages, running inline code or a shell, git
 beyond reading and committing, writing git's own files, CI or hook configuration, or shell and
-editor startup files, and any ask whose data addresses the reviewer (an injected instruction)
-or that is too long to show whole. A guard never denies: the operator decides what it holds.
+editor startup files, any ask whose data addresses the reviewer (an injected instruction), a
+command a tool result told the agent to run (one that is not a test run), and an ask too long
+to show whole. A guard never denies: the operator decides what it holds.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
 from io_tui.core.authority.policy import Act
+from io_tui.core.checks import is_test_command
 from io_tui.core.review.material import ReviewAsk
 
 DELETERS = frozenset({
@@ -131,8 +134,10 @@ def held(ask: ReviewAsk) -> str | None:
     request = ask.request
     if request.act is Act.NET:
         return "it reaches the network"
+    if request.act is Act.EXEC and ask.argv:
+        return _command(ask.argv) or _told_by_a_result(ask.argv, ask.results)
     if request.act is Act.EXEC:
-        return _command(ask.argv) if ask.argv else _exec_tool(request.tool, ask.shown)
+        return _exec_tool(request.tool, ask.shown)
     if request.act is Act.WRITE:
         return _path(request.target) or _content(request.content)
     return None
@@ -166,6 +171,21 @@ def _command(argv: tuple[str, ...]) -> str | None:
     if program == "find" and any(a in FIND_ACTIONS for a in args):
         return "find runs a command or deletes files"
     return _arguments(args)
+
+
+def _told_by_a_result(argv: tuple[str, ...], results: Iterable[str]) -> str | None:
+    """A command line that a tool result spells out (a README, a web page, a command's output
+    telling the agent what to run) is an instruction from the world: a human decides. A test
+    run, and a command's own ``$ argv`` echo, do not count."""
+    line = " ".join(argv)
+    if len(argv) < 2 or is_test_command(line):
+        return None
+    spelled = {line, shlex.join(argv)}
+    for text in results:
+        said = "\n".join(row for row in text.splitlines() if not row.lstrip().startswith("$ "))
+        if any(form in said for form in spelled):
+            return f"a tool result told the agent to run it ({_quote(line)})"
+    return None
 
 
 def _interpreter(program: str) -> bool:

@@ -42,6 +42,7 @@ class ReviewAsk:
     shown_whole: bool
     steps: str
     argv: tuple[str, ...] = ()  # an exec's argv, for the guards (empty for anything else)
+    results: tuple[str, ...] = ()  # the recent steps' tool results, whole (for the guards)
 
 
 async def gather(store: Store, request: ApprovalRequest) -> ReviewAsk:
@@ -54,19 +55,27 @@ async def gather(store: Store, request: ApprovalRequest) -> ReviewAsk:
     if not whole:
         cut = len(text) - MAX_SHOWN_CHARS
         text = text[:MAX_SHOWN_CHARS] + f"\n… ({cut:,} more characters not shown)"
-    steps = await recent_steps(store, request.run_id)
-    return ReviewAsk(request, goal, text, kind, whole, steps, argv)
+    steps, results = await recent_steps(store, request.run_id)
+    return ReviewAsk(request, goal, text, kind, whole, steps, argv, results)
 
 
 def ask_of(
-    request: ApprovalRequest, *, goal: str, old_text: str | None = None, steps: str = ""
+    request: ApprovalRequest,
+    *,
+    goal: str,
+    old_text: str | None = None,
+    steps: str = "",
+    results: tuple[str, ...] = (),
 ) -> ReviewAsk:
     """An ask built without a store (the benchmark, tests): ``old_text`` is the file a write
-    replaces (None: a new file), ``steps`` the recent steps as text."""
+    replaces (None: a new file), ``steps`` the recent steps as text, ``results`` the tool
+    results among them."""
     kind, text, argv = _shown(request, old_text=old_text, read_file=False)
     text = redact(text)
     whole = len(text) <= MAX_SHOWN_CHARS
-    return ReviewAsk(request, goal, text[:MAX_SHOWN_CHARS], kind, whole, redact(steps), argv)
+    return ReviewAsk(
+        request, goal, text[:MAX_SHOWN_CHARS], kind, whole, redact(steps), argv, results
+    )
 
 
 def request_argv(request: ApprovalRequest) -> tuple[str, ...]:
@@ -125,13 +134,16 @@ def _diff(target: str, old: str | None, new: str) -> str:
     return "\n".join(diff) if diff else f"(no change to {target})"
 
 
-async def recent_steps(store: Store, run_id: int, count: int = RECENT_STEPS) -> str:
-    """The run's newest ``count`` steps as text, cut to ``MAX_STEPS_CHARS`` (newest kept)."""
+async def recent_steps(
+    store: Store, run_id: int, count: int = RECENT_STEPS
+) -> tuple[str, tuple[str, ...]]:
+    """The run's newest ``count`` steps as text, cut to ``MAX_STEPS_CHARS`` (newest kept), and
+    their tool results whole."""
     rows = await store.trace.steps_after(run_id, 0, limit=count)
     if not rows:
-        return "(no steps yet)"
+        return "(no steps yet)", ()
     observations = await store.trace.observations(run_id, rows[0].step)
-    return steps_text(rows, observations)
+    return steps_text(rows, observations), tuple(o.text for o in observations)
 
 
 def steps_text(rows: list[StepRow], observations: list[ObservationRow]) -> str:

@@ -21,7 +21,7 @@ from io_tui.core.review.material import ReviewAsk
 from io_tui.core.review.prompt import messages, new_nonce
 from io_tui.core.review.verdict import parse_answer
 
-MAX_ANSWER_TOKENS = 96
+MAX_ANSWER_TOKENS = 80  # two lines: the verdict and a reason of up to 300 chars
 MAX_ANSWER_CHARS = 600  # of the model's answer, kept with the review
 
 
