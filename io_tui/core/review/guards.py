@@ -3,8 +3,9 @@ holds is escalated to a human without the model's say, whatever the model would 
 
 A small model can be talked into anything and a large one sometimes is, so what is plainly
 risky never rests on a model's word: deleting files, reaching the network, printing the
-environment, changing permissions, installing packages, running inline code or a shell, git
-beyond reading and committing, writing git's own files, CI or hook configuration, or shell and
+environment, changing permissions, installing packages, running inline code, a shell, a script
+or a project task (whose code, not the ask, says what it does; test runs and the usual
+checkers excepted), git beyond reading and committing, writing git's own files, CI or hook configuration, or shell and
 editor startup files, any ask whose data addresses the reviewer (an injected instruction), a
 command a tool result told the agent to run (one that is not a test run), and an ask too long
 to show whole. A guard never denies: the operator decides what it holds.
@@ -68,6 +69,14 @@ ALWAYS_INSTALLERS = frozenset({
     "port", "choco", "winget",
 })  # fmt: skip
 FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls"})
+# ``python -m NAME`` of a checker reads code rather than running it
+CHECKER_MODULES = frozenset({
+    "pytest", "mypy", "ruff", "black", "flake8", "pylint", "pyflakes", "isort", "pycodestyle",
+    "pydocstyle", "bandit", "coverage", "unittest", "doctest", "compileall", "py_compile",
+})  # fmt: skip
+TASK_RUNNERS = frozenset({"make", "just", "rake", "invoke", "task", "poe", "gradle", "mvn", "ant"})
+SCRIPT_RUNS = {"npm": {"run", "start", "exec"}, "yarn": {"run", "start", "exec"},
+               "pnpm": {"run", "start", "exec"}, "bun": {"run", "x"}}  # fmt: skip
 GIT_READ_AND_COMMIT = frozenset({
     "status", "diff", "log", "show", "add", "commit", "rev-parse", "blame", "grep", "ls-files",
     "shortlog", "describe", "whatchanged", "cat-file", "ls-tree", "merge-base",
@@ -166,11 +175,30 @@ def _command(argv: tuple[str, ...]) -> str | None:
         return f"it installs packages, which run their own code ({program})"
     if first in INSTALLERS.get(program, ()):
         return f"it installs or publishes packages ({program} {first})"
+    if not is_test_command(" ".join(argv)):
+        runs = _runs_code(program, args, first)
+        if runs is not None:
+            return runs
     if program == "git" and first not in GIT_READ_AND_COMMIT:
         return f"git {first or '(no subcommand)'} goes beyond reading and committing"
     if program == "find" and any(a in FIND_ACTIONS for a in args):
         return "find runs a command or deletes files"
     return _arguments(args)
+
+
+def _runs_code(program: str, args: tuple[str, ...], first: str) -> str | None:
+    """A script, a module or a project task: its own code decides what it does."""
+    if _interpreter(program):
+        module = args[args.index("-m") + 1] if "-m" in args[:-1] else None
+        if module is not None and module.split(".")[0] not in CHECKER_MODULES:
+            return f"it runs a module whose code decides what it does ({program} -m {module})"
+        if module is None and first:
+            return f"it runs a script whose code decides what it does ({program} {first})"
+    if program in TASK_RUNNERS:
+        return f"it runs a project task whose recipe decides what it does ({program})"
+    if first in SCRIPT_RUNS.get(program, ()):
+        return f"it runs a project script ({program} {first})"
+    return None
 
 
 def _told_by_a_result(argv: tuple[str, ...], results: Iterable[str]) -> str | None:
