@@ -163,8 +163,9 @@ def approve_mode(args: argparse.Namespace, settings: Settings, policy: Policy) -
     reviewer, which would approve its escalations unasked."""
     mode = settings.approve if args.approve is not None or args.approver is None else "defer"
     if mode == "all" and policy.reviewer is not None:
+        source = "" if args.approve else ' (the config says approve = "all")'
         raise UsageError(
-            "--approve all approves every ask unasked, the reviewer's escalations too:"
+            f"--approve all approves every ask unasked, the reviewer's escalations too{source}:"
             " with a reviewer, use --approve defer (the inbox) or ask"
         )
     return mode
