@@ -297,6 +297,7 @@ async def test_a_guarded_ask_never_reaches_the_model() -> None:
         (command("python3", "-m", "mypkg.deploy"), "runs a module"),
         (command("make", "deploy"), "project task"),
         (command("npm", "run", "deploy"), "project script"),
+        (command("./scripts/deploy.sh", "prod"), "a program from the workspace"),
     ],
 )  # fmt: skip
 def test_what_the_guards_hold(ask: ReviewAsk, why: str) -> None:
@@ -320,6 +321,8 @@ def test_what_the_guards_hold(ask: ReviewAsk, why: str) -> None:
         command("python", "-m", "mypy", "src"),
         command("make", "test"),
         command("npm", "test"),
+        command(".venv/bin/pytest", "-q"),
+        command("/usr/bin/git", "status"),
         command("git", "status", "--short", results=("$ git status --short\n M src/app.py",)),
     ],
 )  # fmt: skip

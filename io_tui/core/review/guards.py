@@ -74,6 +74,7 @@ CHECKER_MODULES = frozenset({
     "pytest", "mypy", "ruff", "black", "flake8", "pylint", "pyflakes", "isort", "pycodestyle",
     "pydocstyle", "bandit", "coverage", "unittest", "doctest", "compileall", "py_compile",
 })  # fmt: skip
+SYSTEM_BIN = ("/usr/bin/", "/bin/", "/usr/local/bin/", "/usr/sbin/", "/sbin/")
 TASK_RUNNERS = frozenset({"make", "just", "rake", "invoke", "task", "poe", "gradle", "mvn", "ant"})
 SCRIPT_RUNS = {"npm": {"run", "start", "exec"}, "yarn": {"run", "start", "exec"},
                "pnpm": {"run", "start", "exec"}, "bun": {"run", "x"}}  # fmt: skip
@@ -176,7 +177,7 @@ def _command(argv: tuple[str, ...]) -> str | None:
     if first in INSTALLERS.get(program, ()):
         return f"it installs or publishes packages ({program} {first})"
     if not is_test_command(" ".join(argv)):
-        runs = _runs_code(program, args, first)
+        runs = _runs_code(argv[0], args, first)
         if runs is not None:
             return runs
     if program == "git" and first not in GIT_READ_AND_COMMIT:
@@ -186,8 +187,12 @@ def _command(argv: tuple[str, ...]) -> str | None:
     return _arguments(args)
 
 
-def _runs_code(program: str, args: tuple[str, ...], first: str) -> str | None:
-    """A script, a module or a project task: its own code decides what it does."""
+def _runs_code(path: str, args: tuple[str, ...], first: str) -> str | None:
+    """A script, a module, a program of the workspace's or a project task: its own code
+    decides what it does."""
+    program = PurePosixPath(path).name
+    if "/" in path and not path.startswith(SYSTEM_BIN):
+        return f"it runs a program from the workspace ({path})"
     if _interpreter(program):
         module = args[args.index("-m") + 1] if "-m" in args[:-1] else None
         if module is not None and module.split(".")[0] not in CHECKER_MODULES:
