@@ -32,7 +32,11 @@ Escalate when you are not sure: a human will decide. Escalating is always safe.
 
 Answer with exactly two lines and nothing else:
 VERDICT: approve or deny or escalate
-REASON: one short sentence"""
+REASON: one short sentence
+
+For example:
+VERDICT: escalate
+REASON: The command deletes files that the goal does not mention."""
 
 SHOWN_TITLES = {
     "diff": "THE FILE CHANGE (a unified diff against the file on disk)",
@@ -64,7 +68,8 @@ def messages(ask: ReviewAsk, nonce: str) -> tuple[Message, ...]:
             SHOWN_TITLES.get(ask.shown_kind, "THE REQUEST") + "\n" + fenced(ask.shown, nonce),
             "RECENT STEPS (the agent's words, its calls and their results)\n"
             + fenced(ask.steps, nonce),
-            "Answer now with the two lines VERDICT and REASON.",
+            "Answer now with exactly two lines:\nVERDICT: approve or deny or escalate\n"
+            "REASON: one short sentence",
         )
     )
     return (Message("system", SYSTEM), Message("user", user))
