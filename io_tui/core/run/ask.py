@@ -6,7 +6,8 @@ whichever cockpit decides:
 
 policy (a deny refuses, an allow approves) → the request persisted (every inbox shows it) →
 announced (``approval_requested``) → the run marked asking while the policy's reviewer model,
-if it names one (``reviewed.py``), then its approver decides → the first decision recorded wins (another cockpit, ``io-tui decide``, may have decided first) →
+if it names one (``reviewed.py``), then its approver decides → the first decision recorded
+wins (another cockpit, ``io-tui decide``, may have decided first) →
 announced (``approval_decided``) → a REMEMBER, or a deny with a rule (always reject), saved as
 a remembered rule and applied to the run's policy at once.
 
