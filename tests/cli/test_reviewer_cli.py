@@ -137,7 +137,7 @@ def test_a_queued_run_is_reviewed_by_its_worker(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--approver", "llamacpp:smollm2"), "--approver: --approver 'llamacpp:smollm2': expected model:PRESET:MODEL"),
+        (("--approver", "llamacpp:smollm2"), "--approver: 'llamacpp:smollm2': expected model:PRESET:MODEL"),
         (("--approver", "model:llamacpp"), "expected PRESET:MODEL"),
         (("--approver", "model:nosuch:m"), "unknown provider 'nosuch'"),
         (("--approver", "model:openai:gpt-4o-mini"), "needs an API key"),

@@ -68,7 +68,7 @@ class ReviewerSpec:
         """``--approver model:PRESET:MODEL`` (or ``model:scripted:FILE``, made absolute)."""
         if not value.startswith(OPTION_PREFIX):
             raise ReviewerSpecError(
-                f"--approver {value!r}: expected model:PRESET:MODEL"
+                f"{value!r}: expected model:PRESET:MODEL"
                 " (e.g. model:llamacpp:smollm2, model:ollama:qwen2.5:7b)"
             )
         return cls(
