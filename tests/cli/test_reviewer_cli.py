@@ -63,7 +63,8 @@ def test_the_reviewer_approves_and_the_audit_says_so(
     assert "reviewer: 1 reviewed, 1 decided, 0 escalated" in history.stdout
     data = json.loads(io_tui("approvals", "--history", "--json", "--store", str(store_path)).stdout)
     (row,) = data["approvals"]
-    assert row["decided_by"] == "reviewer scripted:judge" and row["decision"] == "approve"
+    assert row["decision"]["decided_by"] == "reviewer scripted:judge"
+    assert row["decision"]["kind"] == "approve"
     (review,) = row["reviews"]
     assert review | {"latency_s": 0, "at": 0} == {
         "approval_id": 1, "reviewer": "scripted:judge", "verdict": "approve",
@@ -86,7 +87,7 @@ def test_an_escalation_waits_in_the_inbox_for_a_human(
     assert "#1  run 1 step 1  write src/app.py  [pending]" in listed.stdout
     assert "reviewer scripted:judge: escalate — answered out of format" in listed.stdout
     pending = json.loads(io_tui("approvals", "--json", "--store", str(store_path)).stdout)
-    assert pending[0]["reviews"][0]["cause"] == "format"
+    assert pending["approvals"][0]["reviews"][0]["cause"] == "format"
 
     decided = io_tui("decide", "1", "approve", "--store", str(store_path))
     assert decided.returncode == 0, decided.stdout + decided.stderr
@@ -131,7 +132,7 @@ def test_a_queued_run_is_reviewed_by_its_worker(
     history = json.loads(
         io_tui("approvals", "--history", "--json", "--store", str(store_path)).stdout
     )
-    assert history["approvals"][0]["decided_by"] == "reviewer scripted:judge"
+    assert history["approvals"][0]["decision"]["decided_by"] == "reviewer scripted:judge"
 
 
 @pytest.mark.parametrize(
