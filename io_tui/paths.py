@@ -26,6 +26,15 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir(APP)) / "io-tui.db"
 
 
+def checkpoints_dir() -> Path:
+    """Where each workspace's checkpoints are kept (a git object store per workspace, outside
+    the workspace): ``IO_TUI_CHECKPOINTS`` wins; otherwise the user data dir."""
+    env = os.environ.get("IO_TUI_CHECKPOINTS")
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_data_dir(APP)) / "checkpoints"
+
+
 def ui_state_file() -> Path:
     """What the TUI remembers between starts (the theme last chosen): ``IO_TUI_UI_STATE`` wins;
     otherwise the user state dir. Never the config file, which is the user's."""

@@ -84,6 +84,23 @@ class CachePrices:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointLimits:
+    """What a run's workspace checkpoints keep (``core/checkpoints``): whether they are taken,
+    the largest file kept, and how large a directory the workspace's ignore files exclude may
+    be and still be kept whole (a build output yes, ``node_modules`` no). What is left out is
+    recorded with each checkpoint."""
+
+    enabled: bool = True
+    max_file_bytes: int = 5_000_000
+    ignored_dir_files: int = 2_000
+    ignored_dir_bytes: int = 50_000_000
+
+    def __post_init__(self) -> None:
+        if min(self.max_file_bytes, self.ignored_dir_files, self.ignored_dir_bytes) < 0:
+            raise ValueError("checkpoint limits must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
 class Continuation:
     """The earlier run a run continues (``io-tui run --continue RUN``): that run's progress
     ledger as of ``revision`` (``digest``), rendered; the frame carries ``text`` whole."""
@@ -110,6 +127,7 @@ class TaskContract:
     cache: CachePrices = field(default_factory=CachePrices)
     env_allow: tuple[str, ...] = ()  # variables its commands see besides the harmless defaults
     continues: Continuation | None = None  # the earlier run's ledger it starts from
+    checkpoints: CheckpointLimits = field(default_factory=CheckpointLimits)
 
     def success_criterion(self) -> str:
         if self.verify:
@@ -121,6 +139,8 @@ def contract_to_json(contract: TaskContract) -> dict[str, object]:
     extra: dict[str, object] = {"env_allow": list(contract.env_allow)} if contract.env_allow else {}
     if contract.continues is not None:
         extra["continues"] = asdict(contract.continues)
+    if contract.checkpoints != CheckpointLimits():
+        extra["checkpoints"] = asdict(contract.checkpoints)
     return {
         "goal": contract.goal,
         "workspace": str(contract.workspace),
@@ -163,4 +183,5 @@ def contract_from_json(data: dict[str, Any]) -> TaskContract:
         cache=CachePrices(**data.get("cache", {})),
         env_allow=tuple(data.get("env_allow", ())),
         continues=Continuation(**data["continues"]) if data.get("continues") else None,
+        checkpoints=CheckpointLimits(**data.get("checkpoints", {})),
     )

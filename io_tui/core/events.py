@@ -52,6 +52,14 @@ class EventKind(StrEnum):
     # a hook ran (``core/hooks``): its event, command, exit code, decision and how long it took
     HOOK = "hook"
     RUN_FINISHED = "run_finished"
+    # a checkpoint of the workspace, before or after a step's calls that may change files
+    # (``core/checkpoints``): its phase, commit, how many paths changed, what it left out
+    CHECKPOINT = "checkpoint"
+    # the operator rewound the run's workspace to before a step (or undid a rewind): what
+    # changed, the checkpoints it went from and to; the run's history stays as it was
+    REWOUND = "rewound"
+    # a new run started from one of this run's steps (``io-tui fork``): its id and the step
+    FORKED = "forked"
     # the operator cancelled runs no process drove (paused, interrupted): the audit event of
     # run 0, the operator's (``core/steering/cancel.py``); each run says so in its own ``run_finished``
     RUN_CANCELLED = "run_cancelled"

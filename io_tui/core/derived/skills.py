@@ -120,6 +120,7 @@ class ReadSkillArgs(ToolArgs):
 
 
 class ReadSkill(Tool):
+    changes_files = False
     name = "read_skill"
     description = "Read one skill's full instructions (SKILL.md) by name."
     Args = ReadSkillArgs

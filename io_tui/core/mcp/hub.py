@@ -245,8 +245,11 @@ class McpHub:
             name = exposed_name(connection.name, remote.name, taken)
             taken.add(name)
             tools.append(
-                McpTool.make(connection, remote.name, remote.description, remote.input_schema, name)
-            )
+                McpTool.make(
+                    connection, remote.name, remote.description, remote.input_schema, name,
+                    read_only=bool(remote.annotations and remote.annotations.read_only_hint),
+                )
+            )  # fmt: skip
         if any(connection.listed):  # it lists resources or templates: offer the tools
             for kind in (ListResources, ReadResource):
                 name = exposed_name(connection.name, kind.remote_name, taken)

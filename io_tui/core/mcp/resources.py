@@ -71,6 +71,7 @@ class ServerTool(Tool):
 
 
 class ListResources(ServerTool):
+    changes_files = False
     remote_name = "list_resources"
     description = (
         "List the resources (documents, data) and resource templates that MCP server"
@@ -93,6 +94,7 @@ class ListResources(ServerTool):
 
 
 class ReadResource(ServerTool):
+    changes_files = False
     remote_name = "read_resource"
     description = (
         "Read one resource of MCP server '{server}' by its URI (see its list_resources tool)."

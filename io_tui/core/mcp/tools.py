@@ -107,9 +107,17 @@ class McpTool(Tool):
         description: str | None,
         schema: dict[str, Any],
         exposed: str,
+        *,
+        read_only: bool = False,
     ) -> McpTool:
+        """``read_only``: the server marks it so (``readOnlyHint``): a step that calls only such
+        tools takes no checkpoint."""
         text = (description or "").strip() or f"The {remote_name!r} tool"
-        attrs = {"name": exposed, "description": f"{text}\n(MCP server '{server.name}')"}
+        attrs = {
+            "name": exposed,
+            "description": f"{text}\n(MCP server '{server.name}')",
+            "changes_files": not read_only,
+        }
         subclass: type[McpTool] = type(f"McpTool_{exposed}", (cls,), attrs)
         return subclass(server, remote_name, schema)
 

@@ -67,6 +67,8 @@ from io_tui.core.store import (
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
 from io_tui.core.store.runs import FIRST_EPOCH
 from io_tui.core.telemetry import Parent, RunTrace
+from io_tui.core.store.checkpoints import AFTER, BEFORE, RESUMED
+from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
@@ -549,7 +551,20 @@ class Run:
         self, calls: Sequence[ToolCall], step: int, *, resuming: bool
     ) -> Outcome | None:
         """Run ``calls`` of ``step`` in order, committing each observation as it comes (the
-        last commit announces the step); a deferred approval pauses the run."""
+        last commit announces the step); a deferred approval pauses the run. A step with a call
+        that may change files is framed by checkpoints of the workspace: before its first call
+        (``resumed`` when a resume carries it on) and after its calls, or as far as they went."""
+        changing = self.state.may_change_files(calls)
+        if changing:
+            await self.state.checkpoint(step, RESUMED if resuming else BEFORE)
+        outcome = await self._run_calls(calls, step, resuming=resuming)
+        if changing:
+            await self.state.checkpoint(step, AFTER)
+        return outcome
+
+    async def _run_calls(
+        self, calls: Sequence[ToolCall], step: int, *, resuming: bool
+    ) -> Outcome | None:
         state = self.state
         runner = await self._call_runner()
         results: list[CallResult] = []

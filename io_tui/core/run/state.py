@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.derived.parts import DerivedContext, Files
@@ -31,7 +32,7 @@ from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES
 from io_tui.core.telemetry import RunTrace, tap
 from io_tui.core.tokens import Calibration
-from io_tui.core.tools.base import Spawner, ToolContext
+from io_tui.core.tools.base import Spawner, ToolContext, ToolError
 from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.recall import find_recorded
 from io_tui.core.tools.registry import ToolRegistry
@@ -86,6 +87,12 @@ class RunState:
         self.fence: Fence | None = None  # the lease this process took: every write checks it
         self.released = False  # the run ended (or paused) and gave its lease up: none to renew
         self.lease_confirmed = host_monotonic()  # when the store last said the lease holds
+        # the workspace's checkpoints around the steps that may change files (rewind, fork)
+        self.checkpoints = (
+            RunCheckpoints(self.store, run_id, workspace.root, contract.checkpoints)
+            if contract.checkpoints.enabled
+            else None
+        )
 
     # -- the lease --
 
@@ -173,6 +180,46 @@ class RunState:
         against the budget now and go to the store with the step's commit."""
         self.tokens += tokens
         self.extra_tokens += tokens
+
+    # -- checkpoints --
+
+    def may_change_files(self, calls: Sequence[ToolCall]) -> bool:
+        """Whether any of ``calls`` may change the workspace's files (an unknown tool cannot:
+        it fails before it runs)."""
+        for call in calls:
+            try:
+                if self.registry.get(call.name).changes_files:
+                    return True
+            except ToolError:
+                continue
+        return False
+
+    async def checkpoint(self, step: int, phase: str) -> None:
+        """A checkpoint of the workspace, announced; one that fails is said as a warning and
+        the run goes on (a rewind to this step then says it has no checkpoint)."""
+        if self.checkpoints is None:
+            return
+        try:
+            taken = await self.checkpoints.take(step, phase)
+        except CheckpointError as exc:
+            self.publish(
+                EventKind.WARNING,
+                {"message": f"no checkpoint {phase} step {step}: {exc}", "checkpoint": phase},
+            )
+            return
+        row = taken.row
+        self.publish(
+            EventKind.CHECKPOINT,
+            {
+                "id": row.id,
+                "phase": phase,
+                "step": step,
+                "commit": row.git_commit,
+                "changed": row.changed,
+                "skipped": len(row.skipped),
+                "took_ms": round(taken.took_ms, 1),
+            },
+        )
 
     # -- tools --
 

@@ -19,6 +19,7 @@ from io_tui.core.store.cancel import (
     NotCancellable,
     not_stopped,
 )
+from io_tui.core.store.checkpoints import CheckpointRepo, CheckpointRow
 from io_tui.core.store.daily_log import DailyLogRepo
 from io_tui.core.store.db import (
     Database,
@@ -45,6 +46,7 @@ __all__ = [
     "ApprovalRecord",
     "CancelledRun",
     "Changed",
+    "CheckpointRow",
     "Claim",
     "EventRow",
     "Fence",
@@ -134,6 +136,7 @@ class Store:
         self.queue = QueueRepo(self.db)
         self.progress = ProgressRepo(self.db)
         self.cancels = CancelRepo(self.db)  # a stopped run the operator abandons
+        self.checkpoints = CheckpointRepo(self.db)  # runs' workspace checkpoints (rewind, fork)
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod

@@ -47,6 +47,9 @@ class RunRow:
     finished_at: float | None
     # how it was started (``core.run.origin.RunOrigin.to_json``); None for a run from before schema 5
     origin: dict[str, Any] | None = None
+    # a fork (schema 9): the run and the step it starts from, as that step's request was recorded
+    forked_from: int | None = None
+    fork_step: int | None = None
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> RunRow:

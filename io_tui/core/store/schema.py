@@ -289,6 +289,58 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE workers ADD COLUMN renewed REAL;
     ALTER TABLE workers ADD COLUMN clock TEXT;
     """,
+    # 10: rewind, fork and "what if". A checkpoint of a run's workspace (a commit and tree in
+    # the workspace's shadow git store, ``core/checkpoints``): the step it was taken at, its
+    # phase (before the step's calls, after them, around a rewind), what it left out; pruned
+    # ones keep their row. A fork is a run that starts from another run's step (``forked_from``,
+    # ``fork_step``): its first request is that step's, as recorded. The tool schemas a request
+    # offered, by digest (``tool_sets``; the manifest names it), so a request can be sent again
+    # as it was. A probe: one recorded request sent again with its context changed, and the
+    # answer, never executed
+    """
+    ALTER TABLE runs ADD COLUMN forked_from INTEGER REFERENCES runs(id);
+    ALTER TABLE runs ADD COLUMN fork_step INTEGER;
+    CREATE TABLE checkpoints (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        git_commit TEXT NOT NULL,
+        tree TEXT NOT NULL,
+        changed INTEGER NOT NULL DEFAULT 0,
+        skipped TEXT NOT NULL DEFAULT '[]',
+        took_ms REAL NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        pruned_at REAL
+    );
+    CREATE INDEX checkpoints_run ON checkpoints(run_id, id);
+    CREATE INDEX checkpoints_workspace ON checkpoints(workspace, id);
+    CREATE TABLE tool_sets (
+        digest TEXT PRIMARY KEY,
+        specs TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE probes (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id),
+        step INTEGER NOT NULL,
+        request_id INTEGER,
+        batch TEXT,
+        variant TEXT NOT NULL,
+        changes TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        messages TEXT NOT NULL,
+        tools_digest TEXT,
+        answer TEXT,
+        usage TEXT,
+        error TEXT,
+        latency_s REAL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX probes_run ON probes(run_id, step, id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

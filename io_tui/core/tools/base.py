@@ -112,6 +112,9 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[ToolArgs]]
+    # whether a call may change the workspace's files: a run takes a checkpoint before a step
+    # with such a call (``core/checkpoints``); a tool that only reads says False
+    changes_files: ClassVar[bool] = True
 
     def spec(self) -> ToolSpec:
         schema = self.Args.model_json_schema()

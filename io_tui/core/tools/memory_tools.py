@@ -91,6 +91,7 @@ def _brief(note: MemoryNote) -> dict[str, Any]:
 
 
 class Remember(Tool):
+    changes_files = False
     name = "remember"
     description = (
         "Save a short note for future runs (facts about this project you had to discover: how to "
@@ -205,6 +206,7 @@ def _refusal(result: WriteResult, limits: MemoryLimits) -> str:
 
 
 class Forget(Tool):
+    changes_files = False
     name = "forget"
     description = "Delete one of your remembered notes by key (for example, one that is wrong)."
     Args = ForgetArgs

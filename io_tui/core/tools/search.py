@@ -163,6 +163,7 @@ class FindArgs(ToolArgs):
 
 
 class Find(Tool):
+    changes_files = False
     name = "find"
     description = (
         "Find files and directories whose path matches a glob (skips .git, .venv, node_modules, "
@@ -218,6 +219,7 @@ class _GrepResult:
 
 
 class Grep(Tool):
+    changes_files = False
     name = "grep"
     description = (
         "Search file contents with a Python regex; answers 'path:line:text'. Narrow with path "
