@@ -27,8 +27,8 @@ from io_tui.core.contract import contract_from_json
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.store import RunRow, Store
 from io_tui.core.store.checkpoints import (
-    AFTER,
     BEFORE,
+    END,
     FORK,
     RESUMED,
     REWIND_FROM,
@@ -37,7 +37,7 @@ from io_tui.core.store.checkpoints import (
 )
 
 LIVE = ("running", "asking", "queued")
-STEP_PHASES = (BEFORE, RESUMED, AFTER, FORK)  # the checkpoints a step's state is read from
+STEP_PHASES = (BEFORE, RESUMED, END, FORK)  # the checkpoints a step's state is read from
 EVENT_FILES = 200  # files an event lists by name (the rest counted)
 
 
@@ -162,8 +162,9 @@ def describe(change: FileChange) -> str:
 
 async def checkpoint_before(store: Store, run: RunRow, step: int) -> CheckpointRow:
     """The checkpoint holding run ``run``'s workspace as it was before ``step``: the first one
-    taken before a step from ``step`` on (no file changed in between), else the newest one
-    taken at an earlier step; a fork's steps before the one it left from are its parent's."""
+    taken once ``step`` began (a step that may change files takes one before its first call,
+    and the run's end one more, so no file changed between ``step``'s start and it); a fork's
+    steps before the one it left from are its parent's."""
     if run.forked_from is not None and run.fork_step is not None and step < run.fork_step:
         parent = await store.runs.get(run.forked_from)
         if parent is None:
@@ -174,18 +175,16 @@ async def checkpoint_before(store: Store, run: RunRow, step: int) -> CheckpointR
         raise RewindError(
             f"run {run.id} has no checkpoint: it changed no files, or checkpoints were off"
         )
-    later = [r for r in rows if r.step >= step and r.phase in (BEFORE, FORK)]
-    earlier = [r for r in rows if r.step < step]
-    if later and not [r for r in rows if step <= r.step < later[0].step and r.phase == AFTER]:
-        found = later[0]
-    elif earlier:
-        found = earlier[-1]
-    else:
-        found = rows[0]  # the first checkpoint, taken before anything this run changed
+    found = next((r for r in rows if r.step >= step), None)
+    if found is None:
+        raise RewindError(
+            f"run {run.id} took no checkpoint from step {step} on (it stopped without its last"
+            " one): its state before that step is not known"
+        )
     if found.pruned_at is not None:
         raise RewindError(
-            f"the checkpoint before step {step} of run {run.id} was pruned (docs: the"
-            " checkpoint pruning policy)"
+            f"the checkpoint before step {step} of run {run.id} was pruned (see the checkpoint"
+            " pruning policy in the README)"
         )
     return found
 

@@ -142,7 +142,7 @@ class ShadowStore:
             ("core.fsmonitor", "false"),
             ("core.hooksPath", os.devnull),
             ("gc.auto", "0"),  # pruned by io-tui's policy (``prune``), never in a checkpoint
-            ("index.version", "4"),
+            ("core.splitIndex", "true"),  # a checkpoint rewrites a small index, not 10,000 entries
             ("commit.gpgSign", "false"),
         ):
             run_git(self.env, ["config", key, value])

@@ -47,13 +47,21 @@ class RunCheckpoints:
         self._last: tuple[str, str] | None = None  # the run's newest (commit, tree)
         self._loaded = False
 
-    async def take(self, step: int, phase: str) -> Taken:
-        """A checkpoint now; raises ``CheckpointError`` with one line when it cannot be taken."""
+    async def taken(self) -> bool:
+        """Whether the run has a checkpoint (a run that changed nothing needs no last one)."""
+        await self._load()
+        return self._last is not None
+
+    async def _load(self) -> None:
         if not self._loaded:
             newest = await self.store.checkpoints.latest(self.run_id)
             if newest is not None and newest.pruned_at is None:
                 self._last = (newest.git_commit, newest.tree)
             self._loaded = True
+
+    async def take(self, step: int, phase: str) -> Taken:
+        """A checkpoint now; raises ``CheckpointError`` with one line when it cannot be taken."""
+        await self._load()
         started = time.perf_counter()
         message = f"io-tui run {self.run_id} step {step} {phase}"
         snapshot = await asyncio.to_thread(

@@ -64,11 +64,10 @@ from io_tui.core.store import (
     StoreFull,
     StoreUnreachable,
 )
+from io_tui.core.store.checkpoints import BEFORE, END, RESUMED
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
 from io_tui.core.store.runs import FIRST_EPOCH
 from io_tui.core.telemetry import Parent, RunTrace
-from io_tui.core.store.checkpoints import AFTER, BEFORE, RESUMED
-from io_tui.core.store.leases import HEARTBEAT_S
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.workspace import Workspace
@@ -399,6 +398,8 @@ class Run:
         if self.waiting_on is not None:
             detail["waiting_on"] = self.waiting_on
         await append_run_log(state, outcome, error)  # the workspace's daily log (memory)
+        if state.checkpoints is not None and await state.checkpoints.taken():
+            await state.checkpoint(state.step, END)  # what its last step left: a rewind's base
         finished = state.record(EventKind.RUN_FINISHED, detail)
         # why a resume stopped short is the caller's to print, not the run's to keep
         await state.end(status, outcome.value, None if outcome is Outcome.INTERRUPTED else error)
@@ -552,15 +553,11 @@ class Run:
     ) -> Outcome | None:
         """Run ``calls`` of ``step`` in order, committing each observation as it comes (the
         last commit announces the step); a deferred approval pauses the run. A step with a call
-        that may change files is framed by checkpoints of the workspace: before its first call
-        (``resumed`` when a resume carries it on) and after its calls, or as far as they went."""
-        changing = self.state.may_change_files(calls)
-        if changing:
+        that may change files first takes a checkpoint of the workspace (``resumed`` when a
+        resume carries the step on); the run's end takes the last one (``_end``)."""
+        if self.state.may_change_files(calls):
             await self.state.checkpoint(step, RESUMED if resuming else BEFORE)
-        outcome = await self._run_calls(calls, step, resuming=resuming)
-        if changing:
-            await self.state.checkpoint(step, AFTER)
-        return outcome
+        return await self._run_calls(calls, step, resuming=resuming)
 
     async def _run_calls(
         self, calls: Sequence[ToolCall], step: int, *, resuming: bool

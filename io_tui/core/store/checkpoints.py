@@ -20,7 +20,7 @@ from io_tui.core.store.db import Database, row_as
 
 BEFORE = "before"  # the workspace before a step's first call that may change files
 RESUMED = "resumed"  # before the calls a resume carries on (some of the step's may have run)
-AFTER = "after"  # after the step's calls (or as far as they went: a pause, a stop)
+END = "end"  # the workspace as the run left it: finished, paused, stopped
 REWIND_FROM = "rewind-from"  # the workspace as a rewind found it: what undoing it restores
 REWOUND = "rewound"  # the workspace after a rewind
 FORK = "fork"  # a fork's workspace, restored to the step it starts from
