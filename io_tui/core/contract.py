@@ -88,15 +88,20 @@ class CheckpointLimits:
     """What a run's workspace checkpoints keep (``core/checkpoints``): whether they are taken,
     the largest file kept, and how large a directory the workspace's ignore files exclude may
     be and still be kept whole (a build output yes, ``node_modules`` no). What is left out is
-    recorded with each checkpoint."""
+    recorded with each checkpoint. Pruning (``checkpoints/pruning.py``) keeps the checkpoints
+    of a workspace's newest ``keep_runs`` runs, of every run newer than ``keep_days``, and of
+    every run that has not ended."""
 
     enabled: bool = True
     max_file_bytes: int = 5_000_000
     ignored_dir_files: int = 2_000
     ignored_dir_bytes: int = 50_000_000
+    keep_runs: int = 20
+    keep_days: float = 14.0
 
     def __post_init__(self) -> None:
-        if min(self.max_file_bytes, self.ignored_dir_files, self.ignored_dir_bytes) < 0:
+        figures = (self.max_file_bytes, self.ignored_dir_files, self.ignored_dir_bytes)
+        if min(*figures, self.keep_runs, self.keep_days) < 0:
             raise ValueError("checkpoint limits must not be negative")
 
 

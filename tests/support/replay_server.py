@@ -51,6 +51,7 @@ class Seen:
     headers: dict[str, str]
     body: Any
     connection: int
+    raw: bytes = b""  # the body as it came, byte for byte
 
 
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
@@ -124,7 +125,7 @@ class ReplayServer:
             await self._answer(writer, json_reply(200 if found else 404, self.props or {}))
             return True
         self.requests.append(
-            Seen(method, path, headers, json.loads(raw) if raw else None, connection)
+            Seen(method, path, headers, json.loads(raw) if raw else None, connection, raw)
         )
         reply = self.replies.popleft()
         if reply.action == "hang":

@@ -50,6 +50,12 @@ def git_env(git_dir: Path, work_tree: Path, index: Path | None = None) -> dict[s
     return env
 
 
+def repository_env() -> dict[str, str]:
+    """The environment of a git call on the workspace's own repository (a fork's worktree): the
+    caller's, with no ``GIT_*`` variable that could point it elsewhere."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+
 def run_git(
     env: dict[str, str],
     args: Sequence[str],
@@ -66,7 +72,7 @@ def run_git(
             input=stdin,
             capture_output=True,
             env=env,
-            cwd=cwd or env["GIT_WORK_TREE"],
+            cwd=cwd or env.get("GIT_WORK_TREE"),
             timeout=GIT_TIMEOUT_S,
             check=False,
         )

@@ -141,7 +141,6 @@ class ShadowStore:
             ("core.untrackedCache", "true"),
             ("core.fsmonitor", "false"),
             ("core.hooksPath", os.devnull),
-            ("gc.auto", "0"),  # pruned by io-tui's policy (``prune``), never in a checkpoint
             ("core.splitIndex", "true"),  # a checkpoint rewrites a small index, not 10,000 entries
             ("commit.gpgSign", "false"),
         ):
@@ -395,6 +394,15 @@ class ShadowStore:
         )
         return bool(probe.strip())
 
+    def adopt(self, other: ShadowStore, run_id: int) -> None:
+        """Take run ``run_id``'s checkpoints from ``other``'s store (a fork's parent's, made in
+        another directory), so this store can restore them too."""
+        ref = RUN_REF.format(run=run_id)
+        with self.locked():
+            self._ensure()
+            run_git(self.env, ["fetch", "--quiet", "--no-tags", str(other.git_dir),
+                               f"+{ref}:refs/io-tui/inherited/{run_id}"], cwd=self.directory)  # fmt: skip
+
     # -- restoring --
 
     def restore(self, tree: str, write: Sequence[str], delete: Sequence[str]) -> None:
@@ -453,12 +461,15 @@ class ShadowStore:
         with self.locked():
             run_git(self.env, ["update-ref", "--stdin"], stdin=lines.encode())
 
-    def collect(self) -> None:
-        """Free the objects no kept checkpoint reaches (``git gc`` with an immediate prune)."""
+    def collect(self, *, now: bool = True) -> None:
+        """Free the objects no kept checkpoint reaches: ``git gc`` with an immediate prune, or
+        (``now`` False) ``git gc --auto``, which packs and prunes only past git's thresholds
+        and keeps unreachable objects for git's grace period (two weeks)."""
         if not self.exists():
             return
+        args = ["gc", "--quiet", "--prune=now"] if now else ["gc", "--quiet", "--auto"]
         with self.locked():
-            run_git(self.env, ["gc", "--quiet", "--prune=now"], cwd=self.directory)
+            run_git(self.env, args, cwd=self.directory)
 
     def size_bytes(self) -> int:
         """What the store takes on disk."""

@@ -22,6 +22,10 @@ class ToolCall:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(data["id"], data["name"], data.get("arguments") or {})
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -38,12 +42,29 @@ class Message:
             out["tool_call_id"] = self.tool_call_id
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Message:
+        """A message as a request recorded it (``to_json``): the same message again."""
+        return cls(
+            data["role"],
+            data["content"],
+            tuple(ToolCall.from_json(c) for c in data.get("tool_calls") or ()),
+            data.get("tool_call_id"),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolSpec:
+        return cls(data["name"], data["description"], data["parameters"])
 
 
 Purpose = Literal["work", "summary", "review"]

@@ -39,9 +39,17 @@ from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
 from io_tui.core.run.calls import CallResult, CallRunner
 from io_tui.core.run.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.run.log_entry import append_run_log
-from io_tui.core.run.model_turn import ask_model, build_engine, request_tokens, truncated_note
+from io_tui.core.run.model_turn import (
+    ask_model,
+    ask_pinned,
+    build_engine,
+    request_tokens,
+    run_cache_key,
+    truncated_note,
+)
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.outcome import Outcome, RunResult, status_for
+from io_tui.core.run.pinned import pinned_request
 from io_tui.core.run.reconcile import (
     ReconcileChoice,
     ReconcileNeeded,
@@ -126,9 +134,24 @@ async def resume_run(
         parent_run_id=row.parent_run_id,
     )
     state.tokens = row.tokens
+    fresh_fork = await _as_fork(state, row)
     state.hold(await harness.store.leases.acquire(run_id))
     await expire_server_asks(harness.store, run_id)  # asked by calls that ended with a process
-    return await Run(state, reconciler).drive(resumed=not first)
+    return await Run(state, reconciler).drive(resumed=not (first or fresh_fork))
+
+
+async def _as_fork(state: RunState, row: RunRow) -> bool:
+    """A fork's requests carry the prompt-cache key of the request it left from; one that has
+    not taken a step of its own yet sends that request first, as recorded (``run/pinned``).
+    Whether ``row`` is such a fresh fork."""
+    if row.forked_from is None or row.fork_step is None:
+        return False
+    pinned = await pinned_request(state.store, row)
+    state.cache_key = pinned.cache_key or run_cache_key(str(state.store.path), row.forked_from)
+    if row.steps >= row.fork_step:
+        return False
+    state.pinned = pinned
+    return True
 
 
 async def _origin(state: RunState) -> RunOrigin | None:
@@ -308,6 +331,7 @@ class Run:
                     "model": state.harness.provider.model,
                     "trace": state.trace.to_json(),
                     "session": session,
+                    **({"fork_of": state.pinned.source} if state.pinned is not None else {}),
                 },
             )
             blocked = await self._start_hooks(origin, session, resumed=resumed)
@@ -440,8 +464,12 @@ class Run:
                     state.publish(EventKind.WARNING, {"message": text})
                 operator_messages += notices  # stored with the step: a resume says it again
             requests: list[RequestRecord] = []
+            pinned, state.pinned = state.pinned, None
             try:
-                response = await ask_model(state, engine, operator_messages, requests)
+                if pinned is not None and pinned.step == step:
+                    response = await ask_pinned(state, pinned, operator_messages, requests)
+                else:
+                    response = await ask_model(state, engine, operator_messages, requests)
             except ProviderError as exc:
                 self.failure = str(exc)
                 await state.commit_step(

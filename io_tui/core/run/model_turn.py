@@ -27,6 +27,7 @@ from io_tui.core.context import (
 from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
+from io_tui.core.heads import operator_line
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.numbered import span_lines
 from io_tui.core.providers.base import (
@@ -44,6 +45,7 @@ from io_tui.core.providers.base import (
     window_source,
 )
 from io_tui.core.run.calls import framed
+from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.rebuild import first_build, refresh_derived
 from io_tui.core.run.state import RunState
 from io_tui.core.store import RequestRecord
@@ -170,6 +172,7 @@ async def ask_model(
             emergency=attempt == LADDER[-1],
         )  # fmt: skip
 
+    await state.keep_tool_set()
     for attempt in LADDER:
         assembly = await build(attempt)
         tools = tool_tokens(assembly)
@@ -275,6 +278,98 @@ async def ask_model(
     raise AssertionError("unreachable")
 
 
+async def ask_pinned(
+    state: RunState,
+    pinned: PinnedRequest,
+    operator_messages: tuple[str, ...],
+    requests: list[RequestRecord],
+) -> Response:
+    """A fork's first completion: the recorded request ``pinned`` sent again as it was, with the
+    operator's new messages after it (each as the context engine writes one), and recorded
+    with the manifest it was recorded with, which says where it came from (``fork``)."""
+    extra = tuple(Message("user", operator_line(m)) for m in operator_messages)
+    messages = pinned.messages + extra
+    request = completion_request(state, messages, pinned.stable_messages)
+    digest = state.tool_set()[0]
+    recorded_tools = pinned.manifest.get("tools_digest")
+    if recorded_tools is not None and recorded_tools != digest:
+        state.publish(
+            EventKind.WARNING,
+            {
+                "message": "the fork offers other tools than the request it repeats (MCP"
+                " servers or skills changed): the provider's cache of its prefix is not reused"
+            },
+        )
+    await state.keep_tool_set()
+    state.publish(
+        EventKind.REQUEST_STARTED,
+        {
+            "attempt": 1,
+            "rung": pinned.manifest.get("rung"),
+            "ceiling_tokens": pinned.ceiling_tokens,
+            "est_tokens": pinned.est_tokens,
+            "frame_tokens": pinned.frame_tokens,
+            "fork_of": pinned.source,
+        },
+    )
+    head = {k: v for k, v in pinned.manifest.items() if k != "entries"}
+    head |= {
+        "fork": {**pinned.source, "appended": list(operator_messages)},
+        "tools_digest": digest,
+        "cache_key": request.cache_key,
+    }
+    started = time.monotonic()
+    response: Response | None = None
+    error: ProviderError | None = None
+    try:
+        response = await stream_request(state, request)
+    except ProviderError as exc:
+        error = exc
+        _failed(state, 1, exc, partial=partial_json(exc.attempts))
+    usage = response.usage if response else None
+    attempts = response.attempts if response else tuple(error.attempts if error else ())
+    requests.append(
+        RequestRecord(
+            step=state.step,
+            attempt=1,
+            purpose="work",
+            ceiling_tokens=pinned.ceiling_tokens,
+            est_tokens=pinned.est_tokens,
+            frame_tokens=pinned.frame_tokens,
+            reported_tokens=usage.prompt_tokens if usage else None,
+            usage=usage.to_json() if usage else None,
+            messages=[m.to_json() for m in messages],
+            manifest={**head, "entries": pinned.manifest.get("entries", [])},
+            attempts=[a.to_json() for a in attempts],
+            provider=response.provider if response else state.harness.provider.name,
+            model=response.model if response else state.harness.provider.model,
+            error=str(error) if error else None,
+        )
+    )
+    if error is not None:
+        raise error
+    assert response is not None
+    keys = list(pinned.manifest.get("memory_keys") or ())
+    if keys:
+        await state.store.recalls.record(
+            state.run_id, state.step, None, keys, str(state.workspace.root)
+        )
+    state.publish(
+        EventKind.REQUEST_FINISHED,
+        {
+            "attempt": 1,
+            "reported_tokens": usage.prompt_tokens if usage else None,
+            "est_tokens": pinned.est_tokens,
+            "latency_s": round(time.monotonic() - started, 3),
+            "tool_calls": len(response.tool_calls),
+            "stop_reason": response.stop_reason,
+            "raw_stop_reason": response.finish_reason,
+            "attempts": len(response.attempts),
+        },
+    )
+    return response
+
+
 LADDER = (1, 2, 3)  # the attempts: as built, a forced fold, the emergency compaction
 STOPPED = (
     "stopped safely before running any call of this step: the required state could not be"
@@ -377,17 +472,29 @@ def partial_json(attempts: Sequence[Attempt]) -> dict[str, Any] | None:
 
 
 async def stream(state: RunState, assembly: Assembly) -> Response:
-    """One working completion. Its prompt-cache breakpoints end the frame (the manifest's
-    stable/dynamic boundary: never rewritten in a run) and the request (what the next one
-    repeats while history is only appended to). Text deltas and retries are published as they
-    come."""
-    ends = {assembly.stable_messages - 1, len(assembly.messages) - 1} - {-1}
-    request = CompletionRequest(
-        messages=assembly.messages,
+    """One working completion of ``assembly`` (``completion_request``)."""
+    return await stream_request(
+        state, completion_request(state, assembly.messages, assembly.stable_messages)
+    )
+
+
+def completion_request(
+    state: RunState, messages: tuple[Message, ...], stable_messages: int
+) -> CompletionRequest:
+    """A working request of ``messages``. Its prompt-cache breakpoints end the frame (the
+    manifest's stable/dynamic boundary, ``stable_messages``: never rewritten in a run) and the
+    request (what the next one repeats while history is only appended to)."""
+    ends = {stable_messages - 1, len(messages) - 1} - {-1}
+    return CompletionRequest(
+        messages=messages,
         tools=state.specs(),
         cache_breakpoints=tuple(sorted(ends)),
         cache_key=cache_key(state),
     )
+
+
+async def stream_request(state: RunState, request: CompletionRequest) -> Response:
+    """One working completion; text deltas and retries are published as they come."""
     async for event in state.harness.provider.stream(request):
         if isinstance(event, TextDelta):
             state.publish(EventKind.TEXT_DELTA, {"text": event.text})
@@ -407,10 +514,12 @@ async def stream(state: RunState, assembly: Assembly) -> Response:
 
 def cache_key(state: RunState) -> str:
     """One stable prompt-cache key per run (and store): OpenAI routes requests sharing it to the
-    same cache."""
-    return (
-        "io-tui-" + hashlib.sha256(f"{state.store.path}:{state.run_id}".encode()).hexdigest()[:16]
-    )
+    same cache. A fork keeps the key of the run it left from: its requests share that prefix."""
+    return state.cache_key or run_cache_key(str(state.store.path), state.run_id)
+
+
+def run_cache_key(store: str, run_id: int) -> str:
+    return "io-tui-" + hashlib.sha256(f"{store}:{run_id}".encode()).hexdigest()[:16]
 
 
 class Limits(NamedTuple):
@@ -455,6 +564,8 @@ def request_record(
     head = assembly.manifest_head(derived)
     head["limits"] = limits.to_json()
     head["derived"] = derived
+    head["tools_digest"] = state.tool_set()[0]  # the schemas it offered (``store.tool_sets``)
+    head["cache_key"] = cache_key(state)
     frame = estimate.raw - assembly.est_tokens  # less the tool schemas a server drops
     head["calibration"] = {
         "ceiling_tokens": ceiling,

@@ -24,9 +24,10 @@ from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.harness import Harness
+from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
-from io_tui.core.store import Fence, RequestRecord, StepCommit
+from io_tui.core.store import Fence, RequestRecord, StepCommit, tools_digest
 from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES
@@ -76,6 +77,13 @@ class RunState:
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
+        self._tool_set: tuple[str, list[dict[str, Any]]] | None = None  # its digest and JSON
+        self._tool_sets_kept: set[str] = set()  # the digests stored in ``store.tool_sets``
+        # the prompt-cache key its requests carry (``model_turn.cache_key``); a fork's is the
+        # key of the run it left from, whose prefix its requests repeat
+        self.cache_key: str | None = None
+        # a fork's first request: the step it left from, as recorded (``run/pinned.py``)
+        self.pinned: PinnedRequest | None = None
         self._arrivals_seen = 0  # of harness.late_tools' arrivals
         self._told_starting: set[str] = set()  # the sources the model was told are starting
         self._offered: dict[str, tuple[str, ...]] = {}  # each late source's tools, by name
@@ -321,7 +329,23 @@ class RunState:
         """The tools' schemas, generated once, and again when late tools join the registry."""
         if self._tool_specs is None:
             self._tool_specs = self.registry.specs()
+            self._tool_set = None
         return self._tool_specs
+
+    def tool_set(self) -> tuple[str, list[dict[str, Any]]]:
+        """The schemas offered now as JSON, and their digest (``store.tool_sets``)."""
+        specs = self.specs()
+        if self._tool_set is None:
+            data = [spec.to_json() for spec in specs]
+            self._tool_set = (tools_digest(data), data)
+        return self._tool_set
+
+    async def keep_tool_set(self) -> None:
+        """Store the schemas offered now, once per distinct set: a request names them."""
+        digest, data = self.tool_set()
+        if digest not in self._tool_sets_kept:
+            await self.store.tool_sets.put(digest, data)
+            self._tool_sets_kept.add(digest)
 
     def tool_context(self, step: int) -> ToolContext:
         ceiling = self.contract.context.ceiling(self.remaining_tokens())

@@ -38,6 +38,8 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             sub_agents.setdefault(e.step, {})[e.detail["call_id"]] = e.detail["run_id"]
     waits = await waiting_on(store, run)
     progress = await ledger_of(store, run_id)
+    checkpoints = await store.checkpoints.for_run(run_id)
+    forks = await store.forks.of(run_id)
     revisions = await store.progress.revisions(run_id)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
@@ -61,6 +63,13 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             "error": run.error,
             # the earlier run whose progress ledger its first request carried (--continue)
             "continues": _continues(run.contract),
+            # a fork: the run and step it left from (its first request is that step's, as
+            # recorded; its steps before that one are that run's)
+            "forked_from": (
+                {"run_id": run.forked_from, "step": run.fork_step}
+                if run.forked_from is not None
+                else None
+            ),
             # paused or interrupted with its sub-agent: the child run it resumes with
             "waiting_on": waits.id if waits is not None else None,
             "created_at": run.created_at,
@@ -88,6 +97,10 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
             for s in steps
         ],
         "intents": [i.to_json() for i in intents],
+        # the workspace's checkpoints (``core/checkpoints``): before the steps that may change
+        # files, at the run's end, around each rewind; and the runs forked from this one
+        "checkpoints": [c.to_json() for c in checkpoints],
+        "forks": [{"run_id": f, "step": s} for f, s in forks],
         # the progress ledger (``core/progress``): its newest revision, and each revision's
         # step and digest (a run from before schema 7 has none: its ledger is folded now)
         "progress": progress.to_json(),

@@ -29,6 +29,7 @@ from io_tui.core.store.db import (
     StoreFull,
     StoreUnreachable,
 )
+from io_tui.core.store.forks import ForkRepo, NewFork
 from io_tui.core.store.intents import IntentRepo, IntentRow
 from io_tui.core.store.leases import Fence, LeaseLost, LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
@@ -39,6 +40,7 @@ from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, Wor
 from io_tui.core.store.recalls import Recall, RecallRepo
 from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
+from io_tui.core.store.tool_sets import ToolSetRepo, tools_digest
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "IntentRow",
     "LeaseLost",
     "Live",
+    "NewFork",
     "NotCancellable",
     "ObservationRow",
     "ProgressRow",
@@ -79,6 +82,7 @@ __all__ = [
     "not_stopped",
     "store_location",
     "store_trouble",
+    "tools_digest",
 ]
 
 StoreLocation = Path | StoreUrl
@@ -137,6 +141,8 @@ class Store:
         self.progress = ProgressRepo(self.db)
         self.cancels = CancelRepo(self.db)  # a stopped run the operator abandons
         self.checkpoints = CheckpointRepo(self.db)  # runs' workspace checkpoints (rewind, fork)
+        self.forks = ForkRepo(self.db)  # runs started from another run's step
+        self.tool_sets = ToolSetRepo(self.db)  # the tool schemas requests offered, by digest
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod

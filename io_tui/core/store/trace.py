@@ -203,6 +203,20 @@ class TraceRepo:
         )
         return {r.id: r for r in expand_deltas(rows, only=set(ids))}
 
+    async def answered_request(self, run_id: int, step: int) -> RequestRow | None:
+        """The working request that opened ``step``, whole: its last attempt the provider
+        answered (else its last attempt); None when the step has none."""
+        keys = await self.db.fetchall(
+            "SELECT id, error FROM requests WHERE run_id = ? AND step = ? AND purpose = 'work'"
+            " ORDER BY attempt, id",
+            (run_id, step),
+        )
+        if not keys:
+            return None
+        answered = [k["id"] for k in keys if k["error"] is None]
+        chosen = answered[-1] if answered else keys[-1]["id"]
+        return (await self.requests_by_id([chosen]))[chosen]
+
     async def latest_request(self, run_id: int, step: int | None = None) -> RequestFigures | None:
         """The last working request of a run (or of one step): what the budget gauges show."""
         where, params = ("AND step = ?", (run_id, step)) if step is not None else ("", (run_id,))
