@@ -34,10 +34,28 @@ if TYPE_CHECKING:
         ReviewerSpecError as ReviewerSpecError,
         ReviewVerdict as ReviewVerdict,
     )
+    from io_tui.core.checkpoints.git import CheckpointError as CheckpointError
+    from io_tui.core.checkpoints.pruning import (
+        Pruned as Pruned,
+        prune_checkpoints as prune_checkpoints,
+    )
+    from io_tui.core.checkpoints.rewind import (
+        FileChoice as FileChoice,
+        RewindError as RewindError,
+        RewindPlan as RewindPlan,
+        RewindResult as RewindResult,
+        apply_rewind as apply_rewind,
+        change_summary as change_summary,
+        checkpoint_before as checkpoint_before,
+        describe_change as describe_change,
+        plan_rewind as plan_rewind,
+    )
+    from io_tui.core.checkpoints.shadow import FileChange as FileChange
     from io_tui.core.context.cache import usage_hit_rate as usage_hit_rate
     from io_tui.core.context.labels import ROLES as ROLES
     from io_tui.core.context.manifest import ManifestEntry as ManifestEntry
     from io_tui.core.contract import (
+        CheckpointLimits as CheckpointLimits,
         ContextBudget as ContextBudget,
         MemoryLimits as MemoryLimits,
         TaskContract as TaskContract,
@@ -185,6 +203,13 @@ if TYPE_CHECKING:
         decide as decide,
         resume as resume,
     )
+    from io_tui.core.steering.fork import (
+        ForkError as ForkError,
+        ForkPlace as ForkPlace,
+        ForkPlan as ForkPlan,
+        create_fork as create_fork,
+        plan_fork as plan_fork,
+    )
     from io_tui.core.steering.lifecycle import (
         Lifecycle as Lifecycle,
         LifecycleReport as LifecycleReport,
@@ -222,6 +247,7 @@ if TYPE_CHECKING:
     from io_tui.core.store import (
         ApprovalRecord as ApprovalRecord,
         Changed as Changed,
+        CheckpointRow as CheckpointRow,
         GitSource as GitSource,
         Recall as Recall,
         RememberedRule as RememberedRule,

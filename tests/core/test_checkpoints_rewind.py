@@ -23,8 +23,9 @@ from io_tui.core import (
     TaskContract,
     start_run,
 )
-from io_tui.core.checkpoints.rewind import Choice, RewindError, apply_rewind, plan_rewind
+from io_tui.core.checkpoints.rewind import FileChoice, RewindError, apply_rewind, plan_rewind
 from io_tui.core.contract import CheckpointLimits
+from io_tui.core.events import NullSink
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -49,12 +50,12 @@ SCRIPT = [
 ]
 
 
-async def scripted_run(store: Store, root: Path, script_path: Path, sink: Any) -> int:
+async def scripted_run(store: Store, root: Path, script_path: Path, sink: Any = None) -> int:
     harness = Harness(
         store=store,
         provider=ScriptedProvider.from_file(script_path),
         approver=ApproveAll(),
-        sink=sink,
+        sink=sink or NullSink(),
         policy=Policy(),
     )
     result = await start_run(harness, TaskContract("change files", root, max_steps=20))
@@ -128,7 +129,7 @@ async def test_a_hand_edit_after_the_run_makes_the_rewind_refuse(
         await apply_rewind(store, plan)
     assert (repo / "src" / "app.py").read_text() == "edited by hand after the run\n"
     # the operator keeps the hand edit and lets the new file go
-    choices = {"src/app.py": Choice.KEEP, "editor.txt": Choice.OVERWRITE}
+    choices = {"src/app.py": FileChoice.KEEP, "editor.txt": FileChoice.OVERWRITE}
     result = await apply_rewind(store, plan, choices)
     assert (repo / "src" / "app.py").read_text() == "edited by hand after the run\n"
     assert not (repo / "editor.txt").exists()
@@ -174,3 +175,28 @@ async def test_large_files_and_ignored_directories_are_left_out_and_said(
     plan = await plan_rewind(store, result.run_id, to_step=1)
     assert plan.changes == ()  # the big file is not in the checkpoint: it cannot come back
     assert (repo / "node_modules" / "pkg" / "3.js").exists()
+
+
+async def test_pruning_keeps_the_newest_runs_and_frees_the_rest(
+    store: Store, repo: Path, write_script: Any
+) -> None:
+    import time
+
+    from io_tui.core.checkpoints.pruning import prune_checkpoints
+
+    runs = []
+    for i in range(4):
+        script = write_script(
+            [call("write_file", path=f"f{i}.txt", content=f"{i}\n"), {"text": "ok"}]
+        )
+        runs.append(await scripted_run(store, repo, script))
+    limits = CheckpointLimits(keep_runs=2, keep_days=0)
+    workspace = (await store.checkpoints.for_run(runs[0]))[0].workspace
+    pruned = await prune_checkpoints(
+        store, workspace, limits, collect_now=True, now=time.time() + 1
+    )
+    assert pruned.dropped == (runs[1], runs[0]) and set(pruned.kept) == set(runs[2:])
+    with pytest.raises(RewindError, match="was pruned"):
+        await plan_rewind(store, runs[0], to_step=1)
+    await apply_rewind(store, await plan_rewind(store, runs[3], to_step=1))
+    assert not (repo / "f3.txt").exists() and (repo / "f2.txt").exists()

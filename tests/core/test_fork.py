@@ -20,7 +20,7 @@ from io_tui.core import ApproveAll, Harness, Policy, Store, TaskContract, start_
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.run.reconcile import RefuseReconcile
 from io_tui.core.steering.decisions import resume
-from io_tui.core.steering.fork import ForkError, Place, create_fork, plan_fork
+from io_tui.core.steering.fork import ForkError, ForkPlace, create_fork, plan_fork
 from io_tui.core.steering.trace import build_trace
 
 MODEL = "gpt-4o-mini"
@@ -124,14 +124,14 @@ async def test_a_new_instruction_follows_the_recorded_request(
     ]
 
 
-@pytest.mark.parametrize("place", [Place.WORKTREE, Place.COPY])
+@pytest.mark.parametrize("place", [ForkPlace.WORKTREE, ForkPlace.COPY])
 async def test_a_fork_beside_the_run_leaves_its_workspace_alone(
     store: Store,
     server: ReplayServer,
     workspace_repo: Path,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    place: Place,
+    place: ForkPlace,
 ) -> None:
     parent, copier = await parent_run(store, server, workspace_repo, monkeypatch)
     after_run = tree_state(workspace_repo)
@@ -140,7 +140,7 @@ async def test_a_fork_beside_the_run_leaves_its_workspace_alone(
     fork = await create_fork(store, plan)
     assert tree_state(workspace_repo) == after_run
     made = tree_state(target)
-    if place is Place.WORKTREE:
+    if place is ForkPlace.WORKTREE:
         assert made.pop(".git")[0] == "file"  # a worktree's link to the repository
     assert made == copier.copies[3]
     row = await store.runs.get(fork)
@@ -168,7 +168,7 @@ async def test_bad_forks_say_why(
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(ForkError, match="not an empty directory"):
-        await plan_fork(store, parent, 2, Place.COPY, tmp_path / "full")
+        await plan_fork(store, parent, 2, ForkPlace.COPY, tmp_path / "full")
     (workspace_repo / "a.txt").write_text("edited by hand\n")
     plan = await plan_fork(store, parent, 2)
     with pytest.raises(ForkError, match="refused: 1 file changed"):

@@ -45,7 +45,7 @@ class RewindError(Exception):
     """A rewind that cannot be planned or done: one line saying why."""
 
 
-class Choice(enum.StrEnum):
+class FileChoice(enum.StrEnum):
     """What to do with a file someone else changed after the run's last checkpoint."""
 
     KEEP = "keep"  # leave it as it is now
@@ -143,7 +143,7 @@ def _files(n: int) -> str:
     return "file" if n == 1 else "files"
 
 
-def describe(change: FileChange) -> str:
+def describe_change(change: FileChange) -> str:
     """What a rewind does to one path, in words."""
     if change.status == "D":
         return "removed (created after)"
@@ -285,7 +285,7 @@ def _shadow(run: RunRow) -> ShadowStore:
 
 
 async def apply_rewind(
-    store: Store, plan: RewindPlan, choices: Mapping[str, Choice] | None = None
+    store: Store, plan: RewindPlan, choices: Mapping[str, FileChoice] | None = None
 ) -> RewindResult:
     """Do ``plan``: refuse (``RewindError``) if a file someone else changed has no choice, or
     the workspace moved since the plan; checkpoint the workspace as found, restore, checkpoint
@@ -301,7 +301,7 @@ async def apply_rewind(
         )
     run = await _rewindable(store, plan.run_id)
     shadow = _shadow(run)
-    kept = tuple(p for p, c in choices.items() if c is Choice.KEEP)
+    kept = tuple(p for p, c in choices.items() if c is FileChoice.KEEP)
     try:
         found, result = await asyncio.to_thread(_restore, shadow, run, plan, set(kept))
     except CheckpointError as exc:

@@ -185,11 +185,17 @@ class ShadowStore:
             if changed:
                 self._forget_head()  # the index moves: the note holds until the tree is known
             if update or ignored:
-                run_git(self.env, ["update-index", "--add", "--remove", "-z", "--stdin"],
-                        stdin=nul_join(update + ignored))  # fmt: skip
+                run_git(
+                    self.env,
+                    ["update-index", "--add", "--remove", "-z", "--stdin"],
+                    stdin=nul_join(update + ignored),
+                )
             if remove:
-                run_git(self.env, ["update-index", "--force-remove", "-z", "--stdin"],
-                        stdin=nul_join(remove))  # fmt: skip
+                run_git(
+                    self.env,
+                    ["update-index", "--force-remove", "-z", "--stdin"],
+                    stdin=nul_join(remove),
+                )
             if head is not None and not changed:
                 tree = head[1]
             else:
@@ -238,9 +244,16 @@ class ShadowStore:
     def _status(self) -> _Status:
         out = run_git(
             self.env,
-            ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignored=matching",
-             "--no-renames", "--ignore-submodules=all"],
-        )  # fmt: skip
+            [
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ],
+        )
         found = _Status()
         for record in out.split(b"\0"):
             if not record:
@@ -400,8 +413,17 @@ class ShadowStore:
         ref = RUN_REF.format(run=run_id)
         with self.locked():
             self._ensure()
-            run_git(self.env, ["fetch", "--quiet", "--no-tags", str(other.git_dir),
-                               f"+{ref}:refs/io-tui/inherited/{run_id}"], cwd=self.directory)  # fmt: skip
+            run_git(
+                self.env,
+                [
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    str(other.git_dir),
+                    f"+{ref}:refs/io-tui/inherited/{run_id}",
+                ],
+                cwd=self.directory,
+            )
 
     # -- restoring --
 

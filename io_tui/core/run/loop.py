@@ -424,6 +424,7 @@ class Run:
         await append_run_log(state, outcome, error)  # the workspace's daily log (memory)
         if state.checkpoints is not None and await state.checkpoints.taken():
             await state.checkpoint(state.step, END)  # what its last step left: a rewind's base
+            await state.prune_checkpoints()
         finished = state.record(EventKind.RUN_FINISHED, detail)
         # why a resume stopped short is the caller's to print, not the run's to keep
         await state.end(status, outcome.value, None if outcome is Outcome.INTERRUPTED else error)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from io_tui.core.checkpoints.pruning import prune_checkpoints
 from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
 from io_tui.core.context import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
@@ -228,6 +229,21 @@ class RunState:
                 "took_ms": round(taken.took_ms, 1),
             },
         )
+
+    async def prune_checkpoints(self) -> None:
+        """The workspace's checkpoints pruned by the policy (``checkpoints/pruning.py``): the
+        runs whose checkpoints went are said; a prune that fails is a warning."""
+        if self.checkpoints is None:
+            return
+        try:
+            pruned = await prune_checkpoints(
+                self.store, str(self.checkpoints.shadow.root), self.contract.checkpoints
+            )
+        except CheckpointError as exc:
+            self.publish(EventKind.WARNING, {"message": f"checkpoints not pruned: {exc}"})
+            return
+        if pruned.dropped:
+            self.publish(EventKind.CHECKPOINT, {"phase": "pruned", "runs": list(pruned.dropped)})
 
     # -- tools --
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from io_tui.core.checkpoints.git import CheckpointError, repository_env, run_git
 from io_tui.core.checkpoints.rewind import (
-    Choice,
+    FileChoice,
     RewindError,
     RewindPlan,
     apply_rewind,
@@ -40,7 +40,7 @@ class ForkError(Exception):
     """A fork that cannot be made: one line saying why."""
 
 
-class Place(enum.StrEnum):
+class ForkPlace(enum.StrEnum):
     HERE = "here"  # the run's own workspace, restored to the step
     WORKTREE = "worktree"  # a new git worktree of the workspace's repository
     COPY = "copy"  # a plain copy of the workspace's files as they were
@@ -54,7 +54,7 @@ class ForkPlan:
 
     parent: RunRow
     step: int
-    place: Place
+    place: ForkPlace
     directory: Path  # where the fork works
     request_id: int
     messages: int
@@ -77,7 +77,11 @@ class ForkPlan:
 
 
 async def plan_fork(
-    store: Store, run_id: int, step: int, place: Place = Place.HERE, directory: Path | None = None
+    store: Store,
+    run_id: int,
+    step: int,
+    place: ForkPlace = ForkPlace.HERE,
+    directory: Path | None = None,
 ) -> ForkPlan:
     """What a fork of run ``run_id`` at ``step`` would do; ``ForkError`` when it cannot."""
     parent = await store.runs.get(run_id)
@@ -95,7 +99,7 @@ async def plan_fork(
             raise ForkError(str(exc)) from None
         checkpoint = None  # it changed no files: the workspace is as the step found it
     rewind = None
-    if place is Place.HERE:
+    if place is ForkPlace.HERE:
         directory = Path(parent.workspace)
         if checkpoint is not None:
             try:
@@ -108,15 +112,22 @@ async def plan_fork(
         directory = directory.expanduser().resolve()
         await asyncio.to_thread(_check_new_place, place, Path(parent.workspace), directory)
     return ForkPlan(
-        parent, step, place, directory, request.id, len(request.messages), request.est_tokens,
-        checkpoint, rewind,
-    )  # fmt: skip
+        parent,
+        step,
+        place,
+        directory,
+        request.id,
+        len(request.messages),
+        request.est_tokens,
+        checkpoint,
+        rewind,
+    )
 
 
-def _check_new_place(place: Place, workspace: Path, directory: Path) -> None:
+def _check_new_place(place: ForkPlace, workspace: Path, directory: Path) -> None:
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ForkError(f"{directory} exists and is not an empty directory")
-    if place is Place.WORKTREE and not (workspace / ".git").exists():
+    if place is ForkPlace.WORKTREE and not (workspace / ".git").exists():
         raise ForkError(
             f"{workspace} is not a git repository: fork into a copy (--copy DIR) instead"
         )
@@ -127,7 +138,7 @@ async def create_fork(
     plan: ForkPlan,
     *,
     task: str = "",
-    choices: Mapping[str, Choice] | None = None,
+    choices: Mapping[str, FileChoice] | None = None,
     provider: dict[str, Any] | None = None,
     origin: dict[str, Any] | None = None,
     max_steps: int | None = None,
@@ -148,7 +159,7 @@ async def create_fork(
                 f"refused: {len(missing)} files changed after run {parent.id}'s last checkpoint:"
                 f" {', '.join(missing[:5])}; say per file whether to keep or overwrite it"
             )
-    if plan.place is not Place.HERE:
+    if plan.place is not ForkPlace.HERE:
         try:
             await asyncio.to_thread(_make_place, plan)
         except CheckpointError as exc:
@@ -189,12 +200,12 @@ def _make_place(plan: ForkPlan) -> None:
     workspace = Path(plan.parent.workspace)
     source = shadow_for(workspace)
     tree = plan.checkpoint.tree if plan.checkpoint is not None else _now(source, plan).tree
-    if plan.place is Place.WORKTREE:
+    if plan.place is ForkPlace.WORKTREE:
         add = ["worktree", "add", "--detach", "--quiet", str(plan.directory)]
         run_git(repository_env(), add, cwd=workspace)
     else:
         plan.directory.mkdir(parents=True, exist_ok=True)
-    source.materialize(tree, plan.directory, clean=plan.place is Place.WORKTREE)
+    source.materialize(tree, plan.directory, clean=plan.place is ForkPlace.WORKTREE)
     if plan.checkpoint is not None:
         shadow_for(plan.directory).adopt(source, plan.checkpoint.run_id)
 
@@ -213,9 +224,10 @@ async def _first_checkpoint(
     shadow = shadow_for(plan.directory, limits)
     try:
         snap = await asyncio.to_thread(
-            shadow.snapshot, f"io-tui run {fork_id}: forked from run {plan.parent.id}",
+            shadow.snapshot,
+            f"io-tui run {fork_id}: forked from run {plan.parent.id}",
             run_id=fork_id,
-        )  # fmt: skip
+        )
     except CheckpointError:
         return  # the fork's own first step takes one, or says why it cannot
     await store.checkpoints.add(
