@@ -132,7 +132,7 @@ SHOWN = (
     *("provider", "model", "base_url", "fallback_provider", "fallback_model", "store", "policy"),
     *("approve", "max_steps", "token_budget", "context_max_tokens", "context_share"),
     *("request_timeout_s", "max_retries", "max_output_tokens", "context_window"),
-    *("ui", "mcp", "hooks", "cache", "run", "otel"),
+    *("ui", "mcp", "hooks", "cache", "run", "otel", "checkpoints"),
 )
 
 

@@ -28,8 +28,8 @@ def default_store_path() -> Path:
 
 def checkpoints_dir() -> Path:
     """Where each workspace's checkpoints are kept (a git object store per workspace, outside
-    the workspace): ``IO_TUI_CHECKPOINTS`` wins; otherwise the user data dir."""
-    env = os.environ.get("IO_TUI_CHECKPOINTS")
+    the workspace): ``IO_TUI_CHECKPOINTS_DIR`` wins; otherwise the user data dir."""
+    env = os.environ.get("IO_TUI_CHECKPOINTS_DIR")
     if env:
         return Path(env).expanduser()
     return Path(platformdirs.user_data_dir(APP)) / "checkpoints"

@@ -74,7 +74,7 @@ def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IO_TUI_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("IO_TUI_STORE", str(tmp_path / "default-store.db"))
     monkeypatch.setenv("IO_TUI_UI_STATE", str(tmp_path / "ui-state.json"))
-    monkeypatch.setenv("IO_TUI_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("IO_TUI_CHECKPOINTS_DIR", str(tmp_path / "checkpoints"))
     monkeypatch.delenv("IO_TUI_CONFIG", raising=False)
     # a run waits for its MCP servers however loaded the machine (tests of not waiting set 0)
     monkeypatch.setenv("IO_TUI_MCP__READY_WAIT_S", "120")

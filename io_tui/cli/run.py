@@ -227,6 +227,7 @@ async def run_command(args: argparse.Namespace) -> int:
             context=ContextBudget(settings.context_max_tokens, settings.context_share),
             cache=cache_prices_for(settings),
             env_allow=tuple(settings.run.env_allow),
+            checkpoints=settings.checkpoints.limits(),
         )
         if continued is not None:
             contract = await continue_with(args, contract)

@@ -56,6 +56,7 @@ async def build_run(
         context=ContextBudget(run_settings.context_max_tokens, run_settings.context_share),
         cache=cache_prices_for(run_settings),
         env_allow=tuple(run_settings.run.env_allow),
+        checkpoints=run_settings.checkpoints.limits(),
     )
     if request.continue_run_id is not None:
         contract = await continue_contract(store, request.continue_run_id, contract)
@@ -170,6 +171,7 @@ async def _follow_up(
         memory=earlier.memory,
         cache=earlier.cache,
         env_allow=earlier.env_allow,
+        checkpoints=earlier.checkpoints,
     )
     try:
         provider = provider_from_description(row.provider)

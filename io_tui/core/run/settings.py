@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from io_tui.core.contract import CheckpointLimits
 from io_tui.core.hooks.config import HookEvent, HookMatcher
 from io_tui.core.mcp.config import McpSettings, client_servers
 
@@ -52,6 +53,22 @@ class CommandSettings(BaseModel):
         return value
 
 
+class CheckpointSettings(BaseModel):
+    """``[checkpoints]`` in the file: a run's workspace checkpoints (``core/checkpoints``) and
+    the pruning policy (``contract.CheckpointLimits``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    max_file_bytes: int = Field(default=5_000_000, ge=0)
+    ignored_dir_files: int = Field(default=2_000, ge=0)
+    ignored_dir_bytes: int = Field(default=50_000_000, ge=0)
+    keep_runs: int = Field(default=20, ge=0)
+    keep_days: float = Field(default=14.0, ge=0)
+
+    def limits(self) -> CheckpointLimits:
+        return CheckpointLimits(**self.model_dump())
+
+
 class RunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -77,6 +94,7 @@ class RunSettings(BaseModel):
     run: CommandSettings = Field(default_factory=CommandSettings)
     # ``[[hooks.PreToolUse]]`` …: Claude Code's hooks, in its form (``core/hooks``)
     hooks: dict[HookEvent, list[HookMatcher]] = Field(default_factory=dict)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
 
     @model_validator(mode="before")
     @classmethod
