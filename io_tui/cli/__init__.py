@@ -34,6 +34,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "rewind": "io_tui.cli.rewind",
     "checkpoints": "io_tui.cli.rewind",
     "fork": "io_tui.cli.fork",
+    "whatif": "io_tui.cli.whatif",
     "worker": "io_tui.cli.worker",
     "workers": "io_tui.cli.worker",
     "rules": "io_tui.cli.rules",

