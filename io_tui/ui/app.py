@@ -447,6 +447,20 @@ class IoApp(App[int]):
         """R: resume an interrupted run (``RunDesk.resume``)."""
         self.run_desk.resume(run_id)
 
+    def action_rewind_run(self, run_id: int, step: int) -> None:
+        """w on a step: rewind the run's files to before it (``RunDesk.rewind``)."""
+        self.run_desk.rewind(run_id, step)
+
+    def action_undo_rewind(self, run_id: int) -> None:
+        """W: undo the run's last rewind (``RunDesk.rewind``)."""
+        self.run_desk.rewind(run_id, None)
+
+    def action_fork_run(self, run_id: int, step: int) -> None:
+        """f on a step: fork the run from it (``RunDesk.fork``)."""
+        run = self.runs.get(run_id)
+        if run is not None:
+            self.run_desk.fork(run_id, step, run.workspace)
+
     def action_cancel_run(self, run_id: int) -> None:
         """x on a run no process drives: cancel it once the operator says yes
         (``RunDesk.cancel``)."""

@@ -44,6 +44,8 @@ NOTE_KINDS = (
     "memory",
     "compacted",
     "invalidated",
+    "rewound",
+    "forked",
 )
 
 
@@ -121,7 +123,32 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
         return ("memory", f"◆ memory {action}: {keys}")
     if kind == "invalidated":
         return ("note", invalidation_line(detail))
+    if kind == "rewound":
+        return ("note", rewind_line(detail))
+    if kind == "forked":
+        return ("note", fork_line(detail))
     return ("note", f"· {kind}: {json.dumps(detail)[:120]}")
+
+
+def rewind_line(detail: dict[str, Any]) -> str:
+    """``↶ files rewound to before step 3: 2 files restored, 1 removed (…)``, or undone."""
+    what = (
+        "the last rewind undone"
+        if detail.get("undo")
+        else (f"files rewound to before step {detail.get('to_step')}")
+    )
+    kept = detail.get("kept") or []
+    also = f"; kept as they were: {', '.join(kept)}" if kept else ""
+    return f"↶ {what}: {detail.get('summary', '')}{also}"
+
+
+def fork_line(detail: dict[str, Any]) -> str:
+    """``⑂ forked at step 3 into run 12 (a worktree at …): "use awk"``."""
+    place = {"worktree": " (a git worktree at {d})", "copy": " (a copy at {d})"}.get(
+        str(detail.get("place")), ""
+    ).format(d=detail.get("directory"))
+    task = f': "{detail["task"]}"' if detail.get("task") else ""
+    return f"⑂ forked at step {detail.get('step')} into run {detail.get('run_id')}{place}{task}"
 
 
 def tool_title(name: str, arguments: dict[str, Any]) -> str:

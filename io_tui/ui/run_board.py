@@ -100,6 +100,8 @@ class RunBoard:
                     run.error, run.ended_at = row.error, row.finished_at
             run.parent_run_id = row.parent_run_id
             run.follows = getattr(row, "seed_run_id", None)
+            run.forked_from = getattr(row, "forked_from", None)
+            run.fork_step = getattr(row, "fork_step", None)
             if workers is not None:
                 run.worker = workers.get(row.id, "")
             run.token_budget = (row.contract or {}).get("token_budget")

@@ -96,6 +96,57 @@ class RunDesk:
             launch_resume(self.store.path, run_id, choice)
             self.app.notify(f"resuming run {run_id} ({choice} for calls in flight)")
 
+    # -- rewinding and forking --
+
+    def rewind(self, run_id: int, step: int | None) -> None:
+        """Rewind a run's files to before ``step`` (None: undo its last rewind), after the
+        modal showed what changes and took the operator's word for each file someone else
+        changed; the run's transcript then shows the rewind."""
+        self.app.run_worker(self._rewind(run_id, step), group="db", exit_on_error=False)
+
+    async def _rewind(self, run_id: int, step: int | None) -> None:
+        from io_tui.ui.screens.rewind import RewindScreen
+
+        result = await self.app.push_screen_wait(RewindScreen(self.store, run_id, step))
+        if result is None:
+            return
+        what = "the last rewind undone" if step is None else f"files rewound to before step {step}"
+        self.app.notify(f"run {run_id}: {what}: {result.plan.summary()}; W undoes it")
+        self.refresh([run_id])
+        self.reload_transcript(run_id)
+
+    def fork(self, run_id: int, step: int, workspace: str) -> None:
+        """Fork a run from ``step`` (the modal says what is sent and where the fork works),
+        then start the fork in its own ``io-tui resume`` process, as an interrupted run is
+        resumed: its asks go to the inbox."""
+        self.app.run_worker(self._fork(run_id, step, workspace), group="db", exit_on_error=False)
+
+    async def _fork(self, run_id: int, step: int, workspace: str) -> None:
+        from pathlib import Path
+
+        from io_tui.ui.screens.fork import ForkScreen
+
+        screen = ForkScreen(self.store, run_id, step, Path(workspace), self.settings)
+        fork_id = await self.app.push_screen_wait(screen)
+        if fork_id is None:
+            return
+        launch_resume(self.store.path, fork_id, "rerun")
+        self.app.notify(
+            f"run {fork_id} forked from run {run_id} at step {step}: it runs in its own"
+            " process, its asks in the inbox (F2)"
+        )
+        self.refresh([run_id, fork_id])
+        self.reload_transcript(run_id)
+
+    def reload_transcript(self, run_id: int) -> None:
+        """The main screen's transcript of ``run_id`` read again (a rewind or fork is a note
+        under the step the run was at)."""
+        from io_tui.ui.screens.main import MainScreen
+
+        main = next((s for s in self.app.screen_stack if isinstance(s, MainScreen)), None)
+        if main is not None and main.selected_run == run_id:
+            main.load_transcript(run_id)
+
     # -- cancelling --
 
     def cancel(self, run_id: int) -> None:

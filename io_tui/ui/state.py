@@ -65,6 +65,8 @@ class RunView:
     outcome: str | None = None
     parent_run_id: int | None = None
     follows: int | None = None  # a follow-up: the run it continues (its seed)
+    forked_from: int | None = None  # a fork: the run it left from, and the step
+    fork_step: int | None = None
     tokens: int = 0
     token_budget: int | None = None
     steps: dict[int, StepView] = field(default_factory=dict)
@@ -95,6 +97,8 @@ class RunView:
             outcome=row.outcome,
             parent_run_id=row.parent_run_id,
             follows=getattr(row, "seed_run_id", None),
+            forked_from=getattr(row, "forked_from", None),
+            fork_step=getattr(row, "fork_step", None),
             tokens=row.tokens,
             token_budget=contract.get("token_budget"),
             started_at=row.created_at,

@@ -181,12 +181,26 @@ def _turn_before(
     return None
 
 
-def _memory(out: list[Message], text: str, stable_messages: int) -> dict[str, Any]:
-    """The memory block replaced by ``text`` (added after the frame when there is none)."""
-    index = next(
-        (i for i, m in enumerate(out) if m.role == "user" and m.content.startswith(MEMORY_HEADER)),
+def memory_block(messages: Sequence[Message]) -> str | None:
+    """The memory block a request carries (None: none)."""
+    index = _memory_index(messages)
+    return None if index is None else messages[index].content
+
+
+def _memory_index(messages: Sequence[Message]) -> int | None:
+    return next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.role == "user" and m.content.startswith(MEMORY_HEADER)
+        ),
         None,
     )
+
+
+def _memory(out: list[Message], text: str, stable_messages: int) -> dict[str, Any]:
+    """The memory block replaced by ``text`` (added after the frame when there is none)."""
+    index = _memory_index(out)
     if index is None:
         out.insert(stable_messages, Message("user", text))
         return {"op": "memory", "was": "no memory block", "chars": len(text)}

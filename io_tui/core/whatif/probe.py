@@ -36,7 +36,14 @@ from io_tui.core.providers.base import (
 from io_tui.core.run.harness import harness_registry
 from io_tui.core.run.model_turn import run_cache_key
 from io_tui.core.store import NewProbe, ProbeRow, RequestRow, Store
-from io_tui.core.whatif.edits import AS_RECORDED, EditError, Recorded, Variant, apply_variant
+from io_tui.core.whatif.edits import (
+    AS_RECORDED,
+    EditError,
+    Recorded,
+    Variant,
+    apply_variant,
+    memory_block,
+)
 
 MAX_REPEAT = 50
 
@@ -99,6 +106,16 @@ class Baseline:
     def stable_messages(self) -> int:
         boundary = self.request.manifest.get("boundary") or {}
         return int(boundary.get("stable_messages", 0))
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """The request's manifest entries: each call's result, its state, kind and target."""
+        return [e for e in self.request.manifest.get("entries", []) if e.get("call_id")]
+
+    @property
+    def memory(self) -> str | None:
+        """The memory block the request carried (None: it carried none)."""
+        return memory_block(self.messages)
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,6 +89,7 @@ class InspectorScreen(Screen[None]):
         Binding("d", "toggle_diff", "Diff", id="inspector.diff", tooltip="What changed from the previous request"),
         Binding("r", "reload", "Reload", id="inspector.reload", tooltip="Rebuild from the store"),
         Binding("l", "lifecycle", "Lifecycle", id="inspector.lifecycle", tooltip="Why did it forget it: the highlighted entry's lifecycle across the run's requests, and the compaction ledger (or search)"),
+        Binding("w", "whatif", "What if", id="inspector.whatif", tooltip="Send this request again with entries restored, dropped or edited, the memory block or the model changed, and compare the answers (never executed)"),
     ]  # fmt: skip
 
     class RequestLoaded(Message):
@@ -103,8 +104,10 @@ class InspectorScreen(Screen[None]):
     detail = query_one("#detail", Static)
     diff = query_one("#diff", Static)
 
-    def __init__(self, store: Store, run_id: int, step: int) -> None:
+    def __init__(self, store: Store, run_id: int, step: int, *, whatif: bool = False) -> None:
+        """``whatif``: open the request's "what if" as soon as it is read."""
         super().__init__()
+        self.open_whatif = whatif
         self.store = store
         self.run_id = run_id
         self.step = step
@@ -164,6 +167,9 @@ class InspectorScreen(Screen[None]):
         self.step = message.view.step
         self.refresh_bindings()  # lifecycle needs the run
         self.show_step()
+        if self.open_whatif:
+            self.open_whatif = False
+            self.action_whatif()
         if self.select_after is not None:
             step, kind = self.select_after
             self.select_after = None
@@ -313,6 +319,8 @@ class InspectorScreen(Screen[None]):
             return self.selected is not None and self.selected.superseded_by is not None
         if action == "lifecycle":
             return self.view is not None
+        if action == "whatif":
+            return self.view is not None and self.view.request is not None
         if action == "open_entry":
             return self.has_class("-narrow") and not self.has_class("-reading")
         return True
@@ -388,6 +396,16 @@ class InspectorScreen(Screen[None]):
         row = self.selected  # a summary or collapse line is no one entry: search instead
         query = row.call_id if row is not None and row.kind not in ("summary", "collapse") else ""
         self._open_lifecycle(query)
+
+    def action_whatif(self) -> None:
+        """This request's "what if", the highlighted entry's call chosen."""
+        from io_tui.ui.screens.whatif import WhatIfScreen
+
+        if self.view is None or self.view.request is None:
+            return
+        row = self.selected
+        call = row.call_id if row is not None and row.kind not in ("summary", "collapse") else None
+        self.app.push_screen(WhatIfScreen(self.store, self.run_id, self.step, call))
 
     @work(group="inspector-lifecycle", exclusive=True, exit_on_error=False)
     async def _open_lifecycle(self, query: str) -> None:

@@ -86,6 +86,10 @@ class MainScreen(Screen[None]):
         Binding("R", "resume", "Resume", id="main.resume", tooltip="Resume the selected interrupted run"),
         Binding("e", "expand", "Expand tools", id="main.expand", tooltip="Expand or collapse every tool block"),
         Binding("l", "ledger", "Ledger", id="main.ledger", show=False, tooltip="Show or hide the selected run's progress ledger"),
+        Binding("w", "rewind", "Rewind", id="main.rewind", show=False, tooltip="Rewind files to before the selected step"),
+        Binding("W", "undo_rewind", "Undo rewind", id="main.undo_rewind", show=False, tooltip="Undo the selected run's last rewind"),
+        Binding("f", "fork", "Fork", id="main.fork", show=False, tooltip="Fork from the selected step: a new run from its recorded request"),
+        Binding("question_mark", "whatif", "What if", id="main.whatif", show=False, tooltip="Send the selected step's request again, changed (never executed)"),
         Binding("escape", "focus_tree", "Tree", id="main.focus_tree", show=False, tooltip="Back to the run tree"),
     ]  # fmt: skip
 
@@ -524,6 +528,11 @@ class MainScreen(Screen[None]):
             return False
         if action in {"inspect", "trace"}:
             return self.selected_run is not None
+        if action in {"rewind", "fork", "whatif"}:
+            return self.selected_run is not None and self.selected_step is not None
+        if action == "undo_rewind":
+            run = self.runs.get(self.selected_run) if self.selected_run is not None else None
+            return run is not None and not run.live
         if action == "interrupt":
             return self.x_does() is not None
         if action == "resume":
@@ -539,6 +548,40 @@ class MainScreen(Screen[None]):
         run = self.runs.get(self.selected_run)
         step = self.selected_step or (max(run.steps) if run and run.steps else 1)
         self.app.push_screen(InspectorScreen(self.store, self.selected_run, step))
+
+    async def action_rewind(self) -> None:
+        if self.selected_run is not None and self.selected_step is not None:
+            await self.app.run_action(f"app.rewind_run({self.selected_run}, {self.selected_step})")
+
+    async def action_undo_rewind(self) -> None:
+        if self.selected_run is not None:
+            await self.app.run_action(f"app.undo_rewind({self.selected_run})")
+
+    async def action_fork(self) -> None:
+        if self.selected_run is not None and self.selected_step is not None:
+            await self.app.run_action(f"app.fork_run({self.selected_run}, {self.selected_step})")
+
+    def action_whatif(self) -> None:
+        """The inspector on the selected step's request, its "what if" opened."""
+        from io_tui.ui.screens.inspector import InspectorScreen
+
+        if self.selected_run is not None and self.selected_step is not None:
+            screen = InspectorScreen(self.store, self.selected_run, self.selected_step, whatif=True)
+            self.app.push_screen(screen)
+
+    @on(Tree.NodeSelected, "#runs")
+    def _on_step_chosen(self, event: Tree.NodeSelected[NodeRef]) -> None:
+        """Enter on a step's row: what can be done from it (``StepMenu``)."""
+        ref = event.node.data
+        if ref is None or ref.step is None:
+            return
+        from io_tui.ui.screens.step_menu import StepMenu
+
+        def chosen(action: str | None) -> None:
+            if action is not None:
+                self.call_later(self.run_action, action)
+
+        self.app.push_screen(StepMenu(ref.run_id, ref.step), chosen)
 
     def action_trace(self) -> None:
         from io_tui.ui.screens.trace import TraceScreen

@@ -1,4 +1,5 @@
-"""The run tree: runs → steps → child runs, with live status badges and per-node tokens.
+"""The run tree: runs → steps → child runs, with live status badges and per-node tokens. A fork
+sits under the run it left from, its label starting with the step it left from (``⑂ step 3``).
 
 A live run's label carries how long it has run (its provider and model head the transcript);
 the step in flight says what it waits for and since when (``thinking… 12s``, ``writing… 40s``,
@@ -213,8 +214,9 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
         node = self.run_nodes.get(run.id)
         if node is None:
             parent = self.root
-            if run.parent_run_id is not None and run.parent_run_id in self.run_nodes:
-                parent = self.run_nodes[run.parent_run_id]
+            above = run.parent_run_id if run.parent_run_id is not None else run.forked_from
+            if above is not None and above in self.run_nodes:  # a sub-agent's, a fork's run
+                parent = self.run_nodes[above]
             node = parent.add(label, data=ref, expand=self._expand_new(run))
             self.run_nodes[run.id] = node
         elif self._shown.get(ref) != shown:
@@ -284,6 +286,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
     clock = _clock(run)  # a live run's: right after its status, the last thing a pane cuts
     return Text.assemble(
         (f"{glyph} ", f"bold {style}"),
+        (f"⑂ step {run.fork_step} " if run.forked_from is not None else "", "italic"),
         (f"#{run.id} ", "bold"),
         (f"{status} ", style),
         (f"{clock} · " if clock else "", style),
