@@ -1,6 +1,7 @@
 """The ACP agent: ``initialize``, the session's lifecycle (``session/new``, ``load``,
 ``resume``, ``fork``, ``list``, ``close``, ``delete``), ``session/prompt`` and its cancellation
-(``session/cancel``, ``$/cancel_request``), over io-tui's harness and store.
+(``session/cancel``, ``$/cancel_request``) and the ``_io-tui/rewind`` extension method,
+over io-tui's harness and store.
 
 Each prompt drives one ordinary io-tui run (``session``): the cockpit on the same store shows it
 live, with its context manifest, like any other. Its events stream to the client as updates
@@ -48,6 +49,7 @@ from acp.schema import (
 
 from io_tui import __version__
 from io_tui.acp.editor import Editor, client_tools
+from io_tui.acp.forking import REWIND_METHOD, fork_run, rewind_run
 from io_tui.acp.mcp import client_servers
 from io_tui.acp.permission import ClientApprover, ClientReconciler
 from io_tui.acp.session import Outbox, Session, new_session_id, session_runs
@@ -199,21 +201,6 @@ class IoAgent:
         log.info("session %s resumed: runs %s", session_id, [r.id for r in runs])
         return ResumeSessionResponse(field_meta={"io-tui": {"run_id": session.run_id}})
 
-    async def fork_session(
-        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
-    ) -> ForkSessionResponse:
-        """A new session whose first prompt follows up the session's last run (as a second
-        prompt of the session would), leaving the session as it is."""
-        directory = _directory(cwd)
-        runs = await self._runs(session_id)
-        if not runs:
-            raise RequestError.resource_not_found(session_id)
-        fork = self._open(new_session_id(), directory, mcp_servers)
-        fork.forked_from = runs[-1].id
-        log.info("session %s forked from %s at run %s", fork.id, session_id, runs[-1].id)
-        meta = {"io-tui": {"forked_from": session_id, "seed_run_id": runs[-1].id}}
-        return ForkSessionResponse(session_id=fork.id, field_meta=meta)
-
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
         """Stop serving the session in this process: its prompt's run handed back, its MCP
         servers stopped, and the approval rules remembered only for its runs revoked. Its runs
@@ -304,6 +291,44 @@ class IoAgent:
         offered = params.get("clientCapabilities") if isinstance(params, dict) else None
         session = offered.get("session") if isinstance(offered, dict) else None
         self.compaction = isinstance(session, dict) and isinstance(session.get("compaction"), dict)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        mcp_servers: list[Any] | None = None,
+        **meta: Any,
+    ) -> ForkSessionResponse:
+        """A new session whose run is a fork of this session's (``forking``): its first prompt
+        resumes the fork, whose first request is the forked step's, as recorded. The SDK
+        spreads ``_meta`` into the keywords: ``io-tui`` is ours."""
+        runs = await self._runs(session_id)
+        new_id = new_session_id()
+        fork_id, parent, step, directory = await fork_run(
+            self.store, runs, session_id, new_id, cwd, meta
+        )
+        session = self._open(new_id, directory, mcp_servers)
+        session.run_id = fork_id
+        log.info("session %s forked from %s: run %s at step %s", new_id, session_id, fork_id, step)
+        meta = {"run_id": fork_id, "forked_from": parent.id, "step": step, "cwd": str(directory)}
+        return ForkSessionResponse(session_id=new_id, field_meta={"io-tui": meta})
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``_io-tui/rewind``: a session's run's files rewound to before a step, or undone."""
+        if method != REWIND_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            raise invalid("sessionId is required")
+        session = self.sessions.get(session_id)
+        if session is not None and session.busy:
+            raise RequestError.invalid_request(
+                {"details": f"session {session_id} is answering a prompt: cancel it first"}
+            )
+        return await rewind_run(self.store, await self._runs(session_id), session_id, params)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.info("extension notification %s ignored", method)
 
     def _open(self, session_id: str, cwd: Path, mcp_servers: list[Any] | None) -> Session:
         session = Session(session_id, cwd, Outbox(self.client, session_id), self.capabilities)
@@ -409,8 +434,6 @@ class IoAgent:
                 {"details": f"run {last.id} of this session is {last.status} in another process"}
             )
         resumed = last.id if last is not None and last.status in RESUMABLE else None
-        if last is None and session.forked_from is not None:  # a fork's first: a follow-up
-            last = await self.store.runs.get(session.forked_from)
         hub = await self._hub(session)
         if resumed is not None and hub is not None:
             await hub.wait_all()  # the call the run resumes with may need its tool now

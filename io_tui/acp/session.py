@@ -98,7 +98,6 @@ class Session:
     servers: dict[str, Any] = field(default_factory=dict)  # the client's MCP servers
     plan_revision: tuple[int, int] | None = None  # (run, ledger revision) last made a plan
     plan: list[Any] | None = None  # the plan's entries last sent
-    forked_from: int | None = None  # session/fork: the run its first prompt follows up
     compaction: bool = False  # the client takes compaction_update (the session-compaction RFD)
     usage: Any = None  # the last turn's usage (ACP ``Usage``), for the prompt's answer
 
