@@ -117,6 +117,11 @@ class Baseline:
         """The memory block the request carried (None: it carried none)."""
         return memory_block(self.messages)
 
+    @property
+    def cost(self) -> dict[str, float]:
+        """What the recorded answer cost, weighed as a probe's is (``cost``)."""
+        return cost(self.answer.usage, self.prices)
+
 
 @dataclass(frozen=True, slots=True)
 class Probe:

@@ -209,7 +209,7 @@ class WhatIfScreen(Screen[None]):
             )  # fmt: skip
         if self.first_call is not None and self.first_call in self.entries.rows:
             self.entries.move_cursor(row=self.entries.get_row_index(self.first_call))
-        self.recorded.update(answer_text("recorded", base.answer, {}))
+        self.recorded.update(answer_text("recorded", base.answer, base.cost))
         self._say_changes()
 
     def _highlighted(self) -> str | None:
