@@ -22,7 +22,9 @@ from io_tui.core import (
     TraceNotFound,
     build_trace,
     decision_text,
+    history_notes,
     limits_notes,
+    lineage_lines,
     render_ledger,
     request_notes,
 )
@@ -84,6 +86,9 @@ def print_readable(trace: dict[str, Any]) -> None:
             f"continues run {carried['run_id']} from its progress ledger (revision"
             f" {carried['revision']}, digest {carried['digest']})"
         )
+    for line in lineage_lines(run, trace.get("forks", [])):
+        print(line)
+    after = history_notes(trace)  # rewinds and forks, under the step the run was at
     child = run["waiting_on"]
     if run["status"] == "paused" and child is not None:
         print(
@@ -115,6 +120,8 @@ def print_readable(trace: dict[str, Any]) -> None:
         decision = decision_text(step["decision"])
         if decision:
             print(f"decision: {decision}")
+        for line in after.get(step["step"], []):
+            print(line)
     print("\n── progress ledger " + "─" * 58)
     print(render_ledger(ProgressLedger.from_json(trace["progress"])))
 

@@ -240,8 +240,12 @@ if TYPE_CHECKING:
         TraceNotFound as TraceNotFound,
         build_trace as build_trace,
         decision_text as decision_text,
+        fork_line as fork_line,
+        history_notes as history_notes,
         limits_notes as limits_notes,
+        lineage_lines as lineage_lines,
         request_notes as request_notes,
+        rewind_line as rewind_line,
         step_request as step_request,
     )
     from io_tui.core.store import (

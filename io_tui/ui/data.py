@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core import Store, invalidation_line
+from io_tui.core import Store, fork_line, invalidation_line, rewind_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,27 +128,6 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
     if kind == "forked":
         return ("note", fork_line(detail))
     return ("note", f"· {kind}: {json.dumps(detail)[:120]}")
-
-
-def rewind_line(detail: dict[str, Any]) -> str:
-    """``↶ files rewound to before step 3: 2 files restored, 1 removed (…)``, or undone."""
-    what = (
-        "the last rewind undone"
-        if detail.get("undo")
-        else (f"files rewound to before step {detail.get('to_step')}")
-    )
-    kept = detail.get("kept") or []
-    also = f"; kept as they were: {', '.join(kept)}" if kept else ""
-    return f"↶ {what}: {detail.get('summary', '')}{also}"
-
-
-def fork_line(detail: dict[str, Any]) -> str:
-    """``⑂ forked at step 3 into run 12 (a worktree at …): "use awk"``."""
-    place = {"worktree": " (a git worktree at {d})", "copy": " (a copy at {d})"}.get(
-        str(detail.get("place")), ""
-    ).format(d=detail.get("directory"))
-    task = f': "{detail["task"]}"' if detail.get("task") else ""
-    return f"⑂ forked at step {detail.get('step')} into run {detail.get('run_id')}{place}{task}"
 
 
 def tool_title(name: str, arguments: dict[str, Any]) -> str:

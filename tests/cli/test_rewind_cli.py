@@ -63,6 +63,10 @@ def test_rewind_shows_the_plan_asks_for_yes_and_undoes(tmp_path, workspace, writ
         False,
         True,
     ]
+    readable = io_tui("trace", "1", *store).stdout  # under the step the run was at: its last
+    after_step_3 = readable.split("── step 3 ")[1]
+    assert "↶ files rewound to before step 1: 1 file removed, 1 file recreated" in after_step_3
+    assert "↶ the last rewind undone: 1 file removed, 1 file recreated" in after_step_3
     assert [c["phase"] for c in trace["checkpoints"]][-4:] == [
         "rewind-from",
         "rewound",
@@ -121,3 +125,7 @@ def test_fork_runs_from_a_step_with_a_new_instruction(tmp_path, workspace, write
     recorded = next(r for r in parent["requests"] if r["step"] == 2)
     assert first["messages"][:-1] == recorded["messages"]
     assert first["messages"][-1] == {"role": "user", "content": "[operator] keep README"}
+    assert "⑂ forked from run 1 at step 2" in io_tui("trace", "2", *store).stdout
+    readable = io_tui("trace", "1", *store).stdout
+    assert "⑂ run 2 forked from step 2" in readable
+    assert f'⑂ forked at step 2 into run 2 (a copy at {copy.resolve()}): "keep README"' in readable

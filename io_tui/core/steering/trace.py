@@ -307,6 +307,53 @@ def decision_text(decision: dict[str, Any]) -> str:
     return "; ".join(said)
 
 
+def rewind_line(detail: dict[str, Any]) -> str:
+    """``↶ files rewound to before step 3: 2 files restored, 1 removed (…)``, or undone."""
+    what = (
+        "the last rewind undone"
+        if detail.get("undo")
+        else (f"files rewound to before step {detail.get('to_step')}")
+    )
+    kept = detail.get("kept") or []
+    also = f"; kept as they were: {', '.join(kept)}" if kept else ""
+    return f"↶ {what}: {detail.get('summary', '')}{also}"
+
+
+def fork_line(detail: dict[str, Any]) -> str:
+    """``⑂ forked at step 3 into run 12 (a worktree at …): "use awk"``."""
+    place = {"worktree": " (a git worktree at {d})", "copy": " (a copy at {d})"}.get(
+        str(detail.get("place")), ""
+    ).format(d=detail.get("directory"))
+    task = f': "{detail["task"]}"' if detail.get("task") else ""
+    return f"⑂ forked at step {detail.get('step')} into run {detail.get('run_id')}{place}{task}"
+
+
+def history_notes(trace: dict[str, Any]) -> dict[int, list[str]]:
+    """The rewinds and forks of a run (``trace["events"]``), each a line under the step the
+    run was at when it happened."""
+    after: dict[int, list[str]] = {}
+    for event in trace.get("events", []):
+        if event["kind"] == "rewound":
+            after.setdefault(event["step"], []).append(rewind_line(event["detail"]))
+        elif event["kind"] == "forked":
+            after.setdefault(event["step"], []).append(fork_line(event["detail"]))
+    return after
+
+
+def lineage_lines(run: dict[str, Any], forks: list[dict[str, Any]]) -> list[str]:
+    """Where a fork left from, and the runs forked from this one (``trace["run"]``,
+    ``trace["forks"]``)."""
+    lines = []
+    forked = run.get("forked_from")
+    if forked:
+        lines.append(
+            f"⑂ forked from run {forked['run_id']} at step {forked['step']}: its steps before"
+            f" {forked['step']} are that run's, and its first request is that step's, as recorded"
+        )
+    lines += [f"⑂ run {f['run_id']} forked from step {f['step']}" for f in forks]
+    return lines
+
+
 NOTABLE_STOPS = (None, "stop", "tool_calls")  # a request's ordinary ends: nothing to say
 
 

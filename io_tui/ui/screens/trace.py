@@ -20,10 +20,11 @@ from io_tui.core import (
     TraceNotFound,
     build_trace,
     decision_text,
+    history_notes,
     invalidation_line,
+    lineage_lines,
     request_notes,
 )
-from io_tui.ui.data import fork_line, rewind_line
 from io_tui.ui.state import counted, ended_as
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
@@ -140,23 +141,14 @@ def render_trace(trace: dict[str, Any]) -> str:
         f"goal: {run['goal']}",
         f"workspace: {run['workspace']}",
     ]
-    forked = run.get("forked_from")
-    if forked:
-        out.append(
-            f"⑂ forked from run {forked['run_id']} at step {forked['step']}: its steps before"
-            f" {forked['step']} are that run's, and its first request is that step's, as recorded"
-        )
+    out += lineage_lines(run, trace.get("forks", []))
     out.append("")
     approvals = {a["step"]: a for a in trace.get("approvals", [])}
     rebuilt: dict[int, list[str]] = {}  # derived parts invalidated before a step's request
-    after: dict[int, list[str]] = {}  # rewinds and forks, after the step the run was at
+    after = history_notes(trace)  # rewinds and forks, after the step the run was at
     for event in trace.get("events", []):  # a deferred one changed nothing the request sent
         if event["kind"] == "invalidated" and event["detail"].get("effect") != "deferred":
             rebuilt.setdefault(event["step"], []).append(invalidation_line(event["detail"]))
-        elif event["kind"] == "rewound":
-            after.setdefault(event["step"], []).append(rewind_line(event["detail"]))
-        elif event["kind"] == "forked":
-            after.setdefault(event["step"], []).append(fork_line(event["detail"]))
     for step in trace["steps"]:
         out.append(f"━━ step {step['step']} · {step['tokens']:,} tok " + "━" * 40)
         for message in step.get("operator_messages", []):
