@@ -200,3 +200,30 @@ async def test_pruning_keeps_the_newest_runs_and_frees_the_rest(
         await plan_rewind(store, runs[0], to_step=1)
     await apply_rewind(store, await plan_rewind(store, runs[3], to_step=1))
     assert not (repo / "f3.txt").exists() and (repo / "f2.txt").exists()
+
+
+async def test_a_sub_agents_changes_are_rewound_with_its_parent(
+    store: Store, repo: Path, tmp_path: Path, write_script: Any
+) -> None:
+    """Step 2 hands the work to a sub-agent that writes a file and runs a command in the same
+    workspace: rewinding the parent to before step 2 takes back what the sub-agent did."""
+    spawn = {"name": "spawn_agent", "arguments": {"goal": "write and clean up"}}
+    script = [
+        call("write_file", path="parent.txt", content="the parent's\n"),  # parent step 1
+        {"tool_calls": [spawn]},  # parent step 2: the sub-agent's run
+        call("write_file", path="child.txt", content="the sub-agent's\n"),  # child step 1
+        cmd("sed", "-i", "s/beta/BETA/", "notes.txt"),  # child step 2
+        {"text": "child: done"},
+        {"text": "parent: done"},
+    ]
+    copier = Copier(repo, tmp_path)
+    run_id = await scripted_run(store, repo, write_script(script), copier)
+    assert (repo / "child.txt").exists() and "BETA" in (repo / "notes.txt").read_text()
+    rows = await store.runs.all()
+    assert [r.parent_run_id for r in rows] == [None, run_id]  # a sub-agent did step 2's work
+    plan = await plan_rewind(store, run_id, to_step=2)
+    assert plan.foreign == ()  # the sub-agent is the run's own, not someone else
+    await apply_rewind(store, plan)
+    assert tree_state(repo) == copier.copies[2]  # as the parent's step 2 found it
+    assert not (repo / "child.txt").exists() and "beta" in (repo / "notes.txt").read_text()
+    assert (repo / "parent.txt").exists()
