@@ -45,14 +45,24 @@ async def test_every_main_screen_key_is_a_palette_command(make_app) -> None:
         await wait_until_idle(pilot)
         provider = KeyCommands(app.screen)
         names = {name: help_text for name, _, help_text in provider.commands()}
+        on_step = ("rewind", "fork", "whatif")  # offered once a step is selected
         for binding in MainScreen.BINDINGS:
             # interrupt only while the selected run is live, resume while it is interrupted
-            if binding.action in ("interrupt", "resume"):
+            if binding.action in ("interrupt", "resume", *on_step):
                 assert f"Main: {binding.description}" not in names
                 continue
             assert f"Main: {binding.description}" in names, binding.id
         assert names["Main: Inspect"].endswith("key i")
         assert names["App: Audit"].endswith("key f5")
+        main = app.main_screen()
+        assert main is not None
+        main.select_run(1, 2)
+        await wait_until_idle(pilot)
+        names = {name: help_text for name, _, help_text in KeyCommands(app.screen).commands()}
+        for binding in MainScreen.BINDINGS:
+            if binding.action in on_step:
+                assert f"Main: {binding.description}" in names, binding.id
+        assert names["Main: Fork"].endswith("key f")
 
 
 async def test_the_palette_demo_runs_on_a_fresh_copy_each_time(make_app) -> None:
