@@ -28,7 +28,7 @@ from io_tui.cli.common import (
 from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.resume import reconciler_for
 from io_tui.cli.rewind import add_choice_options, confirmed, file_choices, plan_text
-from io_tui.cli.run import APPROVERS, exit_code, report, settings_from
+from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
     DecideError,
@@ -149,7 +149,7 @@ async def _drive(store: Store, args: argparse.Namespace, settings: Any, fork_id:
                 store,
                 fork_id,
                 reconciler=reconciler_for("rerun"),
-                approver=APPROVERS[settings.approve](),
+                approver=approver_for(settings.approve, settings, store),
                 sink=JsonLinesSink() if args.json else HumanSink(),
                 registry=tool_registry(hub),
             )

@@ -66,8 +66,8 @@ async def test_resume_fork_close_and_delete(workspace, write_script, store_path)
         second = await conn.prompt(session_id=session, prompt=[text_block("again")])
         second_run = second.field_meta["io-tui"]["run_id"]
 
-        # forked: a new session whose first prompt follows up the last run; the original's
-        # runs unchanged
+        # forked: a new session whose run is a fork of the last run at its last step (its
+        # first request that step's, as recorded); the original's runs unchanged
         fork = (await conn.fork_session(session_id=session, cwd=str(workspace))).session_id
         assert fork != session
         forked = await conn.prompt(session_id=fork, prompt=[text_block("branch off")])
@@ -87,7 +87,7 @@ async def test_resume_fork_close_and_delete(workspace, write_script, store_path)
     async with await Store.open(store_path) as store:
         rows = {r.id: r for r in await store.runs.all()}
         assert rows[second_run].seed_run_id == first_run
-        assert rows[forked_run].seed_run_id == second_run
+        assert rows[forked_run].forked_from == second_run
         assert rows[forked_run].origin["session"] == fork
         assert rows[first_run].origin["session"] is None  # untied by the delete, still there
         rules = {r.id: r for r in await store.rules.list(include_revoked=True)}
