@@ -30,6 +30,7 @@ from io_tui.core import (
     Harness,
     McpHub,
     Outcome,
+    OutputDoesNotFit,
     Policy,
     Provider,
     ReviewerSpec,
@@ -41,6 +42,7 @@ from io_tui.core import (
     Workspace,
     WorkspaceError,
     cache_prices_for,
+    check_output_fit,
     check_reviewer,
     continue_contract,
     policy_for,
@@ -237,6 +239,8 @@ async def run_command(args: argparse.Namespace) -> int:
     provider = provider_from(settings)
     # a queued run's reviewer is built by the worker, with the worker's keys
     policy = await with_approver(args, policy_from(settings), check=not args.queue)
+    if git is None:  # a queued run's worker asks its own server
+        await check_fit(args, provider, contract)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds
     if args.queue:
         return await enqueue(args, contract, provider, policy, git, origin)
@@ -244,6 +248,17 @@ async def run_command(args: argparse.Namespace) -> int:
     roots = (workspace.root,) if workspace else ()
     async with opened_hub(servers, ready_wait_s=settings.mcp.ready_wait_s, roots=roots) as hub:
         return await execute(args, contract, provider, policy, approver, hub=hub, origin=origin)
+
+
+async def check_fit(args: argparse.Namespace, provider: Provider, contract: TaskContract) -> None:
+    """A set output limit that cannot fit the model's window is refused before the run starts,
+    with the limit that fits (``check_output_fit``); one left unset is fitted by the run."""
+    try:
+        await check_output_fit(provider, contract)
+    except OutputDoesNotFit as exc:
+        await provider.aclose()
+        named = "--max-output-tokens" if args.max_output_tokens else "max_output_tokens (config)"
+        raise UsageError(exc.say(named)) from None
 
 
 async def continued_run(args: argparse.Namespace) -> str | None:

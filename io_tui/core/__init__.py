@@ -176,6 +176,10 @@ if TYPE_CHECKING:
         Outcome as Outcome,
         RunResult as RunResult,
     )
+    from io_tui.core.run.output_fit import (
+        OutputDoesNotFit as OutputDoesNotFit,
+        check_output_fit as check_output_fit,
+    )
     from io_tui.core.run.reconcile import (
         FixedReconciler as FixedReconciler,
         InFlight as InFlight,

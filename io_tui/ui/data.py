@@ -46,6 +46,7 @@ NOTE_KINDS = (
     "invalidated",
     "rewound",
     "forked",
+    "warning",
 )
 
 
@@ -127,6 +128,8 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
         return ("note", rewind_line(detail))
     if kind == "forked":
         return ("note", fork_line(detail))
+    if kind == "warning":
+        return ("warning", f"⚠ {detail.get('message')}")
     return ("note", f"· {kind}: {json.dumps(detail)[:120]}")
 
 

@@ -143,34 +143,127 @@ async def test_an_overflow_compacts_once_and_is_never_resent_identically(
     assert [r["attempt"] for r in trace["requests"]] == [1, 2, 3]  # the refusals are recorded too
 
 
-async def test_a_frame_beyond_the_models_window_is_refused_before_sending(
+async def usage_error(tmp_path: Path, workspace: Path, *flags: str, model: str = "m",
+                      props: dict[str, Any] | None = None) -> tuple[int, str, ReplayServer]:  # fmt: skip
+    """``io-tui run`` refused before it starts: its exit code and stderr, and the server."""
+    server = ReplayServer()
+    server.props = props
+    await server.start()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env["IO_TUI_CONFIG"] = str(tmp_path / "none.toml")
+    try:
+        code, out, err = await io_tui(
+            *("run", "answer", "--workspace", str(workspace)),
+            *("--store", str(tmp_path / "wire.db"), "--json"),
+            *("--provider", "openai-compatible", "--base-url", server.base_url + "/v1"),
+            *("--model", model, *flags),
+            env=env,
+        )
+    finally:
+        await server.stop()
+    assert out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return code, err, server
+
+
+async def test_an_output_limit_beyond_the_models_window_is_refused_before_the_run_starts(
     tmp_path, workspace
 ) -> None:
-    code, events, trace, server, _ = await run_against(
-        tmp_path, workspace, [], "--max-output-tokens", "199900", model="gpt-4o-mini"
+    code, err, server = await usage_error(
+        tmp_path, workspace, "--max-output-tokens", "199900", model="gpt-4o-mini"
     )
-    assert server.requests == [] and code == 1
-    error = events[-1]["error"]
-    assert "refused before sending" in error and "window of 128,000" in error
-    assert "199,900" in error and "tools ~" in error
-    assert trace["requests"][0]["error"] == error
+    assert code == 2 and server.requests == []
+    assert "--max-output-tokens: 199,900 tokens do not fit the model's window of 128,000" in err
+    assert "fits (or leave it unset" in err
 
 
-async def test_a_frame_beyond_the_window_llamacpp_reports_is_refused_before_sending(
+async def test_an_output_limit_beyond_the_window_llamacpp_reports_is_refused_with_what_fits(
     tmp_path, workspace
 ) -> None:
     """No preset knows the window of a model behind ``--base-url``; llama.cpp says it at
-    ``/props``, so the frame that cannot fit is refused locally, with the figures."""
-    props = {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 1}
-    code, events, _trace, server, _ = await run_against(
-        tmp_path, workspace, [], "--max-output-tokens", "512", props=props
+    ``/props``, so a limit that cannot fit beside the frame is refused before the run starts,
+    with the limit that does (what leaving it unset gives)."""
+    props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    code, err, server = await usage_error(
+        tmp_path, workspace, "--max-output-tokens", "8192", props=props
     )
+    assert server.props_asked == 1 and server.requests == [] and code == 2
+    assert err.startswith("io-tui: --max-output-tokens: 8,192 tokens do not fit")
+    assert "window of 4,096 beside the ~" in err
+    fits = int(err.split("; ")[1].split(" fits")[0].replace(",", ""))
+    assert 256 <= fits < 4096 // 2
+
+
+async def test_no_output_limit_fits_a_window_smaller_than_the_frame(tmp_path, workspace) -> None:
+    """Left unset, the limit is fitted to the window; a window the frame alone fills is
+    refused at the first request, with the figures, never sent."""
+    props = {"default_generation_settings": {"n_ctx": 1024}, "total_slots": 1}
+    code, events, _trace, server, _ = await run_against(tmp_path, workspace, [], props=props)
     assert server.props_asked == 1 and server.requests == [] and code == 1
     error = events[-1]["error"]
     assert "refused before sending" in error and "window of 1,024" in error
-    assert "limit of 512" in error and "tools ~" in error
+    assert "limit of 256" in error and "tools ~" in error
     started = next(e for e in events if e.get("kind") == "request_started")
     assert started["detail"]["window_tokens"] == 1024
+    assert started["detail"]["max_output_tokens"] == 256  # the fitted limit's floor
+    code, err, _ = await usage_error(tmp_path, workspace, "--max-output-tokens", "500", props=props)
+    assert code == 2 and "no output limit fits the model's window of 1,024" in err
+
+
+async def test_an_unset_output_limit_is_fitted_to_the_window_the_server_reports(
+    tmp_path, workspace
+) -> None:
+    """A 4,096-token llama.cpp window and no limit set: the request asks for half of what the
+    window leaves beside the frame, and the run finishes (issue 29 item 6)."""
+    props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    code, events, trace, server, _ = await run_against(
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT))], props=props
+    )
+    assert code == 0 and len(server.requests) == 1
+    started = next(e for e in events if e.get("kind") == "request_started")["detail"]
+    limit = (4096 - started["frame_tokens"]) // 2
+    assert started["max_output_tokens"] == limit == server.requests[0].body["max_tokens"]
+    assert started["frame_tokens"] + limit + started["ceiling_tokens"] <= 4096
+    limits = trace["requests"][0]["limits"]
+    assert (limits["max_output_tokens"], limits["ceiling_bound"]) == (limit, "window")
+
+
+async def test_a_template_without_tools_is_said_in_the_transcript_and_the_request(
+    tmp_path, workspace
+) -> None:
+    """llama.cpp's ``/props`` says its chat template drops tool schemas: the run says once
+    that the model did not receive the tools, counts none in the frame, and each request
+    records it (the inspector's line)."""
+    props = {
+        "default_generation_settings": {"n_ctx": 4096},
+        "chat_template_caps": {"supports_tools": False},
+    }
+    code, events, trace, server, _ = await run_against(
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT))], props=props
+    )
+    assert code == 0 and len(server.requests) == 1
+    assert server.requests[0].body["tools"]  # still sent: a template may yet change
+    warnings = [e["detail"] for e in events if e.get("kind") == "warning"]
+    assert [w["code"] for w in warnings] == ["tools_ignored"]
+    assert warnings[0]["message"].startswith("the model did not receive the tools")
+    request = trace["requests"][0]
+    assert request["tools_ignored"] is True
+    assert request["calibration"]["tools_counted"] is False
+    started = next(e for e in events if e.get("kind") == "request_started")["detail"]
+    assert started["frame_tokens"] < 600  # system prompt and task: the schemas not counted
+
+
+async def test_a_prompt_count_without_the_tools_is_said_too(tmp_path, workspace) -> None:
+    """A server that does not say (no ``chat_template_caps``) but counts the prompt as if
+    the schemas were not there: seen at the first answer, said once."""
+    body = chat_stream(TEXT).replace(b'"prompt_tokens": 90', b'"prompt_tokens": 200')
+    code, events, trace, _server, _ = await run_against(
+        tmp_path, workspace, [sse_reply(body), sse_reply(body)], props=None
+    )
+    assert code == 0
+    warnings = [e["detail"] for e in events if e.get("kind") == "warning"]
+    assert [w["code"] for w in warnings] == ["tools_ignored"]
+    assert "the server counted 200 prompt tokens" in warnings[0]["message"]
+    assert trace["requests"][0]["tools_ignored"] is True
 
 
 async def test_a_server_without_props_is_asked_once_and_the_run_goes_on(
@@ -185,7 +278,8 @@ async def test_a_server_without_props_is_asked_once_and_the_run_goes_on(
 
 
 async def test_a_configured_window_wins_and_bounds_the_ceiling(tmp_path, workspace) -> None:
-    """``--context-window`` is the model's window over the server's own report (not asked);
+    """``--context-window`` is the model's window over the server's own report (asked for
+    its chat template's tools only);
     each request records it and where it came from, and its ceiling is the window less the
     output budget and the frame when that is the tighter limit."""
     props = {"default_generation_settings": {"n_ctx": 100_000}, "total_slots": 1}
@@ -196,7 +290,7 @@ async def test_a_configured_window_wins_and_bounds_the_ceiling(tmp_path, workspa
         *("--context-window", "9000", "--max-output-tokens", "1000"),
         props=props,
     )
-    assert code == 0 and server.props_asked == 0 and len(server.requests) == 1
+    assert code == 0 and server.props_asked == 1 and len(server.requests) == 1
     assert server.requests[0].body["max_tokens"] == 1000
     started = next(e for e in events if e.get("kind") == "request_started")
     assert started["detail"]["window_tokens"] == 9000

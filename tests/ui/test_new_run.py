@@ -179,6 +179,44 @@ async def test_the_output_limit_and_the_window_set_in_the_dialog_reach_the_reque
         assert limits["max_output_tokens"] == 700
 
 
+async def test_an_output_limit_the_servers_window_cannot_hold_is_refused_on_its_field(
+    tmp_path, server: ReplayServer, local_only
+) -> None:
+    """A llama.cpp server on 127.0.0.1 with a 4,096-token window (its ``/props``): an Output
+    limit of 8,192 is refused before the run starts, on its own field, naming the field and
+    the value that fits; emptied, the run starts and its request asks for a limit fitted to
+    the window (issue 29 item 6)."""
+    server.props = {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}
+    server.add(models_reply("smollm2"))
+    server.add(sse_reply((WIRE / "text_plain.sse").read_bytes(), chunk_size=64))
+    settings = Settings(provider="llamacpp", base_url=server.base_url + "/v1")
+    app = create_app(settings, tmp_path / "s.db", poll_interval=None, harness="inline")
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        await until(pilot, lambda: dialog.model.value == "smollm2", "the model listed")
+        dialog.query_one("#task", Input).value = "say hello"
+        dialog.query_one("#workspace", Input).value = str(tmp_path)
+        limit = dialog.query_one("#max-output", Input)
+        limit.value = "8192"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "do not fit" in str(dialog.error.render()), "refused")
+        line = str(dialog.error.render())
+        assert "Output limit: 8,192 tokens do not fit the model's window of 4,096" in line
+        assert "max_output_tokens" not in line and "--max" not in line  # the dialog's words
+        fits = int(line.split("; ")[1].split(" fits")[0].replace(",", ""))
+        assert 256 <= fits < 2048 and limit.has_focus and app.runs == {}
+        limit.value = ""
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.status == "finished"
+        [request] = (await build_trace(app.store, 1))["requests"]
+        asked = server.requests[-1].body["max_tokens"]
+        assert request["limits"]["max_output_tokens"] == asked < 2048  # fitted to 4,096
+        assert request["limits"]["window_source"] == "server"
+
+
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
     """The fields scroll inside the dialog: the last ones, below the fold at 80×24, come into
     sight when focused (they were cut off, out of reach)."""

@@ -315,8 +315,9 @@ class Provider(Protocol):
 
 
 async def discover_limits(provider: Provider) -> None:
-    """Before a request: let a provider whose model's window is unknown ask its server (an
-    openai-compatible llama.cpp says ``n_ctx`` at ``/props``); never raises."""
+    """Before a request: let a provider ask its server what it is, once (an openai-compatible
+    llama.cpp says its ``n_ctx`` and whether its chat template renders tools at ``/props``);
+    never raises."""
     discover = getattr(provider, "discover_window", None)
     if discover is not None:
         await discover()
@@ -330,6 +331,33 @@ def provider_limits(provider: Provider) -> tuple[int | None, int | None]:
     return (limit if isinstance(limit, int) else None), (
         window if isinstance(window, int) else None
     )
+
+
+# The fitted output limit: never below this (a window that leaves less beside the frame is
+# refused with the figures), and half of what the window leaves beside the frame, so the run's
+# observations get as much room as the answer.
+MIN_FITTED_OUTPUT = 256
+OUTPUT_SHARE = 0.5
+
+
+def fitted_output(provider: Provider) -> bool:
+    """Whether a provider's output limit is its preset's default (not set by the operator),
+    which each request fits to the model's window (``fit_output_limit``)."""
+    return getattr(provider, "output_set", True) is False
+
+
+def fit_output_limit(default: int, window: int, frame: int) -> int:
+    """The answer's limit a request is sent with when none was set: ``default`` (the preset's),
+    lowered to a share (``OUTPUT_SHARE``) of what the model's ``window`` leaves beside the fixed
+    ``frame`` (tokens), and at least ``MIN_FITTED_OUTPUT``."""
+    share = int((window - frame) * OUTPUT_SHARE)
+    return max(MIN_FITTED_OUTPUT, min(default, share))
+
+
+def tools_ignored(provider: Provider) -> bool:
+    """Whether the provider's server said its chat template drops tool schemas (llama.cpp's
+    ``/props``): the model would never see the tools a request offers."""
+    return getattr(provider, "tools_supported", None) is False
 
 
 def window_source(provider: Provider) -> str | None:

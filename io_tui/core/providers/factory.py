@@ -62,7 +62,11 @@ def provider_from_description(
         streaming=bool(desc.get("streaming", True)),
         timeout=timeout,
         retry=retry,
-        max_output_tokens=desc.get("max_output_tokens"),
+        # a default limit stays a default (fitted to the window); a description from before
+        # ``max_output_set`` was kept had its limit set
+        max_output_tokens=desc.get("max_output_tokens")
+        if desc.get("max_output_set", True)
+        else None,
         window_tokens=desc.get("window_tokens"),
     )
 

@@ -39,6 +39,7 @@ class FallbackProvider:
         # the primary's output limit stands for the chain's; the window is the smallest one
         # known (what the request is built to fit, whichever provider serves it)
         self.max_output_tokens = getattr(primary, "max_output_tokens", None)
+        self.output_set = getattr(primary, "output_set", True)
         self.window_tokens, self.window_source = self._window()
 
     def _window(self) -> tuple[int | None, str | None]:
@@ -56,6 +57,12 @@ class FallbackProvider:
         for provider in self.chain:
             await discover_limits(provider)
         self.window_tokens, self.window_source = self._window()
+
+    @property
+    def tools_supported(self) -> bool | None:
+        """The primary's word on its chat template's tools (it serves every request it can)."""
+        supported = getattr(self.chain[0], "tools_supported", None)
+        return supported if isinstance(supported, bool) else None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "fallback", "chain": [p.describe() for p in self.chain]}

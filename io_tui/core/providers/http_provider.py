@@ -117,9 +117,11 @@ class HttpProvider:
 
     ``name`` is the preset it was built from (it labels attempts and traces); ``describe()``
     says how to build it again and never includes the key. ``max_output_tokens`` caps every
-    answer whose request names no limit; ``window_tokens`` is the model's context window (prompt
-    plus answer) when known, and ``window_source`` where it came from. Call ``aclose()`` (or use ``async with``) when done, to release
-    pooled connections.
+    answer whose request names no limit, and ``output_set`` says the operator set it (else it is
+    the preset's default, which a run fits to the window: ``base.fitted_output``);
+    ``window_tokens`` is the model's context window (prompt plus answer) when known, and
+    ``window_source`` where it came from. Call ``aclose()`` (or use ``async with``) when done,
+    to release pooled connections.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class HttpProvider:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_output_tokens: int | None = None,
+        output_set: bool = True,
         window_tokens: int | None = None,
         window_source: str | None = None,
     ) -> None:
@@ -143,6 +146,7 @@ class HttpProvider:
         self.name = name or wire.name
         self.model = model
         self.max_output_tokens = max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
+        self.output_set = output_set and max_output_tokens is not None
         self.window_tokens = window_tokens  # the model's context window, when known
         # where it came from: ``config`` (the run's setting), ``preset`` (the model table),
         # ``server`` (the server's own report); None while unknown
@@ -167,6 +171,8 @@ class HttpProvider:
             "base_url": self.base_url,
             "streaming": self.streaming,
             "max_output_tokens": self.max_output_tokens,
+            # the operator's limit, or the preset's default (fitted to the window by each run)
+            "max_output_set": self.output_set,
             # a configured window is the run's to keep: a resume in any process uses it again
             **({"window_tokens": self.window_tokens} if self.window_source == "config" else {}),
         }

@@ -346,16 +346,21 @@ class OpenAICompatProvider(HttpProvider):
         super().__init__(wire=wire, model=model, base_url=base_url, name=name, **options)
         # discover_window asks only a llama.cpp server or one on this machine: a hosted API has
         # no /props, and the request (with the key) is not sent to it for nothing
-        self._window_asked = not (name == "llamacpp" or is_local(base_url))
+        self._props_asked = not (name == "llamacpp" or is_local(base_url))
+        # whether the server's chat template renders tool schemas (llama.cpp's /props says);
+        # None: not known
+        self.tools_supported: bool | None = None
 
     async def discover_window(self) -> None:
-        """The model's window from the server, when no setting or preset gave one: llama.cpp's
-        ``GET /props`` says its ``n_ctx`` (per slot). Asked once, and only of the ``llamacpp``
-        preset's server or an endpoint on a loopback address; any failure leaves it unknown
-        (other servers answer 404), and never fails the run."""
-        if self.window_tokens is not None or self._window_asked:
+        """What the server says of itself, once: llama.cpp's ``GET /props`` gives its ``n_ctx``
+        (per slot), taken as the model's window when no setting or preset gave one, and whether
+        its chat template renders tool schemas (``chat_template_caps.supports_tools``: a
+        template without tools drops them, and the model never sees them). Asked only of the
+        ``llamacpp`` preset's server or an endpoint on a loopback address; any failure leaves
+        both unknown (other servers answer 404), and never fails the run."""
+        if self._props_asked:
             return
-        self._window_asked = True
+        self._props_asked = True
         key = self._key.reveal() if self._key else None
         try:
             response = await self._http().get(
@@ -364,8 +369,10 @@ class OpenAICompatProvider(HttpProvider):
             data = response.json() if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return
-        self.window_tokens = props_window(data)
-        self.window_source = "server" if self.window_tokens is not None else None
+        self.tools_supported = props_tools(data)
+        if self.window_tokens is None:
+            self.window_tokens = props_window(data)
+            self.window_source = "server" if self.window_tokens is not None else None
 
 
 def is_local(base_url: str) -> bool:
@@ -394,3 +401,11 @@ def props_window(data: Any) -> int | None:
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
     n_ctx = n_ctx if n_ctx is not None else data.get("n_ctx")
     return n_ctx if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0 else None
+
+
+def props_tools(data: Any) -> bool | None:
+    """Whether a ``/props`` answer's chat template renders tool schemas
+    (``chat_template_caps.supports_tools``); None when it does not say."""
+    caps = data.get("chat_template_caps") if isinstance(data, dict) else None
+    supports = caps.get("supports_tools") if isinstance(caps, dict) else None
+    return supports if isinstance(supports, bool) else None

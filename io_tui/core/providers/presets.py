@@ -93,7 +93,8 @@ def output_limits(preset: str, model: str, setting: int | None = None) -> tuple[
     """The answer's token limit a request is sent with, and the model's window (None: unknown).
 
     ``setting`` (``max_output_tokens`` in the config, ``--max-output-tokens``) wins; else the
-    preset's default, lowered to the model's own maximum when the model table knows it.
+    preset's default, lowered to the model's own maximum when the model table knows it (and, by
+    each run, to a share of the window: ``base.fitted_output``).
     """
     limits = model_limits(model)
     window = limits.window_tokens if limits else None
@@ -232,6 +233,7 @@ def make_provider(
     options: dict[str, Any] = {
         "name": spec.name,
         "max_output_tokens": limit,
+        "output_set": bool(max_output_tokens),
         "window_tokens": window,
         "window_source": source,
         "api_key": key,

@@ -41,7 +41,10 @@ from io_tui.core.providers.base import (
     Retrying,
     TextDelta,
     discover_limits,
+    fit_output_limit,
+    fitted_output,
     provider_limits,
+    tools_ignored,
     window_source,
 )
 from io_tui.core.run.calls import framed
@@ -150,11 +153,15 @@ async def ask_model(
     changed it and its frame alone fits the ceiling. Every attempt, failed, refused or not, is
     appended to ``requests`` for the step's commit.
     """
-    await discover_limits(state.harness.provider)  # llama.cpp's /props, once, when unknown
-    limit, window = provider_limits(state.harness.provider)
-    source = window_source(state.harness.provider)
+    provider = state.harness.provider
+    await discover_limits(provider)  # llama.cpp's /props, once
+    limit, window = provider_limits(provider)
+    default_limit = limit if fitted_output(provider) else None  # fitted to the window
+    source = window_source(provider)
     ceiling = state.contract.context.ceiling(state.remaining_tokens())
-    key = state.calibration.next_key(state.harness.provider.name, state.harness.provider.model)
+    key = state.calibration.next_key(provider.name, provider.model)
+    if tools_ignored(provider) and state.specs():
+        say_tools_ignored(state, key, SERVER_SAYS)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
     notes, left_out = await state.store.notes.recalled_for(str(state.workspace.root))
@@ -178,6 +185,8 @@ async def ask_model(
         tools = tool_tokens(assembly)
         dropped = 0 if state.calibration.counts_tools(*key) else tools
         frame = round((assembly.frame_tokens - dropped) * factor)
+        if default_limit is not None and window is not None:
+            limit = fit_output_limit(default_limit, window, frame)
         room = None if window is None or limit is None else window - limit - frame
         if room is not None and 0 < room < ceiling:  # the window is tighter than the ceiling
             ceiling = room
@@ -226,7 +235,7 @@ async def ask_model(
             raise refusal
         started = time.monotonic()
         try:
-            response = await stream(state, assembly)
+            response = await stream(state, assembly, limit if default_limit else None)
         except ProviderError as exc:
             overflow = exc.kind is ErrorKind.CONTEXT_OVERFLOW
             error = exc
@@ -248,8 +257,8 @@ async def ask_model(
                 overflowed, refused = (assembly.messages, exc), assembly.est_tokens
                 continue  # climb to the next rung
             raise error from exc
-        requests.append(request_record(state, assembly, estimate, limits, attempt, response, None))
         if response.usage:
+            counted = state.calibration.counts_tools(response.provider, response.model)
             state.calibration.observe(
                 response.provider,
                 response.model,
@@ -257,6 +266,11 @@ async def ask_model(
                 response.usage.prompt_tokens,
                 tools=tools,
             )
+            if counted and not state.calibration.counts_tools(response.provider, response.model):
+                say_tools_ignored(
+                    state, (response.provider, response.model), count_says(response, tools)
+                )
+        requests.append(request_record(state, assembly, estimate, limits, attempt, response, None))
         await record_recall(state, assembly)
         telemetry.request(state.run_id, requests[-1], response)
         state.publish(
@@ -370,6 +384,39 @@ async def ask_pinned(
     return response
 
 
+SERVER_SAYS = (
+    "the server's chat template drops tool schemas (its /props says supports_tools: false)"
+)
+
+
+def count_says(response: Response, tools: int) -> str:
+    """How the prompt count showed a server dropping the tool schemas."""
+    reported = response.usage.prompt_tokens if response.usage else 0
+    return (
+        f"the server counted {reported:,} prompt tokens, about what the request is without its"
+        f" ~{tools:,} tokens of tool schemas: its chat template drops them"
+    )
+
+
+def say_tools_ignored(state: RunState, key: tuple[str, str], why: str) -> None:
+    """Once a run: the model did not receive the tools. Said in the transcript (a warning
+    event), and the schemas are no longer counted in the frame (``Calibration``); each request
+    then records it for the inspector (``tools_ignored`` in its manifest)."""
+    state.calibration.tools_dropped.add(key)
+    if state.tools_ignored_said:
+        return
+    state.tools_ignored_said = True
+    state.publish(
+        EventKind.WARNING,
+        {
+            "code": "tools_ignored",
+            "message": f"the model did not receive the tools: {why}; it can only answer in"
+            " text (use a model or chat template with tool support, e.g. llama-server --jinja"
+            " with a tool-calling template)",
+        },
+    )
+
+
 LADDER = (1, 2, 3)  # the attempts: as built, a forced fold, the emergency compaction
 STOPPED = (
     "stopped safely before running any call of this step: the required state could not be"
@@ -471,25 +518,28 @@ def partial_json(attempts: Sequence[Attempt]) -> dict[str, Any] | None:
     return last.to_json()["partial"] if last is not None and last.partial else None
 
 
-async def stream(state: RunState, assembly: Assembly) -> Response:
-    """One working completion of ``assembly`` (``completion_request``)."""
+async def stream(state: RunState, assembly: Assembly, limit: int | None = None) -> Response:
+    """One working completion of ``assembly`` (``completion_request``), its answer's limit
+    ``limit`` (None: the provider's own)."""
     return await stream_request(
-        state, completion_request(state, assembly.messages, assembly.stable_messages)
+        state, completion_request(state, assembly.messages, assembly.stable_messages, limit)
     )
 
 
 def completion_request(
-    state: RunState, messages: tuple[Message, ...], stable_messages: int
+    state: RunState, messages: tuple[Message, ...], stable_messages: int, limit: int | None = None
 ) -> CompletionRequest:
-    """A working request of ``messages``. Its prompt-cache breakpoints end the frame (the
-    manifest's stable/dynamic boundary, ``stable_messages``: never rewritten in a run) and the
-    request (what the next one repeats while history is only appended to)."""
+    """A working request of ``messages``, its answer's limit ``limit`` (None: the provider's
+    own). Its prompt-cache breakpoints end the frame (the manifest's stable/dynamic boundary,
+    ``stable_messages``: never rewritten in a run) and the request (what the next one repeats
+    while history is only appended to)."""
     ends = {stable_messages - 1, len(messages) - 1} - {-1}
     return CompletionRequest(
         messages=messages,
         tools=state.specs(),
         cache_breakpoints=tuple(sorted(ends)),
         cache_key=cache_key(state),
+        max_output_tokens=limit,
     )
 
 
@@ -572,6 +622,10 @@ def request_record(
         **estimate.to_json(),
         "tools_counted": frame == assembly.frame_tokens,
     }
+    key = (response.provider, response.model) if response else _key(state)
+    said = tools_ignored(state.harness.provider) or not state.calibration.counts_tools(*key)
+    if said and state.specs():
+        head["tools_ignored"] = True  # the model did not receive the tools (say_tools_ignored)
     return RequestRecord(
         step=state.step,
         attempt=attempt,
@@ -588,6 +642,11 @@ def request_record(
         model=response.model if response else state.harness.provider.model,
         error=str(error) if error else None,
     )
+
+
+def _key(state: RunState) -> tuple[str, str]:
+    provider = state.harness.provider
+    return state.calibration.next_key(provider.name, provider.model)
 
 
 async def summarize(state: RunState, request: CompletionRequest) -> str:

@@ -74,6 +74,7 @@ class RunState:
         self.system_prompt = harness.system_prompt
         self.spawn: Spawner | None = None  # set by the loop while the harness may nest deeper
         self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
+        self.tools_ignored_said = False  # the model did not receive the tools: said once
         # consecutive requests share most messages and manifest entries: each is encoded once
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)

@@ -238,6 +238,8 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "calibration": manifest.get("calibration"),
         # the version of each derived part it carried (skills, tools, instructions, memory)
         "derived": manifest.get("derived", {}),
+        # the server was seen dropping the tool schemas: the model did not receive the tools
+        "tools_ignored": bool(manifest.get("tools_ignored")),
     }
 
 

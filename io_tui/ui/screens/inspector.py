@@ -528,6 +528,14 @@ def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
     """How the request's answer ended, when that is worth a line: an unusual stop reason (a cut
     answer above all), a failure, and the partial output a failed request had streamed."""
     out: list[tuple[str, str] | str] = []
+    if request.get("tools_ignored"):
+        out.append(
+            (
+                "\nthe model did not receive the tools: the server's chat template drops the"
+                " tool schemas (they are sent, and not counted); it can only answer in text",
+                "bold yellow",
+            )
+        )
     stop = request.get("stop_reason")
     if stop not in (None, "stop", "tool_calls"):
         out.append((f"\nstop reason {stop} ({request.get('raw_stop_reason')})", "bold yellow"))

@@ -40,7 +40,15 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from io_tui import demo
 from io_tui.config import Settings
-from io_tui.core import PRESETS, ProbeResult, Store, prepare_run, probe_models
+from io_tui.core import (
+    PRESETS,
+    OutputDoesNotFit,
+    ProbeResult,
+    Store,
+    check_output_fit,
+    prepare_run,
+    probe_models,
+)
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.terminal_text import plain
 
@@ -552,7 +560,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         except ValueError as exc:
             error = FieldError(_field_of(str(exc)), str(exc))
         else:
-            await run.provider.aclose()
+            try:  # the server's window, asked now: a limit that cannot fit says so here
+                await check_output_fit(run.provider, run.contract)
+            except OutputDoesNotFit as exc:
+                error = FieldError("max-output", exc.say("Output limit"))
+            finally:
+                await run.provider.aclose()
         self.post_message(self.Checked(request, error))
 
     @on(Checked)

@@ -45,7 +45,7 @@ MAX_STEPS = 200
 RESULT_PREVIEW_LINES = 40
 LIVE_INTERVAL = 0.1  # seconds: the live part is redrawn at most ~10 times a second
 TICK_S = 1.0  # seconds: a live run's clocks move on
-NOTE_STYLES = ("operator", "refused", "asking", "decided", "verify", "memory", "note")
+NOTE_STYLES = ("operator", "refused", "asking", "decided", "verify", "memory", "note", "warning")
 PARTS = (
     "title", "meta", "head", "tool", "tool-error", "result", "streaming", "cursor",
     "status", "ended", *NOTE_STYLES,
@@ -96,6 +96,7 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
     Transcript > .transcript--operator { color: $secondary; }
     Transcript > .transcript--refused { color: $error; }
     Transcript > .transcript--asking { color: $warning; }
+    Transcript > .transcript--warning { color: $warning; text-style: bold; }
     Transcript > .transcript--decided { color: $success; }
     Transcript > .transcript--verify, Transcript > .transcript--memory,
     Transcript > .transcript--note { color: $foreground-muted; }

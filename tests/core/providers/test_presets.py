@@ -64,6 +64,7 @@ def test_presets(preset: str, wire: str, url: str, env: str | None, limit: int) 
         "base_url": url,
         "streaming": True,
         "max_output_tokens": limit,
+        "max_output_set": False,  # the preset's default: each request fits it to the window
     }
 
 
@@ -290,6 +291,11 @@ def test_the_limit_travels_with_the_provider_and_its_description() -> None:
     assert (provider.max_output_tokens, provider.window_tokens) == (777, None)  # type: ignore[attr-defined]
     again = provider_from_description(provider.describe(), env={})
     assert again.max_output_tokens == 777  # type: ignore[attr-defined]
+    assert provider.output_set and again.output_set  # type: ignore[attr-defined]
+    default = provider_from_settings(RunSettings(provider="vllm", model="m"), env={})
+    resumed = provider_from_description(default.describe(), env={})
+    assert not default.output_set and not resumed.output_set  # type: ignore[attr-defined]
+    assert resumed.max_output_tokens == 2_048  # type: ignore[attr-defined]
     claude = make_provider("anthropic", model="claude-opus-4-1", env={"ANTHROPIC_API_KEY": KEY})
     assert (claude.max_output_tokens, claude.window_tokens) == (8_192, 200_000)
 

@@ -4,11 +4,12 @@ import httpx
 import pytest
 from provider_helpers import Script
 
-from io_tui.core.providers.base import discover_limits
+from io_tui.core.providers.base import discover_limits, fit_output_limit, tools_ignored
 from io_tui.core.providers.fallback import FallbackProvider
 from io_tui.core.providers.openai_compat import (
     OpenAICompatProvider,
     is_local,
+    props_tools,
     props_url,
     props_window,
 )
@@ -79,3 +80,28 @@ async def test_a_fallback_chain_discovers_and_takes_the_smallest_window() -> Non
     await discover_limits(chain)
     assert chain.window_tokens == 4096
     assert [r.url.path for r in local.requests] == ["/props"] and hosted.requests == []
+
+
+def test_the_chat_templates_tools_are_its_caps_supports_tools() -> None:
+    assert props_tools({"chat_template_caps": {"supports_tools": False}}) is False
+    assert props_tools({"chat_template_caps": {"supports_tools": True}}) is True
+    for unsaid in (None, {}, {"chat_template_caps": {}}, {"chat_template_caps": {"supports_tools": 0}}):  # fmt: skip
+        assert props_tools(unsaid) is None
+
+
+async def test_a_configured_window_still_asks_props_for_the_templates_tools() -> None:
+    script = Script([httpx.Response(200, json={**PROPS, "chat_template_caps": {"supports_tools": False}})])  # fmt: skip
+    provider = _provider("llamacpp", "http://127.0.0.1:8080/v1", script)
+    provider.window_tokens, provider.window_source = 9000, "config"
+    await discover_limits(provider)
+    await discover_limits(provider)
+    assert [r.url.path for r in script.requests] == ["/props"]
+    assert (provider.window_tokens, provider.window_source) == (9000, "config")  # kept
+    assert tools_ignored(provider)
+
+
+def test_an_unset_output_limit_takes_half_of_what_the_window_leaves_beside_the_frame() -> None:
+    assert fit_output_limit(2_048, 4_096, 2_600) == 748  # a 4k llama.cpp window, tools counted
+    assert fit_output_limit(2_048, 4_096, 300) == 1_898  # a template that drops the tools
+    assert fit_output_limit(8_192, 200_000, 3_000) == 8_192  # never above the preset's default
+    assert fit_output_limit(2_048, 1_024, 2_600) == 256  # the floor: the run then refuses it
