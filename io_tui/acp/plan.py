@@ -7,7 +7,7 @@ already sent, or one whose plan reads the same, sends nothing.
 
 | the ledger | the plan entry (priority, status) |
 |---|---|
-| the objective | ``Objective: …`` (high): completed only once met (the run ended ``success``), in progress while the run goes, else pending |
+| the objective | ``Objective: …`` (high): completed only once met (the run's verification passed: ``success``, ``core.endings``), in progress while the run goes, else pending |
 | each modified resource | ``modified PATH (tool, step N)`` (low, completed) |
 | each passing test or verification | ``CMD passed (step N)`` (low, completed) |
 | the next safe action, when work remains | ``Next: …`` (high, in progress) |
@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any
 from acp import plan_entry, update_plan
 from acp.schema import PlanEntry, PlanEntryPriority, PlanEntryStatus
 
-from io_tui.core import ProgressLedger
+from io_tui.core import ProgressLedger, ending_of
 
 if TYPE_CHECKING:
     from io_tui.acp.session import Session
     from io_tui.core import Store
 
-MET = ("success",)  # met: verified; a run that only stopped has not shown it
 GOING = ("running", "asking")
 BLOCKING = ("call", "sub_agent")  # the operations the ledger's remaining work names
 
 
 def plan_entries(ledger: ProgressLedger) -> list[PlanEntry]:
-    met = ledger.status == "finished" and ledger.outcome in MET
+    ending = ending_of(ledger.outcome) if ledger.status not in GOING else None
+    met = ending is not None and ending.met
     objective: PlanEntryStatus = (
         "completed" if met else "in_progress" if ledger.status in GOING else "pending"
     )

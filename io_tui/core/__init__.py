@@ -61,6 +61,11 @@ if TYPE_CHECKING:
         TaskContract as TaskContract,
     )
     from io_tui.core.derived.parts import invalidation_line as invalidation_line
+    from io_tui.core.endings import (
+        Ending as Ending,
+        ended_line as ended_line,
+        ending_of as ending_of,
+    )
     from io_tui.core.errors import WorkspaceError as WorkspaceError
     from io_tui.core.events import (
         HAND_BACK as HAND_BACK,

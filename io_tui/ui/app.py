@@ -45,6 +45,8 @@ from io_tui.core import (
     StoreDamaged,
     StoreError,
     StoreLocation,
+    ended_line,
+    ending_of,
     store_trouble,
 )
 from io_tui.ui import ui_state
@@ -78,7 +80,7 @@ from io_tui.ui.messages import (
 )
 from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.state import RunView, counted, ended_as
+from io_tui.ui.state import RunView, counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.widgets.transcript import Transcript
@@ -490,10 +492,14 @@ class IoApp(App[int]):
             self.notify(message.error, title="Run not started", severity="error")
         elif message.result is not None:
             result = message.result
+            ending = ending_of(result.outcome.value)
             self.notify(
-                f"run {result.run_id}: {ended_as(result.status, result.outcome.value)}, "
-                f"{counted(result.steps, 'step')}, {result.tokens:,} tok",
-                severity="information" if result.status == "finished" else "warning",
+                f"run {result.run_id} "
+                f"{ended_line(result.status, result.outcome.value, result.error)[2:]}"
+                f" · {counted(result.steps, 'step')}, {result.tokens:,} tok",
+                severity="information"
+                if ending is not None and ending.tone == "success"
+                else "warning",
             )
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

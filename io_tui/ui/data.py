@@ -35,6 +35,9 @@ class StepData:
     operator_messages: list[str] = field(default_factory=list)
 
 
+# the line under a step whose answer a cancel cut short (kept as far as it had streamed)
+INTERRUPTED = ("ended", "■ interrupted: the run was cancelled while this answer streamed")
+
 NOTE_KINDS = (
     "tool_refused",
     "approval_requested",
@@ -69,6 +72,8 @@ async def load_steps(
         notes.setdefault(e.step, []).append(describe_event(e.kind, e.detail))
     out = []
     for row in rows:
+        if row.decision.get("interrupted"):  # its answer, as far as it had streamed
+            notes.setdefault(row.step, []).append(INTERRUPTED)
         tools = []
         for call in row.tool_calls:
             result, is_error = results.get(call.id, (None, False))

@@ -138,7 +138,9 @@ class RunBoard:
 
 def step_view(row: StepSummary) -> tuple[int, StepView]:
     """A committed step's view from its store row (``TraceRepo.step_summaries``)."""
-    return row.run_id, StepView(row.step, row.tokens, list(row.tool_names), committed=True)
+    return row.run_id, StepView(
+        row.step, row.tokens, list(row.tool_names), committed=True, interrupted=row.interrupted
+    )
 
 
 __all__ = ["Changes", "RunBoard", "step_view"]

@@ -41,6 +41,7 @@ class StepView:
     asking_since: float | None = None
     writing: bool = False  # model text has streamed in
     ended: str | None = None  # the run ended before this step committed: its status
+    interrupted: bool = False  # committed with what its answer had streamed when cancelled
     progress: dict[str, CallProgress] = field(default_factory=dict)  # calls in flight, by id
 
     def in_flight(self) -> bool:
@@ -221,6 +222,7 @@ class RunView:
             tokens = int(detail.get("tokens", 0))
             view.tokens += tokens
             view.committed = True
+            view.interrupted = bool(detail.get("interrupted"))
             self.tokens += tokens
             self.streaming = ""
             self.queued = [

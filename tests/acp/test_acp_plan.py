@@ -67,10 +67,23 @@ async def test_the_ledger_is_sent_as_plans(workspace, write_script, store_path):
     assert len(plans) < len(trace["progress_revisions"])
     ledger = trace["progress"]
     (change,), (evidence,) = ledger["changes"], ledger["evidence"]
+    # the run finished by the model's word, with no verification: its objective is not shown
+    # completed (only a passing verification, ``success``, meets it), and the plan says so
+    assert trace["run"]["outcome"] == "finished"
     assert plans[-1] == [
         ("Objective: fix it", "high", "pending"),  # finished unverified: not shown met
         (f"modified src/app.py (edit_file, step {change['step']})", "low", "completed"),
         (f"{evidence['what']} passed (step {evidence['step']})", "low", "completed"),
+        (
+            "Next: review the modified resources: no verification checked the objective",
+            "high",
+            "in_progress",
+        ),
+        (
+            f"unverified: run {run_id} finished: the model says it is done; nothing verified it",
+            "low",
+            "pending",
+        ),
     ]
     # while the first command waited for the client: the ask, blocking, and what to do about it
     first_ask = trace["approvals"][0]["id"]

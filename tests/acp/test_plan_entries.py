@@ -5,9 +5,11 @@ priority, and a run that ended without meeting its objective."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from io_tui.acp.plan import plan_entries
-from io_tui.core.progress.fold import plan
+from io_tui.core.contract import TaskContract
+from io_tui.core.progress.fold import Fold, plan
 from io_tui.core.progress.model import Failure, Operation, PendingApproval, ProgressLedger
 
 
@@ -54,8 +56,34 @@ def test_a_run_that_ended_short_of_its_objective() -> None:
     ]
 
 
-def test_the_objective_is_completed_only_when_verified() -> None:
+def test_only_a_verified_run_meets_its_objective() -> None:
+    """One mark and wording per outcome (``core.endings``): ``success`` completes the
+    objective; ``finished`` (the model's word), a cut answer or a step cap do not."""
     done = ProgressLedger(run_id=3, objective="go", status="finished", outcome="success")
-    stopped = replace(done, outcome="finished")  # the model stopped; nothing checked it
-    assert planned(done)[0] == ("Objective: go", "high", "completed")
-    assert planned(stopped)[0] == ("Objective: go", "high", "pending")
+    assert planned(done) == [("Objective: go", "high", "completed")]
+    for outcome, says in (
+        ("finished", "unverified: run 3 finished: the model says it is done"),
+        (
+            "finished_truncated",
+            "the objective is not met: run 3 finished with its final answer cut",
+        ),
+        ("step_cap_reached", "the objective is not met: run 3 stopped at its step cap"),
+    ):
+        entries = planned(replace(done, outcome=outcome))
+        assert entries[0] == ("Objective: go", "high", "pending"), outcome
+        assert entries[-1][0].startswith(says), entries
+
+
+def test_an_operators_cancel_is_not_a_failure_to_fix() -> None:
+    """A run the operator cancelled is said to be cancelled by them, never "fix: … failed"."""
+    fold = Fold(9, TaskContract("go", Path("/tmp")))
+    fold.apply("run_started", 0, {})
+    fold.apply(
+        "run_finished",
+        2,
+        {"status": "cancelled", "outcome": "cancelled", "error": "cancelled by the operator"},
+    )
+    ledger = fold.ledger()
+    assert ledger.failures == ()
+    assert ledger.remaining == ("the objective is not met: run 9 was cancelled by the operator",)
+    assert not any("fix:" in line for line in ledger.remaining)

@@ -8,6 +8,7 @@ from textual.message import Message
 from textual.widgets import Input
 from waits import until
 
+from io_tui.core import build_trace, request_notes
 from io_tui.core.events import EventKind
 from io_tui.core.store import Store
 from io_tui.demo import DEMO_CONTEXT
@@ -33,7 +34,8 @@ async def test_demo_fills_tree_transcript_and_gauges(make_app, store_on_both) ->
         tree = app.screen.query_one(RunTree)
         assert set(tree.run_nodes) == {1}
         assert {step for (_, step) in tree.step_nodes} == set(range(1, 11))
-        assert "✓" in str(tree.run_nodes[1].label) and "finished" in str(tree.run_nodes[1].label)
+        label = str(tree.run_nodes[1].label)
+        assert label.startswith("✓ #1 verified ")  # its verification passed: success
         kinds = {e.kind for m in messages if isinstance(m, RunEventsReceived) for e in m.events}
         assert {EventKind.RUN_STARTED, EventKind.TEXT_DELTA, EventKind.RUN_FINISHED} <= kinds
         transcript = app.screen.query_one(Transcript)
@@ -193,13 +195,37 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen.select_run(1)
-        await pilot.pause(0.1)
+        # the request in flight: the budgets pane says it was sent (nothing is recorded yet)
+        bar = screen.query_one(ContextBar)
+        await until(lambda: "step 1's request sent" in str(bar.render()), "the request sent")
+        assert "the answer is streaming" in str(bar.render())
         await pilot.press("x")
         await wait_until_idle(pilot)
         await asyncio.sleep(0)
         row = await app.store.runs.get(1)
         assert row is not None and row.status == "cancelled" and row.outcome == "cancelled"
         assert app.runs[1].status == "cancelled"
+        # what had streamed is kept, marked interrupted: in the tree, the transcript, the trace
+        tree = screen.query_one(RunTree)
+        await until(lambda: "interrupted" in str(tree.step_nodes[(1, 1)].label), "the step")
+        assert str(tree.run_nodes[1].label).startswith("■ #1 cancelled 1 step ")
+        transcript = screen.query_one(Transcript)
+        await until(lambda: 1 in transcript.steps, "step 1 in the transcript")
+        shown = transcript.text_of(1)
+        assert "thinking" in shown
+        assert "■ interrupted: the run was cancelled while this answer streamed" in shown
+        trace = await build_trace(app.store, 1)
+        (step,) = trace["steps"]
+        assert step["text"] == "thinking" and step["decision"] == {"interrupted": True}
+        (request,) = trace["requests"]
+        assert request["partial"]["text"] == "thinking"
+        assert request["error"] == "interrupted: the run was cancelled while the answer streamed"
+        assert "request 1 interrupted" in "\n".join(request_notes([request]))
+        progress = trace["progress"]
+        assert not progress["failures"]  # an operator's cancel is not a failure to fix
+        assert list(progress["remaining"]) == [
+            "the objective is not met: run 1 was cancelled by the operator"
+        ]
 
 
 async def test_a_tool_line_unfolds_on_click_and_a_step_on_enter(make_app) -> None:

@@ -29,6 +29,7 @@ from io_tui.ui.screens.new_run import SCRIPTED_DEMO, NewRunScreen
 from io_tui.ui.screens.trace import TraceScreen, render_trace
 from io_tui.ui.testing import wait_until_idle
 from io_tui.ui.themes import ThemeFile, load_theme, load_themes
+from io_tui.ui.widgets.run_tree import RunTree
 from io_tui.ui.widgets.table import Table
 from io_tui.ui.widgets.title_bar import TitleBar
 from io_tui.ui.widgets.transcript import status_line
@@ -376,7 +377,13 @@ async def test_inspector_trace_viewer_and_transcript_say_an_answer_was_cut(
         inspector = await _inspector_at(app, pilot, 1)
         assert "stop reason length (length)" in str(inspector.summary.render())
         note = status_line(app.runs[1])  # the transcript's last line for the run
-        assert note.startswith("✂ finished truncated: the final answer was cut")
+        assert note.startswith("✂ answer cut: the final answer was cut")
+        # the tree marks it as the trace does: its own mark, never the ✓ of a verified run
+        label = str(app.screen_stack[0].query_one(RunTree).run_nodes[1].label)
+        assert label.startswith("✂ #1 answer cut ") and "✓" not in label
+        assert render_trace(trace).startswith(
+            "run 1 · ✂ finished with its final answer cut at the output limit · 1 step"
+        )
 
 
 async def test_the_inspector_says_why_a_section_is_in_and_what_it_left_out(

@@ -30,6 +30,7 @@ from typing import Any
 
 from io_tui.core.checks import is_test_command
 from io_tui.core.contract import TaskContract
+from io_tui.core.endings import ended_line, ending_of
 from io_tui.core.events import EventKind
 from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import content_digest
@@ -117,12 +118,15 @@ class Fold:
         self.failures.pop(("run", ""), None)
 
     def _finished(self, step: int, detail: Mapping[str, Any]) -> None:
+        """The run's end. Only a failure is one to fix: a cancel is the operator's word, an
+        interruption a process that stopped, a pause a wait (``plan`` says each its own way)."""
         self.status = str(detail.get("status") or self.status)
         self.outcome = detail.get("outcome")
         self.error = detail.get("error")
-        if self.error and self.status not in ("finished", "paused"):
+        if self.error and self.status == "failed":
+            found = ending_of(self.outcome)
             self.failures[("run", "")] = Failure(
-                f"run {self.run_id} ended {self.status} ({self.outcome})",
+                f"run {self.run_id} ({found.word if found else self.outcome})",
                 step,
                 f"run {self.run_id}",
                 str(self.error)[:TAIL_CHARS],
@@ -322,14 +326,15 @@ class Fold:
             model_step=self.model_step,
             verify=tuple(contract.verify or ()),
         )
-        remaining, action = plan(base)
+        remaining, action = plan(base, self.error)
         return replace(base, remaining=remaining, next_action=action)
 
 
-def plan(ledger: ProgressLedger) -> tuple[tuple[str, ...], str]:
+def plan(ledger: ProgressLedger, error: str | None = None) -> tuple[tuple[str, ...], str]:
     """What is left to do, and the next action that is safe to take, from the ledger's facts:
     what waits on the operator first (the run is blocked on it), then a call whose effect is
-    unknown, then what is broken, then the contract's check."""
+    unknown, then what is broken, then the contract's check; last, what the run's ending
+    leaves (``endings``: a verified run none, a cancel its own words; ``error`` the run's)."""
     run = ledger.run_id
     remaining: list[str] = []
     actions: list[str] = []
@@ -361,12 +366,22 @@ def plan(ledger: ProgressLedger) -> tuple[tuple[str, ...], str]:
         actions.append(f"run `{check}` and make it pass")
     if remaining:
         return tuple(remaining), actions[0]
-    if ledger.status == "finished" and ledger.outcome in ("success", "finished"):
-        return (), "none needed: the objective is met; review the modified resources"
     if ledger.status in ("running", "asking"):
         return (), "go on with the objective"
+    ending = ending_of(ledger.outcome)
+    if ending is not None and ending.met:
+        return (), "none needed: the objective is met; review the modified resources"
+    if ledger.outcome == "finished":  # the model's word, with no check to stand behind it
+        return (
+            (f"unverified: run {run} {ending.says if ending else 'finished'}",),
+            "review the modified resources: no verification checked the objective",
+        )
+    says = ended_line(ledger.status, ledger.outcome, error).split(" ", 1)[-1]
+    if ending is None:
+        unknown = ledger.outcome and ledger.outcome != ledger.status
+        says = f"ended {ledger.status}" + (f" ({ledger.outcome})" if unknown else "")
     return (
-        (f"the objective is not met: run {run} ended {ledger.status} ({ledger.outcome})",),
+        (f"the objective is not met: run {run} {says}",),
         "go on with the objective from the modified resources and the evidence above",
     )
 

@@ -4,9 +4,16 @@ it is marked untrusted data."""
 
 from __future__ import annotations
 
+from io_tui.core.endings import ending_of
 from io_tui.core.progress.model import UNTRUSTED, ProgressLedger
 
 NONE = "- none"
+
+
+def _state(ledger: ProgressLedger) -> str:
+    """Where the run is: live (``is running``), or how it ended, in its ending's words."""
+    ending = ending_of(ledger.outcome) if ledger.status not in ("running", "asking") else None
+    return ending.says if ending is not None else f"is {ledger.status}"
 
 
 def _quote(text: str) -> str:
@@ -19,8 +26,7 @@ def render_ledger(ledger: ProgressLedger, *, carried: bool = False) -> str:
     run = ledger.run_id
     head = (
         f"Progress ledger of run {run} (revision {ledger.revision}, digest {ledger.digest},"
-        f" through step {ledger.step}; run {run} is {ledger.status}"
-        + (f", {ledger.outcome}" if ledger.outcome else "")
+        f" through step {ledger.step}; run {run} {_state(ledger)}"
         + "). Kept by the io-tui harness from runtime state, not written by a model;"
         " handles r<run>.s<step>.<call> name the recorded results (`io-tui trace RUN --json`)."
     )

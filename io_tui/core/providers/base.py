@@ -127,6 +127,7 @@ class ErrorKind(StrEnum):
     REQUEST = "request"
     MALFORMED = "malformed"
     CONTEXT_OVERFLOW = "context_overflow"
+    INTERRUPTED = "interrupted"  # its caller stopped it (the run was cancelled mid-answer)
 
 
 RETRYABLE = frozenset(

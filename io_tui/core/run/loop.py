@@ -272,6 +272,9 @@ class Run:
         self.verify_feedback_given = False
         self.stop_hook_turns = 0  # times a Stop hook sent the model on
         self.failure: str | None = None  # why the loop ended failed, for the run's ``error``
+        # the step whose model request is in flight: its number, its requests so far and the
+        # operator's messages it carries (kept, with what streamed, if the run is cancelled)
+        self.asking: tuple[int, list[RequestRecord], tuple[str, ...]] | None = None
         self.waiting_on: int | None = None  # the sub-agent run it stopped with
         self.lease_lost: LeaseLost | None = None  # the heartbeat found the run taken over
         if state.harness.can_spawn:
@@ -359,7 +362,7 @@ class Run:
                 await asyncio.shield(self._end(Outcome.INTERRUPTED))
                 raise
             reason = OPERATOR_CANCEL if OPERATOR_CANCEL in exc.args else None
-            await asyncio.shield(self._end(Outcome.CANCELLED, error=reason))
+            await asyncio.shield(self._cancelled(reason))
             raise
         except Exception as exc:
             return await self._end(Outcome.FAILED, error=_one_line(exc))
@@ -412,6 +415,23 @@ class Run:
             if text:
                 await self.store.runs.add_operator_message(self.run_id, f"Hook context: {text}")
         return None
+
+    async def _cancelled(self, reason: str | None) -> RunResult:
+        """The run is cancelled: the step whose answer was streaming keeps what it had
+        streamed, marked interrupted (its request too, with the text as its partial output),
+        then the run ends ``cancelled``."""
+        asking, self.asking = self.asking, None
+        if asking is not None:
+            step, requests, operator_messages = asking
+            if requests or self.state.streamed:
+                await self.state.commit_step(
+                    step,
+                    decision={"interrupted": True},
+                    text=self.state.streamed,
+                    requests=requests,
+                    operator_messages=operator_messages,
+                )
+        return await self._end(Outcome.CANCELLED, error=reason)
 
     async def _end(self, outcome: Outcome, error: str | None = None) -> RunResult:
         state = self.state
@@ -466,12 +486,14 @@ class Run:
                 operator_messages += notices  # stored with the step: a resume says it again
             requests: list[RequestRecord] = []
             pinned, state.pinned = state.pinned, None
+            self.asking, state.streamed = (step, requests, operator_messages), ""
             try:
                 if pinned is not None and pinned.step == step:
                     response = await ask_pinned(state, pinned, operator_messages, requests)
                 else:
                     response = await ask_model(state, engine, operator_messages, requests)
             except ProviderError as exc:
+                self.asking = None
                 self.failure = str(exc)
                 await state.commit_step(
                     step,
@@ -486,6 +508,7 @@ class Run:
                     if exc.kind is ErrorKind.CONTEXT_OVERFLOW
                     else Outcome.FAILED
                 )
+            self.asking = None
             tokens = sum(request_tokens(r) for r in requests)
             state.tokens += tokens
             calls = response.tool_calls

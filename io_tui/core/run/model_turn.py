@@ -8,6 +8,7 @@ Plain functions over a ``RunState``, which they change only through its methods;
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Sequence
@@ -236,6 +237,12 @@ async def ask_model(
         started = time.monotonic()
         try:
             response = await stream(state, assembly, limit if default_limit else None)
+        except asyncio.CancelledError:  # the run is cancelled mid-answer: what came is kept
+            stopped = interrupted(state, started, limit)
+            requests.append(
+                request_record(state, assembly, estimate, limits, attempt, None, stopped)
+            )
+            raise
         except ProviderError as exc:
             overflow = exc.kind is ErrorKind.CONTEXT_OVERFLOW
             error = exc
@@ -445,6 +452,27 @@ def _failed(  # the request_failed event
     )
 
 
+INTERRUPTED = "the run was cancelled while the answer streamed"
+
+
+def interrupted(state: RunState, started: float, limit: int | None) -> ProviderError:
+    """The request a cancel stopped mid-answer, as the trace keeps it: its one attempt, with
+    the text it had streamed (``partial``)."""
+    provider = state.harness.provider
+    attempt = Attempt(
+        provider=provider.name,
+        model=provider.model,
+        latency_s=time.monotonic() - started,
+        error=INTERRUPTED,
+        error_kind=ErrorKind.INTERRUPTED,
+        partial_text=state.streamed,
+        max_output_tokens=limit,
+    )
+    return ProviderError(
+        ErrorKind.INTERRUPTED, INTERRUPTED, attempts=[attempt], partial=bool(state.streamed)
+    )
+
+
 def truncated_note(response: Response) -> str:
     """Why a run whose final answer was cut ends ``finished_truncated``."""
     limit = response.attempts[-1].max_output_tokens if response.attempts else None
@@ -545,8 +573,10 @@ def completion_request(
 
 async def stream_request(state: RunState, request: CompletionRequest) -> Response:
     """One working completion; text deltas and retries are published as they come."""
+    state.streamed = ""
     async for event in state.harness.provider.stream(request):
         if isinstance(event, TextDelta):
+            state.streamed += event.text
             state.publish(EventKind.TEXT_DELTA, {"text": event.text})
         elif isinstance(event, Retrying):
             state.publish(

@@ -1,4 +1,5 @@
-"""How a run ended: its ``Outcome``, the store status it maps to, and the ``RunResult``.
+"""How a run ended: its ``Outcome``, the store status it maps to, and the ``RunResult`` (how
+each outcome is shown is ``core/endings.py``).
 
 Plain data with no harness imports, so the app can read results without loading the run loop.
 """

@@ -75,6 +75,7 @@ class RunState:
         self.spawn: Spawner | None = None  # set by the loop while the harness may nest deeper
         self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
         self.tools_ignored_said = False  # the model did not receive the tools: said once
+        self.streamed = ""  # the text the request in flight has streamed so far
         # consecutive requests share most messages and manifest entries: each is encoded once
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
@@ -406,11 +407,13 @@ class RunState:
         self.step_tokens = tokens + (self.step_tokens if update else 0)
         committed = None
         if final:
-            committed = self.record(
-                EventKind.STEP_COMMITTED,
-                {"tool_calls": len(calls or self._last_calls(step)), "tokens": self.step_tokens},
-                step,
-            )
+            detail = {
+                "tool_calls": len(calls or self._last_calls(step)),
+                "tokens": self.step_tokens,
+            }
+            if decision.get("interrupted"):
+                detail["interrupted"] = True  # its answer was cut off by the run's cancel
+            committed = self.record(EventKind.STEP_COMMITTED, detail, step)
         events, self.pending_events = self.pending_events, []
         await self.store.runs.commit_step(
             self.run_id,

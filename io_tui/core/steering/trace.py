@@ -369,6 +369,14 @@ def request_notes(requests: list[dict[str, Any]]) -> list[str]:
             f"request {request['attempt']}" if request.get("purpose") != "summary" else "summary"
         )
         attempts = request.get("attempts") or []
+        last = attempts[-1] if attempts else {}
+        if last.get("error_kind") == "interrupted":  # its partial text is the step's own
+            shown = len(((request.get("partial") or {}).get("text")) or "")
+            lines.append(
+                f"{label} interrupted: {last.get('error')}; the {shown:,} chars it had streamed"
+                " are the step's text, kept"
+            )
+            continue
         for number, attempt in enumerate(attempts[:-1], 1):
             lines.append(
                 f"{label}: attempt {number} failed ({attempt.get('error_kind')}:"

@@ -60,6 +60,7 @@ class StepSummary:
     step: int
     tokens: int
     tool_names: tuple[str, ...]
+    interrupted: bool = False  # its answer was cut off by the run's cancel
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,7 @@ class TraceRepo:
             return []
         marks = ",".join("?" * len(run_ids))
         rows = await self.db.fetchall(
-            "SELECT run_id, step, tokens, tool_calls FROM steps"
+            "SELECT run_id, step, tokens, tool_calls, decision FROM steps"
             f" WHERE run_id IN ({marks}) ORDER BY run_id, step",
             tuple(run_ids),
         )
@@ -142,6 +143,7 @@ class TraceRepo:
                 r["step"],
                 r["tokens"],
                 tuple(c["name"] for c in json.loads(r["tool_calls"])),
+                json.loads(r["decision"] or "{}").get("interrupted") is True,
             )
             for r in rows
         ]

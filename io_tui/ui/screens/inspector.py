@@ -539,7 +539,9 @@ def _answer_notes(request: dict[str, Any]) -> list[tuple[str, str] | str]:
     stop = request.get("stop_reason")
     if stop not in (None, "stop", "tool_calls"):
         out.append((f"\nstop reason {stop} ({request.get('raw_stop_reason')})", "bold yellow"))
-    if request.get("error"):
+    if str(request.get("error") or "").startswith("interrupted: "):  # the operator's cancel
+        out.append((f"\n{request['error']}", "bold yellow"))
+    elif request.get("error"):
         out.append((f"\nfailed: {request['error']}", "bold red"))
     partial = request.get("partial")
     if partial:

@@ -434,6 +434,7 @@ class MainScreen(Screen[None]):
             alarm=False,
         )
         bar = self.query_one("#context", ContextBar)
+        bar.sent = sent_line(run) if live else ""
         if figures is None or figures.step is None or figures.est is None:
             bar.breakdown = None
         else:
@@ -676,3 +677,14 @@ def _estimate_note(est: int, reported: int, *, short: bool = False) -> str:
 
 def _path(text: str) -> Path:
     return Path(text)
+
+
+def sent_line(run: RunView) -> str:
+    """The request in flight, as the budgets pane says it before its answer is recorded:
+    ``step 1's request sent · ~2,619 tok (2,600 always sent) · waiting for the answer``."""
+    step = run.in_flight()
+    if step is None or step.started_at is None or run.est_tokens is None:
+        return ""
+    frame = f" ({run.frame_tokens:,} always sent)" if run.frame_tokens else ""
+    doing = "the answer is streaming" if step.writing else "waiting for the answer"
+    return f"step {step.step}'s request sent · ~{run.est_tokens:,} tok{frame} · {doing}"

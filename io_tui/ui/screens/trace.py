@@ -20,12 +20,13 @@ from io_tui.core import (
     TraceNotFound,
     build_trace,
     decision_text,
+    ended_line,
     history_notes,
     invalidation_line,
     lineage_lines,
     request_notes,
 )
-from io_tui.ui.state import counted, ended_as
+from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.title_bar import TitleBar
@@ -131,12 +132,19 @@ class TraceScreen(Screen[None]):
         )
 
 
+def _ended(run: dict[str, Any]) -> str:
+    """How the run ended, in its outcome's mark and words (``core.endings``); a live one's
+    status."""
+    if run["status"] in ("running", "asking"):
+        return run["status"]
+    return ended_line(run["status"], run["outcome"], run.get("error"))
+
+
 def render_trace(trace: dict[str, Any]) -> str:
     """The trace as plain text: the run, then every step with its full results."""
     run = trace["run"]
     out = [
-        f"run {run['id']} · {ended_as(run['status'], run['outcome'])}"
-        f" · {counted(run['steps'], 'step')}"
+        f"run {run['id']} · {_ended(run)} · {counted(run['steps'], 'step')}"
         f" · {run['tokens']:,} tokens",
         f"goal: {run['goal']}",
         f"workspace: {run['workspace']}",

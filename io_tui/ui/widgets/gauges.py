@@ -200,13 +200,14 @@ class ContextBar(Widget):
     """
 
     breakdown: reactive[Breakdown | None] = reactive(None)
+    # a request sent and not answered yet, before any is recorded: what it says of itself
+    sent: reactive[str] = reactive("")
 
     def render(self) -> Content:
         breakdown = self.breakdown
         if breakdown is None or breakdown.total == 0:
-            return Content.assemble(
-                (f"{'context':<{LABEL_WIDTH}} ", "bold"), ("no request recorded yet", "dim")
-            )
+            said = self.sent or "no request recorded yet"
+            return Content.assemble((f"{'context':<{LABEL_WIDTH}} ", "bold"), (said, "dim"))
         width = max(MIN_BAR, self.size.width - LABEL_WIDTH - 1)
         bar = [(f"{'context':<{LABEL_WIDTH}} ", "bold")]
         bar += [

@@ -32,6 +32,7 @@ from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from io_tui.core import ending_of
 from io_tui.ui.state import RunView, StepView, counted, duration, since
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.scrollbars import ThrottledScrollbars
@@ -47,6 +48,10 @@ BADGES = {
     "failed": ("✗", "failed"),
     "cancelled": ("■", "cancelled"),
 }
+
+
+# an outcome's tone (``core.endings``) drawn in the colour of the status that carries it
+TONES = {"success": "finished", "warning": "interrupted", "error": "failed", "muted": "cancelled"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,10 +282,15 @@ def _signature(lines: list[Any], y: int) -> tuple[object, ...] | None:
 
 def run_label(run: RunView, styles: dict[str, str]) -> Text:
     """Badge, id, status, size, then the goal: a narrow pane cuts the goal, not the figures.
-    A queue run says which worker drives it (``on HOST pid N``) or that it is held; a
-    follow-up, the run it follows."""
+    A run that stopped shows its outcome's own mark and word (``core.endings``: a cut answer is
+    ``✂ answer cut``, not ``✓``). A queue run says which worker drives it (``on HOST pid N``)
+    or that it is held; a follow-up, the run it follows."""
     glyph, status = BADGES.get(run.status, ("·", run.status))
     style = styles.get(status, "")
+    ending = ending_of(run.outcome) if not run.live and run.status != "queued" else None
+    if ending is not None:
+        glyph, status = ending.mark, ending.word
+        style = styles.get(TONES.get(ending.tone, run.status), style)
     goal = plain(run.goal)  # a goal is the user's or a parent run's text
     goal = goal if len(goal) <= 48 else goal[:47] + "…"
     clock = _clock(run)  # a live run's: right after its status, the last thing a pane cuts
@@ -300,7 +310,8 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
 
 def step_label(step: StepView) -> Text:
     doing = _doing(step)
-    tools = ", ".join(step.tools) if step.tools else ("final" if step.committed else doing)
+    done = "interrupted" if step.interrupted else "final"  # a cancel cut its answer short
+    tools = ", ".join(step.tools) if step.tools else (done if step.committed else doing)
     if len(tools) > 40:
         tools = tools[:39] + "…"
     if step.tools and step.ended is not None:

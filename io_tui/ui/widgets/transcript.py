@@ -33,7 +33,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from io_tui.core import OPERATOR_CANCEL
+from io_tui.core import OPERATOR_CANCEL, ended_line, ending_of
 from io_tui.ui.data import StepData, tool_title
 from io_tui.ui.state import RunView, duration, since
 from io_tui.ui.terminal_text import styled
@@ -536,7 +536,7 @@ def status_line(run: RunView) -> str:
     if run.status == "cancelled":
         return f"■ cancelled{after}"
     if run.status == "failed":
-        return f"✗ failed{after}: {run.error or run.outcome or 'no reason recorded'}"
+        return _ended(run, after) + f": {run.error or 'no reason recorded'}"
     if run.status == "paused" and run.waiting_on is not None:
         child = run.waiting_on
         return (
@@ -547,9 +547,21 @@ def status_line(run: RunView) -> str:
         return "‖ paused: its request waits in the inbox; the run resumes once it is decided"
     if run.status == "interrupted":
         return "↯ interrupted: its process died; R resumes it"
-    if run.outcome == "finished_truncated":
-        return f"✂ finished truncated{after}: {run.error or 'the final answer was cut'}"
+    if run.status == "finished" and run.outcome not in ("success", "finished", None):
+        # a cut answer, a step cap, a budget, a denial: said, with why
+        return _ended(run, after) + (f": {run.error}" if run.error else "")
     return ""
+
+
+def _ended(run: RunView, after: str) -> str:
+    """The outcome's mark and word (``core.endings``, as the run tree shows them), and how long
+    the run took; its own sentence where there is no error to say more."""
+    ending = ending_of(run.outcome or run.status)
+    if ending is None:
+        return f"{run.status}{after}"
+    if run.error:
+        return f"{ending.mark} {ending.word}{after}"
+    return f"{ended_line(run.status, run.outcome)}{after}"
 
 
 def _queued_note(run: RunView, delivered_step: int | None) -> str:
