@@ -83,6 +83,7 @@ from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.state import RunView, counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
+from io_tui.ui.typeahead import Typeahead
 from io_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -108,7 +109,16 @@ class IoApp(App[int]):
         PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
     }
     BINDINGS = [
-        Binding("ctrl+n", "new_run", "New run", id="app.new_run", tooltip="Start a new run"),
+        # priority: checked as the key arrives, so the keys typed after it wait for the dialog
+        # (``typeahead``) instead of reaching the screen below before it opens
+        Binding(
+            "ctrl+n",
+            "new_run",
+            "New run",
+            id="app.new_run",
+            tooltip="Start a new run",
+            priority=True,
+        ),
         Binding("f1", "help", "Help", id="app.help", tooltip="Every key, with its binding id"),
         Binding(
             "ctrl+t", "next_theme", "Theme", id="app.theme", tooltip="Switch to the next theme"
@@ -157,6 +167,7 @@ class IoApp(App[int]):
         letters = _letter_keymap() if settings.ui.letter_shortcuts else {}
         self.key_remaps: dict[str, str] = {**letters, **settings.ui.keys}
         self._theme_problems = self._choose_theme()
+        self.typeahead = Typeahead(self)  # keys typed while the new-run dialog opens
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
 
@@ -234,7 +245,9 @@ class IoApp(App[int]):
             self.register_theme(theme)
         problems = [(error, "error") for error in errors]
         configured = self.settings.ui.theme
-        remembered = ui_state.load().theme_for(configured)
+        state = ui_state.load()
+        self.last_new_run = state.new_run  # what the new-run dialog last started a run with
+        remembered = state.theme_for(configured)
         wanted = remembered if remembered in self.available_themes else configured
         if wanted in self.available_themes:
             self.theme = wanted
@@ -259,6 +272,8 @@ class IoApp(App[int]):
         return MainScreen(self.runs, self.store, self.host, self.activity)
 
     async def on_event(self, event: events.Event) -> None:
+        if self.typeahead.take(event):  # a dialog is opening: its keys wait for it
+            return
         if isinstance(event, events.Key):  # approvals: every key, wherever it goes (typing?)
             self.activity.key_pressed()
         await super().on_event(event)
@@ -326,7 +341,7 @@ class IoApp(App[int]):
         """The theme chosen now is the next start's (``ui_state``; not the config file).
         Written at once (one small file, replaced atomically), so a quit right after keeps it."""
         try:
-            ui_state.save(ui_state.UiState(theme.name, self.settings.ui.theme))
+            ui_state.changed(theme=theme.name, config_theme=self.settings.ui.theme)
         except OSError as error:
             self.notify(f"the theme is not kept for the next start: {error}", severity="warning")
 
@@ -604,6 +619,7 @@ class IoApp(App[int]):
         def started(request: NewRunRequest | None) -> None:
             if request is not None:
                 self.start_request(request)
+                self._remember_new_run(request)
 
         screen = NewRunScreen(
             self.store,
@@ -612,8 +628,21 @@ class IoApp(App[int]):
             task=task,
             prompts=self.prompts,
             prompt=prompt,
+            last=self.last_new_run,
         )
+        self.typeahead.hold()  # what is typed before its Task has the cursor goes there after
         self.push_screen(screen, started)
+
+    def _remember_new_run(self, request: NewRunRequest) -> None:
+        """The dialog opens next time (and after a restart) with what this run was started
+        with: provider, base URL, model, limits, workspace (``ui_state``)."""
+        from io_tui.ui.screens.new_run_fields import remembered
+
+        self.last_new_run = remembered(request)
+        try:
+            ui_state.changed(new_run=self.last_new_run)
+        except OSError as error:
+            self.notify(f"the new run's settings are not kept: {error}", severity="warning")
 
     def action_help(self) -> None:
         from io_tui.ui.screens.help import HelpScreen

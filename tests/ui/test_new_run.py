@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from replay_server import ReplayServer, json_reply, sse_reply
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static
 
@@ -164,6 +165,9 @@ async def test_the_output_limit_and_the_window_set_in_the_dialog_reach_the_reque
         dialog.query_one("#context-window", Input).value = "600"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: "no room beside" in str(dialog.error.render()), "refused")
+        refused = str(dialog.error.render())
+        assert "(Window)" in refused and "lower the Output limit" in refused
+        assert "--" not in refused and "max_output_tokens" not in refused
         assert dialog.query_one("#context-window", Input).has_focus
         dialog.query_one("#context-window", Input).value = "8192"
         await pilot.click("#start")
@@ -215,6 +219,90 @@ async def test_an_output_limit_the_servers_window_cannot_hold_is_refused_on_its_
         asked = server.requests[-1].body["max_tokens"]
         assert request["limits"]["max_output_tokens"] == asked < 2048  # fitted to 4,096
         assert request["limits"]["window_source"] == "server"
+
+
+async def test_the_dialog_opens_with_what_the_last_run_was_started_with(
+    tmp_path, server: ReplayServer, local_only
+) -> None:
+    """After a run started from the dialog, the dialog opens again (and after a restart) with
+    its provider, base URL, model, limits and workspace, not the config's defaults (issue 29
+    item 10)."""
+    server.add(models_reply("qwen3-8b"))
+    server.add(sse_reply((WIRE / "text_plain.sse").read_bytes(), chunk_size=64))
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    app = create_app(Settings(), tmp_path / "s.db", poll_interval=None, harness="inline")
+    typed = {
+        "#workspace": str(workspace),
+        "#base-url": server.base_url + "/v1",
+        "#max-steps": "7",
+        "#token-budget": "90000",
+        "#context-max": "5000",
+        "#max-output": "700",
+        "#context-window": "8192",
+    }
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        assert dialog.provider.value == SCRIPTED_DEMO  # nothing kept yet: the config's
+        dialog.provider.value = "openai-compatible"
+        await pilot.pause(0.05)
+        for field, value in typed.items():
+            dialog.query_one(field, Input).value = value
+        await until(pilot, lambda: dialog.model.value == "qwen3-8b", "the model listed")
+        dialog.query_one("#task", Input).value = "say hello"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await wait_until_idle(pilot)
+        assert (await app.store.runs.get(1)).status == "finished"  # type: ignore[union-attr]
+        again = await open_dialog(pilot)
+        assert again.provider.value == "openai-compatible" and again.model.value == "qwen3-8b"
+        for field, value in typed.items():
+            assert again.query_one(field, Input).value == value, field
+        assert again.query_one("#task", Input).value == ""  # a new task each time
+    restarted = create_app(Settings(), tmp_path / "s.db", poll_interval=None, harness="inline")
+    async with restarted.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        assert dialog.provider.value == "openai-compatible"
+        assert dialog.query_one("#max-output", Input).value == "700"
+        assert dialog.query_one("#workspace", Input).value == str(workspace)
+
+
+def typed(*keys: str) -> list[events.Key]:
+    """Keys as a terminal sends them: named keys, or each character of a text."""
+    out = []
+    for key in keys:
+        if key in ("ctrl+n", "tab", "backspace"):
+            out.append(events.Key(key, "\t" if key == "tab" else None))
+        else:
+            out += [events.Key(_key_name(c), c) for c in key]
+    return out
+
+
+def _key_name(character: str) -> str:
+    return {"/": "slash", " ": "space", "-": "minus", ".": "full_stop"}.get(character, character)
+
+
+async def test_keys_typed_right_after_ctrl_n_reach_the_task_then_the_next_field_in_order(
+    make_app, tmp_path, local_only
+) -> None:
+    """ctrl+n and what follows arrive before the dialog has mounted (all of them are in the
+    app's queue at once, as a fast typist's are): the text goes to the Task, the tab moves to
+    the Workspace, whose text is replaced, in order; nothing is lost, nothing reaches the main
+    screen, and keys typed once the dialog is ready are not held (issue 29 item 5)."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        for key in typed("ctrl+n", "fix the flaky test", "tab", str(tmp_path), "backspace"):
+            app.post_message(key)
+        await until(pilot, lambda: isinstance(app.screen, NewRunScreen), "the dialog open")
+        dialog = app.screen
+        workspace = dialog.query_one("#workspace", Input)
+        await until(pilot, lambda: workspace.value == str(tmp_path)[:-1], "the workspace typed")
+        assert dialog.query_one("#task", Input).value == "fix the flaky test"
+        assert workspace.has_focus and app.typeahead.held is None
+        await pilot.press(*str(tmp_path)[-1])  # typed now: at the cursor, nothing selected
+        assert workspace.value == str(tmp_path)
+        assert app.screen_stack[0].query_one("#prompt", Input).value == ""  # nothing below
 
 
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
@@ -292,14 +380,16 @@ async def test_errors_stay_in_the_dialog_with_the_inputs_kept(
         assert dialog.base_url.value == dialog.model.value == ""
         await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
         await until(pilot, lambda: "needs a model" in str(dialog.error.render()), "model error")
+        assert "needs a model: fill in Model" in str(dialog.error.render())  # its own words
         assert dialog.model.has_focus
         dialog.model.value = "qwen3"
         await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
-        await until(pilot, lambda: "base-url" in str(dialog.error.render()), "base URL error")
+        await until(pilot, lambda: "needs a Base URL" in str(dialog.error.render()), "base URL")
+        assert "--" not in str(dialog.error.render())  # no CLI flag in the dialog's words
         dialog.query_one("#max-steps", Input).value = "0"
         await pilot.press("ctrl+s")  # a click within 0.2 s of the last is the same press
         await pilot.pause(0.1)
-        assert "max steps must be at least 1" in str(dialog.error.render())
+        assert "Max steps must be at least 1" in str(dialog.error.render())
         assert app.screen is dialog
         assert dialog.query_one("#task", Input).value == "count lines"
         assert dialog.query_one("#workspace", Input).value == str(tmp_path)

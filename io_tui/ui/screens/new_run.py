@@ -20,8 +20,7 @@ workspace changes.
 from __future__ import annotations
 
 import asyncio
-import re
-import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,15 @@ from io_tui.core import (
     probe_models,
 )
 from io_tui.ui.messages import NewRunRequest
+from io_tui.ui.screens.new_run_fields import (
+    BY_ID,
+    FieldError,
+    dialog_words,
+    field_of,
+    labels_of,
+    prompt_arguments,
+    shown,
+)
 from io_tui.ui.terminal_text import plain
 
 if TYPE_CHECKING:
@@ -62,14 +70,6 @@ MIN_CONTEXT = 256
 CONTINUE_CHOICES = 500  # the newest runs offered under "continue from run N"
 # where the run goes: driven by this app, or queued for an `io-tui worker` (docs/SCALE-OUT.md)
 RUN_ON = [("this machine", "here"), ("the queue (a worker drives it)", "queue")]
-
-
-class FieldError(ValueError):
-    """A field's value cannot start a run; ``field`` is the input to focus."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,10 +167,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         continue_from: int | None = None,
         prompts: ServerPrompts | None = None,
         prompt: str | None = None,
+        last: Mapping[str, Any] | None = None,
     ) -> None:
         """``prompts``: where the servers' prompts come from (the app's, asked of its run host);
         ``prompt`` (``server/name``): the one chosen when the dialog opens (the palette's, for
-        a prompt that needs arguments)."""
+        a prompt that needs arguments); ``last``: what the last run started here was started
+        with (``ui_state``), over the settings."""
         super().__init__(classes="-no-prompts -no-prompt-args")  # until prompts are listed
         self.continue_from = continue_from
         self.server_prompts = prompts
@@ -181,15 +183,19 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self.run_workspaces: dict[int, str] = {}
         self.store = store
         self.settings = settings
-        self.workspace = workspace
+        self.last: Mapping[str, Any] = last or {}
+        kept = Path(str(self.last.get("workspace", "")))
+        self.workspace = kept if self.last.get("workspace") and kept.is_dir() else workspace
         self.initial_task = task
         self.choices = {c.value: c for c in choices(settings)}
+        if self.last.get("provider") not in self.choices:
+            self.last = {}  # a provider no longer offered: the settings' values
         self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
         self.checking = False
 
     def compose(self) -> ComposeResult:
-        s = self.settings
-        chosen = default_provider(s)
+        s, last = self.settings, self.last
+        chosen = str(last.get("provider") or default_provider(s))
         with Vertical(id="dialog"):
             yield Static("New run", id="title")
             with VerticalScroll(id="fields", can_focus=False):
@@ -214,14 +220,14 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                 yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True))  # fmt: skip
                 yield _row("Model", Input(self._model_for(chosen), placeholder="the model's name", id="model", compact=True))  # fmt: skip
                 yield _row("", Select[str]([], prompt="models the server lists", id="models", compact=True), id="models-row")  # fmt: skip
-                yield _row("Max steps", Input(str(s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
-                yield _row("Token budget", Input(str(s.token_budget or ""), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
-                yield _row("Context max", Input(str(s.context_max_tokens), type="integer", id="context-max", compact=True))  # fmt: skip
+                yield _row("Max steps", Input(shown(last, "max_steps", s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
+                yield _row("Token budget", Input(shown(last, "token_budget", s.token_budget), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
+                yield _row("Context max", Input(shown(last, "context_max_tokens", s.context_max_tokens), type="integer", id="context-max", compact=True))  # fmt: skip
                 yield Horizontal(  # the CLI's --max-output-tokens and --context-window
                     Label("Output limit"),
-                    Input(str(s.max_output_tokens or ""), type="integer", placeholder="the model's", id="max-output", compact=True),
+                    Input(shown(last, "max_output_tokens", s.max_output_tokens), type="integer", placeholder="fits the window", id="max-output", compact=True),
                     Label("Window", classes="second"),
-                    Input(str(s.context_window or ""), type="integer", placeholder="the model's", id="context-window", compact=True),
+                    Input(shown(last, "context_window", s.context_window), type="integer", placeholder="the model's", id="context-window", compact=True),
                     classes="row",
                 )  # fmt: skip
             with Vertical(id="foot"):
@@ -231,12 +237,26 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                     yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#task", Input).focus()
+        self.call_after_refresh(self._ready)  # drawn, the cursor in Task: keys may come
         self._show_provider(str(self.provider.value))
         self.probe_all()
         self.list_runs()
         if self.server_prompts is not None:
             self.prompts_asked = self.workspace
             self.list_prompts(self.workspace, settle=False)
+
+    def _ready(self) -> None:
+        """The keys typed since ctrl+n, held by the app, are typed into the field that has the
+        cursor (``ui.typeahead``)."""
+        typeahead = getattr(self.app, "typeahead", None)
+        if typeahead is not None and typeahead.held is not None:
+            typeahead.release(self)
+
+    def on_unmount(self) -> None:
+        typeahead = getattr(self.app, "typeahead", None)
+        if typeahead is not None and typeahead.held is not None:
+            typeahead.release()  # closed before it was ready: the keys go on to the app
 
     # -- the MCP servers' prompts --------------------------------------------------------------
 
@@ -383,12 +403,16 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         return Content.assemble(mark, f"{choice.value}  ", (note, "dim"))
 
     def _base_url_for(self, value: str) -> str:
+        if value == self.last.get("provider") and self.last.get("base_url"):
+            return str(self.last["base_url"])  # the last run's, started here
         if value == self.settings.provider and self.settings.base_url:
             return self.settings.base_url
         preset = PRESETS.get(value)
         return (preset.base_url or "") if preset else ""
 
     def _model_for(self, value: str) -> str:
+        if value == self.last.get("provider") and self.last.get("model"):
+            return str(self.last["model"])
         return (self.settings.model or "") if value == self.settings.provider else ""
 
     @work(group="probe", exit_on_error=False)
@@ -489,7 +513,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def _value(self, widget_id: str) -> str:
         return self.query_one(f"#{widget_id}", Input).value.strip()
 
-    def _int(self, widget_id: str, name: str, least: int) -> int | None:
+    def _int(self, widget_id: str, least: int) -> int | None:
+        """The whole number a field holds (None: empty); ``FieldError`` naming its label."""
+        name = BY_ID[widget_id].label
         text = self._value(widget_id)
         if not text:
             return None
@@ -517,9 +543,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             raise FieldError("workspace", f"{what}: {workspace}")
         provider = str(self.provider.value)
         preset = provider in PRESETS
-        max_steps = self._int("max-steps", "max steps", 1)
+        max_steps = self._int("max-steps", 1)
         if max_steps is None:
-            raise FieldError("max-steps", "max steps is empty")
+            raise FieldError("max-steps", "Max steps is empty")
         queue = self.query_one("#run-on", Select).value == "queue"
         return NewRunRequest(
             task=task,
@@ -528,10 +554,10 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             model=(self._value("model") or None) if preset else None,
             base_url=(self._value("base-url") or None) if preset else None,
             max_steps=max_steps,
-            token_budget=self._int("token-budget", "the token budget", 1),
-            context_max_tokens=self._int("context-max", "context max", MIN_CONTEXT),
-            max_output_tokens=self._int("max-output", "the output limit", 1),
-            context_window=self._int("context-window", "the window", 1),
+            token_budget=self._int("token-budget", 1),
+            context_max_tokens=self._int("context-max", MIN_CONTEXT),
+            max_output_tokens=self._int("max-output", 1),
+            context_window=self._int("context-window", 1),
             queue=queue,
             labels=labels_of(self._value("labels")) if queue else (),
             continue_run_id=continue_run_id,
@@ -557,8 +583,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         error: FieldError | None = None
         try:
             run = await prepare_run(self.store, self.settings, request)
-        except ValueError as exc:
-            error = FieldError(_field_of(str(exc)), str(exc))
+        except ValueError as exc:  # the CLI's words: said with the dialog's fields
+            error = FieldError(field_of(str(exc)), dialog_words(str(exc)))
         else:
             try:  # the server's window, asked now: a limit that cannot fit says so here
                 await check_output_fit(run.provider, run.contract)
@@ -592,50 +618,8 @@ def _row(label: str, widget: Widget, *, id: str | None = None) -> Horizontal:
     return Horizontal(Label(label), widget, classes="row", id=id)
 
 
-def prompt_arguments(text: str) -> dict[str, str]:
-    """``city=Paris style="very short"`` as a prompt's arguments; ValueError saying what is not
-    ``name=value``."""
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise ValueError(f"the arguments: {exc}") from None
-    out: dict[str, str] = {}
-    for word in words:
-        name, equals, value = word.partition("=")
-        if not equals or not name:
-            raise ValueError(f"the arguments are name=value pairs, not {word!r}")
-        out[name] = value
-    return out
-
-
-def labels_of(text: str) -> tuple[str, ...]:
-    """The labels typed (separated by commas or spaces), each once, sorted as the queue keeps
-    them."""
-    return tuple(sorted({label for label in re.split(r"[,\s]+", text) if label}))
-
-
 def _unreached(result: ProbeResult) -> bool:
     return result.detail.startswith("cannot reach")
-
-
-def _field_of(message: str) -> str:
-    """The field a launch error is about, to put the cursor there."""
-    text = message.lower()
-    if "mcp.json" in text:  # the workspace's .mcp.json (or the user's mcp.json)
-        return "workspace"
-    if "model" in text:
-        return "model"
-    if "base url" in text or "base-url" in text:
-        return "base-url"
-    if "director" in text or "workspace" in text:
-        return "workspace"
-    if "max_steps" in text:
-        return "max-steps"
-    if "context window" in text or "context_window" in text:
-        return "context-window"
-    if "max_output_tokens" in text:
-        return "max-output"
-    return "provider"
 
 
 __all__ = ["SCRIPTED_DEMO", "NewRunScreen", "choices", "default_provider"]
