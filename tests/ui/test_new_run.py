@@ -299,7 +299,7 @@ async def test_keys_typed_right_after_ctrl_n_reach_the_task_then_the_next_field_
         workspace = dialog.query_one("#workspace", Input)
         await until(pilot, lambda: workspace.value == str(tmp_path)[:-1], "the workspace typed")
         assert dialog.query_one("#task", Input).value == "fix the flaky test"
-        assert workspace.has_focus and app.typeahead.held is None
+        assert dialog.focused is workspace and app.typeahead.held is None
         await pilot.press(*str(tmp_path)[-1])  # typed now: at the cursor, nothing selected
         assert workspace.value == str(tmp_path)
         assert app.screen_stack[0].query_one("#prompt", Input).value == ""  # nothing below

@@ -237,7 +237,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                     yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#task", Input).focus()
+        self.set_focus(self.query_one("#task", Input))  # now: ``focus()`` would come later,
+        # after the held keys, and take the cursor back from the field they tabbed to
         self.call_after_refresh(self._ready)  # drawn, the cursor in Task: keys may come
         self._show_provider(str(self.provider.value))
         self.probe_all()
