@@ -102,6 +102,7 @@ class RunBoard:
             run.follows = getattr(row, "seed_run_id", None)
             run.forked_from = getattr(row, "forked_from", None)
             run.fork_step = getattr(row, "fork_step", None)
+            run.stored_steps = row.steps
             if workers is not None:
                 run.worker = workers.get(row.id, "")
             run.token_budget = (row.contract or {}).get("token_budget")

@@ -86,6 +86,7 @@ class RunView:
     wants_attention: bool = False  # it just started or began to ask: bring it into view
     worker: str = ""  # a queue run: the worker driving it (``on HOST pid N``), or "held …"
     waiting_on: int | None = None  # paused or interrupted with this sub-agent run
+    stored_steps: int = 0  # the store's count of its steps: shown until the steps are read
 
     @classmethod
     def from_row(cls, row: Any) -> RunView:
@@ -105,6 +106,7 @@ class RunView:
             started_at=row.created_at,
             ended_at=row.finished_at,
             error=row.error,
+            stored_steps=row.steps,
         )
         view.provider, view.model = provider_of(row.provider or {})
         return view
@@ -112,6 +114,12 @@ class RunView:
     @property
     def live(self) -> bool:
         return self.status in LIVE
+
+    @property
+    def step_count(self) -> int:
+        """Its steps: those read, or the store's count while they are being read (a run
+        listed before its steps never reads "0 steps")."""
+        return max(len(self.steps), self.stored_steps)
 
     def step_view(self, step: int) -> StepView:
         view = self.steps.get(step)

@@ -26,6 +26,7 @@ from typing import Any, Self
 
 from rich.style import Style
 from rich.text import Text
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
@@ -66,6 +67,11 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
     RunTree > .tree--guides { color: $foreground-darken-3; }
     """
 
+    BINDINGS = [
+        Binding("left", "fold", "Fold", show=False, id="tree.fold", tooltip="Fold the run, or go to it from a step"),  # fmt: skip
+        Binding("right", "unfold", "Unfold", show=False, id="tree.unfold", tooltip="Unfold the run, or go to its first step"),  # fmt: skip
+    ]
+
     def __init__(self, *, id: str | None = None) -> None:
         self._widths: dict[int, int] = {}  # node id → label width, set with the label
         super().__init__("runs", id=id)
@@ -81,6 +87,7 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
         self._painted_frame: tuple[int, ...] | None = None  # top, width, height, virtual width
         self._kept_lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._line_style = Style()
+        self._live: set[int] = set()  # the runs last labelled live: they fold when they end
 
     def on_mount(self) -> None:
         self._restyle()
@@ -227,7 +234,23 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
         elif self._shown.get(ref) != shown:
             self._set_label(node, label)
         self._shown[ref] = shown
+        self._fold_if_ended(run, node)
         return node
+
+    def _fold_if_ended(self, run: RunView, node: TreeNode[NodeRef]) -> None:
+        """A run that ends folds to its line (the runs that follow stay in sight), unless the
+        cursor is on it or one of its steps: the operator is reading it."""
+        if run.live:
+            self._live.add(run.id)
+            return
+        if run.id not in self._live:
+            return
+        self._live.discard(run.id)
+        cursor = self.cursor_node
+        ref = cursor.data if cursor is not None else None
+        reading = ref is not None and ref.run_id == run.id
+        if node.is_expanded and not reading:
+            node.collapse()
 
     def upsert_step(self, run: RunView, step: StepView) -> TreeNode[NodeRef]:
         key = (run.id, step.step)
@@ -255,6 +278,29 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
             for other, node in self.run_nodes.items()
             if other in self.views
         )
+
+    def action_fold(self) -> None:
+        """Left, as in a file tree: an open run folds; on a step, or a folded run, the cursor
+        goes to its parent."""
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.allow_expand and node.is_expanded:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+            self.scroll_to_node(node.parent, animate=False)
+
+    def action_unfold(self) -> None:
+        """Right: a folded run opens; an open one moves the cursor to its first step."""
+        node = self.cursor_node
+        if node is None or not node.allow_expand:
+            return
+        if not node.is_expanded:
+            node.expand()
+        elif node.children:
+            self.move_cursor(node.children[0])
+            self.scroll_to_node(node.children[0], animate=False)
 
     def select_ref(self, ref: NodeRef) -> None:
         node = (
@@ -303,7 +349,7 @@ def run_label(run: RunView, styles: dict[str, str]) -> Text:
         (f"{run.worker} · " if run.worker else "", "dim"),
         (f"· waits on #{run.waiting_on} · " if run.waiting_on and not run.live else "", style),
         (f"follows #{run.follows} · " if run.follows is not None else "", "dim"),
-        (f"{counted(len(run.steps), 'step')} · {_tok(run.tokens)} ", "dim"),
+        (f"{counted(run.step_count, 'step')} · {_tok(run.tokens)} ", "dim"),
         goal,
     )
 
