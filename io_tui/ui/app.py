@@ -84,6 +84,7 @@ from io_tui.ui.state import RunView, counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.themes import DEFAULT_THEME, load_themes
 from io_tui.ui.typeahead import Typeahead
+from io_tui.ui.widgets.run_tree import RunTree
 from io_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -664,6 +665,7 @@ class IoApp(App[int]):
         return [
             ("app", self.BINDINGS),
             ("main", MainScreen.BINDINGS),
+            ("run tree", RunTree.BINDINGS),
             ("transcript", Transcript.BINDINGS),
             ("inspector", InspectorScreen.BINDINGS),
             ("lifecycle", LifecycleScreen.BINDINGS),

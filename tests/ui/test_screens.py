@@ -432,3 +432,29 @@ async def test_the_inspector_says_why_a_section_is_in_and_what_it_left_out(
         system = await detail_of("system")
         assert "why: the harness's system prompt and skill catalogue" in system
         assert "version: " in system  # the skill catalogue's version
+
+
+async def test_f_keys_work_while_the_help_is_open(make_app) -> None:
+    """Each F-key opens its screen from the help (which closes: escape goes back to the
+    main screen), and F1 closes it (issue 29)."""
+    app = make_app(demo=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for key, name in (("f2", "InboxScreen"), ("f3", "RulesScreen"), ("f4", "MemoryEditorScreen"), ("f5", "AuditScreen")):  # fmt: skip
+            await pilot.press("f1")
+            await until_screen(pilot, app, "HelpScreen")
+            await pilot.press(key)
+            await until_screen(pilot, app, name)
+            await pilot.press("escape")
+            await until_screen(pilot, app, "MainScreen")
+        await pilot.press("f1")
+        await until_screen(pilot, app, "HelpScreen")
+        await pilot.press("f1")
+        await until_screen(pilot, app, "MainScreen")
+
+
+async def until_screen(pilot, app, name: str) -> None:
+    for _ in range(200):
+        if type(app.screen).__name__ == name:
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"{name} never showed; {type(app.screen).__name__} did")

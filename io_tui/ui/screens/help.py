@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -63,6 +65,19 @@ class HelpScreen(ModalScreen[None]):
                 )
         table.add_row("app", "ctrl+p", "Command palette (runs, memory, themes)", "", key="palette")
         table.focus()
+
+    async def on_key(self, event: events.Key) -> None:
+        """The app's keys work from the help as from any screen (F2 the inbox, ctrl+n a new
+        run…): Textual stops a modal screen's keys at the modal, so the help passes on those
+        of the app's bindings (with the config's remaps) that it has no use for itself."""
+        app: Any = self.app
+        remaps: Mapping[str, str] = getattr(app, "key_remaps", {})
+        for binding in _bindings(app.BINDINGS):
+            keys = remaps.get(binding.id, binding.key) if binding.id else binding.key
+            if event.key in keys.split(",") and binding.action != "help":
+                event.stop()
+                await app.run_action(binding.action)
+                return
 
     def all_bindings(self) -> Iterable[tuple[str, list[Binding]]]:
         for where, bindings in self.sections:

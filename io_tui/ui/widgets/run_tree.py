@@ -68,8 +68,22 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
     """
 
     BINDINGS = [
-        Binding("left", "fold", "Fold", show=False, id="tree.fold", tooltip="Fold the run, or go to it from a step"),  # fmt: skip
-        Binding("right", "unfold", "Unfold", show=False, id="tree.unfold", tooltip="Unfold the run, or go to its first step"),  # fmt: skip
+        Binding(
+            "left",
+            "fold",
+            "Fold",
+            show=False,
+            id="tree.fold",
+            tooltip="Fold the run (on a step: go to it)",
+        ),
+        Binding(
+            "right",
+            "unfold",
+            "Unfold",
+            show=False,
+            id="tree.unfold",
+            tooltip="Unfold the run, then go to its first step",
+        ),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
