@@ -80,7 +80,9 @@ def dialog_ready(app: IoApp) -> bool:
     from textual.widgets import Input
 
     screen = _screen(app, "NewRunScreen")
-    return screen is not None and any(task.has_focus for task in screen.query("#task").results(Input))
+    return screen is not None and any(
+        task.has_focus for task in screen.query("#task").results(Input)
+    )
 
 
 def rows(name: str, table: str) -> Callable[[IoApp], bool]:
@@ -88,7 +90,9 @@ def rows(name: str, table: str) -> Callable[[IoApp], bool]:
         from textual.widgets import DataTable
 
         screen = _screen(app, name)
-        return screen is not None and any(t.row_count > 0 for t in screen.query(table).results(DataTable))
+        return screen is not None and any(
+            t.row_count > 0 for t in screen.query(table).results(DataTable)
+        )
 
     return shown
 
@@ -169,7 +173,7 @@ async def timed(app: IoApp, key: str, character: str | None, shown: Callable[[Io
     that does not depend on the other processes)."""
     started, cpu = time.perf_counter(), time.process_time()
     await press(app, key, character)
-    while not shown(app):  # noqa: ASYNC110 - the app's own state, polled as a user's eye would
+    while not shown(app):  # the app's own state, polled as a user's eye would
         if time.perf_counter() - started > 20:
             raise RuntimeError(f"{key} never showed its content")
         await asyncio.sleep(POLL_S)
@@ -232,8 +236,12 @@ async def main() -> None:
         print(f"(recorded in {time.perf_counter() - started:.0f} s)")
         times = await measure(store_path)
     load = os.getloadavg()[0]
-    print(f"\nload average {load:.1f} on {os.cpu_count()} cores (wall times grow with it; CPU does not)")
-    print(f"\n{'key → content shown':<26} {'first ms':>9} {'then median':>12} {'then max':>9} {'CPU ms':>7}  ≤ 300 ms")
+    print(
+        f"\nload average {load:.1f} on {os.cpu_count()} cores (wall times grow with it; CPU does not)"
+    )
+    print(
+        f"\n{'key → content shown':<26} {'first ms':>9} {'then median':>12} {'then max':>9} {'CPU ms':>7}  ≤ 300 ms"
+    )
     print("-" * 76)
     for what, took in times.items():
         first, then = took[0], took[1:] or took
