@@ -116,7 +116,7 @@ def test_a_json_ask_puts_an_allowed_command_to_the_operator(tmp_path, workspace,
     done = io_tui("run", "t", "-w", str(workspace), "--provider", f"scripted:{script}",
                   "--policy", str(policy), "--approve", "defer", env=env, store=store)  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr  # paused on the ask
-    pending = json.loads(io_tui("approvals", "--json", env=env, store=store).stdout)
+    pending = json.loads(io_tui("approvals", "--json", env=env, store=store).stdout)["approvals"]
     assert pending[0]["layer"] == "hook:PreToolUse"
 
 
