@@ -310,7 +310,8 @@ async def ask_pinned(
     with the manifest it was recorded with, which says where it came from (``fork``)."""
     extra = tuple(Message("user", operator_line(m)) for m in operator_messages)
     messages = pinned.messages + extra
-    request = completion_request(state, messages, pinned.stable_messages)
+    limit = await fitted_limit(state, pinned.frame_tokens)
+    request = completion_request(state, messages, pinned.stable_messages, limit)
     digest = state.tool_set()[0]
     recorded_tools = pinned.manifest.get("tools_digest")
     if recorded_tools is not None and recorded_tools != digest:
@@ -344,29 +345,14 @@ async def ask_pinned(
     error: ProviderError | None = None
     try:
         response = await stream_request(state, request)
+    except asyncio.CancelledError:  # the run is cancelled mid-answer: what came is kept
+        stopped = interrupted(state, started, request.max_output_tokens)
+        requests.append(pinned_record(state, pinned, messages, head, None, stopped))
+        raise
     except ProviderError as exc:
         error = exc
         _failed(state, 1, exc, partial=partial_json(exc.attempts))
-    usage = response.usage if response else None
-    attempts = response.attempts if response else tuple(error.attempts if error else ())
-    requests.append(
-        RequestRecord(
-            step=state.step,
-            attempt=1,
-            purpose="work",
-            ceiling_tokens=pinned.ceiling_tokens,
-            est_tokens=pinned.est_tokens,
-            frame_tokens=pinned.frame_tokens,
-            reported_tokens=usage.prompt_tokens if usage else None,
-            usage=usage.to_json() if usage else None,
-            messages=[m.to_json() for m in messages],
-            manifest={**head, "entries": pinned.manifest.get("entries", [])},
-            attempts=[a.to_json() for a in attempts],
-            provider=response.provider if response else state.harness.provider.name,
-            model=response.model if response else state.harness.provider.model,
-            error=str(error) if error else None,
-        )
-    )
+    requests.append(pinned_record(state, pinned, messages, head, response, error))
     if error is not None:
         raise error
     assert response is not None
@@ -379,7 +365,7 @@ async def ask_pinned(
         EventKind.REQUEST_FINISHED,
         {
             "attempt": 1,
-            "reported_tokens": usage.prompt_tokens if usage else None,
+            "reported_tokens": response.usage.prompt_tokens if response.usage else None,
             "est_tokens": pinned.est_tokens,
             "latency_s": round(time.monotonic() - started, 3),
             "tool_calls": len(response.tool_calls),
@@ -389,6 +375,47 @@ async def ask_pinned(
         },
     )
     return response
+
+
+async def fitted_limit(state: RunState, frame: int) -> int | None:
+    """The answer's limit of a request whose frame is ``frame`` tokens: the provider's default
+    fitted to the model's window (``fit_output_limit``) where the operator set none, else None
+    (the provider's own)."""
+    provider = state.harness.provider
+    await discover_limits(provider)  # llama.cpp's /props, once
+    limit, window = provider_limits(provider)
+    if not fitted_output(provider) or limit is None or window is None:
+        return None
+    return fit_output_limit(limit, window, frame)
+
+
+def pinned_record(
+    state: RunState,
+    pinned: PinnedRequest,
+    messages: tuple[Message, ...],
+    head: dict[str, Any],
+    response: Response | None,
+    error: ProviderError | None,
+) -> RequestRecord:
+    """A fork's first request as the trace keeps it, answered or not."""
+    usage = response.usage if response else None
+    attempts = response.attempts if response else tuple(error.attempts if error else ())
+    return RequestRecord(
+        step=state.step,
+        attempt=1,
+        purpose="work",
+        ceiling_tokens=pinned.ceiling_tokens,
+        est_tokens=pinned.est_tokens,
+        frame_tokens=pinned.frame_tokens,
+        reported_tokens=usage.prompt_tokens if usage else None,
+        usage=usage.to_json() if usage else None,
+        messages=[m.to_json() for m in messages],
+        manifest={**head, "entries": pinned.manifest.get("entries", [])},
+        attempts=[a.to_json() for a in attempts],
+        provider=response.provider if response else state.harness.provider.name,
+        model=response.model if response else state.harness.provider.model,
+        error=str(error) if error else None,
+    )
 
 
 SERVER_SAYS = (
