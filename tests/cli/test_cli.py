@@ -90,6 +90,8 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
         "intents",
         "progress",
         "progress_revisions",
+        "checkpoints",
+        "forks",
     }
     progress = trace["progress"]  # the run's progress ledger, as the harness kept it
     assert progress["run_id"] == 1 and progress["status"] == "finished"
