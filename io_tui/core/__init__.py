@@ -248,6 +248,7 @@ if TYPE_CHECKING:
         StepRequest as StepRequest,
         TraceNotFound as TraceNotFound,
         build_trace as build_trace,
+        cost_line as cost_line,
         decision_text as decision_text,
         fork_line as fork_line,
         history_notes as history_notes,
@@ -255,6 +256,7 @@ if TYPE_CHECKING:
         lineage_lines as lineage_lines,
         request_notes as request_notes,
         rewind_line as rewind_line,
+        rewrite_line as rewrite_line,
         step_request as step_request,
     )
     from io_tui.core.store import (

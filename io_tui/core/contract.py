@@ -14,6 +14,9 @@ from io_tui.core.tokens import estimate_tokens as estimate_tokens  # re-exported
 CHARS_PER_TOKEN = 4
 MIN_CEILING_TOKENS = 2_000
 MIN_ENTRY_CAP_CHARS = 2_000
+# the smallest ceiling whose newest result, cut to the entry cap, fits beside the memory block (a
+# quarter of it) and the stubs of older steps (an eighth): the request always carries that result
+MIN_WORKING_CEILING = 800
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,15 @@ class ContextBudget:
     def __post_init__(self) -> None:
         if self.max_tokens <= 0:
             raise ValueError("context max_tokens must be positive")
+        if self.max_tokens < MIN_WORKING_CEILING:
+            c = self.max_tokens
+            entry = MIN_ENTRY_CAP_CHARS // CHARS_PER_TOKEN
+            raise ValueError(
+                f"a context ceiling of {c:,} tokens cannot hold one result at the entry cap "
+                f"({MIN_ENTRY_CAP_CHARS:,} chars, ~{entry:,} tokens) beside the memory block (a "
+                f"quarter: {c // 4:,}) and the stubs of older steps (an eighth: {c // 8:,}); "
+                f"use at least {MIN_WORKING_CEILING:,}"
+            )
         if not 0 < self.share <= 1:
             raise ValueError("context share must be in (0, 1]")
 

@@ -79,6 +79,11 @@ class Observation:
     the paths a find found), so the context engine can tell when it no longer holds.
     ``ran_ns`` is when the tool ran (start, end; wall clock in ns, the clock of file mtimes), so
     a file changed on disk can be put down to the tool that ran when it changed.
+
+    A *correction* (``corrects`` names the call whose result it corrects) is the harness's own
+    re-read of a result that went out of date, made at a step's boundary and sent after the
+    newest message rather than in place of the old copy (DESIGN §3.2): its ``text`` starts with
+    the line saying what changed and since when.
     """
 
     step: int
@@ -92,6 +97,7 @@ class Observation:
     is_error: bool = False
     seen: tuple[Seen, ...] = ()
     ran_ns: tuple[int, int] = (0, 0)
+    corrects: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -164,8 +170,9 @@ def bound_text(text: str, cap_chars: int, how_to_get_rest: str) -> str:
 class StepRecord:
     """One step of a run as the context engine sees it.
 
-    ``operator_messages`` were delivered at this step's boundary (before the model's turn);
-    ``observations`` pair with ``tool_calls`` by ``call_id``, one each.
+    ``operator_messages`` and then ``corrections`` (the harness's re-reads of results that went
+    out of date: ``Observation.corrects``) were delivered at this step's boundary, before the
+    model's turn; ``observations`` pair with ``tool_calls`` by ``call_id``, one each.
     """
 
     step: int
@@ -173,3 +180,4 @@ class StepRecord:
     tool_calls: tuple[ToolCall, ...] = ()
     observations: tuple[Observation, ...] = ()
     operator_messages: tuple[str, ...] = ()
+    corrections: tuple[Observation, ...] = ()

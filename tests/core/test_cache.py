@@ -117,7 +117,8 @@ async def test_a_run_explains_each_prefix_break(store, workspace, write_script) 
         [
             call("read_file", path="src/app.py"),
             call("read_file", path="README.md"),
-            call("write_file", path="src/app.py", content="x = 1\n"),  # step 1's read is stale
+            call("write_file", path="src/app.py", content="x = 1\n"),  # corrected after: no break
+            call("write_file", path="AGENTS.md", content="Use tabs.\n"),  # the frame changes
             call("remember", key="style", value="tabs"),  # shows in its result: no rewrite
             {"text": "done"},
         ]
@@ -129,24 +130,24 @@ async def test_a_run_explains_each_prefix_break(store, workspace, write_script) 
     sent = provider.requests
     assert len({r.cache_key for r in sent}) == 1 and sent[0].cache_key
     assert sent[0].cache_breakpoints == (1,)  # the frame is the whole first request
-    assert all(r.cache_breakpoints == (1, len(r.messages) - 1) for r in sent[1:])
+    assert all(r.cache_breakpoints[-1] == len(r.messages) - 1 for r in sent[1:])
 
     requests = (await build_trace(store, result.run_id))["requests"]
     caches = [r["cache"] for r in requests]
-    assert [c["broke_at"] is None for c in caches] == [True, True, True, False, True]
+    assert [c["broke_at"] is None for c in caches] == [True, True, True, True, False, True]
     assert caches[1]["cached_messages"] == len(requests[0]["messages"])
     assert caches[1]["cached_prefix_tokens"] == sum(
         stored_tokens(m) for m in requests[0]["messages"]
     ) + tools_tokens(requests[0])
-    fourth = caches[3]
-    first_result = next(i for i, m in enumerate(requests[2]["messages"]) if m["role"] == "tool")
-    assert fourth["broke_at"] == first_result == fourth["cached_messages"]
-    assert fourth["why"].startswith("step 1's read of src/app.py was re-read"), fourth["why"]
-    assert "step 3" in fourth["why"], fourth["why"]
-    assert caches[4]["cache_read_tokens"] is None  # the script reports no usage
+    corrected = requests[3]["messages"][-1]["content"]  # the read out of date, corrected after
+    assert corrected.startswith("[correction of step 1's read of src/app.py: step 3 wrote")
+    fifth = caches[4]
+    assert fifth["broke_at"] == 2 == fifth["cached_messages"]  # past the system and contract
+    assert fifth["why"] == "the frame's AGENTS.md was inserted before step 1's turn", fifth["why"]
+    assert caches[5]["cache_read_tokens"] is None  # the script reports no usage
 
     summary = run_cache(requests)
-    assert (summary.requests, summary.rewrites, summary.source) == (5, 1, "estimated")
+    assert (summary.requests, summary.rewrites, summary.source) == (6, 1, "estimated")
     rate, source = request_hit_rate(requests[1])
     assert source == "estimated"
     whole = sum(stored_tokens(m) for m in requests[1]["messages"]) + tools_tokens(requests[1])

@@ -4,15 +4,22 @@ the window moves in steps that leave room for the coming ones."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+from engine_run import ask, grow
+
 from io_tui.core.context import ContextEngine, EntryState, Frame
-from io_tui.core.context.plan import extends
+from io_tui.core.context.plan import Rewrite, extends
+from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices, Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
+from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import ToolCall
+from io_tui.core.steering.trace import rewrite_line, rewrites_saved
 
 
 def frame(prices: CachePrices | None = None, max_steps: int = 100) -> Frame:
@@ -37,18 +44,15 @@ def entry(assembly, call_id: str):
     return next(e for e in assembly.entries if e.call_id == call_id)
 
 
-async def grow(engine: ContextEngine, records: list[StepRecord], ceiling: int) -> list:
-    """Build every request of a run whose steps are ``records``, as the run loop does."""
-    built = []
-    for n in range(len(records) + 1):
-        asking = StepRecord(n + 1, "")
-        built.append(await engine.build([*records[:n], asking], ceiling_tokens=ceiling))
-    return built
+def force_rewrite(engine: ContextEngine) -> None:
+    """A part of the frame is rebuilt (an AGENTS.md edited): the next request rewrites from its
+    first message, and takes every pending rewrite with it."""
+    engine.reframe(replace(engine.frame, system_prompt=engine.frame.system_prompt + " (v2)"))
 
 
 async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
-    async def refresh(obs: Observation) -> str:
-        return "current a.py"
+    async def refresh(obs: Observation) -> Fresh:
+        return Fresh("current a.py")
 
     engine = ContextEngine(frame(max_steps=12), refresh=refresh)
     read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
@@ -60,11 +64,9 @@ async def test_a_rerun_command_stays_pending_until_the_next_rewrite() -> None:
     e = entry(last, "c2")
     assert e.state is EntryState.FULL and e.superseded_by == 3
     assert "step 3 made the same call, stubbed at the next rewrite" in e.reason
-    # a request that must rewrite anyway (step 1's read went stale) stubs it with it
-    write = Observation(4, "w4", "edit_file", ObsKind.WRITE, "a.py", "edited")
-    records.append(StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)))
-    again = await engine.build([*records, StepRecord(5, "")], ceiling_tokens=24_000)
-    assert entry(again, "r1").state is EntryState.REFRESHED
+    # a request that must rewrite anyway (its frame changed) stubs it with it
+    force_rewrite(engine)
+    again = await ask(engine, records, 4, 24_000)
     assert entry(again, "c2").state is EntryState.DROPPED  # its step is left out with it
 
 
@@ -74,8 +76,8 @@ async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_wh
     again, to the character, leaves that one current and is left out pointing at it (no
     rewrite to stub it later); the rewrite that stubs the pending one sends the rerun whole."""
 
-    async def refresh(obs: Observation) -> str:
-        return "current a.py"
+    async def refresh(obs: Observation) -> Fresh:
+        return Fresh("current a.py")
 
     log = "".join(f"test_{n} PASSED\n" for n in range(60))
     engine = ContextEngine(frame(max_steps=12), refresh=refresh)
@@ -95,9 +97,8 @@ async def test_a_rerun_is_sent_as_its_difference_from_the_pending_output_then_wh
     assert "step 3's result of the same call is the same, to the character" in fourth.reason
     assert "c4" not in sent
     # a request that must rewrite anyway stubs the pending one: the rerun is sent whole
-    write = Observation(5, "w5", "edit_file", ObsKind.WRITE, "a.py", "edited")
-    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (write,)))
-    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
+    force_rewrite(engine)
+    again = await ask(engine, records, 5, 24_000)
     assert entry(again, "c3").state is EntryState.FULL
     assert {entry(again, c).state for c in ("c2", "c4")} == {EntryState.DROPPED}
 
@@ -107,8 +108,8 @@ async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewr
     its turn is sent compact (as an out-of-window turn) from the next rewrite on, not before
     (the requests only append until then)."""
 
-    async def refresh(obs: Observation) -> str:
-        return "current b.py"
+    async def refresh(obs: Observation) -> Fresh:
+        return Fresh("current b.py")
 
     content = "x = 1\n" * 400
     write = Observation(2, "w2", "write_file", ObsKind.WRITE, "a.py", "wrote a.py")
@@ -129,31 +130,21 @@ async def test_a_write_shown_whole_later_has_its_turn_compact_from_the_next_rewr
         return calls[0].arguments["content"]
 
     assert written(built[-1]) == content
-    # a request that must rewrite anyway (step 1's read went stale) takes the compact turn
-    edit = Observation(5, "w5", "edit_file", ObsKind.WRITE, "b.py", "edited")
-    records.append(StepRecord(5, "edit", (ToolCall("w5", "edit_file", {}),), (edit,)))
-    again = await engine.build([*records, StepRecord(6, "")], ceiling_tokens=24_000)
-    assert entry(again, "r1").state is EntryState.REFRESHED
+    # a request that must rewrite anyway (its frame changed) takes the compact turn
+    force_rewrite(engine)
+    again = await ask(engine, records, 5, 24_000)
     assert written(again) == "[2,400 chars, superseded: step 3 showed the whole file; in the trace]"
 
 
 async def rewritten_calls(records: list[StepRecord], ids: tuple[str, ...]) -> dict[str, dict]:
-    """The arguments of the calls ``ids`` in the request after a rewrite (a read of c.py, the
-    first step, went stale), the run's requests built before it."""
-
-    async def refresh(obs: Observation) -> str:
-        return "current c.py"
-
+    """The arguments of the calls ``ids`` in a request that rewrites (its frame changed), the
+    run's requests built before it."""
     read_c = Observation(1, "r1", "read_file", ObsKind.READ, "c.py", "old c.py")
-    edit_c = Observation(9, "w9", "edit_file", ObsKind.WRITE, "c.py", "edited c.py")
-    steps = [
-        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_c,)),
-        *records,
-        StepRecord(9, "edit", (ToolCall("w9", "edit_file", {}),), (edit_c,)),
-    ]
-    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    steps = [StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read_c,)), *records]
+    engine = ContextEngine(frame(max_steps=12))
     await grow(engine, steps, 24_000)
-    built = await engine.build([*steps, StepRecord(10, "")], ceiling_tokens=24_000)
+    force_rewrite(engine)
+    built = await ask(engine, steps, steps[-1].step + 1, 24_000)
     return {c.id: c.arguments for m in built.messages for c in m.tool_calls if c.id in ids}
 
 
@@ -243,28 +234,20 @@ async def test_a_long_run_moves_its_window_rarely() -> None:
 
 
 async def test_what_the_rewriting_step_supersedes_waits_for_the_next_rewrite() -> None:
-    """The request for step 4 must rewrite (a write made step 1's read stale); step 4 then runs
-    the tests again. That rerun came after the rewrite, so the next request keeps the earlier
-    output pending instead of rewriting a second time in a row."""
-
-    async def refresh(obs: Observation) -> str:
-        return "current a.py"
-
-    engine = ContextEngine(frame(max_steps=12), refresh=refresh)
+    """The request for step 3 must rewrite (its frame changed); step 3 then runs the tests
+    again. That rerun came after the rewrite, so the next request keeps the earlier output
+    pending instead of rewriting a second time in a row."""
+    engine = ContextEngine(frame(max_steps=12))
     read = Observation(1, "r1", "read_file", ObsKind.READ, "a.py", "old a.py")
-    write = Observation(3, "w3", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
-    records = [
-        StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,)),
-        rerun(2),
-        StepRecord(3, "edit", (ToolCall("w3", "edit_file", {}),), (write,)),
-        rerun(4),
-    ]
-    built = await grow(engine, records, 24_000)
-    assert not extends(built[3].messages, built[2].messages)  # step 4's request: re-read
-    assert entry(built[3], "r1").state is EntryState.REFRESHED
-    assert extends(built[4].messages, built[3].messages)  # and no second rewrite after it
-    e = entry(built[4], "c2")
-    assert e.state is EntryState.FULL and e.superseded_by == 4
+    records = [StepRecord(1, "look", (ToolCall("r1", "read_file", {}),), (read,)), rerun(2)]
+    built = [await ask(engine, records[:n], n + 1, 24_000) for n in range(3)]
+    force_rewrite(engine)
+    rewriting = await ask(engine, records, 3, 24_000)
+    assert not extends(rewriting.messages, built[-1].messages)
+    after = await ask(engine, [*records, rerun(3)], 4, 24_000)
+    assert extends(after.messages, rewriting.messages)  # and no second rewrite after it
+    e = entry(after, "c2")
+    assert e.state is EntryState.FULL and e.superseded_by == 3
     assert "stubbed at the next rewrite" in e.reason
 
 
@@ -297,9 +280,13 @@ async def test_a_rerun_that_gives_the_carried_result_again_leaves_it_where_it_is
         grep(3, hits, (after,)),
         rerun(4),
     ]
-    engine = ContextEngine(frame())
+
+    async def same_hits(obs: Observation) -> Fresh:  # what step 3's request finds: the same
+        return Fresh(hits, (after,))
+
+    engine = ContextEngine(frame(), refresh=same_hits)
     built = await grow(engine, records, 24_000)
-    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[3:]))
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))
     first, again = entry(built[-1], "g1"), entry(built[-1], "g3")
     assert first.state is EntryState.FULL and first.reason == "carried whole"
     assert again.state is EntryState.DROPPED and again.superseded_by == 1
@@ -320,23 +307,78 @@ async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown()
     it, says what was saved. Not before (the requests only append), and not when the call's
     value is too long for a compact turn to carry whole."""
 
-    async def refresh(obs: Observation) -> str:
-        return "current a.py"
-
     read = Observation(3, "r3", "read_file", ObsKind.READ, "a.py", "old a.py")
-    write = Observation(4, "w4", "edit_file", ObsKind.WRITE, "a.py", "edited a.py")
     records = [
         remember(1, "the tests run with pytest"),
         remember(2, "x" * 200),
         StepRecord(3, "look", (ToolCall("r3", "read_file", {}),), (read,)),
-        StepRecord(4, "edit", (ToolCall("w4", "edit_file", {}),), (write,)),
     ]
-    built = await grow(ContextEngine(frame(), refresh=refresh), records, 24_000)
-    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[:4]))
+    engine = ContextEngine(frame())
+    built = await grow(engine, records, 24_000)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built))
     assert entry(built[3], "m1").state is EntryState.FULL
-    assert not extends(built[4].messages, built[3].messages)  # step 3's read is re-read
+    force_rewrite(engine)
+    built.append(await ask(engine, records, 4, 24_000))
     noted = entry(built[4], "m1")
     assert noted.state is EntryState.SUPERSEDED and "its call carries the note" in noted.reason
     sent = {m.tool_call_id: m.content for m in built[4].messages if m.tool_call_id}
     assert sent["m1"].startswith("[step 1 remember 'k1': saved as its call says; recall_result")
     assert entry(built[4], "m2").state is EntryState.FULL
+
+
+# -- rewrites planned by price, and each one recorded (DESIGN §3.2) ------------------------
+
+
+async def test_a_rewrite_that_does_not_pay_is_not_made_and_one_that_pays_is_recorded() -> None:
+    """The same history under two price lists: with Anthropic's (write 1.25, read 0.1) the
+    stub of a 6,000-char output twenty steps back does not repay rewriting twenty steps, so
+    every request only appends; where caching saves little it does, and the request that
+    makes it records why (``planned``), what it dropped, what it cost and what it expects."""
+    records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
+    records.append(rerun(21, text="F" * 5_999 + "G"))
+    cheap = await grow(ContextEngine(frame(CachePrices(), max_steps=200)), records, 64_000)
+    assert all(b.rewrite is None for b in cheap)
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(cheap))
+    dear_prices = CachePrices(write=1.0, read=0.9)
+    dear = await grow(ContextEngine(frame(dear_prices, max_steps=200)), records, 64_000)
+    made = [b for b in dear if b.rewrite is not None]
+    assert len(made) == 1
+    rewrite = made[0].rewrite
+    assert rewrite is not None and rewrite.cause == "planned"
+    assert rewrite.dropped == ("c1",)
+    assert rewrite.price == pytest.approx(rewrite.rewritten_tokens * (1.0 - 0.9))
+    assert rewrite.expected == pytest.approx(rewrite.saved_tokens * 0.9 * rewrite.horizon)
+    assert rewrite.expected >= rewrite.price  # it was made because it pays
+
+
+async def test_a_cut_the_ceiling_forces_is_the_rewrite_and_takes_the_pending_drops() -> None:
+    """Sixty commands under a small ceiling: every request that changes an earlier message
+    says so, the window's cuts as ``window``; the others only append."""
+    records = [rerun(n, f"pytest -k t{n}") for n in range(1, 61)]
+    built = await grow(ContextEngine(frame()), records, 3_000)
+    for a, b in pairwise(built):
+        if b.rewrite is None:
+            assert extends(b.messages, a.messages)
+        else:
+            assert not extends(b.messages, a.messages)
+            assert b.rewrite.kept_messages == common_prefix(a.messages, b.messages)
+    causes = {b.rewrite.cause for b in built if b.rewrite is not None}
+    assert causes == {"window"}
+    assert all(b.est_tokens <= 3_000 for b in built)
+
+
+async def test_the_trace_says_what_a_rewrite_saved_once_requests_came_after_it() -> None:
+    rewrite = Rewrite("planned", 5, 1_000, 900.0, 400, 10, 400.0, 0.1, ("c1",))
+    requests = [
+        {"purpose": "work", "rewrite": None},
+        {"purpose": "work", "rewrite": rewrite.to_json()},
+        {"purpose": "work", "rewrite": None},
+        {"purpose": "summary", "rewrite": None},
+        {"purpose": "work", "rewrite": None},
+    ]
+    rewrites_saved(requests)
+    saved = requests[1]["rewrite"]
+    assert (saved["requests_after"], saved["saved"]) == (2, 80.0)  # 400 tokens × 0.1 × 2
+    line = rewrite_line(saved)
+    assert line.startswith("rewrote the prefix (planned: what it drops repays the rewrite)")
+    assert "expected to save 400 over 10 requests, saved 80 over 2 requests" in line

@@ -12,14 +12,16 @@ import asyncio
 import os
 import sys
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.authority.policy import Policy
-from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context import ContextEngine, EntryState, Frame, RefreshFailed
+from io_tui.core.context.refresh import Fresh
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
@@ -65,8 +67,11 @@ def sent(assembly, call_id: str) -> str:
     return next(m.content for m in assembly.messages if m.tool_call_id == call_id)
 
 
-async def refresh(obs: Observation) -> str:
-    return "CURRENT CONTENT"
+SEEN_NOW = Seen("a.txt", 15, 3_000, "d2")  # the file as a correction reads it
+
+
+async def refresh(obs: Observation) -> Fresh:
+    return Fresh("CURRENT CONTENT", (replace(SEEN_NOW, path=obs.seen[0].path),) if obs.seen else ())
 
 
 def engine(disk: Disk) -> ContextEngine:
@@ -74,7 +79,17 @@ def engine(disk: Disk) -> ContextEngine:
     return ContextEngine(frame, refresh=refresh, probe=disk)
 
 
-async def test_a_file_a_command_changed_is_re_read_and_the_reason_names_the_command() -> None:
+def correction_of(assembly, call_id: str):
+    """The manifest entry and the message of the newest correction of ``call_id``'s result."""
+    found = [e for e in assembly.entries if e.call_id.startswith(f"{call_id}@")]
+    e = found[-1]
+    text = next(o.text for o, _ in assembly.corrections if o.call_id == e.call_id)
+    return e, text
+
+
+async def test_a_file_a_command_changed_is_corrected_after_the_newest_message() -> None:
+    """The copy stays where the cached prefix holds it (``corrected``) and the file as it is
+    now follows at the boundary of the step asked for, naming the command that changed it."""
     disk = Disk()
     history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
     eng = engine(disk)
@@ -83,28 +98,96 @@ async def test_a_file_a_command_changed_is_re_read_and_the_reason_names_the_comm
     disk.changed[SEEN] = T0 + 50_000_000_000 + 400_000_000  # while step 5's command ran
     second = await eng.build(history, ceiling_tokens=8_000)
     e = entry(second, "c3")
-    assert e.state is EntryState.REFRESHED and e.superseded_by == 5
-    assert e.reason == "a.txt changed on disk after step 3 (run_command at step 5); re-read now"
-    assert "CURRENT CONTENT" in sent(second, "c3") and "OLD CONTENT" not in sent(second, "c3")
+    assert (e.state, e.superseded_by) == (EntryState.CORRECTED, 6)
+    assert e.reason.startswith(
+        "in the cached prefix, out of date (a.txt changed on disk after step 3 (run_command at "
+        "step 5)); its correction at step 6 follows"
+    )
+    assert sent(second, "c3") == "OLD CONTENT"  # as the cached prefix holds it
+    fix, text = correction_of(second, "c3")
+    assert (fix.call_id, fix.state, fix.step) == ("c3@6", EntryState.FULL, 6)
+    assert text == (
+        "[correction of step 3's read of a.txt: a.txt changed on disk after step 3 (run_command "
+        "at step 5); its current result follows, and step 3's copy above is out of date]\n"
+        "CURRENT CONTENT"
+    )
+    assert second.messages[-1] == Message("user", text)  # after the newest message
+    assert second.messages[: len(first.messages)] == first.messages  # only appended
     fresh = await engine(disk).build(history, ceiling_tokens=8_000)
     assert fresh.messages == second.messages and fresh.entries == second.entries
 
 
-async def test_a_change_no_tool_made_says_changed_on_disk_and_a_revert_is_current_again() -> None:
+async def test_a_change_no_tool_made_says_changed_on_disk() -> None:
+    disk = Disk()
+    history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
+    disk.changed[SEEN] = T0 + 90_000_000_000  # between tool runs: the user's editor
+    assembly = await engine(disk).build(history, ceiling_tokens=8_000)
+    assert entry(assembly, "c3").state is EntryState.CORRECTED
+    _, text = correction_of(assembly, "c3")
+    assert text.startswith(
+        "[correction of step 3's read of a.txt: a.txt changed on disk after step 3;"
+    )
+
+
+async def test_a_file_gone_is_corrected_with_why_it_could_not_be_read() -> None:
+    async def gone(obs: Observation) -> Fresh:
+        raise RefreshFailed("a.txt: no such file or directory")
+
+    disk = Disk()
+    disk.changed[SEEN] = None
+    frame = Frame("SYSTEM", (), TaskContract("fix", Path("/ws")))
+    history = [record(read(3, "OLD CONTENT")), StepRecord(4, "")]
+    assembly = await ContextEngine(frame, refresh=gone, probe=disk).build(
+        history, ceiling_tokens=8_000
+    )
+    assert entry(assembly, "c3").state is EntryState.CORRECTED
+    _, text = correction_of(assembly, "c3")
+    assert text == (
+        "[correction of step 3's read of a.txt: a.txt is gone from disk since step 3; redoing it "
+        "failed: a.txt: no such file or directory. Step 3's copy above is out of date; call "
+        "read_file a.txt again if you still need it]"
+    )
+
+
+async def test_a_change_reverted_before_the_next_request_needs_no_correction() -> None:
     disk = Disk()
     history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
     eng = engine(disk)
-    disk.changed[SEEN] = T0 + 90_000_000_000  # between tool runs: the user's editor
-    e = entry(await eng.build(history, ceiling_tokens=8_000), "c3")
-    assert (e.state, e.superseded_by) == (EntryState.REFRESHED, None)
-    assert e.reason == "a.txt changed on disk after step 3; re-read now"
-    disk.changed[SEEN] = None
-    e = entry(await eng.build(history, ceiling_tokens=8_000), "c3")
-    assert e.reason.startswith("a.txt is gone from disk since step 3")
-    disk.changed.clear()  # reverted (git checkout): what step 3 read is current again
-    again = await eng.build(history, ceiling_tokens=8_000)
+    await eng.build(history, ceiling_tokens=8_000)
+    # changed and changed back (git stash; git stash pop) between two requests: the probe's
+    # hash says it is as step 3 read it
+    again = await eng.build(
+        [*history[:-1], record(command(6)), StepRecord(7, "")], ceiling_tokens=8_000
+    )
     assert entry(again, "c3").state is EntryState.FULL
-    assert sent(again, "c3") == "OLD CONTENT"
+    assert not again.corrections
+
+
+async def test_a_correction_that_goes_out_of_date_is_corrected_again() -> None:
+    """The newer correction supersedes the older, which stays carried (``corrected``) as the
+    first copy does, until the next rewrite."""
+    disk = Disk()
+    eng = engine(disk)
+    history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
+    disk.changed[SEEN] = T0 + 50_000_000_000 + 400_000_000
+    first = await eng.build(history, ceiling_tokens=8_000)
+    fix, _ = correction_of(first, "c3")
+    answered = StepRecord(
+        6, "turn", (ToolCall("c6", "run_command", {}),), (command(6),),
+        corrections=tuple(o for o, _ in first.corrections),
+    )  # fmt: skip
+    disk.changed[replace(SEEN_NOW, path="a.txt")] = T0 + 60_000_000_000 + 400_000_000
+    second = await eng.build([*history[:-1], answered, StepRecord(7, "")], ceiling_tokens=8_000)
+    assert second.messages[: len(first.messages)] == first.messages
+    assert entry(second, "c3").state is EntryState.CORRECTED
+    older = entry(second, fix.call_id)
+    assert (older.state, older.superseded_by) == (EntryState.CORRECTED, 7)
+    newer, text = correction_of(second, "c3")
+    assert newer.call_id == "c3@7"
+    assert text.startswith(
+        "[correction of step 6's read of a.txt: a.txt changed on disk after step 6 (run_command "
+        "at step 6)"
+    )
 
 
 async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> None:
@@ -117,12 +200,12 @@ async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> No
     disk.changed[hit] = T0 + 40_000_000_000 + 10_000_000
     assembly = await engine(disk).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c2")
-    assert e.state is EntryState.REFRESHED and e.superseded_by == 4
-    assert e.reason == "src/b.py changed on disk after step 2 (run_command at step 4); re-run now"
-    carried = sent(assembly, "c2")
-    assert "src/b.py:1:def parse" not in carried and "CURRENT CONTENT" in carried
-    assert carried.startswith(
-        "[step 2's grep re-run now: src/b.py changed on disk after step 2 (run_command at step 4)]"
+    assert e.state is EntryState.CORRECTED and sent(assembly, "c2") == grep.text
+    _, text = correction_of(assembly, "c2")
+    assert text == (
+        "[correction of step 2's grep of def parse: src/b.py changed on disk after step 2 "
+        "(run_command at step 4); its current result follows, and step 2's copy above is out of "
+        "date]\nCURRENT CONTENT"
     )
 
 
@@ -133,8 +216,12 @@ async def test_a_write_to_a_matched_file_makes_a_grep_stale() -> None:
     history = [record(grep), record(write), StepRecord(4, "")]
     assembly = await engine(Disk()).build(history, ceiling_tokens=8_000)
     e = entry(assembly, "c2")
-    assert e.state is EntryState.REFRESHED and e.superseded_by == 3
-    assert e.reason == "step 3 wrote src/b.py after this grep; re-run now"
+    assert (e.state, e.superseded_by) == (EntryState.CORRECTED, 4)
+    assert "step 3 wrote src/b.py after this grep" in e.reason
+    _, text = correction_of(assembly, "c2")
+    assert text.startswith(
+        "[correction of step 2's grep of parse: step 3 wrote src/b.py after this grep;"
+    )
 
 
 async def test_only_open_results_are_probed() -> None:
@@ -180,7 +267,7 @@ async def test_a_read_file_replaced_by_a_fifo_is_changed_and_never_opened(tmp_pa
 # -- through the run loop ---------------------------------------------------------------------
 
 
-async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, write_script):
+async def test_a_run_corrects_a_file_its_own_command_changed(store, workspace, write_script):
     change = "open('src/app.py', 'w').write('def parse(x):\\n    return 42\\n')"
     argv = [sys.executable, "-c", change]
     script = write_script(
@@ -204,21 +291,24 @@ async def test_a_run_re_reads_a_file_its_own_command_changed(store, workspace, w
     )
     result = await start_run(h, TaskContract("fix", workspace))
     requests = await store.trace.requests(result.run_id)
-    last = requests[-1]
-    manifest, messages = last.manifest, last.messages
-    read_entry = next(e for e in manifest["entries"] if e["kind"] == "read")
-    assert read_entry["state"] == "refreshed"
-    assert read_entry["reason"] == (
-        "src/app.py changed on disk after step 1 (run_command at step 2); re-read now"
-    )
+    manifest, messages = requests[-1].manifest, requests[-1].messages
+    entries = {e["call_id"]: e for e in manifest["entries"]}
+    read_id = next(c for c, e in entries.items() if e["kind"] == "read" and "@" not in c)
+    grep_id = next(c for c, e in entries.items() if e["kind"] == "grep" and "@" not in c)
+    for call_id, kind in ((read_id, "read"), (grep_id, "grep")):
+        assert entries[call_id]["state"] == "corrected"
+        fix = entries[f"{call_id}@3"]
+        assert (fix["kind"], fix["state"], fix["step"]) == (kind, "full", 3)
     carried = "\n".join(m["content"] for m in messages if m.get("role") == "tool")
-    assert "return 42" in carried and "return a\n" not in carried
-    grep_entry = next(e for e in manifest["entries"] if e["kind"] == "grep")
-    assert grep_entry["state"] == "refreshed"
-    assert grep_entry["reason"] == (
-        "src/app.py changed on disk after step 1 (run_command at step 2); re-run now"
+    assert "return a" in carried  # the copies, as the cached prefix holds them
+    fixes = [m["content"] for m in messages if m["content"].startswith("[correction of step 1")]
+    assert len(fixes) == 2 and all(
+        "src/app.py changed on disk after step 1 (run_command at step 2)" in f for f in fixes
     )
-    assert "src/app.py:2:    return 42" in carried and "return a" not in carried
+    assert "return 42" in fixes[0] and "src/app.py:2:    return 42" in fixes[1]
+    history = await store.runs.history(result.run_id)  # recorded with step 3, sent as they were
+    assert [o.call_id for o in history[2].corrections] == [f"{read_id}@3", f"{grep_id}@3"]
+    assert [o.text for o in history[2].corrections] == fixes
 
 
 async def test_a_range_an_earlier_read_of_the_same_content_shows_is_a_stub_pointing_at_it() -> None:
@@ -282,8 +372,8 @@ async def test_a_stale_grep_whose_re_run_gives_the_same_result_is_sent_as_it_was
     grep = Observation(2, "c2", "grep", ObsKind.GREP, "parse", "src/b.py:1:parse", seen=(hit,))
     write = Observation(3, "c3", "edit_file", ObsKind.WRITE, "src/b.py", "edited")
 
-    async def same(obs: Observation) -> str:
-        return "src/b.py:1:parse"
+    async def same(obs: Observation) -> Fresh:
+        return Fresh("src/b.py:1:parse")
 
     frame = Frame("SYSTEM", (), TaskContract("fix", Path("/ws")))
     eng = ContextEngine(frame, refresh=same, probe=Disk())
@@ -291,7 +381,5 @@ async def test_a_stale_grep_whose_re_run_gives_the_same_result_is_sent_as_it_was
     after = await eng.build([record(grep), record(write), StepRecord(4, "")], ceiling_tokens=8_000)
     e = entry(after, "c2")
     assert e.state is EntryState.FULL and sent(after, "c2") == grep.text
-    assert (
-        e.reason == "carried whole; step 3 wrote src/b.py after this grep; re-run: the same result"
-    )
+    assert e.reason == "carried whole" and not after.corrections
     assert after.messages[: len(before.messages) - 1] == before.messages[:-1]

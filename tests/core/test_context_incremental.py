@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -20,12 +21,13 @@ from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.plan import Plan
+from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.step import Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
-from tests.core.test_context_properties import stale_reads
+from tests.core.test_context_properties import check_corrected
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
 TOOL = {
@@ -125,12 +127,12 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
 ) -> None:
     built = [0]
 
-    async def refresh(observation: Observation) -> str:
+    async def refresh(observation: Observation) -> Fresh:
         if refresh_mode == "fail" or observation.target == "b.py":
             raise RefreshFailed("policy says ask")
         if observation.target == "src/c.py":  # the file changes between some requests
-            return f"FRESH {observation.target} v{built[0]} " * (1 + built[0] % 4)
-        return f"FRESH {observation.target} {observation.span}"
+            return Fresh(f"FRESH {observation.target} v{built[0]} " * (1 + built[0] % 4))
+        return Fresh(f"FRESH {observation.target} {observation.span}")
 
     async def summarize(request: CompletionRequest) -> str:
         return "summary " * 10
@@ -149,20 +151,30 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
     reused = engine()
 
+    fixed: dict[int, tuple[Observation, ...]] = {}  # the corrections each step was sent with
+
     async def drive() -> None:
-        for history, ceiling, force in builds:
+        for records, ceiling, force in builds:
             built[0] += 1
+            history = [
+                replace(r, corrections=fixed[r.step]) if r.step in fixed and r.text else r
+                for r in records
+            ]
+            if history and history[-1].step in fixed and not history[-1].corrections:
+                last = history[-1]  # answered, with no text: the corrections come with it
+                if last.tool_calls or last.observations:
+                    history[-1] = replace(last, corrections=fixed[last.step])
             fresh = engine(reused.summaries, reused.plan)
             expected = await fresh.build(
                 history, ceiling_tokens=ceiling, notes=notes, force_fold=force
             )
             got = await reused.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force)
             same(got, expected)
-            # what a pending (superseded, carried until the next rewrite) entry carries is
-            # never stale: a read with a later write is only ever sent refreshed (a summary
-            # written before the write is notes of what was true then, and not checked here)
-            sent = "\n".join(m.content for m in got.messages if m.role == "tool")
-            assert not any(f"<{call_id}>" in sent for call_id in stale_reads(history))
+            if got.corrections:
+                fixed[history[-1].step] = tuple(o for o, _ in got.corrections)
+            # a copy out of date is sent only with its correction after it (a summary written
+            # before the write is notes of what was true then, and not checked here)
+            check_corrected(list(got.messages), history)
             assert reused.summaries == fresh.summaries
 
     asyncio.run(drive())

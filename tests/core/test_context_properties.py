@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import posixpath
 import re
+from itertools import pairwise
 from pathlib import Path
 
+from engine_run import answered, ask, grow
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from token_reference import reference_tokens
 
 from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed
-from io_tui.core.context.stubs import apply_echo, how_to_get_back
+from io_tui.core.context.labels import digest
+from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.stubs import apply_echo, cut, how_to_get_back
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
+from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import CompletionRequest, ToolCall
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]
@@ -34,7 +40,7 @@ TOOL = {
     ObsKind.LIST: "list_dir",
 }
 PATHS = ["a.py", "b.py", "src/c.py"]
-STUB_STATES = {EntryState.SUPERSEDED, EntryState.REFRESH_FAILED, EntryState.ELIDED}
+STUB_STATES = {EntryState.SUPERSEDED, EntryState.ELIDED}
 # what the request carries no message of its own for (the collapse line or the summary stands for
 # the first two; a dropped step is left out)
 UNSENT = {EntryState.COLLAPSED, EntryState.SUMMARY, EntryState.DROPPED}
@@ -89,11 +95,11 @@ def tokens(message) -> int:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )  # fmt: skip
 @given(
     history=histories(),
-    ceiling=st.sampled_from([500, 2_000, 3_000, 8_000, 24_000]),
+    ceiling=st.sampled_from([800, 2_000, 3_000, 8_000, 24_000]),  # 800: the least a run takes
     note_count=st.integers(0, 30),
     refresh_mode=st.sampled_from(["ok", "ok", "fail", "huge", "none"]),
     summarizer=st.sampled_from(["none", "short", "huge"]),
@@ -103,10 +109,10 @@ def tokens(message) -> int:
 def test_every_request_keeps_the_invariants(
     history, ceiling, note_count, refresh_mode, summarizer, enabled, force
 ) -> None:
-    async def refresh(observation: Observation) -> str:
+    async def refresh(observation: Observation) -> Fresh:
         if refresh_mode == "fail":
             raise RefreshFailed("policy says ask")
-        return "FRESH " * (5_000 if refresh_mode == "huge" else 20)
+        return Fresh("FRESH " * (5_000 if refresh_mode == "huge" else 20))
 
     async def summarize(request: CompletionRequest) -> str:
         assert request.purpose == "summary"
@@ -118,13 +124,25 @@ def test_every_request_keeps_the_invariants(
         summarize=None if summarizer == "none" else summarize,
     )
     notes = [MemoryNote(f"k{i}", "note " * 40, run_id=1, step=1) for i in range(note_count)]
-    assembly = run(engine.build(history, ceiling_tokens=ceiling, notes=notes, force_fold=force))
+    built = run(grow(engine, history, ceiling, notes=notes))
+    # The last request again, folded if asked: what a step's request carries whatever it is
+    done = [answered(r, a) for r, a in zip(history, built, strict=False)]
+    assembly = run(ask(engine, done, len(history) + 1, ceiling, notes=notes, force_fold=force))
     # A second build reuses what the first bought: same invariants, nothing new folded.
-    again = run(engine.build(history, ceiling_tokens=ceiling, notes=notes))
+    again = run(ask(engine, done, len(history) + 1, ceiling, notes=notes))
     assert not again.folded
+    for n, a in enumerate(built):
+        check(a, [*done[:n], answered(StepRecord(n + 1, ""), a)], ceiling)
+    # Between rewrites a request starts with the previous request's bytes; a rewrite says what
+    # of the previous request it kept.
+    for a, b in pairwise(built):
+        if b.rewrite is None:
+            assert b.messages[: len(a.messages)] == a.messages, b.manifest_json()
+        else:
+            assert b.rewrite.kept_messages == common_prefix(a.messages, b.messages)
     for a in (assembly, again):
-        check(a, history, ceiling)
-    for state in {e.state.value for e in assembly.entries}:
+        check(a, [*done, answered(StepRecord(len(history) + 1, ""), a)], ceiling)
+    for state in {e.state.value for a in built for e in a.entries}:
         event(state)  # `pytest --hypothesis-show-statistics` shows every state is reached
 
 
@@ -148,10 +166,8 @@ def check(assembly: Assembly, history: list[StepRecord], ceiling: int) -> None:
         if m.tool_call_id in stub_ids or m.content.startswith(("[Steps", "[Summary")):
             for number in re.findall(r"steps? (\d+)", m.content):
                 assert int(number) in steps, m.content
-    # Stale content is never sent: a read with a later write is only ever sent refreshed.
-    stale = stale_reads(history)
-    sent = "\n".join(m.content for m in messages)
-    assert not any(f"<{call_id}>" in sent for call_id in stale)
+    # A copy out of date is sent only with its correction later in the request.
+    check_corrected(messages, history)
     # Calls and results travel together, in order.
     check_pairing(messages)
     check_sent_as_listed(assembly, history)
@@ -162,11 +178,12 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
     each it says ``dropped`` is absent, its whole step with it (turn, calls, results), and only
     a step whose every result a later step's same call superseded; nothing else is sent."""
     records = {r.step: r for r in history}
-    results = {o.call_id: o for r in history for o in r.observations}
+    results = {o.call_id: o for r in history for o in (*r.corrections, *r.observations)}
     messages = body(assembly)
     tool_msgs = {m.tool_call_id: m.content for m in messages if m.role == "tool"}
     called = {c.id for m in messages if m.role == "assistant" for c in m.tool_calls}
     users = [m.content for m in messages if m.role == "user"]
+    by_digest = {digest(u): u for u in users}
     entries = [e for e in assembly.entries if e.call_id in results]
     listed = {e.call_id for e in entries if e.state not in UNSENT}
     # nothing of a recorded result is sent that the manifest does not list as sent
@@ -182,22 +199,26 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
             assert not any(u.startswith(f"[result of step {e.step} ") for u in users), e
             of_step = [d for d in assembly.entries if d.step == e.step and d.call_id in results]
             assert all(d.state is EntryState.DROPPED for d in of_step), e  # the whole step
-            assert not record.operator_messages and ids == {o.call_id for o in record.observations}
+            assert not record.operator_messages and ids <= {o.call_id for o in record.observations}
             # a later call made the same call (in a later step for one), or an earlier read of
-            # the unchanged file shows its lines
+            # the unchanged file shows its lines, or a correction of it was made
             by = e.superseded_by
             assert by is not None, e
             shown = "read shows these lines" in e.reason
             assert by < e.step if shown else by >= e.step, e
             assert shown or max(d.superseded_by or 0 for d in of_step) > e.step, e
+            later = (*records[by].corrections, *records[by].observations)
             assert any(
                 (o.kind, o.target) == (obs.kind, obs.target) and o.call_id != e.call_id
-                for o in records[by].observations
+                for o in later
             ), e
             continue
         if e.state in UNSENT:
             continue
         content = tool_msgs.get(e.call_id)
+        if obs.corrects:  # a user message at its step's boundary
+            content = by_digest.get(e.digest)
+            assert content is not None, e
         if content is None:  # its call is not in the transcript: a user message carries it
             head = f"[result of step {e.step} {obs.tool} "
             found = [u for u in users if u.startswith(head) and f"<{e.call_id}>" in u]
@@ -208,35 +229,80 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
                 assert found, e
                 continue
         assert e.chars == len(content), e
+        whole = bound_text(obs.text, assembly.entry_cap_chars, how_to_get_back(obs))
         if e.state is EntryState.FULL:
             assert content == obs.text, e
-        if e.state is EntryState.ECHOED:  # the difference from a result above, carried whole
-            base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
-            whole = bound_text(obs.text, assembly.entry_cap_chars, how_to_get_back(obs))
+        carried = cut(obs, assembly.entry_cap_chars)  # whole, or cut to the entry cap
+        referenced = e.state is EntryState.ECHOED or (
+            e.state is EntryState.CORRECTED and content != carried
+        )
+        if referenced:  # the difference from (a pointer into) a result above, carried whole
+            head = content.split("\n", 1)[0]
+            assert re.search(r"step \d+", head), (e, content[:300], obs.text[:300])
+            found = re.search(
+                r"; step (\d+)'s copy above (?:is out of date in|shows its lines)", head
+            )
+            found = found or re.search(r"correction at step (\d+)|step (\d+)'s", head)
+            base = int(found[1] or found[2])
             bases = []
             for d in assembly.entries:
                 if (d.step, d.kind, d.target) == (base, e.kind, e.target) and d.state in (
                     EntryState.FULL,
                     EntryState.CAPPED,
-                    EntryState.REFRESHED,
+                    EntryState.CORRECTED,
                 ):
-                    text = tool_msgs.get(d.call_id, "")
-                    if d.state is EntryState.REFRESHED:  # as re-read: below its head line
-                        text = text.split("\n", 1)[1]
-                    bases.append(text)
+                    bases.append(tool_msgs.get(d.call_id) or by_digest.get(d.digest, ""))
             assert any(apply_echo(b, content) == whole for b in bases), e
 
 
-def stale_reads(history: list[StepRecord]) -> set[str]:
-    stale: set[str] = set()
-    written: set[str] = set()
+def stale_reads(history: list[StepRecord]) -> dict[str, tuple[str, int]]:
+    """The reads a later write to their file made out of date: call id -> (the file, the step
+    of its last write)."""
+    stale: dict[str, tuple[str, int]] = {}
+    written: dict[str, int] = {}
     for record in reversed(history):
         for o in reversed(record.observations):
+            path = posixpath.normpath(o.target)
             if o.kind is ObsKind.WRITE and not o.is_error:
-                written.add(o.target)
-            elif o.kind is ObsKind.READ and o.target in written:
-                stale.add(o.call_id)
+                written.setdefault(path, record.step)
+            elif o.kind is ObsKind.READ and path in written:
+                stale[o.call_id] = (path, written[path])
     return stale
+
+
+def check_corrected(messages: list, history: list[StepRecord]) -> None:
+    """Every copy of a result out of date (a read of a file a later step wrote) that is sent
+    is followed, in the same request, by a correction of a read of that file or by a read of
+    it made after its last write."""
+    stale = stale_reads(history)
+    reads = {
+        o.call_id: (posixpath.normpath(o.target), r.step)
+        for r in history
+        for o in r.observations
+        if o.kind is ObsKind.READ and not o.is_error
+    }
+    for i, m in enumerate(messages):
+        if m.content.startswith("[Summary of steps"):  # notes of what was true when written
+            continue
+        for call_id in re.findall(r"<(c\d+_\d+\w*)>", m.content):
+            if call_id not in stale:
+                continue
+            path, written = stale[call_id]
+            later = messages[i + 1 :]
+            assert any(
+                _corrects(x.content, path)
+                or any(
+                    reads.get(c, ("", 0)) >= (path, written) and reads[c][0] == path
+                    for c in re.findall(r"<(c\d+_\d+\w*)>", x.content)
+                )
+                for x in later
+            ), (call_id, m.content[:80])
+
+
+def _corrects(content: str, path: str) -> bool:
+    head = content.partition("\n")[0]
+    found = re.match(r"\[correction of step \d+'s read of (.+?)(?: \(lines \d+-\d+\))?: ", head)
+    return bool(found) and posixpath.normpath(found[1]) == path
 
 
 def check_pairing(messages: list) -> None:

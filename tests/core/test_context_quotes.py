@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine_run import grow
+
 from io_tui.core.context import ContextEngine, EntryState, Frame
-from io_tui.core.context.refresh import RefreshFailed
+from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import Compaction, TaskContract, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
@@ -37,13 +39,13 @@ def step(n: int, tool: str, kind: ObsKind, text: str, span: str = "") -> StepRec
 
 
 def engine(current: list[str] | None) -> ContextEngine:
-    async def refresh(obs: Observation) -> str:
+    async def refresh(obs: Observation) -> Fresh:
         if current is None:
             raise RefreshFailed("policy says deny for read")
         if obs.span:
             first, last = map(int, obs.span.removeprefix("lines ").split("-"))
-            return part(current, first, last)
-        return whole(current)
+            return Fresh(part(current, first, last))
+        return Fresh(whole(current))
 
     contract = TaskContract("fix", Path("/ws"), compaction=Compaction(enabled=False))
     return ContextEngine(Frame("SYSTEM", (), contract), refresh=refresh)
@@ -66,45 +68,60 @@ def read_edit_range() -> list[StepRecord]:
     ]
 
 
-async def test_a_range_inside_a_re_read_whole_file_points_at_it() -> None:
+def correction_sent(assembly, call_id: str) -> str:
+    return next(m.content for m in assembly.messages if m.content.startswith(
+        f"[correction of step {call_id[1:]}'s"))  # fmt: skip
+
+
+async def test_a_range_inside_a_corrected_whole_file_points_at_the_correction() -> None:
+    """Step 3's request corrects the whole read (a.py is at version 2 since step 2); the range
+    step 3 then reads is sent as a pointer to its lines in that correction."""
     records = read_edit_range()
-    built = await engine(version(2)).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
-    read, quoted = entry(built, "c1"), entry(built, "c3")
-    assert read.state is EntryState.REFRESHED
+    built = await grow(engine(version(2)), records, 24_000)
+    last = built[-1]
+    assert entry(last, "c1").state is EntryState.CORRECTED
+    assert entry(last, "c1@3").state is EntryState.FULL
+    quoted = entry(last, "c3")
     assert quoted.state is EntryState.ECHOED
-    assert quoted.reason.startswith("sent as a pointer to step 1's read of a.py above")
-    assert sent(built, "c3") == (
-        "[step 3 read_file a.py (lines 37-70): these lines are in step 1's read above, "
-        "as they are now]"
+    assert quoted.reason.startswith("sent as a pointer to the correction at step 3's read of a.py")
+    assert sent(last, "c3") == (
+        "[step 3 read_file a.py (lines 37-70): these lines are in the correction at step 3 "
+        "above, as they are now]"
     )
-    fresh = sent(built, "c1").split("\n", 1)[1]  # below the line saying it was re-read
-    assert apply_echo(fresh, sent(built, "c3")) == records[2].observations[0].text
+    fix = correction_sent(last, "c1")
+    assert apply_echo(fix, sent(last, "c3")) == records[2].observations[0].text
     assert quoted.est_tokens * 4 < estimate_tokens(records[2].observations[0].text)
 
 
 async def test_the_range_is_sent_whole_when_its_base_does_not_show_its_lines() -> None:
-    # the file changed again after the range was read, unseen (no probe here): the whole
-    # read's re-read shows other lines than the range recorded, which is carried as recorded
+    # the file changed again after the correction, unseen (no probe here): the range recorded
+    # other lines than the correction shows, so it is carried as recorded
     records = read_edit_range()
-    built = await engine(version(3)).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
-    assert entry(built, "c3").state is EntryState.FULL  # not stale: no write or drift marked
-    assert sent(built, "c3") == records[2].observations[0].text
-    # the base cannot be re-read: it is a stub, and the range is carried whole
-    built = await engine(None).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
-    assert entry(built, "c1").state is EntryState.REFRESH_FAILED
-    assert entry(built, "c3").state is EntryState.FULL
+    records[2] = step(3, "read_file", ObsKind.READ, part(version(3), 37, 70), "lines 37-70")
+    built = await grow(engine(version(2)), records, 24_000)
+    assert entry(built[-1], "c3").state is EntryState.FULL
+    assert sent(built[-1], "c3") == records[2].observations[0].text
+    # the base cannot be read again: its correction says why, and the range is carried whole
+    built = await grow(engine(None), read_edit_range(), 24_000)
+    assert entry(built[-1], "c1").state is EntryState.CORRECTED
+    assert entry(built[-1], "c3").state is EntryState.FULL
 
 
-async def test_a_range_made_stale_with_its_base_points_at_the_base_as_re_read() -> None:
+async def test_a_range_out_of_date_with_its_base_keeps_pointing_at_the_copy_above() -> None:
+    """A range sent as a pointer into a whole read: both go out of date (step 3 wrote the
+    file). Both copies stay as the cached prefix holds them, the pointer too, and one
+    correction of the whole read covers the range's lines."""
     records = [
         step(1, "read_file", ObsKind.READ, whole(version(1))),
         step(2, "read_file", ObsKind.READ, part(version(1), 37, 70), "lines 37-70"),
         step(3, "edit_file", ObsKind.WRITE, "edited a.py"),
     ]
-    built = await engine(version(2)).build([*records, StepRecord(4, "")], ceiling_tokens=24_000)
-    assert entry(built, "c1").state is EntryState.REFRESHED
-    quoted = entry(built, "c2")
-    assert quoted.state is EntryState.ECHOED
-    assert quoted.reason.endswith("; step 3 wrote a.py after this read; re-read now")
-    fresh = sent(built, "c1").split("\n", 1)[1]
-    assert apply_echo(fresh, sent(built, "c2")) == part(version(2), 37, 70)
+    built = await grow(engine(version(2)), records, 24_000)
+    before, last = built[-2], built[-1]
+    assert entry(before, "c2").state is EntryState.ECHOED
+    assert sent(last, "c2") == sent(before, "c2")  # the pointer, as it was sent
+    quoted = entry(last, "c2")
+    assert quoted.state is EntryState.CORRECTED and quoted.superseded_by == 4
+    assert entry(last, "c1").state is EntryState.CORRECTED
+    assert [o.call_id for o, _ in last.corrections] == ["c1@4"]  # one, for both
+    assert last.messages[: len(before.messages)] == before.messages

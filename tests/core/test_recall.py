@@ -178,15 +178,18 @@ async def test_a_recall_is_an_observation_the_engine_treats_like_a_read(
     # an identical recall points at the earlier one, as an identical rerun does: that one stays
     # the current result (the same, to the character) and its step is left out
     assert by_step[3]["state"] == "dropped" and by_step[3]["superseded_by"] == 2
-    # the file it was made from changed: the recall is stale, and never re-sent as current
-    assert by_step[2]["state"] == "refresh_failed"
-    assert "a recall gives the result as recorded" in by_step[2]["reason"]
-    stub = next(
+    # the file it was made from changed: the recall is out of date, its copy stays where the
+    # cached prefix holds it, and its correction says it cannot be made again (a recall gives
+    # the result as recorded), and how to get the current one
+    assert by_step[2]["state"] == "corrected"
+    fixes = [
         m["content"]
         for m in trace["requests"][-1]["messages"]
-        if m.get("tool_call_id") == "call_2_1"
-    )
-    assert "make the call call_1_1 recorded again for its current result" in stub
+        if m["content"].startswith("[correction of step 2's recall of call_1_1")
+    ]
+    assert len(fixes) == 1
+    assert "a recall gives the result as recorded" in fixes[0]
+    assert "make the call call_1_1 recorded again if you still need it" in fixes[0]
 
 
 async def test_a_recall_of_a_changed_file_says_it_is_the_recorded_result(

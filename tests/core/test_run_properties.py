@@ -25,7 +25,8 @@ from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.context import EntryState
-from io_tui.core.context.stubs import apply_echo, cut, what
+from io_tui.core.context.labels import digest
+from io_tui.core.context.stubs import apply_echo, cut, what, points_to_call
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.numbered import number_lines, range_trailer, span_lines
@@ -170,7 +171,7 @@ async def drive(tmp: Path, script: dict[str, Any], contract_kw: dict[str, Any]) 
         rows = await store.trace.requests(result.run_id)
         manifests = [r.manifest for r in rows if r.purpose == "work"]
         history = await store.runs.history(result.run_id)
-    observations = {o.call_id: o for rec in history for o in rec.observations}
+    observations = {o.call_id: o for r in history for o in (*r.corrections, *r.observations)}
     return Session(result.outcome, run.error, trace, manifests, observations, provider.seen)
 
 
@@ -233,6 +234,9 @@ def check_requests(s: Session) -> list[str]:
         assert stored["messages"] == [m.to_json() for m in sent.messages]
         by_call = {m.tool_call_id: m.content for m in sent.messages if m.tool_call_id}
         users = [m.content for m in sent.messages if m.role == "user"]
+        by_digest = {digest(u): u for u in users}
+        messages = sent.messages
+        at = {m.content: i for i, m in enumerate(messages)}  # where each text is sent
         called = {c.id for m in sent.messages for c in m.tool_calls}
         cap = manifest["entry_cap_chars"]
         entries = stored["entries"]
@@ -268,7 +272,7 @@ def check_requests(s: Session) -> list[str]:
                 assert any(  # the call that superseded it is the same call (or the same read)
                     (o.step, o.kind, o.target) == (by, obs.kind, obs.target)
                     and o.call_id != obs.call_id
-                    and (not shown or same or o.seen[0].digest == obs.seen[0].digest)
+                    and (not shown or same or (o.seen and o.seen[0].digest == obs.seen[0].digest))
                     and (not same or o.text == obs.text)
                     for o in s.observations.values()
                 ), e
@@ -277,7 +281,10 @@ def check_requests(s: Session) -> list[str]:
                 assert ("collapse" if state is EntryState.COLLAPSED else "summary") in lines, e
                 continue
             content = by_call.get(obs.call_id)
-            if content is None:  # a result without its call in the transcript: a user message
+            if obs.corrects:  # a correction: a user message at its step's boundary
+                content = by_digest[e["digest"]]
+                assert e["chars"] == len(content), e
+            elif content is None:  # a result without its call in the transcript: a user message
                 head = f"[result of step {obs.step} {obs.tool} {what(obs)}]\n"
                 body = next(u for u in users if u.startswith(head))
                 assert e["chars"] == len(body), e
@@ -292,7 +299,12 @@ def check_requests(s: Session) -> list[str]:
             match state:
                 case EntryState.FULL:  # the whole output: nothing cut, here or when recorded
                     assert content == obs.text and obs.full_chars <= len(obs.text), e
-                    assert e["reason"].startswith("carried whole"), e
+                    assert "carried whole" in e["reason"], e
+                case EntryState.CAPPED if "the newest step's share" in e["reason"]:
+                    # the newest results, cut to share what the ceiling leaves them
+                    share = re.match(r"cut to ([\d,]+) chars", e["reason"])
+                    assert share is not None, e
+                    assert content == cut(obs, int(share[1].replace(",", ""))), e
                 case EntryState.CAPPED:  # cut at this request's cap, or when it was recorded
                     assert len(obs.text) > cap or obs.full_chars > len(obs.text), e
                     sent = obs.text if len(obs.text) <= cap else cut(obs, cap)
@@ -307,6 +319,7 @@ def check_requests(s: Session) -> list[str]:
                         and o.call_id != obs.call_id
                         and o.kind is ObsKind.READ
                         and o.target == obs.target
+                        and o.seen  # a correction pointing to a whole write saw nothing
                         and o.seen[0].digest == obs.seen[0].digest
                         for o in s.observations.values()
                     ), e
@@ -329,26 +342,30 @@ def check_requests(s: Session) -> list[str]:
                 case EntryState.SUPERSEDED:
                     by = e["superseded_by"]
                     assert by is not None and by >= obs.step, e  # the same step: a later call
-                    assert f"superseded by step {by}" in content, (e, content)
+                    how = f"corrected at step {by}" if "corrected" in e["reason"] else "superseded"
+                    assert how in content and f"step {by}" in content, (e, content)
                 case EntryState.ELIDED:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
-                case EntryState.REFRESHED:  # a whole read: the file as it is now
-                    head, source, fresh = content.split("\n", 2)
-                    assert head.startswith(f"[step {obs.step}'s {obs.kind.value} re-"), e
-                    assert " now: " in head, e
-                    assert source.startswith(f"[untrusted data from {obs.tool}"), e
-                    assert content != obs.text, e
-                    now = files.get(obs.target, "")
-                    if obs.kind is ObsKind.READ and now and not obs.span:
-                        assert [
-                            line.split("│", 1)[1] for line in fresh.splitlines()
-                        ] == now.splitlines()
-                case EntryState.REFRESH_FAILED:
-                    assert content.startswith(f"[step {obs.step} ") and "failed" in content
-                case EntryState.ECHOED:  # the difference from a result above, carried whole
-                    base = int(re.search(r"step (\d+)'s", content.split("\n", 1)[0])[1])
+                case EntryState.CORRECTED if content == cut(obs, cap):
+                    # out of date, carried as the cached prefix holds it: corrected after it
+                    assert corrected_after(obs, at[content], messages, entries), same_call(
+                        e, entries
+                    )
+                case EntryState.CORRECTED | EntryState.ECHOED:
+                    # the difference from (a pointer into) a result above, carried whole
+                    head = content.split("\n", 1)[0]
+                    found = re.search(
+                        r"; step (\d+)'s copy above (?:is out of date in|shows its lines)", head
+                    )
+                    found = found or re.search(r"correction at step (\d+)|step (\d+)'s", head)
+                    assert found is not None, (e, head)
+                    base = int(found[1] or found[2])
                     sent_whole = cut(obs, cap)
-                    if content.endswith("'s read above, as they are now]"):  # a pointer
+                    if state is EntryState.CORRECTED:
+                        assert corrected_after(obs, at[content], messages, entries), same_call(
+                            e, entries
+                        )
+                    elif content.endswith("as they are now]"):  # a pointer
                         # into a read of the same file: the range as the file has it now
                         now = files[obs.target].splitlines()
                         first, last = span_lines(obs.span)
@@ -360,14 +377,17 @@ def check_requests(s: Session) -> list[str]:
                     bases = []
                     for d in entries:
                         if (d["step"], d["kind"], d["target"]) == (base, e["kind"], e["target"]):
-                            text = by_call.get(d["call_id"], "")
-                            if d["state"] == "refreshed":  # as re-read: below its head line
-                                text = text.split("\n", 1)[1]
-                            if d["state"] in ("full", "capped", "refreshed"):
+                            text = by_call.get(d["call_id"]) or by_digest.get(d["digest"], "")
+                            if d["state"] in ("full", "capped", "corrected"):
                                 bases.append(text)
                     assert any(apply_echo(b, content) == sent_whole for b in bases), e
-            current = state in (EntryState.FULL, EntryState.CAPPED) and not obs.is_error
-            if current and stale(obs, read_at[obs.step], files):
+            current = (  # a failed correction, or one pointing to a write, shows no copy
+                state in (EntryState.FULL, EntryState.CAPPED)
+                and not obs.is_error
+                and not points_to_call(obs.text)
+            )
+            then = read_at[obs.step - 1] if obs.corrects else read_at[obs.step]
+            if current and stale(obs, then, files):
                 lies.append(
                     f"request for step {stored['step']}: step {obs.step}'s {obs.tool} "
                     f"{what(obs)} is labelled {state.value} ({e['reason']!r}), but "
@@ -375,6 +395,34 @@ def check_requests(s: Session) -> list[str]:
                 )
         shown_whole |= {e["call_id"] for e in entries if e["state"] in ("full", "capped")}
     return lies
+
+
+def same_call(e: dict[str, Any], entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The entries of results of ``e``'s call, to say what a request carried of it."""
+    return [
+        (d["call_id"], d["state"], d["superseded_by"], d["reason"])
+        for d in entries
+        if (d["kind"], d["target"]) == (e["kind"], e["target"])
+    ]
+
+
+def corrected_after(
+    obs: Observation, index: int, messages: Any, entries: list[dict[str, Any]]
+) -> bool:
+    """Whether a copy out of date, sent at ``messages[index]``, is followed in the same request
+    by a correction of a result of that file (or of that call), or by a later result of it."""
+    target = f"'s {obs.kind.value} of {obs.target}"
+    later = messages[index + 1 :]
+    if any(
+        m.content.startswith("[correction of step ") and target in m.content[:200] for m in later
+    ):
+        return True
+    after = {m.tool_call_id for m in later if m.tool_call_id}
+    return any(
+        e["call_id"] in after and (e["kind"], e["target"]) == (obs.kind.value, obs.target)
+        and e["state"] in ("full", "capped", "echoed")
+        for e in entries
+    )  # fmt: skip
 
 
 # -- the properties ------------------------------------------------------------------------
@@ -423,15 +471,17 @@ def test_long_runs_never_fail_and_every_manifest_tells_the_truth(script, contrac
 
 def test_one_long_session_takes_every_path_the_properties_check() -> None:
     """What the generated sessions go through, shown on one: memory carried, stubs collapsed,
-    steps folded into a summary, results capped under a shrinking ceiling, stale reads
-    re-read, and a memory-block rebuilt every request (the encoder's KeyError)."""
+    steps folded into a summary, results capped under a shrinking ceiling, reads out of date
+    corrected, reruns sent as their difference, and a memory-block rebuilt every request (the
+    encoder's KeyError)."""
     calls = [call("remember", key="k", value="the tests run with pytest")]
     for n in range(2, 120):
         match n % 6:
             case 0:
                 calls.append(call("edit_file", path="a.py", old="VERSION-", new=f"VERSION-e{n}-"))
-            case 1:
-                calls.append(call("run_command", argv=[PY, "-c", f"print('o{n} ' * 600)"]))
+            case 1:  # the same command each time, its output changed by the edits between
+                line = "print('same line\\n' * 200 + open('a.py').readline())"
+                calls.append(call("run_command", argv=[PY, "-c", line]))
             case 2:
                 calls.append(call("remember", key=f"k{n % 4}", value="fact " * 50))
             case _:
@@ -442,7 +492,7 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
     turns.append({"text": "done"})
     s = run_session(
         {"model": "scripted", "turns": turns},
-        context=ContextBudget(max_tokens=16_000, share=0.02),  # shrinks from step ~20 on
+        context=ContextBudget(max_tokens=16_000, share=0.01),  # shrinks from early on
         token_budget=900_000,
     )
     finished(s)
@@ -454,7 +504,7 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
         "echoed",
         "superseded",
         "dropped",
-        "refreshed",
+        "corrected",
         "collapsed",
         "summary",
     }

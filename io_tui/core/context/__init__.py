@@ -15,11 +15,12 @@ The ladder, cheapest rung first:
    file content shows is one from the start, and so is a rerun that gives the open earlier
    result again, to the character, which stays current), and a step whose every result is such
    a stub (none pending) is left out whole (``Step.dead``, state ``dropped``);
-2. staleness (``live.py`` marks, ``refresh.py`` re-reads): a result made from a file that a later
-   write changed, or that the injected ``probe`` finds changed on disk since (``seen``: stat,
-   then hash), is never sent stale: it is re-read (a grep or find re-run) through ``refresh``;
-   if that fails, a stub names the cause (the write, or the tool that ran when the file
-   changed) and why;
+2. staleness (``live.py`` marks, ``correct.py`` corrects): a result made from a file that a
+   later write changed, or that the injected ``probe`` finds changed on disk since (``seen``:
+   stat, then hash), is corrected by appending: its copy stays where the cached prefix holds
+   it (``corrected``), and the same call made again through ``refresh`` follows after the
+   newest message, naming the cause (the write, or the tool that ran when the file changed),
+   or why it could not be made again;
 3. newest-first fit (``fit.py``): what does not fit becomes a stub saying how to get it back
    (``stubs.py``);
 4. collapse (``fit.py``): when those stubs pass an eighth of the ceiling, their steps become one
@@ -29,12 +30,14 @@ The ladder, cheapest rung first:
 6. after a server's overflow: a forced fold, then the bounded emergency compaction, then a safe
    stop (``ladder.py``, which names the rung each request reached: ``Assembly.rung``).
 
-Between planned rewrites the requests of a run only append (``plan.py``): superseded results
-that are still current stay pending, the window's floor stays put until it must move (then it
-moves ahead of the coming steps), the memory block is the last rewrite's; a request that must
-change an earlier message anyway (a stale read, a cut, a fold) takes every pending rewrite with
-it, and the pending ones are made on their own once their savings pay for the cached prefix
-they throw away (``CachePrices``). A fresh engine given the same plan sends the same.
+Between rewrites the requests of a run only append (``plan.py``): superseded results that are
+still current, and copies out of date with their corrections after them, stay pending; the
+window's floor stays put until it must move (then it moves ahead of the coming steps), the
+memory block is the last rewrite's; a request that must change an earlier message anyway (a
+cut, a fold, a rebuilt frame) takes every pending rewrite with it, and the pending ones are
+made on their own only once their savings pay for the cached prefix they throw away
+(``CachePrices``); each rewrite is recorded (``plan.Rewrite``). The newest results are always
+carried (``fit.py``). A fresh engine given the same plan sends the same.
 
 Requests are role-tagged messages (``messages.py``), and every step is dropped or kept whole: a
 tool result never travels without its call, nor a call without a result. The only I/O is the
@@ -54,7 +57,7 @@ from __future__ import annotations
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame, InstructionFile, Withheld
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.refresh import Probe, Refresher, RefreshFailed
+from io_tui.core.context.refresh import Fresh, Probe, Refresher, RefreshFailed
 from io_tui.core.context.stubs import how_to_get_back
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
@@ -65,6 +68,7 @@ __all__ = [
     "ContextEngine",
     "EntryState",
     "Frame",
+    "Fresh",
     "InstructionFile",
     "ManifestEntry",
     "Probe",

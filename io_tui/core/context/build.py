@@ -13,6 +13,7 @@ from io_tui.core.context.compaction import (
     fold_steps,
     notes_budget_chars,
 )
+from io_tui.core.context.correct import correct
 from io_tui.core.context.fit import fit, stub_out
 from io_tui.core.context.frame import Frame
 from io_tui.core.context.gcpause import gc_paused
@@ -42,7 +43,7 @@ from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
 from io_tui.core.heads import steps_target, summary_head
-from io_tui.core.ledger import StepRecord
+from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
 
@@ -69,6 +70,11 @@ class Engine(Protocol):
     def latest_summary(self, last_step: int) -> Summary | None: ...
 
 
+def asked_for(record: StepRecord) -> bool:
+    """A step as it is asked for: nothing of the model's yet (its corrections may be there)."""
+    return not (record.text or record.tool_calls or record.observations)
+
+
 class Build:
     """The state of one ``build`` call, so each rung stays a short function."""
 
@@ -91,8 +97,10 @@ class Build:
         self.notes = notes
         self.cap = entry_cap_chars(ceiling)
         self.reserve = ceiling // 8  # what stubs may take before they collapse
-        if plan.memory is not None and plan.memory[0] == ceiling:
-            self.memory = plan.memory[1]  # the block the last rewrite rendered
+        if plan.memory is not None and len(plan.memory[1].text) <= ceiling:
+            # the block the last rewrite rendered, while it fits this ceiling's quarter (a
+            # ceiling that moves with the run's budget or the provider's drift keeps it)
+            self.memory = plan.memory[1]
         else:
             self.memory = render_notes(notes, max_chars=ceiling)  # a quarter of it, in chars
         self.memory_msg = Message("user", self.memory.text) if self.memory.text else None
@@ -100,7 +108,8 @@ class Build:
         self.first_step = history[0].step if history else 0
         self.summary = engine.latest_summary(history[-1].step if history else 0)
         self.folded = False
-        self.resolver = Resolver(self.cap, engine.refresh)
+        self.resolver = Resolver(self.cap)
+        self.corrections: list[tuple[Observation, str]] = []  # made by this build
         start = self._live_start()
         self.folded_records: Sequence[StepRecord] = history[:start]
         self.live = engine.live
@@ -122,6 +131,12 @@ class Build:
         if probe is not None:
             watched = self.live.watched()
             self.live.mark_drift(await probe(watched) if watched else {})
+        if self.history and asked_for(self.history[-1]):
+            # what went out of date in the window's reach: corrected at the boundary of the step
+            # asked for (``correct.py``)
+            reach = bisect_left(self.live.records, self.plan.floor, key=lambda r: r.step)
+            step = self.history[-1].step
+            self.corrections = await correct(self.live, reach, step, self.cap, self.engine.refresh)
         await self._maybe_fold(force_fold)  # the summarizer's provider call: collected as usual
         # the passes make an entry per observation that lives on: no collector walking the
         # heap for garbage while they do (``core/context/gcpause.py``); the refreshes are short awaits
@@ -258,7 +273,9 @@ class Build:
             if out == 0 and not cut:
                 return 0  # everything fits: no stubs
         budget = window - self.reserve
-        ahead = min(budget // 2, CUT_AHEAD * live.growth(cap))
+        # room for the coming steps, but never at the newest results' expense
+        newest = live.demand(cap, live.newest_results())
+        ahead = min(budget // 2, CUT_AHEAD * live.growth(cap), max(0, budget - newest))
         if not self.plan.rewrite:
             out, cut = await fit(live, budget, cap, resolver, floor)
             if out == floor and not cut:

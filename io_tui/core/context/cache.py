@@ -78,8 +78,7 @@ BECAME = {  # what happened to a result whose entry is now in this state
     "echoed": "was sent as the difference from an earlier result",
     "superseded": "became a stub",
     "dropped": "was left out with its step",
-    "refreshed": "was re-read",
-    "refresh_failed": "became a stub",
+    "corrected": "went out of date (its correction follows)",
     "elided": "became a stub",
     "collapsed": "was collapsed into one line",
     "summary": "was folded into the summary",
@@ -89,8 +88,7 @@ STILL = {  # what a result still is whose entry kept its state but changed its t
     "capped": "cut at the entry cap",
     "echoed": "a difference from an earlier result",
     "superseded": "a stub",
-    "refreshed": "re-read",
-    "refresh_failed": "a stub",
+    "corrected": "a copy out of date, corrected after it",
     "elided": "a stub",
 }
 

@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from io_tui.core.context.build import Build
+from io_tui.core.context.build import Build, asked_for
 from io_tui.core.context.frame import Frame, frame_messages
 from io_tui.core.context.labels import observation_labels
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.plan import Plan, extends, worth_rewriting
+from io_tui.core.context.plan import Plan, Rewrite, extends, worth_rewriting
 from io_tui.core.context.refresh import Probe, Refresher
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
-from io_tui.core.context.turns import TurnCache
+from io_tui.core.context.turns import TurnCache, message_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message, ToolSpec
 
+# the states whose result a request sends something of its own for (a stub stands for none)
+CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.ECHOED, EntryState.CORRECTED})
 COLLAPSED_REASON = "out of the window, collapsed into the one line that stands for its steps"
 FOLDED_REASON = "folded into the compaction summary"
 
@@ -68,6 +70,10 @@ class ContextEngine:
         default=None, init=False, repr=False
     )
     _runs: dict[EntryState, StableRun] = field(default_factory=dict, init=False, repr=False)
+    # the step asked for and the whole texts of the corrections made at its boundary so far:
+    # a build of the same step again (the ladder's next rung) sends them again, and adds any
+    # newly needed after them
+    _asked: tuple[int, dict[str, str]] = field(default=(-1, {}), init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.live = LiveSteps(self.turn_cache)
@@ -96,6 +102,7 @@ class ContextEngine:
             raise ValueError("ceiling_tokens must be positive")
         if emergency:
             ceiling_tokens, force_fold = max(1, ceiling_tokens // 2), True
+        history = self._with_corrections(history)
         step = history[-1].step if history else 0
         # a rewrite stubs what the steps before this one superseded, and this one's too when
         # its results are in (a resumed step): supersessions by later steps stay pending
@@ -103,18 +110,28 @@ class ContextEngine:
         plan = self.plan if self.plan.sent else self.plan.rewriting(applied)
         build = Build(self, history, ceiling_tokens, notes, plan, emergency, left_out)
         assembly = await build.run(force_fold)
+        self._note(build)
         forced = bool(plan.sent) and not extends(assembly.messages, plan.sent)
-        if forced or (plan.sent and self._worth_rewriting(build, step, plan)):
+        saved, horizon = self._savings(build, step, plan)
+        planned = bool(plan.sent) and not forced and self._pays(build, saved, horizon)
+        rewrite: Rewrite | None = None
+        if forced or planned:
             # a rewrite: take every pending one with it, and the memory block if it gets there
             kept = common_prefix(assembly.messages, plan.sent) if forced else len(plan.sent)
+            cause = self._cause(build, kept, plan) if forced else "planned"
             # it reaches the memory block when it breaks before the first step's message (at
             # the block, the summary or the collapse line): rendering the block again then
             # rewrites only those few messages more
             reaches = kept <= len(self.frame_parts()[0]) + max(1, build.head_messages())
-            plan, reread = plan.rewriting(applied, forced, reaches), build.resolver.refreshed
+            plan = plan.rewriting(applied, forced, reaches)
+            history = self._with_corrections(history)
             build = Build(self, history, ceiling_tokens, notes, plan, emergency, left_out)
-            build.resolver.refreshed = reread  # each stale read is re-read once per request
             assembly = replace(await build.run(False), folded=assembly.folded)
+            self._note(build)
+            rewrite = self._record(cause, assembly, saved, horizon)
+        if history:
+            assembly = replace(assembly, corrections=self.corrections_at(history[-1].step))
+        assembly = replace(assembly, rewrite=rewrite)
         self.plan = Plan(
             plan.rewritten_at,
             build.floor(),
@@ -122,19 +139,94 @@ class ContextEngine:
             assembly.messages,
             plan.requests + 1,
             plan.forced,
+            carried=frozenset(e.call_id for e in assembly.entries if e.state in CARRIED),
         )
         return assembly
 
-    def _worth_rewriting(self, build: Build, step: int, plan: Plan) -> bool:
-        """Whether to stub the pending results now rather than at the next rewrite that must
-        happen: when the window fills, when the run ends, or as often as one has so far."""
-        saved, rewritten = build.pending()
-        if saved <= 0:
-            return False
+    def _with_corrections(self, history: Sequence[StepRecord]) -> Sequence[StepRecord]:
+        """``history`` with the step asked for carrying the corrections already made at its
+        boundary (the caller passes it as it was asked for: no turn, no results)."""
+        if not history:
+            return history
+        last, (step, made) = history[-1], self._asked
+        if last.step != step or not made or not asked_for(last):
+            return history
+        live = self.live.records
+        held = live[-1].corrections if live and live[-1].step == step else ()
+        if len(held) <= len(last.corrections) or held[: len(last.corrections)] != last.corrections:
+            return history
+        return [*history[:-1], replace(last, corrections=held)]
+
+    def _note(self, build: Build) -> None:
+        """Keep the whole texts of the corrections ``build`` made, for the step it asked for."""
+        step = build.history[-1].step if build.history else 0
+        if self._asked[0] != step:
+            self._asked = (step, {})
+        for obs, whole in build.corrections:
+            self._asked[1][obs.call_id] = whole
+
+    def corrections_at(self, step: int) -> tuple[tuple[Observation, str], ...]:
+        """The corrections made at the boundary of ``step``, the step the last build asked
+        for, each with its whole text: what the run loop records with that step."""
+        records = self.live.records
+        if not records or records[-1].step != step:
+            return ()
+        whole = self._asked[1] if self._asked[0] == step else {}
+        return tuple((o, whole.get(o.call_id, o.text)) for o in records[-1].corrections)
+
+    def _savings(self, build: Build, step: int, plan: Plan) -> tuple[int, int]:
+        """What stubbing the pending results would save on each later request, and over how
+        many requests: until the next rewrite that must happen (the window filling, the run's
+        last step, or as often as forced ones came so far)."""
+        saved, _ = build.pending()
         contract = self.frame.contract
         until_cut = (build.ceiling - build.est_tokens) // max(1, build.live.growth(build.cap))
         horizon = max(1, min(contract.max_steps - step, until_cut, plan.until_forced()))
-        return worth_rewriting(saved, rewritten, horizon, contract.cache)
+        return saved, horizon
+
+    def _pays(self, build: Build, saved: int, horizon: int) -> bool:
+        """Whether stubbing the pending results now repays rewriting the prefix after them
+        (``plan.worth_rewriting``), rather than waiting for the next rewrite that must happen."""
+        if saved <= 0:
+            return False
+        _, rewritten = build.pending()
+        return worth_rewriting(saved, rewritten, horizon, self.frame.contract.cache)
+
+    def _cause(self, build: Build, kept: int, plan: Plan) -> str:
+        """What forced a request to change what the previous one sent, ``kept`` messages of it
+        repeated: a rebuilt frame, a fold, the memory block rendered again, the window cut."""
+        frame = len(self.frame_parts()[0])
+        if kept < frame:
+            return "frame"
+        if build.folded:
+            return "fold"
+        if plan.memory is None and kept == frame:
+            return "memory"
+        if build.floor() != plan.floor:
+            return "window"
+        return "other"
+
+    def _record(self, cause: str, assembly: Assembly, saved: int, horizon: int) -> Rewrite:
+        """What a rewrite changed of the previous request (``_last``), and what it cost."""
+        sent = self.plan.sent
+        kept = common_prefix(assembly.messages, sent)
+        rewritten = sum(message_tokens(m) for m in sent[kept:])  # cached, and written again
+        prices = self.frame.contract.cache
+        before = self.plan.carried
+        dropped = tuple(
+            e.call_id for e in assembly.entries if e.call_id in before and e.state not in CARRIED
+        )
+        return Rewrite(
+            cause,
+            kept,
+            rewritten,
+            rewritten * (prices.write - prices.read),
+            saved,
+            horizon,
+            saved * prices.read * horizon,
+            prices.read,
+            dropped,
+        )
 
     def offer_tools(self, tools: tuple[ToolSpec, ...]) -> None:
         """The run's tools changed (an MCP server became ready): count the new schemas."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from io_tui.core.context.collapse import collapse_line
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.refresh import Resolver
-from io_tui.core.context.settled import decisions, measure
+from io_tui.core.context.settled import measure
 from io_tui.core.providers.base import Message
 
 
@@ -24,7 +24,9 @@ async def fit(
     The window is one newest-first run: once an entry does not fit, it and everything older
     are out. A step cut in the middle keeps its turn and stubs its older results (their
     stub cost was reserved before its newer results went in); a step cut before any of its
-    results went in leaves the window whole.
+    results went in leaves the window whole. The newest step with results is never cut: the
+    model always sees what its last calls gave (and what was corrected since), its results
+    sharing what the budget leaves them when they do not fit whole (``Resolver.squeeze``).
 
     Reaching the settled prefix (``settled.py``: the oldest steps the last fits carried whole,
     unchanged since), one check says whether all of it fits again; if so the walk stops there.
@@ -33,29 +35,35 @@ async def fit(
     used = 0
     settle, resolve = resolver.settle, resolver.resolve
     settled = live.settle(cap)
+    newest = live.newest_results()
+    # the newest results and what follows them are carried however little room there is: when
+    # they do not fit whole, their turns go as out-of-window ones', their results share the rest
+    squeeze = live.demand(cap, newest) > budget
+    zone = sum(len(live[i].entries) for i in range(newest, len(live))) if squeeze else 0
     for index in range(len(live) - 1, stop - 1, -1):
-        if (
-            stop == 0
-            and index + 1 == settled.length
-            and await settled.all_fit(used, budget, resolver, live.steps)
-        ):
+        if stop == 0 and index + 1 == settled.length and settled.all_fit(used, budget):
             return 0, False
         st = live[index]
         if st.dead:  # left out of the transcript: it costs nothing and cuts nothing
             st.drop()
             st.in_window = True
             if st.settled is None or st.settled[:2] != (st.version, cap):
-                st.settled = (st.version, cap, 0, 0, None)
+                st.settled = (st.version, cap, 0, 0)
             continue
-        volatile = st.volatile
-        if volatile and index < settled.length:
-            st.unsettle()  # its re-read below may send something else
         st.in_window = False
         entries = st.entries
         below = st.below()  # stub tokens of entries[:i]
         base = st.prepare(cap)
         if not entries and used + base > budget:
             return index + 1, False
+        if squeeze and index >= newest:
+            st.unsettle()
+            base = st.compact()
+            zone -= len(entries)
+            share = (budget - used - base) * len(entries) // max(1, len(entries) + zone)
+            used += base + resolver.squeeze(entries, max(0, share))
+            st.in_window = True
+            continue
         for i in range(len(entries) - 1, -1, -1):
             e = entries[i]
             if not settle(e):
@@ -74,9 +82,9 @@ async def fit(
         if not entries:
             used += base
             st.in_window = True
-        if volatile or st.settled is None or st.settled[:2] != (st.version, cap):
+        if st.settled is None or st.settled[:2] != (st.version, cap):
             full, peak = measure(st)
-            st.settled = (st.version, cap, full, peak, decisions(st) if volatile else None)
+            st.settled = (st.version, cap, full, peak)
     return stop, False
 
 

@@ -55,7 +55,6 @@ _BY_STATE: dict[str, Rung] = {
     EntryState.CAPPED: Rung.CAPPED,
     EntryState.SUPERSEDED: Rung.REFERENCED,
     EntryState.ELIDED: Rung.REFERENCED,
-    EntryState.REFRESH_FAILED: Rung.REFERENCED,
     EntryState.DROPPED: Rung.REFERENCED,  # a dead step: every result superseded by a later one
     EntryState.COLLAPSED: Rung.DROPPED,
     EntryState.SUMMARY: Rung.SUMMARY,

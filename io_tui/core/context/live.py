@@ -22,14 +22,23 @@ import functools
 import math
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
-from io_tui.core.context.stubs import is_test_run
+from io_tui.core.context.stubs import (
+    correction_body,
+    correction_echo,
+    edited_by,
+    is_test_run,
+    moved_lines,
+    written_by,
+)
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.numbered import span_lines
 from io_tui.core.prefix import common_prefix
@@ -50,7 +59,7 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 # what a tool run may change on disk: a file changed while one of these ran is put down to it
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
-_CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.REFRESHED})
+_CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.CORRECTED})
 WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
 
@@ -72,7 +81,10 @@ class LiveSteps:
     A superseded result that is still current is *pending* (``plan.py``): carried until the
     next rewrite. A change on disk (``drift``) is not part of the history: each build stats what
     the open results saw (``watched``) and marks the ones that no longer hold (``mark_drift``);
-    a write or a supersession says more, and clears it.
+    a write or a supersession says more, and clears it. A result that went out of date either
+    way is corrected by appending (``correct.py``): its correction is a result of the same call
+    made at a later step's boundary, which supersedes it; the copy stays pending, *corrected*,
+    carried as it was sent until the next rewrite.
     """
 
     def __init__(self, cache: TurnCache) -> None:
@@ -81,6 +93,7 @@ class LiveSteps:
         self.steps: list[Step] = []
         # each entry knows its step (``Entry.owner``): these hold the entries alone
         self._newest: dict[tuple[Any, str, str], Entry] = {}
+        self._calls: dict[str, Entry] = {}  # by call id: what a correction names
         self._reads: dict[str, list[Entry]] = {}
         self._deps: dict[str, list[Entry]] = {}
         self._watch: list[Entry] = []  # results with ``seen``, open when appended
@@ -112,13 +125,43 @@ class LiveSteps:
         """
         records = records if isinstance(records, list) else list(records)
         keep = common_prefix(self.records, records)
-        if any(r.observations for r in self.records[keep:]):
+        if keep < len(records) and self._answered(keep, records[keep]):
+            keep += 1  # the step asked for, now answered: only its results are new
+        if any(r.observations or r.corrections for r in self.records[keep:]):
             self._reset()
             keep = 0
         del self.records[keep:], self.steps[keep:]
         self.settled.truncate(keep)
         for record in records[keep:]:
             self._append(record)
+
+    def _answered(self, index: int, record: StepRecord) -> bool:
+        """Whether ``record`` is the step at ``index`` the last build asked for (no turn, no
+        results), now answered with the same corrections: then its corrections, classified
+        when they were made, stay, and its results are classified in their turn."""
+        if index != len(self.records) - 1:
+            return False
+        asked = self.records[index]
+        if (
+            asked.step != record.step
+            or asked.text
+            or asked.tool_calls
+            or asked.observations
+            or asked.corrections != record.corrections
+            or asked.operator_messages != record.operator_messages
+        ):
+            return False
+        st = self.steps[index]
+        st.record = record
+        self.records[index] = record
+        entries = [Entry(o) for o in record.observations]
+        for e in entries:
+            e.owner = st
+        st.entries += entries
+        st.version += 1
+        st.unsettle()
+        self._classify(st, entries)
+        return True
 
     def growth(self, cap: int, newest: int = 8) -> int:
         """What one of the ``newest`` steps costs carried whole, on average."""
@@ -209,7 +252,7 @@ class LiveSteps:
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
-        self._newest, self._reads, self._deps = {}, {}, {}
+        self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
         self._notes = []
@@ -217,10 +260,79 @@ class LiveSteps:
         self.settled.reset(-1)
 
     def _append(self, record: StepRecord) -> None:
-        entries = [Entry(o) for o in record.observations]
+        entries = [Entry(o) for o in (*record.corrections, *record.observations)]
         st = Step(record, entries, self.cache, self._unsettle, len(self.steps))
-        for e in st.entries:  # in order: a later result of the same step is the newer one
+        self._classify(st, entries)
+        self.records.append(record)
+        self.steps.append(st)
+
+    def correct(self, corrections: Sequence[Observation]) -> None:
+        """Append ``corrections`` to the step being asked for (the newest): each supersedes
+        the result it names, which stays carried as it was sent (``correct.py``)."""
+        st = self.steps[-1]
+        entries = [Entry(o) for o in corrections]
+        for e in entries:
+            e.owner = st
+        st.record = replace(st.record, corrections=(*st.record.corrections, *corrections))
+        self.records[-1] = st.record
+        st.entries += entries
+        st.version += 1
+        st.unsettle()
+        self._classify(st, entries)
+
+    def newest_results(self) -> int:
+        """The index of the newest step with results (its results and what follows it, the
+        corrections at the step asked for, are always carried), or past the end."""
+        for index in range(len(self.steps) - 1, -1, -1):
+            if self.records[index].observations:
+                return index
+        return len(self.steps)
+
+    def record_of(self, step: int) -> StepRecord | None:
+        """The live record of ``step``, if the window's steps still hold it."""
+        return next((r for r in reversed(self.records) if r.step == step), None)
+
+    def knows(self, call_id: str) -> bool:
+        return call_id in self._calls
+
+    def uncorrected(self, start: int) -> list[Entry]:
+        """The open results in steps ``start`` on that went out of date (a later write, a
+        change on disk) and are not corrected yet: whole reads first, so a correction of one
+        also covers the ranges of that file read before."""
+        found = [
+            e
+            for st in self.steps[start:]
+            if not st.dead
+            for e in st.entries
+            if e.by is None
+            and e.shown_by is None
+            and not e.noted
+            and not e.obs.is_error
+            and (e.stale_by is not None or e.drift is not None)
+        ]
+        return sorted(found, key=lambda e: (e.obs.kind is not _READ, bool(e.obs.span)))
+
+    def revalidate(self, e: Entry, seen: tuple[Seen, ...]) -> None:
+        """``e`` was made again and gave its result again, to the character: it is current as
+        of now, and watched from what the new call saw (``seen``, when it says)."""
+        e.stale_by, e.stale_path, e.drift = None, "", None
+        if seen:
+            e.seen = seen
+        if e.obs.kind is _READ:
+            self._deps.setdefault(_norm(e.obs.target), []).append(e)
+        else:
+            for s in e.seen:
+                self._deps.setdefault(s.path, []).append(e)
+        self._watch.append(e)
+        e.owner.changed(e)
+
+    def _classify(self, st: Step, entries: list[Entry]) -> None:
+        for e in entries:  # in order: a later result of the same step is the newer one
             obs = e.obs
+            self._calls[obs.call_id] = e
+            if obs.corrects:
+                self._correction(e)
+                continue
             kind = obs.kind
             if obs.ran_ns[0] and kind in _CHANGERS:
                 self._ran.append((obs.ran_ns[0], obs.ran_ns[1], obs))
@@ -274,8 +386,83 @@ class LiveSteps:
                 self._notes.append(e)
             if obs.seen and not obs.is_error:
                 self._watch.append(e)
-        self.records.append(record)
-        self.steps.append(st)
+
+    def _correction(self, e: Entry) -> None:
+        """``e`` corrects the result it names: that one is out of date and stays carried as
+        sent until the next rewrite (``corrected``), and ``e``, the same call made again, is
+        its current result, classified as a new result of that call would be. A correction
+        that failed (``is_error``) only says so: nothing of it can be current or go stale."""
+        obs = e.obs
+        older = self._calls.get(obs.corrects)
+        writer = written_by(obs.text)
+        if writer is not None:  # one line for every copy the agent's whole write put out of date
+            for copy in self.written_copies(_norm(obs.target), writer):
+                copy.corrected, copy.corrected_why = True, copy.stale or "it changed"
+                self._out_of_date(copy, obs.step)
+            return
+        if older is not None and not older.corrected:
+            older.corrected, older.corrected_why = True, older.stale or "it changed"
+        if obs.is_error or edited_by(obs.text) is not None:  # it shows no result of its own
+            if older is not None:
+                self._out_of_date(older, obs.step)
+            if obs.seen:  # the lines an edit pointer stands for: corrected again if they change
+                self._deps.setdefault(_norm(obs.target), []).append(e)
+                self._watch.append(e)
+            return
+        kind = obs.kind
+        if kind is _READ:
+            path = _norm(obs.target)
+            if not obs.span:
+                self._written_over(path, e.owner, obs.step)
+            self._deps.setdefault(path, []).append(e)
+            self._supersede_reads(path, e)
+            if older is not None and older.by is None:  # its lines, numbered from elsewhere
+                self._superseded(older, e)
+        elif kind in _SUPERSEDING:
+            key = (kind, obs.target, obs.span)
+            before = self._newest.get(key)
+            if before is not None:
+                self._superseded(before, e)
+            self._newest[key] = e
+            for seen in obs.seen:
+                self._deps.setdefault(seen.path, []).append(e)
+        elif older is not None:
+            self._superseded(older, e)
+        if obs.seen:
+            self._watch.append(e)
+        base = e.echo
+        if base is not None and not _small_diff(obs, base.obs):
+            # sent whole: then it is the base the later results of the call are sent against
+            e.echo = None
+            if base.echoed_by is not None:
+                base.echoed_by.remove(e)
+            self.echoes.remove(e)
+
+    def written_copies(self, path: str, writer: int) -> list[Entry]:
+        """The open copies of ``path`` that step ``writer``'s ``write_file`` put out of date and
+        its call can stand for: reads of it, whole or in part, and searches that saw only it."""
+        return [
+            e
+            for st in self.steps
+            if not st.dead
+            for e in st.entries
+            if e.stale_by == writer
+            and e.stale_path == path
+            and e.by is None
+            and not e.corrected
+            and (e.obs.kind is _READ or {s.path for s in e.seen} == {path})
+        ]
+
+    def _out_of_date(self, e: Entry, step: int) -> None:
+        """A correction at ``step`` says ``e`` is out of date and shows none of it: carried as
+        sent until the next rewrite, no longer a read later ranges are sent against."""
+        e.by, e.pending, e.drift = step, True, None
+        self.pending.append(e)
+        if e.obs.kind is _READ:
+            reads = self._reads.get(_norm(e.obs.target), [])
+            if e in reads:
+                reads.remove(e)
+        e.owner.changed(e)
 
     def _tested(self, e: Entry) -> None:
         """``e`` is the run's latest test output: its stub keeps its end (``stubs.receipt``),
@@ -380,10 +567,17 @@ class LiveSteps:
         it (or from the pending result it is itself sent as a difference from) while it is
         (``echo``)."""
         newer = e.obs
+        if older.stale is not None and not older.corrected:  # out of date before ``newer``
+            older.corrected_why = older.stale
         older.by, older.covered, older.drift = newer.step, covered, None
-        # still current: the files it was made from as ``newer`` saw them, or a stale result
-        # that is re-read (re-run) for every request anyway
-        older.pending = older.stale_by is not None or _same_content(older.seen, newer.seen)
+        # carried until the next rewrite: still current (the files it was made from as
+        # ``newer`` saw them), or out of date with ``newer`` (or its correction) after it
+        older.pending = (
+            older.corrected
+            or older.stale_by is not None
+            or bool(older.corrected_why)
+            or _same_content(older.seen, newer.seen)
+        )
         if older.pending:
             self.pending.append(older)
             if not covered:
@@ -459,17 +653,30 @@ def _same_result(older: Entry, obs: Observation) -> bool:
 def _sent_before(older: Entry, e: Entry) -> bool:
     """Whether ``older`` is sent above ``e``: an earlier step's, or the same step's with its
     call first (a step's results are sent in the order of its calls, whatever order they were
-    recorded in: a step resumed after an approval records its late ones last)."""
+    recorded in: a step resumed after an approval records its late ones last), its corrections
+    before them."""
     if older.owner is not e.owner:
         return True
+    if older.obs.corrects or e.obs.corrects:  # corrections come first, in the order made
+        entries = e.owner.entries
+        return bool(older.obs.corrects) and (
+            not e.obs.corrects or entries.index(older) < entries.index(e)
+        )
     order = [c.id for c in e.owner.record.tool_calls]
     ids = older.obs.call_id, e.obs.call_id
     return all(i in order for i in ids) and order.index(ids[0]) < order.index(ids[1])
 
 
 def _open(e: Entry) -> bool:
-    """Whether a change on disk could make ``e`` stale: it carries what it saw."""
-    return (e.by is None or e.pending) and e.stale_by is None and e.shown_by is None
+    """Whether a change on disk could make ``e`` stale: it carries what it saw, and nothing
+    says yet that it went out of date."""
+    return (
+        (e.by is None or e.pending)
+        and e.stale_by is None
+        and e.shown_by is None
+        and not e.corrected
+        and not e.corrected_why
+    )
 
 
 def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
@@ -480,3 +687,13 @@ def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
         return True
     now = {s.path: s.digest for s in newer}
     return all(now.get(s.path) == s.digest for s in older)
+
+
+def _small_diff(correction: Observation, base: Observation) -> bool:
+    """Whether a correction sent as the lines in which it differs from the copy it corrects is
+    under half its size (``stubs.correction_echo``), or as that copy's lines numbered from
+    elsewhere (``stubs.correction_moved``): then it is sent so, while the copy is."""
+    if moved_lines(base.text, correction_body(correction.text)) is not None:
+        return True
+    diff = correction_echo(correction.text, base.step, base.text)
+    return estimate_tokens(diff) * 2 <= estimate_tokens(correction.text)

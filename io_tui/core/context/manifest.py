@@ -12,9 +12,11 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from io_tui.core.context.labels import OPERATOR, Role, digest
+from io_tui.core.context.plan import Rewrite
 from io_tui.core.context.summary import Summary
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.heads import is_operator_line
+from io_tui.core.ledger import Observation
 from io_tui.core.providers.base import Message
 
 
@@ -24,8 +26,7 @@ class EntryState(StrEnum):
     ECHOED = "echoed"
     SUPERSEDED = "superseded"
     DROPPED = "dropped"
-    REFRESHED = "refreshed"
-    REFRESH_FAILED = "refresh_failed"
+    CORRECTED = "corrected"
     ELIDED = "elided"
     COLLAPSED = "collapsed"
     SUMMARY = "summary"
@@ -36,7 +37,6 @@ STUB_STATES = frozenset(
     {
         EntryState.SUPERSEDED,
         EntryState.DROPPED,
-        EntryState.REFRESH_FAILED,
         EntryState.ELIDED,
         EntryState.COLLAPSED,
     }
@@ -209,6 +209,12 @@ class Assembly:
     # the stable/dynamic boundary: ``messages[:stable_messages]`` is the frame, which no request
     # of the run rewrites (a prompt-cache breakpoint ends it); the rest is dynamic
     stable_messages: int = 0
+    # the corrections made at the boundary of the step asked for (``correct.py``), each with its
+    # whole text: recorded with that step, so every later request sends them as this one did
+    corrections: tuple[tuple[Observation, str], ...] = ()
+    # what this request changed of the one before it, and why (``plan.Rewrite``); None: it only
+    # appends
+    rewrite: Rewrite | None = None
 
     @property
     def total_est_tokens(self) -> int:
@@ -234,6 +240,7 @@ class Assembly:
                 "stable_sections": [s.name for s in self.sections if s.fixed and not s.withheld],
             },
             "sections": [s.to_json() for s in self.labelled_sections(derived or {})],
+            "rewrite": self.rewrite.to_json() if self.rewrite else None,
         }
 
     def labelled_sections(self, derived: Mapping[str, str] | None = None) -> list[Section]:

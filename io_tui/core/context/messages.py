@@ -1,8 +1,9 @@
 """Each kept step as role-tagged messages, with a manifest entry for each of its results.
 
-A step is its operator lines, its turn and one tool message per call. A call without a recorded
-result gets a placeholder result; a result without a call in the transcript never becomes a tool
-message. The request around them (frame, memory, summary, collapse line) is ``Build.emit``'s.
+A step is its operator lines, its corrections (results that went out of date, as they are now:
+``correct.py``), its turn and one tool message per call. A call without a recorded result gets a
+placeholder result; a result without a call in the transcript never becomes a tool message.
+The request around them (frame, memory, summary, collapse line) is ``Build.emit``'s.
 """
 
 from __future__ import annotations
@@ -52,17 +53,21 @@ def _chunk(st: Step, key: tuple[Any, ...]) -> Chunk:
         return Chunk(key, (), tuple(_manifest_entry(e, 0) for e in st.entries), 0, 0)
     messages: list[Message] = [*st.ops]
     entries: list[ManifestEntry] = []
-    if st.turn is not None:
-        messages.append(st.turn)
+    spent = 0
     by_call: dict[str, Entry] = {}
     orphans: list[Entry] = []
     call_ids = {c.id for c in st.record.tool_calls}
     for e in st.entries:
-        if e.obs.call_id in call_ids and e.obs.call_id not in by_call:
+        if e.obs.corrects:  # delivered at the step's boundary, before its turn
+            messages.append(Message("user", e.content))
+            entries.append(_manifest_entry(e, e.tokens))
+            spent += e.tokens
+        elif e.obs.call_id in call_ids and e.obs.call_id not in by_call:
             by_call[e.obs.call_id] = e
         else:
             orphans.append(e)
-    spent = 0
+    if st.turn is not None:
+        messages.append(st.turn)
     for call in st.record.tool_calls:
         answer = by_call.get(call.id)
         if answer is None:  # priced in the rendered turn's cost
@@ -91,8 +96,6 @@ def _manifest_entry(e: Entry, tokens: int, sent: str | None = None) -> ManifestE
         kept, total = capped_chars(obs, e.carried[0])
     text = e.content if sent is None else sent
     role, authority, ref, version = observation_labels(obs)
-    if e.state is EntryState.REFRESHED:  # what was sent is the source as re-read, not as seen
-        version = f"re-read for this request (recorded: {version or 'no digest'})"
     return ManifestEntry(
         obs.step, obs.call_id, obs.kind.value, obs.target, e.state, e.reason, by,
         len(text), tokens, kept, total, role, authority, ref, version,

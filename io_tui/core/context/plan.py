@@ -27,6 +27,7 @@ A fresh engine given the same plan sends exactly what a reused one sends.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from io_tui.core.contract import CachePrices
 from io_tui.core.memory.notes import RenderedMemory
@@ -49,6 +50,7 @@ class Plan:
     requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
     forced: int = 0
     rewrite: bool = False  # this request rewrites anyway: the window is cut ahead now if due
+    carried: frozenset[str] = frozenset()  # the call ids whose results the last request sent
 
     def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
         """The plan of a request that rewrites what steps before ``step`` superseded (every
@@ -62,6 +64,52 @@ class Plan:
         """How many requests a rewrite that must happen has come after, on average, so far:
         waiting that long for one costs only the tokens the pending stubs would save."""
         return (self.requests + 1) // (self.forced + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A request that changes what the request before it sent, and what that was worth.
+
+    ``cause`` is ``planned`` (its savings were expected to repay it) or what forced it:
+    ``window`` (the ceiling cut the window), ``fold`` (compaction), ``frame`` (a part of the
+    frame was rebuilt), ``memory`` (the memory block was rendered again) or ``other``.
+    ``kept_messages`` of the previous request are repeated (the cached prefix); the
+    ``rewritten_tokens`` after them are written to the cache again, which costs ``price`` beyond
+    appending (``rewritten_tokens × (write - read)``, in uncached-token units). Each later
+    request carries ``saved_tokens`` fewer, so over the ``horizon`` of requests the run was
+    expected to make before its next forced rewrite it saves ``expected`` (``saved_tokens ×
+    read × horizon``). ``dropped`` names the results the previous request carried that this one
+    stubs or leaves out. What it saved in fact is read off the trace once the run has gone on
+    (``saved_by``)."""
+
+    cause: str
+    kept_messages: int
+    rewritten_tokens: int
+    price: float
+    saved_tokens: int
+    horizon: int
+    expected: float
+    read: float
+    dropped: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause,
+            "kept_messages": self.kept_messages,
+            "rewritten_tokens": self.rewritten_tokens,
+            "price": round(self.price, 1),
+            "saved_tokens": self.saved_tokens,
+            "horizon": self.horizon,
+            "expected": round(self.expected, 1),
+            "read": self.read,
+            "dropped": list(self.dropped),
+        }
+
+
+def saved_by(rewrite: dict[str, Any], requests_after: int) -> float:
+    """What a stored rewrite (``Rewrite.to_json``) saved, in uncached-token units, once
+    ``requests_after`` requests came after it before the next rewrite or the run's end."""
+    return float(rewrite["saved_tokens"]) * float(rewrite["read"]) * requests_after
 
 
 def extends(messages: tuple[Message, ...], sent: tuple[Message, ...]) -> bool:

@@ -14,20 +14,16 @@ where ``F(k)`` is the full cost of steps ``[0, k)`` and ``H(k) = max over j < k 
 (peak_j - F(j + 1))``. Both are prefix arrays, extended as steps settle and cut back from the
 first step that changes.
 
-A *volatile* step holds a stale read that is re-read on every build; it may settle, but each
-fast check re-reads it and compares what it would send with what it sent.
-
 For ``emit`` (``messages.py``), the messages and manifest entries of the settled steps are kept
 flat, in order, so a request reuses them with one slice instead of one lookup per step.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from io_tui.core.context.manifest import ManifestEntry
-    from io_tui.core.context.refresh import Resolver
     from io_tui.core.context.step import Step
     from io_tui.core.providers.base import Message
 
@@ -44,7 +40,6 @@ class Settled:
         self.cap = cap
         self.full = [0]  # F(k)
         self.high = [NEVER]  # H(k)
-        self.volatile: list[tuple[int, Any]] = []  # (index, the decisions it last sent)
         self.msgs: list[Message] = []  # what emit sent for steps [0, emitted), flat
         self.entries: list[ManifestEntry] = []
         self.ends: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]  # msgs, entries, turns, spent
@@ -62,7 +57,6 @@ class Settled:
         if index >= len(self.full) - 1:  # ``length``, without the property's call: hot
             return
         del self.full[index + 1 :], self.high[index + 1 :]
-        self.volatile = [v for v in self.volatile if v[0] < index]
         if index < self.emitted:
             del self.ends[index + 1 :]
             msgs, entries, _, _ = self.ends[index]
@@ -77,29 +71,15 @@ class Settled:
             settled = st.settled
             if settled is None or settled[0] != st.version or settled[1] != cap:
                 return
-            _, _, full, peak, decisions = settled
-            if decisions is not None:
-                self.volatile.append((self.length, decisions))
+            _, _, full, peak = settled
             self.high.append(max(self.high[-1], peak - self.full[-1] - full))
             self.full.append(self.full[-1] + full)
 
-    async def all_fit(self, used: int, budget: int, resolver: Resolver, steps: list[Step]) -> bool:
+    def all_fit(self, used: int, budget: int) -> bool:
         """Whether every settled step fits after ``used`` tokens, as fit would find walking
-        them. Then volatile steps are re-read, newest first (the ones fit would reach); one
-        that would send something else leaves the prefix (with every newer one), and the
-        answer is False: fit walks on from there, as it would have."""
+        them."""
         k = self.length
-        if used + self.full[k] + self.high[k] > budget:
-            return False
-        for index, sent in reversed(self.volatile):
-            st = steps[index]
-            for e in st.entries:
-                if not resolver.settle(e):
-                    await resolver.resolve(e)
-            if decisions(st) != sent:
-                self.truncate(index)
-                return False
-        return True
+        return used + self.full[k] + self.high[k] <= budget
 
     def add_emitted(self, messages: tuple[Message, ...], entries: tuple[ManifestEntry, ...],
                     turns: int, spent: int) -> None:  # fmt: skip
@@ -108,11 +88,6 @@ class Settled:
         self.entries += entries
         _, _, t, s = self.ends[-1]
         self.ends.append((len(self.msgs), len(self.entries), t + turns, s + spent))
-
-
-def decisions(st: Step) -> tuple[Any, ...]:
-    """What a step's entries send: enough to tell whether its messages changed."""
-    return tuple((e.state, e.content, e.reason) for e in st.entries)
 
 
 def measure(st: Step) -> tuple[int, int]:

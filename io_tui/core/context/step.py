@@ -39,7 +39,11 @@ class Entry:
     seen: tuple[Seen, ...] = ()
     noted: bool = False  # a remember result shown once: its call carries the note (``live.py``)
     latest_test: bool = False  # the run's latest test command: its stub keeps its output's end
-    pending: bool = False  # superseded, still current (or re-read), carried until the next rewrite
+    pending: bool = False  # superseded, carried as sent until the next rewrite (``plan.py``)
+    # superseded by its correction (``correct.py``): out of date, carried as sent until the next
+    # rewrite, with why it went out of date (its staleness is cleared once corrected)
+    corrected: bool = False
+    corrected_why: str = ""
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
     drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom
@@ -90,7 +94,7 @@ class Entry:
         if self.noted:
             return noted_stub(self.obs)
         if self.by is not None:
-            return superseded_stub(self.obs, self.by, self.covered)
+            return superseded_stub(self.obs, self.by, self.covered, self.corrected)
         return elided_stub(self.obs, self.stale, self.latest_test)
 
     def echoed(self, by: Entry) -> None:
@@ -114,8 +118,7 @@ class Entry:
             self.reason = "a remember result shown once; its call carries the note"
         elif self.by is not None:
             self.state = EntryState.SUPERSEDED
-            again = "read these lines again" if self.covered else "made the same call"
-            self.reason = f"step {self.by} {again}"
+            self.reason = self._superseded_reason()
         else:
             self.state = EntryState.ELIDED
             self.reason = "older than this request's window"
@@ -128,14 +131,16 @@ class Entry:
     def drop(self) -> None:
         """Send nothing: its step is left out of the transcript (``Step.dead``)."""
         self.state, self.content, self.tokens = EntryState.DROPPED, "", 0
-        if self.shown_by is not None:
-            why = self._shown_reason()
-        else:
-            again = "read these lines again" if self.covered else "made the same call"
-            why = f"step {self.by} {again}"
+        why = self._shown_reason() if self.shown_by is not None else self._superseded_reason()
         self.reason = (
             f"{why}; every result of step {self.obs.step} was superseded, so the step is left out"
         )
+
+    def _superseded_reason(self) -> str:
+        if self.corrected:
+            return f"out of date ({self.corrected_why}), corrected at step {self.by}"
+        again = "read these lines again" if self.covered else "made the same call"
+        return f"step {self.by} {again}"
 
     def _shown_reason(self) -> str:
         if self.obs.kind is ObsKind.READ:
@@ -160,8 +165,8 @@ class Step:
     index: int  # among the live steps (``LiveSteps.steps``)
     version: int = 0
     in_window: bool = False
-    # when the last fit carried it whole: version, cap, full, peak, decisions if volatile
-    settled: tuple[int, int, int, int, Any] | None = None
+    # when the last fit carried it whole: version, cap, full, peak
+    settled: tuple[int, int, int, int] | None = None
     rendered: RenderedTurn | None = None  # the rendering this build sends: full or compact
     _desired: tuple[int, int, int] = (-1, -1, -1)  # version, cap, cost
     _below: tuple[int, list[int]] = (-1, [])  # version, stub tokens of entries[:i]
@@ -249,17 +254,8 @@ class Step:
         self.settled = None
         self.on_unsettle(self.index)
 
-    @property
-    def volatile(self) -> bool:
-        """Holds a stale result, re-read (or re-run) on every build while in the window, or
-        one sent as a difference from (or a pointer into) such a result."""
-        return not self.dead and any(
-            e.stale is not None or ((b := e.echo or e.quotes) is not None and b.stale is not None)
-            for e in self.entries
-        )
-
     def desired(self, cap: int) -> int:
-        """What carrying this step whole would cost (stale reads priced at their old size),
+        """What carrying this step whole would cost (a copy out of date at its recorded size),
         once the next rewrite has stubbed the pending results (a step dead then costs nothing)."""
         version, at, cost = self._desired
         if version == self.version and at == cap:

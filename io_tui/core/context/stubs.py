@@ -16,7 +16,7 @@ import re
 from io_tui.core.checks import is_test_command
 from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
-from io_tui.core.numbered import range_from
+from io_tui.core.numbered import GUTTER, number_lines, range_from, range_trailer
 
 RECALL = "recall_result"
 RECEIPT_CHARS = 200  # of a receipt's line
@@ -122,13 +122,276 @@ def _with(stub: str, obs: Observation, latest: bool = False) -> str:
     return f"{stub[:-1]}. Kept: {kept}]" if kept else stub
 
 
-def superseded_stub(obs: Observation, by: int, covered: bool = False) -> str:
-    how = "read these lines again" if covered else "made the same call"
+def superseded_stub(
+    obs: Observation, by: int, covered: bool = False, corrected: bool = False
+) -> str:
+    if corrected:
+        how = f"out of date, corrected at step {by}"
+    else:
+        how = f"superseded by step {by}, which " + (
+            "read these lines again" if covered else "made the same call"
+        )
     stub = (
-        f"[step {obs.step} {obs.tool} {what(obs)}: superseded by step {by}, which {how}; "
-        f"the newest such result is the current one; {recall_call(obs.call_id)} reads this one]"
+        f"[step {obs.step} {obs.tool} {what(obs)}: {how}; the newest such result is the "
+        f"current one; {recall_call(obs.call_id)} reads this one]"
     )
     return _with(stub, obs)
+
+
+# -- corrections: a result that went out of date, re-read and sent after the newest message --
+
+
+def correction_head(obs: Observation, cause: str, failure: str | None = None) -> str:
+    """The line a correction of ``obs`` starts with: what changed and since when, and that the
+    copy above is out of date. With ``failure``, why no current result could be had."""
+    head = f"[correction of step {obs.step}'s {obs.kind.value} of {what(obs)}: {cause}"
+    if failure is not None:
+        return (
+            f"{head}; redoing it failed: {failure}. Step {obs.step}'s copy above is out of "
+            f"date; {again(obs)} if you still need it]"
+        )
+    return head + _FOLLOWS.format(step=obs.step)
+
+
+def correction_written(obs: Observation, cause: str, writer: int, copies: list[str]) -> str:
+    """A correction of ``obs`` that needs no result of its own: the agent's ``write_file`` at
+    step ``writer`` holds the file's whole current content in its call. It names every copy of
+    the file above that the write put out of date (``copies``: "step 8's read"), so one line
+    corrects them all."""
+    return (
+        f"[correction of step {obs.step}'s {obs.kind.value} of {what(obs)}: {cause}; "
+        f"out of date above: {', '.join(copies)}" + _WRITTEN.format(writer=writer, path=obs.target)
+    )
+
+
+def written_by(text: str) -> int | None:
+    """The step whose ``write_file`` a ``correction_written`` points to, or None."""
+    found = _WRITTEN_AT.search(text.partition("\n")[0])
+    return int(found[1]) if found else None
+
+
+_WRITTEN = "; step {writer}'s write_file call above holds {path} whole, as it wrote it]"
+_WRITTEN_AT = re.compile(
+    re.escape(_WRITTEN).replace(r"\{writer\}", r"(\d+)").replace(r"\{path\}", ".+") + "$"
+)
+
+
+def correction_edited(
+    obs: Observation, cause: str, writer: int, first: int, last: int, total: int
+) -> str:
+    """A correction of ``obs``, a range read, that needs no result of its own: the agent's
+    ``edit_file`` at step ``writer`` is the only change to its lines, which are lines
+    ``first``-``last`` of ``total`` now, the copy above with that call's ``old`` replaced by its
+    ``new``."""
+    return f"[correction of step {obs.step}'s {obs.kind.value} of {what(obs)}: {cause}" + (
+        _EDITED.format(writer=writer, base=obs.step, first=first, last=last, total=total)
+    )
+
+
+def edited_by(text: str) -> tuple[int, int, int] | None:
+    """The step whose ``edit_file`` a ``correction_edited`` points to, and the lines (first,
+    last) the copy it corrects spans now; or None."""
+    found = _EDITED_AT.search(text.partition("\n")[0])
+    return (int(found[1]), int(found[3]), int(found[4])) if found else None
+
+
+def points_to_call(text: str) -> bool:
+    """Whether a correction shows no result, pointing to the agent's own write or edit."""
+    return written_by(text) is not None or edited_by(text) is not None
+
+
+_EDITED = (
+    "; step {writer}'s edit_file call above made step {base}'s copy above lines {first}-{last} "
+    "of {total}: its old text replaced by its new]"
+)
+_EDITED_AT = re.compile(
+    re.escape(_EDITED)
+    .replace(r"\{writer\}", r"(\d+)")
+    .replace(r"\{base\}", r"(\d+)")
+    .replace(r"\{first\}", r"(\d+)")
+    .replace(r"\{last\}", r"(\d+)")
+    .replace(r"\{total\}", r"\d+")
+    + "$"
+)
+
+
+def correction_echo(correction: str, base: int, base_text: str) -> str:
+    """A correction (its whole text: ``correction_head``, then the current result) sent as the
+    lines in which its result differs from ``base_text``, step ``base``'s copy carried above:
+    a unified diff without context (``line_diff``). ``apply_echo`` gives the whole back."""
+    head, _, body = correction.partition("\n")
+    found = _WHOLE_HEAD.search(head)
+    assert found is not None, head
+    diff = line_diff(copy_of(base_text), body)
+    return head[: found.start()] + _DIFFERS.format(base=base) + "\n" + diff
+
+
+def copy_of(text: str) -> str:
+    """The copy a result carries: a correction's result without its first line (what it
+    corrects and why), any other result as it is. A later correction is sent against it."""
+    return correction_body(text) if text.startswith("[correction of step ") else text
+
+
+def moved_lines(base_text: str, body: str) -> tuple[int, int, int] | None:
+    """Whether ``body``, a range read's result, shows exactly the lines ``base_text`` (an
+    earlier read of the same file) shows, only numbered from elsewhere: (its first line, its
+    last, the file's line count), or None. A line inserted or deleted above a range moves it."""
+    old, new = numbered_lines(copy_of(base_text)), numbered_lines(body)
+    if old is None or new is None or not old[1] or [t for _, t in old[1]] != [t for _, t in new[1]]:
+        return None
+    trailer = RANGE.fullmatch(body.rpartition("\n")[2])
+    if trailer is None or old[0] != new[0]:  # the frame line (the file) must be the same
+        return None
+    return int(trailer[1]), int(trailer[2]), int(trailer[3])
+
+
+def same_lines(old: str, new: str) -> bool:
+    """Whether two results of one range read show the same lines at the same numbers, only
+    the file's line count in their trailers differing (lines were added or removed below the
+    range): the older copy shows every line as it is."""
+    was, now = numbered_lines(copy_of(old)), numbered_lines(copy_of(new))
+    return was is not None and now is not None and was == now and bool(was[1])
+
+
+def numbered_lines(text: str) -> tuple[str, list[tuple[int, str]]] | None:
+    """A read's result as its frame line and its numbered lines (number, text), its range
+    trailer left out; None when it is not one read's numbered output."""
+    frame, _, body = text.partition("\n")
+    if not frame.startswith("[") or not body:
+        return None
+    lines = body.split("\n")
+    if _TRAILER.fullmatch(lines[-1]):
+        lines.pop()
+    found = [_GUTTERED.match(line) for line in lines]
+    if not all(found):
+        return None
+    return frame, [(int(m[1]), line[m.end() :]) for m, line in zip(found, lines, strict=True) if m]
+
+
+def correction_moved(correction: str, base: int, first: int, last: int, total: int) -> str:
+    """A correction whose current result is the copy of step ``base`` above, every line as it
+    was, only numbered from ``first`` now (lines were inserted or deleted above it): one line.
+    ``apply_echo`` gives the whole back from that copy."""
+    head = correction.partition("\n")[0]
+    found = _WHOLE_HEAD.search(head)
+    assert found is not None, head
+    return head[: found.start()] + _MOVED.format(base=base, first=first, last=last, total=total)
+
+
+RANGE = re.compile(r"\(lines (\d+)-(\d+) of (\d+)\)")  # a range read's trailer
+_MOVED = (
+    "; step {base}'s copy above shows its lines unchanged, numbered now {first}-{last} of {total}]"
+)
+_MOVED_AT = re.compile(
+    re.escape(_MOVED)
+    .replace(r"\{base\}", r"\d+")
+    .replace(r"\{first\}", r"(\d+)")
+    .replace(r"\{last\}", r"(\d+)")
+    .replace(r"\{total\}", r"(\d+)")
+    + "$"
+)
+
+
+def _renumbered(base_text: str, first: int, total: int) -> str:
+    """``base_text``, a read's result, its lines numbered from ``first`` of ``total``."""
+    parsed = numbered_lines(copy_of(base_text))
+    assert parsed is not None
+    frame, lines = parsed
+    last = first + len(lines) - 1
+    body = number_lines([t for _, t in lines], first, total)
+    return f"{frame}\n{body}\n{range_trailer(first, last, total)}"
+
+
+_FOLLOWS = "; its current result follows, and step {step}'s copy above is out of date]"
+_DIFFERS = (
+    "; step {base}'s copy above is out of date in these lines (a unified diff: `-` that "
+    "copy's lines, `+` the current ones)]"
+)
+_WHOLE_HEAD = re.compile(re.escape(_FOLLOWS).replace(r"\{step\}", r"(\d+)") + "$")
+_ECHO_HEAD = re.compile(
+    r"^\[correction of step (\d+)'s .*?" + re.escape(_DIFFERS).replace(r"\{base\}", r"\d+") + "$"
+)
+
+
+def line_diff(old: str, new: str) -> str:
+    """``new`` as its difference from ``old``: a unified diff without context lines. For two
+    results of the read tool, the diff is of the file's lines, numbered in the hunk headers
+    (a line inserted does not renumber every line after it). ``apply_line_diff`` inverts it."""
+    old_lines, old_first = _diff_lines(old)
+    new_lines, new_first = _diff_lines(new)
+    out = []
+    for line in difflib.unified_diff(old_lines, new_lines, n=0):
+        if line.startswith(("---", "+++")):
+            continue
+        hunk = _HUNK_ANY.match(line)
+        if hunk and (old_first or new_first):
+            line = _numbered_hunk(hunk, _shift(old_first), _shift(new_first))
+        out.append(line)
+    return "".join(out)
+
+
+def apply_line_diff(old: str, diff: str) -> str:
+    """The result ``line_diff(old, new)`` stands for, given ``old``: ``new``, to the character
+    (a read's lines numbered again as the read tool numbers them)."""
+    lines, first = _diff_lines(old)
+    shift = _shift(first)
+    out: list[str] = []
+    at = 0  # the next line of ``lines`` not yet copied
+    for line in diff.splitlines(keepends=True):
+        hunk = _HUNK_ANY.match(line)
+        if hunk:
+            place, count = int(hunk[1]) - shift, int(hunk[2] or "1")
+            start = place if count == 0 else place - 1
+            out += lines[at:start]
+            at = start + count
+        elif line.startswith("+"):
+            out.append(line[1:])
+    out += lines[at:]
+    if first is None:
+        return "".join(out).removesuffix("\n")
+    frame, body = out[0], [line.removesuffix("\n") for line in out[1:]]
+    trailer = _TRAILER.fullmatch(body[-1]) if body else None
+    if trailer:
+        body.pop()
+    total = int(trailer[1]) if trailer else first + len(body) - 1
+    if trailer:  # the range it shows now: the same lines followed where an edit moved them
+        first = int(trailer[0][len("(lines ") :].partition("-")[0])
+    numbered = number_lines(body, first, total)
+    return frame + numbered + (f"\n{trailer[0]}" if trailer else "")
+
+
+def _diff_lines(text: str) -> tuple[list[str], int | None]:
+    """A result's lines to diff, each ending in a newline, and for a read the number of its
+    first file line: its frame line, then the file's lines without their gutters, then its
+    range trailer (a line's place among them less ``_shift(first)`` is its number). Any other
+    result is its lines as they are (None)."""
+    lines = (text + "\n").splitlines(keepends=True)
+    if len(lines) > 1 and lines[0].startswith("["):
+        body, trailer = lines[1:], []
+        if _TRAILER.fullmatch(body[-1].rstrip("\n")):
+            body, trailer = body[:-1], body[-1:]
+        found = [_GUTTERED.match(line) for line in body]
+        numbers = [m for m in found if m is not None]
+        if body and len(numbers) == len(body):
+            plain = [line[m.end() :] for line, m in zip(body, numbers, strict=True)]
+            return [lines[0], *plain, *trailer], int(numbers[0][1])
+    return lines, None
+
+
+def _shift(first: int | None) -> int:
+    """What turns a line's place in ``_diff_lines`` into its number (the frame is place 1)."""
+    return 0 if first is None else first - 2
+
+
+def _numbered_hunk(hunk: re.Match[str], old_shift: int, new_shift: int) -> str:
+    """A hunk header with each side's places turned into the numbers its lines are shown with.
+    A side of no lines (``,0``) names the place after which the other side's lines go."""
+    old_at, old_n, new_at, new_n, rest = hunk.groups()
+
+    def side(at: str, n: str | None, shift: int) -> str:
+        return f"{int(at) + shift}" + (f",{n}" if n is not None else "")
+
+    return f"@@ -{side(old_at, old_n, old_shift)} +{side(new_at, new_n, new_shift)} @@{rest}"
 
 
 def shown_stub(obs: Observation, by: int) -> str:
@@ -168,18 +431,19 @@ def is_test_run(obs: Observation) -> bool:
     return obs.kind is ObsKind.EXEC and is_test_command(obs.target)
 
 
-def refresh_failed_stub(obs: Observation, stale: str, failure: str) -> str:
-    return (
-        f"[step {obs.step} {obs.tool} {what(obs)}: stale, {stale}, and redoing it failed: "
-        f"{failure}. {how_to_get_back(obs, True)} if you still need it]"
-    )
-
-
-def echo_stub(obs: Observation, base: int, base_text: str, text: str) -> str:
+def echo_stub(
+    obs: Observation, base: int, base_text: str, text: str, correction: bool = False
+) -> str:
     """``text`` (the result of ``obs``) as the difference from ``base_text``, step ``base``'s
     result of the same call, which the request carries whole before it: the same, or a
-    unified diff without context lines (``-`` its lines, ``+`` this result's)."""
+    unified diff without context lines (``-`` its lines, ``+`` this result's). A base that is a
+    ``correction`` is named so, and compared without its first line (``correction_head``)."""
     head = f"[step {obs.step} {obs.tool} {what(obs)}: "
+    if correction:
+        base_text = correction_body(base_text)
+        if text == base_text:
+            return head + _SAME_AS_CORRECTION.format(base=base)
+        return head + _CHANGED_CORRECTION.format(base=base) + line_diff(base_text, text)
     if text == base_text:
         return head + f"the same result as step {base}'s, above, to the character]"
     old, new = base_text.splitlines(keepends=True), text.splitlines(keepends=True)
@@ -194,26 +458,77 @@ def echo_stub(obs: Observation, base: int, base_text: str, text: str) -> str:
     )
 
 
-def quote_stub(obs: Observation, base: int) -> str:
-    """A range read (``obs``) whose lines step ``base``'s read of the same file, carried whole
-    above in the request, shows as they are now: a pointer to them (``apply_echo`` gives the
-    range back from that read's text)."""
-    return f"[step {obs.step} {obs.tool} {what(obs)}: {_QUOTED.format(base=base)}]"
+_SAME_AS_CORRECTION = (
+    "the same result as the correction at step {base} above (its lines after the first), to "
+    "the character]"
+)
+_CHANGED_CORRECTION = (
+    "the correction at step {base} above (its lines after the first), with these lines changed "
+    "(a unified diff: `-` its lines, `+` this result's)]\n"
+)
+
+
+_SAME_AS_CORRECTION_AT = re.compile(
+    re.escape(_SAME_AS_CORRECTION).replace(r"\{base\}", r"\d+") + "$"
+)
+_CHANGED_CORRECTION_AT = re.compile(
+    re.escape(_CHANGED_CORRECTION.rstrip("\n")).replace(r"\{base\}", r"\d+") + "$"
+)
+
+
+def correction_body(text: str) -> str:
+    """A correction's result: its text after its first line (``correction_head``)."""
+    return text.partition("\n")[2]
+
+
+def quote_stub(obs: Observation, base: int, correction: bool = False) -> str:
+    """A range read (``obs``) whose lines step ``base``'s read of the same file (or the
+    ``correction`` made at that step), carried whole above in the request, shows as they are
+    now: a pointer to them (``apply_echo`` gives the range back from that read's text)."""
+    pointer = (_QUOTED_CORRECTION if correction else _QUOTED).format(base=base)
+    return f"[step {obs.step} {obs.tool} {what(obs)}: {pointer}]"
 
 
 _QUOTED = "these lines are in step {base}'s read above, as they are now"
-_QUOTE = re.compile(r"\(lines (\d+)-(\d+)\): " + _QUOTED.format(base=r"\d+") + r"\]")
+_QUOTED_CORRECTION = "these lines are in the correction at step {base} above, as they are now"
+_QUOTE = re.compile(
+    r"\(lines (\d+)-(\d+)\): (?:"
+    + _QUOTED.format(base=r"\d+")
+    + "|"
+    + _QUOTED_CORRECTION.format(base=r"\d+")
+    + r")\]"
+)
 NO_NEWLINE = "\\ No newline at end of file\n"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_HUNK_ANY = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$", re.DOTALL)
+_GUTTERED = re.compile(r" *(\d+)" + GUTTER)
+_TRAILER = re.compile(r"\(lines \d+-\d+ of (\d+)\)")
 
 
 def apply_echo(base_text: str, echo: str) -> str:
-    """The result an ``echo_stub`` or a ``quote_stub`` stands for, given the base result it
-    names: the inverse of either, to the character."""
+    """The result an ``echo_stub``, a ``quote_stub`` or a ``correction_echo`` stands for, given
+    the base result it names: the inverse of each, to the character."""
     head, _, body = echo.partition("\n")
+    moved = _MOVED_AT.search(head)
+    if moved is not None and head.startswith("[correction of step "):
+        step = re.match(r"\[correction of step (\d+)'s", head)
+        assert step is not None
+        whole = head[: moved.start()] + _FOLLOWS.format(step=step[1])
+        return f"{whole}\n" + _renumbered(base_text, int(moved[1]), int(moved[3]))
+    correction = _ECHO_HEAD.match(head)
+    if correction:
+        at = head.rindex(_DIFFERS.split("{base}")[0])
+        whole = head[:at] + _FOLLOWS.format(step=correction[1])
+        return f"{whole}\n" + apply_line_diff(copy_of(base_text), body)
     quoted = _QUOTE.search(head)
     if quoted:
+        if "correction at step" in quoted[0]:
+            base_text = correction_body(base_text)
         return range_from(base_text, int(quoted[1]), int(quoted[2])) or ""
+    if _SAME_AS_CORRECTION_AT.search(head):
+        return correction_body(base_text)
+    if _CHANGED_CORRECTION_AT.search(head):
+        return apply_line_diff(correction_body(base_text), body)
     if head.endswith("to the character]"):
         return base_text
     old = base_text.splitlines(keepends=True)

@@ -495,11 +495,13 @@ class Run:
             except ProviderError as exc:
                 self.asking = None
                 self.failure = str(exc)
+                corrections = engine.corrections_at(step)
                 await state.commit_step(
                     step,
                     decision={"error": str(exc)},
                     requests=requests,
                     operator_messages=operator_messages,
+                    corrections=corrections,
                 )
                 if isinstance(exc, LadderExhausted):
                     return Outcome.STATE_NOT_PRESERVED
@@ -509,6 +511,7 @@ class Run:
                     else Outcome.FAILED
                 )
             self.asking = None
+            corrections = engine.corrections_at(step)  # sent with the step: recorded with it
             tokens = sum(request_tokens(r) for r in requests)
             state.tokens += tokens
             calls = response.tool_calls
@@ -519,6 +522,7 @@ class Run:
                     text=response.text,
                     requests=requests,
                     operator_messages=operator_messages,
+                    corrections=corrections,
                     tokens=tokens,
                 )
                 if response.truncated:  # a cut answer is not a finished one (model_turn)
@@ -536,6 +540,7 @@ class Run:
                 calls=calls,
                 requests=requests,
                 operator_messages=operator_messages,
+                corrections=corrections,
                 tokens=tokens,
                 final=False,
             )

@@ -22,8 +22,10 @@ from io_tui.core.context import (
     Assembly,
     ContextEngine,
     Frame,
+    Fresh,
     RefreshFailed,
     Summary,
+    message_tokens,
 )
 from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
@@ -49,12 +51,12 @@ from io_tui.core.providers.base import (
     window_source,
 )
 from io_tui.core.run.calls import framed
+from io_tui.core.run.meter import RequestCost
 from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.rebuild import first_build, refresh_derived
 from io_tui.core.run.state import RunState
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
-from io_tui.core.telemetry.attributes import manifest_cost
 from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
 
@@ -92,10 +94,11 @@ async def build_engine(state: RunState) -> ContextEngine:
     )
 
 
-async def refresh_stale_read(state: RunState, obs: Observation) -> str:
-    """The current result of a stale read (re-read through the same policy and containment as
-    any read), grep or find (the same call run again)."""
-    if obs.tool in ("grep", "find"):
+async def refresh_stale_read(state: RunState, obs: Observation) -> Fresh:
+    """The current result of a read that went out of date (read again through the same policy
+    and containment as any read), or of a grep, find or listing (the same call run again): what
+    its correction carries (``context/correct.py``)."""
+    if obs.tool in ("grep", "find", "list_dir"):
         return await _run_again(state, obs, _arguments(state, obs))
     if obs.kind is ObsKind.RECALL:  # the trace holds the old result only: nothing to redo
         raise RefreshFailed("a recall gives the result as recorded; make the call again instead")
@@ -112,18 +115,19 @@ async def refresh_stale_read(state: RunState, obs: Observation) -> str:
 
 
 def _arguments(state: RunState, obs: Observation) -> dict[str, Any]:
-    """The arguments of the call that made ``obs``."""
+    """The arguments of the call that made ``obs`` (for a correction, of the call it
+    corrects: ``c3@8`` is call ``c3`` made again)."""
+    call_id = obs.call_id.split("@", 1)[0]
     for record in reversed(state.history):
-        if record.step == obs.step:
-            for call in record.tool_calls:
-                if call.id == obs.call_id:
-                    return dict(call.arguments)
+        for call in record.tool_calls:
+            if call.id == call_id:
+                return dict(call.arguments)
     raise RefreshFailed(f"the call of step {obs.step}'s {obs.tool} is not in the history")
 
 
 async def _run_again(
     state: RunState, obs: Observation, arguments: dict[str, Any], name: str | None = None
-) -> str:
+) -> Fresh:
     tool = state.registry.get(name or obs.tool)
     ctx = state.tool_context(state.step)
     try:
@@ -132,7 +136,7 @@ async def _run_again(
         raise RefreshFailed(str(exc)) from None
     if outcome.is_error:
         raise RefreshFailed(outcome.text)
-    return framed(tool.name, outcome).text  # as the call's own result was
+    return Fresh(framed(tool.name, outcome).text, outcome.seen)  # as the call's own result was
 
 
 # -- one working completion --
@@ -264,6 +268,9 @@ async def ask_model(
                 overflowed, refused = (assembly.messages, exc), assembly.est_tokens
                 continue  # climb to the next rung
             raise error from exc
+        cost = state.meter.price(
+            assembly, state.history, response.usage, factor, _output_tokens(response)
+        )
         if response.usage:
             counted = state.calibration.counts_tools(response.provider, response.model)
             state.calibration.observe(
@@ -277,7 +284,9 @@ async def ask_model(
                 say_tools_ignored(
                     state, (response.provider, response.model), count_says(response, tools)
                 )
-        requests.append(request_record(state, assembly, estimate, limits, attempt, response, None))
+        requests.append(
+            request_record(state, assembly, estimate, limits, attempt, response, None, cost)
+        )
         await record_recall(state, assembly)
         telemetry.request(state.run_id, requests[-1], response)
         state.publish(
@@ -286,10 +295,10 @@ async def ask_model(
                 "attempt": attempt,
                 "reported_tokens": response.usage.prompt_tokens if response.usage else None,
                 "usage": response.usage.to_json() if response.usage else None,
-                "cost": manifest_cost(requests[-1].manifest),
                 "est_tokens": estimate.tokens,
                 "latency_s": round(time.monotonic() - started, 3),
                 "tool_calls": len(response.tool_calls),
+                "cost": cost.to_json(),
                 "stop_reason": response.stop_reason,
                 "raw_stop_reason": response.finish_reason,
                 "attempts": len(response.attempts),
@@ -375,6 +384,11 @@ async def ask_pinned(
         },
     )
     return response
+
+
+def _output_tokens(response: Response) -> int:
+    """The answer's tokens, estimated as its message would be sent back."""
+    return message_tokens(Message("assistant", response.text, response.tool_calls))
 
 
 async def fitted_limit(state: RunState, frame: int) -> int | None:
@@ -660,10 +674,12 @@ def request_record(
     attempt: int,
     response: Response | None,
     error: ProviderError | None,
+    cost: RequestCost | None = None,
 ) -> RequestRecord:
     """The request as stored: its token figures calibrated (comparable with the reported
     usage); the manifest keeps the engine's raw figures, and says how they were calibrated,
-    and the window and output budget that bounded it (``limits``)."""
+    the window and output budget that bounded it (``limits``), and, answered, what it cost
+    with caching beside re-sending everything (``cost``)."""
     usage = response.usage if response else None
     attempts = response.attempts if response else tuple(error.attempts if error else ())
     ceiling = limits.ceiling
@@ -683,6 +699,7 @@ def request_record(
     said = tools_ignored(state.harness.provider) or not state.calibration.counts_tools(*key)
     if said and state.specs():
         head["tools_ignored"] = True  # the model did not receive the tools (say_tools_ignored)
+    head["cost"] = cost.to_json() if cost is not None else None
     return RequestRecord(
         step=state.step,
         attempt=attempt,

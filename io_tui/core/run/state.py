@@ -20,11 +20,12 @@ from io_tui.core.derived.parts import DerivedContext, Files
 from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.hooks import RunHooks
-from io_tui.core.ledger import StepRecord
+from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.harness import Harness
+from io_tui.core.run.meter import CostMeter
 from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
@@ -76,6 +77,7 @@ class RunState:
         self.calibration = Calibration()  # the estimate's drift per provider+model (tokens.py)
         self.tools_ignored_said = False  # the model did not receive the tools: said once
         self.streamed = ""  # the text the request in flight has streamed so far
+        self.meter = CostMeter(contract.cache)  # each request's price with caching (meter.py)
         # consecutive requests share most messages and manifest entries: each is encoded once
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
@@ -393,6 +395,7 @@ class RunState:
         results: Sequence[CallResult] = (),
         requests: Sequence[RequestRecord] = (),
         operator_messages: tuple[str, ...] = (),
+        corrections: Sequence[tuple[Observation, str]] = (),
         tokens: int = 0,
         update: bool = False,
         final: bool = True,
@@ -401,8 +404,13 @@ class RunState:
         to the store in one transaction, then into the history. ``update``: add ``results``
         to the last step (its calls' results, one by one, or a paused step finished on resume)
         instead of appending one. A step is committed as soon as the model has answered and
-        then once per call; only its ``final`` commit announces ``step_committed``."""
-        observations = [(r.observation, r.full_text) for r in results if r.observation is not None]
+        then once per call; only its ``final`` commit announces ``step_committed``. The
+        ``corrections`` sent at the step's boundary (``context/correct.py``) go with its first
+        commit."""
+        observations = [
+            *corrections,
+            *((r.observation, r.full_text) for r in results if r.observation is not None),
+        ]
         tokens, self.extra_tokens = tokens + self.extra_tokens, 0
         self.step_tokens = tokens + (self.step_tokens if update else 0)
         committed = None
@@ -432,7 +440,8 @@ class RunState:
             provider=self.harness.provider.describe(),
             fence=self.fence,
         )
-        new_obs = tuple(o for o, _ in observations)
+        new_obs = tuple(o for o, _ in observations if not o.corrects)
+        fixed = tuple(o for o, _ in corrections)
         await self.progress.take(events, new_obs, text, step)
         if committed is not None:
             self.announce(committed)
@@ -444,9 +453,10 @@ class RunState:
                 last.tool_calls,
                 last.observations + new_obs,
                 last.operator_messages,
+                last.corrections + fixed,
             )
         else:
-            self.history.append(StepRecord(step, text, calls, new_obs, operator_messages))
+            self.history.append(StepRecord(step, text, calls, new_obs, operator_messages, fixed))
 
     def _last_calls(self, step: int) -> tuple[ToolCall, ...]:
         last = self.history[-1] if self.history else None

@@ -58,8 +58,8 @@ class Phase:
                 return f"dropped (superseded by step {self.superseded_by})"
             case "summary" if self.summary is not None:
                 return f"folded into summary {self.summary}"
-            case "refresh_failed":
-                return "refresh failed"
+            case "corrected" if self.superseded_by is not None:
+                return f"corrected at step {self.superseded_by}"
             case _:
                 return self.state
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.context.cache import annotate
+from io_tui.core.context.plan import saved_by
 from io_tui.core.events import EventKind
 from io_tui.core.progress import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
@@ -43,6 +44,7 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     revisions = await store.progress.revisions(run_id)
     request_rows = [_request(r) for r in requests]
     annotate(request_rows)
+    rewrites_saved(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
     for o in observations:
         obs_by_step.setdefault(o.step, []).append(_observation(o))
@@ -190,6 +192,7 @@ def _observation(o: ObservationRow) -> dict[str, Any]:
         "is_error": o.is_error,
         "text": o.text,
         "full_text": o.full_text,
+        "corrects": o.corrects,  # a correction made at the step's boundary: the call it corrects
     }
 
 
@@ -240,6 +243,11 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "derived": manifest.get("derived", {}),
         # the server was seen dropping the tool schemas: the model did not receive the tools
         "tools_ignored": bool(manifest.get("tools_ignored")),
+        # what it changed of the request before it, why, and what that cost and saved
+        # (``context/plan.py``: ``Rewrite``); null: it only appended
+        "rewrite": manifest.get("rewrite"),
+        # what it cost with prompt caching, beside re-sending everything (``run/meter.py``)
+        "cost": manifest.get("cost"),
     }
 
 
@@ -391,6 +399,9 @@ def request_notes(requests: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"{label}: stop reason {stop} (raw {request.get('raw_stop_reason')!r}){cut}"
             )
+        rewrite = request.get("rewrite")
+        if rewrite:
+            lines.append(f"{label}: {rewrite_line(rewrite)}")
         partial = request.get("partial")
         if partial:
             lines.append("partial output (streamed before it failed):")
@@ -400,3 +411,73 @@ def request_notes(requests: list[dict[str, Any]]) -> list[str]:
                 for call in partial.get("tool_calls") or []
             ]
     return lines
+
+
+REWRITE_CAUSES = {
+    "planned": "planned: what it drops repays the rewrite",
+    "window": "the ceiling cut the window",
+    "fold": "old steps were folded into a summary",
+    "frame": "a part of the frame was rebuilt",
+    "memory": "the memory block was rendered again",
+    "other": "an earlier message changed",
+}
+
+
+def rewrite_line(rewrite: dict[str, Any]) -> str:
+    """A stored rewrite (``plan.Rewrite.to_json``, with ``saved`` once read off the trace) in
+    words: why, what it cost, what it was expected to save and what it saved."""
+    cause = REWRITE_CAUSES.get(rewrite["cause"], rewrite["cause"])
+    line = (
+        f"rewrote the prefix ({cause}) from message {rewrite['kept_messages']}: "
+        f"{rewrite['rewritten_tokens']:,} tokens written again, price {rewrite['price']:,.0f}"
+    )
+    if rewrite["saved_tokens"]:
+        line += (
+            f"; {rewrite['saved_tokens']:,} tokens fewer on each later request, expected to save"
+            f" {rewrite['expected']:,.0f} over {rewrite['horizon']} requests"
+        )
+        if "saved" in rewrite:
+            after = rewrite["requests_after"]
+            line += f", saved {rewrite['saved']:,.0f} over {after} {plural(after, 'request')}"
+    dropped = rewrite.get("dropped") or []
+    if dropped:
+        line += (
+            f"; dropped {len(dropped)}: {', '.join(dropped[:6])}{' …' if len(dropped) > 6 else ''}"
+        )
+    return line
+
+
+def cost_line(requests: list[dict[str, Any]]) -> str | None:
+    """The run's prompt cost so far with caching against re-sending everything, from its last
+    answered working request (``run/meter.py``), or None when none says."""
+    costs = [r["cost"] for r in requests if r.get("purpose") == "work" and r.get("cost")]
+    if not costs or costs[-1].get("ratio") is None:
+        return None
+    last = costs[-1]
+    return (
+        f"cost with prompt caching: {last['run_cost']:,.0f} against {last['run_naive_cost']:,.0f}"
+        f" re-sending everything, {last['ratio']:.2f}× ({last['source']}; in uncached-token"
+        " units)"
+    )
+
+
+def plural(n: int, noun: str) -> str:
+    return noun if n == 1 else f"{noun}s"
+
+
+def rewrites_saved(requests: list[dict[str, Any]]) -> None:
+    """Add to each working request's rewrite what it saved in fact: what each later request
+    carried less, at the read price, over the requests that came after it before the next
+    rewrite (or the run's end, so far)."""
+    work = [r for r in requests if r["purpose"] == "work" and r.get("error") is None]
+    for index, request in enumerate(work):
+        rewrite = request.get("rewrite")
+        if not rewrite:
+            continue
+        after = 0
+        for later in work[index + 1 :]:
+            if later.get("rewrite"):
+                break
+            after += 1
+        rewrite["requests_after"] = after
+        rewrite["saved"] = round(saved_by(rewrite, after), 1)

@@ -91,6 +91,7 @@ class RequestFigures:
     usage: dict[str, Any] | None
     sections: tuple[dict[str, Any], ...]  # the engine's raw figures
     calibration: dict[str, Any] | None = None  # how they became the figures above (DESIGN §3.1)
+    cost: dict[str, Any] | None = None  # its price with caching, and the run's (``run/meter.py``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,9 @@ class StepCommit:
     text: str
     tool_calls: Sequence[ToolCall]
     decision: dict[str, Any]
-    observations: Sequence[tuple[Observation, str]]  # (bounded observation, full text)
+    # (bounded observation, full text): the step's corrections (``Observation.corrects``),
+    # then its calls' results
+    observations: Sequence[tuple[Observation, str]]
     requests: Sequence[RequestRecord]
     events: Sequence[RunEvent]
     tokens: int
@@ -237,8 +239,10 @@ class RunRepo:
             "SELECT * FROM observations WHERE run_id = ? ORDER BY id", (run_id,)
         )
         by_step: dict[int, list[Observation]] = {}
+        corrections: dict[int, list[Observation]] = {}
         for row in obs_rows:
-            by_step.setdefault(row["step"], []).append(_observation(row))
+            obs = _observation(row)
+            (corrections if obs.corrects else by_step).setdefault(obs.step, []).append(obs)
         records = []
         for row in steps:
             records.append(
@@ -248,6 +252,7 @@ class RunRepo:
                     tool_calls=tool_calls(row["tool_calls"]),
                     observations=tuple(by_step.get(row["step"], ())),
                     operator_messages=tuple(json.loads(row["operator_messages"])),
+                    corrections=tuple(corrections.get(row["step"], ())),
                 )
             )
         return records
@@ -335,6 +340,7 @@ def _observation(row: aiosqlite.Row) -> Observation:
         is_error=bool(row["is_error"]),
         seen=tuple(Seen.from_json(s) for s in seen.get("seen", ())),
         ran_ns=(int(start), int(end)),
+        corrects=row["corrects"],
     )
 
 
@@ -354,7 +360,7 @@ def _commit_step(
 ) -> Written | None:
     """Everything one step writes (``RunRepo.commit_step``), run inside its transaction;
     returns what the run's next request may extend (``requests.py``)."""
-    full_result = "\n".join(full for _, full in commit.observations)
+    full_result = "\n".join(full for obs, full in commit.observations if not obs.corrects)
     existing = conn.execute(
         "SELECT decision, result FROM steps WHERE run_id = ? AND step = ?",
         (run_id, commit.step),
@@ -385,7 +391,7 @@ def _commit_step(
         )
     conn.executemany(
         "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
-        " text, full_text, is_error, seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " text, full_text, is_error, seen, corrects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 run_id,
@@ -399,6 +405,7 @@ def _commit_step(
                 full,
                 int(obs.is_error),
                 _seen_json(obs),
+                obs.corrects,
             )
             for obs, full in commit.observations
         ],

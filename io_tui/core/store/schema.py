@@ -341,6 +341,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX probes_run ON probes(run_id, step, id);
     """,
+    # 11: corrections (``Observation.corrects``): the harness's re-read of a result that went out
+    # of date, stored with the step at whose boundary it was sent, naming the call it corrects
+    """
+    ALTER TABLE observations ADD COLUMN corrects TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

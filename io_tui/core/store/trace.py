@@ -77,6 +77,7 @@ class ObservationRow:
     text: str
     full_text: str
     is_error: bool
+    corrects: str = ""  # a correction: the call whose result it corrects (``ledger.Observation``)
 
     @classmethod
     def from_row(cls, row: aiosqlite.Row) -> ObservationRow:
@@ -225,7 +226,8 @@ class TraceRepo:
         row = await self.db.fetchone(
             "SELECT step, ceiling_tokens, est_tokens, frame_tokens, reported_tokens, usage,"
             " json_extract(manifest, '$.sections') AS sections,"
-            " json_extract(manifest, '$.calibration') AS calibration FROM requests"
+            " json_extract(manifest, '$.calibration') AS calibration,"
+            " json_extract(manifest, '$.cost') AS cost FROM requests"
             f" WHERE run_id = ? {where} AND purpose = 'work'"
             " ORDER BY step DESC, attempt DESC LIMIT 1",
             params,
@@ -238,6 +240,7 @@ class TraceRepo:
             usage=json.loads(row["usage"]) if row["usage"] else None,
             sections=tuple(json.loads(row["sections"])) if row["sections"] else (),
             calibration=json.loads(row["calibration"]) if row["calibration"] else None,
+            cost=json.loads(row["cost"]) if row["cost"] else None,
         )
 
     async def latest_derived(self, run_id: int) -> dict[str, str]:

@@ -1,0 +1,157 @@
+"""A copy the agent's own write or edit put out of date is corrected by one line pointing to
+that call, which holds the new text (``correct.py``, ``stubs.correction_written`` and
+``correction_edited``): the same lines are not sent again after every edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine_run import answered, ask, grow
+from test_context_moved import File, entry, read, read_result
+
+from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.stubs import edited_by, points_to_call, written_by
+from io_tui.core.contract import Compaction, TaskContract
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
+from io_tui.core.providers.base import ToolCall
+
+
+class SeenFile(File):
+    """a.py, whose re-reads say what they saw (its digest), as the read tool's do."""
+
+    async def refresh(self, obs: Observation) -> Fresh:
+        data = self.text().encode()
+        return Fresh(
+            read_result(self.lines, obs.span), (Seen("a.py", len(data), 0, content_digest(data)),)
+        )
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def call(step: int, tool: str, arguments: dict[str, str], text: str) -> StepRecord:
+    obs = Observation(step, f"c{step}", tool, ObsKind.WRITE, "a.py", text)
+    return StepRecord(step, f"turn {step}", (ToolCall(obs.call_id, tool, arguments),), (obs,))
+
+
+def engine_for(file: File) -> ContextEngine:
+    contract = TaskContract("fix", Path("/ws"), compaction=Compaction(enabled=False))
+    return ContextEngine(Frame("S", (), contract), refresh=file.refresh)
+
+
+def corrections(assembly) -> list[str]:
+    return [m.content for m in assembly.messages if m.content.startswith("[correction of step ")]
+
+
+async def test_an_edit_inside_a_range_is_corrected_by_pointing_to_the_edit() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130")]
+    built = await grow(engine, records, 24_000)
+    old = file.lines[109] + "\n"
+    new = "def f110(x):  # rewritten\n    return x\n"
+    file.lines[109:110] = new.rstrip("\n").split("\n")  # one line becomes two
+    records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix == (
+        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
+        "read; step 2's edit_file call above made step 1's copy above lines 100-131 of 201: "
+        "its old text replaced by its new]"
+    )
+    assert edited_by(fix) == (2, 100, 131) and points_to_call(fix)
+    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
+    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    edited = ("\n".join(lines) + "\n").replace(old, new, 1).removesuffix("\n").split("\n")
+    assert edited == file.lines[99:131]  # what the pointer says the lines are, they are
+    assert entry(last, "c1").state is EntryState.CORRECTED
+    assert last.messages[: len(built[-1].messages)] == built[-1].messages  # only appended
+
+
+async def test_an_edit_that_is_not_the_only_change_sends_the_lines() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130")]
+    await grow(engine, records, 24_000)
+    old = file.lines[109] + "\n"
+    file.lines[109] = "def f110(x):  # rewritten"
+    file.lines[120] = "def f121(x):  # changed by something else too"
+    edit = {"path": "a.py", "old": old, "new": file.lines[109] + "\n"}
+    records.append(call(2, "edit_file", edit, "edited a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert not points_to_call(fix) and "changed by something else too" in fix
+
+
+async def test_a_whole_write_corrects_every_copy_of_the_file_in_one_line() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130"), read(2, file, "lines 150-170")]
+    await grow(engine, records, 24_000)
+    file.lines = [f"line {i} of the new module" for i in range(1, 51)]
+    records.append(call(3, "write_file", {"path": "a.py", "content": file.text()}, "wrote a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix == (
+        "[correction of step 1's read of a.py (lines 100-130): step 3 wrote a.py after this "
+        "read; out of date above: step 1's read, step 2's read; step 3's write_file call "
+        "above holds a.py whole, as it wrote it]"
+    )
+    assert written_by(fix) == 3
+    assert {entry(last, c).state for c in ("c1", "c2")} == {EntryState.CORRECTED}
+
+
+async def test_a_write_the_file_no_longer_holds_is_not_pointed_to() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130")]
+    await grow(engine, records, 24_000)
+    written = "\n".join(f"line {i}" for i in range(1, 200)) + "\n"
+    file.lines = [f"line {i}" for i in range(1, 200)]
+    file.lines[110] = "changed on disk after the write"
+    records.append(call(2, "write_file", {"path": "a.py", "content": written}, "wrote a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert not points_to_call(fix) and "changed on disk after the write" in fix
+
+
+async def test_a_range_whose_lines_stayed_put_needs_no_correction() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 10-30")]
+    await grow(engine, records, 24_000)
+    old = file.lines[150] + "\n"
+    file.lines[150:151] = ["def f151(x):", "    return x"]  # below the range: a line added
+    records.append(
+        call(
+            2,
+            "edit_file",
+            {"path": "a.py", "old": old, "new": "def f151(x):\n    return x\n"},
+            "edited",
+        )
+    )
+    last = (await grow(engine, records, 24_000))[-1]
+    assert corrections(last) == []  # every line it shows is where it was
+    assert entry(last, "c1").state is EntryState.FULL
+
+
+async def test_lines_an_edit_pointer_stands_for_are_corrected_when_they_change_again() -> None:
+    file = SeenFile()
+    engine = engine_for(file)
+    done: list[StepRecord] = []
+
+    async def step(record: StepRecord) -> None:
+        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
+
+    await step(read(1, file, "lines 100-130"))
+    old, new = file.lines[109] + "\n", "def f110(x):  # first edit\n"
+    await step(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "ok"))
+    file.lines[109] = new.rstrip("\n")  # what step 2 did
+    await step(call(3, "run_command", {"argv": "sed"}, "ran sed"))
+    file.lines[120] = "def f121(x):  # changed on disk later"  # what step 3 did
+    last = await ask(engine, done, 4, 24_000)
+    pointer, fix = corrections(last)
+    assert points_to_call(pointer) and pointer.startswith("[correction of step 1's read")
+    assert fix.startswith("[correction of step 3's read of a.py (lines 100-130): step 3 wrote a.py")
+    assert "changed on disk later" in fix and "first edit" in fix  # the lines as they are
