@@ -21,12 +21,14 @@ from io_tui.core import (
     ProgressLedger,
     TraceNotFound,
     build_trace,
+    cost_line,
     decision_text,
     history_notes,
     limits_notes,
     lineage_lines,
     render_ledger,
     request_notes,
+    rewrite_line,
 )
 
 
@@ -78,6 +80,9 @@ def print_readable(trace: dict[str, Any]) -> None:
     print(f"run {run['id']} · {ended} · {steps} · {run['tokens']:,} tokens")
     print(f"goal: {run['goal']}")
     print(f"workspace: {run['workspace']}")
+    cost = cost_line(trace["requests"])
+    if cost:
+        print(cost)
     if run["error"]:
         print(f"error: {run['error']}")
     if run["continues"]:
@@ -102,6 +107,8 @@ def print_readable(trace: dict[str, Any]) -> None:
         print(f"\n── step {step['step']} " + "─" * 60)
         for message in step["operator_messages"]:
             print(f"[operator] {message}")
+        for fix in (o for o in step["observations"] if o.get("corrects")):
+            print(f"↻ {fix['full_text']}")  # a correction, sent before the step's turn
         if step["text"]:
             print(step["text"])
         for line in request_notes([r for r in trace["requests"] if r["step"] == step["step"]]):
@@ -145,6 +152,15 @@ def print_context(trace: dict[str, Any], step: int) -> int:
         )
         for line in limits_notes(req):
             print(line)
+        if req.get("cost"):
+            c = req["cost"]
+            print(
+                f"cost with caching: {c['cost']:,.0f} ({c['read']:,} read, {c['written']:,}"
+                f" written, {c['uncached']:,} uncached; {c['source']}) · re-sending everything"
+                f" {c['naive_cost']:,.0f} · the run so far {c['ratio']:.2f}×"
+            )
+        if req.get("rewrite"):
+            print(rewrite_line(req["rewrite"]))
         print("\nsections:")
         print(f"  {'name':<14} {'tokens':>6}      {'prefix':<7} {'role':<16} authority · source")
         for s in req["sections"]:

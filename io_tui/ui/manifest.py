@@ -20,8 +20,8 @@ from io_tui.core import (
     target_steps,
 )
 
-CARRIED_STATES = frozenset({"full", "capped", "echoed", "refreshed", "summary"})
-FILTERS = ("all", "carried", "stubs", "full", "capped", "echoed", "superseded", "dropped", "refreshed", "refresh_failed", "elided", "collapsed", "summary")  # fmt: skip
+CARRIED_STATES = frozenset({"full", "capped", "echoed", "corrected", "summary"})
+FILTERS = ("all", "carried", "stubs", "full", "capped", "echoed", "corrected", "superseded", "dropped", "elided", "collapsed", "summary")  # fmt: skip
 _LINE_NO = re.compile(r"^\s*(\d+)│", re.MULTILINE)
 # the engine's own lines, each standing for a run of steps: how each one's head is read back
 _LINES = {"summary": summary_steps, "collapse": collapse_steps}
@@ -144,7 +144,7 @@ class RequestDiff:
     added: list[ManifestEntry]
     stubbed: list[ManifestEntry]  # became a stub sent in the request
     dropped: list[ManifestEntry]  # became ``dropped``: left out with its step, nothing sent
-    refreshed: list[ManifestEntry]
+    corrected: list[ManifestEntry]
     removed: list[ManifestEntry]  # no longer in the manifest at all
     recalled: list[str]
     newly_recalled: list[str]
@@ -154,9 +154,10 @@ class RequestDiff:
 
 def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -> RequestDiff:
     """What changed from the previous request: entries added, stubbed, left out with their
-    step (``dropped``: a stub earlier, or carried), refreshed, no longer listed, and the memory
-    notes recalled. A step new since the previous request that is already left out (superseded
-    before any request sent it) counts as dropped, never added: nothing of it was sent."""
+    step (``dropped``: a stub earlier, or carried), newly out of date and corrected after (its
+    copy still carried), no longer listed, and the memory notes recalled. A step new since the
+    previous request that is already left out (superseded before any request sent it) counts
+    as dropped, never added: nothing of it was sent."""
     old, new = keyed_entries(before), keyed_entries(after)
     added = [r for k, r in new.items() if k not in old and r.state != "dropped"]
     changed = [(old[k], r) for k, r in new.items() if k in old]
@@ -172,7 +173,7 @@ def diff_requests(before: dict[str, Any] | None, after: dict[str, Any] | None) -
         added=added,
         stubbed=stubbed,
         dropped=dropped,
-        refreshed=[r for r in new.values() if r.state == "refreshed"],
+        corrected=[r for o, r in changed if r.state == "corrected" != o.state],
         removed=[r for k, r in old.items() if k not in new],
         recalled=recalled,
         newly_recalled=[k for k in recalled if k not in earlier],

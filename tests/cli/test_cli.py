@@ -221,6 +221,28 @@ def test_demo_headless_runs_to_success(store_path):
     assert verify[-1]["detail"]["passed"] is True
 
 
+def test_the_demo_corrects_what_went_out_of_date_and_prices_the_run(store_path):
+    """The demo edits the file it read: the read's copy stays where the cached prefix holds it
+    (``corrected``) and its correction follows, recorded with the step it was sent at; every
+    answered request says what it cost with caching beside re-sending everything, and the
+    readable trace gives the run's figure."""
+    assert io_tui("demo", "--headless", "--store", str(store_path)).returncode == 0
+    trace = json.loads(io_tui("trace", "1", "--json", "--store", str(store_path)).stdout)
+    fixes = [o for s in trace["steps"] for o in s["observations"] if o["corrects"]]
+    assert fixes and all(f["text"].startswith("[correction of step ") for f in fixes)
+    corrected = {
+        e["call_id"] for r in trace["requests"] for e in r["entries"] if e["state"] == "corrected"
+    }
+    assert corrected == {f["corrects"] for f in fixes}
+    work = [r for r in trace["requests"] if r["purpose"] == "work"]
+    assert all(r["cost"] is not None for r in work)
+    last = work[-1]["cost"]
+    assert last["ratio"] == pytest.approx(last["run_cost"] / last["run_naive_cost"], abs=0.001)
+    readable = io_tui("trace", "1", "--store", str(store_path)).stdout
+    assert f"re-sending everything, {last['ratio']:.2f}×" in readable
+    assert "↻ [correction of step " in readable
+
+
 def test_core_never_imports_textual_or_rich():
     code = (
         "import sys, pkgutil, importlib, io_tui.core as core\n"

@@ -342,21 +342,40 @@ async def test_notifications_and_goals_are_text_not_markup(make_app) -> None:
         assert "fix [/] the tests" in label and "\x1b" not in label
 
 
-async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(make_app) -> None:
-    app = make_app()
+async def test_inspector_diff_says_where_the_prompt_cache_prefix_broke(
+    make_app, tmp_path: Path, workspace: Path
+) -> None:
+    # a run that rewrites its own AGENTS.md: the next request's frame changes, its prefix breaks
+    (workspace / "AGENTS.md").write_text("Indent with tabs.\n")
+    script = tmp_path / "frame.json"
+    script.write_text(json.dumps({"turns": [
+        {"tool_calls": [{"id": "c1", "name": "write_file",
+                         "arguments": {"path": "AGENTS.md", "content": "Indent with spaces.\n"}}]},
+        {"text": "done"},
+    ]}))  # fmt: skip
+    store = await Store.open(tmp_path / "store.db", create=True)
+    await run_script(store, workspace, script)
+    await store.close()
+    app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
-        requests = (await build_trace(app.store, 1))["requests"]
-        work = [r for r in requests if r["purpose"] == "work"]
-        broken = next(r for r in work if r["cache"]["broke_at"] is not None)
-        whole = next(r for r in work[1:] if r["cache"]["broke_at"] is None)
+        broken = (await build_trace(app.store, 1))["requests"][1]
+        assert broken["cache"]["broke_at"] is not None
         inspector = await _inspector_at(app, pilot, broken["step"])
         await pilot.press("d")
         diff = str(inspector.query_one("#diff", Static).render())
         assert f"broke at message {broken['cache']['broke_at']}: " in diff
         assert broken["cache"]["why"] in diff.replace("\n", " ")
-        inspector.show_request(whole["step"])
+
+
+async def test_inspector_diff_says_a_request_extends_the_previous_one_whole(make_app) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
+        work = [r for r in (await build_trace(app.store, 1))["requests"] if r["purpose"] == "work"]
+        whole = next(r for r in work[1:] if r["cache"]["broke_at"] is None)
+        inspector = await _inspector_at(app, pilot, whole["step"])
+        await pilot.press("d")
         diff = str(inspector.query_one("#diff", Static).render())
         assert "prompt cache: extends the previous request whole" in diff
 

@@ -36,6 +36,7 @@ from io_tui.core import (
     TraceNotFound,
     build_trace,
     limits_notes,
+    rewrite_line,
     step_request,
 )
 from io_tui.ui.manifest import (
@@ -420,7 +421,7 @@ class InspectorScreen(Screen[None]):
         self.app.push_screen(LifecycleScreen(trace, query))
 
 
-_STATE_STYLES = {"full": "", "capped": "underline", "refreshed": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
+_STATE_STYLES = {"full": "", "capped": "underline", "corrected": "bold", "summary": "italic", "dropped": "dim strike"}  # fmt: skip
 
 
 def _cells(row: ManifestEntry) -> tuple[Text, str, str, Text, str, str, str]:
@@ -650,7 +651,11 @@ def _render_diff(
     section("added", d.added, "+", "green")
     section("stubbed", d.stubbed, "~", "yellow")
     section("left out (dropped)", d.dropped, "-", "red")
-    section("refreshed", d.refreshed, "↻", "cyan")
+    section("corrected (out of date, its correction after it)", d.corrected, "↻", "cyan")
+    rewrite = after.get("rewrite")
+    if rewrite:
+        out.append("rewrite of the prefix\n", style="bold")
+        out.append(f"  {rewrite_line(rewrite)}\n", style="yellow")
     if d.removed:
         section("no longer listed", d.removed, "×", "red")
     out.append(f"memory recalled ({len(d.recalled)})\n", style="bold")

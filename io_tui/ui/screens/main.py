@@ -74,6 +74,7 @@ class GaugeFigures:
     usage: dict[str, Any] | None = None  # as the provider reported it (``Usage.to_json``)
     sections: tuple[dict[str, Any], ...] = ()  # the request's manifest sections (raw figures)
     calibration: dict[str, Any] | None = None  # how the raw figures became ``est`` and ``frame``
+    cost: dict[str, Any] | None = None  # the request's price with caching, and the run's so far
 
 
 class MainScreen(Screen[None]):
@@ -367,6 +368,7 @@ class MainScreen(Screen[None]):
                     row.usage if row else None,
                     row.sections if row else (),
                     row.calibration if row else None,
+                    row.cost if row else None,
                 )
             )
         )
@@ -421,6 +423,9 @@ class MainScreen(Screen[None]):
         )
         usage = figures.usage if figures else None
         rate = usage_hit_rate(usage)  # None: the provider reported no cache figures
+        cost = figures.cost if figures else None
+        against = cost.get("ratio") if cost else None  # the run's, so far, against naive
+        run_cost = "" if against is None else f" · this run: {against:.2f}× re-sending everything"
         self.query_one("#gauge-cache", Gauge).update(
             None if rate is None else round(rate * 100),
             100,
@@ -428,8 +433,13 @@ class MainScreen(Screen[None]):
                 "no cache figures from the provider"
                 if rate is None or usage is None
                 else f"{rate:.0%} of {usage['prompt_tokens']:,} prompt tok read from cache"
+            )
+            + run_cost,
+            short=(
+                ("none reported" if rate is None else f"{rate:.0%} read from cache")
+                if against is None
+                else f"{against:.2f}× re-sending all"
             ),
-            short="none reported" if rate is None else f"{rate:.0%} read from cache",
             ratio=rate,
             alarm=False,
         )
