@@ -19,7 +19,7 @@ from typing import Any
 from session_convert import bre_to_python
 from session_replay import Files
 
-from io_tui.core.context.stubs import apply_echo
+from io_tui.core.context.stubs import apply_echo, edited_by
 from io_tui.core.ledger import StepRecord
 from io_tui.core.numbered import number_lines
 from io_tui.core.providers.base import Message, ToolCall
@@ -49,26 +49,70 @@ def message_of(data: dict[str, Any]) -> Message:
 
 @dataclass(frozen=True)
 class Copy:
-    """Lines of one file a tool result shows: line number → text."""
+    """Lines of one file a tool result shows: line number → text; the result it came from
+    (``origin``: the step and kind of call, a correction's the step it was placed at) and, for
+    a correction, the result it names as out of date (``corrects``)."""
 
     path: str
     lines: dict[int, str]
+    origin: tuple[int, str] | None = None
+    corrects: tuple[tuple[int, str], ...] = ()
 
 
-def results(messages: Sequence[Message]) -> list[tuple[ToolCall | None, str]]:
+@dataclass
+class Result:
+    """One tool result of a request as the text it stands for (``results``)."""
+
+    call: ToolCall | None
+    text: str
+    origin: tuple[int, str] | None = None
+    corrects: tuple[tuple[int, str], ...] = ()
+
+
+KINDS = {"read_file": "read", "grep": "grep", "find": "find", "list_dir": "list"}
+
+
+def results(messages: Sequence[Message]) -> list[Result]:
     """Each tool result with its call and the text it stands for: a difference or a pointer
     taken back to the lines it names (``apply_echo``), the re-read line and the untrusted-data
-    frame taken off, a stub (which shows nothing) empty."""
+    frame taken off, a stub (which shows nothing) empty. A correction (a user message at a
+    step's boundary: the same call made again after its result went out of date) is a result
+    too, under the call it makes again, naming the result it corrects; its own origin is the
+    step whose turn follows it."""
     calls = {c.id: c for m in messages for c in m.tool_calls}
+    edits = {step_of(c.id) or 0: c for c in calls.values() if c.name == "edit_file"}
     by_step: dict[int, str] = {}
-    out: list[tuple[ToolCall | None, str]] = []
+    fixes: dict[int, dict[str, str]] = {}  # each step's corrections by target, as they stand for
+    waiting: dict[str, str] = {}  # corrections not yet placed at their step (its turn is next)
+    unplaced: list[Result] = []
+    out: list[Result] = []
     for m in messages:
+        if m.role == "assistant" and m.tool_calls:
+            step = step_of(m.tool_calls[0].id)
+            if step is not None:
+                if waiting:
+                    fixes[step] = waiting
+                for r in unplaced:
+                    r.origin = (step, KINDS.get(r.call.name, "") if r.call else "")
+            waiting, unplaced = {}, []
+        if m.role == "user" and m.content.startswith("[correction of step "):
+            call, text, corrects = _correction(m.content, by_step, fixes, edits)
+            if call is not None:
+                waiting[str(next(iter(call.arguments.values())))] = text
+            body = text.partition("\n")[2]
+            unplaced.append(Result(call, FRAME.sub("", body, count=1), None, corrects))
+            out.append(unplaced[-1])
+            continue
         if m.role != "tool":
             continue
         call = calls.get(m.tool_call_id or "")
         text = REREAD.sub("", m.content)
+        fixed = ECHO_FIX.match(text)
         echo = ECHO.match(text)
-        if echo:
+        if fixed:
+            base = fixes.get(int(fixed[2]), {}).get(fixed[1])
+            text = apply_echo(base, text) if base is not None else ""
+        elif echo:
             base = by_step.get(int(next(g for g in echo.groups() if g)))
             text = apply_echo(base, text) if base is not None else ""
         elif STUB.match(text):
@@ -76,8 +120,68 @@ def results(messages: Sequence[Message]) -> list[tuple[ToolCall | None, str]]:
         step = step_of(m.tool_call_id)
         if step is not None and text:
             by_step[step] = text
-        out.append((call, FRAME.sub("", text, count=1)))
+        origin = (step, KINDS.get(call.name, "")) if step is not None and call else None
+        out.append(Result(call, FRAME.sub("", text, count=1), origin))
     return out
+
+
+FIX_HEAD = re.compile(r"^\[correction of step (\d+)'s (\w+) of (.+?)(?: \(lines (\d+)-(\d+)\))?: ")
+FIX_BASE = re.compile(
+    r"; step (\d+)'s copy above (?:is out of date in these lines|shows its lines unchanged)"
+)
+ECHO_FIX = re.compile(
+    r"^\[step \d+ \w+ (.+?)(?: \(lines \d+-\d+\))?: [^\n]*?the correction at step (\d+) above"
+)
+TOOLS = {kind: tool for tool, kind in KINDS.items()}
+WRITTEN = re.compile(r"; out of date above: (.*?); step \d+'s write_file call above holds ")
+NAMED = re.compile(r"step (\d+)'s (\w+)")
+
+
+def _correction(
+    content: str,
+    by_step: dict[int, str],
+    fixes: dict[int, dict[str, str]],
+    calls: dict[int, ToolCall],
+) -> tuple[ToolCall | None, str, tuple[tuple[int, str], ...]]:
+    """A correction's call (the one it makes again), its whole text (its first line, then the
+    result; a difference from, or a renumbering of, the copy above taken back to the whole),
+    and the results it names as out of date (their steps and kinds: a correction pointing to a
+    whole write names every copy that write put out of date)."""
+    head = FIX_HEAD.match(content)
+    if head is None:
+        return None, "", ()
+    step, kind, target, first, last = head.groups()
+    base_at = FIX_BASE.search(content.partition("\n")[0])
+    text = content
+    if base_at is not None:  # the copy named: a correction placed at that step, or its result
+        base = fixes.get(int(base_at[1]), {}).get(target) or by_step.get(int(base_at[1]))
+        text = apply_echo(base, content) if base is not None else ""
+    arguments: dict[str, Any] = {"pattern": target} if kind == "grep" else {"path": target}
+    if first is not None:
+        arguments |= {"offset": int(first), "limit": int(last) - int(first) + 1}
+    edited = edited_by(content)
+    if edited is not None:  # the copy above with the agent's edit applied, numbered from first
+        writer, top, _ = edited
+        base = fixes.get(int(step), {}).get(target) or by_step.get(int(step)) or ""
+        text = _edited(base, calls.get(writer), top)
+    named = WRITTEN.search(content.partition("\n")[0])
+    corrects = [(int(step), kind)]
+    if named:
+        corrects += [(int(n), k) for n, k in NAMED.findall(named[1])]
+        text = ""  # it shows nothing of the file: the write's call does
+    return ToolCall("", TOOLS.get(kind, kind), arguments), text, tuple(corrects)
+
+
+def _edited(base: str, edit: ToolCall | None, top: int) -> str:
+    """A read's result ``base`` with ``edit`` (an ``edit_file`` call) applied to its lines,
+    numbered from ``top``: what a correction pointing to that edit stands for."""
+    lines = [NUMBERED.match(x).group(2) for x in _numbered(base)]
+    old, new = (edit.arguments.get("old"), edit.arguments.get("new")) if edit else (None, None)
+    before = "\n".join(lines) + "\n"
+    if not lines or not isinstance(old, str) or not isinstance(new, str) or old not in before:
+        return ""
+    after = before.replace(old, new, 1).removesuffix("\n").split("\n")
+    return "[edited]\n" + "\n".join(f"{top + i}│{t}" for i, t in enumerate(after))
 
 
 def step_of(call_id: str | None) -> int | None:
@@ -88,20 +192,24 @@ def step_of(call_id: str | None) -> int | None:
 def copies(messages: Sequence[Message]) -> list[Copy]:
     """The copies of file lines the request's tool results carry, in order."""
     out: list[Copy] = []
-    for call, text in results(messages):
+    for r in results(messages):
+        call, text = r.call, r.text
+        if r.corrects:  # what it names as out of date, whatever it shows
+            out.append(Copy("", {}, r.origin, r.corrects))
         if call is None or not text:
             continue
         if call.name == "read_file":
             lines = {int(n): t for n, t in (NUMBERED.match(x).groups() for x in _numbered(text))}
             if lines:
-                out.append(Copy(os.path.normpath(call.arguments["path"]), lines))
+                path = os.path.normpath(call.arguments["path"])
+                out.append(Copy(path, lines, r.origin, r.corrects))
         elif call.name == "grep":
             hits: dict[str, dict[int, str]] = {}
             for line in text.splitlines():
                 hit = HIT.match(line)
                 if hit:
                     hits.setdefault(os.path.normpath(hit[1]), {})[int(hit[2])] = hit[3]
-            out += [Copy(path, lines) for path, lines in hits.items()]
+            out += [Copy(path, lines, r.origin, r.corrects) for path, lines in hits.items()]
     return out
 
 
@@ -114,11 +222,17 @@ def stale_count(messages: Sequence[Message], tree: str, files: Files) -> int:
     found = copies(messages)
     count = 0
     for i, copy in enumerate(found):
+        if not copy.lines:
+            continue
         current = files.lines(tree, copy.path)
         wrong = {
             n for n, text in copy.lines.items()
             if current is None or n > len(current) or current[n - 1] != text
         }  # fmt: skip
+        if copy.origin is not None and any(
+            copy.origin in later.corrects for later in found[i + 1 :]
+        ):
+            continue  # a later correction names this copy as out of date
         for later in found[i + 1 :]:
             if later.path == copy.path and current is not None:
                 wrong -= {
@@ -131,7 +245,7 @@ def stale_count(messages: Sequence[Message], tree: str, files: Files) -> int:
 def visible(messages: Sequence[Message]) -> str:
     """Everything of the workspace a request shows: its results as they stand for, and the
     agent's own turns (their text and their calls' arguments)."""
-    parts = [text for _, text in results(messages)]
+    parts = [r.text for r in results(messages)]
     for m in messages:
         if m.role == "assistant":
             parts.append(m.content)
@@ -140,7 +254,7 @@ def visible(messages: Sequence[Message]) -> str:
 
 
 def seen_by_tools(messages: Sequence[Message]) -> str:
-    return "\n".join(text for _, text in results(messages))
+    return "\n".join(r.text for r in results(messages))
 
 
 def _strings(value: Any) -> Iterable[str]:
