@@ -341,14 +341,14 @@ async def test_a_frame_beyond_the_ceiling_is_refused_before_sending_when_the_win
     """No preset or ``/props`` says the window of a model behind ``--base-url``: a frame alone
     larger than ``--context-max-tokens`` is refused locally, with the figures, never sent."""
     code, events, trace, server, _ = await run_against(
-        tmp_path, workspace, [sse_reply(chat_stream(TEXT))], "--context-max-tokens", "300"
+        tmp_path, workspace, [sse_reply(chat_stream(TEXT))], "--context-max-tokens", "800"
     )
     assert server.props_asked == 1 and server.requests == [] and code == 1
     error = events[-1]["error"]
     assert "refused before sending: the fixed frame alone (~" in error
-    assert "exceeds the run's context ceiling of 300 tokens" in error and "tools ~" in error
+    assert "exceeds the run's context ceiling of 800 tokens" in error and "tools ~" in error
     started = next(e for e in events if e.get("kind") == "request_started")
-    assert started["detail"]["window_tokens"] is None and started["detail"]["frame_tokens"] > 300
+    assert started["detail"]["window_tokens"] is None and started["detail"]["frame_tokens"] > 800
     assert f"~{started['detail']['frame_tokens']:,} tokens" in error
     (request,) = trace["requests"]
     assert request["error"] == error and trace["run"]["status"] == "failed"
