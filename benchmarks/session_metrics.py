@@ -98,7 +98,8 @@ def results(messages: Sequence[Message]) -> list[Result]:
         if m.role == "user" and m.content.startswith("[correction of step "):
             call, text, corrects = _correction(m.content, by_step, fixes, edits)
             if call is not None:
-                waiting[str(next(iter(call.arguments.values())))] = text
+                target = str(next(iter(call.arguments.values())))
+                waiting[target] = waiting[_keyed(target, _span_of(text))] = text
             body = text.partition("\n")[2]
             unplaced.append(Result(call, FRAME.sub("", body, count=1), None, corrects))
             out.append(unplaced[-1])
@@ -151,10 +152,11 @@ def _correction(
     if head is None:
         return None, "", ()
     step, kind, target, first, last = head.groups()
+    key = _keyed(target, (int(first), int(last)) if first is not None else None)
     base_at = FIX_BASE.search(content.partition("\n")[0])
     text = content
     if base_at is not None:  # the copy named: a correction placed at that step, or its result
-        base = fixes.get(int(base_at[1]), {}).get(target) or by_step.get(int(base_at[1]))
+        base = fixes.get(int(base_at[1]), {}).get(key) or by_step.get(int(base_at[1]))
         text = apply_echo(base, content) if base is not None else ""
     arguments: dict[str, Any] = {"pattern": target} if kind == "grep" else {"path": target}
     if first is not None:
@@ -162,7 +164,7 @@ def _correction(
     edited = edited_by(content)
     if edited is not None:  # the copy above with the agent's edit applied, numbered from first
         writer, top, _ = edited
-        base = fixes.get(int(step), {}).get(target) or by_step.get(int(step)) or ""
+        base = fixes.get(int(step), {}).get(key) or by_step.get(int(step)) or ""
         text = _edited(base, calls.get(writer), top)
     named = WRITTEN.search(content.partition("\n")[0])
     corrects = [(int(step), kind)]
@@ -170,6 +172,18 @@ def _correction(
         corrects += [(int(n), k) for n, k in NAMED.findall(named[1])]
         text = ""  # it shows nothing of the file: the write's call does
     return ToolCall("", TOOLS.get(kind, kind), arguments), text, tuple(corrects)
+
+
+def _keyed(target: str, span: tuple[int, int] | None) -> str:
+    """A correction's key among those placed at one step: its target and the lines it shows
+    (two ranges of one file corrected at one boundary are two copies)."""
+    return f"{target} (lines {span[0]}-{span[1]})" if span else target
+
+
+def _span_of(text: str) -> tuple[int, int] | None:
+    """The lines a read's result shows, from its numbered lines."""
+    numbers = [int(m.group(1)) for x in _numbered(text) if (m := NUMBERED.match(x))]
+    return (numbers[0], numbers[-1]) if numbers else None
 
 
 def _edited(base: str, edit: ToolCall | None, top: int) -> str:
