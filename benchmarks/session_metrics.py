@@ -81,7 +81,7 @@ def results(messages: Sequence[Message]) -> list[Result]:
     step whose turn follows it."""
     calls = {c.id: c for m in messages for c in m.tool_calls}
     edits = {step_of(c.id) or 0: c for c in calls.values() if c.name == "edit_file"}
-    by_step: dict[int, str] = {}
+    by_step: dict[Any, str] = {}  # by step, and by (step, target)
     fixes: dict[int, dict[str, str]] = {}  # each step's corrections by target, as they stand for
     waiting: dict[str, str] = {}  # corrections not yet placed at their step (its turn is next)
     unplaced: list[Result] = []
@@ -121,6 +121,8 @@ def results(messages: Sequence[Message]) -> list[Result]:
         step = step_of(m.tool_call_id)
         if step is not None and text:
             by_step[step] = text
+            if call is not None and call.arguments:  # whose copy it is, to look it up by
+                by_step[step, str(next(iter(call.arguments.values())))] = text
         origin = (step, KINDS.get(call.name, "")) if step is not None and call else None
         out.append(Result(call, FRAME.sub("", text, count=1), origin))
     return out
@@ -140,7 +142,7 @@ NAMED = re.compile(r"step (\d+)'s (\w+)")
 
 def _correction(
     content: str,
-    by_step: dict[int, str],
+    by_step: dict[Any, str],
     fixes: dict[int, dict[str, str]],
     calls: dict[int, ToolCall],
 ) -> tuple[ToolCall | None, str, tuple[tuple[int, str], ...]]:
@@ -156,15 +158,14 @@ def _correction(
     base_at = FIX_BASE.search(content.partition("\n")[0])
     text = content
     if base_at is not None:  # the copy named: a correction placed at that step, or its result
-        base = fixes.get(int(base_at[1]), {}).get(key) or by_step.get(int(base_at[1]))
-        text = apply_echo(base, content) if base is not None else ""
+        text = _whole(content, _base(int(base_at[1]), key, target, by_step, fixes))
     arguments: dict[str, Any] = {"pattern": target} if kind == "grep" else {"path": target}
     if first is not None:
         arguments |= {"offset": int(first), "limit": int(last) - int(first) + 1}
     edited = edited_by(content)
     if edited is not None:  # the copy above with the agent's edit applied, numbered from first
         writer, top, _ = edited
-        base = fixes.get(int(step), {}).get(key) or by_step.get(int(step)) or ""
+        base = _base(int(step), key, target, by_step, fixes) or ""
         text = _edited(base, calls.get(writer), top)
     named = WRITTEN.search(content.partition("\n")[0])
     corrects = [(int(step), kind)]
@@ -172,6 +173,26 @@ def _correction(
         corrects += [(int(n), k) for n, k in NAMED.findall(named[1])]
         text = ""  # it shows nothing of the file: the write's call does
     return ToolCall("", TOOLS.get(kind, kind), arguments), text, tuple(corrects)
+
+
+def _base(
+    step: int, key: str, target: str, by_step: dict[Any, str], fixes: dict[int, dict[str, str]]
+) -> str | None:
+    """The copy of ``target`` a correction names as step ``step``'s: a correction placed at
+    that step (of those lines, else the latest of the target), or that step's own result."""
+    placed = fixes.get(step, {})
+    return placed.get(key) or placed.get(target) or by_step.get((step, target))
+
+
+def _whole(content: str, base: str | None) -> str:
+    """A correction sent as a difference or a renumbering, taken back to the whole; empty when
+    its base cannot be found (then it shows nothing the metric can read)."""
+    if base is None:
+        return ""
+    try:
+        return apply_echo(base, content)
+    except (AssertionError, ValueError, IndexError):
+        return ""
 
 
 def _keyed(target: str, span: tuple[int, int] | None) -> str:
