@@ -137,6 +137,7 @@ ECHO_FIX = re.compile(
 )
 TOOLS = {kind: tool for tool, kind in KINDS.items()}
 WRITTEN = re.compile(r"; out of date above: (.*?); step \d+'s write_file call above holds ")
+MOVED_TO = re.compile(r"numbered now (\d+)-(\d+) of \d+\]$")
 NAMED = re.compile(r"step (\d+)'s (\w+)")
 
 
@@ -158,7 +159,9 @@ def _correction(
     base_at = FIX_BASE.search(content.partition("\n")[0])
     text = content
     if base_at is not None:  # the copy named: a correction placed at that step, or its result
-        text = _whole(content, _base(int(base_at[1]), key, target, by_step, fixes))
+        moved = MOVED_TO.search(content.partition("\n")[0])
+        count = int(moved[2]) - int(moved[1]) + 1 if moved else None
+        text = _whole(content, _base(int(base_at[1]), key, target, by_step, fixes, count))
     arguments: dict[str, Any] = {"pattern": target} if kind == "grep" else {"path": target}
     if first is not None:
         arguments |= {"offset": int(first), "limit": int(last) - int(first) + 1}
@@ -176,12 +179,23 @@ def _correction(
 
 
 def _base(
-    step: int, key: str, target: str, by_step: dict[Any, str], fixes: dict[int, dict[str, str]]
+    step: int,
+    key: str,
+    target: str,
+    by_step: dict[Any, str],
+    fixes: dict[int, dict[str, str]],
+    lines: int | None = None,
 ) -> str | None:
     """The copy of ``target`` a correction names as step ``step``'s: a correction placed at
-    that step (of those lines, else the latest of the target), or that step's own result."""
+    that step of those lines, else that step's own result, else a correction of the target
+    placed there; with ``lines`` (a renumbering names how many), the one showing that many."""
     placed = fixes.get(step, {})
-    return placed.get(key) or placed.get(target) or by_step.get((step, target))
+    found = [placed.get(key), by_step.get((step, target))]
+    found += [text for k, text in placed.items() if k.startswith(target)]
+    found = [text for text in found if text]
+    if lines is not None:
+        found = [t for t in found if len(list(_numbered(t))) == lines] or found
+    return found[0] if found else None
 
 
 def _whole(content: str, base: str | None) -> str:
