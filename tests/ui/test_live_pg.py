@@ -117,7 +117,7 @@ async def test_two_cockpits_follow_a_worker_run_and_the_first_decider_wins(
             # the CLI, too late
             late = io_tui("decide", "1", "deny", store=pg_url)
             assert late.returncode != 0
-            assert f"already decided (approve by {me})" in late.stdout
+            assert f"already decided (approve by {me})" in late.stderr  # an error: on stderr
             # the worker holding the run got the decision: the run finishes, everywhere
             await until(
                 pilots,
