@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
 import sys
@@ -20,8 +21,10 @@ from io_tui.cli.common import (
     EXIT_PIPE_CLOSED,
     EXIT_USAGE,
     UsageError,
+    add_show_escapes_option,
     add_store_option,
 )
+from io_tui.cli.terminal import guarded
 
 COMMANDS = {  # command → the module that registers it (imported only when needed)
     "run": "io_tui.cli.run",
@@ -46,6 +49,7 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "acp": "io_tui.cli.acp",
     "hooks": "io_tui.cli.hooks",
 }
+RAW_TERMINAL = {"serve", "acp"}  # they own the terminal or speak a protocol on stdout
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,6 +63,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="io-tui", description="A terminal cockpit for coding-agent runs.")
     parser.add_argument("--version", action="version", version=f"io-tui {__version__}")
     add_store_option(parser)
+    add_show_escapes_option(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     for name in dict.fromkeys(_modules_for(argv)):
         importlib.import_module(name).register(sub)
@@ -75,6 +80,8 @@ def _store_everywhere(parser: argparse.ArgumentParser) -> None:
                 _store_everywhere(child)
     if "--store" not in parser._option_string_actions:
         add_store_option(parser)
+    if "--show-escapes" not in parser._option_string_actions:
+        add_show_escapes_option(parser)
 
 
 def _modules_for(argv: Sequence[str] | None) -> list[str]:
@@ -104,10 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return EXIT_USAGE
         handler = open_app
+    raw = args.command is None or args.command in RAW_TERMINAL
+    show = bool(getattr(args, "show_escapes", False))
     try:
-        outcome = handler(args)  # async handlers, or sync ones that run their own loop (serve)
-        code = int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
-        sys.stdout.flush()  # what is still buffered: a reader gone is met here, not at exit
+        with contextlib.nullcontext() if raw else guarded(show=show):
+            outcome = handler(args)  # async handlers, or sync ones that run their own loop
+            code = int(asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome)
+            sys.stdout.flush()  # what is still buffered: a reader gone is met here, not at exit
         return code
     except BrokenPipeError:
         if not _stdout_closed():

@@ -9,6 +9,8 @@ import sys
 from argparse import Namespace
 from typing import TYPE_CHECKING, Any
 
+from io_tui.cli.terminal import exact
+from io_tui.core import json_safe
 from io_tui.paths import default_store_path
 
 if TYPE_CHECKING:
@@ -97,8 +99,20 @@ def error(message: str) -> None:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
+    """``data`` as one JSON document, exact: escapes in it stay JSON escapes (``json_safe``)."""
+    out = exact(sys.stdout)
+    out.write(json_safe(json.dumps(data, ensure_ascii=False, default=str)) + "\n")
+    out.flush()
+
+
+def add_show_escapes_option(parser: Any) -> None:
+    parser.add_argument(
+        "--show-escapes",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="write escape sequences and control characters in untrusted text visibly (\\x1b)"
+        " instead of dropping them (piped output always shows them)",
+    )
 
 
 def add_store_option(parser: Any) -> None:

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TextIO
 
+from io_tui.cli.terminal import exact
 from io_tui.core import READER_GONE, EventKind, EventSink, RunEvent, invalidation_line
 
 
@@ -39,7 +40,7 @@ class JsonLinesSink:
     streamed text delta included."""
 
     def __init__(self, out: TextIO | None = None) -> None:
-        self.out = out or sys.stdout
+        self.out = out or exact(sys.stdout)
 
     def emit(self, event: RunEvent) -> None:
         self.out.write(json.dumps(event.as_json(), default=str) + "\n")

@@ -195,6 +195,13 @@ if TYPE_CHECKING:
         in_flight_calls as in_flight_calls,
     )
     from io_tui.core.run.request import NewRunRequest as NewRunRequest
+    from io_tui.core.safe_text import (
+        json_safe as json_safe,
+        keep_sgr as keep_sgr,
+        shown_name as shown_name,
+        strip_escapes as strip_escapes,
+        visible_escapes as visible_escapes,
+    )
     from io_tui.core.steering.audit import (
         audit_row as audit_row,
         audit_stats as audit_stats,

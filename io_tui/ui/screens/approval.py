@@ -42,7 +42,7 @@ from io_tui.core import (
     is_elicitation,
 )
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
-from io_tui.ui.terminal_text import plain
+from io_tui.ui.terminal_text import name, plain
 from io_tui.ui.widgets.diff_view import DiffView
 
 
@@ -219,7 +219,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         return Content.assemble(
             Content.styled(prefix, "$text-muted"),
             Content.styled(f"Run {req.run_id} asks to {what} ", "bold"),
-            Content.styled(plain(req.target), "bold $text-accent"),
+            Content.styled(name(req.target), "bold $text-accent"),
         )
 
     def set_position(self, position: str) -> None:

@@ -12,7 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Label, Static
 
 from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError, is_elicitation
-from io_tui.ui.terminal_text import plain
+from io_tui.ui.terminal_text import name, plain
 from io_tui.ui.widgets.diff_view import DiffView
 
 MAX_DIFF_FILE_BYTES = 2_000_000
@@ -44,7 +44,7 @@ def request_body(request: ApprovalRequest, current: str | None) -> Iterator[Widg
     if is_file_write(req):
         state = "new file" if current is None else "against the current file"
         view = DiffView(current, req.content, req.target, classes="approval-diff")
-        label = f"{req.target} — {state} · {view.stats.describe()}"
+        label = f"{name(req.target)} — {state} · {view.stats.describe()}"
         yield Label(Content(plain(label)), classes="approval-diff-label")
         yield view
     elif is_elicitation(req):  # the server's message and its form's fields, as asked

@@ -1,4 +1,8 @@
-"""A diff of a proposed write against the current file: unified or side by side (difflib)."""
+"""A diff of a proposed write against the current file: unified or side by side (difflib).
+
+Both sides are shown with their escape sequences and control characters written visibly: an
+operator approves the bytes that land, so a line hidden by SGR 8 shows as ``\x1b[8m…``.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
+
+from io_tui.ui.terminal_text import shown
 
 ADDED = "$text-success on $success-muted"
 REMOVED = "$text-error on $error-muted"
@@ -156,6 +162,9 @@ class DiffView(VerticalScroll):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
+        # the bytes a write lands, escapes and controls shown (``\x1b[8m``): none acts here
+        old = None if old is None else shown(old)
+        new = shown(new)
         self.old = old
         self.new = new
         self.path = path
