@@ -438,8 +438,13 @@ class ApprovalDesk:
         self.decided_here.add(approval_id)
         try:
             result = await self.host.decide(approval_id, decision)
-        except HostError as exc:
-            return f"request {approval_id}: {exc}"
+        except HostError as exc:  # the core's message names the request already
+            said = str(exc)
+            return (
+                said
+                if said.startswith(f"request {approval_id} ")
+                else f"request {approval_id}: {said}"
+            )
         self.refresh_count()
         if result is None:
             return f"request {approval_id}: {decision.kind.value} recorded"

@@ -47,7 +47,7 @@ def test_a_deferred_run_is_cancelled_and_stays_cancelled(tmp_path, workspace, wr
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     assert "run 1 is cancelled; only an interrupted or paused run resumes" in resumed.stderr
     decided = io_tui("decide", "1", "approve", *store)
-    assert decided.returncode == 1 and "already decided (deny by " in decided.stderr
+    assert decided.returncode == 1 and "already decided: denied by " in decided.stderr
     as_json = io_tui("cancel", "1", "--json", *store)
     assert as_json.returncode == 1
     assert json.loads(as_json.stdout) == {

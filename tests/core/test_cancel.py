@@ -118,7 +118,7 @@ async def test_a_cancelled_run_is_neither_cancelled_again_nor_resumed_nor_decide
         await cancel_run(store, run_id, by=BY)
     with pytest.raises(DecideError, match="only an interrupted or paused run resumes"):
         await resume(store, run_id, reconciler=FixedReconciler(ReconcileChoice.SKIP))
-    with pytest.raises(DecideError, match=re.escape(f"already decided (deny by {BY})")):
+    with pytest.raises(DecideError, match=re.escape(f"already decided: denied by {BY}")):
         await decide(store, pending.request.id, Decision.approve())
     assert len(await store.trace.events(run_id)) == events
     assert await rows(store) == [(run_id, "cancelled", "cancelled")]

@@ -95,7 +95,7 @@ async def decide(
             if run is not None and run.status in RESUMABLE
             else ""
         )
-        raise DecideError(f"request {approval_id} was already decided ({kind}){hint}")
+        raise DecideError(f"request {approval_id} was already decided: {kind}{hint}")
     if is_server_ask(record.request) and (run is None or run.status != "running"):
         await expire_server_asks(store, run_id)
         raise DecideError(
@@ -107,7 +107,7 @@ async def decide(
     if not await store.approvals.record_decision(approval_id, decision):
         first = await store.approvals.get(approval_id)
         kind = _decided(first.decision if first is not None else None)
-        raise DecideError(f"request {approval_id} was decided by someone else first ({kind})")
+        raise DecideError(f"request {approval_id} was already decided: {kind}")
     if not resume:
         return Decided(approval_id, run_id, None)
     # read again now the decision is recorded: a run that paused meanwhile is resumed here
@@ -121,11 +121,16 @@ async def decide(
     return Decided(approval_id, run_id, await _resume(store, run, approver, sink, registry, None))
 
 
+_PAST = {"approve": "approved", "rewrite": "rewritten", "remember": "approved and remembered",
+         "deny": "denied", "defer": "deferred"}  # fmt: skip
+
+
 def _decided(decision: Decision | None) -> str:
-    """``approve by alice@laptop (io-tui)``: what the first decider chose, and who."""
+    """``approved by alice@laptop (io-tui)``: what the first decider chose, and who."""
     if decision is None:
-        return "?"
-    return f"{decision.kind.value} by {decision.decided_by}"
+        return "decided"
+    verb = _PAST.get(decision.kind.value, decision.kind.value)
+    return f"{verb} by {decision.decided_by}"
 
 
 async def resume(
