@@ -86,6 +86,15 @@ def unescape_name(text: str) -> str:
     return _SHOWN_BYTE.sub(byte, text)
 
 
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (a non-UTF-8 byte of a name) as ``\\xNN``: text that
+    can be stored and sent as UTF-8, every other character kept."""
+    return _SURROGATE.sub(_shown, text)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
 def json_safe(text: str) -> str:
     """JSON text (``json.dumps(..., ensure_ascii=False)``) whose DEL, C1 controls and lone
     surrogates are written as ``\\u`` escapes: the same JSON value, safe on a terminal and

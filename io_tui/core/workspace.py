@@ -30,6 +30,7 @@ from pathlib import Path
 
 from io_tui.core.errors import WorkspaceError as WorkspaceError  # what containment raises
 from io_tui.core.ledger import Seen, content_digest
+from io_tui.core.safe_text import shown_name, unescape_name
 
 BINARY_SNIFF_BYTES = 8_192
 MAX_READ_BYTES = 32 * 1024 * 1024
@@ -224,8 +225,7 @@ class Workspace:
         raw = os.fspath(path)
         if "\0" in raw:
             raise WorkspaceError("path contains a NUL byte")
-        given = Path(raw or ".")
-        candidate = given if given.is_absolute() else self.root / given
+        candidate = self._given(raw)
         resolved = self._real(candidate)
         if resolved != self.root and not resolved.is_relative_to(self.root):
             raise WorkspaceError(
@@ -233,6 +233,19 @@ class Workspace:
                 "(use a path relative to it)"
             )
         return resolved
+
+    def _given(self, raw: str) -> Path:
+        """``raw`` as a path under the root: as written, or, when no such entry exists and it
+        holds ``\\xNN``, the name those bytes spell (a name shown by ``shown_name``, passed
+        back by the model as it was shown)."""
+        given = Path(raw or ".")
+        candidate = given if given.is_absolute() else self.root / given
+        if "\\x" in raw and not os.path.lexists(candidate):
+            decoded = Path(unescape_name(raw))
+            named = decoded if decoded.is_absolute() else self.root / decoded
+            if os.path.lexists(named) or os.path.lexists(named.parent):
+                return named
+        return candidate
 
     def _real(self, candidate: Path) -> Path:
         """Resolve symlinks in the existing part of ``candidate``; keep the rest lexically.
@@ -247,10 +260,12 @@ class Workspace:
             raise WorkspaceError(f"cannot resolve {candidate}: {exc}") from None
 
     def relative(self, path: str | os.PathLike[str]) -> str:
-        """The POSIX path relative to the root ('.' for the root), for policy and display."""
+        """The POSIX path relative to the root ('.' for the root), for policy and display: a
+        name that is not UTF-8, or holds a control character, is shown byte by byte
+        (``bad\\xff.txt``), and ``resolve`` takes it back as it was shown."""
         resolved = self.resolve(path)
         rel = resolved.relative_to(self.root).as_posix()
-        return rel or "."
+        return shown_name(rel) or "."
 
     def contains(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` resolves inside the root; never raises."""
@@ -321,7 +336,7 @@ class Workspace:
             for s in seen:
                 if s.path not in stats:
                     try:
-                        stats[s.path] = os.stat(self.root / s.path)
+                        stats[s.path] = os.stat(self.root / unescape_name(s.path))
                     except OSError:
                         stats[s.path] = None
                 st = stats[s.path]
@@ -344,7 +359,7 @@ class Workspace:
         if st.st_size > MAX_READ_BYTES or not stat.S_ISREG(st.st_mode):
             return ""  # never opened: a FIFO or device put in the file's place would block
         try:
-            digest = content_digest((self.root / rel).read_bytes())
+            digest = content_digest((self.root / unescape_name(rel)).read_bytes())
         except OSError:
             digest = ""
         self._digests[rel] = (key, digest)
@@ -382,7 +397,8 @@ class Workspace:
         return await asyncio.to_thread(write)
 
     async def list_dir(self, path: str = ".") -> list[tuple[str, bool]]:
-        """``(name, is_dir)`` for each entry, sorted by name."""
+        """``(name, is_dir)`` for each entry, sorted by name; each name as ``shown_name``
+        writes it."""
         target = self.resolve(path)
         display = self.relative(target)
 
@@ -399,7 +415,7 @@ class Workspace:
                             is_dir = entry.is_dir()
                         except OSError:
                             is_dir = False
-                        entries.append((entry.name, is_dir))
+                        entries.append((shown_name(entry.name), is_dir))
                 return sorted(entries)
 
         return await asyncio.to_thread(scan)

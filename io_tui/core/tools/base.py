@@ -14,6 +14,7 @@ from io_tui.core.contract import MemoryLimits
 from io_tui.core.errors import ToolError as ToolError  # what a tool raises, from its leaf
 from io_tui.core.ledger import Observation, ObsKind, Seen
 from io_tui.core.providers.base import ToolSpec
+from io_tui.core.safe_text import escape_surrogates
 from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
@@ -55,8 +56,8 @@ class ToolOutcome:
     seen: tuple[Seen, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "text", redact(self.text))
-        object.__setattr__(self, "target", redact(self.target))
+        object.__setattr__(self, "text", redact(escape_surrogates(self.text)))
+        object.__setattr__(self, "target", redact(escape_surrogates(self.target)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from pydantic import Field
 from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.ledger import ObsKind, Seen, content_digest
+from io_tui.core.safe_text import shown_name
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 from io_tui.core.workspace import (
     BINARY_SNIFF_BYTES,
@@ -111,7 +112,7 @@ class PathGlob:
 
 
 class Entry(NamedTuple):
-    rel: str  # workspace-relative, POSIX
+    rel: str  # workspace-relative, POSIX, as ``shown_name`` writes it
     path: str  # absolute, as walked (not resolved)
     is_dir: bool
     is_link: bool
@@ -124,7 +125,7 @@ def walk(ws: Workspace, start: Path) -> Iterator[Entry]:
     the workspace are not reported at all. ``os.scandir`` gives the link bit without a stat,
     which keeps a walk of a large tree cheap.
     """
-    base = start.relative_to(ws.root).as_posix()
+    base = shown_name(start.relative_to(ws.root).as_posix())
     stack = [(str(start), "" if base == "." else base + "/")]
     while stack:
         dirpath, prefix = stack.pop()
@@ -144,7 +145,7 @@ def walk(ws: Workspace, start: Path) -> Iterator[Entry]:
                 is_dir = False
             if is_dir and e.name in SKIP_DIRS:
                 continue
-            rel = prefix + e.name
+            rel = prefix + shown_name(e.name)
             yield Entry(rel, e.path, is_dir, is_link)
             if is_dir and not is_link:
                 subdirs.append((e.path, rel + "/"))
