@@ -29,6 +29,11 @@ def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(workspace=Workspace(root), run_id=1, step=1, cap_chars=10_000)
 
 
+def _bytes(path: bytes) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 async def call(tool: Tool, ctx: ToolContext, **raw: Any) -> ToolOutcome:
     out = await tool.run(tool.parse(raw), ctx)
     (out.text + out.target).encode("utf-8")  # storable: no surrogate reaches the store
@@ -52,8 +57,7 @@ async def test_a_shown_name_is_taken_back_as_it_is_on_disk(ctx: ToolContext) -> 
     assert "needle too" in inner.text
     await call(WriteFile(), ctx, path=SHOWN, content="rewritten\n")
     root = os.fsencode(ctx.workspace.root)
-    with open(os.path.join(root, BAD), "rb") as f:
-        assert f.read() == b"rewritten\n"
+    assert _bytes(os.path.join(root, BAD)) == b"rewritten\n"
     assert sorted(os.listdir(root)) == [BAD, b"sub"]  # no second file under the shown name
     grep = await call(Grep(), ctx, pattern="rewritten", path=SHOWN)
     assert grep.text == f"{SHOWN}:1:rewritten"
