@@ -162,6 +162,19 @@ os.umask(_UMASK_AT_LOAD)
 
 
 @dataclass(frozen=True, slots=True)
+class ByteRange:
+    """Bytes ``offset`` … ``offset + len(data)`` of a file of ``size`` bytes; ``line``: the
+    line the range starts in."""
+
+    path: str
+    offset: int
+    data: bytes
+    size: int
+    line: int
+    seen: Seen
+
+
+@dataclass(frozen=True, slots=True)
 class ExecResult:
     """How a command ended. ``exit_code`` is negative when a signal ended it (e.g. the timeout)."""
 
@@ -290,11 +303,36 @@ class Workspace:
                 st = os.fstat(f.fileno())  # before the read: a change during it shows as a new stat
                 if st.st_size > max_bytes:
                     raise WorkspaceError(
-                        f"{display} is {st.st_size:,} bytes, more than the {max_bytes:,} this "
-                        "tool reads; use grep to find the part you need"
+                        f"{display} is {st.st_size:,} bytes, more than the {max_bytes:,} a line "
+                        "read takes; read a byte range (byte_offset, byte_limit) or grep for "
+                        "the part you need"
                     )
                 data = f.read()
             return data, Seen(display, len(data), st.st_mtime_ns, content_digest(data))
+
+        return await asyncio.to_thread(read)
+
+    async def read_range(self, path: str, offset: int, limit: int) -> ByteRange:
+        """``limit`` bytes of the file at ``offset`` (fewer at its end), whatever its size, with
+        the line the range starts in (a streamed count of the newlines before it)."""
+        target = self.resolve(path)
+        display = self.relative(target)
+
+        def read() -> ByteRange:
+            with fs_errors(display), os.fdopen(open_regular(target, display), "rb") as f:
+                st = os.fstat(f.fileno())
+                line = 1
+                left = min(offset, st.st_size)
+                while left > 0:
+                    chunk = f.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    line += chunk.count(b"\n")
+                    left -= len(chunk)
+                f.seek(offset)
+                data = f.read(limit)
+            seen = Seen(display, st.st_size, st.st_mtime_ns, content_digest(data))
+            return ByteRange(display, offset, data, st.st_size, line, seen)
 
         return await asyncio.to_thread(read)
 

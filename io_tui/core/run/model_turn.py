@@ -107,6 +107,8 @@ async def refresh_stale_read(state: RunState, obs: Observation) -> Fresh:
         raise RefreshFailed(
             f"policy says {verdict.effect.value} for read ({verdict.rule_text}, layer {verdict.layer})"
         )
+    if obs.span.startswith("bytes "):  # a byte range: the same range again
+        return await _run_again(state, obs, _arguments(state, obs), "read_file")
     arguments: dict[str, Any] = {"path": obs.target}
     lines = span_lines(obs.span)
     if obs.span and lines is not None:

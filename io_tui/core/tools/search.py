@@ -11,18 +11,24 @@ answered with "narrow it" rather than a flood that crowds out the rest of the co
 grep never hangs: its pattern is bounded in size and run by the ``regex`` engine with a timeout
 (a catastrophic pattern costs at most a second per file and ten per call, then says so), and only
 regular files are opened (a FIFO would block until written to).
+
+A file over ``MAX_GREP_FILE_BYTES`` is searched by streaming it a chunk at a time, a line longer
+than ``MAX_STREAM_LINE_BYTES`` in pieces of that size; a hit in a long line is shown as a window
+around the match with its byte offset (``read_file`` reads there). What grep did not search, and
+why, ends its answer: nothing is passed over silently.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import regex
 from pydantic import Field
@@ -44,7 +50,10 @@ SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 MAX_FIND_HITS = 200
 MAX_GREP_HITS = 100
 MAX_GREP_LINE_CHARS = 300
-MAX_GREP_FILE_BYTES = 4 * 1024 * 1024
+MAX_GREP_FILE_BYTES = 4 * 1024 * 1024  # larger files are streamed
+MAX_STREAM_LINE_BYTES = 1024 * 1024  # a longer line is searched in pieces of this size
+STREAM_CHUNK_BYTES = 1024 * 1024
+HIT_CONTEXT_CHARS = 100  # shown before a match in a line too long to show whole
 MAX_GREP_PATTERN_CHARS = 1_000
 GREP_FILE_TIMEOUT_S = 1.0  # the regex's time on one file
 GREP_CALL_TIMEOUT_S = 10.0  # and on all of them
@@ -212,7 +221,9 @@ class _GrepResult:
     total: int = 0
     files: int = 0
     policy_skipped: int = 0
-    large_skipped: int = 0
+    binary_skipped: int = 0  # the tool's description says binary files are skipped
+    streamed: int = 0  # files over MAX_GREP_FILE_BYTES, searched a chunk at a time
+    pieces: int = 0  # lines over MAX_STREAM_LINE_BYTES, searched in pieces
     special_skipped: int = 0  # FIFOs, sockets, devices: never opened
     slow_skipped: int = 0  # the regex ran out of time on them
     unsearched: int = 0  # the call's time ran out before them
@@ -293,6 +304,10 @@ def _scan(
         read = _read_for_grep(entry, result)
         if read is None:
             continue
+        if isinstance(read, _Streamed):
+            if not _stream(entry, read, compiled, literal, deadline, result):
+                result.unsearched += 1
+            continue
         text, seen = read
         if literal is not None and literal not in text:
             result.seen.append(seen)
@@ -308,16 +323,118 @@ def _scan(
         result.total += len(matched)
         result.files += bool(matched)
         shown = matched[: MAX_GREP_HITS - len(result.hits)]
-        for i in shown:
-            line = lines[i]
-            if len(line) > MAX_GREP_LINE_CHARS:
-                line = line[:MAX_GREP_LINE_CHARS] + "…"
-            result.hits.append(f"{entry.rel}:{i + 1}:{line}")
+        for i, at in shown:
+            result.hits.append(f"{entry.rel}:{i + 1}:{_hit_text(lines[i], at)}")
     return result
 
 
-def _matching(compiled: regex.Pattern[str], lines: list[str], deadline: float) -> list[int] | None:
-    """The indexes of the lines ``compiled`` matches, or None when it runs past ``deadline``."""
+def _hit_text(line: str, at: int, base: int | None = None) -> str:
+    """A hit's line, or for a long one a window from a little before the match (at ``at``),
+    headed by where the window starts: its column, or for a streamed file (``base``: the byte
+    the text starts at) its byte in the file, where ``read_file``'s ``byte_offset`` reads."""
+    if len(line) <= MAX_GREP_LINE_CHARS:
+        return line
+    start = max(0, at - HIT_CONTEXT_CHARS)
+    window = line[start : start + MAX_GREP_LINE_CHARS]
+    if base is None:
+        if start == 0:
+            return window + "…"
+        where = f"[col {start + 1:,}] "
+    else:
+        where = f"[byte {base + len(line[:start].encode('utf-8')):,}] "
+    return where + ("…" if start else "") + window + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class _Streamed:
+    """A file too large to read whole: searched as it is read (``_stream``)."""
+
+    handle: BinaryIO
+    size: int
+    mtime_ns: int
+
+
+def _stream(
+    entry: Entry,
+    opened: _Streamed,
+    compiled: regex.Pattern[str],
+    literal: str | None,
+    deadline: float,
+    result: _GrepResult,
+) -> bool:
+    """Search a large file a chunk at a time, lines over ``MAX_STREAM_LINE_BYTES`` in pieces;
+    False when the call's time ran out before its end."""
+    digest = hashlib.blake2b(digest_size=12)
+    matched = 0
+    line_no, line_byte = 1, 0  # the line being assembled and the byte it starts at
+    carry = b""
+    split = False
+    with opened.handle as f:
+        while True:
+            chunk = f.read(STREAM_CHUNK_BYTES)
+            digest.update(chunk)
+            data = carry + chunk
+            parts = data.split(b"\n")
+            carry = parts.pop() if chunk else b""
+            if not chunk and data:
+                parts = parts or [data]
+            for part in parts:
+                matched += _search_piece(
+                    entry, part, line_no, line_byte, compiled, literal, deadline, result
+                )
+                line_byte += len(part) + 1
+                line_no += 1
+                split = False
+            while len(carry) > MAX_STREAM_LINE_BYTES:  # a line too long: search it in pieces
+                piece, carry = carry[:MAX_STREAM_LINE_BYTES], carry[MAX_STREAM_LINE_BYTES:]
+                matched += _search_piece(
+                    entry, piece, line_no, line_byte, compiled, literal, deadline, result
+                )
+                line_byte += len(piece)
+                if not split:
+                    result.pieces += 1
+                    split = True
+            if time.monotonic() >= deadline:
+                return False
+            if not chunk:
+                break
+    result.streamed += 1
+    result.files += bool(matched)
+    result.seen.append(Seen(entry.rel, opened.size, opened.mtime_ns, digest.hexdigest()))
+    return True
+
+
+def _search_piece(
+    entry: Entry,
+    piece: bytes,
+    line_no: int,
+    line_byte: int,
+    compiled: regex.Pattern[str],
+    literal: str | None,
+    deadline: float,
+    result: _GrepResult,
+) -> int:
+    """Search one line (or piece of one) of a streamed file; the number of hits (0 or 1)."""
+    text = piece.decode("utf-8", errors="replace")
+    if literal is not None and literal not in text:
+        return 0
+    try:
+        found = compiled.search(text, timeout=max(0.001, deadline - time.monotonic()))
+    except TimeoutError:
+        return 0
+    if found is None:
+        return 0
+    result.total += 1
+    if len(result.hits) < MAX_GREP_HITS:
+        result.hits.append(f"{entry.rel}:{line_no}:{_hit_text(text, found.start(), line_byte)}")
+    return 1
+
+
+def _matching(
+    compiled: regex.Pattern[str], lines: list[str], deadline: float
+) -> list[tuple[int, int]] | None:
+    """The lines ``compiled`` matches (index, where the match starts), or None when it runs
+    past ``deadline``."""
     search, clock = compiled.search, time.monotonic
     matched = []
     try:
@@ -325,8 +442,8 @@ def _matching(compiled: regex.Pattern[str], lines: list[str], deadline: float) -
             left = deadline - clock()
             if left <= 0:
                 return None
-            if search(line, timeout=left):
-                matched.append(i)
+            if found := search(line, timeout=left):
+                matched.append((i, found.start()))
     except TimeoutError:
         return None
     return matched
@@ -339,23 +456,30 @@ def _readable(ws: Workspace, entry: Entry, policy: Policy) -> bool:
     return all(policy.explain(Act.READ, name).effect is Effect.ALLOW for name in names)
 
 
-def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Seen] | None:
-    """The file's text and what it was, or None for files grep passes over (binary, huge,
-    unreadable)."""
+def _read_for_grep(entry: Entry, result: _GrepResult) -> tuple[str, Seen] | _Streamed | None:
+    """The file's text and what it was; a large file opened to be streamed; or None for files
+    grep passes over (binary, unreadable)."""
     try:
-        with os.fdopen(open_regular(entry.path, entry.rel), "rb") as f:
-            st = os.fstat(f.fileno())
-            if st.st_size > MAX_GREP_FILE_BYTES:
-                result.large_skipped += 1
-                return None
-            head = f.read(BINARY_SNIFF_BYTES)
-            if is_binary(head):
-                return None
-            data = head + f.read()
+        f = os.fdopen(open_regular(entry.path, entry.rel), "rb")
     except WorkspaceError:
         result.special_skipped += 1
         return None
     except OSError:
+        return None
+    try:
+        st = os.fstat(f.fileno())
+        head = f.read(BINARY_SNIFF_BYTES)
+        if is_binary(head):
+            result.binary_skipped += 1
+            f.close()
+            return None
+        if st.st_size > MAX_GREP_FILE_BYTES:
+            f.seek(0)
+            return _Streamed(f, st.st_size, st.st_mtime_ns)  # closed by ``_stream``
+        with f:
+            data = head + f.read()
+    except OSError:
+        f.close()
         return None
     seen = Seen(entry.rel, len(data), st.st_mtime_ns, content_digest(data))
     return data.decode("utf-8", errors="replace"), seen
@@ -370,10 +494,18 @@ def _render(result: _GrepResult, pattern: str, scope: str) -> str:
         lines.append(
             f"({result.policy_skipped} file(s) skipped: the policy does not allow reading them)"
         )
-    if result.large_skipped:
+    if result.streamed:
         lines.append(
-            f"({result.large_skipped} file(s) over {MAX_GREP_FILE_BYTES // 1_048_576} MiB skipped)"
+            f"({result.streamed} file(s) over {MAX_GREP_FILE_BYTES // 1_048_576} MiB searched by "
+            "streaming: one hit per line, shown as a window around the match)"
         )
+    if result.pieces:
+        lines.append(
+            f"({result.pieces} line(s) over {MAX_STREAM_LINE_BYTES // 1_048_576} MiB searched in "
+            f"{MAX_STREAM_LINE_BYTES // 1_048_576} MiB pieces: a match across a piece's edge is "
+            "missed; read_file with byte_offset reads around a hit)"
+        )
+
     if result.special_skipped:
         lines.append(
             f"({result.special_skipped} file(s) skipped: not regular files (FIFOs, sockets, "
