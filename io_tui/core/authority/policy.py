@@ -7,6 +7,8 @@ happens. Evaluation runs across the whole stack: deny > ask > allow > the act's 
 from __future__ import annotations
 
 import fnmatch
+import re
+import shlex
 import stat
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -92,16 +94,66 @@ def _glob_match(pattern: str, target: str) -> bool:
     return False
 
 
+# Programs that run a script named among their arguments: given one from the workspace
+# (``python3 ./tools/x.py``), the script is what runs, and a rule for the interpreter alone
+# (``python3``) does not allow it.
+INTERPRETERS = re.compile(
+    r"(python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|ruby|perl|php|lua|Rscript|tclsh"
+    r"|sh|bash|dash|zsh|ksh|fish|osascript|pwsh)"
+)
+
+
+# an interpreter's options that take the next word as their value; those that end the search
+# (the code or module comes next, not a script file)
+_VALUED = frozenset({"-W", "-X", "-r", "--require", "-o", "-O", "-I", "--import", "--loader"})
+_INLINE = frozenset({"-c", "-e", "-m", "--eval", "-p", "--print", "-E"})
+
+
+def script_index(args: list[str]) -> int | None:
+    """Where an interpreter's script is among its arguments: the first word that is not an
+    option (nor an option's value); None when the code comes inline (``-c``, ``-m``, ``-e``)."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in _INLINE:
+            return None
+        if word == "--":
+            return i + 1 if i + 1 < len(args) else None
+        if word.startswith("-"):
+            i += 2 if word in _VALUED else 1
+            continue
+        return i
+    return None
+
+
+def runs_workspace_script(command: str) -> bool:
+    """Whether ``command`` is an interpreter given a script from the workspace: its script a
+    ``./`` path (``python3 ./tools/x.py``), as ``tools.command.command_line`` writes it."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) < 2 or INTERPRETERS.fullmatch(words[0]) is None:
+        return False
+    at = script_index(words[1:])
+    return at is not None and words[1 + at].startswith("./")
+
+
 def _command_match(pattern: str, command: str) -> bool:
     """An exec target is a command line (``git status --short``) or a tool name (MCP).
 
     A pattern with a space matches the whole line (``git status*``); one without matches the
-    program alone (``pytest``, ``python3``), as well as the whole line.
+    program alone (``pytest``, ``python3``), as well as the whole line. The program is what
+    really runs (``tools.command.command_line``): a bare name is a program found on PATH outside
+    the workspace, a program inside the workspace is its ``./`` path (``./tools/ls``), and an
+    interpreter given a workspace script is not matched by its name alone.
     """
     if fnmatch.fnmatchcase(command, pattern):
         return True
     program = command.split(" ", 1)[0]
-    return " " not in pattern and fnmatch.fnmatchcase(program, pattern)
+    if " " in pattern or runs_workspace_script(command):
+        return False
+    return fnmatch.fnmatchcase(program, pattern)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -154,10 +155,13 @@ def command_hint(request: ApprovalRequest) -> str:
     """For an exec: the program and subcommand the human saw, e.g. ``git status``."""
     if request.act is not Act.EXEC:
         return ""
-    argv = request_argv(request)
-    words = [argv[0].rsplit("/", 1)[-1]] if argv else [request.target]
-    if len(argv) > 1 and not argv[1].startswith("-"):
-        words.append(argv[1])
+    try:  # the line the policy matched: the program as it really runs (``./tools/ls``)
+        line = shlex.split(request.target)
+    except ValueError:
+        line = request.target.split()
+    words = line[:1] or [request.target]
+    if len(line) > 1 and not line[1].startswith("-"):
+        words.append(line[1])
     return " ".join(words)
 
 
