@@ -31,6 +31,7 @@ from pathlib import Path
 from io_tui.core.errors import WorkspaceError as WorkspaceError  # what containment raises
 from io_tui.core.ledger import Seen, content_digest
 from io_tui.core.safe_text import shown_name, unescape_name
+from io_tui.core.sandbox import SandboxPlan
 
 BINARY_SNIFF_BYTES = 8_192
 MAX_READ_BYTES = 32 * 1024 * 1024
@@ -460,8 +461,11 @@ class Workspace:
 
     # -- commands ----------------------------------------------------------------------------
 
-    async def exec(self, argv: Sequence[str], timeout_s: float) -> ExecResult:
-        """Run ``argv`` in the root with stdout and stderr merged, killing its tree on timeout.
+    async def exec(
+        self, argv: Sequence[str], timeout_s: float, *, sandbox: SandboxPlan | None = None
+    ) -> ExecResult:
+        """Run ``argv`` in the root with stdout and stderr merged, killing its tree on timeout;
+        inside ``sandbox`` when one is given (``core.sandbox``: bubblewrap).
 
         The process gets no stdin (so a prompt cannot hang the run), its own session and a tag
         in its environment, so the timeout, a cancelled run, or stragglers it left behind (in
@@ -470,6 +474,11 @@ class Workspace:
         if not argv or not argv[0]:
             raise WorkspaceError("argv must name a program as its first element")
         tag = uuid.uuid4().hex
+        env = command_env(self.env_allow, tag)
+        if sandbox is not None:
+            if self.find_program(argv[0], env) is None:  # bwrap would say it less plainly
+                raise WorkspaceError(f"command not found: {argv[0]}")
+            argv = sandbox.wrap(argv)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -478,7 +487,7 @@ class Workspace:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 start_new_session=True,
-                env=command_env(self.env_allow, tag),
+                env=env,
             )
         except FileNotFoundError:
             raise WorkspaceError(f"command not found: {argv[0]}") from None
@@ -505,6 +514,20 @@ class Workspace:
             reader.cancel()
             waiter.cancel()
         return ExecResult(proc.returncode, sink.text(), timed_out)
+
+    def find_program(self, name: str, env: dict[str, str] | None = None) -> Path | None:
+        """The executable ``name`` starts from the root: a path as given, else the first on
+        the commands' PATH (``env``'s; relative entries from the root, where commands run)."""
+        env = command_env(self.env_allow) if env is None else env
+        if "/" in name:
+            path = Path(name) if Path(name).is_absolute() else self.root / name
+            return path if path.is_file() and os.access(path, os.X_OK) else None
+        for entry in env.get("PATH", os.defpath).split(os.pathsep):
+            base = Path(entry or ".")
+            candidate = (base if base.is_absolute() else self.root / base) / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+        return None
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> None:

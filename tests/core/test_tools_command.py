@@ -72,9 +72,14 @@ async def test_success_reports_exit_code_and_output(ctx: ToolContext) -> None:
     out = await call(ctx, argv=argv)
     lines = out.text.splitlines()
     assert lines[0].startswith("$ ") and "print" in lines[0]
-    assert lines[1:] == ["exit code 0", "hello"]
+    assert lines[1] == "exit code 0" and lines[3:] == ["hello"]
+    assert lines[2].startswith(("[sandboxed", "[not sandboxed"))
     assert (out.kind, out.target) == (ObsKind.EXEC, shlex.join(argv))  # the key of a rerun
-    assert out.data == {"exit_code": 0, "timed_out": False}
+    assert {k: out.data[k] for k in ("exit_code", "timed_out")} == {
+        "exit_code": 0,
+        "timed_out": False,
+    }
+    assert out.data["sandboxed"] is lines[2].startswith("[sandboxed")
     assert not out.is_error
 
 

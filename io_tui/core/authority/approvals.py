@@ -31,6 +31,14 @@ class DecisionKind(StrEnum):
     DEFER = "defer"
 
 
+OUTSIDE_SANDBOX = "outside_sandbox"  # marks a request to rerun a command without the sandbox
+
+
+def is_outside_sandbox(request: ApprovalRequest) -> bool:
+    """Whether ``request`` asks to rerun a command outside the sandbox (``run.escalate``)."""
+    return bool(request.arguments.get(OUTSIDE_SANDBOX))
+
+
 APPROVING = frozenset({DecisionKind.APPROVE, DecisionKind.REWRITE, DecisionKind.REMEMBER})
 """The decisions that let the act go ahead (a REWRITE with the operator's arguments)."""
 

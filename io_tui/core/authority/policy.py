@@ -188,6 +188,32 @@ def builtin_secrets_layer() -> Layer:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxRules:
+    """The policy file's ``[sandbox]``: whether approved commands run in the OS sandbox
+    (``enabled``, where the machine has one), whether a command may run without one
+    (``require``: refused where none is available), and whether it gets the network."""
+
+    enabled: bool = True
+    require: bool = False
+    network: bool = False
+
+    def to_json(self) -> dict[str, bool]:
+        return {"enabled": self.enabled, "require": self.require, "network": self.network}
+
+    @classmethod
+    def from_json(cls, data: object, source: str) -> SandboxRules:
+        if not isinstance(data, dict):
+            raise PolicyError(f"{source}: sandbox: expected a table")
+        unknown = set(data) - {"enabled", "require", "network"}
+        if unknown:
+            raise PolicyError(f"{source}: sandbox: unknown key(s) {', '.join(sorted(unknown))}")
+        for key, value in data.items():
+            if not isinstance(value, bool):
+                raise PolicyError(f"{source}: sandbox.{key}: expected true or false")
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
 class Policy:
     """The rules, and who reviews what they leave to a human: ``reviewer`` (a policy file's
     ``[reviewer]`` table, or ``--approver model:…``) is asked first, and escalates to the human."""
@@ -195,6 +221,7 @@ class Policy:
     layers: tuple[Layer, ...] = field(default_factory=lambda: (builtin_secrets_layer(),))
     defaults: dict[Act, Effect] = field(default_factory=lambda: dict(DEFAULT_EFFECTS))
     reviewer: ReviewerSpec | None = None
+    sandbox: SandboxRules = field(default_factory=SandboxRules)
 
     def explain(self, act: Act | str, target: str) -> Verdict:
         act = Act(act)
@@ -250,6 +277,7 @@ class Policy:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "sandbox": self.sandbox.to_json(),
             "defaults": {act.value: eff.value for act, eff in self.defaults.items()},
             "layers": [
                 {
@@ -272,7 +300,7 @@ class Policy:
         """Build a policy from parsed TOML/JSON. The builtin secrets layer is always kept."""
         if not isinstance(data, dict):
             raise PolicyError(f"{source}: expected a table at the top level")
-        unknown = set(data) - {"defaults", "layers", "reviewer"}
+        unknown = set(data) - {"defaults", "layers", "reviewer", "sandbox"}
         if unknown:
             raise PolicyError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
         defaults = dict(DEFAULT_EFFECTS)
@@ -319,7 +347,8 @@ class Policy:
                 reviewer = ReviewerSpec.from_json(data["reviewer"], source=source)
             except ReviewerSpecError as exc:
                 raise PolicyError(str(exc)) from None
-        return cls(tuple(layers), defaults, reviewer)
+        sandbox = SandboxRules.from_json(data.get("sandbox") or {}, source)
+        return cls(tuple(layers), defaults, reviewer, sandbox)
 
     @classmethod
     def load(cls, path: Path) -> Policy:

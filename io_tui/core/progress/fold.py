@@ -57,6 +57,8 @@ def _tail(text: str, limit: int = TAIL_CHARS) -> str:
     body = untrusted_body(text)
     if body.startswith("$ "):
         body = body.split("\n", 2)[-1] if body.count("\n") >= 2 else ""
+        if body.startswith(("[sandboxed", "[not sandboxed")):  # whether it ran sandboxed
+            body = body.partition("\n")[2]
     body = body.strip()
     return body if len(body) <= limit else "…" + body[-limit:]
 

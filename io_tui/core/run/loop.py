@@ -78,6 +78,7 @@ from io_tui.core.store.runs import FIRST_EPOCH
 from io_tui.core.telemetry import Parent, RunTrace
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
+from io_tui.core.tools.command import sandbox_status
 from io_tui.core.workspace import Workspace
 
 VERIFY_TIMEOUT_S = 300
@@ -316,6 +317,22 @@ class Run:
             except (StoreError, sqlite3.Error):
                 continue  # a busy store: the next beat tries again
 
+    async def _say_sandbox(self) -> None:
+        """Where commands cannot be sandboxed here, the run says so once, at its start."""
+        state = self.state
+        if "run_command" not in state.registry:
+            return
+        status = await asyncio.to_thread(sandbox_status, state.policy)
+        if status.available:
+            return
+        if state.policy.sandbox.require:
+            text = (
+                f"no sandbox here ({status.reason}); [sandbox] require = true: commands are refused"
+            )
+        else:
+            text = f"commands run without a sandbox: {status.reason}"
+        state.publish(EventKind.WARNING, {"message": text})
+
     async def _drive(self, *, resumed: bool) -> RunResult:
         state = self.state
         try:
@@ -337,6 +354,7 @@ class Run:
                     **({"fork_of": state.pinned.source} if state.pinned is not None else {}),
                 },
             )
+            await self._say_sandbox()
             blocked = await self._start_hooks(origin, session, resumed=resumed)
             if blocked is not None:
                 self.failure = blocked

@@ -24,6 +24,7 @@ from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
+from io_tui.core.run.escalate import ask_outside_sandbox
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.meter import CostMeter
 from io_tui.core.run.pinned import PinnedRequest
@@ -380,6 +381,7 @@ class RunState:
             emit=lambda kind, detail: self.publish(EventKind(kind), detail),
             spawn=self.spawn,
             sample=partial(answer_server, self, step),
+            escalate=partial(ask_outside_sandbox, self, step),
             recall=partial(find_recorded, self.store.runs, self.run_id, str(self.workspace.root)),
         )
 

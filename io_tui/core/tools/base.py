@@ -18,6 +18,7 @@ from io_tui.core.safe_text import escape_surrogates
 from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
+    from io_tui.core.sandbox import Denial
     from io_tui.core.store.notes import NoteRepo
     from io_tui.core.workspace import Workspace
 
@@ -107,6 +108,9 @@ class ToolContext:
     # a handle (a call id of this run, or a progress ledger's ``r<run>.s<step>.<call id>``) →
     # its recorded result, whole (``tools.recall``)
     recall: Callable[[str], Awaitable[Recorded | None]] | None = None
+    # a command the sandbox refused (call id, argv, what it refused) → whether the operator
+    # approves a rerun outside the sandbox, asked as its own decision (``core.run.escalate``)
+    escalate: Callable[[str, list[str], list[Denial]], Awaitable[bool]] | None = None
 
 
 class Tool(ABC):

@@ -19,11 +19,15 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from io_tui.core.authority.policy import INTERPRETERS, Act, script_index
+from io_tui.core.authority.policy import INTERPRETERS, Act, Effect, Policy, script_index
 from io_tui.core.ledger import ObsKind
-from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolOutcome
-from io_tui.core.workspace import Workspace, command_env
+from io_tui.core.sandbox import SandboxPlan, SandboxStatus, denials, plan, probe
+from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
+from io_tui.core.workspace import ExecResult, Workspace
+from io_tui.paths import config_dir, default_store_path
 
+SANDBOXED = "sandboxed"
+NOT_SANDBOXED = "not sandboxed"
 DEFAULT_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 600.0
 
@@ -108,7 +112,7 @@ def program_name(argv: list[str], workspace: Workspace) -> str:
     workspace), else the path as given (``/tmp/x/ls`` is not ``ls``)."""
     given = argv[0]
     name = PurePath(given).name or given
-    found = which(name, workspace)
+    found = workspace.find_program(name)
     if "/" not in given:
         if found is None:
             return given  # it will not start: "command not found"
@@ -130,18 +134,6 @@ SYSTEM_BIN = frozenset(
 )
 
 
-def which(name: str, workspace: Workspace) -> Path | None:
-    """The executable a command named ``name`` starts: the first on the commands' PATH, whose
-    relative entries (``.``, ``bin``, an empty one) are taken from the workspace root, where
-    commands run."""
-    for entry in command_env(workspace.env_allow).get("PATH", os.defpath).split(os.pathsep):
-        base = Path(entry or ".")
-        candidate = (base if base.is_absolute() else workspace.root / base) / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 class RunCommand(Tool):
     name = "run_command"
     description = (
@@ -155,18 +147,86 @@ class RunCommand(Tool):
         return Gate(Act.EXEC, line, json.dumps(args.argv))
 
     async def run(self, args: RunCommandArgs, ctx: ToolContext) -> ToolOutcome:
-        result = await ctx.workspace.exec(args.argv, args.timeout_s)
-        if result.timed_out:
-            status = f"timed out after {args.timeout_s:g}s; the process group was killed"
-        else:
-            status = f"exit code {result.exit_code}"
-        output = result.output if result.output else "(no output)"
+        policy = ctx.policy or Policy()
+        status = sandbox_status(policy)
+        if not status.available and policy.sandbox.require:
+            raise ToolError(
+                "the policy requires a sandbox ([sandbox] require = true) and none is available"
+                f" here: {status.reason}; the command did not run"
+            )
+        box = sandbox_plan(ctx.workspace, policy) if status.available else None
+        result = await ctx.workspace.exec(args.argv, args.timeout_s, sandbox=box)
         line = shlex.join(args.argv)
-        text = f"$ {line}\n{status}\n{output}"
+        text = f"$ {line}\n{_status(result, args.timeout_s, status)}\n{_output(result)}"
+        data: dict[str, Any] = {
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "sandboxed": box is not None,
+            "sandbox": status.mechanism if box is not None else status.reason,
+        }
+        refused = (
+            denials(result.output, args.argv, box)
+            if box is not None and result.exit_code != 0
+            else []
+        )
+        if refused:
+            data["denied"] = [d.to_json() for d in refused]
+            text += "\n[sandbox] refused " + "; ".join(d.describe() for d in refused)
+            rerun = ctx.escalate is not None and await ctx.escalate(ctx.call_id, args.argv, refused)
+            data["rerun_outside_sandbox"] = rerun
+            if rerun:
+                result = await ctx.workspace.exec(args.argv, args.timeout_s)
+                outside = SandboxStatus(False, "rerun outside it, approved by the operator")
+                text += (
+                    f"\n\n$ {line}  (outside the sandbox, approved by the operator)\n"
+                    f"{_status(result, args.timeout_s, outside)}\n{_output(result)}"
+                )
+                data.update(exit_code=result.exit_code, timed_out=result.timed_out)
+            else:
+                text += (
+                    ". It did not run outside the sandbox: only the operator can allow that"
+                    " (a rerun outside the sandbox is its own decision)."
+                )
         return ToolOutcome(  # the whole argv is the target: a rerun of it supersedes this one
             text,
             ObsKind.EXEC,
             line,
             is_error=result.timed_out or result.exit_code != 0,
-            data={"exit_code": result.exit_code, "timed_out": result.timed_out},
+            data=data,
         )
+
+
+def _status(result: ExecResult, timeout_s: float, sandbox: SandboxStatus) -> str:
+    """The lines under the command: how it ended, then whether it ran sandboxed."""
+    if result.timed_out:
+        how = f"timed out after {timeout_s:g}s; the process group was killed"
+    else:
+        how = f"exit code {result.exit_code}"
+    return f"{how}\n{sandbox_line(sandbox)}"
+
+
+def sandbox_line(sandbox: SandboxStatus) -> str:
+    """``[sandboxed: bubblewrap …]`` or ``[not sandboxed: why]``: the line a command's result
+    carries under its exit status (the trace, the transcript and the inspector show it)."""
+    if sandbox.available:
+        return f"[{SANDBOXED} ({sandbox.mechanism}): writes only to the workspace and /tmp]"
+    return f"[{NOT_SANDBOXED}: {sandbox.reason}]"
+
+
+def _output(result: ExecResult) -> str:
+    return result.output if result.output else "(no output)"
+
+
+def sandbox_status(policy: Policy) -> SandboxStatus:
+    """Whether this policy's commands run sandboxed here, and if not, why."""
+    if not policy.sandbox.enabled:
+        return SandboxStatus(False, "the policy turns the sandbox off ([sandbox] enabled = false)")
+    return probe()
+
+
+def sandbox_plan(workspace: Workspace, policy: Policy) -> SandboxPlan:
+    """The sandbox of a command in ``workspace`` under ``policy``: the network only where the
+    policy allows it (``[sandbox] network``, or ``net`` allowed by default)."""
+    network = policy.sandbox.network or policy.defaults.get(Act.NET) is Effect.ALLOW
+    own = (config_dir(), default_store_path().parent)
+    return plan(workspace.root, network=network, extra_hidden=own)
