@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
+from acp import PROTOCOL_VERSION, RequestError, text_block, tool_content, update_agent_message_text
 from acp.schema import (
     AgentCapabilities,
     CloseSessionResponse,
@@ -33,6 +33,7 @@ from acp.schema import (
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
+    PermissionOption,
     PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
@@ -45,6 +46,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionResumeCapabilities,
     StopReason,
+    ToolCallUpdate,
 )
 
 from io_tui import __version__
@@ -58,6 +60,7 @@ from io_tui.core import (
     HAND_BACK,
     OPERATOR_CANCEL,
     DecideError,
+    FoundServers,
     Harness,
     NewRunRequest,
     Outcome,
@@ -65,11 +68,13 @@ from io_tui.core import (
     RunResult,
     StoreError,
     ToolRegistry,
+    admit_workspace_servers,
     build_hub,
     build_run,
     harness_registry,
     resume,
     start_run,
+    strip_escapes,
 )
 
 if TYPE_CHECKING:
@@ -91,7 +96,9 @@ STOP_REASONS: dict[Outcome, StopReason] = {
 }
 TITLE_CHARS = 80
 
-Servers = Callable[[Path], Mapping[str, "ServerSource"]]
+# a directory → the config's MCP servers for it (``FoundServers``: its .mcp.json's marked), or
+# a plain mapping of servers
+Servers = Callable[[Path], "FoundServers | Mapping[str, ServerSource]"]
 
 
 def invalid(details: str, **data: Any) -> RequestError:
@@ -471,7 +478,7 @@ class IoAgent:
             contract, provider, policy = await build_run(self.store, self.settings, request)
         except ValueError as exc:
             raise invalid(f"the run cannot start: {exc}") from None
-        servers = self._servers(session)
+        servers = await self._servers(session)
         harness = Harness(
             store=self.store,
             provider=provider,
@@ -521,19 +528,69 @@ class IoAgent:
         except DecideError as exc:
             raise RequestError.invalid_request({"details": str(exc)}) from None
 
-    def _servers(self, session: Session) -> dict[str, ServerSource]:
+    async def _servers(self, session: Session) -> dict[str, ServerSource]:
         """The config's MCP servers for the session's directory (read once per directory), and
-        the client's over them."""
+        the client's over them. A workspace ``.mcp.json`` the operator has not trusted is put
+        to the client first (``session/request_permission``): trusted, its digest is kept in
+        the store; not, its servers stay off and the log says so."""
         if session.cwd not in self._configured:
-            self._configured[session.cwd] = dict(self.servers(session.cwd))
+            found = self.servers(session.cwd)
+            if not isinstance(found, FoundServers):
+                found = FoundServers(dict(found))
+            admitted, said = await admit_workspace_servers(self.store, found)
+            if said and await self._client_trusts(session, found):
+                admitted, said = await admit_workspace_servers(self.store, found)
+            for line in said:
+                log.warning("%s", line)
+            self._configured[session.cwd] = dict(admitted.servers)
         return {**self._configured[session.cwd], **session.servers}
+
+    async def _client_trusts(self, session: Session, found: FoundServers) -> bool:
+        """Ask the client whether to trust the workspace's ``.mcp.json`` as it is (its digest),
+        showing what it starts; True once trusted (and kept in the store)."""
+        assert found.workspace_file is not None
+        try:
+            text = await asyncio.to_thread(found.workspace_file.read_text, "utf-8", "replace")
+        except OSError:
+            return False
+        digest = found.workspace_digest
+        why = (
+            f"{found.workspace_file} (digest {digest[:12]}) starts these MCP servers:"
+            f" {', '.join(found.from_workspace)}. Trust this exact content? A changed file is"
+            f" asked about again.\n\n{strip_escapes(text)}"
+        )
+        try:
+            answer = await self.client.request_permission(
+                session_id=session.id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=f"mcp-trust-{digest[:12]}",
+                    title=f"Trust {found.workspace_file.name} in {session.cwd}",
+                    kind="execute",
+                    status="pending",
+                    content=[tool_content(text_block(why))],
+                    raw_input={"file": str(found.workspace_file), "digest": digest},
+                ),
+                options=[
+                    PermissionOption(option_id="trust", name="Trust it", kind="allow_once"),
+                    PermissionOption(option_id="no", name="Do not start them", kind="reject_once"),
+                ],
+            )
+        except Exception as exc:  # a client that cannot ask: the servers stay off
+            log.warning("could not ask the client to trust %s: %s", found.workspace_file, exc)
+            return False
+        outcome = getattr(answer.outcome, "option_id", None)
+        if outcome != "trust":
+            return False
+        workspace = str(found.workspace_file.parent.resolve())
+        await self.store.trust.trust(workspace, digest, f"{self.client_name} (ACP)")
+        return True
 
     async def _hub(self, session: Session) -> McpHub | None:
         """The session's MCP servers (the config's for its directory, and the client's), started
         in the background at its first prompt: a run waits for them at most ``[mcp]
         ready_wait_s``, and the tools of one that is ready later join the run then."""
         hub = self._hubs.get(session.id)
-        servers = self._servers(session)
+        servers = await self._servers(session)
         if hub is None and servers:
             hub = build_hub(
                 servers,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from io_tui.cli.common import add_store_option, open_store
-from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers
+from io_tui.cli.mcp_setup import add_mcp_config_option, found_servers, mcp_servers
 from io_tui.cli.run import add_run_settings_options, policy_from, provider_from, settings_from
 
 
@@ -42,6 +42,8 @@ async def acp_command(args: argparse.Namespace) -> int:
     mcp_servers(settings, args.mcp_config)
     store = await open_store(args, create=True, check=True)
     try:
-        return await serve(store, settings, lambda cwd: mcp_servers(settings, args.mcp_config, cwd))
+        return await serve(
+            store, settings, lambda cwd: found_servers(settings, args.mcp_config, cwd)
+        )
     finally:
         await store.close()

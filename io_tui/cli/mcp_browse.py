@@ -32,7 +32,7 @@ NONE_CONFIGURED = (
 async def _started(args: argparse.Namespace) -> AsyncIterator[McpHub | None]:
     """Every configured server started (or only ``args.server``), each that failed warned on
     stderr; None when none is configured. UsageError for a server not configured."""
-    servers = command_servers(args)
+    servers = await command_servers(args)
     if args.server is not None:
         if args.server not in servers:
             known = ", ".join(sorted(servers)) or "none"

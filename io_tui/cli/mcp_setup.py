@@ -16,12 +16,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from io_tui.cli.common import UsageError
+from io_tui.cli.common import UsageError, open_store
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import McpConfigError, configured_servers
 
 if TYPE_CHECKING:
-    from io_tui.core import McpHub, ServerSource, ToolRegistry
+    from io_tui.core import FoundServers, McpHub, Policy, ServerSource, Store, ToolRegistry
 
 
 def add_mcp_config_option(parser: Any) -> None:
@@ -33,14 +33,56 @@ def add_mcp_config_option(parser: Any) -> None:
     )
 
 
-def command_servers(args: Any) -> dict[str, ServerSource]:
+async def command_servers(args: Any) -> dict[str, ServerSource]:
     """The servers of an ``io-tui mcp`` command: the config's with ``args.workspace``'s
-    ``.mcp.json`` and ``args.mcp_config``'s; UsageError for a config that does not load."""
+    ``.mcp.json`` (once trusted) and ``args.mcp_config``'s; UsageError for a config that does
+    not load."""
     try:
         settings = load_settings()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    return mcp_servers(settings, args.mcp_config, Path(args.workspace))
+    return await admitted(args, found_servers(settings, args.mcp_config, Path(args.workspace)))
+
+
+def found_servers(settings: Settings, path: Path | None, workspace: Path | None) -> FoundServers:
+    """``configured_servers`` for ``workspace``, its ``.mcp.json`` marked; UsageError if a file
+    does not load."""
+    try:
+        return configured_servers(settings, workspace, path)
+    except McpConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def admitted(
+    args: Any, found: FoundServers, policy: Policy | None = None
+) -> dict[str, ServerSource]:
+    """``found``'s servers, the workspace ``.mcp.json``'s only when the operator trusted its
+    content (``io-tui mcp trust``; the digests are in the store, which this never creates) and
+    the policy does not deny starting them; what is left out, and what it starts, on stderr."""
+    if found.from_workspace:
+        from io_tui.core import admit_workspace_servers
+
+        store = await existing_store(args)
+        try:
+            found, said = await admit_workspace_servers(store, found, policy)
+        finally:
+            if store is not None:
+                await store.close()
+        for line in said:
+            sys.stderr.write(f"io-tui: {line}\n")
+    if (announcement := found.announcement()) is not None:
+        sys.stderr.write(f"io-tui: {announcement}\n")
+    return found.servers
+
+
+async def existing_store(args: Any) -> Store | None:
+    """The store, when there is one (None: nothing has been trusted yet)."""
+    from io_tui.core import StoreError
+
+    try:
+        return await open_store(args)
+    except (UsageError, StoreError):
+        return None
 
 
 def mcp_servers(

@@ -19,7 +19,13 @@ from io_tui.cli.common import (
     open_store,
     print_json,
 )
-from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
+from io_tui.cli.mcp_setup import (
+    add_mcp_config_option,
+    admitted,
+    found_servers,
+    opened_hub,
+    tool_registry,
+)
 from io_tui.cli.sinks import HumanSink, JsonLinesSink, UntilReaderGone
 from io_tui.config import ConfigError, Settings, load_settings
 from io_tui.core import (
@@ -235,10 +241,11 @@ async def run_command(args: argparse.Namespace) -> int:
             contract = await continue_with(args, contract)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    servers = mcp_servers(settings, args.mcp_config, workspace.root if workspace else None)
-    provider = provider_from(settings)
     # a queued run's reviewer is built by the worker, with the worker's keys
     policy = await with_approver(args, policy_from(settings), check=not args.queue)
+    found = found_servers(settings, args.mcp_config, workspace.root if workspace else None)
+    servers = await admitted(args, found, policy)
+    provider = provider_from(settings)
     if git is None:  # a queued run's worker asks its own server
         await check_fit(args, provider, contract)
     origin = RunOrigin.at_start(settings, servers)  # what a resume in any process rebuilds

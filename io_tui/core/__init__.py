@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         DecisionKind as DecisionKind,
         RememberRule as RememberRule,
         RuleScope as RuleScope,
+        is_outside_sandbox as is_outside_sandbox,
         operator as operator,
     )
     from io_tui.core.authority.policy import (
@@ -112,7 +113,7 @@ if TYPE_CHECKING:
         discover_mcp_files as discover_mcp_files,
         load_mcp_file as load_mcp_file,
     )
-    from io_tui.core.mcp.config import read_servers as read_servers
+    from io_tui.core.mcp.config import FoundServers as FoundServers, read_servers as read_servers
     from io_tui.core.mcp.elicitation import (
         FormField as FormField,
         form_fields as form_fields,
@@ -170,7 +171,9 @@ if TYPE_CHECKING:
     from io_tui.core.run.loop import start_run as start_run
     from io_tui.core.run.mcp_hubs import (
         McpHubs as McpHubs,
+        admit_workspace_servers as admit_workspace_servers,
         build_hub as build_hub,
+        server_command_line as server_command_line,
     )
     from io_tui.core.run.origin import (
         RunOrigin as RunOrigin,

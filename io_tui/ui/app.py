@@ -55,6 +55,7 @@ from io_tui.ui.bridge import EventPump
 from io_tui.ui.commands import (
     Cockpit,
     KeyCommands,
+    McpTrustCommands,
     MemoryCommands,
     RunCommands,
     SteeringCommands,
@@ -107,6 +108,7 @@ class IoApp(App[int]):
         ThemeCommands,
         MemoryCommands,
         SteeringCommands,  # approvals: inbox / rules / memory editor / audit
+        McpTrustCommands,  # the selected run's workspace .mcp.json, trusted by its digest
         PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
     }
     BINDINGS = [

@@ -12,8 +12,10 @@ query for something else never offers it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from textual.app import App
@@ -23,6 +25,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from io_tui.core import Store
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.state import RunView, counted
+from io_tui.ui.terminal_text import file_name, shown
 
 
 class Cockpit(Protocol):
@@ -212,6 +215,61 @@ class SteeringCommands(ListedCommands):
             ("Approvals: audit", partial(run, "audit"), "every decision, rate, median wait"),
             ("Memory: open editor", partial(run, "memory"), "notes, pins, recalls, caps"),
         ]
+
+
+class McpTrustCommands(ListedCommands):
+    """Trust the selected run's workspace ``.mcp.json`` (its exact content): its servers start
+    in the runs there from then on."""
+
+    def commands(self) -> list[tuple[str, Callable[[], Any], str]]:
+        workspace = _selected_workspace(self.io_app)
+        if not workspace:
+            return []
+        return [
+            (
+                "MCP: trust this workspace's .mcp.json",
+                partial(_mcp_trust, self.app, self.io_app.store, workspace),
+                workspace,
+            )
+        ]
+
+
+def _mcp_trust(app: App[Any], store: Store, workspace: str) -> None:
+    app.run_worker(_mcp_trust_worker(app, store, workspace), group="db", exit_on_error=False)
+
+
+async def _mcp_trust_worker(app: App[Any], store: Store, workspace: str) -> None:
+    """Show the file and what it starts, and keep its digest once the operator says yes."""
+    from io_tui.core import McpConfigError, configured_servers, operator, server_command_line
+    from io_tui.ui.screens.confirm import ConfirmScreen
+
+    settings = getattr(app, "settings", None)
+    try:
+        found = configured_servers(settings, Path(workspace))  # type: ignore[arg-type]
+    except (McpConfigError, AttributeError) as exc:
+        app.notify(str(exc), title="MCP", severity="error")
+        return
+    if found.workspace_file is None or not found.from_workspace:
+        app.notify(f"no .mcp.json with servers in {file_name(workspace)}", title="MCP")
+        return
+    text = await asyncio.to_thread(found.workspace_file.read_text, "utf-8", "replace")
+    starts = "\n".join(
+        f"  {n}: {server_command_line(e) or getattr(e, 'url', '')}"
+        for n, e in found.from_workspace.items()
+    )
+    question = (
+        f"Trust {file_name(str(found.workspace_file))} (digest {found.workspace_digest[:12]})?\n"
+        f"It starts:\n{starts}\n\n{shown(text)}\n\nA changed file is asked about again."
+    )
+    if not await app.push_screen_wait(ConfirmScreen(question)):
+        return
+    await store.trust.trust(
+        str(found.workspace_file.parent.resolve()), found.workspace_digest, operator("io-tui")
+    )
+    app.notify(
+        f"trusted {file_name(str(found.workspace_file))}: its servers start in the next run there",
+        title="MCP",
+    )
 
 
 def _bindings(items: Any) -> list[Binding]:

@@ -258,7 +258,7 @@ class InlineHost:
         if self._hubs is None:
             from io_tui.core import McpHubs
 
-            self._hubs = McpHubs(self.settings, self._notice)
+            self._hubs = McpHubs(self.settings, self._notice, self.store)
         return self._hubs
 
     def build_approver(self) -> Approver:
@@ -421,7 +421,7 @@ class InlineHost:
         except ValueError as exc:
             self.app.post_message(RunEnded(None, error=str(exc)))
             return
-        hub = await self.hubs.for_run(run.found, run.contract.workspace)
+        hub = await self.hubs.for_run(run.found, run.contract.workspace, run.notices)
         work = self._run(
             run.contract, run.provider, run.policy, request.seed_run_id, run.origin, hub
         )

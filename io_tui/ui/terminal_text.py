@@ -34,7 +34,7 @@ def shown(text: str) -> str:
     return visible_escapes(text)
 
 
-def name(text: str) -> str:
+def file_name(text: str) -> str:
     """A file name or path with every control and non-UTF-8 byte written as ``\\xNN``."""
     return shown_name(text)
 

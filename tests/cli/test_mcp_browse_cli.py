@@ -23,6 +23,8 @@ def everything(tmp_path: Path) -> Path:
     workspace.mkdir()
     server = {"command": "node", "args": [str(server_everything_entry()), "stdio"]}
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"everything": server}}))
+    trusted = io_tui("mcp", "trust", cwd=workspace)  # as the operator does, once
+    assert trusted.returncode == 0, trusted.stderr
     return workspace
 
 

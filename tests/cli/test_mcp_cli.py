@@ -264,6 +264,13 @@ def test_list_reads_a_workspace_mcp_json_the_user_file_and_a_json_mcp_config(
     user_dir.mkdir(parents=True, exist_ok=True)
     time_json(user_dir / "mcp.json", "mine")
     extra = time_json(tmp_path / "given.json", "given")
+    # not trusted yet: the workspace's file starts nothing, and says how to trust it
+    assert main(["mcp", "list", "-w", str(workspace), "--mcp-config", str(extra), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert sorted(s["name"] for s in json.loads(captured.out)["servers"]) == ["given", "mine"]
+    assert "is not trusted" in captured.err and "io-tui mcp trust" in captured.err
+    assert main(["mcp", "trust", "-w", str(workspace)]) == 0
+    assert "trusted " in capsys.readouterr().out
     assert main(["mcp", "list", "-w", str(workspace), "--mcp-config", str(extra), "--json"]) == 0
     captured = capsys.readouterr()
     names = [s["name"] for s in json.loads(captured.out)["servers"]]

@@ -21,10 +21,12 @@ def run_with(workspace: Path, servers: dict[str, Any], calls: list[dict[str, Any
     """One ``io-tui run`` in ``workspace`` whose ``.mcp.json`` names ``servers``, the scripted
     model making ``calls`` one step each; the run's trace."""
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    store = str(tmp_path / "store.db")
+    trusted = io_tui("mcp", "trust", "-w", str(workspace), "--store", store)
+    assert trusted.returncode == 0, trusted.stderr
     script = tmp_path / "script.json"
     turns = [{"tool_calls": [call]} for call in calls] + [{"text": "done"}]
     script.write_text(json.dumps({"model": "scripted", "turns": turns}))
-    store = str(tmp_path / "store.db")
     done = io_tui(
         "run", "look", "-w", str(workspace), "--provider", f"scripted:{script}",
         "--approve", "all", "--store", store, "--json",
@@ -83,6 +85,7 @@ def test_mcp_server_git_lists_its_tools_and_reports_a_real_repositorys_status(
     (repo / "new.txt").write_text("new\n")
     server = {"command": sys.executable, "args": ["-m", "mcp_server_git"]}
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"git": server}}))
+    assert io_tui("mcp", "trust", cwd=repo).returncode == 0
     listed = io_tui("mcp", "list", "--json", cwd=repo)
     assert listed.returncode == 0, listed.stderr
     [status] = json.loads(listed.stdout)["servers"]

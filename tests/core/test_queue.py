@@ -372,8 +372,8 @@ async def test_draining_defers_an_ask_and_a_decided_pause_goes_back_to_the_queue
 async def test_handing_back_ends_a_run_interrupted_for_another_worker(
     store, tmp_path, workspace, write_script
 ):
-    release = tmp_path / "release"
-    code = f"while [ ! -e {release} ]; do sleep 0.02; done; echo ran >> {tmp_path}/effects"
+    release = workspace / "release"  # in the workspace: the command's sandbox writes nowhere else
+    code = f"while [ ! -e {release} ]; do sleep 0.02; done; echo ran >> {workspace}/effects"
     script = write_script(
         [
             {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
@@ -395,13 +395,13 @@ async def test_handing_back_ends_a_run_interrupted_for_another_worker(
     await asyncio.wait_for(nxt.serve(), 30)
     entry = await store.queue.entry(run_id)
     assert entry is not None and entry.held and "run_command" in entry.held
-    assert not (tmp_path / "effects").exists()
+    assert not (workspace / "effects").exists()
     await store.queue.release(run_id, "rerun")
     release.touch()
     last = worker(store, tmp_path)
     await asyncio.wait_for(last.serve(), 30)
     assert last.results[run_id].status == "finished"
-    assert (tmp_path / "effects").read_text() == "ran\n"  # once: the operator's rerun
+    assert (workspace / "effects").read_text() == "ran\n"  # once: the operator's rerun
 
 
 async def test_a_queued_run_gets_the_mcp_servers_it_was_queued_with(

@@ -393,6 +393,15 @@ async def test_a_run_gets_its_workspaces_mcp_json_and_a_wrong_one_fails_as_the_c
         {"text": "done"},
     ]
     spec["provider"] = script(tmp_path, turns)
+    await worker.send({"op": "start", "tag": "t0", "request": spec, "approve": "all"})
+    untrusted = await worker.until("notice")  # not started before the operator trusts it
+    assert untrusted["text"].startswith(f"{workspace / '.mcp.json'} is not trusted (digest ")
+    first = (await worker.until("ended"))["result"]["run_id"]
+    async with await Store.open(tmp_path / "store.db") as store:
+        without = await build_trace(store, first)
+    assert "echo: from .mcp.json" not in without["steps"][0]["observations"][0]["text"]
+    trusted = io_tui("mcp", "trust", "-w", str(workspace), "--store", str(tmp_path / "store.db"))
+    assert trusted.returncode == 0, trusted.stderr
     await worker.send({"op": "start", "tag": "t1", "request": spec, "approve": "all"})
     notice = await worker.until("notice")
     assert notice["text"].startswith(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_process import io_tui
 from mcp_support import (
     MARK_VAR,
     needs_proc,
@@ -143,6 +144,8 @@ async def test_a_workspaces_mcp_json_servers_offer_their_prompts_and_start_once(
     workspace = prepare_demo_workspace(tmp_path / "ws")
     mark = new_mark()
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"w": offering_server(mark)}}))
+    trusted = io_tui("mcp", "trust", "-w", str(workspace), "--store", str(tmp_path / "store.db"))
+    assert trusted.returncode == 0, trusted.stderr
     provider = echo_script(tmp_path / "s.json", "mcp__w__echo")
     app = app_in(workspace, tmp_path / "store.db", provider=provider)
     async with app.run_test(size=SIZE) as pilot:

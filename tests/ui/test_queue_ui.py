@@ -7,6 +7,7 @@ worker; a held takeover goes back to the queue from the reconcile modal."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 from textual.widgets import Input, Select
@@ -150,6 +151,8 @@ async def test_a_run_queued_from_the_dialog_records_its_workspaces_mcp_json(
     app = make_app(demo=False)
     app.settings.provider = f"scripted:{write_script([{'text': 'done'}])}"
     async with app.run_test(size=(120, 30)) as pilot:
+        digest = hashlib.sha256((workspace / ".mcp.json").read_bytes()).hexdigest()
+        await app.store.trust.trust(str(workspace.resolve()), digest, "the operator")
         dialog = await open_dialog(pilot)
         dialog.query_one("#workspace", Input).value = str(workspace)
         dialog.query_one("#run-on", Select).value = "queue"

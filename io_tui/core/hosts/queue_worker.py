@@ -461,7 +461,7 @@ async def enqueue_request(
     run = await prepare_run(store, settings, request)
     try:
         announcement = run.found.announcement()
-        problems = [announcement] if announcement is not None else []
+        problems = [*run.notices, *([announcement] if announcement is not None else [])]
         run_id = await enqueue_run(
             store, run.contract, run.provider, run.policy, labels=request.labels,
             origin=run.origin,

@@ -14,6 +14,7 @@ This module is pure pydantic: loading settings never imports the MCP SDK.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -290,6 +291,12 @@ class FoundServers:
     servers: dict[str, Any]
     workspace_file: Path | None = None
     from_workspace: dict[str, Any] = dataclass_field(default_factory=dict)
+    workspace_digest: str = ""  # of the workspace file's bytes: what the operator trusts
+    without_workspace: dict[str, Any] = dataclass_field(default_factory=dict)
+
+    def untrusted(self) -> FoundServers:
+        """These servers without the workspace file's (its content is not trusted)."""
+        return FoundServers(dict(self.without_workspace), self.workspace_file)
 
     def announcement(self) -> str | None:
         """``MCP servers from ./.mcp.json: db (npx -y @x/db-mcp)``: what the workspace's file
@@ -315,15 +322,30 @@ def find_servers(
     McpConfigError (one line naming the file and the accepted shapes) for a file that does not
     load."""
     servers: dict[str, Any] = dict(configured)
+    without: dict[str, Any] = dict(configured)
     here = workspace if workspace_file else None
     files = [*discover_mcp_files(user_dir, here), *([extra] if extra is not None else [])]
-    found = FoundServers(servers)
+    ours = here / WORKSPACE_FILE if here is not None else None
+    added: dict[str, Any] = {}
+    digest = ""
     for file in files:
         loaded = load_mcp_file(file).servers
-        if here is not None and file == here / WORKSPACE_FILE and loaded:
-            found = FoundServers(servers, file, dict(loaded))
+        if file == ours and loaded:
+            added, digest = dict(loaded), file_digest(file)
+        else:
+            without.update(loaded)
         servers.update(loaded)
-    return found
+    if not added:
+        return FoundServers(servers, without_workspace=dict(servers))
+    return FoundServers(servers, ours, added, digest, without)
+
+
+def file_digest(path: Path) -> str:
+    """The digest of a file's bytes (sha256, hex): a workspace ``.mcp.json`` is trusted by it."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _what(entry: Any) -> str:

@@ -20,6 +20,7 @@ from io_tui.core.mcp.config import FoundServers
 from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.factory import build_provider
 from io_tui.core.providers.scripted import ScriptError
+from io_tui.core.run.mcp_hubs import admit_workspace_servers
 from io_tui.core.run.origin import RunOrigin, configured_servers
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
@@ -73,6 +74,7 @@ class StartingRun:
     policy: Policy
     found: FoundServers
     origin: RunOrigin
+    notices: tuple[str, ...] = ()  # a workspace .mcp.json left out: untrusted, or denied
 
 
 async def prepare_run(store: Store, settings: RunSettings, request: NewRunRequest) -> StartingRun:
@@ -82,11 +84,12 @@ async def prepare_run(store: Store, settings: RunSettings, request: NewRunReques
     contract, provider, policy = await build_run(store, settings, request)
     try:
         found = configured_servers(settings, contract.workspace)
+        found, said = await admit_workspace_servers(store, found, policy)
         origin = RunOrigin.at_start(run_settings_for(settings, request), found.servers)
     except ValueError:
         await provider.aclose()
         raise
-    return StartingRun(contract, provider, policy, found, origin)
+    return StartingRun(contract, provider, policy, found, origin, tuple(said))
 
 
 async def continue_contract(store: Store, run_id: int, contract: TaskContract) -> TaskContract:

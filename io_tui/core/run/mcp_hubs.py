@@ -12,12 +12,15 @@ harness = "inline"``. The servers of a workspace are the ones a run there gets
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, TypeVar
 
+from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.mcp.config import McpConfigError
 from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
 from io_tui.core.run.harness import harness_registry
@@ -35,6 +38,53 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ASK_TIMEOUT_S = 30.0  # the operator's ask (list prompts, read a resource…) answers within this
+
+
+async def admit_workspace_servers(
+    store: Store | None, found: FoundServers, policy: Policy | None = None
+) -> tuple[FoundServers, list[str]]:
+    """``found`` with its workspace ``.mcp.json``'s servers only when the operator trusted that
+    file's exact content (its digest, in ``store``, for this workspace) and ``policy`` does not
+    deny starting each (an ``exec`` of its command line); the lines saying what was left out.
+
+    Every host that starts a run or answers the operator's asks comes through here, so an
+    untrusted file never starts anything, in the TUI, a queued run, ACP or the CLI."""
+    if not found.from_workspace or found.workspace_file is None:
+        return found, []
+    workspace = str(found.workspace_file.parent.resolve())
+    trusted = await store.trust.get(workspace, found.workspace_digest) if store else None
+    names = ", ".join(found.from_workspace)
+    if trusted is None:
+        said = (
+            f"{found.workspace_file} is not trusted (digest {found.workspace_digest[:12]}): its MCP"
+            f" servers ({names}) were not started; review it, then trust it with `io-tui mcp trust"
+            f" -w {workspace}` or from the TUI's palette"
+        )
+        return found.untrusted(), [said]
+    servers = dict(found.servers)
+    said_lines: list[str] = []
+    for name, entry in found.from_workspace.items():
+        line = server_command_line(entry)
+        if policy is None or not line:
+            continue
+        verdict = policy.explain(Act.EXEC, line)
+        if verdict.effect is Effect.DENY:
+            servers.pop(name, None)
+            if name in found.without_workspace:
+                servers[name] = found.without_workspace[name]
+            said_lines.append(
+                f"MCP server {name} from {found.workspace_file} not started: {verdict.explain()}"
+            )
+    kept = {n: e for n, e in found.from_workspace.items() if servers.get(n) is e}
+    return dataclasses.replace(found, servers=servers, from_workspace=kept), said_lines
+
+
+def server_command_line(entry: object) -> str:
+    """What starting a stdio server runs, as the exec policy matches it; "" for other kinds."""
+    command = getattr(entry, "command", None)
+    if not command:
+        return ""
+    return shlex.join([PurePath(command).name or command, *getattr(entry, "args", [])])
 
 
 def build_hub(
@@ -96,9 +146,15 @@ class McpHubs:
     server never hangs the app).
     """
 
-    def __init__(self, settings: RunSettings, notice: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        settings: RunSettings,
+        notice: Callable[[str], None],
+        store: Store | None = None,
+    ) -> None:
         self.settings = settings
         self.notice = notice
+        self.store = store  # where trusted workspace .mcp.json digests are kept
         self.ask_timeout_s = ASK_TIMEOUT_S  # an operator's ask answers within this, or fails
         self.servers: dict[str, ServerSource] = {}  # the shared hub's, once it started
         self._problems: list[str] = []  # the user's mcp.json, when it did not load
@@ -121,9 +177,14 @@ class McpHubs:
         assert self._shared is not None
         return await asyncio.shield(self._shared)
 
-    async def for_run(self, found: FoundServers, workspace: Path) -> McpHub | None:
+    async def for_run(
+        self, found: FoundServers, workspace: Path, notices: Sequence[str] = ()
+    ) -> McpHub | None:
         """The hub of a run in ``workspace`` with ``found``'s servers (``prepare_run``'s);
-        ``workspace`` becomes one of its roots."""
+        ``workspace`` becomes one of its roots. ``notices`` (what ``prepare_run`` left out of a
+        workspace ``.mcp.json``, and why) are said."""
+        for line in notices:
+            self.notice(line)
         hub = await self._hub_of(found.servers, workspace, found.announcement())
         if hub is not None:
             await hub.add_root(workspace)
@@ -280,6 +341,8 @@ class McpHubs:
             except McpConfigError as exc:
                 problems.append(str(exc))
             else:
+                found, untrusted = await admit_workspace_servers(self.store, found)
+                problems += untrusted
                 hub = await self._hub_of(found.servers, workspace, found.announcement())
         if hub is not None:
             await hub.wait_all()
@@ -303,4 +366,11 @@ def _count(hub: McpHub | None) -> int:
     return len(hub.statuses()) if hub is not None else 0
 
 
-__all__ = ["ASK_TIMEOUT_S", "McpHubs", "build_hub", "registry_with"]
+__all__ = [
+    "ASK_TIMEOUT_S",
+    "McpHubs",
+    "admit_workspace_servers",
+    "build_hub",
+    "registry_with",
+    "server_command_line",
+]

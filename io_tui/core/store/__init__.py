@@ -43,6 +43,7 @@ from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
 from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
 from io_tui.core.store.tool_sets import ToolSetRepo, tools_digest
 from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
+from io_tui.core.store.trust import TrustRepo
 
 __all__ = [
     "STOPPED",
@@ -147,6 +148,7 @@ class Store:
         self.forks = ForkRepo(self.db)  # runs started from another run's step
         self.tool_sets = ToolSetRepo(self.db)  # the tool schemas requests offered, by digest
         self.probes = ProbeRepo(self.db)  # "what if": recorded requests sent again, changed
+        self.trust = TrustRepo(self.db)  # the workspace .mcp.json contents the operator trusted
         self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
 
     @classmethod

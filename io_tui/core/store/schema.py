@@ -346,6 +346,17 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE observations ADD COLUMN corrects TEXT NOT NULL DEFAULT '';
     """,
+    # 12: a workspace's .mcp.json is started only once the operator trusted that exact content:
+    # its digest, per workspace, who trusted it and when
+    """
+    CREATE TABLE mcp_trust (
+        workspace TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        trusted_by TEXT NOT NULL,
+        trusted_at REAL NOT NULL,
+        PRIMARY KEY (workspace, digest)
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -40,9 +40,10 @@ from io_tui.core import (
     RememberRule,
     Store,
     is_elicitation,
+    is_outside_sandbox,
 )
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
-from io_tui.ui.terminal_text import name, plain
+from io_tui.ui.terminal_text import file_name, plain
 from io_tui.ui.widgets.diff_view import DiffView
 
 
@@ -214,12 +215,14 @@ class ApprovalScreen(ModalScreen[Decision]):
             if is_elicitation(req)
             else "call MCP tool"
             if is_mcp(req)
+            else "rerun OUTSIDE THE SANDBOX"
+            if is_outside_sandbox(req)
             else req.act.value
         )
         return Content.assemble(
             Content.styled(prefix, "$text-muted"),
             Content.styled(f"Run {req.run_id} asks to {what} ", "bold"),
-            Content.styled(name(req.target), "bold $text-accent"),
+            Content.styled(file_name(req.target), "bold $text-accent"),
         )
 
     def set_position(self, position: str) -> None:
@@ -282,7 +285,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         if action == "toggle_diff":
             return is_file_write(self.request)
         if action in ("rewrite", "remember") and (
-            self.store is None or is_elicitation(self.request)
+            self.store is None or is_elicitation(self.request) or is_outside_sandbox(self.request)
         ):
             return None  # a form is filled (approve), declined (deny) or cancelled (defer)
         return True

@@ -11,8 +11,15 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError, is_elicitation
-from io_tui.ui.terminal_text import name, plain
+from io_tui.core import (
+    Act,
+    ApprovalRequest,
+    Workspace,
+    WorkspaceError,
+    is_elicitation,
+    is_outside_sandbox,
+)
+from io_tui.ui.terminal_text import file_name, plain
 from io_tui.ui.widgets.diff_view import DiffView
 
 MAX_DIFF_FILE_BYTES = 2_000_000
@@ -44,7 +51,7 @@ def request_body(request: ApprovalRequest, current: str | None) -> Iterator[Widg
     if is_file_write(req):
         state = "new file" if current is None else "against the current file"
         view = DiffView(current, req.content, req.target, classes="approval-diff")
-        label = f"{name(req.target)} — {state} · {view.stats.describe()}"
+        label = f"{file_name(req.target)} — {state} · {view.stats.describe()}"
         yield Label(Content(plain(label)), classes="approval-diff-label")
         yield view
     elif is_elicitation(req):  # the server's message and its form's fields, as asked
@@ -55,6 +62,19 @@ def request_body(request: ApprovalRequest, current: str | None) -> Iterator[Widg
     elif is_mcp(req):
         yield Label(f"MCP tool {req.tool}", classes="approval-field")
         yield _code(json.dumps(req.arguments, indent=2, ensure_ascii=False))
+    elif is_outside_sandbox(req):  # the same command again, without the sandbox's limits
+        refused = "\n".join(
+            f"  {d.get('kind')}: {d.get('what')}" for d in req.arguments.get("denied") or []
+        )
+        yield Label(
+            "the sandbox refused this command; approving runs it again OUTSIDE the sandbox,"
+            " with this user's full access",
+            classes="approval-field",
+        )
+        yield _code(f"refused:\n{refused}")
+        yield Label("argv", classes="approval-field")
+        yield _code(json.dumps(req.arguments.get("argv") or [], ensure_ascii=False))
+        yield Label(Content(plain(f"working directory  {req.workspace}")), classes="approval-field")
     elif req.act is Act.EXEC:
         argv = req.arguments.get("argv") or json.loads(req.content or "[]")
         yield Label("argv", classes="approval-field")

@@ -57,7 +57,9 @@ class WorkerServer:
         self.asks: dict[int, asyncio.Future[Decision]] = {}  # approval id → the app's answer
         self.asking: set[str] = set()  # tags of the tasks waiting on an ask
         self.closing = False
-        self.hubs = McpHubs(self.settings, self._notice)  # the app's MCP servers, for all
+        self.hubs = McpHubs(
+            self.settings, self._notice, self.store
+        )  # the app's MCP servers, for all
         self.damaged: StoreDamaged | None = None  # the store turned out damaged: the worker ends
         self._stop = asyncio.Event()  # stop reading orders (a damaged store)
 
@@ -101,7 +103,7 @@ class WorkerServer:
         op = message.get("op")
         if op == "hello":
             self.settings = RunSettings.from_json(message["settings"])
-            self.hubs = McpHubs(self.settings, self._notice)
+            self.hubs = McpHubs(self.settings, self._notice, self.store)
             self.hubs.start()
         elif op == "start":
             request = NewRunRequest.from_json(message["request"])
@@ -201,7 +203,7 @@ class WorkerServer:
         except ValueError as exc:
             self.send({"t": "failed", "tag": tag, "error": str(exc)})
             return
-        hub = await self.hubs.for_run(run.found, run.contract.workspace)
+        hub = await self.hubs.for_run(run.found, run.contract.workspace, run.notices)
         await self._drive(
             tag, run.contract, run.provider, run.policy, approve, request.seed_run_id,
             run.origin, hub,
