@@ -112,6 +112,7 @@ PUBLIC = [  # sorted
     "SCOPE_LABELS",
     "SECTIONS",
     "SECTION_TITLES",
+    "SandboxPlan",
     "Scope",
     "ScriptedProvider",
     "Section",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from acp import Client
 
     from io_tui.acp.session import Session
+    from io_tui.core import SandboxPlan
 
 log = logging.getLogger("io_tui.acp")
 
@@ -109,11 +110,17 @@ class ClientWorkspace(Workspace):
             )
         return existed
 
-    async def exec(self, argv: Sequence[str], timeout_s: float) -> ExecResult:
+    async def exec(
+        self, argv: Sequence[str], timeout_s: float, *, sandbox: SandboxPlan | None = None
+    ) -> ExecResult:
         if not self.editor.terminals:
-            return await super().exec(argv, timeout_s)
+            return await super().exec(argv, timeout_s, sandbox=sandbox)
         if not argv or not argv[0]:
             raise WorkspaceError("argv must name a program as its first element")
+        if sandbox is not None:  # the client's terminal shows it; bubblewrap still confines it
+            if self.find_program(argv[0]) is None:
+                raise WorkspaceError(f"command not found: {argv[0]}")
+            argv = sandbox.wrap(argv)
         client, session_id = self.editor.client, self.editor.session.id
         with asked_of_client(f"the client could not start {argv[0]}"):
             created = await client.create_terminal(

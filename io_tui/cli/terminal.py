@@ -70,8 +70,8 @@ def guarded(*, show: bool = False) -> Iterator[None]:
     """stdout and stderr as ``TerminalText`` until the block ends: escapes dropped on a
     terminal, shown when piped or when ``show`` asks."""
     saved = sys.stdout, sys.stderr
-    sys.stdout = TerminalText(saved[0], show=show or not _is_terminal(saved[0]))  # type: ignore[assignment]
-    sys.stderr = TerminalText(saved[1], show=show or not _is_terminal(saved[1]))  # type: ignore[assignment]
+    sys.stdout = TerminalText(saved[0], show=show or not _is_terminal(saved[0]))
+    sys.stderr = TerminalText(saved[1], show=show or not _is_terminal(saved[1]))
     try:
         yield
     finally:

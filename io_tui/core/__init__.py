@@ -205,6 +205,7 @@ if TYPE_CHECKING:
         strip_escapes as strip_escapes,
         visible_escapes as visible_escapes,
     )
+    from io_tui.core.sandbox import SandboxPlan as SandboxPlan
     from io_tui.core.steering.audit import (
         audit_row as audit_row,
         audit_stats as audit_stats,
