@@ -72,6 +72,7 @@ from io_tui.core import (
     build_hub,
     build_run,
     harness_registry,
+    policy_for,
     resume,
     start_run,
     strip_escapes,
@@ -537,13 +538,25 @@ class IoAgent:
             found = self.servers(session.cwd)
             if not isinstance(found, FoundServers):
                 found = FoundServers(dict(found))
-            admitted, said = await admit_workspace_servers(self.store, found)
-            if said and await self._client_trusts(session, found):
-                admitted, said = await admit_workspace_servers(self.store, found)
+            try:
+                policy = policy_for(self.settings)
+            except ValueError as exc:  # a run cannot start either; the servers stay off
+                admitted, said = found.untrusted(), [f"workspace MCP servers not started: {exc}"]
+            else:
+                admitted, said = await admit_workspace_servers(self.store, found, policy)
+                if await self._untrusted(found) and await self._client_trusts(session, found):
+                    admitted, said = await admit_workspace_servers(self.store, found, policy)
             for line in said:
                 log.warning("%s", line)
             self._configured[session.cwd] = dict(admitted.servers)
         return {**self._configured[session.cwd], **session.servers}
+
+    async def _untrusted(self, found: FoundServers) -> bool:
+        """Whether ``found`` has a workspace ``.mcp.json`` whose content is not trusted."""
+        if not found.from_workspace or found.workspace_file is None:
+            return False
+        workspace = str(found.workspace_file.parent.resolve())
+        return await self.store.trust.get(workspace, found.workspace_digest) is None
 
     async def _client_trusts(self, session: Session, found: FoundServers) -> bool:
         """Ask the client whether to trust the workspace's ``.mcp.json`` as it is (its digest),

@@ -41,7 +41,16 @@ async def command_servers(args: Any) -> dict[str, ServerSource]:
         settings = load_settings()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    return await admitted(args, found_servers(settings, args.mcp_config, Path(args.workspace)))
+    found = found_servers(settings, args.mcp_config, Path(args.workspace))
+    if not found.from_workspace:
+        return found.servers
+    from io_tui.core import policy_for
+
+    try:
+        policy = policy_for(settings)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return await admitted(args, found, policy)
 
 
 def found_servers(settings: Settings, path: Path | None, workspace: Path | None) -> FoundServers:
@@ -53,9 +62,7 @@ def found_servers(settings: Settings, path: Path | None, workspace: Path | None)
         raise UsageError(str(exc)) from None
 
 
-async def admitted(
-    args: Any, found: FoundServers, policy: Policy | None = None
-) -> dict[str, ServerSource]:
+async def admitted(args: Any, found: FoundServers, policy: Policy) -> dict[str, ServerSource]:
     """``found``'s servers, the workspace ``.mcp.json``'s only when the operator trusted its
     content (``io-tui mcp trust``; the digests are in the store, which this never creates) and
     the policy does not deny starting them; what is left out, and what it starts, on stderr."""

@@ -163,7 +163,6 @@ if TYPE_CHECKING:
         build_run as build_run,
         cache_prices_for as cache_prices_for,
         continue_contract as continue_contract,
-        policy_for as policy_for,
         prepare_run as prepare_run,
         provider_for as provider_for,
         run_settings_for as run_settings_for,
@@ -198,6 +197,7 @@ if TYPE_CHECKING:
         in_flight_calls as in_flight_calls,
     )
     from io_tui.core.run.request import NewRunRequest as NewRunRequest
+    from io_tui.core.run.settings import policy_for as policy_for
     from io_tui.core.safe_text import (
         json_safe as json_safe,
         keep_sgr as keep_sgr,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from io_tui.core.authority.policy import Policy, PolicyError
+from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
 from io_tui.core.mcp.config import FoundServers
 from io_tui.core.providers.base import Provider, ProviderConfigError
@@ -23,7 +23,7 @@ from io_tui.core.providers.scripted import ScriptError
 from io_tui.core.run.mcp_hubs import admit_workspace_servers
 from io_tui.core.run.origin import RunOrigin, configured_servers
 from io_tui.core.run.request import NewRunRequest
-from io_tui.core.run.settings import RunSettings
+from io_tui.core.run.settings import RunSettings, policy_for
 from io_tui.core.store import Store
 from io_tui.core.workspace import Workspace, WorkspaceError
 
@@ -196,14 +196,4 @@ def provider_for(settings: RunSettings) -> Provider:
     try:
         return build_provider(settings)
     except (ProviderConfigError, ScriptError) as exc:
-        raise ValueError(str(exc)) from None
-
-
-def policy_for(settings: RunSettings) -> Policy:
-    """The settings' policy file, or the defaults; ValueError when the file does not load."""
-    if settings.policy is None:
-        return Policy()
-    try:
-        return Policy.load(settings.policy)
-    except PolicyError as exc:
         raise ValueError(str(exc)) from None

@@ -25,7 +25,7 @@ from io_tui.core.mcp.config import McpConfigError
 from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
 from io_tui.core.run.harness import harness_registry
 from io_tui.core.run.origin import configured_servers, servers_to_resume, without_secrets
-from io_tui.core.run.settings import RunSettings
+from io_tui.core.run.settings import RunSettings, policy_for
 from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.registry import ToolRegistry
 
@@ -41,7 +41,7 @@ ASK_TIMEOUT_S = 30.0  # the operator's ask (list prompts, read a resource…) an
 
 
 async def admit_workspace_servers(
-    store: Store | None, found: FoundServers, policy: Policy | None = None
+    store: Store | None, found: FoundServers, policy: Policy
 ) -> tuple[FoundServers, list[str]]:
     """``found`` with its workspace ``.mcp.json``'s servers only when the operator trusted that
     file's exact content (its digest, in ``store``, for this workspace) and ``policy`` does not
@@ -65,7 +65,7 @@ async def admit_workspace_servers(
     said_lines: list[str] = []
     for name, entry in found.from_workspace.items():
         line = server_command_line(entry)
-        if policy is None or not line:
+        if not line:
             continue
         verdict = policy.explain(Act.EXEC, line)
         if verdict.effect is Effect.DENY:
@@ -341,13 +341,22 @@ class McpHubs:
             except McpConfigError as exc:
                 problems.append(str(exc))
             else:
-                found, untrusted = await admit_workspace_servers(self.store, found)
+                found, untrusted = await self._admitted(found)
                 problems += untrusted
                 hub = await self._hub_of(found.servers, workspace, found.announcement())
         if hub is not None:
             await hub.wait_all()
             problems += hub.problems
         return hub, tuple(dict.fromkeys(problems))
+
+    async def _admitted(self, found: FoundServers) -> tuple[FoundServers, list[str]]:
+        """``admit_workspace_servers`` under the settings' policy; with a policy file that does
+        not load, none of the workspace's servers (what they may start cannot be checked)."""
+        try:
+            policy = policy_for(self.settings)
+        except ValueError as exc:
+            return found.untrusted(), [f"{found.workspace_file}'s servers not started: {exc}"]
+        return await admit_workspace_servers(self.store, found, policy)
 
     async def _bounded(self, work: Awaitable[T], what: str, timeout_s: float | None) -> T:
         """``work`` within ``timeout_s`` (default ``ask_timeout_s``); a ToolError saying what did

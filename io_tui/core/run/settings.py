@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from io_tui.core.authority.policy import Policy, PolicyError
 from io_tui.core.contract import CheckpointLimits
 from io_tui.core.hooks.config import HookEvent, HookMatcher
 from io_tui.core.mcp.config import McpSettings, client_servers
@@ -124,3 +125,13 @@ class RunSettings(BaseModel):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"settings: {where}: {err['msg']}") from None
+
+
+def policy_for(settings: RunSettings) -> Policy:
+    """The settings' policy file, or the defaults; ValueError when the file does not load."""
+    if settings.policy is None:
+        return Policy()
+    try:
+        return Policy.load(settings.policy)
+    except PolicyError as exc:
+        raise ValueError(str(exc)) from None
