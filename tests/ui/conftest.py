@@ -40,8 +40,10 @@ def _steady_test_timings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real_exec = Workspace.exec
 
-    async def exec_with_steady_timing(self: Workspace, argv: Any, timeout_s: float) -> ExecResult:
-        result = await real_exec(self, argv, timeout_s)
+    async def exec_with_steady_timing(
+        self: Workspace, argv: Any, timeout_s: float, **options: Any
+    ) -> ExecResult:
+        result = await real_exec(self, argv, timeout_s, **options)
         steady = re.sub(r"(Ran \d+ tests?) in \d+\.\d+s", r"\1 in 0.001s", result.output)
         return dataclasses.replace(result, output=steady)
 
