@@ -27,7 +27,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 def run(
     tmp_path: Path, root: Path, turns: list[dict[str, Any]], *options: str, policy: str = "",
-    stdin: str | None = None,
+    stdin: str | None = None, env: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:  # fmt: skip
     """``io-tui run`` in ``root`` with a scripted model taking ``turns``; its trace (JSON)."""
     script = tmp_path / f"script-{uuid.uuid4().hex[:6]}.json"
@@ -40,7 +40,7 @@ def run(
     store = str(tmp_path / "store.db")
     done = io_tui(
         "run", "look around", "-w", str(root), "--provider", f"scripted:{script}",
-        "--store", store, "--json", *extra, *options, input=stdin,
+        "--store", store, "--json", *extra, *options, input=stdin, env=env,
     )  # fmt: skip
     assert "Traceback" not in done.stderr, done.stderr
     run_id = json.loads(done.stdout.splitlines()[-1])["run_id"]
@@ -259,3 +259,41 @@ def test_an_approved_command_stays_in_the_sandbox_unless_the_operator_says_other
     done, trace = run(tmp_path, hostile, turns, "--approve", "ask", stdin="y\ny\n")
     assert target.read_text() == "x"  # approved outside, as its own decision
     assert "(outside the sandbox, approved by the operator)" in texts(trace)[0]
+
+
+def _without_user_namespaces(tmp_path: Path) -> dict[str, str]:
+    """The environment of a machine whose kernel refuses bubblewrap its namespaces: a ``bwrap``
+    first on PATH that fails as the real one does there."""
+    fake = tmp_path / "no-userns"
+    fake.mkdir()
+    (fake / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the"
+        " kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    (fake / "bwrap").chmod(0o755)
+    return user_env({"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+
+
+def test_without_a_sandbox_the_run_says_so_once_and_require_refuses(
+    tmp_path: Path, hostile: Path
+) -> None:
+    env = _without_user_namespaces(tmp_path)
+    turns = [
+        {"tool_calls": [call("run_command", argv=["touch", f"{MARKER}.1"])]},
+        {"tool_calls": [call("run_command", argv=["touch", f"{MARKER}.2"])]},
+    ]
+    done, trace = run(tmp_path, hostile, turns, "--approve", "all", env=env)
+    said = [e for e in map(json.loads, done.stdout.splitlines()) if e.get("kind") == "warning"]
+    assert len(said) == 1, done.stdout  # once, at the start
+    assert "commands run without a sandbox" in said[0]["detail"]["message"]
+    assert "user namespaces" in said[0]["detail"]["message"]
+    assert all("[not sandboxed: bubblewrap cannot make its namespaces" in t for t in texts(trace))
+    assert ran(hostile) == [f"{MARKER}.1", f"{MARKER}.2"]  # approved, and run unconfined
+    for marker in ran(hostile):
+        (hostile / marker).unlink()
+    require = "[sandbox]\nrequire = true\n"
+    done, trace = run(tmp_path, hostile, turns, "--approve", "all", policy=require, env=env)
+    assert "[sandbox] require = true: commands are refused" in done.stdout
+    assert all("requires a sandbox" in t and "did not run" in t for t in texts(trace))
+    assert ran(hostile) == []
+    assert asked(tmp_path) == [f"touch {MARKER}.1", f"touch {MARKER}.2"]  # the first run's only

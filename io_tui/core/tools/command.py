@@ -143,17 +143,13 @@ class RunCommand(Tool):
     Args = RunCommandArgs
 
     async def gate(self, args: RunCommandArgs, ctx: ToolContext) -> Gate:
+        await asyncio.to_thread(_sandbox_or_refuse, ctx.policy or Policy())  # never asked in vain
         line = await asyncio.to_thread(command_line, args.argv, ctx.workspace)
         return Gate(Act.EXEC, line, json.dumps(args.argv))
 
     async def run(self, args: RunCommandArgs, ctx: ToolContext) -> ToolOutcome:
         policy = ctx.policy or Policy()
-        status = sandbox_status(policy)
-        if not status.available and policy.sandbox.require:
-            raise ToolError(
-                "the policy requires a sandbox ([sandbox] require = true) and none is available"
-                f" here: {status.reason}; the command did not run"
-            )
+        status = _sandbox_or_refuse(policy)
         box = sandbox_plan(ctx.workspace, policy) if status.available else None
         result = await ctx.workspace.exec(args.argv, args.timeout_s, sandbox=box)
         line = shlex.join(args.argv)
@@ -194,6 +190,18 @@ class RunCommand(Tool):
             is_error=result.timed_out or result.exit_code != 0,
             data=data,
         )
+
+
+def _sandbox_or_refuse(policy: Policy) -> SandboxStatus:
+    """Whether this policy's commands run sandboxed here; ToolError when the policy requires a
+    sandbox ([sandbox] require = true) and there is none, before anyone is asked."""
+    status = sandbox_status(policy)
+    if not status.available and policy.sandbox.require:
+        raise ToolError(
+            "the policy requires a sandbox ([sandbox] require = true) and none is available"
+            f" here: {status.reason}; the command did not run"
+        )
+    return status
 
 
 def _status(result: ExecResult, timeout_s: float, sandbox: SandboxStatus) -> str:
