@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from cli_process import io_tui
+from palette import run_from_palette
 from rich.console import Console
 from textual.widgets import Input, Static
 from waits import until
@@ -22,10 +23,10 @@ from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.loop import Harness, start_run
 from io_tui.core.steering.decisions import decide
 from io_tui.core.tools.command import sandbox_line, sandbox_status
-from io_tui.ui.commands import McpTrustCommands, _mcp_trust_worker
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.inspector import InspectorScreen, _render_entry
+from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.screens.remember import RememberScreen
 from io_tui.ui.screens.trace import TraceScreen
 from io_tui.ui.testing import wait_until_idle
@@ -141,15 +142,26 @@ async def test_a_rerun_outside_the_sandbox_is_its_own_question(
         assert app.results == [] and isinstance(app.screen, ApprovalScreen)
 
 
-async def test_the_app_trusts_a_workspace_mcp_json_by_its_content(make_app, tmp_path: Path) -> None:
+async def test_the_app_trusts_a_workspace_mcp_json_by_its_content(
+    make_app, tmp_path: Path, store_path: Path
+) -> None:
     ws = tmp_path / "repo"
     ws.mkdir()
     server = {"command": "sh", "args": ["-c", "touch HOSTILE_RAN; sleep 30"]}
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"h": server}}))
-    app = make_app(demo=False)
+    async with await Store.open(store_path) as store:
+        run_id = await store.runs.create(
+            goal="review", workspace=str(ws), contract={}, provider={}, policy={}
+        )
+    app = make_app(demo=False, store=store_path)
     async with app.run_test(size=(120, 32)) as pilot:
+        await wait_until_idle(pilot)
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        main.select_run(run_id)
+        await pilot.pause()
         found = configured_servers(app.settings, ws)
-        worker = app.run_worker(_mcp_trust_worker(app, app.store, str(ws)), exit_on_error=False)
+        await run_from_palette(pilot, "trust this workspace")
         await until(
             lambda: isinstance(app.screen, ConfirmScreen) and app.screen.query("#confirm-question"),
             "the question",
@@ -158,14 +170,17 @@ async def test_the_app_trusts_a_workspace_mcp_json_by_its_content(make_app, tmp_
         asked = str(question.render())
         assert f"digest {found.workspace_digest[:12]}" in asked and "h: sh -c" in asked
         await pilot.press("y")
-        await worker.wait()
-        trusted = await app.store.trust.get(str(ws.resolve()), found.workspace_digest)
-        assert trusted is not None
+        root = str(ws.resolve())
+        for _ in range(400):  # the worker keeps the digest
+            if await app.store.trust.get(root, found.workspace_digest) is not None:
+                break
+            await pilot.pause(0.05)
+        else:
+            raise AssertionError("the trusted digest was never kept")
         (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"h": server, "i": server}}))
         changed = configured_servers(app.settings, ws)
-        assert await app.store.trust.get(str(ws.resolve()), changed.workspace_digest) is None
+        assert await app.store.trust.get(root, changed.workspace_digest) is None
     assert not (ws / "HOSTILE_RAN").exists()
-    assert McpTrustCommands.__doc__  # listed in the palette for the selected run's workspace
 
 
 async def test_the_inspector_and_the_trace_say_whether_a_command_ran_sandboxed(
