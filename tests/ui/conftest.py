@@ -51,6 +51,18 @@ def _steady_test_timings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _steady_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a command runs sandboxed depends on the machine (bubblewrap, user namespaces), and
+    the screens say which; the app's tests pin it, so every machine draws the same screens. The
+    sandbox itself is checked in tests/core/test_sandbox.py and tests/hostile."""
+    from io_tui.core.sandbox import SandboxStatus
+    from io_tui.core.tools import command
+
+    steady = SandboxStatus(False, "the app's tests run commands unsandboxed, for steady screens")
+    monkeypatch.setattr(command, "probe", lambda: steady)
+
+
+@pytest.fixture(autouse=True)
 def _steady_verify_command(monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo verifies with ``sys.executable``, whose path (and so the contract's token count)
     depends on where the checkout lives; the snapshots name ``python3`` from PATH instead."""

@@ -36,10 +36,11 @@ POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
 def killed_in_a_command(tmp_path: Path, then: tuple[dict[str, Any], ...] = (), *extra: str) -> None:
     """Run 1 of tmp_path/store.db, killed with SIGKILL while its command runs (its later turns:
     ``then``, and "done"; ``extra`` arguments for ``io-tui run``)."""
-    ws, marker = tmp_path / "ws", tmp_path / "started"
+    # the markers live in the workspace: a sandboxed command has a /tmp of its own
+    ws, marker = tmp_path / "ws", tmp_path / "ws" / "started"
     ws.mkdir()
     # the orphaned command ends when the test writes ``release``
-    code = f"touch {marker}; while [ ! -e {tmp_path / 'release'} ]; do sleep 0.05; done"
+    code = f"touch {marker}; while [ ! -e {tmp_path / 'ws' / 'release'} ]; do sleep 0.05; done"
     command = {"id": "x1", "name": "run_command", "arguments": {"argv": ["sh", "-c", code]}}
     turns = [{"tool_calls": [command]}, *then, {"text": "done"}]
     script = tmp_path / "script.json"
@@ -85,7 +86,7 @@ async def test_an_interrupted_run_resumes_from_the_tui(tmp_path, make_app) -> No
         app.refresh_runs(None)
         await wait_until_idle(pilot)
         await until(lambda: app.runs[1].status == "finished", "the app to see it finished")
-    (tmp_path / "release").touch()
+    (tmp_path / "ws" / "release").touch()
 
 
 async def test_a_run_resumed_from_the_tui_gets_the_mcp_servers_it_started_with(
@@ -100,7 +101,7 @@ async def test_a_run_resumed_from_the_tui_gets_the_mcp_servers_it_started_with(
     )
     clock = {"name": "mcp__time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
     killed_in_a_command(tmp_path, ({"tool_calls": [clock]},), "--mcp-config", str(config))
-    (tmp_path / "release").touch()
+    (tmp_path / "ws" / "release").touch()
     app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until_idle(pilot)
@@ -123,7 +124,7 @@ async def test_a_run_resumed_from_the_tui_gets_the_mcp_servers_it_started_with(
 async def test_a_run_whose_worker_was_killed_shows_interrupted_and_resumes_with_r(
     tmp_path: Path,
 ) -> None:
-    ws, marker, release = tmp_path / "ws", tmp_path / "started", tmp_path / "release"
+    ws, marker, release = tmp_path / "ws", tmp_path / "ws" / "started", tmp_path / "ws" / "release"
     ws.mkdir()
     # the first attempt waits for ``release``; its rerun finds the marker and ends at once
     code = (
