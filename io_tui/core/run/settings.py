@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -19,10 +19,12 @@ from pydantic import (
     model_validator,
 )
 
-from io_tui.core.authority.policy import Policy, PolicyError
 from io_tui.core.contract import CheckpointLimits
 from io_tui.core.hooks.config import HookEvent, HookMatcher
 from io_tui.core.mcp.config import McpSettings, client_servers
+
+if TYPE_CHECKING:
+    from io_tui.core.authority.policy import Policy
 
 
 class CacheSettings(BaseModel):
@@ -129,6 +131,8 @@ class RunSettings(BaseModel):
 
 def policy_for(settings: RunSettings) -> Policy:
     """The settings' policy file, or the defaults; ValueError when the file does not load."""
+    from io_tui.core.authority.policy import Policy, PolicyError  # loading settings stays light
+
     if settings.policy is None:
         return Policy()
     try:
