@@ -77,7 +77,9 @@ class Trial:
 
     @property
     def log(self) -> Path:
-        return self.root / "effects.log"
+        """What the commands did, in the workspace: a sandboxed command has a /tmp of its own
+        and writes nowhere else (the snapshot leaves it out)."""
+        return self.ws / "effects.log"
 
     def setup(self, steps: int) -> None:
         self.ws.mkdir(parents=True)
@@ -226,7 +228,7 @@ def snapshot(trial: Trial) -> tuple[object, ...]:
     files = {
         p.relative_to(trial.ws).as_posix(): p.read_text()
         for p in sorted(trial.ws.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p != trial.log
     }
     trace = json.loads(asyncio.run(trace_json(trial.store)).replace(str(trial.root), "<T>"))
     steps = [(s["step"], s["text"], s["tool_calls"]) for s in trace["steps"]]

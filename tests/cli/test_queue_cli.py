@@ -96,9 +96,9 @@ def policy(tmp_path: Path) -> Path:
 
 
 def test_two_worker_processes_drain_the_queue_and_run_each_run_once(
-    tmp_path, workspace, write_script, store_path, policy
+    workspace, write_script, store_path, policy
 ):
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"
     script = command_script(write_script, f"echo $$ >> {log}")
     ids = enqueue_many(store_path, workspace, script, policy, 6)
     workers = [worker(store_path, "--until-empty", "-j", "2") for _ in range(2)]
@@ -113,9 +113,9 @@ def test_two_worker_processes_drain_the_queue_and_run_each_run_once(
 
 
 def test_a_worker_killed_mid_command_is_taken_over_and_held_then_the_operator_decides(
-    tmp_path, workspace, write_script, store_path, policy
+    workspace, write_script, store_path, policy
 ):
-    marker, log = tmp_path / "started", tmp_path / "effects.log"
+    marker, log = workspace / "started", workspace / "effects.log"
     script = command_script(write_script, f"touch {marker}; echo ran >> {log}; sleep 600")
     run_id = enqueue(store_path, workspace, script, "--policy", str(policy))
     first = worker(store_path)
@@ -187,12 +187,12 @@ def test_io_tui_worker_drain_asks_a_running_worker_to_stop(store_path):
 
 
 def test_a_second_sigterm_hands_the_run_back_and_it_is_held_not_re_run(
-    tmp_path, workspace, write_script, store_path, policy
+    workspace, write_script, store_path, policy
 ):
     """The first signal drains (the run in progress goes on), the second hands it back now:
     ``interrupted``, and with its command in flight the next worker holds it for the operator."""
     store = store_path
-    marker, log = tmp_path / "started", tmp_path / "effects.log"
+    marker, log = workspace / "started", workspace / "effects.log"
     script = command_script(write_script, f"touch {marker}; echo ran >> {log}; sleep 600")
     run_id = enqueue(store, workspace, script, "--policy", str(policy))
     proc = worker(store)

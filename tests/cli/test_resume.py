@@ -38,8 +38,9 @@ def wait_for(path: Path, what: str, timeout_s: float = 30.0) -> None:
 @pytest.fixture
 def hanging_run(tmp_path, workspace, write_script, store_path):
     """`io-tui run` inside a command that waits for a file that never comes (until the test
-    writes it): the marker file says the command has started."""
-    marker, release = tmp_path / "started", tmp_path / "release"
+    writes it): the marker file says the command has started. Both files live in the
+    workspace: a sandboxed command has a /tmp of its own."""
+    marker, release = workspace / "started", workspace / "release"
     code = f"touch {marker}; while [ ! -e {release} ]; do sleep 0.05; done; echo ran >> effect.txt"
     script = write_script(
         [

@@ -45,10 +45,11 @@ def spawn(call_id: str, goal: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def hang(tmp_path):
+def hang(workspace):
     """A command that says it started (``marker``) and waits until the test releases it; the
-    orphan a kill leaves behind is released at teardown."""
-    marker, release = tmp_path / "started", tmp_path / "release"
+    orphan a kill leaves behind is released at teardown. Both files live in the workspace: a
+    sandboxed command has a /tmp of its own."""
+    marker, release = workspace / "started", workspace / "release"
     code = f"touch {marker}; while [ ! -e {release} ]; do sleep 0.05; done; echo ran >> effect.txt"
     call = {"id": "x1", "name": "run_command", "arguments": {"argv": ["sh", "-c", code]}}
     yield {"tool_calls": [call]}, marker
