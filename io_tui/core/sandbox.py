@@ -9,8 +9,9 @@ Claude Code uses on Linux and Flatpak everywhere; it needs unprivileged user nam
 root). ``probe`` tries it once per process and says why not when it cannot run.
 
 A command that fails because of the sandbox says so: ``denials`` reads its output for a write
-the read-only filesystem refused, a hidden secret it looked for, or a connection the missing
-network refused, and names the path or host.
+the read-only filesystem refused, a hidden secret it looked for, a file of the caller's /tmp it
+did not find in its own, or a connection the missing network refused, and names the path or
+host.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def probe() -> SandboxStatus:
 class Denial:
     """What the sandbox refused a command: ``kind`` (write, read, net) and the path or host."""
 
-    kind: str
+    kind: str  # write, read, tmp (the caller's /tmp, which the sandbox's own hides), net
     what: str
 
     def describe(self) -> str:
@@ -119,6 +120,8 @@ class Denial:
             return f"write to {self.what} (outside the workspace and /tmp)"
         if self.kind == "read":
             return f"read of {self.what} (a secret the sandbox hides)"
+        if self.kind == "tmp":
+            return f"use of {self.what} (the caller's /tmp: the sandbox has one of its own)"
         return f"connection to {self.what} (the sandbox has no network)"
 
     def to_json(self) -> dict[str, str]:
@@ -130,6 +133,8 @@ _READ_ONLY = re.compile(
     r"|Read-only file system: ['\"](?P<b>[^'\"]+)['\"]"
     r"|cannot (?:create|touch|remove|open)[^']*'(?P<c>[^']+)'[^\n]*Read-only file system)"
 )
+# a /tmp path on a line saying it is missing: the caller's, when it exists outside the sandbox
+_MISSING_TMP = re.compile(r"(?P<p>/tmp/[^\s:'\"]+)['\"]?[^\n]*No such file or directory")
 _NET = re.compile(
     r"Network is unreachable|Temporary failure in name resolution|Could not resolve host"
     r"|Name or service not known|No address associated with hostname|Connection refused"
@@ -150,6 +155,10 @@ def denials(output: str, argv: Sequence[str], plan: SandboxPlan) -> list[Denial]
         path = match["a"] or match["b"] or match["c"]
         if path and not _under(path, plan.workspace):
             found.append(Denial("write", path))
+    for match in _MISSING_TMP.finditer(output):
+        path = match["p"].rstrip(".,;")
+        if _hidden_tmp(path, plan.workspace):
+            found.append(Denial("tmp", path))
     text = output + "\n" + " ".join(argv)
     for hidden in plan.hidden:
         if str(hidden) in text and re.search(
@@ -167,6 +176,15 @@ def _host(match: re.Match[str]) -> str:
     host = match["url"] or match["hp"] or ""
     port = match["port"] or match["hport"]
     return f"{host}:{port}" if port else host
+
+
+def _hidden_tmp(path: str, workspace: Path) -> bool:
+    """Whether the command missed ``path`` because it is in the caller's /tmp: not in the
+    workspace (bound in), and it, or the directory it would go in, exists out here."""
+    if _under(path, workspace):
+        return False
+    there = Path(path)
+    return there.exists() or (there.parent != Path("/tmp") and there.parent.exists())
 
 
 def _under(path: str, root: Path) -> bool:

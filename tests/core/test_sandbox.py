@@ -8,6 +8,7 @@ import contextlib
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -140,6 +141,25 @@ async def test_the_rerun_outside_is_the_operators_own_decision(
     assert out.data["rerun_outside_sandbox"] is True and not out.is_error
 
 
+@needs_sandbox
+async def test_the_callers_tmp_is_not_seen_and_a_miss_there_is_named(ctx: ToolContext) -> None:
+    """The sandbox's /tmp is its own: a file the operator left in theirs is not read, a marker
+    written into a directory of theirs is not made there, and each failure names the path."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as theirs:
+        note = Path(theirs) / "fix.patch"
+        note.write_text("hunk one\n")
+        read = await call(ctx, ["cat", str(note)])
+        assert read.is_error and "hunk one" not in read.text
+        assert read.data["denied"] == [{"kind": "tmp", "what": str(note)}]
+        assert f"[sandbox] refused use of {note} (the caller's /tmp" in read.text
+        marker = Path(theirs) / "started"
+        wrote = await call(ctx, ["touch", str(marker)])
+        assert not marker.exists()
+        assert wrote.data["denied"] == [{"kind": "tmp", "what": str(marker)}]
+        missing = await call(ctx, ["cat", "/tmp/io-tui-nothing-here-" + uuid.uuid4().hex])
+        assert missing.is_error and "denied" not in missing.data  # missing out here too
+
+
 async def test_require_refuses_commands_where_there_is_no_sandbox(ctx: ToolContext) -> None:
     policy = Policy.from_json({"sandbox": {"enabled": False, "require": True}})
     with pytest.raises(ToolError, match=r"requires a sandbox .* did not run"):
@@ -170,3 +190,9 @@ def test_denials_name_what_was_refused(tmp_path: Path) -> None:
         "connection to example.com (the sandbox has no network)",
     ]
     assert denials("FAILED test_x - assert 1 == 2", ["pytest"], plan) == []
+    with tempfile.NamedTemporaryFile(dir="/tmp") as theirs:  # the caller's /tmp, not the box's
+        said = denials(f"cat: {theirs.name}: No such file or directory\n", ["cat"], plan)
+        assert [d.describe() for d in said] == [
+            f"use of {theirs.name} (the caller's /tmp: the sandbox has one of its own)"
+        ]
+    assert denials("cat: /tmp/nothing/x: No such file or directory\n", ["cat"], plan) == []
