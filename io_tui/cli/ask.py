@@ -28,20 +28,32 @@ from io_tui.core import (
     RuleScope,
     Store,
     blast_radius,
+    is_outside_sandbox,
     pattern_choices,
     terminal_notice,
 )
 
 DECIDED_BY = "terminal"
 PROMPT = "approve? [y]es / [n]o [reason] / [r]emember [N] [run|global] / [d]efer: "
+PROMPT_ONCE = "approve? [y]es / [n]o [reason] / [d]efer: "  # nothing to remember
 
 
 def describe(request: ApprovalRequest, out: TextIO) -> str:
-    """The request as the operator reads it before deciding: who asks, why, and the action."""
+    """The request as the operator reads it before deciding: who asks, why, and the action; a
+    rerun outside the sandbox says so, and what the sandbox refused."""
     shown = proposal(request)
+    what = f"{request.act.value} {visible(request.target)}"
+    if is_outside_sandbox(request):
+        refused = "; ".join(
+            visible(f"{d.get('kind')} {d.get('what')}")
+            for d in request.arguments.get("denied") or []
+        )
+        what = (
+            f"rerun OUTSIDE THE SANDBOX: {visible(request.target)}\n"
+            f"  the sandbox refused: {refused}; approving runs it again without its limits"
+        )
     head = (
-        f"[io-tui] run {request.run_id} step {request.step} asks to {request.act.value} "
-        f"{visible(request.target)}\n"
+        f"[io-tui] run {request.run_id} step {request.step} asks to {what}\n"
         f"  asked by rule '{request.rule}' in layer '{request.layer}'\n"
         f"  {shown.summary}"
     )
@@ -82,8 +94,9 @@ async def remembering(request: ApprovalRequest, store: Store | None) -> Remember
     return Remembering(request.act, choices, radii)
 
 
-def parse_answer(answer: str, offered: Remembering) -> Decision | str:
-    """The decision a typed line means, or what is wrong with it (asked again)."""
+def parse_answer(answer: str, offered: Remembering | None) -> Decision | str:
+    """The decision a typed line means, or what is wrong with it (asked again). With nothing
+    ``offered`` (a rerun outside the sandbox) there is no remembering: it is asked each time."""
     word, _, rest = answer.strip().partition(" ")
     word = word.lower()
     if word in {"y", "yes", "1"}:
@@ -91,6 +104,8 @@ def parse_answer(answer: str, offered: Remembering) -> Decision | str:
     if word in {"n", "no", "4"}:
         return Decision.deny(rest.strip() or "denied at the terminal", decided_by=DECIDED_BY)
     if word in {"r", "remember", "3"}:
+        if offered is None:
+            return "a rerun outside the sandbox is asked each time: nothing to remember"
         return _remember(rest.split(), offered)
     if word in {"", "d", "defer", "5"}:
         return Decision.defer(decided_by=DECIDED_BY)
@@ -136,10 +151,11 @@ class TerminalApprover:
         self.bell = bell
 
     async def decide(self, request: ApprovalRequest) -> Decision:
-        offered = await remembering(request, self.store)
+        outside = is_outside_sandbox(request)  # its own decision each time, never a rule
+        offered = None if outside else await remembering(request, self.store)
         return await asyncio.to_thread(self._ask, request, offered)
 
-    def _ask(self, request: ApprovalRequest, offered: Remembering) -> Decision:
+    def _ask(self, request: ApprovalRequest, offered: Remembering | None) -> Decision:
         out = self.out
         if out.isatty():
             title, body = (
@@ -148,9 +164,10 @@ class TerminalApprover:
             )
             out.write(terminal_notice(title, body, self.notify, bell=self.bell))
         show("\n" + describe(request, out), out)
-        out.write(offered.listing() + "\n")
+        if offered is not None:
+            out.write(offered.listing() + "\n")
         while True:
-            out.write(PROMPT)
+            out.write(PROMPT if offered is not None else PROMPT_ONCE)
             out.flush()
             line = sys.stdin.readline()
             if not line:  # stdin closed: nobody to answer, the request waits

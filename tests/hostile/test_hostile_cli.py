@@ -252,6 +252,8 @@ def test_an_approved_command_stays_in_the_sandbox_unless_the_operator_says_other
     done, trace = run(tmp_path, hostile, turns, "--approve", "ask", stdin="y\nn\n")
     assert not target.exists()
     assert "rerun OUTSIDE THE SANDBOX" in done.stderr  # the second, separate question
+    assert f"the sandbox refused: write {target}; approving runs it again" in done.stderr
+    assert done.stderr.count("[r]emember") == 1  # the rerun is never remembered as a rule
     (result,) = texts(trace)
     assert f"[sandbox] refused write to {target}" in result
     assert "[sandboxed (bubblewrap)" in result
