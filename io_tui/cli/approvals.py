@@ -29,6 +29,7 @@ from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub,
 from io_tui.cli.proposal import show, visible
 from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
+from io_tui.cli.terminal import exact
 from io_tui.core import (
     ApprovalRecord,
     DecideError,
@@ -89,7 +90,7 @@ async def approvals_command(args: argparse.Namespace) -> int:
         print("no pending approvals")
         return EXIT_OK
     texts = await asyncio.gather(*(asyncio.to_thread(_pending_text, r) for r in records))
-    show("\n\n".join(texts), sys.stdout)
+    show("\n\n".join(texts), exact(sys.stdout))  # made safe by visible(): colours pass
     return EXIT_OK
 
 
@@ -113,7 +114,7 @@ def _pending_text(record: ApprovalRecord) -> str:
         f"#{req.id}  run {req.run_id} step {req.step}  {req.act.value} {visible(req.target)}"
         f"  [{record.status}] · io-tui decide {req.id}\n"
         + describe(req, sys.stdout).split("\n", 1)[1]  # the rule, the summary, the action
-        + "".join(f"\n      {review.describe()}" for review in record.reviews)
+        + "".join(f"\n      {visible(review.describe())}" for review in record.reviews)
     )
 
 

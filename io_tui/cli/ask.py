@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from io_tui.cli.proposal import proposal, render, show, visible
+from io_tui.cli.terminal import exact
 from io_tui.core import (
     SCOPE_LABELS,
     Act,
@@ -55,7 +56,7 @@ def describe(request: ApprovalRequest, out: TextIO) -> str:
     head = (
         f"[io-tui] run {request.run_id} step {request.step} asks to {what}\n"
         f"  asked by rule '{request.rule}' in layer '{request.layer}'\n"
-        f"  {shown.summary}"
+        f"  {visible(shown.summary)}"
     )
     body = render(shown, out)
     return f"{head}\n{body}" if body else head
@@ -157,13 +158,17 @@ class TerminalApprover:
 
     def _ask(self, request: ApprovalRequest, offered: Remembering | None) -> Decision:
         out = self.out
+        # the notice and the coloured diff are io-tui's own sequences, around text already
+        # made safe (``terminal_notice`` cleans its line, ``describe`` spells out controls):
+        # they go past the guard that drops every escape from untrusted text
+        raw = exact(out)
         if out.isatty():
             title, body = (
                 f"io-tui run {request.run_id} asks",
                 f"{request.act.value} {request.target}",
             )
-            out.write(terminal_notice(title, body, self.notify, bell=self.bell))
-        show("\n" + describe(request, out), out)
+            raw.write(terminal_notice(title, body, self.notify, bell=self.bell))
+        show("\n" + describe(request, raw), raw)
         if offered is not None:
             out.write(offered.listing() + "\n")
         while True:
