@@ -24,14 +24,20 @@ from cli_process import user_env
 
 TTL = {"IO_TUI_LEASE_TTL_S": "3"}
 SKEWED = Path(__file__).resolve().parents[1] / "support" / "skewed_io_tui.py"
+# The commands write `$PPID`, the worker that ran them, which a sandboxed command cannot see
+# (its pid namespace is its own): these runs are about leases, so they run without it.
+UNSANDBOXED = "[sandbox]\nenabled = false\n"
 # commands of the program `sh` may be run again after a crash: the operator is not asked
-IDEMPOTENT = """[defaults]
+IDEMPOTENT = (
+    """[defaults]
 exec = "allow"
 [[layers]]
 name = "project"
 rules = [{act = "exec", effect = "allow", pattern = "sh", idempotent = true}]
 """
-PLAIN = '[defaults]\nexec = "allow"\n'
+    + UNSANDBOXED
+)
+PLAIN = '[defaults]\nexec = "allow"\n' + UNSANDBOXED
 
 
 @pytest.fixture

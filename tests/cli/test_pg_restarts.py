@@ -57,7 +57,7 @@ def test_io_tui_run_rides_through_a_restart_of_its_server(
     own_pg_cluster, workspace, write_script, tmp_path
 ):
     url = own_pg_cluster.new_database()
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"  # a sandboxed command writes only there
     script = write_script(command_steps(log, "r", steps=6, pause_s=0.2))
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
@@ -84,7 +84,7 @@ def test_a_drain_through_restarts_finishes_every_run_with_no_operator(
     own_pg_cluster, workspace, write_script, tmp_path
 ):
     url = own_pg_cluster.new_database()
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"  # a sandboxed command writes only there
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
     runs, steps = 4, 8
@@ -144,7 +144,8 @@ def test_a_worker_cut_off_past_its_retries_gives_its_run_back_and_finishes_it(
     server answers again, claims it again and finishes it (its command, marked idempotent,
     re-run by itself)."""
     url = own_pg_cluster.new_database()
-    effects, started, go = tmp_path / "effects.log", tmp_path / "started", tmp_path / "go"
+    # in the workspace: a sandboxed command has a /tmp of its own and writes nowhere else
+    effects, started, go = workspace / "effects.log", workspace / "started", workspace / "go"
     code = f"echo ran >> {effects}; touch {started}; while [ ! -e {go} ]; do sleep 0.05; done"
     script = write_script(
         [

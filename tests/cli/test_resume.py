@@ -101,9 +101,10 @@ def test_a_command_a_rule_marks_idempotent_re_runs_on_resume_without_the_operato
 ):
     """In flight at the kill: resumed with no one to answer, it runs again because the policy
     says it is safe to repeat, and the trace says why; the run finishes."""
-    marker, release = tmp_path / "started", tmp_path / "release"
+    # in the workspace: a sandboxed command has a /tmp of its own and writes nowhere else
+    marker, release = workspace / "started", workspace / "release"
     code = (
-        f"echo ran >> {tmp_path / 'effects.log'}; touch {marker};"
+        f"echo ran >> {workspace / 'effects.log'}; touch {marker};"
         f" while [ ! -e {release} ]; do sleep 0.05; done"
     )
     script = write_script(
@@ -132,7 +133,7 @@ def test_a_command_a_rule_marks_idempotent_re_runs_on_resume_without_the_operato
     release.touch()  # the killed attempt's command ends; the re-run's goes straight through
     resumed = io_tui("resume", "1", store=store_path, input="")  # nobody to ask
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert (tmp_path / "effects.log").read_text() == "ran\nran\n"
+    assert (workspace / "effects.log").read_text() == "ran\nran\n"
     data = json.loads(io_tui("trace", "1", "--json", store=store_path).stdout)
     assert data["run"]["status"] == "finished"
     (reconciled,) = [e for e in data["events"] if e["kind"] == "reconciled"]
