@@ -13,7 +13,9 @@ from pathlib import Path
 import cli_process
 from small_disk import small_disk
 
-POLICY = '[defaults]\nexec = "allow"\nwrite = "allow"\n'
+# The command fills the disk the store is on, outside the workspace, standing in for whatever
+# fills a disk; the sandbox would rightly refuse that write, so this run goes without it.
+POLICY = '[defaults]\nexec = "allow"\nwrite = "allow"\n[sandbox]\nenabled = false\n'
 FULL = "is full: "
 
 
