@@ -149,21 +149,34 @@ def test_loading_settings_does_not_import_the_mcp_sdk() -> None:
 
 
 def test_loading_settings_leaves_the_hub_and_tools_unloaded() -> None:
-    """``io_tui.config`` reads ``core.run.settings`` and ``mcp.config`` only; the package loads the
-    rest on first use."""
+    """``io_tui.config`` reads ``core.run.settings`` and the pure config modules it holds
+    (``mcp.config``, ``hooks.config``, ``telemetry.config``) only; each package loads the rest
+    (the hub, the hook runner with the workspace and providers, the contract) on first use."""
     code = (
         "import sys, io_tui.config\n"
         "print(sorted(m for m in sys.modules if m.startswith('io_tui.core.')))\n"
         "from io_tui.core.mcp import McpHub\n"
-        "print('io_tui.core.mcp.hub' in sys.modules)"
+        "print('io_tui.core.mcp.hub' in sys.modules)\n"
+        "from io_tui.core.hooks import RunHooks\n"
+        "print('io_tui.core.hooks.moments' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    assert out[0] == (
-        "['io_tui.core.mcp', 'io_tui.core.mcp.config', 'io_tui.core.run', 'io_tui.core.run.settings']"
+    assert out[0] == str(
+        [
+            "io_tui.core.hooks",
+            "io_tui.core.hooks.config",
+            "io_tui.core.mcp",
+            "io_tui.core.mcp.config",
+            "io_tui.core.run",
+            "io_tui.core.run.settings",
+            "io_tui.core.telemetry",
+            "io_tui.core.telemetry.config",
+            "io_tui.core.telemetry.context",
+        ]
     )
-    assert out[1] == "True"
+    assert out[1:] == ["True", "True"]
 
 
 # -- the shapes other clients write (issue 17 item 6) --

@@ -19,12 +19,12 @@ from pydantic import (
     model_validator,
 )
 
-from io_tui.core.contract import CheckpointLimits
 from io_tui.core.hooks.config import HookEvent, HookMatcher
 from io_tui.core.mcp.config import McpSettings, client_servers
 
 if TYPE_CHECKING:
     from io_tui.core.authority.policy import Policy
+    from io_tui.core.contract import CheckpointLimits
 
 
 class CacheSettings(BaseModel):
@@ -69,6 +69,8 @@ class CheckpointSettings(BaseModel):
     keep_days: float = Field(default=14.0, ge=0)
 
     def limits(self) -> CheckpointLimits:
+        from io_tui.core.contract import CheckpointLimits  # on use: settings load light
+
         return CheckpointLimits(**self.model_dump())
 
 
