@@ -12,11 +12,12 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiosqlite
 
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
 
 BEFORE = "before"  # the workspace before a step's first call that may change files
 RESUMED = "resumed"  # before the calls a resume carries on (some of the step's may have run)
@@ -78,15 +79,15 @@ class CheckpointRepo:
         took_ms: float,
     ) -> CheckpointRow:
         now = time.time()
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        row_id = await self.db.write(
+            partial(
+                _insert,
                 "INSERT INTO checkpoints (run_id, step, phase, workspace, git_commit, tree,"
                 " changed, skipped, took_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, step, phase, workspace, commit, tree, changed,
                  json.dumps(list(skipped)), took_ms, now),
-            )  # fmt: skip
-            assert cursor.lastrowid is not None
-            row_id = cursor.lastrowid
+            )
+        )  # fmt: skip
         return CheckpointRow(
             row_id, run_id, step, phase, workspace, commit, tree, changed,
             [dict(s) for s in skipped], took_ms, now, None,
@@ -125,9 +126,22 @@ class CheckpointRepo:
         if not run_ids:
             return
         marks = ", ".join("?" for _ in run_ids)
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        await self.db.write(
+            partial(
+                _execute,
                 f"UPDATE checkpoints SET pruned_at = ? WHERE run_id IN ({marks})"
                 " AND pruned_at IS NULL",
                 (time.time(), *run_ids),
             )
+        )
+
+
+def _insert(sql: str, params: tuple[Any, ...], conn: Connection) -> int:
+    """One row; its id."""
+    row_id = conn.execute(sql, params).lastrowid
+    assert row_id is not None
+    return row_id
+
+
+def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
+    conn.execute(sql, params)

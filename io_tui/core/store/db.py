@@ -194,7 +194,9 @@ class Database(ABC):
     @abstractmethod
     def transaction(self) -> AbstractAsyncContextManager[aiosqlite.Connection]:
         """One write transaction whose statements are awaited one by one (``await
-        conn.execute(...)``, as aiosqlite's); ``write()`` is the one hand-off form."""
+        conn.execute(...)``, as aiosqlite's); ``write()`` is the one hand-off form. On
+        PostgreSQL only its BEGIN rides through a transient fault: a write a run makes goes
+        through ``write()``, which is tried again and made once."""
 
     @staticmethod
     @abstractmethod

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiosqlite
 
-from io_tui.core.store.db import Database, row_as
+from io_tui.core.store.db import Connection, Database, row_as
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,31 +95,7 @@ class ProbeRepo:
         self.db = db
 
     async def add(self, probe: NewProbe) -> int:
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO probes (run_id, step, request_id, batch, variant, changes,"
-                " provider, model, messages, tools_digest, answer, usage, error, latency_s,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    probe.run_id,
-                    probe.step,
-                    probe.request_id,
-                    probe.batch,
-                    probe.variant,
-                    json.dumps(probe.changes),
-                    json.dumps(probe.provider),
-                    probe.model,
-                    json.dumps(probe.messages),
-                    probe.tools_digest,
-                    json.dumps(probe.answer) if probe.answer is not None else None,
-                    json.dumps(probe.usage) if probe.usage is not None else None,
-                    probe.error,
-                    probe.latency_s,
-                    time.time(),
-                ),
-            )
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        return await self.db.write(partial(_insert, probe, time.time()))
 
     async def get(self, probe_id: int) -> ProbeRow | None:
         row = await self.db.fetchone("SELECT * FROM probes WHERE id = ?", (probe_id,))
@@ -135,3 +112,30 @@ class ProbeRepo:
                 "SELECT * FROM probes WHERE run_id = ? AND step = ? ORDER BY id", (run_id, step)
             )
         return [ProbeRow.from_row(r) for r in rows]
+
+
+def _insert(probe: NewProbe, now: float, conn: Connection) -> int:
+    cursor = conn.execute(
+        "INSERT INTO probes (run_id, step, request_id, batch, variant, changes,"
+        " provider, model, messages, tools_digest, answer, usage, error, latency_s,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            probe.run_id,
+            probe.step,
+            probe.request_id,
+            probe.batch,
+            probe.variant,
+            json.dumps(probe.changes),
+            json.dumps(probe.provider),
+            probe.model,
+            json.dumps(probe.messages),
+            probe.tools_digest,
+            json.dumps(probe.answer) if probe.answer is not None else None,
+            json.dumps(probe.usage) if probe.usage is not None else None,
+            probe.error,
+            probe.latency_s,
+            now,
+        ),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid

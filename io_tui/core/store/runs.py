@@ -142,12 +142,13 @@ class RunRepo:
         """Untie the runs ACP session ``session`` started from it (their origin's session
         becomes null): ``of_session`` no longer finds them. How many runs it untied."""
         tied = f'"session": {json.dumps(session)}'
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
+        return await self.db.write(
+            partial(
+                _changed,
                 "UPDATE runs SET origin = REPLACE(origin, ?, ?) WHERE origin LIKE ?",
                 (tied, '"session": null', f"%{tied}%"),
             )
-            return cursor.rowcount
+        )
 
     async def set_status(
         self,
@@ -444,6 +445,11 @@ def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection
 
 def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
     conn.execute(sql, params)
+
+
+def _changed(sql: str, params: tuple[Any, ...], conn: Connection) -> int:
+    """One statement; how many rows it changed."""
+    return conn.execute(sql, params).rowcount
 
 
 def _create(row: tuple[Any, ...], now: float, conn: Connection) -> int:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from functools import partial
 from typing import Any
 
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Connection, Database
 
 
 def tools_digest(specs: list[dict[str, Any]]) -> str:
@@ -26,13 +27,19 @@ class ToolSetRepo:
         self.db = db
 
     async def put(self, digest: str, specs: list[dict[str, Any]]) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
+        await self.db.write(
+            partial(
+                _execute,
                 "INSERT INTO tool_sets (digest, specs, created_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (digest) DO NOTHING",
                 (digest, json.dumps(specs), time.time()),
             )
+        )
 
     async def get(self, digest: str) -> list[dict[str, Any]] | None:
         row = await self.db.fetchone("SELECT specs FROM tool_sets WHERE digest = ?", (digest,))
         return json.loads(row["specs"]) if row else None
+
+
+def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
+    conn.execute(sql, params)
