@@ -98,7 +98,7 @@ async def test_a_backend_terminated_at_every_statement_of_a_run_leaves_it_finish
     pg_url, workspace, write_script, tmp_path, monkeypatch
 ):
     store = await Store.open(pg_url)
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"  # in the workspace: a sandboxed command has its own /tmp
     script = script_for(write_script, log)
     dry = Counting()
     with monkeypatch.context() as patched:
@@ -193,7 +193,7 @@ async def test_a_commit_whose_answer_is_lost_is_not_written_twice(
     again, so every COMMIT of the run may lose its answer and each write is still made once."""
     eater = CommitEater(str(pg_cluster.socket_dir / ".s.PGSQL.5432"))
     database = urlsplit(pg_url).path.lstrip("/")
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"  # in the workspace: a sandboxed command has its own /tmp
     script = script_for(write_script, log)
     serving = eater.serve()
     port = await anext(serving)
@@ -222,7 +222,7 @@ async def test_a_server_gone_past_the_retries_leaves_the_run_resumable_saying_so
 ):
     monkeypatch.setenv("IO_TUI_STORE_RETRY_S", "1")
     store = await Store.open(pg_url)
-    log = tmp_path / "effects.log"
+    log = workspace / "effects.log"  # in the workspace: a sandboxed command has its own /tmp
     side = psycopg.connect(pg_cluster.url(), autocommit=True)
     database = urlsplit(pg_url).path.lstrip("/")
 

@@ -81,7 +81,7 @@ def test_demo_tree_inspector_and_stub_reasons(tmp_path: Path) -> None:
         screen = _wait_for(socket, "Approve", within_s=30)  # the edit asks a human
         _wait_for(socket, "escape defers")  # armed: keys pressed as it appeared were ignored
         _tmux(socket, "send-keys", "-t", "io", "1")  # 1 = approve
-        screen = _wait_for(socket, "#1 finished", within_s=30)
+        screen = _wait_for(socket, "#1 verified", within_s=30)  # its outcome, in words
         assert "#1" in screen and "step  10" in screen
         # select the last step: down from the run node onto step 10
         for _ in range(10):
