@@ -19,7 +19,9 @@ from io_tui.ui.testing import wait_until_idle
 
 from .conftest import SIZE
 
-POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n'
+# the run's own command fills the store's disk, outside the workspace: unsandboxed, as the
+# sandbox rightly keeps a command from writing there
+POLICY = '[defaults]\nwrite = "allow"\nexec = "allow"\n[sandbox]\nenabled = false\n'
 
 
 async def test_a_full_store_is_a_notice_naming_it_and_the_app_goes_on(tmp_path: Path) -> None:
