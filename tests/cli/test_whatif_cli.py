@@ -36,7 +36,9 @@ async def test_whatif_shows_the_answers_side_by_side_and_keeps_them(
     await server.start()
     server.add(sse_reply((WIRE / "tool_call_single_strict.sse").read_bytes()))
     server.add(*[sse_reply((WIRE / "text_plain.sse").read_bytes())] * 4)
-    env = user_env({"OPENAI_API_KEY": "sk-test-whatif"})
+    # wide enough that the side-by-side columns never wrap a call (the width a worker inherits
+    # varies: COLUMNS, or a terminal size of its own)
+    env = user_env({"OPENAI_API_KEY": "sk-test-whatif", "COLUMNS": "240"})
     remote = ("--preset", "openai", "--model", "gpt-4o", "--base-url", server.base_url + "/v1")
     try:
         probe = await asyncio.to_thread(
