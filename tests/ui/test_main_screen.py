@@ -199,6 +199,7 @@ async def test_interrupt_cancels_a_live_run(make_app) -> None:
         )
         screen = app.screen
         assert isinstance(screen, MainScreen)
+        await until(lambda: screen.ready, "the panes mounted")  # a loaded machine mounts late
         screen.select_run(1)
         # the request in flight: the budgets pane says it was sent (nothing is recorded yet)
         bar = screen.query_one(ContextBar)
