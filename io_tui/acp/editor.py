@@ -7,8 +7,12 @@ Only the performing moves: the tools (``read_file``, ``write_file``, ``edit_file
 workspace still resolves every path (a path outside the root is refused before the client is
 asked). Each tool is wrapped (``client_tools``) so it acts through a ``ClientWorkspace``; what the
 client does not offer stays on io-tui's own primitives. A command in the client's terminal runs
-in the client's environment: io-tui's allow-listed environment and process-tree kill apply only
-to its own ``run_command``.
+in the client's environment: io-tui's allow-listed environment applies only to its own
+``run_command``. Its process-tree kill applies to both: the client's terminal gets the command's
+tag in its environment, so whatever is left of it when the call ends (cancelled, timed out, or
+stragglers it started) is killed where the client runs on this machine, as it is on io-tui's
+own. A client's kill alone is not enough: bubblewrap killed in its first milliseconds leaves the
+sandboxed command running, orphaned.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from acp import RequestError, tool_terminal_ref, update_tool_call
+from acp.schema import EnvVariable
 
 from io_tui.acp.updates import call_key
 from io_tui.core import (
+    EXEC_TAG_VAR,
     HAND_BACK,
     ExecResult,
     Tool,
@@ -31,6 +38,7 @@ from io_tui.core import (
     ToolRegistry,
     Workspace,
     WorkspaceError,
+    kill_tree,
 )
 
 if TYPE_CHECKING:
@@ -122,14 +130,20 @@ class ClientWorkspace(Workspace):
                 raise WorkspaceError(f"command not found: {argv[0]}")
             argv = sandbox.wrap(argv)
         client, session_id = self.editor.client, self.editor.session.id
-        with asked_of_client(f"the client could not start {argv[0]}"):
-            created = await client.create_terminal(
-                session_id=session_id,
-                command=argv[0],
-                args=list(argv[1:]),
-                cwd=str(self.root),
-                output_byte_limit=OUTPUT_BYTE_LIMIT,
-            )
+        tag = uuid.uuid4().hex
+        try:
+            with asked_of_client(f"the client could not start {argv[0]}"):
+                created = await client.create_terminal(
+                    session_id=session_id,
+                    command=argv[0],
+                    args=list(argv[1:]),
+                    env=[EnvVariable(name=EXEC_TAG_VAR, value=tag)],
+                    cwd=str(self.root),
+                    output_byte_limit=OUTPUT_BYTE_LIMIT,
+                )
+        except asyncio.CancelledError:  # it may have started: its terminal id is lost with it
+            await asyncio.shield(kill_tree(None, tag))
+            raise
         terminal = created.terminal_id
         self.editor.session.outbox.put(
             update_tool_call(self.tool_call_id, content=[tool_terminal_ref(terminal)])
@@ -147,6 +161,7 @@ class ClientWorkspace(Workspace):
                     await client.kill_terminal(session_id=session_id, terminal_id=terminal)
                 output = await client.terminal_output(session_id=session_id, terminal_id=terminal)
         finally:
+            await asyncio.shield(kill_tree(None, tag))  # first: the client's release may wait on it
             with contextlib.suppress(Exception):
                 await asyncio.shield(
                     client.release_terminal(session_id=session_id, terminal_id=terminal)

@@ -311,8 +311,10 @@ if TYPE_CHECKING:
         send_probe as send_probe,
     )
     from io_tui.core.workspace import (
+        EXEC_TAG_VAR as EXEC_TAG_VAR,
         ExecResult as ExecResult,
         Workspace as Workspace,
+        kill_tree as kill_tree,
     )
 
 

@@ -479,22 +479,15 @@ class Workspace:
             if self.find_program(argv[0], env) is None:  # bwrap would say it less plainly
                 raise WorkspaceError(f"command not found: {argv[0]}")
             argv = sandbox.wrap(argv)
+        starting = asyncio.ensure_future(_start(argv, self.root, env))
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=self.root,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                env=env,
-            )
-        except FileNotFoundError:
-            raise WorkspaceError(f"command not found: {argv[0]}") from None
-        except PermissionError:
-            raise WorkspaceError(f"not executable: {argv[0]}") from None
-        except OSError as exc:
-            raise WorkspaceError(f"could not start {argv[0]}: {exc.strerror or exc}") from None
+            proc = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Let the start finish, then end the tree: asyncio's own cancel of a start kills
+            # the process alone and waits for its pipe, which the rest of the tree holds
+            # (bubblewrap killed in its first milliseconds leaves the sandboxed command).
+            await asyncio.shield(_end_start(starting, tag))
+            raise
 
         sink = _OutputSink()
         assert proc.stdout is not None
@@ -530,6 +523,38 @@ class Workspace:
         return None
 
 
+async def _start(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
+    """``argv`` started in ``cwd`` with no stdin, stdout and stderr merged, in a session of its
+    own; WorkspaceError when it cannot start."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    except FileNotFoundError:
+        raise WorkspaceError(f"command not found: {argv[0]}") from None
+    except PermissionError:
+        raise WorkspaceError(f"not executable: {argv[0]}") from None
+    except OSError as exc:
+        raise WorkspaceError(f"could not start {argv[0]}: {exc.strerror or exc}") from None
+
+
+async def _end_start(starting: asyncio.Future[asyncio.subprocess.Process], tag: str) -> None:
+    """End what a cancelled ``exec`` was starting, once it has started (if it could)."""
+    try:
+        proc = await starting
+    except WorkspaceError:
+        return
+    await kill_tree(proc.pid, tag)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), 5)  # the pipe closes with the tree: transport done
+
+
 async def _exited(proc: asyncio.subprocess.Process) -> None:
     """Wait for the process itself to exit.
 
@@ -540,12 +565,14 @@ async def _exited(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(EXIT_POLL_S)
 
 
-async def kill_tree(pid: int, tag: str) -> None:
-    """SIGKILL the session ``pid`` leads and every process carrying ``tag`` in its environment,
-    until a scan finds none left (a process forked between a scan and its kill is found by the
-    next). Without ``/proc`` only the process group is killed."""
+async def kill_tree(pid: int | None, tag: str) -> None:
+    """SIGKILL the session ``pid`` leads (when there is one: a command another program started
+    has none of ours) and every process carrying ``tag`` in its environment, until a scan finds
+    none left (a process forked between a scan and its kill is found by the next). Without
+    ``/proc`` only the process group is killed."""
     for _ in range(KILL_ROUNDS):
-        _signal_group(pid)
+        if pid is not None:
+            _signal_group(pid)
         found = tagged_processes(tag)
         if not found:
             return

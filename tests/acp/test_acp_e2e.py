@@ -310,10 +310,7 @@ async def test_cancel_a_running_command_and_follow_up(
     workspace, write_script, store_path, tmp_path
 ):
     policy = tmp_path / "policy.toml"
-    # unsandboxed: cancelling a command that runs in the bubblewrap sandbox does not end it
-    # yet (open, issue 31), and this test is about the cancel reaching the run
     policy.write_text(
-        "[sandbox]\nenabled = false\n"
         '[[layers]]\nname = "t"\n[[layers.rules]]\nact = "exec"\neffect = "allow"\n'
         'pattern = "sleep*"\n'
     )

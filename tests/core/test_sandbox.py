@@ -4,7 +4,9 @@ this machine cannot make the sandbox's namespaces."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import shutil
 import socket
 import sys
@@ -21,7 +23,7 @@ from io_tui.core.authority.policy import Policy
 from io_tui.core.sandbox import SandboxPlan, denials, probe
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.command import RunCommand
-from io_tui.core.workspace import Workspace
+from io_tui.core.workspace import EXEC_TAG_VAR, Workspace, kill_tree
 
 STATUS = probe()
 needs_sandbox = pytest.mark.skipif(
@@ -196,3 +198,49 @@ def test_denials_name_what_was_refused(tmp_path: Path) -> None:
             f"use of {theirs.name} (the caller's /tmp: the sandbox has one of its own)"
         ]
     assert denials("cat: /tmp/nothing/x: No such file or directory\n", ["cat"], plan) == []
+
+
+def _running(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker`` (a zombie's reads empty)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if marker.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                found.append(int(name))
+    return found
+
+
+@needs_sandbox
+async def test_a_command_cancelled_as_it_starts_leaves_nothing_running(outside: Path) -> None:
+    """Cancelled in bubblewrap's first milliseconds, before it has armed --die-with-parent."""
+    workspace = Workspace(outside)
+    box = SandboxPlan(outside)
+    for attempt in range(5):
+        marker = f"{600 + attempt}.{uuid.uuid4().int % 10_000}"
+        task = asyncio.create_task(workspace.exec(["sleep", marker], 60, sandbox=box))
+        await asyncio.sleep(0.001 * attempt)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            async with asyncio.timeout(10):  # a start cancelled in asyncio waits on the tree
+                await task
+        await asyncio.sleep(0.2)  # what would be left has had the time to start
+        assert _running(marker) == []
+
+
+@needs_sandbox
+async def test_the_tag_ends_a_sandboxed_command_another_program_started(outside: Path) -> None:
+    """An editor's terminal (ACP) runs the command and kills only bubblewrap: killed in its
+    first milliseconds, bubblewrap leaves the command running, orphaned. The tag the terminal
+    was given in its environment finds it."""
+    marker = f"601.{uuid.uuid4().int % 10_000}"
+    tag = uuid.uuid4().hex
+    argv = SandboxPlan(outside).wrap(["sleep", marker])
+    env = {**os.environ, EXEC_TAG_VAR: tag}
+    editor = await asyncio.create_subprocess_exec(
+        *argv, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL
+    )
+    editor.kill()  # the editor's own kill, at once
+    await editor.wait()
+    await kill_tree(None, tag)
+    await asyncio.sleep(0.2)
+    assert _running(marker) == []

@@ -18,6 +18,7 @@ from acp.schema import (
     ClientCapabilities,
     CreateTerminalResponse,
     DeniedOutcome,
+    EnvVariable,
     FileSystemCapabilities,
     Implementation,
     ReadTextFileResponse,
@@ -87,10 +88,12 @@ class EditorClient:
 
     async def create_terminal(
         self, session_id: str, command: str, args: list[str] | None = None, cwd: str | None = None,
-        **_: Any,
+        env: list[EnvVariable] | None = None, **_: Any,
     ) -> CreateTerminalResponse:  # fmt: skip
+        # as an editor does: its own environment, plus what the agent asked for
+        environ = {**os.environ, **{var.name: var.value for var in env or []}}
         proc = await asyncio.create_subprocess_exec(
-            command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
+            command, *(args or []), cwd=cwd, env=environ, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         terminal_id = f"term-{len(self.terminals) + 1}"
