@@ -18,6 +18,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
+from io_tui.core.context.build import asked_for
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.plan import Plan
@@ -97,7 +98,9 @@ def runs(draw: st.DrawFn, sizes: list[int] = SIZES) -> list[tuple[list[StepRecor
                 last.observations + more.observations,
                 last.operator_messages,
             )
-        if draw(st.integers(0, 12)) == 0:  # the same history asked for twice
+        # the same history asked for twice; not after an empty answer, which ends a run (the
+        # same step asked again is the ladder's next rung, whose corrections the engine holds)
+        if draw(st.integers(0, 12)) == 0 and not asked_for(history[-1]):
             builds.append((list(history), ceiling, False))
     return builds
 
