@@ -10,10 +10,13 @@ APP_STAMP := $(VENV)/.app-installed
 
 # What `make run` needs: io-tui and its own dependencies (the demo and its recorded wires are in
 # the package), with pip's progress shown. Not the test tools, the extras, llama.cpp or a model.
+# The package is byte-compiled here: an editable install is not, and where the environment says
+# PYTHONDONTWRITEBYTECODE every start would compile each module it imports again.
 $(APP_STAMP): pyproject.toml Makefile
 	@echo "Installing io-tui and what it needs to run (make test adds its own tools)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check --progress-bar on -e .
+	$(BIN)/python -m compileall -q io_tui
 	touch $(APP_STAMP)
 
 # The test bootstrap: io-tui with its test tools and every extra (PostgreSQL, OpenTelemetry), plus

@@ -26,7 +26,7 @@ from io_tui.cli.common import (
 )
 from io_tui.cli.terminal import guarded
 
-COMMANDS = {  # command → the module that registers it (imported only when needed)
+COMMANDS = {  # command → the module that registers it (imported only when it runs)
     "run": "io_tui.cli.run",
     "demo": "io_tui.cli.run",
     "trace": "io_tui.cli.trace",
@@ -49,6 +49,31 @@ COMMANDS = {  # command → the module that registers it (imported only when nee
     "acp": "io_tui.cli.acp",
     "hooks": "io_tui.cli.hooks",
 }
+# what ``io-tui --help`` says of each command, kept here so listing them imports none; each
+# module registers its command with the same words (tests/cli/test_cli_imports.py checks)
+SUMMARIES = {
+    "run": "run one task headless",
+    "demo": "the bundled demo task (the TUI, or --headless)",
+    "trace": "the full trace of a run",
+    "approvals": "pending approval requests across all runs",
+    "decide": "decide a pending request and resume its run",
+    "resume": "continue an interrupted run under the same id",
+    "cancel": "cancel a paused, interrupted or queued run: its pending requests are denied",
+    "rewind": "restore a run's workspace to before a step (or undo the last rewind)",
+    "checkpoints": "a run's workspace checkpoints, or prune a workspace's",
+    "fork": "start a new run from a step of a run, with the context that step had",
+    "whatif": "send a recorded request again with its context changed; never executed",
+    "worker": "drain the run queue: claim, drive, give back",
+    "workers": "the workers serving the queue",
+    "rules": "remembered approval rules: list or revoke",
+    "memory": "list and edit what agents remember",
+    "config": "where the config file is, and the merged settings",
+    "providers": "probe the provider presets (or one endpoint) and list the models each serves",
+    "mcp": "MCP servers: start them, list their tools, resources and prompts",
+    "serve": "the TUI in a browser (textual-serve, 127.0.0.1 only)",
+    "acp": "speak the Agent Client Protocol on stdio (for Zed, Toad, …)",
+    "hooks": "Claude Code-style hooks: list, trust a workspace's",
+}
 RAW_TERMINAL = {"serve", "acp"}  # they own the terminal or speak a protocol on stdout
 
 
@@ -58,15 +83,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser for ``argv``: every subcommand for help or an unknown word, else only the
-    module of the command given (none for the app), so a command imports what it uses only."""
+    """The parser for ``argv``: only the module of the command given (none for the app), so a
+    command imports what it uses only; for help or an unknown word, the commands listed by
+    their summaries (no module imported); every command's whole parser when ``argv`` is None."""
     parser = _Parser(prog="io-tui", description="A terminal cockpit for coding-agent runs.")
     parser.add_argument("--version", action="version", version=f"io-tui {__version__}")
     add_store_option(parser)
     add_show_escapes_option(parser)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
-    for name in dict.fromkeys(_modules_for(argv)):
-        importlib.import_module(name).register(sub)
+    modules = _modules_for(argv)
+    if modules is None:
+        for command, summary in SUMMARIES.items():
+            sub.add_parser(command, help=summary)
+    else:
+        for name in dict.fromkeys(modules):
+            importlib.import_module(name).register(sub)
     _store_everywhere(parser)
     return parser
 
@@ -84,18 +115,19 @@ def _store_everywhere(parser: argparse.ArgumentParser) -> None:
         add_show_escapes_option(parser)
 
 
-def _modules_for(argv: Sequence[str] | None) -> list[str]:
-    everything = list(COMMANDS.values())
+def _modules_for(argv: Sequence[str] | None) -> list[str] | None:
+    """The command modules ``argv`` needs: its command's, none for the app, every one when
+    ``argv`` is None; None when only the list of commands is shown (help, an unknown word)."""
     if argv is None:
-        return everything
+        return list(COMMANDS.values())
     words = iter(argv)
     for word in words:
         if word in ("-h", "--help"):
-            return everything
+            return None
         if word == "--store":
             next(words, None)  # its value
         elif not word.startswith("-"):
-            return [COMMANDS[word]] if word in COMMANDS else everything
+            return [COMMANDS[word]] if word in COMMANDS else None
     return []  # no command: the app
 
 

@@ -7,8 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from io_tui.cli.common import add_store_option, open_store
-from io_tui.cli.mcp_setup import add_mcp_config_option, found_servers, mcp_servers
+from io_tui.cli.common import add_mcp_config_option, add_store_option, open_store
+from io_tui.cli.mcp_setup import found_servers, mcp_servers
 from io_tui.cli.run import add_run_settings_options, policy_from, provider_from, settings_from
 
 

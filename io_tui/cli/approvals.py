@@ -19,25 +19,22 @@ from io_tui.cli.ask import TerminalApprover, describe
 from io_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    add_mcp_config_option,
     add_store_option,
+    approver_names,
     error,
     open_store,
     print_json,
     servers_for_run,
 )
-from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
 from io_tui.cli.proposal import show, visible
-from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
-from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.cli.terminal import exact
 from io_tui.core import (
     ApprovalRecord,
-    DecideError,
     Decision,
     DecisionKind,
     audit_row,
     audit_stats,
-    decide,
     operator,
 )
 
@@ -60,7 +57,7 @@ def register(sub: Any) -> None:
     dec.add_argument("--reason", help="why (the model reads it)")
     dec.add_argument(
         "--approve",
-        choices=sorted(APPROVERS),
+        choices=approver_names(),
         default="defer",
         help="how later asks of the resumed run are answered (default: defer)",
     )
@@ -147,6 +144,13 @@ def _when(at: float) -> str:
 
 
 async def decide_command(args: argparse.Namespace) -> int:
+    # what resuming the run takes (the settings, MCP, the run's reporting): here, so that
+    # ``approvals`` lists the inbox without loading it
+    from io_tui.cli.mcp_setup import mcp_servers, opened_hub, tool_registry
+    from io_tui.cli.run import approver_for, exit_code, report, settings_from
+    from io_tui.cli.sinks import HumanSink, JsonLinesSink
+    from io_tui.core import DecideError, decide
+
     by = operator("cli")
     settings = settings_from(args)
     current = mcp_servers(settings, args.mcp_config)

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from argparse import Namespace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.terminal import exact
@@ -123,3 +124,21 @@ def add_store_option(parser: Any) -> None:
         default=argparse.SUPPRESS,
         help=STORE_HELP,
     )
+
+
+def add_mcp_config_option(parser: Any) -> None:
+    """``--mcp-config FILE``: MCP servers added to the config's for this command."""
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help='servers to add: JSON {"mcpServers": …} or TOML [mcp.servers.NAME] tables',
+    )
+
+
+def approver_names() -> list[str]:
+    """How asks can be answered (``--approve``): ``ask``, on the terminal, or a fixed approver
+    (loaded only by the commands that take the option)."""
+    from io_tui.core import FIXED_APPROVERS
+
+    return sorted(("ask", *FIXED_APPROVERS))

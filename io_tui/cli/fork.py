@@ -21,14 +21,16 @@ from io_tui.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    add_mcp_config_option,
     add_store_option,
+    approver_names,
     open_store,
     servers_for_run,
 )
-from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
+from io_tui.cli.mcp_setup import mcp_servers, opened_hub, tool_registry
 from io_tui.cli.resume import reconciler_for
 from io_tui.cli.rewind import add_choice_options, confirmed, file_choices, plan_text
-from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
+from io_tui.cli.run import approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
     DecideError,
@@ -59,7 +61,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--model", help="another model for the fork")
     parser.add_argument("--max-steps", type=int, help="the fork's step limit (default: the run's)")
     parser.add_argument(
-        "--approve", choices=sorted(APPROVERS), help="how the fork's asks are answered"
+        "--approve", choices=approver_names(), help="how the fork's asks are answered"
     )
     parser.add_argument(
         "--no-start", action="store_true", help="make the fork, leave it for io-tui resume"

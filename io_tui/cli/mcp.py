@@ -10,9 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
+from io_tui.cli.common import EXIT_FAILED, EXIT_OK, UsageError, add_mcp_config_option, print_json
 from io_tui.cli.mcp_browse import NONE_CONFIGURED, prompts_command, read_command, resources_command
-from io_tui.cli.mcp_setup import add_mcp_config_option, command_servers
+from io_tui.cli.mcp_setup import command_servers
 
 
 def register(sub: Any) -> None:

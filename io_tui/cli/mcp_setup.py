@@ -24,15 +24,6 @@ if TYPE_CHECKING:
     from io_tui.core import FoundServers, McpHub, Policy, ServerSource, Store, ToolRegistry
 
 
-def add_mcp_config_option(parser: Any) -> None:
-    parser.add_argument(
-        "--mcp-config",
-        type=Path,
-        metavar="FILE",
-        help='servers to add: JSON {"mcpServers": …} or TOML [mcp.servers.NAME] tables',
-    )
-
-
 async def command_servers(args: Any) -> dict[str, ServerSource]:
     """The servers of an ``io-tui mcp`` command: the config's with ``args.workspace``'s
     ``.mcp.json`` (once trusted) and ``args.mcp_config``'s; UsageError for a config that does

@@ -17,9 +17,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from io_tui.cli.common import EXIT_FAILED, add_store_option, error, open_store, servers_for_run
-from io_tui.cli.mcp_setup import add_mcp_config_option, mcp_servers, opened_hub, tool_registry
-from io_tui.cli.run import APPROVERS, approver_for, exit_code, report, settings_from
+from io_tui.cli.common import (
+    EXIT_FAILED,
+    add_mcp_config_option,
+    add_store_option,
+    approver_names,
+    error,
+    open_store,
+    servers_for_run,
+)
+from io_tui.cli.mcp_setup import mcp_servers, opened_hub, tool_registry
+from io_tui.cli.run import approver_for, exit_code, report, settings_from
 from io_tui.cli.sinks import HumanSink, JsonLinesSink
 from io_tui.core import (
     DecideError,
@@ -44,7 +52,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--approve",
-        choices=sorted(APPROVERS),
+        choices=approver_names(),
         help="how the resumed run's asks are answered (default: the config's, else ask)",
     )
     parser.add_argument(

@@ -15,12 +15,13 @@ from io_tui.cli.common import (
     EXIT_OK,
     EXIT_PAUSED,
     UsageError,
+    add_mcp_config_option,
     add_store_option,
+    approver_names,
     open_store,
     print_json,
 )
 from io_tui.cli.mcp_setup import (
-    add_mcp_config_option,
     admitted,
     found_servers,
     opened_hub,
@@ -56,9 +57,6 @@ from io_tui.core import (
     start_run,
 )
 
-APPROVERS = ("ask", *FIXED_APPROVERS)
-"""How asks are answered (``--approve``): on the terminal, or by a fixed approver."""
-
 
 def approver_for(name: str, settings: Settings, store: Store | None = None) -> Approver:
     """The approver ``--approve NAME`` names; ``ask`` shows each request on the terminal,
@@ -84,7 +82,7 @@ def register(sub: Any) -> None:
     add_run_settings_options(run)
     run.add_argument(
         "--approve",
-        choices=sorted(APPROVERS),
+        choices=approver_names(),
         help="how asks are answered (default: ask; defer with --approver)",
     )
     add_approver_options(run)

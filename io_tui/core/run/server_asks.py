@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from io_tui.core.authority.approvals import APPROVING, ApprovalRequest, Decision, DecisionKind
+from io_tui.core.authority.approvals import APPROVING, Decision, DecisionKind
 from io_tui.core.authority.policy import Act
+from io_tui.core.mcp.asks import is_server_ask
 from io_tui.core.mcp.elicitation import ELICITATION, ElicitAnswer, ElicitAsk
 from io_tui.core.mcp.sampling import SAMPLING, SamplingAsk
 from io_tui.core.providers.base import CompletionRequest, Message, complete
@@ -28,7 +29,6 @@ from io_tui.core.store import RequestRecord, Store
 from io_tui.core.tokens import estimate_tokens
 from io_tui.core.tools.base import ToolError
 
-SERVER_ASKS = (f":{SAMPLING}", f":{ELICITATION}")  # how a server request's call id ends
 ENDED_WITH_PROCESS = "io-tui (the call that asked ended with its process)"
 
 
@@ -126,12 +126,6 @@ async def answer_elicitation(
              "content": answer.content, "reason": answer.reason or None},
         )  # fmt: skip
     return answer
-
-
-def is_server_ask(request: ApprovalRequest) -> bool:
-    """Whether an approval request is an MCP server's sampling or form request, made inside one
-    of its tool calls: it can be answered only while that call lasts, in that process."""
-    return request.call_id.endswith(SERVER_ASKS)
 
 
 async def expire_server_asks(store: Store, run_id: int) -> list[int]:

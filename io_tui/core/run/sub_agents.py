@@ -15,7 +15,6 @@ from __future__ import annotations
 from io_tui.core.events import EventKind
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store import RunRow, Store
-from io_tui.core.tools.agent import SpawnAgent
 
 WAITING = frozenset({"paused", "interrupted"})  # a run that stopped short and resumes
 ENDED = frozenset({"finished", "failed", "cancelled"})
@@ -57,6 +56,9 @@ async def pending_call(store: Store, run: RunRow) -> tuple[int, ToolCall] | None
 
 async def pending_child(store: Store, run: RunRow) -> RunRow | None:
     """The child run of the run's pending ``spawn_agent`` call, if it has one."""
+    # here, not at the top: the trace and the inbox ask this without loading the tools
+    from io_tui.core.tools.agent import SpawnAgent
+
     pending = await pending_call(store, run)
     if pending is None or pending[1].name != SpawnAgent.name:
         return None

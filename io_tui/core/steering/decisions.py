@@ -16,13 +16,14 @@ from dataclasses import dataclass, replace
 from io_tui.core.authority.approvals import Approver, Decision, DecisionKind, DeferAll
 from io_tui.core.authority.policy import Policy
 from io_tui.core.events import EventSink, NullSink
+from io_tui.core.mcp.asks import is_server_ask
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import resume_run
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.reconcile import Reconciler
-from io_tui.core.run.server_asks import expire_server_asks, is_server_ask
+from io_tui.core.run.server_asks import expire_server_asks
 from io_tui.core.run.sub_agents import last_active, waiting_chain
 from io_tui.core.store import RunBusy, RunRow, Store
 from io_tui.core.store.leases import LIVE_STATUSES

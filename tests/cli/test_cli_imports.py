@@ -1,0 +1,88 @@
+"""Each read-only command imports what it uses only (issue 34): listing the commands imports
+none of them, and reading the store (the inbox, a trace, memory, rules) loads neither the
+settings and pydantic, nor httpx, MCP, the run loop or the UI. A module that joins one of these
+sets makes the command slower for every user; this test says which, and where it came from
+(``python -X importtime -m io_tui …``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from io_tui.cli import COMMANDS, SUMMARIES, build_parser
+
+HEAVY = (
+    "pydantic",
+    "pydantic_settings",
+    "httpx",
+    "mcp",
+    "regex",
+    "textual",
+    "rich",
+    "io_tui.config",
+    "io_tui.ui",
+    "io_tui.core.run.loop",
+    "io_tui.core.run.harness",
+    "io_tui.core.providers.scripted",
+    "io_tui.core.tools.registry",
+)
+
+
+def loaded_by(*argv: str) -> set[str]:
+    """The modules ``io-tui ARGV`` loads, in a fresh interpreter (whatever it exits with)."""
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from io_tui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({list(argv)!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(h for h in HEAVY if h in modules)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--help",),
+        ("--version",),
+        ("nosuchcommand",),
+        ("approvals", "--json"),
+        ("approvals", "--history"),
+        ("decide", "--help"),
+        ("trace", "1", "--json"),
+        ("trace", "1"),
+        ("memory", "list"),
+        ("rules",),
+    ],
+    ids=" ".join,
+)
+def test_a_read_only_command_loads_nothing_heavy(argv: tuple[str, ...], tmp_path: Path) -> None:
+    store = ("--store", str(tmp_path / "store.db"))
+    assert heavy_in(loaded_by(*argv, *store)) == []
+
+
+def test_listing_the_commands_imports_none_of_them(tmp_path: Path) -> None:
+    modules = loaded_by("--help")
+    assert sorted(m for m in set(COMMANDS.values()) if m in modules) == []
+
+
+def test_the_summaries_are_what_each_command_registers() -> None:
+    """``io-tui --help`` lists SUMMARIES; each module registers its command with the same words."""
+    (sub,) = [a for a in build_parser(None)._actions if a.dest == "command"]
+    registered = {action.dest: action.help for action in sub._choices_actions}
+    assert registered == SUMMARIES
+    assert list(SUMMARIES) == list(COMMANDS)
