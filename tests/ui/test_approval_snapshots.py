@@ -47,9 +47,13 @@ async def _modal(store: Store) -> ApprovalScreen:
 
 
 async def _settle(pilot: Any) -> None:
-    """Workers done, then a few refresh cycles: a DataTable sizes its columns after its rows;
-    cursors do not blink (a snapshot taken mid-blink would differ)."""
+    """Workers done and the screen ready, then a few refresh cycles: a DataTable sizes its
+    columns after its rows; cursors do not blink (a snapshot taken mid-blink would differ)."""
     await pilot.app.workers.wait_for_complete()
+    for _ in range(200):  # a screen that reads the store as it mounts says when it is done
+        if getattr(pilot.app.screen, "ready", True):
+            break
+        await pilot.pause(0.05)
     for _ in range(3):
         await pilot.pause(0.05)
     await pilot.wait_for_scheduled_animations()

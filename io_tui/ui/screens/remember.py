@@ -70,6 +70,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         self.matches: list[ApprovalRecord] = []
         self.confirming: RememberRule | None = None  # a non-matching rule ctrl+s was pressed on
         self.choices: list[PatternChoice] = pattern_choices(request)
+        self.ready = False  # the history is read and the choices say what each would allow
 
     def compose(self) -> ComposeResult:
         req = self.request
@@ -108,6 +109,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         table.add_column("decision", width=8)
         self.history = await self.store.approvals.history()
         self._refresh_preview()
+        self.ready = True
 
     @property
     def scope(self) -> RuleScope:
