@@ -266,12 +266,18 @@ def secret_name(name: str) -> bool:
     return any(w in SECRET_WORDS for w in words) or upper.endswith(("PASSWORD", "TOKEN", "SECRET"))
 
 
-def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+def secret_values(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, str], ...]:
     """(value, name) of the secret-looking variables in ``environ`` (the process's), longest
-    value first so one that contains another is replaced whole."""
+    value first so one that contains another is replaced whole. Found once per environment:
+    every tool outcome is redacted, and the names are checked again only when it changes."""
     env = os.environ if environ is None else environ
-    found = [(v, k) for k, v in env.items() if secret_name(k) and len(v) >= MIN_SECRET_CHARS]
-    return sorted(found, key=lambda pair: -len(pair[0]))
+    return _secrets_among(tuple(env.items()))
+
+
+@functools.lru_cache(maxsize=8)
+def _secrets_among(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    found = [(v, k) for k, v in items if secret_name(k) and len(v) >= MIN_SECRET_CHARS]
+    return tuple(sorted(found, key=lambda pair: -len(pair[0])))
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
