@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from io_tui.core.store import Store
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.testing import freeze
@@ -19,6 +21,8 @@ from ui._steering import (
     mcp_request,
     paused_run,
 )
+
+pytestmark = pytest.mark.fixed_paths  # the workspaces under /tmp/io-tui-steering-snapshots
 
 SMALL = (80, 24)
 

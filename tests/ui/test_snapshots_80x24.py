@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 
 from io_tui.core.authority.approvals import Decision
@@ -25,6 +26,8 @@ from ui._steering import EDIT_TURN, EXEC_TURN, StoreHost, fixed_workspace, freez
 from .test_memory_editor import WS, _seed as seed_memory
 from .test_rules_screen import _seed as seed_rules
 from .test_snapshots import _settle
+
+pytestmark = pytest.mark.fixed_paths  # the workspaces under /tmp/io-tui-steering-snapshots
 
 NARROW = (80, 24)
 WIDE = (200, 60)
