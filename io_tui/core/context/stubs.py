@@ -164,6 +164,17 @@ def correction_written(obs: Observation, cause: str, writer: int, copies: list[s
     )
 
 
+def _reading(template: str, *captured: str, text: tuple[str, ...] = ()) -> str:
+    """The regular expression that reads ``template`` back: each ``{field}`` a number, a group
+    when it is ``captured`` (in that order in the template), any text when it is in ``text``."""
+
+    def field(found: re.Match[str]) -> str:
+        name = found[1]
+        return r"(\d+)" if name in captured else ".+" if name in text else r"\d+"
+
+    return re.sub(r"\\\{(\w+)\\\}", field, re.escape(template))
+
+
 def written_by(text: str) -> int | None:
     """The step whose ``write_file`` a ``correction_written`` points to, or None."""
     found = _WRITTEN_AT.search(text.partition("\n")[0])
@@ -171,9 +182,7 @@ def written_by(text: str) -> int | None:
 
 
 _WRITTEN = "; step {writer}'s write_file call above holds {path} whole, as it wrote it]"
-_WRITTEN_AT = re.compile(
-    re.escape(_WRITTEN).replace(r"\{writer\}", r"(\d+)").replace(r"\{path\}", ".+") + "$"
-)
+_WRITTEN_AT = re.compile(_reading(_WRITTEN, "writer", text=("path",)) + "$")
 
 
 def correction_edited(
@@ -204,15 +213,7 @@ _EDITED = (
     "; step {writer}'s edit_file call above made step {base}'s copy above lines {first}-{last} "
     "of {total}: its old text replaced by its new]"
 )
-_EDITED_AT = re.compile(
-    re.escape(_EDITED)
-    .replace(r"\{writer\}", r"(\d+)")
-    .replace(r"\{base\}", r"(\d+)")
-    .replace(r"\{first\}", r"(\d+)")
-    .replace(r"\{last\}", r"(\d+)")
-    .replace(r"\{total\}", r"\d+")
-    + "$"
-)
+_EDITED_AT = re.compile(_reading(_EDITED, "writer", "base", "first", "last") + "$")
 
 
 def correction_echo(correction: str, base: int, base_text: str) -> str:
@@ -282,14 +283,7 @@ RANGE = re.compile(r"\(lines (\d+)-(\d+) of (\d+)\)")  # a range read's trailer
 _MOVED = (
     "; step {base}'s copy above shows its lines unchanged, numbered now {first}-{last} of {total}]"
 )
-_MOVED_AT = re.compile(
-    re.escape(_MOVED)
-    .replace(r"\{base\}", r"\d+")
-    .replace(r"\{first\}", r"(\d+)")
-    .replace(r"\{last\}", r"(\d+)")
-    .replace(r"\{total\}", r"(\d+)")
-    + "$"
-)
+_MOVED_AT = re.compile(_reading(_MOVED, "first", "last", "total") + "$")
 
 
 def _renumbered(base_text: str, first: int, total: int) -> str:
@@ -307,10 +301,8 @@ _DIFFERS = (
     "; step {base}'s copy above is out of date in these lines (a unified diff: `-` that "
     "copy's lines, `+` the current ones)]"
 )
-_WHOLE_HEAD = re.compile(re.escape(_FOLLOWS).replace(r"\{step\}", r"(\d+)") + "$")
-_ECHO_HEAD = re.compile(
-    r"^\[correction of step (\d+)'s .*?" + re.escape(_DIFFERS).replace(r"\{base\}", r"\d+") + "$"
-)
+_WHOLE_HEAD = re.compile(_reading(_FOLLOWS, "step") + "$")
+_ECHO_HEAD = re.compile(r"^\[correction of step (\d+)'s .*?" + _reading(_DIFFERS) + "$")
 
 
 def line_diff(old: str, new: str) -> str:
@@ -468,12 +460,8 @@ _CHANGED_CORRECTION = (
 )
 
 
-_SAME_AS_CORRECTION_AT = re.compile(
-    re.escape(_SAME_AS_CORRECTION).replace(r"\{base\}", r"\d+") + "$"
-)
-_CHANGED_CORRECTION_AT = re.compile(
-    re.escape(_CHANGED_CORRECTION.rstrip("\n")).replace(r"\{base\}", r"\d+") + "$"
-)
+_SAME_AS_CORRECTION_AT = re.compile(_reading(_SAME_AS_CORRECTION) + "$")
+_CHANGED_CORRECTION_AT = re.compile(_reading(_CHANGED_CORRECTION.rstrip("\n")) + "$")
 
 
 def correction_body(text: str) -> str:
