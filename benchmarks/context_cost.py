@@ -55,6 +55,7 @@ from typing import Any
 import fixture_repo
 
 from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context import message_tokens
 from io_tui.core.context.cache import cached_prefix, message_key, request_cost
 from io_tui.core.contract import (
@@ -66,15 +67,14 @@ from io_tui.core.contract import (
 )
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote, render_notes
-from io_tui.core.numbered import GUTTER, number_lines
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import start_run
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
+from io_tui.core.text.numbered import GUTTER, number_lines
 from io_tui.core.tools.base import ToolContext, ToolError
-from io_tui.core.workspace import Workspace
 
 BLOCK_LINES = 40
 MARKER = re.compile(r"rev: (\S+)@b(\d+) v(\d+)")

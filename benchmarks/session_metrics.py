@@ -21,8 +21,8 @@ from session_replay import Files
 
 from io_tui.core.context.stubs import apply_echo, edited_by
 from io_tui.core.ledger import StepRecord
-from io_tui.core.numbered import number_lines
 from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.text.numbered import number_lines
 
 PROBE_CHARS = 8  # a used line shorter than this (stripped) says too little to look for
 

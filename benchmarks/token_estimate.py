@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import fixture_repo
 
-from io_tui.core.numbered import number_lines
+from io_tui.core.text.numbered import number_lines
 from io_tui.core.tokens import estimate_tokens
 
 if TYPE_CHECKING:

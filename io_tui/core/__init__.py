@@ -35,6 +35,24 @@ if TYPE_CHECKING:
         ReviewerSpecError as ReviewerSpecError,
         ReviewVerdict as ReviewVerdict,
     )
+    from io_tui.core.boundary.notice import (
+        NoticeStyle as NoticeStyle,
+        terminal_notice as terminal_notice,
+    )
+    from io_tui.core.boundary.safe_text import (
+        json_safe as json_safe,
+        keep_sgr as keep_sgr,
+        shown_name as shown_name,
+        strip_escapes as strip_escapes,
+        visible_escapes as visible_escapes,
+    )
+    from io_tui.core.boundary.sandbox import SandboxPlan as SandboxPlan
+    from io_tui.core.boundary.workspace import (
+        EXEC_TAG_VAR as EXEC_TAG_VAR,
+        ExecResult as ExecResult,
+        Workspace as Workspace,
+        kill_tree as kill_tree,
+    )
     from io_tui.core.checkpoints.git import CheckpointError as CheckpointError
     from io_tui.core.checkpoints.pruning import (
         Pruned as Pruned,
@@ -62,11 +80,6 @@ if TYPE_CHECKING:
         TaskContract as TaskContract,
     )
     from io_tui.core.derived.parts import invalidation_line as invalidation_line
-    from io_tui.core.endings import (
-        Ending as Ending,
-        ended_line as ended_line,
-        ending_of as ending_of,
-    )
     from io_tui.core.errors import WorkspaceError as WorkspaceError
     from io_tui.core.events import (
         HAND_BACK as HAND_BACK,
@@ -75,12 +88,6 @@ if TYPE_CHECKING:
         EventKind as EventKind,
         EventSink as EventSink,
         RunEvent as RunEvent,
-    )
-    from io_tui.core.heads import (
-        collapse_steps as collapse_steps,
-        is_result_of as is_result_of,
-        summary_steps as summary_steps,
-        target_steps as target_steps,
     )
     from io_tui.core.hooks.config import (
         WORKSPACE_HOOKS_FILE as WORKSPACE_HOOKS_FILE,
@@ -138,10 +145,6 @@ if TYPE_CHECKING:
         merge_draft as merge_draft,
         provenance_label as provenance_label,
     )
-    from io_tui.core.notice import (
-        NoticeStyle as NoticeStyle,
-        terminal_notice as terminal_notice,
-    )
     from io_tui.core.progress import (
         ProgressLedger as ProgressLedger,
         ledger_of as ledger_of,
@@ -198,14 +201,6 @@ if TYPE_CHECKING:
     )
     from io_tui.core.run.request import NewRunRequest as NewRunRequest
     from io_tui.core.run.settings import policy_for as policy_for
-    from io_tui.core.safe_text import (
-        json_safe as json_safe,
-        keep_sgr as keep_sgr,
-        shown_name as shown_name,
-        strip_escapes as strip_escapes,
-        visible_escapes as visible_escapes,
-    )
-    from io_tui.core.sandbox import SandboxPlan as SandboxPlan
     from io_tui.core.steering.audit import (
         audit_row as audit_row,
         audit_stats as audit_stats,
@@ -270,6 +265,19 @@ if TYPE_CHECKING:
         rewrite_line as rewrite_line,
         step_request as step_request,
     )
+    from io_tui.core.steering.whatif.edits import Variant as Variant
+    from io_tui.core.steering.whatif.probe import (
+        Answer as Answer,
+        Baseline as Baseline,
+        Batch as Batch,
+        Probe as Probe,
+        ProbeError as ProbeError,
+        baseline as baseline,
+        reopen_probe as reopen_probe,
+        run_provider as run_provider,
+        send_batch as send_batch,
+        send_probe as send_probe,
+    )
     from io_tui.core.store import (
         ApprovalRecord as ApprovalRecord,
         Changed as Changed,
@@ -291,31 +299,23 @@ if TYPE_CHECKING:
         NoteRepo as NoteRepo,
         Provenance as Provenance,
     )
+    from io_tui.core.text.endings import (
+        Ending as Ending,
+        ended_line as ended_line,
+        ending_of as ending_of,
+    )
+    from io_tui.core.text.heads import (
+        collapse_steps as collapse_steps,
+        is_result_of as is_result_of,
+        summary_steps as summary_steps,
+        target_steps as target_steps,
+    )
     from io_tui.core.tools.base import (
         Tool as Tool,
         ToolContext as ToolContext,
         ToolError as ToolError,
     )
     from io_tui.core.tools.registry import ToolRegistry as ToolRegistry
-    from io_tui.core.whatif.edits import Variant as Variant
-    from io_tui.core.whatif.probe import (
-        Answer as Answer,
-        Baseline as Baseline,
-        Batch as Batch,
-        Probe as Probe,
-        ProbeError as ProbeError,
-        baseline as baseline,
-        reopen_probe as reopen_probe,
-        run_provider as run_provider,
-        send_batch as send_batch,
-        send_probe as send_probe,
-    )
-    from io_tui.core.workspace import (
-        EXEC_TAG_VAR as EXEC_TAG_VAR,
-        ExecResult as ExecResult,
-        Workspace as Workspace,
-        kill_tree as kill_tree,
-    )
 
 
 def _read_homes() -> dict[str, str]:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from small_disk import fill, small_disk
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.files import EditFile, WriteFile
-from io_tui.core.workspace import Workspace
 
 
 def context(root: Path) -> ToolContext:

@@ -17,9 +17,9 @@ from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import CachePrices, Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.steering.trace import rewrite_line, rewrites_saved
+from io_tui.core.text.prefix import common_prefix
 
 
 def frame(prices: CachePrices | None = None, max_steps: int = 100) -> Frame:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.authority.policy import Policy
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context import ContextEngine, EntryState, Frame, RefreshFailed
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.contract import TaskContract
@@ -25,7 +26,6 @@ from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
-from io_tui.core.workspace import Workspace
 
 SEEN = Seen("a.txt", 10, 1_000, "d1")
 T0 = 5_000_000_000  # a step's tool ran from T0 to T0 + 1 s

@@ -3,8 +3,8 @@ ledger and ACP show it (issue 29 item 8)."""
 
 from __future__ import annotations
 
-from io_tui.core.endings import ENDINGS, ended_line, ending_of
 from io_tui.core.run.outcome import Outcome
+from io_tui.core.text.endings import ENDINGS, ended_line, ending_of
 
 
 def test_every_outcome_has_its_own_mark_and_word() -> None:

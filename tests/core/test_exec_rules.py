@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.tools.base import ToolContext
 from io_tui.core.tools.command import RunCommand
-from io_tui.core.workspace import Workspace
 
 ALLOW = Policy().with_layer(
     Layer(

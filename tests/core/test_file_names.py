@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.tools.base import Tool, ToolContext, ToolOutcome
 from io_tui.core.tools.files import ListDir, ReadFile, WriteFile
 from io_tui.core.tools.search import Find, Grep
-from io_tui.core.workspace import Workspace
 
 BAD = b"bad\xff\xfe.txt"
 SHOWN = "bad\\xff\\xfe.txt"

@@ -3,7 +3,8 @@ else reads as one."""
 
 from __future__ import annotations
 
-from io_tui.core.heads import (
+from io_tui.core.boundary.untrusted import frame
+from io_tui.core.text.heads import (
     collapse_head,
     collapse_steps,
     is_operator_line,
@@ -16,7 +17,6 @@ from io_tui.core.heads import (
     target_steps,
     untrusted_body,
 )
-from io_tui.core.untrusted import frame
 
 
 def test_a_framed_result_reads_back_as_its_body_and_other_text_is_left_alone() -> None:

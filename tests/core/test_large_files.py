@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.files import ReadFile
 from io_tui.core.tools.search import MAX_GREP_FILE_BYTES, Grep
-from io_tui.core.workspace import Workspace
 
 TEN_MB = 10 * 1024 * 1024
 

@@ -26,6 +26,7 @@ from waits import until
 
 from io_tui.core.authority.approvals import ApproveAll, DenyAll
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.boundary.untrusted import frame
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import ObsKind
 from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer
@@ -38,7 +39,6 @@ from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
-from io_tui.core.untrusted import frame
 
 SERVER_SOURCE = TEST_SERVER.read_text()
 

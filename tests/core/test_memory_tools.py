@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.ledger import ObsKind
 from io_tui.core.store import Store
 from io_tui.core.tools.base import ToolContext, ToolError
 from io_tui.core.tools.memory_tools import MEMORY_TOOLS, Forget, Remember
-from io_tui.core.workspace import Workspace
 
 
 class Harness:

@@ -4,7 +4,7 @@ shows them, wrapped for tmux, and nothing in the text that could end the sequenc
 from __future__ import annotations
 
 from io_tui.core import terminal_notice
-from io_tui.core.notice import resolved_style
+from io_tui.core.boundary.notice import resolved_style
 
 
 def test_auto_chooses_the_form_the_terminal_shows() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from io_tui.core.prefix import common_prefix
+from io_tui.core.text.prefix import common_prefix
 
 
 def _naive(a: list[int], b: list[int]) -> int:

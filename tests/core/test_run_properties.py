@@ -29,13 +29,13 @@ from io_tui.core.context.labels import digest
 from io_tui.core.context.stubs import apply_echo, cut, points_to_call, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.numbered import number_lines, range_trailer, span_lines
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, start_run
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
+from io_tui.core.text.numbered import number_lines, range_trailer, span_lines
 
 FILES = ("a.py", "b.py", "src/c.py", "notes.md")
 PY = sys.executable

@@ -7,7 +7,7 @@ import os
 
 from hypothesis import given, strategies as st
 
-from io_tui.core.safe_text import (
+from io_tui.core.boundary.safe_text import (
     json_safe,
     keep_sgr,
     shown_name,

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from io_tui.core.authority.policy import Policy
-from io_tui.core.sandbox import SandboxPlan, denials, probe
+from io_tui.core.boundary.sandbox import SandboxPlan, denials, probe
+from io_tui.core.boundary.workspace import EXEC_TAG_VAR, Workspace, kill_tree
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.command import RunCommand
-from io_tui.core.workspace import EXEC_TAG_VAR, Workspace, kill_tree
 
 STATUS = probe()
 needs_sandbox = pytest.mark.skipif(

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from io_tui.core.authority.policy import Act
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.ledger import ObsKind
 from io_tui.core.tools.base import Gate, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.command import DEFAULT_TIMEOUT_S, RunCommand
-from io_tui.core.workspace import Workspace
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from io_tui.core.authority.policy import Act
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.ledger import ObsKind
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.files import MAX_LIST_ENTRIES, EditFile, ListDir, ReadFile, WriteFile
-from io_tui.core.workspace import Workspace
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ async def test_read_permission_denied(
     """Faked, because the suite may run as root, which ignores file modes."""
     (root / "locked.txt").write_text("x")
 
-    import io_tui.core.workspace as workspace
+    import io_tui.core.boundary.workspace as workspace
 
     def refuse(path: Path, display: str) -> int:
         raise PermissionError(13, "Permission denied", str(path))

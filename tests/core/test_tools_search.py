@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.ledger import ObsKind
 from io_tui.core.tools.base import Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.search import MAX_FIND_HITS, MAX_GREP_HITS, Find, Grep, PathGlob
-from io_tui.core.workspace import Workspace
 
 
 @pytest.fixture

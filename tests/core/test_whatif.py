@@ -26,8 +26,8 @@ from io_tui.core import (
 )
 from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.providers.presets import make_provider
-from io_tui.core.whatif.edits import Variant
-from io_tui.core.whatif.probe import ProbeError, baseline, send_batch, send_probe
+from io_tui.core.steering.whatif.edits import Variant
+from io_tui.core.steering.whatif.probe import ProbeError, baseline, send_batch, send_probe
 
 WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire" / "openai_chat"
 RECORDED_TOOL_CALL = (WIRE / "tool_call_single_strict.sse").read_bytes()  # get_weather(city)
@@ -191,7 +191,7 @@ async def test_a_proposed_write_is_never_executed(
 
 async def test_edits_that_do_not_apply_say_why(store: Store, run_id: int) -> None:
     base = await baseline(store, run_id, 8)
-    from io_tui.core.whatif.probe import variant_request
+    from io_tui.core.steering.whatif.probe import variant_request
 
     with pytest.raises(ProbeError, match="r1 is not in this request to drop: its result is coll"):
         variant_request(base, Variant(drop=("r1",)))

@@ -23,8 +23,8 @@ from io_tui.core import (
     start_run,
 )
 from io_tui.core.providers.presets import make_provider
-from io_tui.core.whatif.edits import Variant
-from io_tui.core.whatif.probe import baseline, send_probe
+from io_tui.core.steering.whatif.edits import Variant
+from io_tui.core.steering.whatif.probe import baseline, send_probe
 
 N_CTX = 8192
 

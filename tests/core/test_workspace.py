@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from waits import until
 
+from io_tui.core.boundary.workspace import Workspace, WorkspaceError
 from io_tui.core.tools.base import ToolError
-from io_tui.core.workspace import Workspace, WorkspaceError
 
 
 @pytest.fixture
@@ -315,7 +315,7 @@ async def test_exec_cancelled_kills_the_process_group(ws: Workspace, root: Path)
 async def test_exec_keeps_head_and_tail_of_runaway_output(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import io_tui.core.workspace as workspace
+    import io_tui.core.boundary.workspace as workspace
 
     monkeypatch.setattr(workspace, "EXEC_KEEP_HEAD_BYTES", 100)
     monkeypatch.setattr(workspace, "EXEC_KEEP_TAIL_BYTES", 100)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.workspace import Workspace
+from io_tui.core.boundary.workspace import Workspace
 
 
 @pytest.fixture

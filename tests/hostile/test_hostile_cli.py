@@ -16,7 +16,7 @@ import pytest
 from cli_process import IO_TUI, io_tui, user_env
 
 from hostile.conftest import BAD_SHOWN, ESCAPE_NAME, HOSTILE_TEXT, MARKER, OSC0, OSC52, ran
-from io_tui.core.sandbox import probe
+from io_tui.core.boundary.sandbox import probe
 
 SANDBOX = probe()
 

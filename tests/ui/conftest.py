@@ -36,7 +36,7 @@ def _colour(monkeypatch: pytest.MonkeyPatch) -> None:
 def _steady_test_timings(monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo really runs its tests; unittest's "Ran 5 tests in 0.003s" is the one clock on
     screen that the frozen clock cannot reach, so it is frozen here."""
-    from io_tui.core.workspace import ExecResult, Workspace
+    from io_tui.core.boundary.workspace import ExecResult, Workspace
 
     real_exec = Workspace.exec
 
@@ -55,7 +55,7 @@ def _steady_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether a command runs sandboxed depends on the machine (bubblewrap, user namespaces), and
     the screens say which; the app's tests pin it, so every machine draws the same screens. The
     sandbox itself is checked in tests/core/test_sandbox.py and tests/hostile."""
-    from io_tui.core.sandbox import SandboxStatus
+    from io_tui.core.boundary.sandbox import SandboxStatus
     from io_tui.core.tools import command
 
     steady = SandboxStatus(False, "the app's tests run commands unsandboxed, for steady screens")

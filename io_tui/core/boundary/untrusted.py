@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from io_tui.core.heads import untrusted_head
+from io_tui.core.text.heads import untrusted_head
 
 REDACTED = "[redacted]"
 # An environment variable is secret-looking when one of its ``_``-separated words is one of these.

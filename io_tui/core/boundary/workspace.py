@@ -28,10 +28,10 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from io_tui.core.boundary.safe_text import shown_name, unescape_name
+from io_tui.core.boundary.sandbox import SandboxPlan
 from io_tui.core.errors import WorkspaceError as WorkspaceError  # what containment raises
 from io_tui.core.ledger import Seen, content_digest
-from io_tui.core.safe_text import shown_name, unescape_name
-from io_tui.core.sandbox import SandboxPlan
 
 BINARY_SNIFF_BYTES = 8_192
 MAX_READ_BYTES = 32 * 1024 * 1024

@@ -42,10 +42,10 @@ from io_tui.core.context.stubs import RECALL
 from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
-from io_tui.core.heads import steps_target, summary_head
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
+from io_tui.core.text.heads import steps_target, summary_head
 
 
 class Engine(Protocol):

@@ -36,7 +36,7 @@ from io_tui.core.context.stubs import (
     same_lines,
 )
 from io_tui.core.ledger import Observation, ObsKind, Seen, bound_text, content_digest
-from io_tui.core.numbered import range_from, range_span
+from io_tui.core.text.numbered import range_from, range_span
 
 NO_REFRESHER = "nothing can make calls again in this context"
 _NOTHING_SEEN: tuple[Seen, ...] = ()

@@ -40,8 +40,8 @@ from io_tui.core.context.stubs import (
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
-from io_tui.core.numbered import span_lines
-from io_tui.core.prefix import common_prefix
+from io_tui.core.text.numbered import span_lines
+from io_tui.core.text.prefix import common_prefix
 
 _READ, _WRITE, _EXEC, _MEMORY = ObsKind.READ, ObsKind.WRITE, ObsKind.EXEC, ObsKind.MEMORY  # fast
 _SUPERSEDING = SUPERSEDING_KINDS

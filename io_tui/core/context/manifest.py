@@ -15,9 +15,9 @@ from io_tui.core.context.labels import OPERATOR, Role, digest
 from io_tui.core.context.plan import Rewrite
 from io_tui.core.context.summary import Summary
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.heads import is_operator_line
 from io_tui.core.ledger import Observation
 from io_tui.core.providers.base import Message
+from io_tui.core.text.heads import is_operator_line
 
 
 class EntryState(StrEnum):

@@ -16,9 +16,9 @@ from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT
 from io_tui.core.contract import estimate_tokens
-from io_tui.core.heads import result_head
 from io_tui.core.ledger import capped_chars
 from io_tui.core.providers.base import Message
+from io_tui.core.text.heads import result_head
 
 
 class Chunk(NamedTuple):

@@ -25,7 +25,7 @@ from io_tui.core.context.stubs import (
 )
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import Observation, Seen, capped_chars, is_capped
-from io_tui.core.numbered import range_from, span_lines
+from io_tui.core.text.numbered import range_from, span_lines
 
 SQUEEZED_CHARS = 400  # the least a result of the newest step is cut to, to fit the ceiling
 

@@ -14,9 +14,9 @@ import difflib
 import re
 
 from io_tui.core.checks import is_test_command
-from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
-from io_tui.core.numbered import GUTTER, number_lines, range_from, range_trailer
+from io_tui.core.text.heads import untrusted_body
+from io_tui.core.text.numbered import GUTTER, number_lines, range_from, range_trailer
 
 RECALL = "recall_result"
 RECEIPT_CHARS = 200  # of a receipt's line

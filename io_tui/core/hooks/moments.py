@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from io_tui.core.authority.policy import Act, Effect, Layer, Rule
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.hooks.config import (
     CLAUDE_NAMES,
     WORKSPACE_HOOKS_FILE,
@@ -29,7 +30,6 @@ from io_tui.core.hooks.config import (
 )
 from io_tui.core.hooks.runner import HookRun, run_hook
 from io_tui.core.hooks.trust import workspace_hooks_trusted
-from io_tui.core.workspace import Workspace
 
 HOOK_LAYER = "hook:PreToolUse"
 _EFFECTS = {"allow": Effect.ALLOW, "approve": Effect.ALLOW, "deny": Effect.DENY,

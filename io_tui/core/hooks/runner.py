@@ -17,9 +17,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from io_tui.core.boundary.untrusted import redact
+from io_tui.core.boundary.workspace import Workspace, _exited, _OutputSink, command_env, kill_tree
 from io_tui.core.hooks.config import HookCommand
-from io_tui.core.untrusted import redact
-from io_tui.core.workspace import Workspace, _exited, _OutputSink, command_env, kill_tree
 
 OUTPUT_CHARS = 20_000  # of each stream, as stored with the hook's event
 

@@ -30,9 +30,7 @@ from typing import Any
 
 from io_tui.core.checks import is_test_command
 from io_tui.core.contract import TaskContract
-from io_tui.core.endings import ended_line, ending_of
 from io_tui.core.events import EventKind
-from io_tui.core.heads import untrusted_body
 from io_tui.core.ledger import content_digest
 from io_tui.core.progress.model import (
     Change,
@@ -45,6 +43,8 @@ from io_tui.core.progress.model import (
     ProgressLedger,
     handle,
 )
+from io_tui.core.text.endings import ended_line, ending_of
+from io_tui.core.text.heads import untrusted_body
 
 _EXIT = re.compile(r"^exit code (-?\d+)$", re.M)
 TAIL_CHARS = 400

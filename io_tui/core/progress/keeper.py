@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context.summary import Agreement
 from io_tui.core.contract import Continuation, TaskContract, contract_from_json
 from io_tui.core.errors import WorkspaceError
@@ -25,7 +26,6 @@ from io_tui.core.progress.fold import Fold
 from io_tui.core.progress.model import ProgressLedger
 from io_tui.core.progress.render import render_ledger
 from io_tui.core.store import Store
-from io_tui.core.workspace import Workspace
 
 FILE_TOOLS = ("write_file", "edit_file")
 

@@ -4,8 +4,8 @@ it is marked untrusted data."""
 
 from __future__ import annotations
 
-from io_tui.core.endings import ending_of
 from io_tui.core.progress.model import UNTRUSTED, ProgressLedger
+from io_tui.core.text.endings import ending_of
 
 NONE = "- none"
 

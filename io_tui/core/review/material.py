@@ -18,9 +18,9 @@ from pathlib import Path
 
 from io_tui.core.authority.approvals import ApprovalRequest
 from io_tui.core.authority.policy import Act
+from io_tui.core.boundary.untrusted import redact
 from io_tui.core.store import Store
 from io_tui.core.store.trace import ObservationRow, StepRow
-from io_tui.core.untrusted import redact
 
 MAX_SHOWN_CHARS = 6_000  # the request: past this the reviewer may not approve (guards.py)
 MAX_STEPS_CHARS = 3_000  # the recent steps, newest kept

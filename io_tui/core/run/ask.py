@@ -25,12 +25,12 @@ from typing import Any, Protocol
 
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.events import EventKind
 from io_tui.core.hooks import RunHooks
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.reviewed import ReviewerSeat, reviewed
 from io_tui.core.store import Fence, Store
-from io_tui.core.workspace import Workspace
 
 CALL_ENDED = "io-tui (the call ended before an answer)"
 

@@ -18,6 +18,7 @@ from typing import Any
 from io_tui.core import telemetry
 from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Rule, Verdict
+from io_tui.core.boundary.untrusted import frame
 from io_tui.core.context.stubs import rest_hint
 from io_tui.core.errors import ServerError, WorkspaceError
 from io_tui.core.events import EventKind
@@ -27,7 +28,6 @@ from io_tui.core.providers.base import ToolCall
 from io_tui.core.run.ask import AskingRun, Question, ask, put_to_operator, take_decision
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
-from io_tui.core.untrusted import frame
 
 
 @dataclass

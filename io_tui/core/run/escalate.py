@@ -22,8 +22,8 @@ from io_tui.core.authority.approvals import (
     DenyAll,
 )
 from io_tui.core.authority.policy import Act
+from io_tui.core.boundary.sandbox import Denial
 from io_tui.core.run.ask import AskingRun, Question, ask
-from io_tui.core.sandbox import Denial
 from io_tui.core.tools.command import command_line
 
 UNATTENDED = (ApproveAll, DenyAll, DeferAll)

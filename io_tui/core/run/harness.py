@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from io_tui.core.authority.approvals import Approver
 from io_tui.core.authority.policy import Layer, Policy, Rule
 from io_tui.core.events import EventSink, NullSink
-from io_tui.core.heads import untrusted_head
 from io_tui.core.providers.base import Provider
 from io_tui.core.run.origin import RunOrigin
 from io_tui.core.store import Store
+from io_tui.core.text.heads import untrusted_head
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.late import LateTools
 from io_tui.core.tools.memory_tools import Forget, Remember

@@ -15,6 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from io_tui.core.authority.policy import Policy
+from io_tui.core.boundary.workspace import Workspace, WorkspaceError
 from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
 from io_tui.core.mcp.config import FoundServers
 from io_tui.core.providers.base import Provider, ProviderConfigError
@@ -25,7 +26,6 @@ from io_tui.core.run.origin import RunOrigin, configured_servers
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings, policy_for
 from io_tui.core.store import Store
-from io_tui.core.workspace import Workspace, WorkspaceError
 
 FINAL_ANSWER_CHARS = 2_000
 

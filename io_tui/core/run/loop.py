@@ -29,6 +29,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
 from io_tui.core.events import HAND_BACK, LEASE_LOST, OPERATOR_CANCEL, READER_GONE, EventKind
@@ -79,7 +80,6 @@ from io_tui.core.telemetry import Parent, RunTrace
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome
 from io_tui.core.tools.command import sandbox_status
-from io_tui.core.workspace import Workspace
 
 VERIFY_TIMEOUT_S = 300
 STOP_HOOK_TURNS = 3  # a Stop hook sends the model on at most this often in one run

@@ -20,8 +20,8 @@ from io_tui.core.context import Assembly, message_tokens
 from io_tui.core.context.cache import request_cost
 from io_tui.core.contract import CachePrices, estimate_tokens
 from io_tui.core.ledger import StepRecord
-from io_tui.core.prefix import common_prefix
 from io_tui.core.providers.base import Message, Usage
+from io_tui.core.text.prefix import common_prefix
 
 
 @dataclass(frozen=True, slots=True)

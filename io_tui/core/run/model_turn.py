@@ -30,9 +30,7 @@ from io_tui.core.context import (
 from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
-from io_tui.core.heads import operator_line
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.numbered import span_lines
 from io_tui.core.providers.base import (
     Attempt,
     Completed,
@@ -57,6 +55,8 @@ from io_tui.core.run.rebuild import first_build, refresh_derived
 from io_tui.core.run.state import RunState
 from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
+from io_tui.core.text.heads import operator_line
+from io_tui.core.text.numbered import span_lines
 from io_tui.core.tokens import Calibrated, raw_ceiling
 from io_tui.core.tools.base import ToolError
 

@@ -1,5 +1,5 @@
 """How a run ended: its ``Outcome``, the store status it maps to, and the ``RunResult`` (how
-each outcome is shown is ``core/endings.py``).
+each outcome is shown is ``core/text/endings.py``).
 
 Plain data with no harness imports, so the app can read results without loading the run loop.
 """

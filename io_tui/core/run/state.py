@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.checkpoints.pruning import prune_checkpoints
 from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
 from io_tui.core.context import ManifestEntry
@@ -40,7 +41,6 @@ from io_tui.core.tools.base import Spawner, ToolContext, ToolError
 from io_tui.core.tools.late import Arrival
 from io_tui.core.tools.recall import find_recorded
 from io_tui.core.tools.registry import ToolRegistry
-from io_tui.core.workspace import Workspace
 
 
 class RunState:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import OPERATOR_CANCEL
@@ -39,7 +40,6 @@ from io_tui.core.store import (
     StoreError,
     not_stopped,
 )
-from io_tui.core.workspace import Workspace
 
 CANCELLABLE = STOPPED  # the statuses of a run no process drives: paused, interrupted, queued
 REQUEST_REASON = "the run was cancelled"  # why each request still pending is denied

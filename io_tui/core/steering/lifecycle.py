@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from io_tui.core.heads import summary_steps, target_steps
+from io_tui.core.text.heads import summary_steps, target_steps
 
 RECALL_TOOL = "recall_result"  # core/tools/recall.py: reads a recorded result back by handle
 NOT_LISTED = "not listed"  # a request after the observation whose manifest does not name it

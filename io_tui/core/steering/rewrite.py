@@ -11,10 +11,10 @@ from typing import Any
 
 from io_tui.core.authority.approvals import ApprovalRequest
 from io_tui.core.authority.policy import Effect, Policy, Verdict
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.store import Store
 from io_tui.core.tools.base import Gate, ToolContext, ToolError
 from io_tui.core.tools.registry import ToolRegistry, default_registry
-from io_tui.core.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from io_tui.core.prefix import common_prefix
+from io_tui.core.text.prefix import common_prefix
 
 
 class JSONText(str):

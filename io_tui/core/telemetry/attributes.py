@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from io_tui.core.untrusted import redact
+from io_tui.core.boundary.untrusted import redact
 
 AttributeValue = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
 # the entry states that send no content of their own (``context.manifest.STUB_STATES``),

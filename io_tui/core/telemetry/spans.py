@@ -31,10 +31,10 @@ from opentelemetry.trace import (
     set_span_in_context,
 )
 
+from io_tui.core.boundary.untrusted import redact
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.telemetry import attributes as attrs
 from io_tui.core.telemetry.context import RunTrace
-from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
     from io_tui.core.telemetry.metrics import Instruments

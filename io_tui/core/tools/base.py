@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from io_tui.core.authority.policy import Act, Policy, Rule
+from io_tui.core.boundary.safe_text import escape_surrogates
+from io_tui.core.boundary.untrusted import redact
 from io_tui.core.contract import MemoryLimits
 from io_tui.core.errors import ToolError as ToolError  # what a tool raises, from its leaf
 from io_tui.core.ledger import Observation, ObsKind, Seen
 from io_tui.core.providers.base import ToolSpec
-from io_tui.core.safe_text import escape_surrogates
-from io_tui.core.untrusted import redact
 
 if TYPE_CHECKING:
-    from io_tui.core.sandbox import Denial
+    from io_tui.core.boundary.sandbox import Denial
+    from io_tui.core.boundary.workspace import Workspace
     from io_tui.core.store.notes import NoteRepo
-    from io_tui.core.workspace import Workspace
 
 
 class ToolArgs(BaseModel):

@@ -20,10 +20,10 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from io_tui.core.authority.policy import INTERPRETERS, Act, Effect, Policy, script_index
+from io_tui.core.boundary.sandbox import SandboxPlan, SandboxStatus, denials, plan, probe
+from io_tui.core.boundary.workspace import ExecResult, Workspace
 from io_tui.core.ledger import ObsKind
-from io_tui.core.sandbox import SandboxPlan, SandboxStatus, denials, plan, probe
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-from io_tui.core.workspace import ExecResult, Workspace
 from io_tui.paths import config_dir, default_store_path
 
 SANDBOXED = "sandboxed"

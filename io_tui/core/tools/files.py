@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from io_tui.core.authority.policy import Act
+from io_tui.core.boundary.workspace import is_binary
 from io_tui.core.ledger import ObsKind, Seen
-from io_tui.core.numbered import number_lines, range_span, range_trailer
+from io_tui.core.text.numbered import number_lines, range_span, range_trailer
 from io_tui.core.tools.base import Gate, Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-from io_tui.core.workspace import is_binary
 
 MAX_LIST_ENTRIES = 500
 

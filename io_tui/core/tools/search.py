@@ -34,17 +34,17 @@ import regex
 from pydantic import Field
 
 from io_tui.core.authority.policy import Act, Effect, Policy
-from io_tui.core.errors import WorkspaceError
-from io_tui.core.ledger import ObsKind, Seen, content_digest
-from io_tui.core.safe_text import shown_name
-from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
-from io_tui.core.workspace import (
+from io_tui.core.boundary.safe_text import shown_name
+from io_tui.core.boundary.workspace import (
     BINARY_SNIFF_BYTES,
     Workspace,
     is_binary,
     open_regular,
     refuse_special,
 )
+from io_tui.core.errors import WorkspaceError
+from io_tui.core.ledger import ObsKind, Seen, content_digest
+from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 MAX_FIND_HITS = 200

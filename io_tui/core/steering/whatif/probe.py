@@ -35,8 +35,7 @@ from io_tui.core.providers.base import (
 )
 from io_tui.core.run.harness import harness_registry
 from io_tui.core.run.model_turn import run_cache_key
-from io_tui.core.store import NewProbe, ProbeRow, RequestRow, Store
-from io_tui.core.whatif.edits import (
+from io_tui.core.steering.whatif.edits import (
     AS_RECORDED,
     EditError,
     Recorded,
@@ -44,6 +43,7 @@ from io_tui.core.whatif.edits import (
     apply_variant,
     memory_block,
 )
+from io_tui.core.store import NewProbe, ProbeRow, RequestRow, Store
 
 MAX_REPEAT = 50
 
