@@ -30,7 +30,9 @@ from pg_cluster import PG_BIN, Cluster  # noqa: E402
 from io_tui.core.events import EventKind, RunEvent  # noqa: E402
 from io_tui.core.ledger import Observation, ObsKind  # noqa: E402
 from io_tui.core.providers.base import ToolCall  # noqa: E402
-from io_tui.core.store import RequestRecord, StepCommit, Store  # noqa: E402
+from io_tui.core.store import Store  # noqa: E402
+from io_tui.core.store.requests import RequestRecord  # noqa: E402
+from io_tui.core.store.runs import StepCommit  # noqa: E402
 
 
 def _commit(run_id: int, step: int) -> StepCommit:

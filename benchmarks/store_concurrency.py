@@ -56,7 +56,8 @@ async def _write(path: str, index: int) -> None:
     from io_tui.core.events import EventKind, RunEvent
     from io_tui.core.ledger import Observation, ObsKind
     from io_tui.core.providers.base import ToolCall
-    from io_tui.core.store import StepCommit, Store
+    from io_tui.core.store import Store
+    from io_tui.core.store.runs import StepCommit
 
     async with await Store.open(path) as store:
         run_id = await store.runs.create(

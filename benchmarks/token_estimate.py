@@ -52,7 +52,7 @@ from io_tui.core.text.numbered import number_lines
 from io_tui.core.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from io_tui.core.store import RequestRow
+    from io_tui.core.store.requests import RequestRow
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"  # the project's shared folder beside the checkout, if present

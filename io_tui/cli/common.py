@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.terminal import exact
 from io_tui.core import json_safe
-from io_tui.paths import default_store_path
+from io_tui.paths import config_file, default_store_path
 
 if TYPE_CHECKING:
     from io_tui.core import ServerSource, Store, StoreLocation
@@ -44,10 +44,10 @@ def store_path(args: Namespace) -> StoreLocation:
 
 
 def _configured_store() -> str | None:
-    from io_tui.config import ConfigError, config_file, load_settings
-
     if not config_file().exists():
         return None
+    from io_tui.config import ConfigError, load_settings
+
     try:
         return load_settings().store
     except ConfigError as exc:

@@ -279,14 +279,6 @@ if TYPE_CHECKING:
         send_probe as send_probe,
     )
     from io_tui.core.store import (
-        ApprovalRecord as ApprovalRecord,
-        Changed as Changed,
-        CheckpointRow as CheckpointRow,
-        GitSource as GitSource,
-        ProbeRow as ProbeRow,
-        Recall as Recall,
-        RememberedRule as RememberedRule,
-        StepSummary as StepSummary,
         Store as Store,
         StoreDamaged as StoreDamaged,
         StoreError as StoreError,
@@ -294,11 +286,21 @@ if TYPE_CHECKING:
         store_location as store_location,
         store_trouble as store_trouble,
     )
+    from io_tui.core.store.approvals import (
+        ApprovalRecord as ApprovalRecord,
+        RememberedRule as RememberedRule,
+    )
+    from io_tui.core.store.checkpoints import CheckpointRow as CheckpointRow
     from io_tui.core.store.daily_log import DailyLogRepo as DailyLogRepo
+    from io_tui.core.store.live import Changed as Changed
     from io_tui.core.store.notes import (
         NoteRepo as NoteRepo,
         Provenance as Provenance,
     )
+    from io_tui.core.store.probes import ProbeRow as ProbeRow
+    from io_tui.core.store.queue import GitSource as GitSource
+    from io_tui.core.store.recalls import Recall as Recall
+    from io_tui.core.store.trace import StepSummary as StepSummary
     from io_tui.core.text.endings import (
         Ending as Ending,
         ended_line as ended_line,

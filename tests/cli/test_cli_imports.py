@@ -7,6 +7,7 @@ sets makes the command slower for every user; this test says which, and where it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,7 @@ HEAVY = (
 )
 
 
-def loaded_by(*argv: str) -> set[str]:
+def loaded_by(*argv: str, env: dict[str, str] | None = None) -> set[str]:
     """The modules ``io-tui ARGV`` loads, in a fresh interpreter (whatever it exits with)."""
     probe = (
         "import contextlib, io, json, sys\n"
@@ -45,7 +46,12 @@ def loaded_by(*argv: str) -> set[str]:
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
     )
     return set(json.loads(done.stdout.splitlines()[-1]))
 
@@ -73,6 +79,18 @@ def heavy_in(modules: set[str]) -> list[str]:
 def test_a_read_only_command_loads_nothing_heavy(argv: tuple[str, ...], tmp_path: Path) -> None:
     store = ("--store", str(tmp_path / "store.db"))
     assert heavy_in(loaded_by(*argv, *store)) == []
+
+
+def test_the_default_store_is_found_without_the_settings(tmp_path: Path) -> None:
+    """As a user runs it: no ``--store`` and no config file, so the store is the data dir's;
+    looking for the config file must not import the settings that would read it."""
+    env = {
+        **os.environ,
+        "IO_TUI_CONFIG": str(tmp_path / "absent.toml"),
+        "IO_TUI_STORE": "",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    assert heavy_in(loaded_by("approvals", "--json", env=env)) == []
 
 
 def test_listing_the_commands_imports_none_of_them(tmp_path: Path) -> None:

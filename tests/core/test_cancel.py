@@ -22,7 +22,8 @@ from io_tui.core.run.reconcile import FixedReconciler, ReconcileChoice
 from io_tui.core.steering.cancel import CancelRefused, cancel_run, plan_cancel
 from io_tui.core.steering.decisions import DecideError, decide, resume
 from io_tui.core.steering.trace import build_trace
-from io_tui.core.store import NotCancellable, Store
+from io_tui.core.store import Store
+from io_tui.core.store.cancel import NotCancellable
 
 BY = "alice@laptop (test)"
 EDIT = {

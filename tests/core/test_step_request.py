@@ -15,7 +15,7 @@ from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
 from io_tui.core.steering.trace import TraceNotFound, build_trace, step_request
-from io_tui.core.store import RequestRecord
+from io_tui.core.store.requests import RequestRecord
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

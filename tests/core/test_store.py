@@ -16,8 +16,9 @@ from damaged_store import MALFORMED, damage_table, sha256
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import StepCommit, Store, StoreDamaged, StoreError, store_location
+from io_tui.core.store import Store, StoreDamaged, StoreError, store_location
 from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, PgDatabase, _password
+from io_tui.core.store.runs import StepCommit
 from io_tui.core.store.schema import SCHEMA_VERSION
 
 
@@ -346,7 +347,8 @@ async def test_a_dropped_connection_is_ridden_through_and_a_server_gone_for_long
     """A terminated backend (a restart, a failover) costs the next call a new connection, not
     an error; a server out of reach for longer than the store waits is ``StoreUnreachable``,
     one line naming the store and how long it waited."""
-    from io_tui.core.store import StoreUnreachable, StoreUrl
+    from io_tui.core.store import StoreUnreachable
+    from io_tui.core.store.pg import StoreUrl
 
     store = await Store.open(pg_url)
     run_id = await new_run(store)

@@ -12,8 +12,9 @@ import pytest
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.store import Fence, LeaseLost, RunBusy, StepCommit, Store
-from io_tui.core.store.leases import LEASE_TTL_S, OWNER
+from io_tui.core.store import LeaseLost, Store
+from io_tui.core.store.leases import LEASE_TTL_S, OWNER, Fence, RunBusy
+from io_tui.core.store.runs import StepCommit
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ import pytest
 from io_tui.core.context import EntryState, ManifestEntry
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import Message, ToolCall
-from io_tui.core.store import RequestRecord, StepCommit, Store
+from io_tui.core.store import Store
 from io_tui.core.store.encoded import ListEncoder, ManifestText, manifest_text
+from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.runs import StepCommit
 
 
 @pytest.fixture

@@ -10,7 +10,10 @@ import pytest
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import RequestRecord, StepCommit, StepRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.runs import StepCommit
+from io_tui.core.store.trace import StepRow
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.store import StepSummary
+from io_tui.core.store.trace import StepSummary
 from io_tui.ui.run_board import RunBoard, step_view
 from io_tui.ui.state import StepView
 

@@ -25,7 +25,7 @@ from io_tui.core.checkpoints.shadow import FileChange, ShadowStore, Snapshot
 from io_tui.core.checkpoints.taking import shadow_for
 from io_tui.core.contract import contract_from_json
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.store import RunRow, Store
+from io_tui.core.store import Store
 from io_tui.core.store.checkpoints import (
     BEFORE,
     END,
@@ -35,6 +35,7 @@ from io_tui.core.store.checkpoints import (
     REWOUND,
     CheckpointRow,
 )
+from io_tui.core.store.runs import RunRow
 
 LIVE = ("running", "asking", "queued")
 STEP_PHASES = (BEFORE, RESUMED, END, FORK)  # the checkpoints a step's state is read from

@@ -62,18 +62,9 @@ from io_tui.core.run.reconcile import (
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.steering.decisions import harness_for_run
-from io_tui.core.store import (
-    Claim,
-    Fence,
-    GitSource,
-    LeaseLost,
-    Store,
-    StoreDamaged,
-    StoreError,
-    StoreUnreachable,
-)
-from io_tui.core.store.leases import HEARTBEAT_S, OWNER
-from io_tui.core.store.queue import GIT_WORKSPACE
+from io_tui.core.store import LeaseLost, Store, StoreDamaged, StoreError, StoreUnreachable
+from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
+from io_tui.core.store.queue import GIT_WORKSPACE, Claim, GitSource
 from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:

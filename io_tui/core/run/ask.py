@@ -30,7 +30,8 @@ from io_tui.core.events import EventKind
 from io_tui.core.hooks import RunHooks
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.reviewed import ReviewerSeat, reviewed
-from io_tui.core.store import Fence, Store
+from io_tui.core.store import Store
+from io_tui.core.store.leases import Fence
 
 CALL_ENDED = "io-tui (the call ended before an answer)"
 

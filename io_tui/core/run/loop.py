@@ -62,20 +62,12 @@ from io_tui.core.run.reconcile import (
 from io_tui.core.run.server_asks import expire_server_asks
 from io_tui.core.run.state import RunState
 from io_tui.core.run.sub_agents import ENDED, WAITING, child_of_call
-from io_tui.core.store import (
-    IntentRow,
-    LeaseLost,
-    RequestRecord,
-    RunBusy,
-    RunRow,
-    StoreDamaged,
-    StoreError,
-    StoreFull,
-    StoreUnreachable,
-)
+from io_tui.core.store import LeaseLost, StoreDamaged, StoreError, StoreFull, StoreUnreachable
 from io_tui.core.store.checkpoints import BEFORE, END, RESUMED
-from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence
-from io_tui.core.store.runs import FIRST_EPOCH
+from io_tui.core.store.intents import IntentRow
+from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence, RunBusy
+from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.runs import FIRST_EPOCH, RunRow
 from io_tui.core.telemetry import Parent, RunTrace
 from io_tui.core.tools.agent import SpawnAgent
 from io_tui.core.tools.base import SubTask, ToolOutcome

@@ -53,8 +53,8 @@ from io_tui.core.run.meter import RequestCost
 from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.rebuild import first_build, refresh_derived
 from io_tui.core.run.state import RunState
-from io_tui.core.store import RequestRecord
 from io_tui.core.store.encoded import manifest_text
+from io_tui.core.store.requests import RequestRecord
 from io_tui.core.text.heads import operator_line
 from io_tui.core.text.numbered import span_lines
 from io_tui.core.tokens import Calibrated, raw_ceiling

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.providers.base import Message
-from io_tui.core.store import RunRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.runs import RunRow
 
 
 class PinnedMissing(LookupError):

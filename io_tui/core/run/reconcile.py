@@ -25,7 +25,8 @@ from io_tui.core.authority.policy import Policy
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.run.sub_agents import waiting_chain
-from io_tui.core.store import IntentRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.intents import IntentRow
 
 DIFF_MAX_LINES = 80
 

@@ -25,7 +25,8 @@ from io_tui.core.mcp.elicitation import ELICITATION, ElicitAnswer, ElicitAsk
 from io_tui.core.mcp.sampling import SAMPLING, SamplingAsk
 from io_tui.core.providers.base import CompletionRequest, Message, complete
 from io_tui.core.run.ask import AskingRun, Question, ask
-from io_tui.core.store import RequestRecord, Store
+from io_tui.core.store import Store
+from io_tui.core.store.requests import RequestRecord
 from io_tui.core.tokens import estimate_tokens
 from io_tui.core.tools.base import ToolError
 

@@ -31,10 +31,12 @@ from io_tui.core.run.meter import CostMeter
 from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
-from io_tui.core.store import Fence, RequestRecord, StepCommit, tools_digest
 from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
-from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES
+from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES, Fence
+from io_tui.core.store.requests import RequestRecord
+from io_tui.core.store.runs import StepCommit
+from io_tui.core.store.tool_sets import tools_digest
 from io_tui.core.telemetry import RunTrace, tap
 from io_tui.core.tokens import Calibration
 from io_tui.core.tools.base import Spawner, ToolContext, ToolError

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from io_tui.core.events import EventKind
 from io_tui.core.providers.base import ToolCall
-from io_tui.core.store import RunRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.runs import RunRow
 
 WAITING = frozenset({"paused", "interrupted"})  # a run that stopped short and resumes
 ENDED = frozenset({"finished", "failed", "cancelled"})

@@ -16,7 +16,7 @@ from io_tui.core.authority.approvals import APPROVING, ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act
 from io_tui.core.authority.review import Review, ReviewVerdict, by_reviewer
 from io_tui.core.steering.remember import request_argv
-from io_tui.core.store import ApprovalRecord
+from io_tui.core.store.approvals import ApprovalRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.reconcile import Reconciler
 from io_tui.core.run.server_asks import expire_server_asks
 from io_tui.core.run.sub_agents import last_active, waiting_chain
-from io_tui.core.store import RunBusy, RunRow, Store
-from io_tui.core.store.leases import LIVE_STATUSES
+from io_tui.core.store import Store
+from io_tui.core.store.leases import LIVE_STATUSES, RunBusy
+from io_tui.core.store.runs import RunRow
 from io_tui.core.tools.registry import ToolRegistry
 
 

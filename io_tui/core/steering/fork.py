@@ -32,8 +32,10 @@ from io_tui.core.checkpoints.shadow import ShadowStore, Snapshot
 from io_tui.core.checkpoints.taking import shadow_for
 from io_tui.core.contract import contract_from_json
 from io_tui.core.events import EventKind, RunEvent
-from io_tui.core.store import NewFork, RunRow, Store
+from io_tui.core.store import Store
 from io_tui.core.store.checkpoints import FORK, CheckpointRow
+from io_tui.core.store.forks import NewFork
+from io_tui.core.store.runs import RunRow
 
 
 class ForkError(Exception):

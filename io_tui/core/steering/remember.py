@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 from io_tui.core.authority.approvals import ApprovalRequest, DecisionKind, RememberRule, RuleScope
 from io_tui.core.authority.policy import Act, Effect, Rule
 from io_tui.core.mcp.asks import is_server_ask
-from io_tui.core.store import ApprovalRecord
+from io_tui.core.store.approvals import ApprovalRecord
 
 SCOPES: tuple[RuleScope, ...] = ("run", "workspace", "global")
 SCOPE_LABELS: dict[str, str] = {

@@ -15,7 +15,10 @@ from io_tui.core.context.plan import saved_by
 from io_tui.core.events import EventKind
 from io_tui.core.progress import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
-from io_tui.core.store import IntentRow, ObservationRow, RequestRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.intents import IntentRow
+from io_tui.core.store.requests import RequestRow
+from io_tui.core.store.trace import ObservationRow
 
 
 class TraceNotFound(LookupError):

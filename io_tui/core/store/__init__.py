@@ -5,22 +5,19 @@
 human's decisions, ``notes`` what agents remember between runs (``recalls``: which requests
 carried each note; ``daily_log``: what each run did, whose lines worth keeping become notes),
 ``cancels`` ends the runs no process drives that the operator abandons; ``live`` says what
-changed as it changes (LISTEN/NOTIFY on PostgreSQL, a poll on SQLite)."""
+changed as it changes (LISTEN/NOTIFY on PostgreSQL, a poll on SQLite).
+
+Each repository is made, and its module imported, when it is first used: a command that reads
+the approvals alone does not pay for the rest. Their row types are imported from their own
+modules (``from io_tui.core.store.runs import RunRow``); this package keeps only the store, where
+it is, and the errors every caller meets."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from io_tui.core.store.approvals import ApprovalRecord, ApprovalRepo, RememberedRule, RuleRepo
-from io_tui.core.store.cancel import (
-    STOPPED,
-    CancelledRun,
-    CancelRepo,
-    NotCancellable,
-    not_stopped,
-)
-from io_tui.core.store.checkpoints import CheckpointRepo, CheckpointRow
-from io_tui.core.store.daily_log import DailyLogRepo
 from io_tui.core.store.db import (
     Database,
     SqliteDatabase,
@@ -29,64 +26,37 @@ from io_tui.core.store.db import (
     StoreFull,
     StoreUnreachable,
 )
-from io_tui.core.store.forks import ForkRepo, NewFork
-from io_tui.core.store.intents import IntentRepo, IntentRow
-from io_tui.core.store.leases import Fence, LeaseLost, LeaseRepo, RunBusy
-from io_tui.core.store.live import Changed, Live
-from io_tui.core.store.notes import NoteRepo
+from io_tui.core.store.leases import LeaseLost, LeaseRepo
 from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
-from io_tui.core.store.probes import NewProbe, ProbeRepo, ProbeRow
-from io_tui.core.store.progress import ProgressRepo, ProgressRow
-from io_tui.core.store.queue import Claim, GitSource, QueueEntry, QueueRepo, WorkerRow
-from io_tui.core.store.recalls import Recall, RecallRepo
-from io_tui.core.store.requests import RequestFigures, RequestRecord, RequestRow
-from io_tui.core.store.runs import RunRepo, RunRow, StepCommit
-from io_tui.core.store.tool_sets import ToolSetRepo, tools_digest
-from io_tui.core.store.trace import EventRow, ObservationRow, StepRow, StepSummary, TraceRepo
-from io_tui.core.store.trust import TrustRepo
+
+if TYPE_CHECKING:
+    from io_tui.core.store.approvals import ApprovalRepo, RuleRepo
+    from io_tui.core.store.cancel import CancelRepo
+    from io_tui.core.store.checkpoints import CheckpointRepo
+    from io_tui.core.store.daily_log import DailyLogRepo
+    from io_tui.core.store.forks import ForkRepo
+    from io_tui.core.store.intents import IntentRepo
+    from io_tui.core.store.live import Live
+    from io_tui.core.store.notes import NoteRepo
+    from io_tui.core.store.probes import ProbeRepo
+    from io_tui.core.store.progress import ProgressRepo
+    from io_tui.core.store.queue import QueueRepo
+    from io_tui.core.store.recalls import RecallRepo
+    from io_tui.core.store.runs import RunRepo
+    from io_tui.core.store.tool_sets import ToolSetRepo
+    from io_tui.core.store.trace import TraceRepo
+    from io_tui.core.store.trust import TrustRepo
 
 __all__ = [
-    "STOPPED",
-    "ApprovalRecord",
-    "CancelledRun",
-    "Changed",
-    "CheckpointRow",
-    "Claim",
-    "EventRow",
-    "Fence",
-    "GitSource",
-    "IntentRow",
     "LeaseLost",
-    "Live",
-    "NewFork",
-    "NewProbe",
-    "NotCancellable",
-    "ObservationRow",
-    "ProbeRow",
-    "ProgressRow",
-    "QueueEntry",
-    "Recall",
-    "RememberedRule",
-    "RequestFigures",
-    "RequestRecord",
-    "RequestRow",
-    "RunBusy",
-    "RunRow",
-    "StepCommit",
-    "StepRow",
-    "StepSummary",
     "Store",
     "StoreDamaged",
     "StoreError",
     "StoreFull",
     "StoreLocation",
     "StoreUnreachable",
-    "StoreUrl",
-    "WorkerRow",
-    "not_stopped",
     "store_location",
     "store_trouble",
-    "tools_digest",
 ]
 
 StoreLocation = Path | StoreUrl
@@ -132,24 +102,126 @@ class Store:
             if isinstance(where, StoreUrl)
             else SqliteDatabase(where, create=create, check=check)
         )
-        self.runs = RunRepo(self.db)
-        self.trace = TraceRepo(self.db)
-        self.approvals = ApprovalRepo(self.db)
-        self.rules = RuleRepo(self.db)
-        self.notes = NoteRepo(self.db)  # what agents remember between runs
-        self.recalls = RecallRepo(self.db)  # which requests carried which note
-        self.daily_log = DailyLogRepo(self.db, self.notes)  # what each run did, by day
-        self.intents = IntentRepo(self.db)
-        self.leases = LeaseRepo(self.db)
-        self.queue = QueueRepo(self.db)
-        self.progress = ProgressRepo(self.db)
-        self.cancels = CancelRepo(self.db)  # a stopped run the operator abandons
-        self.checkpoints = CheckpointRepo(self.db)  # runs' workspace checkpoints (rewind, fork)
-        self.forks = ForkRepo(self.db)  # runs started from another run's step
-        self.tool_sets = ToolSetRepo(self.db)  # the tool schemas requests offered, by digest
-        self.probes = ProbeRepo(self.db)  # "what if": recorded requests sent again, changed
-        self.trust = TrustRepo(self.db)  # the workspace .mcp.json contents the operator trusted
-        self.live = Live(self.db)  # what changed, as it changes (NOTIFY on PostgreSQL)
+        self.leases = LeaseRepo(self.db)  # who drives a run; reaped at every open
+
+    @cached_property
+    def runs(self) -> RunRepo:
+        """What the run loop writes, each step's commit in one transaction."""
+        from io_tui.core.store.runs import RunRepo
+
+        return RunRepo(self.db)
+
+    @cached_property
+    def trace(self) -> TraceRepo:
+        """Steps, observations and events read back."""
+        from io_tui.core.store.trace import TraceRepo
+
+        return TraceRepo(self.db)
+
+    @cached_property
+    def approvals(self) -> ApprovalRepo:
+        """Approval requests and their decisions."""
+        from io_tui.core.store.approvals import ApprovalRepo
+
+        return ApprovalRepo(self.db)
+
+    @cached_property
+    def rules(self) -> RuleRepo:
+        """The rules remembered from decisions."""
+        from io_tui.core.store.approvals import RuleRepo
+
+        return RuleRepo(self.db)
+
+    @cached_property
+    def notes(self) -> NoteRepo:
+        """What agents remember between runs."""
+        from io_tui.core.store.notes import NoteRepo
+
+        return NoteRepo(self.db)
+
+    @cached_property
+    def recalls(self) -> RecallRepo:
+        """Which requests carried which note."""
+        from io_tui.core.store.recalls import RecallRepo
+
+        return RecallRepo(self.db)
+
+    @cached_property
+    def daily_log(self) -> DailyLogRepo:
+        """What each run did, by day."""
+        from io_tui.core.store.daily_log import DailyLogRepo
+
+        return DailyLogRepo(self.db, self.notes)
+
+    @cached_property
+    def intents(self) -> IntentRepo:
+        """Each tool call before it executes."""
+        from io_tui.core.store.intents import IntentRepo
+
+        return IntentRepo(self.db)
+
+    @cached_property
+    def queue(self) -> QueueRepo:
+        """The run queue and its workers."""
+        from io_tui.core.store.queue import QueueRepo
+
+        return QueueRepo(self.db)
+
+    @cached_property
+    def progress(self) -> ProgressRepo:
+        """The progress ledger's revisions."""
+        from io_tui.core.store.progress import ProgressRepo
+
+        return ProgressRepo(self.db)
+
+    @cached_property
+    def cancels(self) -> CancelRepo:
+        """A stopped run the operator abandons."""
+        from io_tui.core.store.cancel import CancelRepo
+
+        return CancelRepo(self.db)
+
+    @cached_property
+    def checkpoints(self) -> CheckpointRepo:
+        """Runs' workspace checkpoints (rewind, fork)."""
+        from io_tui.core.store.checkpoints import CheckpointRepo
+
+        return CheckpointRepo(self.db)
+
+    @cached_property
+    def forks(self) -> ForkRepo:
+        """Runs started from another run's step."""
+        from io_tui.core.store.forks import ForkRepo
+
+        return ForkRepo(self.db)
+
+    @cached_property
+    def tool_sets(self) -> ToolSetRepo:
+        """The tool schemas requests offered, by digest."""
+        from io_tui.core.store.tool_sets import ToolSetRepo
+
+        return ToolSetRepo(self.db)
+
+    @cached_property
+    def probes(self) -> ProbeRepo:
+        """ "what if": recorded requests sent again, changed."""
+        from io_tui.core.store.probes import ProbeRepo
+
+        return ProbeRepo(self.db)
+
+    @cached_property
+    def trust(self) -> TrustRepo:
+        """The workspace .mcp.json contents the operator trusted."""
+        from io_tui.core.store.trust import TrustRepo
+
+        return TrustRepo(self.db)
+
+    @cached_property
+    def live(self) -> Live:
+        """What changed, as it changes (NOTIFY on PostgreSQL)."""
+        from io_tui.core.store.live import Live
+
+        return Live(self.db)
 
     @classmethod
     async def open(

@@ -43,7 +43,9 @@ from io_tui.core.steering.whatif.edits import (
     apply_variant,
     memory_block,
 )
-from io_tui.core.store import NewProbe, ProbeRow, RequestRow, Store
+from io_tui.core.store import Store
+from io_tui.core.store.probes import NewProbe, ProbeRow
+from io_tui.core.store.requests import RequestRow
 
 MAX_REPEAT = 50
 
