@@ -26,6 +26,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -97,6 +98,10 @@ class ApprovalScreen(ModalScreen[Decision]):
             tooltip="Side-by-side or unified diff",
         ),
     ]
+
+    dialog = query_one("#approval", Vertical)
+    title_line = query_one("#approval-title", Static)
+    body = query_one("#approval-body", Vertical)
 
     def __init__(
         self,
@@ -229,7 +234,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         """ "1 of N": the desk updates it as more runs ask."""
         self.position = position
         if self.is_mounted:
-            self.query_one("#approval-title", Static).update(self._title())
+            self.title_line.update(self._title())
 
     def _run_line(self) -> Content:
         req = self.request
@@ -257,7 +262,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         return request_body(self.request, self.current)
 
     async def on_mount(self) -> None:
-        self.query_one("#approval", Vertical).border_title = "Approval"
+        self.dialog.border_title = "Approval"
         if is_file_write(self.request) and not self.current_known:
             self._load_current()
         self.call_after_refresh(self._start_arming)
@@ -274,7 +279,7 @@ class ApprovalScreen(ModalScreen[Decision]):
         self.current, self.current_known = message.current, True
         if not self.is_attached:  # the screen is being torn down (the app quit while it loaded)
             return
-        body = self.query_one("#approval-body", Vertical)
+        body = self.body
         await body.remove_children()
         await body.mount_all(list(self._body()))
         self.call_after_refresh(self._start_arming)

@@ -52,7 +52,9 @@ class AuditScreen(Screen[None]):
             super().__init__()
             self.records = records
 
+    stats_line = query_one("#audit-stats", Static)
     audit_table = query_one("#audit-table", Table)
+    detail_line = query_one("#audit-detail", Static)
 
     def __init__(self, store: Store) -> None:
         super().__init__()
@@ -81,7 +83,7 @@ class AuditScreen(Screen[None]):
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         records = message.records
-        self.query_one("#audit-stats", Static).update(audit_stats(records).summary())
+        self.stats_line.update(audit_stats(records).summary())
         table = self.audit_table
         have = {k.value for k in table.rows}
         for record in records:
@@ -125,7 +127,7 @@ class AuditScreen(Screen[None]):
                 f"performed: {row['performed']}",
             )
         )
-        self.query_one("#audit-detail", Static).update(Content(detail))  # text, not markup
+        self.detail_line.update(Content(detail))  # text, not markup
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.getters import query_one
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, Select, SelectionList, Static
@@ -35,6 +36,9 @@ class ElicitScreen(ModalScreen[dict[str, Any] | None]):
         Binding("ctrl+s", "send", "Send", id="elicit.send", tooltip="Send the form to the server"),
         Binding("escape", "back", "Back", id="elicit.back", tooltip="Back to the approval"),
     ]
+
+    form = query_one("#elicit", Vertical)
+    problems_note = query_one("#elicit-problems", Static)
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__()
@@ -62,7 +66,7 @@ class ElicitScreen(ModalScreen[dict[str, Any] | None]):
                 yield Button("Back (escape)", id="elicit-back")
 
     def on_mount(self) -> None:
-        self.query_one("#elicit", Vertical).border_title = "Form"
+        self.form.border_title = "Form"
 
     @staticmethod
     def _label(field: FormField) -> Content:
@@ -121,7 +125,7 @@ class ElicitScreen(ModalScreen[dict[str, Any] | None]):
         content = self.content()
         problems = form_problems(self.schema, content)
         if problems:
-            self.query_one("#elicit-problems", Static).update(plain(problems))
+            self.problems_note.update(plain(problems))
             return
         self.dismiss(content)
 

@@ -59,6 +59,7 @@ class ForkScreen(ModalScreen[int | None]):
             self.run_id = run_id
             self.error = error
 
+    dialog = query_one("#fork", Vertical)
     head = query_one("#fork-head", Static)
     workspace_note = query_one("#fork-workspace", Static)
     note = query_one("#fork-note", Static)
@@ -67,6 +68,7 @@ class ForkScreen(ModalScreen[int | None]):
     provider = query_one("#fork-provider", Input)
     model = query_one("#fork-model", Input)
     places = query_one("#fork-place", RadioSet)
+    go_button = query_one("#fork-go", Button)
 
     def __init__(self, store: Store, run_id: int, step: int, workspace: Path, settings: Any):
         super().__init__()
@@ -101,7 +103,7 @@ class ForkScreen(ModalScreen[int | None]):
                 yield Button("esc  Cancel", id="fork-cancel")
 
     def on_mount(self) -> None:
-        self.query_one("#fork").border_title = f"Fork run {self.run_id} from step {self.step}"
+        self.dialog.border_title = f"Fork run {self.run_id} from step {self.step}"
         self.directory.display = False
         self.instruction.focus()
         self.load()
@@ -127,7 +129,7 @@ class ForkScreen(ModalScreen[int | None]):
             f" 1–{self.step - 1} are the run's."
         )
         self._describe_place()
-        self.query_one("#fork-go", Button).disabled = False
+        self.go_button.disabled = False
 
     def _place(self) -> ForkPlace:
         index = self.places.pressed_index
@@ -169,7 +171,7 @@ class ForkScreen(ModalScreen[int | None]):
             self.note.update("Say where the fork works.")
             return
         self.busy = True
-        self.query_one("#fork-go", Button).disabled = True
+        self.go_button.disabled = True
         self.note.update("forking…")
         self.make(place, directory, self.instruction.value, self.provider.value, self.model.value)
 
@@ -202,7 +204,7 @@ class ForkScreen(ModalScreen[int | None]):
         self.busy = False
         if message.run_id is None:
             self.note.update(f"Not forked: {message.error}")
-            self.query_one("#fork-go", Button).disabled = False
+            self.go_button.disabled = False
             return
         self.dismiss(message.run_id)
 

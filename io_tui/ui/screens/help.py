@@ -10,6 +10,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.getters import query_one
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -24,6 +25,8 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape,q,f1", "dismiss", "Close", id="help.close", tooltip="Close the help"),
     ]
+
+    key_table = query_one("#keys", Table)
 
     def __init__(
         self, sections: Sequence[tuple[str, Iterable[BindingType]]], keymap: Mapping[str, str]
@@ -40,7 +43,7 @@ class HelpScreen(ModalScreen[None]):
             yield Table(id="keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#keys", Table)
+        table = self.key_table
         # the binding id is what the config remaps: it is never cut
         table.add_column("where", key="where", priority=4)
         table.add_column("key", key="key", priority=5)

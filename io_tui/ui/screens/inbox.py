@@ -146,7 +146,10 @@ class InboxScreen(Screen[None]):
             self.approval_id = approval_id
             self.current = current
 
+    inbox_title = query_one("#inbox-title", Static)
     inbox_table = query_one("#inbox-table", DataTable)
+    inbox_detail = query_one("#inbox-detail", Static)
+    inbox_preview = query_one("#inbox-preview", Vertical)
 
     def __init__(self, store: Store, desk: Desk, *, poll_interval: float | None = 2.0) -> None:
         super().__init__()
@@ -256,8 +259,8 @@ class InboxScreen(Screen[None]):
         self.action_open()
 
     def _show_position(self) -> None:
-        title = self.query_one("#inbox-title", Static)
-        detail = self.query_one("#inbox-detail", Static)
+        title = self.inbox_title
+        detail = self.inbox_detail
         table = self.inbox_table
         total = table.row_count
         if not total:
@@ -301,7 +304,7 @@ class InboxScreen(Screen[None]):
             self._show_preview(record.request, message.current)
 
     def _show_preview(self, request: ApprovalRequest | None, current: str | None) -> None:
-        pane = self.query_one("#inbox-preview", Vertical)
+        pane = self.inbox_preview
         with self.app.batch_update():
             pane.remove_children()
             if request is not None:

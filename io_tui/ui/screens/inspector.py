@@ -104,6 +104,7 @@ class InspectorScreen(Screen[None]):
     summary = query_one("#summary", Static)
     detail = query_one("#detail", Static)
     diff = query_one("#diff", Static)
+    tabs = query_one("#tabs", TabbedContent)
 
     def __init__(self, store: Store, run_id: int, step: int, *, whatif: bool = False) -> None:
         """``whatif``: open the request's "what if" as soon as it is read."""
@@ -338,7 +339,7 @@ class InspectorScreen(Screen[None]):
             self.action_open_entry()
 
     def action_open_entry(self) -> None:
-        self.query_one("#tabs", TabbedContent).active = "tab-entry"
+        self.tabs.active = "tab-entry"
         self.read(True)
 
     def action_cycle_filter(self) -> None:
@@ -384,7 +385,7 @@ class InspectorScreen(Screen[None]):
         self.entries.move_cursor(row=index)
 
     def action_toggle_diff(self) -> None:
-        tabs = self.query_one("#tabs", TabbedContent)
+        tabs = self.tabs
         tabs.active = "tab-entry" if tabs.active == "tab-diff" else "tab-diff"
         self.read(tabs.active == "tab-diff" or self.has_class("-reading"))
 

@@ -119,6 +119,12 @@ class MainScreen(Screen[None]):
     transcript = query_one("#transcript", Transcript)
     prompt = query_one("#prompt", Input)
     ledger = query_one("#ledger", LedgerPane)
+    run_gauge = query_one("#gauge-run", Gauge)
+    request_gauge = query_one("#gauge-request", Gauge)
+    drift_gauge = query_one("#gauge-drift", Gauge)
+    memory_gauge = query_one("#gauge-memory", Gauge)
+    cache_gauge = query_one("#gauge-cache", Gauge)
+    context_bar = query_one("#context", ContextBar)
 
     def __init__(
         self,
@@ -385,7 +391,7 @@ class MainScreen(Screen[None]):
             return
         budget = run.token_budget
         used = f"{run.tokens:,} / {budget:,} tok used" if budget else f"{run.tokens:,} tok used"
-        self.query_one("#gauge-run", Gauge).update(
+        self.run_gauge.update(
             run.tokens,
             budget,
             run.status if budget else f"{run.status}, no budget",
@@ -400,7 +406,7 @@ class MainScreen(Screen[None]):
         reported = run.reported_tokens if live or figures is None else figures.reported
         step = figures.step if figures else None
         inside = None if est is None else est - (frame or 0)
-        self.query_one("#gauge-request", Gauge).update(
+        self.request_gauge.update(
             inside,
             ceiling,
             f"step {step}" if step else "",
@@ -413,7 +419,7 @@ class MainScreen(Screen[None]):
         limits = MemoryLimits()
         entries = figures.memory_entries if figures else 0
         chars = figures.memory_chars if figures else 0
-        self.query_one("#gauge-memory", Gauge).update(
+        self.memory_gauge.update(
             entries,
             limits.max_entries,
             "workspace",
@@ -426,7 +432,7 @@ class MainScreen(Screen[None]):
         cost = figures.cost if figures else None
         against = cost.get("ratio") if cost else None  # the run's, so far, against naive
         run_cost = "" if against is None else f" · this run: {against:.2f}× re-sending everything"
-        self.query_one("#gauge-cache", Gauge).update(
+        self.cache_gauge.update(
             None if rate is None else round(rate * 100),
             100,
             figures=(
@@ -443,7 +449,7 @@ class MainScreen(Screen[None]):
             ratio=rate,
             alarm=False,
         )
-        bar = self.query_one("#context", ContextBar)
+        bar = self.context_bar
         bar.sent = sent_line(run) if live else ""
         if figures is None or figures.step is None or figures.est is None:
             bar.breakdown = None
@@ -459,7 +465,7 @@ class MainScreen(Screen[None]):
 
     def _refresh_counted(self, est: int | None, reported: int | None) -> None:
         """What the provider counted for the request, beside what io-tui estimated."""
-        gauge = self.query_one("#gauge-drift", Gauge)
+        gauge = self.drift_gauge
         if reported is None or est is None:
             gauge.update(
                 None, None, figures="no count from the provider yet", short="none yet", alarm=False

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.getters import query_one
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, RadioButton, RadioSet, Static, TextArea
 from textual.widgets.option_list import Option
@@ -81,6 +82,8 @@ class ChooseNoteScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="memory.choose.cancel", tooltip="Change nothing"),
     ]
 
+    choices = query_one("#note-choices", OptionList)
+
     def __init__(self, title: str, notes: list[MemoryNote]) -> None:
         super().__init__()
         self.title_text = title
@@ -99,7 +102,7 @@ class ChooseNoteScreen(ModalScreen[str | None]):
             yield Static("enter chooses · escape cancels", classes="memory-hint")
 
     def on_mount(self) -> None:
-        self.query_one("#note-choices", OptionList).focus()
+        self.choices.focus()
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
@@ -118,6 +121,9 @@ class MergeScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="memory.merge.cancel", tooltip="Merge nothing"),
     ]
 
+    value_area = query_one("#merge-value", TextArea)
+    error = query_one("#merge-error", Static)
+
     def __init__(self, note: MemoryNote, into: MemoryNote) -> None:
         super().__init__()
         self.note = note
@@ -135,11 +141,11 @@ class MergeScreen(ModalScreen[str | None]):
                 yield Static("ctrl+s merges · escape cancels", classes="memory-hint")
 
     def action_save(self) -> None:
-        value = self.query_one("#merge-value", TextArea).text
+        value = self.value_area.text
         try:
             check_value(value)
         except ValueError as exc:
-            self.query_one("#merge-error", Static).update(str(exc))
+            self.error.update(str(exc))
             return
         self.dismiss(value)
 
@@ -174,6 +180,10 @@ class PromoteScreen(ModalScreen[Promotion | None]):
         Binding("escape", "cancel", "Cancel", id="memory.promote.cancel", tooltip="Write nothing"),
     ]
 
+    key_input = query_one("#promote-key", Input)
+    value_area = query_one("#promote-value", TextArea)
+    error = query_one("#promote-error", Static)
+
     def __init__(self, line: LogLine, find: FindNote | None = None) -> None:
         super().__init__()
         self.line = line
@@ -191,19 +201,17 @@ class PromoteScreen(ModalScreen[Promotion | None]):
             yield Static("ctrl+s saves (verified) · escape cancels", classes="memory-hint")
 
     def on_mount(self) -> None:
-        self.query_one("#promote-key", Input).focus()
+        self.key_input.focus()
 
     @on(Input.Changed, "#promote-key")
     def _key_changed(self) -> None:
         if self.confirming is not None:
             self.confirming = None
-            self.query_one("#promote-error", Static).update("")
+            self.error.update("")
 
     async def action_save(self) -> None:
-        error = self.query_one("#promote-error", Static)
-        checked = checked_note(
-            self.query_one("#promote-key", Input), self.query_one("#promote-value", TextArea), error
-        )
+        error = self.error
+        checked = checked_note(self.key_input, self.value_area, error)
         if checked is None:
             return
         key, value = checked

@@ -134,6 +134,9 @@ class EditValueScreen(ModalScreen[str | None]):
         ),
     ]
 
+    value_area = query_one("#memory-value", TextArea)
+    error = query_one("#edit-error", Static)
+
     def __init__(self, note: MemoryNote) -> None:
         super().__init__()
         self.note = note
@@ -148,12 +151,12 @@ class EditValueScreen(ModalScreen[str | None]):
                 yield Static("ctrl+s saves · escape cancels", classes="memory-hint")
 
     def action_save(self) -> None:
-        value = self.query_one("#memory-value", TextArea).text
+        value = self.value_area.text
         try:
             check_value(value)
         except ValueError as exc:
-            self.query_one("#edit-error", Static).update(str(exc))
-            self.query_one("#memory-value", TextArea).focus()
+            self.error.update(str(exc))
+            self.value_area.focus()
             return
         self.dismiss(value)
 
@@ -184,6 +187,11 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
         ),
         Binding("escape", "cancel", "Cancel", id="memory.add.cancel", tooltip="Write nothing"),
     ]
+
+    key_input = query_one("#note-key", Input)
+    scope_set = query_one("#note-scope", RadioSet)
+    value_area = query_one("#note-value", TextArea)
+    error = query_one("#note-error", Static)
 
     def __init__(self, workspace: str | None, find: FindNote | None = None) -> None:
         super().__init__()
@@ -217,17 +225,15 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
     def _key_changed(self) -> None:
         if self.confirming is not None:
             self.confirming = None
-            self.query_one("#note-error", Static).update("")
+            self.error.update("")
 
     async def action_save(self) -> None:
-        error = self.query_one("#note-error", Static)
-        checked = checked_note(
-            self.query_one("#note-key", Input), self.query_one("#note-value", TextArea), error
-        )
+        error = self.error
+        checked = checked_note(self.key_input, self.value_area, error)
         if checked is None:
             return
         key, value = checked
-        pressed = self.query_one("#note-scope", RadioSet).pressed_button
+        pressed = self.scope_set.pressed_button
         scope: Scope = (
             "workspace" if pressed is not None and pressed.id == "scope-workspace" else "global"
         )
@@ -235,7 +241,7 @@ class AddNoteScreen(ModalScreen[NewNote | None]):
         if held is not None and self.confirming != (scope, key):
             self.confirming = (scope, key)  # a second ctrl+s on the same key replaces it
             error.update(key_taken(held))
-            self.query_one("#note-key", Input).focus()
+            self.key_input.focus()
             return
         section, kind = chosen_section_and_kind(self, "note")
         self.dismiss(NewNote(scope, key, value, section, kind, replace=held is not None))
@@ -253,6 +259,8 @@ class ChooseWorkspaceScreen(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="memory.switch.cancel", tooltip="Keep this one"),
     ]
 
+    workspace_list = query_one("#workspaces", OptionList)
+
     def __init__(self, workspaces: list[str], current: str | None) -> None:
         super().__init__()
         self.workspaces = workspaces
@@ -266,7 +274,7 @@ class ChooseWorkspaceScreen(ModalScreen[str | None]):
             yield OptionList(*options, id="workspaces")
 
     def on_mount(self) -> None:
-        options = self.query_one("#workspaces", OptionList)
+        options = self.workspace_list
         current = self.current or ""
         index = next((i for i, w in enumerate(["", *self.workspaces]) if w == current), 0)
         options.highlighted = index
@@ -397,6 +405,10 @@ class MemoryEditorScreen(Screen[None]):
 
     memory_table = query_one("#memory-table", Table)
     log_table = query_one("#memory-log", Table)
+    memory_title = query_one("#memory-title", Static)
+    workspace_gauges = query_one("#gauges-workspace", Horizontal)
+    value_view = query_one("#memory-value-view", Static)
+    recalls_table = query_one("#memory-recalls", Table)
 
     def __init__(
         self, store: Store, workspace: str | None, limits: MemoryLimits | None = None
@@ -430,11 +442,8 @@ class MemoryEditorScreen(Screen[None]):
         if self.showing_log:
             title = f"Daily log — {self.workspace or 'no workspace chosen'}"
         hint = "  l: notes" if self.showing_log else "  l: log · w: switch"
-        self.query_one("#memory-title", Static).update(
-            Content.assemble(plain(title), (hint, "dim"))
-        )
-        gauges = self.query_one("#gauges-workspace", Horizontal)
-        gauges.display = self.workspace is not None and not self.showing_log
+        self.memory_title.update(Content.assemble(plain(title), (hint, "dim")))
+        self.workspace_gauges.display = self.workspace is not None and not self.showing_log
 
     def on_mount(self) -> None:
         table = self.memory_table
@@ -442,7 +451,7 @@ class MemoryEditorScreen(Screen[None]):
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         for label, priority, shrink_to in LOG_COLUMNS:
             self.log_table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
-        recalls = self.query_one("#memory-recalls", DataTable)
+        recalls = self.recalls_table
         for label in ("run", "step", "at"):  # `io-tui trace RUN --context STEP` shows it
             recalls.add_column(label, key=label)
         self._show_where()
@@ -545,7 +554,7 @@ class MemoryEditorScreen(Screen[None]):
         self._show_selected()
 
     def _show_selected(self) -> None:
-        view = self.query_one("#memory-value-view", Static)
+        view = self.value_view
         if self.showing_log:
             line = self.selected_line()
             if line is None:
@@ -575,7 +584,7 @@ class MemoryEditorScreen(Screen[None]):
 
     @on(RecallsLoaded)
     def _on_recalls_loaded(self, message: RecallsLoaded) -> None:
-        table = self.query_one("#memory-recalls", DataTable)
+        table = self.recalls_table
         table.clear()
         for recall in message.recalls:
             table.add_row(

@@ -150,6 +150,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.request = request
             self.error = error
 
+    prompt_choice = query_one("#prompt", Select)
+    prompt_args = query_one("#prompt-args", Input)
+    task_input = query_one("#task", Input)
+    workspace_input = query_one("#workspace", Input)
+    continue_choice = query_one("#continue-from", Select)
+    run_on = query_one("#run-on", Select)
     provider = query_one("#provider", Select)
     base_url = query_one("#base-url", Input)
     model = query_one("#model", Input)
@@ -241,7 +247,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                     yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:
-        self.set_focus(self.query_one("#task", Input))  # now: ``focus()`` would come later,
+        self.set_focus(self.task_input)  # now: ``focus()`` would come later,
         # after the held keys, and take the cursor back from the field they tabbed to
         self.call_after_refresh(self._ready)  # drawn, the cursor in Task: keys may come
         self._show_provider(str(self.provider.value))
@@ -292,7 +298,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         if message.problem is not None:
             self.error.update(Content.styled(plain(message.problem), "$text-muted"))
         self.prompts = {f"{p.server}/{p.name}": p for p in message.prompts}
-        select = self.query_one("#prompt", Select)
+        select = self.prompt_choice
         with self.prevent(Select.Changed):
             select.set_options([(key, key) for key in self.prompts])
         self.set_class(not self.prompts, "-no-prompts")
@@ -302,7 +308,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @on(Select.Changed, "#prompt")
     def _on_prompt_chosen(self, event: Select.Changed) -> None:
         row = self.prompts.get(str(event.value)) if event.value is not Select.NULL else None
-        args = self.query_one("#prompt-args", Input)
+        args = self.prompt_args
         self.set_class(row is None or not row.arguments, "-no-prompt-args")
         if row is None:
             return
@@ -318,7 +324,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     def _fill_prompt(self) -> None:
         """Fetch the chosen prompt's text with the arguments typed, once the required are."""
-        row = self.prompts.get(str(self.query_one("#prompt", Select).value))
+        row = self.prompts.get(str(self.prompt_choice.value))
         if row is None or self.server_prompts is None or self.prompts_of is None:
             return
         try:
@@ -352,7 +358,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         if message.text is None:
             self.error.update(Content.styled(f"✗ {plain(message.problem or '')}", "$text-error"))
             return
-        self.query_one("#task", Input).value = message.text
+        self.task_input.value = message.text
 
     # -- continuing from an earlier run --------------------------------------------------------
 
@@ -372,7 +378,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @on(RunsListed)
     def _on_runs_listed(self, message: RunsListed) -> None:
         self.run_workspaces = {run_id: workspace for _, run_id, workspace in message.runs}
-        select = self.query_one("#continue-from", Select)
+        select = self.continue_choice
         with self.prevent(Select.Changed):
             select.set_options([(label, run_id) for label, run_id, _ in message.runs])
         if self.continue_from in self.run_workspaces:
@@ -380,12 +386,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(Select.Changed, "#continue-from")
     def _on_continue_changed(self, event: Select.Changed) -> None:
-        task = self.query_one("#task", Input)
+        task = self.task_input
         if event.value is Select.NULL:
             task.placeholder = "what the agent should do"
             return
         run_id = int(str(event.value))
-        self.query_one("#workspace", Input).value = self.run_workspaces.get(run_id, "")
+        self.workspace_input.value = self.run_workspaces.get(run_id, "")
         task.placeholder = f"empty: go on with run {run_id}'s objective"
 
     # -- providers and their servers -----------------------------------------------------------
@@ -535,7 +541,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def request(self) -> NewRunRequest:
         """What the fields ask for; ``FieldError`` names the field that cannot start a run."""
         task = self._value("task")
-        chosen = self.query_one("#continue-from", Select).value
+        chosen = self.continue_choice.value
         continue_run_id = None if chosen is Select.NULL else int(str(chosen))
         if not task and continue_run_id is None:
             raise FieldError("task", "the task is empty: say what the agent should do")
@@ -551,7 +557,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         max_steps = self._int("max-steps", 1)
         if max_steps is None:
             raise FieldError("max-steps", "Max steps is empty")
-        queue = self.query_one("#run-on", Select).value == "queue"
+        queue = self.run_on.value == "queue"
         return NewRunRequest(
             task=task,
             workspace=workspace,

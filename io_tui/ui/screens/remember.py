@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.getters import query_one
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Input, Label, RadioButton, RadioSet, Static
+from textual.widgets import Input, Label, RadioButton, RadioSet, Static
 
 from io_tui.core import (
     SCOPE_LABELS,
@@ -62,6 +63,12 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         Binding("escape", "cancel", "Back", id="remember.cancel", tooltip="Back to the request"),
     ]
 
+    pattern = query_one("#remember-pattern", Input)
+    scope_set = query_one("#remember-scope", RadioSet)
+    grant = query_one("#remember-grant", Static)
+    status = query_one("#remember-status", Static)
+    preview = query_one("#remember-preview", Table)
+
     def __init__(self, request: ApprovalRequest, store: Store) -> None:
         super().__init__()
         self.request = request
@@ -102,7 +109,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
             yield Static("ctrl+s saves and approves · escape goes back", classes="dialog-hint")
 
     async def on_mount(self) -> None:
-        table = self.query_one("#remember-preview", DataTable)
+        table = self.preview
         for label, width in (("#", 3), ("run", 3), ("step", 4), ("act", 5)):
             table.add_column(label, width=width)
         table.add_column("target", width=30)  # fixed widths: the rows never re-measure
@@ -113,7 +120,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
 
     @property
     def scope(self) -> RuleScope:
-        pressed = self.query_one("#remember-scope", RadioSet).pressed_button
+        pressed = self.scope_set.pressed_button
         name = pressed.name if pressed is not None else "workspace"
         for scope in SCOPES:
             if scope == name:
@@ -121,7 +128,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         return "workspace"
 
     def rule(self) -> RememberRule:
-        pattern = self.query_one("#remember-pattern", Input).value
+        pattern = self.pattern.value
         return RememberRule(pattern, self.request.act, self.scope)
 
     def matches_request(self, rule: RememberRule) -> bool:
@@ -140,11 +147,11 @@ class RememberScreen(ModalScreen[RememberRule | None]):
     @on(RadioSet.Changed, "#remember-choices")
     def _chosen(self, event: RadioSet.Changed) -> None:
         choice = self.choices[int(event.pressed.name or 0)]
-        self.query_one("#remember-pattern", Input).value = choice.pattern
+        self.pattern.value = choice.pattern
 
     def _show_choice(self) -> None:
         """The choice the pattern is, filled; none when the operator typed another pattern."""
-        pattern = self.query_one("#remember-pattern", Input).value
+        pattern = self.pattern.value
         with self.prevent(RadioButton.Changed):  # the set would press a button back on
             for button in self.query(ChoiceButton).filter(".-choice"):
                 button.value = self.choices[int(button.name or 0)].pattern == pattern
@@ -182,10 +189,10 @@ class RememberScreen(ModalScreen[RememberRule | None]):
         self._label_choices()
         rule = self.rule()
         req = self.request
-        status = self.query_one("#remember-status", Static)
-        grant = self.query_one("#remember-grant", Static)
+        status = self.status
+        grant = self.grant
         problem = validate_pattern(rule.pattern)
-        table = self.query_one("#remember-preview", DataTable)
+        table = self.preview
         table.clear()
         if problem:
             self.matches = []
@@ -241,7 +248,7 @@ class RememberScreen(ModalScreen[RememberRule | None]):
     def action_save(self) -> None:
         rule = self.rule()
         if validate_pattern(rule.pattern):
-            self.query_one("#remember-pattern", Input).focus()
+            self.pattern.focus()
             return
         if not self.matches_request(rule) and self.confirming != rule:
             self.confirming = rule  # a second ctrl+s on the same rule saves it

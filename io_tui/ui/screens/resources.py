@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
@@ -56,6 +57,10 @@ class ResourcesScreen(Screen[None]):
             self.title = title
             self.text = text
 
+    head = query_one("#resources-head", Static)
+    table = query_one(Table)
+    text_view = query_one("#resources-text", Static)
+
     def __init__(self, host: RunHost, workspace: Path) -> None:
         """The resources of the servers a run in ``workspace`` gets, asked of ``host``."""
         super().__init__()
@@ -72,7 +77,7 @@ class ResourcesScreen(Screen[None]):
         yield ScreenFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one(Table)
+        table = self.table
         for label, priority, shrink_to in COLUMNS:
             table.add_column(label, key=label, priority=priority, shrink_to=shrink_to)
         self.load()
@@ -89,7 +94,7 @@ class ResourcesScreen(Screen[None]):
     @on(Listed)
     def _on_listed(self, message: Listed) -> None:
         self.rows = message.rows
-        table = self.query_one(Table)
+        table = self.table
         table.clear()
         for row in self.rows:
             table.add_row(row.server, row.kind, row.uri, row.name, row.mime_type or "")
@@ -97,11 +102,11 @@ class ResourcesScreen(Screen[None]):
         if not message.servers and not message.problems:
             head = "MCP resources · no MCP servers configured (see docs/MCP.md)"
         lines = [head, *(f"⚠ {problem}" for problem in message.problems)]
-        self.query_one("#resources-head", Static).update(Content("\n".join(lines)))
+        self.head.update(Content("\n".join(lines)))
         table.focus()
 
     def action_read(self) -> None:
-        table = self.query_one(Table)
+        table = self.table
         if not self.rows or table.cursor_row >= len(self.rows):
             return
         row = self.rows[table.cursor_row]
@@ -127,7 +132,7 @@ class ResourcesScreen(Screen[None]):
 
     def _show(self, title: str, text: str) -> None:
         self.shown = f"{title}\n\n{text}"
-        self.query_one("#resources-text", Static).update(Content(self.shown))
+        self.text_view.update(Content(self.shown))
 
     @on(DataTable.RowSelected)
     def _selected(self) -> None:  # enter on the table

@@ -54,10 +54,13 @@ class RewindScreen(ModalScreen[RewindResult | None]):
             self.result = result
             self.error = error
 
+    dialog = query_one("#rewind", Vertical)
     head = query_one("#rewind-head", Static)
     files = query_one("#rewind-files", Table)
+    foreign_head = query_one("#rewind-foreign-head", Static)
     foreign = query_one("#rewind-foreign", Table)
     note = query_one("#rewind-note", Static)
+    go_button = query_one("#rewind-go", Button)
 
     def __init__(self, store: Store, run_id: int, step: int | None) -> None:
         """``step`` None: undo the run's last rewind."""
@@ -82,7 +85,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
 
     def on_mount(self) -> None:
         what = "Undo the last rewind" if self.step is None else f"before step {self.step}"
-        self.query_one("#rewind").border_title = f"Rewind run {self.run_id}: {what}"
+        self.dialog.border_title = f"Rewind run {self.run_id}: {what}"
         self.files.add_column("", key="status", priority=3, shrink_to=None)
         self.files.add_column("file", key="path", priority=2, shrink_to=12)
         self.files.add_column("what happens", key="what", priority=1, shrink_to=10)
@@ -119,7 +122,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
         for change in plan.changes:
             self.files.add_row(change.status, change.path, describe_change(change), key=change.path)
         if plan.foreign:
-            self.query_one("#rewind-foreign-head", Static).update(
+            self.foreign_head.update(
                 "Someone else (an editor, another run) changed these after the run's last"
                 " checkpoint. Choose for each: k keep it as it is, o overwrite it."
             )
@@ -134,7 +137,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
     def _refresh_go(self) -> None:
         plan = self.plan
         missing = [p for p in plan.needs_choices if p not in self.choices] if plan else []
-        go = self.query_one("#rewind-go", Button)
+        go = self.go_button
         go.disabled = plan is None or not plan.changes or bool(missing) or self.busy
         if plan is not None and not plan.changes:
             self.note.update("Nothing to do: the workspace is already as it was.")
@@ -152,7 +155,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
         self._refresh_go()
 
     def action_rewind(self) -> None:
-        go = self.query_one("#rewind-go", Button)
+        go = self.go_button
         if go.disabled or self.plan is None:
             return
         self.busy = True

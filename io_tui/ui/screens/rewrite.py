@@ -10,6 +10,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static, TextArea
@@ -40,6 +41,11 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
         ),
         Binding("escape", "cancel", "Back", id="rewrite.cancel", tooltip="Back to the request"),
     ]
+
+    path_input = query_one("#rewrite-path", Input)  # these two for write_file (split_fields)
+    content_area = query_one("#rewrite-content", TextArea)
+    json_area = query_one("#rewrite-json", TextArea)  # this one for every other tool
+    error = query_one("#rewrite-error", Static)
 
     def __init__(self, request: ApprovalRequest, store: Store) -> None:
         super().__init__()
@@ -80,10 +86,10 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
         """The edited arguments, or a message saying why they are not an object."""
         if self.split_fields:
             args = dict(self.request.arguments)
-            args["path"] = self.query_one("#rewrite-path", Input).value
-            args["content"] = self.query_one("#rewrite-content", TextArea).text
+            args["path"] = self.path_input.value
+            args["content"] = self.content_area.text
             return args
-        raw = self.query_one("#rewrite-json", TextArea).text
+        raw = self.json_area.text
         try:
             parsed = json.loads(raw)
         except ValueError as exc:
@@ -110,7 +116,7 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
             self._show_problem(result.problem or "refused")
 
     def _show_problem(self, problem: str) -> None:
-        error = self.query_one("#rewrite-error", Static)
+        error = self.error
         error.update(problem)
         error.add_class("-shown")
 

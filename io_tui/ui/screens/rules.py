@@ -7,9 +7,10 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from io_tui.core import SCOPE_LABELS, RememberedRule, Store
 from io_tui.ui.screens.confirm import ConfirmScreen
@@ -49,6 +50,9 @@ class RulesScreen(Screen[None]):
             super().__init__()
             self.rules = rules
 
+    rules_title = query_one("#rules-title", Static)
+    rules_table = query_one("#rules-table", Table)
+
     def __init__(self, store: Store) -> None:
         super().__init__()
         self.store = store
@@ -65,7 +69,7 @@ class RulesScreen(Screen[None]):
         yield ScreenFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#rules-table", Table)
+        table = self.rules_table
         # (column, priority, elidable down to): a narrow table drops the least important first
         for label, priority, shrink_to in (
             ("#", 8, None),
@@ -91,7 +95,7 @@ class RulesScreen(Screen[None]):
     def _on_loaded(self, message: Loaded) -> None:
         """Update the table by key (no clear): the cursor stays on its rule."""
         self.rules = message.rules
-        table = self.query_one("#rules-table", DataTable)
+        table = self.rules_table
         wanted = {str(r.id) for r in self.rules}
         for key in [k for k in table.rows if k.value not in wanted]:
             table.remove_row(key)
@@ -114,11 +118,11 @@ class RulesScreen(Screen[None]):
                 key=str(rule.id),
             )
         active = sum(1 for r in self.rules if r.revoked_at is None)
-        self.query_one("#rules-title", Static).update(f"Remembered rules — {active} active")
+        self.rules_title.update(f"Remembered rules — {active} active")
         self.refresh_bindings()  # revoke applies to an active highlighted rule
 
     def selected(self) -> RememberedRule | None:
-        table = self.query_one("#rules-table", DataTable)
+        table = self.rules_table
         if table.row_count == 0:
             return None
         key = table.ordered_rows[table.cursor_row].key.value

@@ -68,6 +68,8 @@ class EditText(ModalScreen[str | None]):
         Binding("escape", "cancel", "Cancel", id="whatif.edit.cancel", tooltip="Leave it as it was"),
     ]  # fmt: skip
 
+    editor = query_one(TextArea)
+
     def __init__(self, title: str, text: str) -> None:
         super().__init__()
         self.title_text = title
@@ -80,10 +82,10 @@ class EditText(ModalScreen[str | None]):
             yield TextArea(self.text, soft_wrap=True, id="edit-text")
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        self.editor.focus()
 
     def action_keep(self) -> None:
-        self.dismiss(self.query_one(TextArea).text)
+        self.dismiss(self.editor.text)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
