@@ -28,7 +28,9 @@ Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
   file (a ``read_file`` result, its pointer or difference form taken back to the lines it
   stands for with ``stubs.apply_echo``, or a ``grep`` hit ``path:line:text``) where some line
   differs from that line of the file as it was when the request was sent, and no later tool
-  result in the same request shows that line of that file as it is (a correction). Copies
+  result in the same request shows that line of that file as it is (a correction; a line now
+  past the file's end, as gone: a later read asked for it, and its trailer counts the file's
+  lines as they are, ``(lines 410-440 of 440)``). Copies
   printed by ``run_command`` (``sed -n`` through a pipe, ``grep -C``) are not counted: nothing
   says which file and lines they are.
 - recall: for each step, the lines of files its action uses: the lines an ``edit_file``'s

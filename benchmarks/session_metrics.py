@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +52,16 @@ def message_of(data: dict[str, Any]) -> Message:
 class Copy:
     """Lines of one file a tool result shows: line number → text; the result it came from
     (``origin``: the step and kind of call, a correction's the step it was placed at) and, for
-    a correction, the result it names as out of date (``corrects``)."""
+    a correction, the result it names as out of date (``corrects``). A read also shows which
+    of the lines it asked for the file does not have (``absent``: from the line after the
+    file's last, as its range trailer counts them, to the last it asked for): a read of lines
+    410-443 answered ``(lines 410-440 of 440)`` shows that lines 441-443 are gone."""
 
     path: str
     lines: dict[int, str]
     origin: tuple[int, str] | None = None
     corrects: tuple[tuple[int, str], ...] = ()
+    absent: range = range(0)
 
 
 @dataclass
@@ -251,7 +256,7 @@ def copies(messages: Sequence[Message]) -> list[Copy]:
             lines = {int(n): t for n, t in (NUMBERED.match(x).groups() for x in _numbered(text))}
             if lines:
                 path = os.path.normpath(call.arguments["path"])
-                out.append(Copy(path, lines, r.origin, r.corrects))
+                out.append(Copy(path, lines, r.origin, r.corrects, _absent(call, text, lines)))
         elif call.name == "grep":
             hits: dict[str, dict[int, str]] = {}
             for line in text.splitlines():
@@ -260,6 +265,26 @@ def copies(messages: Sequence[Message]) -> list[Copy]:
                     hits.setdefault(os.path.normpath(hit[1]), {})[int(hit[2])] = hit[3]
             out += [Copy(path, lines, r.origin, r.corrects) for path, lines in hits.items()]
     return out
+
+
+TRAILER = re.compile(r"^\(lines \d+-\d+ of (\d+)\)$", re.M)
+
+
+def _absent(call: ToolCall, text: str, lines: dict[int, str]) -> range:
+    """The lines a read asked for (its offset and limit) that its result shows the file does
+    not have: past the file's last line, which its range trailer counts (``read_file``), or
+    which a read of the whole file (no offset, no limit) shows, every line from the first
+    (nothing cut). A pointer to the agent's edit (``_edited``) shows no trailer: nothing."""
+    offset, limit = call.arguments.get("offset") or 1, call.arguments.get("limit")
+    trailer = TRAILER.search(text)
+    if trailer is not None:
+        total = int(trailer[1])
+    elif offset == 1 and limit is None and len(lines) == max(lines) and min(lines) == 1:
+        total = max(lines)
+    else:
+        return range(0)
+    asked = offset + limit - 1 if isinstance(limit, int) else sys.maxsize
+    return range(total + 1, asked + 1)
 
 
 def _numbered(text: str) -> Iterable[str]:
@@ -285,8 +310,10 @@ def stale_count(messages: Sequence[Message], tree: str, files: Files) -> int:
         for later in found[i + 1 :]:
             if later.path == copy.path and current is not None:
                 wrong -= {
-                    n for n in wrong if n <= len(current) and later.lines.get(n) == current[n - 1]
-                }
+                    n for n in wrong
+                    if (later.lines.get(n) == current[n - 1] if n <= len(current)
+                        else n in later.absent)
+                }  # fmt: skip  # shown as it is: its text, or gone past the file's end
         count += bool(wrong)
     return count
 
