@@ -34,7 +34,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from io_tui.core.context import ContextEngine, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import ToolCall

@@ -18,7 +18,7 @@ from typing import Any
 
 import assembly_speed
 
-from io_tui.core.context import ContextEngine
+from io_tui.core.context.engine import ContextEngine
 
 
 def main() -> None:

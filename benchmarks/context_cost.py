@@ -56,8 +56,8 @@ import fixture_repo
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.boundary.workspace import Workspace
-from io_tui.core.context import message_tokens
 from io_tui.core.context.cache import cached_prefix, message_key, request_cost
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import (
     CachePrices,
     ContextBudget,

@@ -34,10 +34,13 @@ from pathlib import Path
 
 import fixture_repo
 
-from io_tui.core.context import ContextEngine, Frame, RefreshFailed, message_tokens
 from io_tui.core.context.compaction import fold, fold_boundary as compaction_boundary
 from io_tui.core.context.digest import digest_request
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.refresh import RefreshFailed
 from io_tui.core.context.summary import FoldResult, FoldStep, Summary
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote

@@ -85,8 +85,8 @@ from session_replay import (
     truncated,
 )
 
-from io_tui.core.context import message_tokens
 from io_tui.core.context.cache import cached_prefix, request_cost
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message

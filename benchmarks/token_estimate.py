@@ -308,7 +308,7 @@ def assembly_strings() -> list[str]:
     import io_tui.core.context.refresh as refresh_mod
     import io_tui.core.context.step as step_mod
     import io_tui.core.context.turns as turns_mod
-    from io_tui.core.context import ContextEngine
+    from io_tui.core.context.engine import ContextEngine
 
     seen: list[str] = []
 

@@ -11,18 +11,12 @@ from pathlib import Path
 import pytest
 from engine_run import grow
 
-from io_tui.core.context import (
-    Assembly,
-    ContextEngine,
-    EntryState,
-    Frame,
-    InstructionFile,
-    ManifestEntry,
-    RefreshFailed,
-    Summary,
-    message_tokens,
-)
-from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame, InstructionFile
+from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry
+from io_tui.core.context.refresh import Fresh, RefreshFailed
+from io_tui.core.context.summary import Summary
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from engine_run import ask, grow
 
-from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.plan import Rewrite, extends
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo

@@ -18,8 +18,10 @@ from pathlib import Path
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.authority.policy import Policy
 from io_tui.core.boundary.workspace import Workspace
-from io_tui.core.context import ContextEngine, EntryState, Frame, RefreshFailed
-from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import Message, ToolCall

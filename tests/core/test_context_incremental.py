@@ -17,12 +17,14 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from io_tui.core.context import Assembly, ContextEngine, Frame, RefreshFailed
 from io_tui.core.context.build import asked_for
 from io_tui.core.context.collapse import Asked, asked, collapse_line
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.plan import Plan
-from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.step import Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord

@@ -15,7 +15,8 @@ from mcp_test_server import build_server
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.authority.policy import Policy
-from io_tui.core.context import ContextEngine, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.labels import Role, digest, memory_labels, observation_labels
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.contract import TaskContract

@@ -9,7 +9,9 @@ from pathlib import Path
 from engine_run import answered, ask, grow
 from test_context_moved import File, entry, read, read_result
 
-from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import edited_by, points_to_call, written_by
 from io_tui.core.contract import Compaction, TaskContract

@@ -21,9 +21,11 @@ from engine_run import answered, ask, grow
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from token_reference import reference_tokens
 
-from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame, RefreshFailed
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.labels import digest
-from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.manifest import Assembly, EntryState
+from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.stubs import apply_echo, cut, how_to_get_back
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text

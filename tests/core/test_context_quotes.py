@@ -9,7 +9,9 @@ from pathlib import Path
 
 from engine_run import grow
 
-from io_tui.core.context import ContextEngine, EntryState, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import Compaction, TaskContract, estimate_tokens

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.context import ContextEngine, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.gcpause import gc_paused
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
-from io_tui.core.context import EntryState
 from io_tui.core.context.ladder import Rung
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.providers.base import (
     CompletionRequest,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.context import InstructionFile
+from io_tui.core.context.frame import InstructionFile
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.derived.instructions import load_instructions, oversized
 

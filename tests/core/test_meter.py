@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from io_tui.core.context import Assembly, message_tokens
+from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.providers.base import Message, ToolCall, Usage

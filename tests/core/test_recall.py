@@ -12,9 +12,11 @@ import pytest
 
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
-from io_tui.core.context import Agreement, Assembly, ContextEngine, EntryState, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.stubs import TEST_TAIL_CHARS, cut, recall_call, receipt
-from io_tui.core.context.summary import agree
+from io_tui.core.context.summary import Agreement, agree
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_head
 from io_tui.core.progress.model import DecisionNote, Evidence, Operation, ProgressLedger

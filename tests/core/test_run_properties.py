@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.authority.approvals import ApproveAll
-from io_tui.core.context import EntryState
 from io_tui.core.context.labels import digest
+from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import apply_echo, cut, points_to_call, what
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
 from io_tui.core.ledger import Observation, ObsKind

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from io_tui.core.context import EntryState, ManifestEntry
+from io_tui.core.context.manifest import EntryState, ManifestEntry
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.store import Store

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from io_tui.core.context import Assembly, ContextEngine
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.manifest import Assembly
 from io_tui.core.ledger import StepRecord
 
 

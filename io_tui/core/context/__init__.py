@@ -50,34 +50,8 @@ classification; ``settled.py`` keeps the oldest steps the last fit carried whole
 (whether they all fit again is one comparison) and their messages flat (reused with one slice).
 The walks stop early where they can (newest-first, once the window is decided). A fresh engine
 with the same plan sends exactly what a reused one sends (``tests/core/test_context_incremental.py``).
+
+This package imports none of its modules: each name is imported from its own module
+(``from io_tui.core.context.engine import ContextEngine``), so a caller that needs one small
+part, such as the trace's reader, does not load the engine.
 """
-
-from __future__ import annotations
-
-from io_tui.core.context.engine import ContextEngine
-from io_tui.core.context.frame import Frame, InstructionFile, Withheld
-from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry, Section
-from io_tui.core.context.refresh import Fresh, Probe, Refresher, RefreshFailed
-from io_tui.core.context.stubs import how_to_get_back
-from io_tui.core.context.summary import Agreement, Summarizer, Summary
-from io_tui.core.context.turns import message_tokens
-
-__all__ = [
-    "Agreement",
-    "Assembly",
-    "ContextEngine",
-    "EntryState",
-    "Frame",
-    "Fresh",
-    "InstructionFile",
-    "ManifestEntry",
-    "Probe",
-    "RefreshFailed",
-    "Refresher",
-    "Section",
-    "Summarizer",
-    "Summary",
-    "Withheld",
-    "how_to_get_back",
-    "message_tokens",
-]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from io_tui.core.context import InstructionFile
+from io_tui.core.context.frame import InstructionFile
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.derived.parts import digest
 from io_tui.paths import config_dir

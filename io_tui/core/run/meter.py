@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.context import Assembly, message_tokens
 from io_tui.core.context.cache import request_cost
+from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices, estimate_tokens
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, Usage

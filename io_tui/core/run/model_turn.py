@@ -18,16 +18,13 @@ from typing import Any, NamedTuple
 
 from io_tui.core import telemetry
 from io_tui.core.authority.policy import Act, Effect
-from io_tui.core.context import (
-    Assembly,
-    ContextEngine,
-    Frame,
-    Fresh,
-    RefreshFailed,
-    Summary,
-    message_tokens,
-)
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.ladder import LadderExhausted, Rung
+from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.refresh import Fresh, RefreshFailed
+from io_tui.core.context.summary import Summary
+from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import Observation, ObsKind, StepRecord

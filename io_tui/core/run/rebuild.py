@@ -22,7 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from io_tui.core.authority.policy import Effect
-from io_tui.core.context import ContextEngine, InstructionFile, Withheld
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import InstructionFile, Withheld
 from io_tui.core.derived.instructions import (
     instruction_paths,
     instructions_version,

@@ -15,7 +15,7 @@ from typing import Any
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.checkpoints.pruning import prune_checkpoints
 from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
-from io_tui.core.context import ManifestEntry
+from io_tui.core.context.manifest import ManifestEntry
 from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.derived.parts import DerivedContext, Files
 from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
