@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from io_tui.cli.common import counted
-from io_tui.core import Act, ApprovalRequest, Workspace, WorkspaceError, is_elicitation
+from io_tui.core import Act, ApprovalRequest, is_elicitation
 
 MAX_DIFF_FILE_BYTES = 2_000_000
 CONTEXT_LINES = 3
@@ -57,6 +57,8 @@ def is_file_write(request: ApprovalRequest) -> bool:
 def current_file(request: ApprovalRequest) -> tuple[str | None, bool]:
     """The file a write would change, as it is now (None when it cannot be shown), and whether
     it exists. Read through the workspace's containment; blocking."""
+    from io_tui.core import Workspace, WorkspaceError  # only a write's review reads a file
+
     try:
         workspace = Workspace(request.workspace)
     except WorkspaceError:  # the workspace is gone

@@ -10,7 +10,6 @@ import fnmatch
 import re
 import shlex
 import stat
-import tomllib
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -352,6 +351,8 @@ class Policy:
 
     @classmethod
     def load(cls, path: Path) -> Policy:
+        import tomllib  # only a policy file needs the parser: the inbox and the trace do not
+
         try:
             if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read
                 raise PolicyError(f"{path}: the policy file is not a regular file")

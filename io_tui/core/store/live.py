@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from io_tui.core.store.db import Connection, Database, StoreDamaged, StoreError
-from io_tui.core.store.trace import EventRow
 
 if TYPE_CHECKING:
     import psycopg
+
+    from io_tui.core.store.trace import EventRow
 
 RUNS = "io_tui_runs"
 QUEUE = "io_tui_queue"
@@ -324,6 +325,8 @@ def _events_after(cursors: Mapping[int, int]) -> tuple[str, tuple[int, ...]]:
 
 def _newer(cursors: Mapping[int, int], rows: Iterable[Any]) -> list[tuple[int, EventRow]]:
     """(id, event) of the rows ``id, run_id, step, kind, detail, at`` past their run's cursor."""
+    from io_tui.core.store.trace import EventRow  # a follower's reads; the rest never load it
+
     return [
         (row[0], EventRow(row[1], row[2], row[3], json.loads(row[4]), row[5]))
         for row in rows
