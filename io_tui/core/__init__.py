@@ -206,7 +206,6 @@ if TYPE_CHECKING:
         audit_stats as audit_stats,
     )
     from io_tui.core.steering.cancel import (
-        CANCELLABLE as CANCELLABLE,
         Cancelled as Cancelled,
         CancelPlan as CancelPlan,
         CancelRefused as CancelRefused,
@@ -290,6 +289,7 @@ if TYPE_CHECKING:
         ApprovalRecord as ApprovalRecord,
         RememberedRule as RememberedRule,
     )
+    from io_tui.core.store.cancel import CANCELLABLE as CANCELLABLE
     from io_tui.core.store.checkpoints import CheckpointRow as CheckpointRow
     from io_tui.core.store.daily_log import DailyLogRepo as DailyLogRepo
     from io_tui.core.store.live import Changed as Changed

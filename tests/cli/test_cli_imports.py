@@ -104,3 +104,28 @@ def test_the_summaries_are_what_each_command_registers() -> None:
     registered = {action.dest: action.help for action in sub._choices_actions}
     assert registered == SUMMARIES
     assert list(SUMMARIES) == list(COMMANDS)
+
+
+def test_the_cockpit_leaves_the_run_loop_to_its_worker() -> None:
+    """The app's modules (its screens, hosts and commands) load none of what runs a run: by
+    default that is the harness worker's, and the app's own first frame should not pay for
+    it. A name taken from the face that drags the run loop in shows up here."""
+    probe = (
+        "import json, sys\n"
+        "import io_tui.ui.app, io_tui.ui.screens.main, io_tui.ui.hosts, io_tui.ui.commands\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    run_loop = (
+        "io_tui.core.run.loop",
+        "io_tui.core.run.state",
+        "io_tui.core.run.mcp_hubs",
+        "io_tui.core.tools.registry",
+        "io_tui.core.context.engine",
+        "regex",
+        "httpx",
+    )
+    assert sorted(m for m in run_loop if m in modules) == []

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+ASK_TIMEOUT_S = 30.0  # the operator's ask (list prompts, read a resource…) answers within this
+
 
 @dataclass(frozen=True, slots=True)
 class ResourceRow:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from io_tui.core.events import EventKind
 from io_tui.core.memory.daily_log import clip
 from io_tui.core.progress.model import ProgressLedger
 from io_tui.core.run.outcome import Outcome
-from io_tui.core.run.state import RunState
 from io_tui.core.store import StoreError
+
+if TYPE_CHECKING:
+    from io_tui.core.run.state import RunState
 
 MEMORY_TOOLS = frozenset({"remember", "forget"})  # the ledger's changes to notes, not files
 

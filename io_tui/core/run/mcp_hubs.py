@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from io_tui.core.authority.policy import Act, Effect, Policy
 from io_tui.core.mcp.config import McpConfigError
-from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
+from io_tui.core.mcp.offered import ASK_TIMEOUT_S, Offered, PromptRow, ResourceRow
 from io_tui.core.run.harness import harness_registry
 from io_tui.core.run.origin import configured_servers, servers_to_resume, without_secrets
 from io_tui.core.run.settings import RunSettings, policy_for
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from io_tui.core.tools.late import Arrival
 
 T = TypeVar("T")
-
-ASK_TIMEOUT_S = 30.0  # the operator's ask (list prompts, read a resource…) answers within this
 
 
 async def admit_workspace_servers(
@@ -376,7 +374,6 @@ def _count(hub: McpHub | None) -> int:
 
 
 __all__ = [
-    "ASK_TIMEOUT_S",
     "McpHubs",
     "admit_workspace_servers",
     "build_hub",

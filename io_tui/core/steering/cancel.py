@@ -32,10 +32,9 @@ from io_tui.core.run.log_entry import RunFacts, run_lines
 from io_tui.core.run.sub_agents import waiting_chain
 from io_tui.core.store import Store, StoreError
 from io_tui.core.store.approvals import ApprovalRecord
-from io_tui.core.store.cancel import STOPPED, CancelledRun, NotCancellable, not_stopped
+from io_tui.core.store.cancel import CancelledRun, NotCancellable, not_stopped
 from io_tui.core.store.runs import RunRow
 
-CANCELLABLE = STOPPED  # the statuses of a run no process drives: paused, interrupted, queued
 REQUEST_REASON = "the run was cancelled"  # why each request still pending is denied
 
 

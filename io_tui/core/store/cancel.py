@@ -33,6 +33,7 @@ from io_tui.core.store.runs import insert_events
 # what no process drives, what the operator may cancel: a run paused (its ask deferred),
 # interrupted (its process died), or queued (no worker has taken it yet)
 STOPPED = ("paused", "interrupted", "queued")
+CANCELLABLE = STOPPED  # the statuses of a run no process drives: paused, interrupted, queued
 OPERATOR_RUN_ID = 0  # the run of the operator's audit events (``memory.py`` records its own)
 
 

@@ -33,9 +33,8 @@ from io_tui.core.hosts.process.protocol import (
     encode,
     event_from,
 )
-from io_tui.core.mcp.offered import Offered, PromptRow, ResourceRow
+from io_tui.core.mcp.offered import ASK_TIMEOUT_S, Offered, PromptRow, ResourceRow
 from io_tui.core.providers.base import Provider
-from io_tui.core.run.mcp_hubs import ASK_TIMEOUT_S
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings
