@@ -108,24 +108,29 @@ if TYPE_CHECKING:
         enqueue_request as enqueue_request,
         enqueue_run as enqueue_run,
     )
-    from io_tui.core.mcp import (
+    from io_tui.core.mcp.config import (
+        FoundServers as FoundServers,
         McpConfigError as McpConfigError,
-        McpHub as McpHub,
-        Offered as Offered,
-        PromptRow as PromptRow,
-        ResourceRow as ResourceRow,
-        ServerSource as ServerSource,
-        contents_plain as contents_plain,
-        contents_text as contents_text,
         discover_mcp_files as discover_mcp_files,
         load_mcp_file as load_mcp_file,
+        read_servers as read_servers,
     )
-    from io_tui.core.mcp.config import FoundServers as FoundServers, read_servers as read_servers
+    from io_tui.core.mcp.connection import ServerSource as ServerSource
     from io_tui.core.mcp.elicitation import (
         FormField as FormField,
         form_fields as form_fields,
         form_problems as form_problems,
         is_elicitation as is_elicitation,
+    )
+    from io_tui.core.mcp.hub import McpHub as McpHub
+    from io_tui.core.mcp.offered import (
+        Offered as Offered,
+        PromptRow as PromptRow,
+        ResourceRow as ResourceRow,
+    )
+    from io_tui.core.mcp.resources import (
+        contents_plain as contents_plain,
+        contents_text as contents_text,
     )
     from io_tui.core.memory.daily_log import LogLine as LogLine
     from io_tui.core.memory.markdown import (

@@ -21,7 +21,9 @@ from io_tui.core.context.labels import Role, digest, memory_labels, observation_
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
-from io_tui.core.mcp import InProcessServer, McpHub, StdioServer
+from io_tui.core.mcp.config import StdioServer
+from io_tui.core.mcp.connection import InProcessServer
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider

@@ -23,7 +23,8 @@ from io_tui.core.context.labels import digest as label_digest
 from io_tui.core.contract import TaskContract
 from io_tui.core.derived.parts import ABSENT, Built, Files, digest, invalidation, invalidation_line
 from io_tui.core.ledger import content_digest
-from io_tui.core.mcp import InProcessServer, McpHub
+from io_tui.core.mcp.connection import InProcessServer
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run

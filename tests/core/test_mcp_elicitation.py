@@ -16,9 +16,10 @@ from watching_provider import Watching
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.mcp import McpHub, StdioServer
+from io_tui.core.mcp.config import StdioServer
 from io_tui.core.mcp.connection import ANSWER_MARGIN_S
 from io_tui.core.mcp.elicitation import ElicitAsk, form_fields, form_problems, is_elicitation
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, start_run
 from io_tui.core.steering.trace import build_trace

@@ -29,8 +29,9 @@ from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
 from io_tui.core.boundary.untrusted import frame
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import ObsKind
-from io_tui.core.mcp import HttpServer, InProcessServer, McpHub, StdioServer
-from io_tui.core.mcp.connection import MAX_RESTARTS, TRANSPORT_LOST, Connection
+from io_tui.core.mcp.config import HttpServer, StdioServer
+from io_tui.core.mcp.connection import MAX_RESTARTS, TRANSPORT_LOST, Connection, InProcessServer
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import Outcome, start_run

@@ -23,7 +23,8 @@ from mcp_support import (
     wait_until_gone,
 )
 
-from io_tui.core.mcp import HttpServer, McpHub, StdioServer
+from io_tui.core.mcp.config import HttpServer, StdioServer
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.tools.base import ToolContext, ToolError, ToolOutcome
 
 

@@ -13,7 +13,8 @@ from watching_provider import Watching
 from io_tui.core.authority.approvals import ApprovalRequest, Decision, DecisionKind, RememberRule
 from io_tui.core.authority.policy import Act
 from io_tui.core.contract import TaskContract
-from io_tui.core.mcp import McpHub, StdioServer
+from io_tui.core.mcp.config import StdioServer
+from io_tui.core.mcp.hub import McpHub
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, start_run
 from io_tui.core.steering.trace import build_trace

@@ -23,8 +23,7 @@ from mcp_types import (
 from io_tui.core.authority.policy import Act
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.ledger import ObsKind
-from io_tui.core.mcp import McpTool, exposed_name
-from io_tui.core.mcp.tools import model_schema, render_result
+from io_tui.core.mcp.tools import McpTool, exposed_name, model_schema, render_result
 from io_tui.core.tools.base import ToolContext, ToolError
 
 SAFE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

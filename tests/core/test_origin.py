@@ -3,8 +3,8 @@ it in another process (its MCP servers, its provider's timeout and retries)."""
 
 from __future__ import annotations
 
-from io_tui.core.mcp import InProcessServer
 from io_tui.core.mcp.config import HttpServer, StdioServer
+from io_tui.core.mcp.connection import InProcessServer
 from io_tui.core.providers.http_provider import HttpProvider
 from io_tui.core.run.origin import RunOrigin, servers_to_resume, without_secrets
 from io_tui.core.run.settings import RunSettings

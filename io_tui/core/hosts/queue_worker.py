@@ -68,7 +68,7 @@ from io_tui.core.store.queue import GIT_WORKSPACE, Claim, GitSource
 from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import ServerSource
+    from io_tui.core.mcp.connection import ServerSource
 
 POLL_S = 0.5  # how often an idle worker looks at the queue, and an ask at its request (SQLite)
 GIT_TIMEOUT_S = 300

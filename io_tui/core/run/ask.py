@@ -27,7 +27,7 @@ from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decisio
 from io_tui.core.authority.policy import Act, Effect, Policy, Verdict
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.events import EventKind
-from io_tui.core.hooks import RunHooks
+from io_tui.core.hooks.moments import RunHooks
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.reviewed import ReviewerSeat, reviewed
 from io_tui.core.store import Store

@@ -33,7 +33,7 @@ from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context.ladder import LadderExhausted
 from io_tui.core.contract import TaskContract, contract_from_json, contract_to_json
 from io_tui.core.events import HAND_BACK, LEASE_LOST, OPERATOR_CANCEL, READER_GONE, EventKind
-from io_tui.core.hooks import load_run_hooks
+from io_tui.core.hooks.moments import load_run_hooks
 from io_tui.core.hooks.runner import HookRun
 from io_tui.core.ledger import ObsKind
 from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall

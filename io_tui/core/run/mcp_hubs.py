@@ -30,8 +30,9 @@ from io_tui.core.tools.base import ToolError
 from io_tui.core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub, ServerSource
     from io_tui.core.mcp.config import FoundServers
+    from io_tui.core.mcp.connection import ServerSource
+    from io_tui.core.mcp.hub import McpHub
     from io_tui.core.store import Store
     from io_tui.core.tools.late import Arrival
 

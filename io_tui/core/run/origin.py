@@ -27,8 +27,8 @@ from io_tui.core.mcp.config import MASK, HttpServer, McpSettings, StdioServer
 from io_tui.core.run.settings import RunSettings
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import ServerSource
     from io_tui.core.mcp.config import FoundServers
+    from io_tui.core.mcp.connection import ServerSource
     from io_tui.core.store import Store
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -20,7 +20,7 @@ from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.derived.parts import DerivedContext, Files
 from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
-from io_tui.core.hooks import RunHooks
+from io_tui.core.hooks.moments import RunHooks
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.progress import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec

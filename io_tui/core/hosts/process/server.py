@@ -41,7 +41,7 @@ from io_tui.core.store import Store, StoreDamaged, StoreError, StoreLocation, st
 from io_tui.core.tools.base import ToolError
 
 if TYPE_CHECKING:
-    from io_tui.core.mcp import McpHub
+    from io_tui.core.mcp.hub import McpHub
 
 
 class WorkerServer:
