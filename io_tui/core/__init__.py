@@ -150,11 +150,9 @@ if TYPE_CHECKING:
         merge_draft as merge_draft,
         provenance_label as provenance_label,
     )
-    from io_tui.core.progress import (
-        ProgressLedger as ProgressLedger,
-        ledger_of as ledger_of,
-        render_ledger as render_ledger,
-    )
+    from io_tui.core.progress.keeper import ledger_of as ledger_of
+    from io_tui.core.progress.model import ProgressLedger as ProgressLedger
+    from io_tui.core.progress.render import render_ledger as render_ledger
     from io_tui.core.providers.base import Provider as Provider
     from io_tui.core.providers.presets import (
         PRESETS as PRESETS,

@@ -13,7 +13,7 @@ import pytest
 from io_tui.core.authority.approvals import Decision, DecisionKind, DeferAll
 from io_tui.core.authority.policy import Policy
 from io_tui.core.contract import TaskContract
-from io_tui.core.progress import ledger_of
+from io_tui.core.progress.keeper import ledger_of
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run

@@ -13,12 +13,15 @@ import pytest
 
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.checks import is_test_command
 from io_tui.core.context.compaction import fold
 from io_tui.core.context.digest import digest_request
 from io_tui.core.context.summary import LEDGER_LINE, Agreement, FoldStep
 from io_tui.core.contract import TaskContract, contract_from_json
 from io_tui.core.ledger import content_digest
-from io_tui.core.progress import Fold, is_test_command, ledger_of, render_ledger
+from io_tui.core.progress.fold import Fold
+from io_tui.core.progress.keeper import ledger_of
+from io_tui.core.progress.render import render_ledger
 from io_tui.core.providers.base import CompletionRequest
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness

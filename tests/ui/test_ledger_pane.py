@@ -6,7 +6,8 @@ from __future__ import annotations
 from textual.pilot import Pilot
 from textual.widgets import Select
 
-from io_tui.core.progress import ledger_of, render_ledger
+from io_tui.core.progress.keeper import ledger_of
+from io_tui.core.progress.render import render_ledger
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.screens.new_run import NewRunScreen
 from io_tui.ui.testing import wait_until_idle

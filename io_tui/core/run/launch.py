@@ -96,7 +96,7 @@ async def continue_contract(store: Store, run_id: int, contract: TaskContract) -
     """``contract`` as a continuation of run ``run_id``: in its workspace, with its verification
     (unless ``contract`` names one) and constraints, carrying its progress ledger; an empty goal
     becomes "continue its objective". ValueError when there is no such run."""
-    from io_tui.core.progress import continuation
+    from io_tui.core.progress.keeper import continuation
 
     row = await store.runs.get(run_id)
     if row is None:

@@ -22,7 +22,7 @@ from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.hooks.moments import RunHooks
 from io_tui.core.ledger import Observation, StepRecord
-from io_tui.core.progress import ProgressKeeper
+from io_tui.core.progress.keeper import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.escalate import ask_outside_sandbox

@@ -13,7 +13,7 @@ from typing import Any
 from io_tui.core.context.cache import annotate
 from io_tui.core.context.plan import saved_by
 from io_tui.core.events import EventKind
-from io_tui.core.progress import ledger_of
+from io_tui.core.progress.keeper import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
 from io_tui.core.store import Store
 from io_tui.core.store.intents import IntentRow
