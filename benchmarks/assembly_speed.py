@@ -1,6 +1,6 @@
 """Assembly speed: the median time to build one request over ledgers of growing length.
 
-    .venv/bin/python benchmarks/assembly_speed.py [--repeat 7]
+    .venv/bin/python benchmarks/assembly_speed.py [--repeat 7] [--cpu] [--json FILE]
 
 Assembly runs before every step, so its cost must grow linearly with the ledger (targets: about
 2 ms / 20 ms / 200 ms for 200 / 2,000 / 20,000 observations). Each ledger is a synthetic run (reads
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import statistics
 import time
 from collections.abc import Callable, Coroutine
@@ -134,6 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--cpu", action="store_true", help="time this process's CPU, not the wall")
+    parser.add_argument("--json", type=Path, help="write the medians to this file")
     args = parser.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.cpu else time.perf_counter
@@ -154,6 +156,9 @@ def main() -> None:
         print(f"{size:>12,}  " + "  ".join(cells))
         previous = results[size]
     print("ratios: against the previous row; 10× observations, linear growth = about 10×")
+    if args.json:
+        figures = {f"{s}, {size:,}": results[size][s] for size in SIZES for s in situations}
+        args.json.write_text(json.dumps({"figures": figures, "clock": clock}, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@ same commands run from the checkout in DIR too (``git worktree add DIR COMMIT``)
 rounds: the paired baseline. The table prints each median in ms, its ratio to the baseline's,
 and whether it is under the target of 150 ms.
 
-Run: ``.venv/bin/python benchmarks/cli_latency.py [--runs 9] [--vs /tmp/base]``. The package is
-byte-compiled first (in both checkouts), as ``make run``'s install does.
+Run: ``.venv/bin/python benchmarks/cli_latency.py [--runs 9] [--vs /tmp/base] [--json FILE]``.
+The package is byte-compiled first (in both checkouts), as ``make run``'s install does.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -48,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--vs", type=Path, help="a baseline checkout (git worktree add DIR C)")
+    parser.add_argument("--json", type=Path, help="write each command's median ms to this file")
     args = parser.parse_args()
     python = sys.executable
     trees = {"now": ROOT} | ({"base": args.vs.resolve()} if args.vs else {})
@@ -90,6 +92,11 @@ def main() -> None:
             base = median[("base", words)]
             row += f" {base:.0f} | {now / base:.2f}× |"
         print(row)
+    if args.json:
+        figures = {" ".join(c): median[("now", " ".join(c))] for c in COMMANDS}
+        yardsticks = {name: median[("", name)] for name in YARDSTICKS}
+        data = {"figures": figures, "yardsticks": yardsticks, "target_ms": TARGET_MS}
+        args.json.write_text(json.dumps(data, indent=1))
 
 
 if __name__ == "__main__":
