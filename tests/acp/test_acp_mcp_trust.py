@@ -15,16 +15,9 @@ from waits import until
 
 from io_tui.core import Store, configured_servers
 from io_tui.core.run.settings import RunSettings
+from tests.support.mcp_support import DENY_SH
 
 MARKER = "HOSTILE_RAN"
-DENY_SH = """
-[[layers]]
-name = "project"
-[[layers.rules]]
-act = "exec"
-effect = "deny"
-pattern = "sh *"
-"""
 
 
 def _hostile(workspace: Path) -> None:

@@ -12,15 +12,7 @@ from io_tui.core.run.mcp_hubs import McpHubs
 from io_tui.core.run.origin import configured_servers
 from io_tui.core.run.settings import RunSettings
 from io_tui.core.store import Store
-
-DENY_SH = """
-[[layers]]
-name = "project"
-[[layers.rules]]
-act = "exec"
-effect = "deny"
-pattern = "sh *"
-"""
+from tests.support.mcp_support import DENY_SH
 
 
 async def _problems(settings: RunSettings, store: Store, workspace: Path) -> tuple[str, ...]:

@@ -23,6 +23,15 @@ TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
 EVERYTHING = "@modelcontextprotocol/server-everything"
 FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 MARK_VAR = "IO_TUI_MCP_TEST_MARK"
+# A policy whose layer denies every command run by ``sh``: a server started so is refused.
+DENY_SH = """
+[[layers]]
+name = "project"
+[[layers.rules]]
+act = "exec"
+effect = "deny"
+pattern = "sh *"
+"""
 
 
 def server_script_args(mode: str = "serve") -> list[str]:
