@@ -80,7 +80,10 @@ if TYPE_CHECKING:
         TaskContract as TaskContract,
     )
     from io_tui.core.derived.parts import invalidation_line as invalidation_line
-    from io_tui.core.errors import WorkspaceError as WorkspaceError
+    from io_tui.core.errors import (
+        ToolError as ToolError,
+        WorkspaceError as WorkspaceError,
+    )
     from io_tui.core.events import (
         HAND_BACK as HAND_BACK,
         OPERATOR_CANCEL as OPERATOR_CANCEL,
@@ -318,7 +321,6 @@ if TYPE_CHECKING:
     from io_tui.core.tools.base import (
         Tool as Tool,
         ToolContext as ToolContext,
-        ToolError as ToolError,
     )
     from io_tui.core.tools.registry import ToolRegistry as ToolRegistry
 
