@@ -79,15 +79,13 @@ async def refresh_derived(
         for obs in last.observations:
             if obs.kind is ObsKind.WRITE:
                 derived.files.forget(root / obs.target)
-    if (
-        await asyncio.to_thread(instructions_depends, state)
-        != derived.built["instructions"].depends
-    ):
+    # a few stats (a file is read only when its stat moved) and a glob of the skill folders:
+    # cheaper on the loop than a hand-off to a thread and back, twice a request
+    if instructions_depends(state) != derived.built["instructions"].depends:
         found, withheld, invalidated = await load_instruction_files(state, last)
         say(state, invalidated)
         engine.reframe(replace(engine.frame, instructions=found, withheld=withheld))
-    depends = await asyncio.to_thread(skills_depends, state, derived.skills_found)
-    if depends != derived.built["skills"].depends:
+    if skills_depends(state, derived.skills_found) != derived.built["skills"].depends:
         say(state, await load_skills(state, last))
         engine.reframe(replace(engine.frame, system_prompt=state.system_prompt))
     say(state, record_tools(state))
