@@ -48,7 +48,6 @@ from io_tui.core.derived.skills import (
     discover_async,
     readable,
     skill_folders,
-    verdict,
 )
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind, StepRecord
@@ -141,7 +140,7 @@ def instructions_depends(state: RunState) -> dict[str, str]:
     depends = state.derived.files.versions(paths)
     for path in paths:
         target = policy_target(state, path)
-        depends[f"policy:{target}"] = state.policy.read_effect(target)
+        depends[f"policy:{target}"] = state.derived.read_effect(state.policy, target)
     return depends
 
 
@@ -169,11 +168,11 @@ def skills_depends(state: RunState, found: dict[str, Skill]) -> dict[str, str]:
     for folder, _ in skill_folders(
         state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
     ):
-        depends |= files.listing(folder, f"*/{SKILL_FILE}")
-        if folder.is_dir():
-            depends |= files.versions(sorted(folder.glob(f"*/{SKILL_FILE}")))
+        listing, paths = files.listed(folder, f"*/{SKILL_FILE}")
+        depends |= listing
+        depends |= files.versions(paths)
     for skill in found.values():
-        depends[f"policy:{skill.target}"] = verdict(state.policy, skill)
+        depends[f"policy:{skill.target}"] = state.derived.read_effect(state.policy, skill.target)
     return depends
 
 
