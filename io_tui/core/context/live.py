@@ -18,6 +18,7 @@ and every newer one, out of the prefix first (``Step.unsettle``, ``step.py``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import posixpath
@@ -105,6 +106,10 @@ class LiveSteps:
         self._notes: list[Entry] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
+        # one counter every step bumps with its version (``Step.bumps``), and the newest-first
+        # sums ``demand`` walked while it and the steps stayed as they are
+        self._bumps = [0]
+        self._walked: tuple[tuple[int, int, int], list[int]] = ((-1, -1, -1), [0])
         self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
         self.latest_test: Entry | None = None  # the newest test command's result
@@ -131,6 +136,7 @@ class LiveSteps:
             self._reset()
             keep = 0
         del self.records[keep:], self.steps[keep:]
+        self._bumps[0] += 1
         self.settled.truncate(keep)
         for record in records[keep:]:
             self._append(record)
@@ -158,7 +164,7 @@ class LiveSteps:
         for e in entries:
             e.owner = st
         st.entries += entries
-        st.version += 1
+        st.bump()
         st.unsettle()
         self._classify(st, entries)
         return True
@@ -177,7 +183,7 @@ class LiveSteps:
         for writer in self._overwritten:  # what it wrote is shown whole later: compact turn
             if writer.written_over is not None and writer.written_over < rewritten_at:
                 writer.compact_turn = True
-                writer.version += 1
+                writer.bump()
                 writer.unsettle()
             else:
                 waiting.append(writer)
@@ -222,13 +228,28 @@ class LiveSteps:
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
         and only until it passes ``above``: the callers ask whether it does, and the answer
-        is known after the steps one window holds, however long the history."""
-        total = 0
+        is known after the steps one window holds, however long the history.
+
+        The sums walked are kept while no step changed (``Step.bumps``) and the steps are the
+        same: a build asks several times, and a long run's old steps, dead ones costing
+        nothing, would be walked each time."""
         steps = self.steps
-        for index in range(len(steps) - 1, start - 1, -1):
-            total += steps[index].desired(cap)
-            if total > above:
-                break
+        count = len(steps) - start  # how many of the newest steps to sum
+        key = (self._bumps[0], len(steps), cap)
+        if self._walked[0] != key:
+            self._walked = (key, [0])
+        walked = self._walked[1]  # walked[j]: the newest j steps' sum, never decreasing
+        known = min(count, len(walked) - 1)
+        j = bisect.bisect_right(walked, above, 0, known + 1)
+        if j <= known:
+            return walked[j]  # the first sum past ``above``
+        total = walked[known]
+        j = known
+        while j < count and total <= above:
+            total += steps[len(steps) - 1 - j].desired(cap)
+            j += 1
+            if j == len(walked):
+                walked.append(total)
         return total
 
     def settle(self, cap: int) -> Settled:
@@ -252,6 +273,7 @@ class LiveSteps:
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
+        self._bumps[0] += 1
         self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
@@ -261,10 +283,11 @@ class LiveSteps:
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in (*record.corrections, *record.observations)]
-        st = Step(record, entries, self.cache, self._unsettle, len(self.steps))
+        st = Step(record, entries, self.cache, self._unsettle, len(self.steps), bumps=self._bumps)
         self._classify(st, entries)
         self.records.append(record)
         self.steps.append(st)
+        self._bumps[0] += 1
 
     def correct(self, corrections: Sequence[Observation]) -> None:
         """Append ``corrections`` to the step being asked for (the newest): each supersedes
@@ -276,7 +299,7 @@ class LiveSteps:
         st.record = replace(st.record, corrections=(*st.record.corrections, *corrections))
         self.records[-1] = st.record
         st.entries += entries
-        st.version += 1
+        st.bump()
         st.unsettle()
         self._classify(st, entries)
 
