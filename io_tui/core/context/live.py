@@ -64,6 +64,9 @@ _CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.CORRECTED})
 WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
 
+_UNCHANGED = 1 << 62  # ``LiveSteps._low`` when no step changed since its sums were checked
+
+
 class LiveSteps:
     """The live steps, classified as they are appended, reused by every build of a run.
 
@@ -106,10 +109,15 @@ class LiveSteps:
         self._notes: list[Entry] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
-        # one counter every step bumps with its version (``Step.bumps``), and the newest-first
-        # sums ``demand`` walked while it and the steps stayed as they are
-        self._bumps = [0]
-        self._walked: tuple[tuple[int, int, int], list[int]] = ((-1, -1, -1), [0])
+        # sums over the oldest steps, kept while none of them changes: ``_prefix[i]`` what
+        # carrying ``steps[:i]`` whole costs at ``_prefix_cap`` (``demand``), ``_counts[i]`` the
+        # results of ``steps[:i]`` a fold may keep (``fold_boundary``); a step whose version
+        # moves writes its index into ``_low`` (shared with every step: ``Step.bumps``), and
+        # the sums from there on are dropped before the next use
+        self._low = [0]
+        self._prefix: list[int] = [0]
+        self._prefix_cap = -1
+        self._counts: list[int] = [0]
         self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
         self.latest_test: Entry | None = None  # the newest test command's result
@@ -136,7 +144,7 @@ class LiveSteps:
             self._reset()
             keep = 0
         del self.records[keep:], self.steps[keep:]
-        self._bumps[0] += 1
+        self._low[0] = min(self._low[0], keep)
         self.settled.truncate(keep)
         for record in records[keep:]:
             self._append(record)
@@ -230,27 +238,56 @@ class LiveSteps:
         and only until it passes ``above``: the callers ask whether it does, and the answer
         is known after the steps one window holds, however long the history.
 
-        The sums walked are kept while no step changed (``Step.bumps``) and the steps are the
-        same: a build asks several times, and a long run's old steps, dead ones costing
-        nothing, would be walked each time."""
+        Steps already summed (``_prefix``) and unchanged since are not walked again: a build
+        asks several times, and a long run's old steps (superseded ones cost nothing, so no
+        walk stopped before them) would be walked each time, every build. The answer is the
+        walk's: the first newest-first sum past ``above``, or the whole sum."""
         steps = self.steps
-        count = len(steps) - start  # how many of the newest steps to sum
-        key = (self._bumps[0], len(steps), cap)
-        if self._walked[0] != key:
-            self._walked = (key, [0])
-        walked = self._walked[1]  # walked[j]: the newest j steps' sum, never decreasing
-        known = min(count, len(walked) - 1)
-        j = bisect.bisect_right(walked, above, 0, known + 1)
-        if j <= known:
-            return walked[j]  # the first sum past ``above``
-        total = walked[known]
-        j = known
-        while j < count and total <= above:
-            total += steps[len(steps) - 1 - j].desired(cap)
-            j += 1
-            if j == len(walked):
-                walked.append(total)
-        return total
+        self._drop_changed_sums()
+        if cap != self._prefix_cap:  # kept for one cap: the one every build of a run uses
+            self._prefix, self._prefix_cap = [0], cap
+        prefix = self._prefix
+        n, known = len(steps), len(prefix) - 1  # ``prefix`` holds steps[:known]
+        total, tail = 0, []
+        for index in range(n - 1, max(start, known) - 1, -1):
+            cost = steps[index].desired(cap)
+            total += cost
+            if total > above:
+                return total
+            tail.append(cost)
+        if start > known:
+            return total
+        for cost in reversed(tail):  # every step from ``known`` on was walked: keep them
+            prefix.append(prefix[-1] + cost)
+        # the rest, steps[start:known], newest-first from the sums: stop at the first step
+        # that takes the total past ``above`` (the largest k with prefix[k] below the mark)
+        mark = total + prefix[known] - above
+        if prefix[start] >= mark:
+            return total + prefix[known] - prefix[start]
+        k = bisect.bisect_left(prefix, mark, start, known) - 1
+        return total + prefix[known] - prefix[k]
+
+    def fold_boundary(self, keep_newest: int) -> int:
+        """``compaction.fold_boundary`` of the steps' result counts newest-first (a step dead
+        at the next rewrite counting none), from sums over the steps kept between builds."""
+        steps = self.steps
+        if keep_newest <= 0:  # the newest step alone holds that many
+            return max(len(steps) - 1, 0)
+        self._drop_changed_sums()
+        counts = self._counts
+        for st in steps[len(counts) - 1 :]:
+            counts.append(counts[-1] + (0 if st.dies_at_rewrite else len(st.record.observations)))
+        n = len(steps)
+        # the largest k whose steps[k:] hold ``keep_newest`` results: what the newest-first
+        # count reaches first
+        k = bisect.bisect_right(counts, counts[n] - keep_newest, 0, n) - 1
+        return max(k, 0)
+
+    def _drop_changed_sums(self) -> None:
+        """Drop the kept sums from the lowest step that changed since the last use on."""
+        low = min(self._low[0], len(self.steps))
+        del self._prefix[low + 1 :], self._counts[low + 1 :]
+        self._low[0] = _UNCHANGED
 
     def settle(self, cap: int) -> Settled:
         """The settled prefix for a fit at ``cap``, taking in what the last fits settled."""
@@ -273,7 +310,7 @@ class LiveSteps:
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
-        self._bumps[0] += 1
+        self._low[0] = 0
         self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
@@ -283,11 +320,10 @@ class LiveSteps:
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in (*record.corrections, *record.observations)]
-        st = Step(record, entries, self.cache, self._unsettle, len(self.steps), bumps=self._bumps)
+        st = Step(record, entries, self.cache, self._unsettle, len(self.steps), bumps=self._low)
         self._classify(st, entries)
         self.records.append(record)
         self.steps.append(st)
-        self._bumps[0] += 1
 
     def correct(self, corrections: Sequence[Observation]) -> None:
         """Append ``corrections`` to the step being asked for (the newest): each supersedes

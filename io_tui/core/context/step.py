@@ -179,8 +179,8 @@ class Step:
     compact_turn: bool = False
     unshown: set[str] | None = None  # the paths it wrote that no later step showed whole yet
     shown_writes: dict[str, int] | None = None  # its writes of the others: call id -> that step
-    # shared by every step of one ``LiveSteps``: counts their version changes, so what is kept
-    # over all of them (``LiveSteps.demand``) knows when none of them changed
+    # shared by every step of one ``LiveSteps``: the lowest index of a step whose version moved
+    # since the sums kept over the oldest steps (``LiveSteps.demand``) were last checked
     bumps: list[int] = field(default_factory=lambda: [0])
 
     def __post_init__(self) -> None:
@@ -278,7 +278,8 @@ class Step:
     def bump(self) -> None:
         """A new version: what is cached for the old one is stale."""
         self.version += 1
-        self.bumps[0] += 1
+        if self.index < self.bumps[0]:
+            self.bumps[0] = self.index
 
     def below(self) -> list[int]:
         """``below()[i]``: the stub tokens of ``entries[:i]`` (what a cut there must reserve)."""
