@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -11,7 +12,20 @@ APP = "io-tui"
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("IO_TUI_CONFIG_DIR") or platformdirs.user_config_dir(APP))
+    return Path(os.environ.get("IO_TUI_CONFIG_DIR") or _user_config_dir(*_home_env()))
+
+
+def _home_env() -> tuple[str | None, ...]:
+    """The variables platformdirs derives the user's folders from, on any platform."""
+    get = os.environ.get
+    return get("HOME"), get("XDG_CONFIG_HOME"), get("APPDATA"), get("USERPROFILE")
+
+
+@functools.lru_cache(maxsize=8)
+def _user_config_dir(*_env: str | None) -> str:
+    """platformdirs' answer, kept per environment: every request checks the user's skills and
+    instruction files, each time asking where they are."""
+    return platformdirs.user_config_dir(APP)
 
 
 def config_file() -> Path:
@@ -44,8 +58,10 @@ def ui_state_file() -> Path:
     return Path(platformdirs.user_state_dir(APP)) / "ui-state.json"
 
 
+@functools.lru_cache(maxsize=8)
 def bundled_dir(name: str) -> Path:
-    """A bundled data folder (``themes``, ``skills``): the source tree's, else the wheel's copy."""
+    """A bundled data folder (``themes``, ``skills``): the source tree's, else the wheel's copy.
+    Kept per name: where the package is does not move while it runs."""
     source = Path(__file__).resolve().parent.parent / name
     if source.is_dir():
         return source

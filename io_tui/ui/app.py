@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     from io_tui.ui.run_desk import RunDesk
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
+GC_YOUNG = 10_000  # allocations between the collector's young passes, in the app
 
 
 class IoApp(App[int]):
@@ -305,6 +306,12 @@ class IoApp(App[int]):
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
         self.call_after_refresh(gc.freeze)
+        # A batch of events lives until the refresh that paints it: at 700 allocations between
+        # young collections (the default) it outlives two of them and is promoted to the old
+        # generation, whose growth then sets off full passes over everything the app holds
+        # (at 50 runs x 500 steps: 54 passes, up to 0.9 s each, the p95 event->screen 329 ms).
+        # With 10,000 a batch dies young: 5 full passes, p95 123 ms (BENCHMARKS.md, ui_load).
+        gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
         terminal = sys.__stdin__
         if not self.is_headless and terminal is not None and terminal.isatty():
             self.set_interval(1.0, partial(self._check_terminal, terminal.fileno()))

@@ -326,3 +326,46 @@ def test_the_collapse_line_extended_step_by_step_equals_one_built_at_once(shape,
         assert collapse_line(part, 400, cache) == collapse_line(part, 400, Asked())
         made, once = asked(part, Asked()), asked(part, cache)
         assert (made.tools, made.said, made.count) == (once.tools, once.said, once.count)
+
+
+def walked_demand(live: LiveSteps, cap: int, start: int, above: float) -> int:
+    """``LiveSteps.demand`` as a plain newest-first walk."""
+    total = 0
+    for index in range(len(live.steps) - 1, start - 1, -1):
+        total += live.steps[index].desired(cap)
+        if total > above:
+            break
+    return total
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    builds=st.one_of(runs(), runs(SMALL)),
+    asks=st.lists(
+        st.tuples(st.integers(0, 45), st.sampled_from([0, 50, 400, 3_000, float("inf")])),
+        min_size=1,
+        max_size=4,
+    ),
+    keep=st.sampled_from([0, 1, 3, 8]),
+)
+def test_the_sums_kept_between_builds_answer_as_a_walk_of_the_steps(builds, asks, keep) -> None:
+    """The demand and fold boundary kept over unchanged old steps are those walked afresh."""
+    from io_tui.core.context.compaction import fold_boundary
+    from io_tui.core.contract import entry_cap_chars
+
+    contract = TaskContract("fix the bug", Path("/ws"), compaction=Compaction(enabled=False))
+    engine = ContextEngine(Frame("SYSTEM", (), contract))
+
+    async def drive() -> None:
+        for records, ceiling, force in builds:
+            await engine.build(records, ceiling_tokens=ceiling, force_fold=force)
+            live = engine.live
+            for cap in (entry_cap_chars(ceiling), entry_cap_chars(ceiling)):
+                for start, above in asks:
+                    start = min(start, len(live.steps))
+                    assert live.demand(cap, start, above) == walked_demand(live, cap, start, above)
+            counts = [0 if s.dies_at_rewrite else len(s.record.observations) for s in live.steps]
+            expected = fold_boundary(reversed(counts), len(live.steps), keep)
+            assert live.fold_boundary(keep) == expected
+
+    asyncio.run(drive())

@@ -360,3 +360,47 @@ def test_a_call_started_with_no_result_is_in_flight_once_the_run_stopped() -> No
     ledger = fold_.ledger()
     assert [(o.kind, o.id) for o in ledger.operations] == [("call", "r2.s3.w")]
     assert ledger.next_action.startswith("reconcile r2.s3.w (`io-tui resume 2 --reconcile")
+
+
+def test_the_ledger_s_json_is_dataclasses_asdict_and_its_digest_leaves_out_revision_and_step() -> (
+    None
+):
+    import dataclasses
+    import hashlib
+    import json
+
+    from io_tui.core.progress.model import (
+        Change,
+        Constraint,
+        DecisionNote,
+        Evidence,
+        Failure,
+        Operation,
+        PendingApproval,
+        ProgressLedger,
+    )
+
+    ledger = ProgressLedger(
+        run_id=3,
+        objective="fix it",
+        step=7,
+        revision=2,
+        outcome=None,
+        constraints=(Constraint("no network", "contract"),),
+        decisions=(DecisionNote(2, "rm x", "deny", "operator", "no", "r3.s2.c1"),),
+        changes=(Change("a.py", "write_file", 3, "r3.s3.c1", "abc"),),
+        evidence=(Evidence("pytest", 4, "r3.s4.c1", False, 1, "tail ü"),),
+        failures=(Failure("pytest", 4, "r3.s4.c1", "boom"),),
+        operations=(Operation("approval", "9", "exec rm", 5),),
+        approvals=(PendingApproval(9, 5, "exec", "rm x"),),
+        remaining=("one",),
+        verify=("pytest", "-q"),
+    )
+    data = ledger.to_json()
+    body = dataclasses.asdict(dataclasses.replace(ledger, revision=0, step=0))
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    assert data == {**dataclasses.asdict(ledger), "digest": data["digest"]}
+    assert (
+        data["digest"] == ledger.digest == hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    )
+    assert dataclasses.replace(ledger, revision=5, step=9).digest == ledger.digest

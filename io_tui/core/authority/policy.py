@@ -7,6 +7,7 @@ happens. Evaluation runs across the whole stack: deny > ask > allow > the act's 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import shlex
 import stat
@@ -80,9 +81,12 @@ class Rule:
         return f"{self.effect.value} {self.act.value} {self.pattern}{repeat}"
 
 
+@functools.lru_cache(maxsize=16_384)
 def _glob_match(pattern: str, target: str) -> bool:
     """Match against the workspace-relative path, or its basename for slash-free patterns; a
-    leading ``/`` anchors a pattern at the workspace root (``/README.md`` is that file alone)."""
+    leading ``/`` anchors a pattern at the workspace root (``/README.md`` is that file alone).
+    Kept per (pattern, target): every call and every request's derived parts ask again of the
+    same few paths, each against every rule."""
     normalized = target.replace("\\", "/")
     if pattern.startswith("/"):
         return fnmatch.fnmatchcase(normalized, pattern[1:])

@@ -270,8 +270,29 @@ def secret_values(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, 
     """(value, name) of the secret-looking variables in ``environ`` (the process's), longest
     value first so one that contains another is replaced whole. Found once per environment:
     every tool outcome is redacted, and the names are checked again only when it changes."""
-    env = os.environ if environ is None else environ
-    return _secrets_among(tuple(env.items()))
+    if environ is None:
+        return _process_secrets()
+    return _secrets_among(tuple(environ.items()))
+
+
+# the process's environment as last scanned (its raw bytes dict, copied) and what it holds:
+# comparing the copy with ``os.environ``'s own dict is one C-level compare, where listing its
+# items decodes every name and value again
+_scanned: tuple[dict[bytes, bytes], tuple[tuple[str, str], ...]] | None = None
+
+
+def _process_secrets() -> tuple[tuple[str, str], ...]:
+    global _scanned
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):  # not CPython's os._Environ: scan it as any mapping
+        return _secrets_among(tuple(os.environ.items()))
+    scanned = _scanned
+    if scanned is not None and scanned[0] == raw:
+        return scanned[1]
+    copy = dict(raw)
+    found = _secrets_among(tuple(os.environ.items()))
+    _scanned = (copy, found)
+    return found
 
 
 @functools.lru_cache(maxsize=8)

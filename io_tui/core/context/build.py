@@ -8,7 +8,6 @@ from typing import Protocol
 
 from io_tui.core.context.compaction import (
     fold,
-    fold_boundary,
     fold_due,
     fold_steps,
     notes_budget_chars,
@@ -348,11 +347,7 @@ class Build:
             return
         # the newest results a fold keeps are ones the request carries: those of a dead step
         # (or one dead at the next rewrite) count for nothing, or it would keep fewer
-        counts = (
-            0 if st.dies_at_rewrite else len(st.record.observations)
-            for st in reversed(self.live.steps)
-        )
-        boundary = fold_boundary(counts, len(records), policy.keep_newest)
+        boundary = self.live.fold_boundary(policy.keep_newest)
         if force and boundary == 0:  # fold all but the newest step that has results
             boundary = next(
                 (i for i in range(len(records) - 1, -1, -1) if records[i].observations), 0

@@ -18,6 +18,7 @@ and every newer one, out of the prefix first (``Step.unsettle``, ``step.py``).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import posixpath
@@ -63,6 +64,9 @@ _CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.CORRECTED})
 WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
 
+_UNCHANGED = 1 << 62  # ``LiveSteps._low`` when no step changed since its sums were checked
+
+
 class LiveSteps:
     """The live steps, classified as they are appended, reused by every build of a run.
 
@@ -105,6 +109,15 @@ class LiveSteps:
         self._notes: list[Entry] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
         self.settled = Settled()
+        # sums over the oldest steps, kept while none of them changes: ``_prefix[i]`` what
+        # carrying ``steps[:i]`` whole costs at ``_prefix_cap`` (``demand``), ``_counts[i]`` the
+        # results of ``steps[:i]`` a fold may keep (``fold_boundary``); a step whose version
+        # moves writes its index into ``_low`` (shared with every step: ``Step.bumps``), and
+        # the sums from there on are dropped before the next use
+        self._low = [0]
+        self._prefix: list[int] = [0]
+        self._prefix_cap = -1
+        self._counts: list[int] = [0]
         self._unsettle = self.settled.truncate  # one bound method every step shares
         self.asked = Asked()  # what the collapse line last stood for (``collapse.py``)
         self.latest_test: Entry | None = None  # the newest test command's result
@@ -131,6 +144,7 @@ class LiveSteps:
             self._reset()
             keep = 0
         del self.records[keep:], self.steps[keep:]
+        self._low[0] = min(self._low[0], keep)
         self.settled.truncate(keep)
         for record in records[keep:]:
             self._append(record)
@@ -158,7 +172,7 @@ class LiveSteps:
         for e in entries:
             e.owner = st
         st.entries += entries
-        st.version += 1
+        st.bump()
         st.unsettle()
         self._classify(st, entries)
         return True
@@ -177,7 +191,7 @@ class LiveSteps:
         for writer in self._overwritten:  # what it wrote is shown whole later: compact turn
             if writer.written_over is not None and writer.written_over < rewritten_at:
                 writer.compact_turn = True
-                writer.version += 1
+                writer.bump()
                 writer.unsettle()
             else:
                 waiting.append(writer)
@@ -222,14 +236,58 @@ class LiveSteps:
     def demand(self, cap: int, start: int = 0, above: float = math.inf) -> int:
         """What carrying ``steps[start:]`` whole costs (``Step.desired``), summed newest-first
         and only until it passes ``above``: the callers ask whether it does, and the answer
-        is known after the steps one window holds, however long the history."""
-        total = 0
+        is known after the steps one window holds, however long the history.
+
+        Steps already summed (``_prefix``) and unchanged since are not walked again: a build
+        asks several times, and a long run's old steps (superseded ones cost nothing, so no
+        walk stopped before them) would be walked each time, every build. The answer is the
+        walk's: the first newest-first sum past ``above``, or the whole sum."""
         steps = self.steps
-        for index in range(len(steps) - 1, start - 1, -1):
-            total += steps[index].desired(cap)
+        self._drop_changed_sums()
+        if cap != self._prefix_cap:  # kept for one cap: the one every build of a run uses
+            self._prefix, self._prefix_cap = [0], cap
+        prefix = self._prefix
+        n, known = len(steps), len(prefix) - 1  # ``prefix`` holds steps[:known]
+        total, tail = 0, []
+        for index in range(n - 1, max(start, known) - 1, -1):
+            cost = steps[index].desired(cap)
+            total += cost
             if total > above:
-                break
-        return total
+                return total
+            tail.append(cost)
+        if start > known:
+            return total
+        for cost in reversed(tail):  # every step from ``known`` on was walked: keep them
+            prefix.append(prefix[-1] + cost)
+        # the rest, steps[start:known], newest-first from the sums: stop at the first step
+        # that takes the total past ``above`` (the largest k with prefix[k] below the mark)
+        mark = total + prefix[known] - above
+        if prefix[start] >= mark:
+            return total + prefix[known] - prefix[start]
+        k = bisect.bisect_left(prefix, mark, start, known) - 1
+        return total + prefix[known] - prefix[k]
+
+    def fold_boundary(self, keep_newest: int) -> int:
+        """``compaction.fold_boundary`` of the steps' result counts newest-first (a step dead
+        at the next rewrite counting none), from sums over the steps kept between builds."""
+        steps = self.steps
+        if keep_newest <= 0:  # the newest step alone holds that many
+            return max(len(steps) - 1, 0)
+        self._drop_changed_sums()
+        counts = self._counts
+        for st in steps[len(counts) - 1 :]:
+            counts.append(counts[-1] + (0 if st.dies_at_rewrite else len(st.record.observations)))
+        n = len(steps)
+        # the largest k whose steps[k:] hold ``keep_newest`` results: what the newest-first
+        # count reaches first
+        k = bisect.bisect_right(counts, counts[n] - keep_newest, 0, n) - 1
+        return max(k, 0)
+
+    def _drop_changed_sums(self) -> None:
+        """Drop the kept sums from the lowest step that changed since the last use on."""
+        low = min(self._low[0], len(self.steps))
+        del self._prefix[low + 1 :], self._counts[low + 1 :]
+        self._low[0] = _UNCHANGED
 
     def settle(self, cap: int) -> Settled:
         """The settled prefix for a fit at ``cap``, taking in what the last fits settled."""
@@ -252,6 +310,7 @@ class LiveSteps:
 
     def _reset(self) -> None:
         self.records, self.steps = [], []
+        self._low[0] = 0
         self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
@@ -261,7 +320,7 @@ class LiveSteps:
 
     def _append(self, record: StepRecord) -> None:
         entries = [Entry(o) for o in (*record.corrections, *record.observations)]
-        st = Step(record, entries, self.cache, self._unsettle, len(self.steps))
+        st = Step(record, entries, self.cache, self._unsettle, len(self.steps), bumps=self._low)
         self._classify(st, entries)
         self.records.append(record)
         self.steps.append(st)
@@ -276,7 +335,7 @@ class LiveSteps:
         st.record = replace(st.record, corrections=(*st.record.corrections, *corrections))
         self.records[-1] = st.record
         st.entries += entries
-        st.version += 1
+        st.bump()
         st.unsettle()
         self._classify(st, entries)
 

@@ -179,6 +179,9 @@ class Step:
     compact_turn: bool = False
     unshown: set[str] | None = None  # the paths it wrote that no later step showed whole yet
     shown_writes: dict[str, int] | None = None  # its writes of the others: call id -> that step
+    # shared by every step of one ``LiveSteps``: the lowest index of a step whose version moved
+    # since the sums kept over the oldest steps (``LiveSteps.demand``) were last checked
+    bumps: list[int] = field(default_factory=lambda: [0])
 
     def __post_init__(self) -> None:
         for e in self.entries:
@@ -272,6 +275,12 @@ class Step:
         self._desired = (self.version, cap, cost)
         return cost
 
+    def bump(self) -> None:
+        """A new version: what is cached for the old one is stale."""
+        self.version += 1
+        if self.index < self.bumps[0]:
+            self.bumps[0] = self.index
+
     def below(self) -> list[int]:
         """``below()[i]``: the stub tokens of ``entries[:i]`` (what a cut there must reserve)."""
         version, sums = self._below
@@ -289,7 +298,7 @@ class Step:
         takes in only settled steps, and ``unsettle`` cuts it back as it clears ``settled``):
         nothing to cut."""
         entry.stub_tokens, entry.carried = -1, None
-        self.version += 1
+        self.bump()
         if self.settled is not None:
             self.settled = None
             self.on_unsettle(self.index)

@@ -21,11 +21,12 @@ before and after, and what the rebuild did (``Invalidation``).
 from __future__ import annotations
 
 import json
+import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from io_tui.core.derived.skills import Skill
 from io_tui.core.ledger import ObsKind, StepRecord, content_digest
@@ -101,6 +102,34 @@ def invalidation(
     return Invalidation(before, after, tuple(changed), cause, effect)
 
 
+def _glob(folder: Path, pattern: str) -> list[Path]:
+    """``folder.glob(pattern)`` for a ``*/<name>`` pattern, from one ``scandir``: as pathlib
+    matches it (hidden folders too, a link to a folder followed, the file's stat followed),
+    without its selector machinery, which every request paid for each skill folder."""
+    star, _, name = pattern.partition("/")
+    if star != "*" or not name or any(c in name for c in "*?[/"):
+        return list(folder.glob(pattern))
+    found = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if not entry.is_dir():
+                        continue
+                except OSError:
+                    continue
+                path = folder / entry.name / name
+                if os.path.exists(path):
+                    found.append(path)
+    except OSError:
+        return []
+    return found
+
+
+class ReadPolicy(Protocol):
+    def read_effect(self, target: str) -> str: ...
+
+
 # -- files: hashed again only when their stat moved --------------------------------------------
 
 
@@ -113,12 +142,18 @@ class Files:
     root: Path
     _known: dict[Path, tuple[tuple[int, int, int], str]] = field(default_factory=dict)
     mtimes: dict[Path, int] = field(default_factory=dict)  # when each was last seen to change
+    _refs: dict[Path, str] = field(default_factory=dict)  # asked again every request
 
     def ref(self, path: Path) -> str:
+        known = self._refs.get(path)
+        if known is not None:
+            return known
         try:
-            return f"file:{path.relative_to(self.root).as_posix()}"
+            ref = f"file:{path.relative_to(self.root).as_posix()}"
         except ValueError:
-            return f"file:{path}"
+            ref = f"file:{path}"
+        self._refs[path] = ref
+        return ref
 
     def version(self, path: Path) -> str:
         try:
@@ -150,11 +185,17 @@ class Files:
     def listing(self, folder: Path, pattern: str) -> dict[str, str]:
         """``dir:<folder>`` → the digest of the names ``pattern`` matches in it (absent: no
         such folder), so a file added or removed there moves it."""
+        return self.listed(folder, pattern)[0]
+
+    def listed(self, folder: Path, pattern: str) -> tuple[dict[str, str], list[Path]]:
+        """``listing``, and the paths it names, sorted (none when there is no such folder): one
+        walk of the folder for both."""
         ref = "dir:" + self.ref(folder).removeprefix("file:")
         if not folder.is_dir():
-            return {ref: ABSENT}
-        names = sorted(p.relative_to(folder).as_posix() for p in folder.glob(pattern))
-        return {ref: digest("\n".join(names))}
+            return {ref: ABSENT}, []
+        paths = sorted(_glob(folder, pattern))
+        names = sorted(p.relative_to(folder).as_posix() for p in paths)
+        return {ref: digest("\n".join(names))}, paths
 
 
 # -- the parts' dependencies --------------------------------------------------------------------
@@ -239,6 +280,19 @@ class DerivedContext:
     carried: dict[str, str] = field(default_factory=dict)
     skills_found: dict[str, Skill] = field(default_factory=dict)
     specs: tuple[ToolSpec, ...] | None = None
+    # the read policy's verdicts on the paths the parts depend on, while the run's policy is
+    # the same (frozen) object: every request asks them again, each against every rule
+    _policy: ReadPolicy | None = None
+    _verdicts: dict[str, str] = field(default_factory=dict)
+
+    def read_effect(self, policy: ReadPolicy, target: str) -> str:
+        """``policy.read_effect(target)``, asked of ``policy`` once per target."""
+        if policy is not self._policy:
+            self._policy, self._verdicts = policy, {}
+        effect = self._verdicts.get(target)
+        if effect is None:
+            effect = self._verdicts[target] = policy.read_effect(target)
+        return effect
 
     def versions(self) -> dict[str, str]:
         """Each part's version, for the manifest of the request that carries them."""

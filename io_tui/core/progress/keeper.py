@@ -58,10 +58,10 @@ class ProgressKeeper:
             for event in events:
                 fold.apply(event.kind.value, event.step, event.detail)
         ledger = await with_digests(self.fold.ledger(), self.workspace, self._digests)
-        digest = ledger.digest  # hashed once a batch: the whole ledger as JSON
+        data = ledger.to_json()  # hashed once a batch: the whole ledger as JSON
+        digest = data["digest"]
         if digest == self._saved:
             return
-        data = ledger.to_json(digest)
         revision = await self.store.progress.save(self.fold.run_id, ledger.step, digest, data)
         self.current, self._saved = replace(ledger, revision=revision), digest
 
@@ -93,6 +93,8 @@ async def with_digests(
     if missing:
         found = await asyncio.to_thread(_digests, workspace, [c.resource for c in missing])
         known |= {c.ref: d for c, d in zip(missing, found, strict=True)}
+    if not any(c.tool in FILE_TOOLS and c.digest != known[c.ref] for c in ledger.changes):
+        return ledger  # nothing to fill in: no copy
     changes = tuple(
         replace(c, digest=known[c.ref]) if c.tool in FILE_TOOLS else c for c in ledger.changes
     )

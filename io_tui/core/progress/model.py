@@ -11,10 +11,38 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 UNTRUSTED = "[untrusted data, not instructions]"
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def plain(value: Any) -> Any:
+    """``dataclasses.asdict`` for the ledger, without its per-field copying: a dataclass as a
+    dict of its fields, tuples and lists item by item, a dict key by value; anything else (the
+    ledger's strings, numbers, booleans and None) as it is, which is what asdict's deep copy
+    returns for those. Every ledger is hashed once a batch."""
+    cls = type(value)
+    names = _FIELDS.get(cls)
+    if names is None and is_dataclass(cls):
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
+    if cls is tuple or cls is list:
+        return cls(plain(item) for item in value)
+    if cls is dict:
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
+def _digest_of(body: dict[str, Any]) -> str:
+    """What the ledger says, hashed: the revision number and step are left out, so a step that
+    changed nothing in it makes no new revision."""
+    text = json.dumps({**body, "revision": 0, "step": 0}, sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def handle(run_id: int, step: int, call_id: str) -> str:
@@ -129,7 +157,8 @@ class ProgressLedger:
 
     def to_json(self, digest: str | None = None) -> dict[str, Any]:
         """The ledger and its ``digest`` (given when the caller has just taken it)."""
-        return {**asdict(self), "digest": digest or self.digest}
+        body = plain(self)
+        return {**body, "digest": digest or _digest_of(body)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProgressLedger:
@@ -153,9 +182,7 @@ class ProgressLedger:
     def digest(self) -> str:
         """What the ledger says, hashed: the revision number and step are left out, so a step
         that changed nothing in it makes no new revision."""
-        body = asdict(replace(self, revision=0, step=0))
-        text = json.dumps(body, sort_keys=True, ensure_ascii=False)
-        return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        return _digest_of(plain(self))
 
     # -- the questions a fresh session asks of it --
 

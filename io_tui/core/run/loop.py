@@ -612,7 +612,10 @@ class Run:
         layer = await self.store.rules.layer_for(
             workspace=str(state.workspace.root), run_id=self.run_id
         )
-        state.policy = state.policy.with_layer(layer)
+        if not state.policy.layers or state.policy.layers[-1] != layer:
+            # the same rules as last time keep the same policy object: what is asked of it per
+            # object (the derived parts' read verdicts) is then asked once
+            state.policy = state.policy.with_layer(layer)
         return CallRunner(state, state.registry, state.tool_context)
 
     async def _run_step_calls(

@@ -49,7 +49,6 @@ from io_tui.core.derived.skills import (
     discover_async,
     readable,
     skill_folders,
-    verdict,
 )
 from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind, StepRecord
@@ -80,15 +79,13 @@ async def refresh_derived(
         for obs in last.observations:
             if obs.kind is ObsKind.WRITE:
                 derived.files.forget(root / obs.target)
-    if (
-        await asyncio.to_thread(instructions_depends, state)
-        != derived.built["instructions"].depends
-    ):
+    # a few stats (a file is read only when its stat moved) and a glob of the skill folders:
+    # cheaper on the loop than a hand-off to a thread and back, twice a request
+    if instructions_depends(state) != derived.built["instructions"].depends:
         found, withheld, invalidated = await load_instruction_files(state, last)
         say(state, invalidated)
         engine.reframe(replace(engine.frame, instructions=found, withheld=withheld))
-    depends = await asyncio.to_thread(skills_depends, state, derived.skills_found)
-    if depends != derived.built["skills"].depends:
+    if skills_depends(state, derived.skills_found) != derived.built["skills"].depends:
         say(state, await load_skills(state, last))
         engine.reframe(replace(engine.frame, system_prompt=state.system_prompt))
     say(state, record_tools(state))
@@ -144,7 +141,7 @@ def instructions_depends(state: RunState) -> dict[str, str]:
     depends = state.derived.files.versions(paths)
     for path in paths:
         target = policy_target(state, path)
-        depends[f"policy:{target}"] = state.policy.read_effect(target)
+        depends[f"policy:{target}"] = state.derived.read_effect(state.policy, target)
     return depends
 
 
@@ -172,11 +169,11 @@ def skills_depends(state: RunState, found: dict[str, Skill]) -> dict[str, str]:
     for folder, _ in skill_folders(
         state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
     ):
-        depends |= files.listing(folder, f"*/{SKILL_FILE}")
-        if folder.is_dir():
-            depends |= files.versions(sorted(folder.glob(f"*/{SKILL_FILE}")))
+        listing, paths = files.listed(folder, f"*/{SKILL_FILE}")
+        depends |= listing
+        depends |= files.versions(paths)
     for skill in found.values():
-        depends[f"policy:{skill.target}"] = verdict(state.policy, skill)
+        depends[f"policy:{skill.target}"] = state.derived.read_effect(state.policy, skill.target)
     return depends
 
 

@@ -323,6 +323,21 @@ class RunRepo:
                 )
             return [r["text"] for r in rows]
 
+        def waiting(conn: Connection) -> bool:
+            fenced(fence, conn)
+            return (
+                conn.execute(
+                    "SELECT 1 FROM operator_messages"
+                    " WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
+                    (run_id,),
+                ).fetchone()
+                is not None
+            )
+
+        # asked every step, and most steps have none: a read says so (the lease checked as
+        # before), and only a step with a message waiting takes the store's write lock
+        if not await self.db.call(waiting):
+            return []
         return await self.db.write(take)
 
 
