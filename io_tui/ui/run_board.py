@@ -64,7 +64,8 @@ class RunBoard:
                 if event.step:
                     changes.steps.add((run.id, event.step))
             if event.kind is EventKind.RUN_STARTED and run.id in self.followed:
-                run.wants_attention = False  # another process's start (all day, on a farm)
+                # another process's start (all day, on a farm): in sight, not selected
+                run.wants_sight, run.wants_attention = run.wants_attention, False
             if event.kind is EventKind.STEP_COMMITTED:
                 changes.committed.add((run.id, event.step))
         return changes

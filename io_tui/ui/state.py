@@ -84,6 +84,7 @@ class RunView:
     interrupt_requested: bool = False  # the operator pressed x; the run has not ended yet
     queued: list[QueuedMessage] = field(default_factory=list)
     wants_attention: bool = False  # it just started or began to ask: bring it into view
+    wants_sight: bool = False  # another process started it: scroll to it when the operator idles
     worker: str = ""  # a queue run: the worker driving it (``on HOST pid N``), or "held …"
     waiting_on: int | None = None  # paused or interrupted with this sub-agent run
     stored_steps: int = 0  # the store's count of its steps: shown until the steps are read
