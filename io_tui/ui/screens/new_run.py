@@ -197,6 +197,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.last = {}  # a provider no longer offered: the settings' values
         self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
         self.checking = False
+        self.provider_shown: str | None = None  # the provider the fields are set for
         # the classes its first provider gives it, set before it mounts: each class changed
         # on a mounted screen restyles every field (~0.1 s apiece on a busy machine)
         chosen = str(self.last.get("provider") or default_provider(settings))
@@ -227,6 +228,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                     ),
                 )
                 # as ``_show_provider`` would set them: each change on a mounted field restyles it
+                self.provider_shown = chosen
                 no_server = chosen not in PRESETS
                 yield _row("", Static(self._provider_note(chosen), id="status"), id="status-row")
                 yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True, disabled=no_server))  # fmt: skip
@@ -463,6 +465,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @on(Select.Changed, "#provider")
     def _on_provider_changed(self, event: Select.Changed) -> None:
         value = str(event.value)
+        if value == self.provider_shown:
+            return  # the picker announcing the value it was composed with, as it mounts
+        self.provider_shown = value
         self.base_url.value = self._base_url_for(value)
         self.model.value = self._model_for(value)
         self._show_provider(value)
