@@ -14,13 +14,16 @@ escape (or the key again) closes it and the app settles before the next press.
 
 The first press of each key in a session is printed apart from the ones after it: it also pays
 for importing the screen's module and parsing its stylesheet. Target: every one under 0.3 s.
-Run: ``.venv/bin/python benchmarks/key_open.py``.
+Run: ``.venv/bin/python benchmarks/key_open.py``. ``KEY_OPEN_STORE=FILE`` keeps the recorded
+store in FILE and, when FILE exists, measures a copy of it instead of recording one (to compare
+two checkouts, or two sessions, on the same store).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -228,12 +231,20 @@ async def measure(store_path: Path) -> dict[str, list[float]]:
 
 
 async def main() -> None:
+    kept = os.environ.get("KEY_OPEN_STORE")
+    reuse = bool(kept) and await asyncio.to_thread(os.path.exists, kept or "")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["IO_TUI_UI_STATE"] = str(Path(tmp) / "ui-state.json")
         store_path = Path(tmp) / "store.db"
-        started = time.perf_counter()
-        await record(store_path, Path(tmp))
-        print(f"(recorded in {time.perf_counter() - started:.0f} s)")
+        if kept and reuse:
+            shutil.copyfile(kept, store_path)  # the app writes to it: a copy each session
+            print(f"measuring a copy of {kept}")
+        else:
+            started = time.perf_counter()
+            await record(store_path, Path(kept).parent if kept else Path(tmp))
+            print(f"(recorded in {time.perf_counter() - started:.0f} s)")
+            if kept:
+                shutil.copyfile(store_path, kept)
         times = await measure(store_path)
     load = os.getloadavg()[0]
     print(

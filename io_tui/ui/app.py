@@ -599,12 +599,14 @@ class IoApp(App[int]):
     @on(StoreChanged)
     def _on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
-        shown, stale = self.board.apply_rows(
+        shown, stale, stopped = self.board.apply_rows(
             message.runs, self.host.is_live, message.workers, message.as_of
         )
         if main is not None:
             for run in shown:
                 main.upsert_run(run)
+            for run, step in stopped:  # its process died: its clock stops, saying so
+                main.upsert_step(run, step)
         if stale:
             self.load_steps_of(stale)
 

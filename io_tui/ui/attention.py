@@ -7,12 +7,18 @@ the approval desk reads too). A new run
 is selected unless the operator is typing (it was most likely just started from the new-run
 dialog). Otherwise the tree only scrolls to it: the cursor, and what a typed message would go
 to, stay put.
+
+A run another process started (the CLI, ACP, a queue worker: ``RunBoard.followed``) never takes
+the selection — on a farm runs start all day, and each jump would reload the transcript under
+the operator — but is scrolled into view once the operator is idle: no key for ``IDLE_S``
+seconds and the main screen on top (no modal, dialog or other screen over it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from textual.app import App
@@ -50,17 +56,32 @@ def busy(app: App[Any], activity: Activity) -> bool:
     return typing(app) or activity.since_key() < IDLE_S
 
 
-def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> tuple[int, bool] | None:
-    """The run to bring into view among ``changed`` (an asking one first, then the newest new
-    one) and whether it asks, clearing every changed run's claim."""
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A run to bring into view, and how far it may go."""
+
+    run_id: int
+    asking: bool = False  # it asks: selected unless the operator is busy
+    elsewhere: bool = False  # another process started it: scrolled to when idle, never selected
+
+
+def claimant(runs: Mapping[int, RunView], changed: Iterable[int]) -> Claim | None:
+    """The run to bring into view among ``changed``: an asking one first, then the newest run
+    started here, then the newest started elsewhere; every changed run's claim is cleared."""
     asking: list[int] = []
     new: list[int] = []
+    elsewhere: list[int] = []
     for run_id in sorted(changed):
         run = runs.get(run_id)
-        if run is None or not run.wants_attention:
+        if run is None or not (run.wants_attention or run.wants_sight):
             continue
-        run.wants_attention = False
-        (asking if run.status == "asking" else new).append(run_id)
+        if run.wants_attention:
+            (asking if run.status == "asking" else new).append(run_id)
+        else:
+            elsewhere.append(run_id)
+        run.wants_attention = run.wants_sight = False
     if asking:
-        return asking[-1], True
-    return (new[-1], False) if new else None
+        return Claim(asking[-1], asking=True)
+    if new:
+        return Claim(new[-1])
+    return Claim(elsewhere[-1], elsewhere=True) if elsewhere else None

@@ -15,7 +15,7 @@ are skipped while the host has it, and so is every stored event no newer than th
 host gave (``EventPump.hosted_at``), which covers the copies that reach the store as the run
 ends. Events before the follower started are in the rows and steps the app reads at its start.
 Such a run's start does not take the selection (``RunBoard.followed``): on a farm runs start all
-day; its ask does.
+day; it is scrolled into view once the operator is idle (``attention``). Its ask does.
 """
 
 from __future__ import annotations

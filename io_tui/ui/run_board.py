@@ -64,7 +64,8 @@ class RunBoard:
                 if event.step:
                     changes.steps.add((run.id, event.step))
             if event.kind is EventKind.RUN_STARTED and run.id in self.followed:
-                run.wants_attention = False  # another process's start (all day, on a farm)
+                # another process's start (all day, on a farm): in sight, not selected
+                run.wants_sight, run.wants_attention = run.wants_attention, False
             if event.kind is EventKind.STEP_COMMITTED:
                 changes.committed.add((run.id, event.step))
         return changes
@@ -75,15 +76,18 @@ class RunBoard:
         is_live: Callable[[int], bool],
         workers: dict[int, str] | None = None,
         as_of: int | None = None,
-    ) -> tuple[list[RunView], list[int]]:
+    ) -> tuple[list[RunView], list[int], list[tuple[RunView, StepView]]]:
         """Fold run rows read from the store: a run this process does not drive (``is_live``)
-        takes the row's status and tokens (once ended, its error and end too), unless events for it arrived after the read began
-        (``as_of``, the ``batches`` count then): the row is older than what they said (a quick
-        run that ended meanwhile would otherwise show the row's ``running`` for good). Returns
-        the views to show again, and the runs whose steps must be read (new here, or changed
-        elsewhere)."""
+        takes the row's status and tokens (once ended, its error and end too), unless events
+        for it arrived after the read began (``as_of``, the ``batches`` count then): the row is
+        older than what they said (a quick run that ended meanwhile would otherwise show the
+        row's ``running`` for good). A run the row says stopped (its process died, so no event
+        said so) stops its step in flight (``RunView.stop_steps``). Returns the views to show
+        again, the runs whose steps must be read (new here, or changed elsewhere), and the
+        steps stopped."""
         shown: list[RunView] = []
         stale: list[int] = []
+        stopped: list[tuple[RunView, StepView]] = []
         for row in rows:
             run = self.runs.get(row.id)
             newer = as_of is not None and self._last_batch.get(row.id, 0) > as_of
@@ -95,9 +99,12 @@ class RunBoard:
                     run.steps
                 ):
                     stale.append(row.id)
+                was_live = run.live
                 run.status, run.outcome, run.tokens = row.status, row.outcome, row.tokens
                 if run.status in ENDED:  # how it ended, said by whoever ended it
                     run.error, run.ended_at = row.error, row.finished_at
+                if was_live and not run.live:
+                    stopped.extend((run, step) for step in run.stop_steps())
             run.parent_run_id = row.parent_run_id
             run.follows = getattr(row, "seed_run_id", None)
             run.forked_from = getattr(row, "forked_from", None)
@@ -108,7 +115,7 @@ class RunBoard:
             run.token_budget = (row.contract or {}).get("token_budget")
             shown.append(run)
         self._find_waiting(shown)
-        return shown, stale
+        return shown, stale, stopped
 
     def _find_waiting(self, runs: list[RunView]) -> None:
         """A paused parent (``awaiting_sub_agent``) or an interrupted one waits on its newest

@@ -84,6 +84,7 @@ class RunView:
     interrupt_requested: bool = False  # the operator pressed x; the run has not ended yet
     queued: list[QueuedMessage] = field(default_factory=list)
     wants_attention: bool = False  # it just started or began to ask: bring it into view
+    wants_sight: bool = False  # another process started it: scroll to it when the operator idles
     worker: str = ""  # a queue run: the worker driving it (``on HOST pid N``), or "held …"
     waiting_on: int | None = None  # paused or interrupted with this sub-agent run
     stored_steps: int = 0  # the store's count of its steps: shown until the steps are read
@@ -171,6 +172,8 @@ class RunView:
             return True
         if kind in (EventKind.RUN_STARTED, EventKind.RUN_RESUMED):
             self.status = "running"
+            if kind is EventKind.RUN_RESUMED:
+                self._reopen_steps()
             if kind is EventKind.RUN_STARTED or self.started_at is None:
                 self.started_at = clock()
             self.ended_at = None
@@ -243,13 +246,28 @@ class RunView:
             self.error = detail.get("error") or self.error
             self.waiting_on = detail.get("waiting_on")
             self.ended_at = clock()
-            self.streaming = ""
-            for view in self.steps.values():
-                view.progress.clear()
-                if not view.committed:
-                    view.ended, view.asking, view.asking_since = self.status, False, None
+            self.stop_steps()
             return True
         return False
+
+    def stop_steps(self) -> list[StepView]:
+        """The run stopped (it ended, paused, or its process died): the step it had in flight
+        stops its clock and says how (``StepView.ended``, the run's status), and no call is in
+        progress. Returns the steps it stopped."""
+        self.streaming = ""
+        stopped = []
+        for view in self.steps.values():
+            view.progress.clear()
+            if not view.committed and view.ended is None:
+                view.ended, view.asking, view.asking_since = self.status, False, None
+                stopped.append(view)
+        return stopped
+
+    def _reopen_steps(self) -> None:
+        """Resumed: a step it had stopped in is asked for again, its clock from now."""
+        for view in self.steps.values():
+            if not view.committed and view.ended is not None:
+                view.ended, view.started_at, view.writing = None, None, False
 
 
 def provider_of(desc: dict[str, Any]) -> tuple[str, str]:

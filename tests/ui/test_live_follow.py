@@ -1,8 +1,8 @@
 """``ui.live.StoreFollower`` on a real store: another process's events reach the app's event pump
 once each, in order, past the follower's cursor; a run a host here drives is shown from its
 host only, also for the copies that reach the store as it ends; a batch whose read failed (the
-server away a moment) is read with the next; a followed run's start does not take the selection,
-its ask does."""
+server away a moment) is read with the next; a followed run's start does not take the selection
+(it is scrolled to: ``test_runs_from_elsewhere``), its ask does."""
 
 from __future__ import annotations
 
@@ -123,7 +123,8 @@ def test_a_followed_run_start_takes_no_selection_its_ask_does() -> None:
     board.apply([RunEvent(1, 0, EventKind.RUN_STARTED, {"goal": "g"})])
     board.apply([RunEvent(2, 0, EventKind.RUN_STARTED, {"goal": "mine"})])
     assert not board.runs[1].wants_attention
-    assert board.runs[2].wants_attention  # a run started here
+    assert board.runs[1].wants_sight  # scrolled into view once the operator is idle
+    assert board.runs[2].wants_attention and not board.runs[2].wants_sight  # started here
     board.apply([RunEvent(1, 1, EventKind.APPROVAL_REQUESTED, {})])
     assert board.runs[1].wants_attention
 

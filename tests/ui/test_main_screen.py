@@ -363,3 +363,46 @@ async def test_the_footer_is_out_of_sight_while_a_modal_covers_the_screen(make_a
         await pilot.press("escape")  # defer
         await until(lambda: app.screen is main, "the main screen again")
         assert footer.display
+
+
+async def test_the_footer_is_rebuilt_only_when_its_keys_change(make_app) -> None:
+    """Textual's footer rebuilt its ~15 keys on every focus move and selection (each key
+    restyled three times as it mounted): this one only when the keys it lists change, and a
+    change made while a modal covers it once the modal is gone."""
+    from io_tui.ui.screens.help import HelpScreen
+    from io_tui.ui.widgets.footer import ScreenFooter
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until_idle(pilot)
+        main = app.main_screen()
+        assert main is not None
+        footer = main.query_one(ScreenFooter)
+        listed = [str(key.description) for key in footer.children]
+        built = 0
+        compose = footer.compose
+
+        def counted():  # type: ignore[no-untyped-def]
+            nonlocal built
+            built += 1
+            return compose()
+
+        footer.compose = counted  # type: ignore[method-assign]
+        main.select_run(1, 3)
+        await pilot.press("down", "down")  # another step: the same keys
+        main.refresh_bindings()
+        await pilot.pause(0.3)
+        assert built == 0
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen), "the help")
+        main.query_one("#prompt", Input).focus()  # the keys change under the modal
+        await pilot.pause(0.3)
+        assert built == 0 and not footer.display
+        await pilot.press("escape")
+        await until(lambda: app.screen is main and built == 1, "rebuilt once in sight")
+        await pilot.pause(0.3)
+        assert (
+            built == 1
+            and footer.display
+            and [str(key.description) for key in footer.children] != listed
+        )

@@ -1,6 +1,6 @@
 """The app with its runs in a harness worker process (the default for users): asks answered in the
-modal, interrupts, a worker that dies (while a run works or asks), quitting while a run asks, a
-request that cannot start."""
+modal, interrupts, a worker that dies (while a run works, writes or asks), quitting while a run
+asks, a request that cannot start."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import signal
 from pathlib import Path
 
+from replay_server import ReplayServer, Reply
 from textual.pilot import Pilot
 
 from io_tui.config import Settings
@@ -19,10 +20,12 @@ from io_tui.core.store import Store
 from io_tui.ui.app import IoApp, create_app
 from io_tui.ui.hosts import ProcessHost
 from io_tui.ui.screens.approval import ApprovalScreen
+from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.testing import prepare_demo_workspace
 from io_tui.ui.widgets.transcript import Transcript
 
 SIZE = (120, 36)
+WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire" / "openai_chat"
 
 
 def process_app(tmp_path: Path, **kw: object) -> IoApp:
@@ -190,3 +193,47 @@ async def test_a_paused_run_decided_in_the_inbox_resumes_in_the_worker(tmp_path:
         await until(lambda: any("run 1 finished" in n for n in notes), pilot)
     assert await row(app, 1) == ("finished", "finished")
     assert "return x" in (workspace / "src" / "app.py").read_text()
+
+
+async def test_a_step_writing_when_its_worker_dies_stops_its_clock_and_says_so(
+    tmp_path: Path, clock
+) -> None:
+    """The worker dies mid-answer: no event says so, the store's row does (interrupted); the
+    step's "writing… 15s" stops there and reads how it ended, in the tree and the transcript."""
+    body = (WIRE / "text_plain.sse").read_bytes()
+    first = body.index(b"\n\n", body.index(b"\n\n") + 2) + 2  # the role, then "I'm"
+    server = ReplayServer()  # the first piece of an answer, then nothing for an hour
+    server.add(Reply(body=body, chunk_size=first, delay_s=3600))
+    await server.start()
+    workspace = prepare_demo_workspace(tmp_path / "ws")
+    app = process_app(tmp_path, approver=ApproveAll())
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            request = NewRunRequest(
+                "wait", workspace, "llamacpp", model="m", base_url=server.base_url + "/v1"
+            )
+            app.start_request(request)
+            await until(lambda: 1 in app.runs and 1 in app.runs[1].steps, pilot)
+            await until(lambda: app.runs[1].steps[1].writing, pilot)
+            screen = app.screen
+            assert isinstance(screen, MainScreen)
+            tree, transcript = screen.run_tree, screen.transcript
+            screen.select_run(1)
+            clock.advance(15)
+            tree.tick()
+            await until(lambda: "writing… 15s" in str(tree.step_nodes[(1, 1)].label), pilot)
+            host = app.host
+            assert isinstance(host, ProcessHost) and host.client._process is not None
+            host.client._process.kill()
+            await until(lambda: app.runs[1].status == "interrupted", pilot)
+            await until(lambda: "interrupted" in str(tree.step_nodes[(1, 1)].label), pilot)
+            clock.advance(30)  # the clock has stopped: nothing ticks on
+            tree.tick()
+            transcript.tick()
+            await pilot.pause(0.2)
+            label = str(tree.step_nodes[(1, 1)].label)
+            assert "writing" not in label and "not finished (interrupted)" in label
+            assert "writing…" not in transcript.live_text
+            assert "↯ interrupted: its process died; R resumes it" in transcript.live_text
+    finally:
+        await server.stop()

@@ -69,7 +69,7 @@ def test_an_event_that_changes_no_label_is_not_a_change() -> None:
 def test_rows_update_runs_driven_elsewhere_and_name_the_stale_ones() -> None:
     board = RunBoard()
     board.apply([_event(1, 0, EventKind.RUN_STARTED), _event(2, 0, EventKind.RUN_STARTED)])
-    shown, stale = board.apply_rows(
+    shown, stale, _ = board.apply_rows(
         [
             _row(1, status="finished", tokens=10, steps=1),  # driven here: the events win
             _row(2, status="finished", outcome="finished", tokens=7),  # driven elsewhere
@@ -101,6 +101,22 @@ def test_a_row_read_before_the_events_that_ended_the_run_does_not_bring_running_
     # a read that began after those events takes the row as before
     board.apply_rows([_row(2, status="interrupted")], lambda _: False, as_of=board.batches)
     assert board.runs[2].status == "interrupted"
+
+
+def test_a_row_saying_the_run_stopped_stops_its_step_in_flight_until_it_resumes() -> None:
+    """Its process died: no event says so, the row does; the step in flight stops its clock
+    (and says how), and is asked for again, on a fresh clock, once the run resumes."""
+    board = RunBoard()
+    board.apply([_event(1, 0, EventKind.RUN_STARTED), _event(1, 1, EventKind.REQUEST_STARTED)])
+    step = board.runs[1].steps[1]
+    assert step.in_flight() and step.started_at is not None
+    *_, stopped = board.apply_rows([_row(1, status="interrupted")], lambda _: False)
+    assert [(run.id, view.step) for run, view in stopped] == [(1, 1)]
+    assert step.ended == "interrupted" and not step.in_flight()
+    *_, again = board.apply_rows([_row(1, status="interrupted")], lambda _: False)
+    assert again == []  # stopped once
+    board.apply([_event(1, 1, EventKind.RUN_RESUMED)])
+    assert step.in_flight() and step.ended is None and step.started_at is None
 
 
 def test_step_rows_keep_an_asking_step_asking_and_skip_unknown_runs() -> None:

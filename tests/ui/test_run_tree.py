@@ -137,6 +137,6 @@ def test_a_run_listed_before_its_steps_are_read_counts_the_stored_ones() -> None
         error=None, provider={}, steps=10,
     )  # fmt: skip
     board = RunBoard()
-    (view,), stale = board.apply_rows([row], lambda _id: False)
+    (view,), stale, _ = board.apply_rows([row], lambda _id: False)
     assert stale == [4] and not view.steps
     assert "10 steps" in run_label(view, {}).plain

@@ -25,6 +25,7 @@ from textual.getters import query_one
 from textual.message import Message
 from textual.screen import Screen
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Tree
 
@@ -141,6 +142,8 @@ class MainScreen(Screen[None]):
         self.selected_run: int | None = None
         self.selected_step: int | None = None
         self._auto_select = True
+        self._unseen: int | None = None  # started by another process, not yet scrolled to
+        self._unseen_timer: Timer | None = None
         self._figures: GaugeFigures | None = None
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
         self._bound_status: str | None = None  # the selected run's status its keys were set for
@@ -278,17 +281,45 @@ class MainScreen(Screen[None]):
 
     # -- selection -----------------------------------------------------------------------------
 
-    def _bring_into_view(self, claim: tuple[int, bool] | None) -> None:
-        """A run that started or asks: selected unless the operator is busy (``attention``),
-        else scrolled to."""
-        if claim is None or claim[0] == self.selected_run:
+    def _bring_into_view(self, claim: attention.Claim | None) -> None:
+        """A run that started here or asks: selected unless the operator is busy
+        (``attention``), else scrolled to. One another process started: scrolled to once the
+        operator is idle, never selected."""
+        if claim is None or claim.run_id == self.selected_run:
             return
-        run_id, asking = claim
-        busy = attention.busy(self.app, self.activity) if asking else attention.typing(self.app)
+        if claim.elsewhere:
+            self._unseen = claim.run_id
+            self._show_unseen()
+            return
+        run_id = claim.run_id
+        busy = (
+            attention.busy(self.app, self.activity) if claim.asking else attention.typing(self.app)
+        )
         if not busy:
             self.select_run(run_id)
-        elif (node := self.run_tree.run_nodes.get(run_id)) is not None:
-            self.run_tree.scroll_to_node(node, animate=False)
+        else:
+            self.run_tree.scroll_to_run(run_id)
+
+    def _show_unseen(self) -> None:
+        """Scroll the newest run another process started into view once no key came for
+        ``attention.IDLE_S`` and nothing is over this screen (a modal, a dialog, another
+        screen: tried again when it closes); the cursor and the selection stay put."""
+        if self._unseen_timer is not None:
+            self._unseen_timer.stop()
+            self._unseen_timer = None
+        run_id = self._unseen
+        if run_id is None or not self.ready or self.app.screen is not self:
+            return
+        wait = attention.IDLE_S - self.activity.since_key()
+        if wait > 0:  # the operator is at the keys: once they stop
+            self._unseen_timer = self.set_timer(wait + 0.05, self._show_unseen)
+            return
+        self._unseen = None
+        if run_id != self.selected_run:
+            self.run_tree.scroll_to_run(run_id)
+
+    def on_screen_resume(self) -> None:
+        self._show_unseen()
 
     def select_run(self, run_id: int, step: int | None = None) -> None:
         self.run_tree.select_ref(NodeRef(run_id, step))

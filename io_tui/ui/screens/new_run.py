@@ -197,6 +197,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.last = {}  # a provider no longer offered: the settings' values
         self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
         self.checking = False
+        self.provider_shown: str | None = None  # the provider the fields are set for
         # the classes its first provider gives it, set before it mounts: each class changed
         # on a mounted screen restyles every field (~0.1 s apiece on a busy machine)
         chosen = str(self.last.get("provider") or default_provider(settings))
@@ -226,9 +227,12 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                         compact=True,
                     ),
                 )
-                yield _row("", Static("", id="status"), id="status-row")
-                yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True))  # fmt: skip
-                yield _row("Model", Input(self._model_for(chosen), placeholder="the model's name", id="model", compact=True))  # fmt: skip
+                # as ``_show_provider`` would set them: each change on a mounted field restyles it
+                self.provider_shown = chosen
+                no_server = chosen not in PRESETS
+                yield _row("", Static(self._provider_note(chosen), id="status"), id="status-row")
+                yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True, disabled=no_server))  # fmt: skip
+                yield _row("Model", Input(self._model_for(chosen), placeholder="the model's name", id="model", compact=True, disabled=no_server))  # fmt: skip
                 yield _row("", Select[str]([], prompt="models the server lists", id="models", compact=True), id="models-row")  # fmt: skip
                 yield _row("Max steps", Input(shown(last, "max_steps", s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
                 yield _row("Token budget", Input(shown(last, "token_budget", s.token_budget), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
@@ -250,7 +254,11 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self.set_focus(self.task_input)  # now: ``focus()`` would come later,
         # after the held keys, and take the cursor back from the field they tabbed to
         self.call_after_refresh(self._ready)  # drawn, the cursor in Task: keys may come
-        self._show_provider(str(self.provider.value))
+        self.call_after_refresh(self._ask_around)  # composed as its provider shows it
+
+    def _ask_around(self) -> None:
+        """Once the dialog is drawn: probe the presets' servers, list the runs it may continue
+        and the workspace's MCP prompts (their answers would otherwise hold its first frame)."""
         self.probe_all()
         self.list_runs()
         if self.server_prompts is not None:
@@ -457,6 +465,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @on(Select.Changed, "#provider")
     def _on_provider_changed(self, event: Select.Changed) -> None:
         value = str(event.value)
+        if value == self.provider_shown:
+            return  # the picker announcing the value it was composed with, as it mounts
+        self.provider_shown = value
         self.base_url.value = self._base_url_for(value)
         self.model.value = self._model_for(value)
         self._show_provider(value)
@@ -488,23 +499,25 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         preset = value in PRESETS
         self.base_url.disabled = self.model.disabled = not preset
         self.set_class(not preset, "-scripted")
-        if not preset:
-            self._show_models(())
-            script = value.removeprefix("scripted:")
-            note = (
-                "The config names no model provider, so this answers from the demo's "
-                "script. Pick a server for real work."
-                if value == SCRIPTED_DEMO and self.settings.provider == "scripted"
-                else f"Answers from the script {script}; base URL and model do not apply."
-            )
-            self.status.update(Content.styled(note, "$text-muted"))
-            return
         answer = self.probes.get(value)
-        if answer is not None and answer[0] == self.base_url.value.strip():
+        if preset and answer is not None and answer[0] == self.base_url.value.strip():
             self._show_probe(answer[1])
         else:
             self._show_models(())
-            self.status.update(Content.styled("… asking the server for its models", "$text-muted"))
+            self.status.update(self._provider_note(value))
+
+    def _provider_note(self, value: str) -> Content:
+        """The status line under a provider not probed yet (or that takes no server)."""
+        if value in PRESETS:
+            return Content.styled("… asking the server for its models", "$text-muted")
+        script = value.removeprefix("scripted:")
+        note = (
+            "The config names no model provider, so this answers from the demo's "
+            "script. Pick a server for real work."
+            if value == SCRIPTED_DEMO and self.settings.provider == "scripted"
+            else f"Answers from the script {script}; base URL and model do not apply."
+        )
+        return Content.styled(note, "$text-muted")
 
     def _show_probe(self, result: ProbeResult) -> None:
         style = "$text-success" if result.reachable else "$text-warning"

@@ -316,6 +316,16 @@ class RunTree(ThrottledScrollbars, Tree[NodeRef]):
             self.move_cursor(node.children[0])
             self.scroll_to_node(node.children[0], animate=False)
 
+    def scroll_to_run(self, run_id: int) -> None:
+        """Scroll a run's line into view, the cursor left where it is. A node added just now
+        has no line until the lines are rebuilt (``Tree.scroll_to_node`` would do nothing):
+        they are rebuilt first."""
+        node = self.run_nodes.get(run_id)
+        if node is None:
+            return
+        self._tree_lines  # noqa: B018 (rebuilds the lines: the node's line, the virtual size)
+        self.scroll_to_node(node, animate=False)
+
     def select_ref(self, ref: NodeRef) -> None:
         node = (
             self.step_nodes.get((ref.run_id, ref.step))
