@@ -21,8 +21,8 @@ from types import SimpleNamespace
 
 from assembly_speed import CEILING, frame, ledger, refresh
 
-from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context import gcpause
+from io_tui.core.context.engine import ContextEngine
 
 SIZES = (2_000, 20_000)
 NO_PAUSE = SimpleNamespace(isenabled=gc.isenabled, disable=lambda: None, enable=lambda: None)

@@ -1,6 +1,6 @@
 """The harness's own speed, paired: a baseline commit against the current one, in one run.
 
-Builds each side in a temporary ``git worktree`` (under ``/work/tmp`` or ``--tmp``: outside
+Builds each side in a temporary ``git worktree`` (under ``.bench/`` or ``--tmp``: outside
 ``/tmp``, which a sandbox may hide from subprocesses), byte-compiles it, then runs ui_load's
 "harness alone" workload (``benchmarks/harness_workload.py``: RUNS scripted runs of STEPS
 ``list_dir`` steps against a real SQLite store, a recording sink, no app) in a fresh
@@ -12,7 +12,7 @@ their range), function calls with ``--calls`` (one profiled run per side), and t
 current / baseline. The worktrees are removed afterwards.
 
 Run: ``.venv/bin/python benchmarks/harness_speed.py [--base f6067af] [--head HEAD]
-[--rounds 5] [--size 8x250] [--calls]``; ``--head .`` measures this checkout as it is
+[--rounds 5] [--size 8x250] [--calls] [--json FILE]``; ``--head .`` measures this checkout as it is
 (uncommitted changes included) instead of a worktree of a commit.
 """
 
@@ -82,7 +82,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="rounds, each side once a round")
     parser.add_argument("--size", default="8x250", help="RUNSxSTEPS (default 8x250)")
     parser.add_argument("--calls", action="store_true", help="count function calls (cProfile)")
-    parser.add_argument("--tmp", default="/work/tmp", help="where the worktrees go")
+    parser.add_argument(
+        "--tmp", default=str(ROOT / ".bench"), help="where the worktrees go (outside /tmp)"
+    )
+    parser.add_argument("--json", type=Path, help="write the medians and the ratio to this file")
     args = parser.parse_args()
     tmp = Path(args.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -128,6 +131,11 @@ def main() -> None:
     print(row)
     verdict = "met" if rate_ratio >= 1.0 else "missed"
     print(f"target: current events/s ≥ 1.0× baseline — {verdict}")
+    if args.json:
+        medians = [statistics.median(side) for side in rates]
+        data = {"base": sides[0][1], "events_per_s": medians, "ratio": rate_ratio,
+                "cpu_ms_per_event": [statistics.median(side) for side in cpus]}  # fmt: skip
+        args.json.write_text(json.dumps(data, indent=1))
 
 
 if __name__ == "__main__":

@@ -80,10 +80,37 @@ def assembly_rows(data: dict[str, Any]) -> list[Row]:
     ]
 
 
+def harness_rows(data: dict[str, Any]) -> list[Row]:
+    base, now = data["events_per_s"]
+    return [
+        Row(
+            "harness alone: events/s",
+            f"{now:,.0f} ({data['ratio']:.2f}×)",
+            f"{data['base']} {base:,.0f}",
+            "≥ 1.0×",
+            data["ratio"] >= 1.0,
+        )
+    ]
+
+
+def e2e_rows(data: dict[str, Any]) -> list[Row]:
+    size = data["size"]
+    return [
+        Row(f"end to end {size}: events/s", f"{data['events_per_s']:,.0f}", "", "≥ 2,000",
+            data["events_per_s"] >= 2000),
+        Row(f"end to end {size}: p95 event → screen", f"{data['p95_ms']:.0f} ms", "", "< 100 ms",
+            data["p95_ms"] < 100),
+        Row("peak RSS: app, worker", f"{data['app_rss_mb']:.0f}, {data['worker_rss_mb']:.0f} MB",
+            "", "", None),
+    ]  # fmt: skip
+
+
 BENCHES = [
     Bench("cli", ["cli_latency.py", "--runs", "5"], cli_rows),
     Bench("startup", ["startup.py", "--runs", "5"], startup_rows),
     Bench("assembly", ["assembly_speed.py", "--repeat", "3", "--cpu"], assembly_rows),
+    Bench("harness", ["harness_speed.py", "--rounds", "2"], harness_rows),
+    Bench("e2e", ["ui_load.py", "--only", "e2e", "--size", "8x250"], e2e_rows),
 ]
 
 

@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import collections
 import dataclasses
+import json
 import os
 import resource
 import shutil
@@ -416,6 +417,7 @@ async def main() -> None:
         "--only", choices=("all", "e2e"), default="all", help="e2e: the worker-process run alone"
     )
     parser.add_argument("--tmp", default=None, help="where the stores go (default: the system's)")
+    parser.add_argument("--json", type=Path, help="with --only e2e: write its figures here")
     args = parser.parse_args()
     RUNS, STEPS = (int(part) for part in args.size.lower().split("x"))
     print(f"ui_load {RUNS}x{STEPS}; load average before: {_loadavg()}")
@@ -426,6 +428,8 @@ async def main() -> None:
         if args.only == "e2e":
             live = await end_to_end(tmp, "process", tree=False)
             _print([("workload", f"{RUNS} runs × {STEPS} steps", ""), *_e2e_rows(live)])
+            if args.json:
+                args.json.write_text(json.dumps({"size": args.size, **live}, indent=1))
             return
         live = await end_to_end(tmp, "process")
         inline = await end_to_end(tmp, "inline")
