@@ -20,7 +20,7 @@ from typing import Any
 from session_convert import bre_to_python
 from session_replay import Files
 
-from io_tui.core.context.stubs import apply_echo, edited_by
+from io_tui.core.context.stubs import apply_echo, correction_echo, edited_by
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.text.numbered import number_lines
@@ -166,7 +166,8 @@ def _correction(
     if base_at is not None:  # the copy named: a correction placed at that step, or its result
         moved = MOVED_TO.search(content.partition("\n")[0])
         count = int(moved[2]) - int(moved[1]) + 1 if moved else None
-        text = _whole(content, _base(int(base_at[1]), key, target, by_step, fixes, count))
+        base = _base(int(base_at[1]), key, target, by_step, fixes, count, content)
+        text = _whole(content, base)
     arguments: dict[str, Any] = {"pattern": target} if kind == "grep" else {"path": target}
     if first is not None:
         arguments |= {"offset": int(first), "limit": int(last) - int(first) + 1}
@@ -190,17 +191,35 @@ def _base(
     by_step: dict[Any, str],
     fixes: dict[int, dict[str, str]],
     lines: int | None = None,
+    content: str = "",
 ) -> str | None:
     """The copy of ``target`` a correction names as step ``step``'s: a correction placed at
     that step of those lines, else that step's own result, else a correction of the target
-    placed there; with ``lines`` (a renumbering names how many), the one showing that many."""
+    placed there; with ``lines`` (a renumbering names how many), the one showing that many;
+    for a correction sent as a difference (``content``), the one it is the difference from
+    when that step placed several of the file (ranges of it): taken back to the whole and
+    diffed again against it, it gives the difference as sent."""
     placed = fixes.get(step, {})
     found = [placed.get(key), by_step.get((step, target))]
     found += [text for k, text in placed.items() if k.startswith(target)]
     found = [text for text in found if text]
     if lines is not None:
         found = [t for t in found if len(list(_numbered(t))) == lines] or found
+    if content and len(found) > 1 and DIFF_FIX.search(content.partition("\n")[0]):
+        found = [t for t in found if _differs_from(content, step, t)] or found
     return found[0] if found else None
+
+
+DIFF_FIX = re.compile(r"; step \d+'s copy above is out of date in these lines \(a unified diff")
+
+
+def _differs_from(content: str, step: int, base: str) -> bool:
+    """Whether ``content``, a correction sent as a difference, is the difference from ``base``."""
+    try:
+        whole = apply_echo(base, content)
+        return correction_echo(whole, step, base) == content
+    except (AssertionError, ValueError, IndexError):
+        return False
 
 
 def _whole(content: str, base: str | None) -> str:

@@ -254,6 +254,17 @@ def check_sent_as_listed(assembly: Assembly, history: list[StepRecord]) -> None:
                     EntryState.CORRECTED,
                 ):
                     bases.append(tool_msgs.get(d.call_id) or by_digest.get(d.digest, ""))
+                if (
+                    (d.step, d.kind, d.target) == (base, e.kind, e.target)
+                    and d.state in (EntryState.ECHOED, EntryState.CORRECTED)
+                    and obs.corrects
+                    and d.call_id in results
+                    and results[d.call_id].corrects
+                ):  # a correction sent as the difference from the one before (a chain): what
+                    # that one stands for, which this loop checks
+                    d_obs = results[d.call_id]
+                    cap = assembly.entry_cap_chars
+                    bases.append(bound_text(d_obs.text, cap, how_to_get_back(d_obs)))
             assert any(apply_echo(b, content) == whole for b in bases), e
 
 

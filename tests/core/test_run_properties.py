@@ -380,6 +380,15 @@ def check_requests(s: Session) -> list[str]:
                             text = by_call.get(d["call_id"]) or by_digest.get(d["digest"], "")
                             if d["state"] in ("full", "capped", "corrected"):
                                 bases.append(text)
+                            base_obs = s.observations.get(d["call_id"])
+                            if (
+                                d["state"] in ("corrected", "echoed")
+                                and obs.corrects
+                                and base_obs is not None
+                                and base_obs.corrects
+                            ):  # a correction sent as the difference from the one before (a
+                                # chain): what that one stands for, which this loop checks
+                                bases.append(cut(base_obs, cap))
                     assert any(apply_echo(b, content) == sent_whole for b in bases), e
             current = (  # a failed correction, or one pointing to a write, shows no copy
                 state in (EntryState.FULL, EntryState.CAPPED)

@@ -61,6 +61,9 @@ def _covers(new: tuple[int, int] | None, old: tuple[int, int] | None) -> bool:
 _CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})
 MTIME_SLACK_NS = 20_000_000  # file mtimes come from a coarse clock: up to a few ms early
 _CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.CORRECTED})
+# sent as a difference from (a pointer into) a base: a copy out of date is carried as it was
+# sent, so its base must be carried too, or it is sent whole (``broken_echoes``)
+_REFERENCED = frozenset({EntryState.ECHOED, EntryState.CORRECTED})
 WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
 
@@ -222,10 +225,10 @@ class LiveSteps:
             base = e.echo or e.quotes
             if base is None or e.no_echo:
                 continue
-            if e.owner.index >= out and e.state is EntryState.ECHOED:
+            if e.owner.index >= out and e.state in _REFERENCED:
                 index = base.owner.index
                 live = index < len(self.steps) and self.steps[index] is base.owner
-                if not (live and index >= out and base.state in _CARRIED):
+                if not (live and index >= out and _carried_base(base, e)):
                     e.no_echo, broken = True, True
                     e.owner.changed(e)
                     continue
@@ -474,7 +477,7 @@ class LiveSteps:
             if not obs.span:
                 self._written_over(path, e.owner, obs.step)
             self._deps.setdefault(path, []).append(e)
-            self._supersede_reads(path, e)
+            self._supersede_reads(path, e, older)
             if older is not None and older.by is None:  # its lines, numbered from elsewhere
                 self._superseded(older, e)
         elif kind in _SUPERSEDING:
@@ -588,14 +591,17 @@ class LiveSteps:
                 return True
         return False
 
-    def _supersede_reads(self, path: str, e: Entry) -> None:
-        """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers."""
+    def _supersede_reads(self, path: str, e: Entry, corrects: Entry | None = None) -> None:
+        """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers. The
+        read ``e`` corrects (``corrects``) is the base ``e`` is sent as a difference from, even
+        when ``e`` shows more lines (an edit inside the range moved its end)."""
         span, lines = e.obs.span, span_lines(e.obs.span)
         open_reads = self._reads.setdefault(path, [])
         kept = []
         for older in open_reads:
             if older.obs.span == span or _covers(lines, span_lines(older.obs.span)):
-                self._superseded(older, e, covered=older.obs.span != span)
+                covered = older.obs.span != span
+                self._superseded(older, e, covered, echo=older is corrects)
             else:
                 kept.append(older)
         kept.append(e)
@@ -620,11 +626,16 @@ class LiveSteps:
                 self.echoes.append(e)
                 return
 
-    def _superseded(self, older: Entry, e: Entry, covered: bool = False) -> None:
+    def _superseded(
+        self, older: Entry, e: Entry, covered: bool = False, echo: bool = False
+    ) -> None:
         """``e`` supersedes ``older``. If what it carries is still current, it is pending:
         carried until the next rewrite (``plan.py``), and ``e`` is sent as the difference from
         it (or from the pending result it is itself sent as a difference from) while it is
-        (``echo``)."""
+        (``echo``; a read that covers more lines only when it is ``older``'s correction). A
+        correction of a correction is sent against whichever of the two its difference is
+        smaller from (``_chained``): a file corrected after each of many edits then costs
+        each edit, not every edit since the copy sent whole."""
         newer = e.obs
         if older.stale is not None and not older.corrected:  # out of date before ``newer``
             older.corrected_why = older.stale
@@ -639,9 +650,10 @@ class LiveSteps:
         )
         if older.pending:
             self.pending.append(older)
-            if not covered:
-                echo = older.echo
-                base = echo if echo is not None and not older.no_echo and echo.pending else older
+            if not covered or echo:
+                base = _echo_base(older)
+                if base is not older and _chained(e.obs, older, base):
+                    base = older
                 e.echo = base
                 base.echoed(e)
                 self.echoes.append(e)
@@ -746,6 +758,47 @@ def _same_content(older: tuple[Seen, ...], newer: tuple[Seen, ...]) -> bool:
         return True
     now = {s.path: s.digest for s in newer}
     return all(now.get(s.path) == s.digest for s in older)
+
+
+def _carried_base(base: Entry, e: Entry) -> bool:
+    """Whether ``base``, in the window, is sent so that ``e`` may be sent as the difference from
+    it: whole, or, for a correction of a correction (``_chained``), as a difference in turn,
+    whose own base is checked the same way."""
+    if base.state in _CARRIED:
+        return True
+    return base.state is EntryState.ECHOED and bool(base.obs.corrects and e.obs.corrects)
+
+
+MAX_CHAIN = 4  # corrections in a row each sent as the difference from the one before
+
+
+def _echo_base(e: Entry) -> Entry:
+    """What a later result of ``e``'s call is sent as the difference from: ``e``, or the pending
+    result ``e`` is itself sent as the difference from, back along a chain of corrections
+    (``_chained``) to the one sent whole."""
+    while e.echo is not None and not e.no_echo and e.echo.pending:
+        e = e.echo
+    return e
+
+
+def _chained(correction: Observation, older: Entry, root: Entry) -> bool:
+    """Whether ``correction``, of ``older`` (itself a correction sent as the difference from
+    ``root``, sent whole, or from a correction of it), is sent as the difference from ``older``
+    rather than from ``root``: when that difference is smaller and the chain of differences it
+    makes back to ``root`` is at most ``MAX_CHAIN`` long, so that each stays easy to follow."""
+    if not correction.corrects or not older.obs.corrects:
+        return False
+    links, at = 1, older
+    while at is not root and at.echo is not None:
+        links, at = links + 1, at.echo
+    if links > MAX_CHAIN:
+        return False
+    text = correction.text
+
+    def size(base: Observation) -> int:
+        return estimate_tokens(correction_echo(text, base.step, base.text))
+
+    return size(older.obs) < size(root.obs)
 
 
 def _small_diff(correction: Observation, base: Observation) -> bool:
