@@ -12,8 +12,10 @@ from pathlib import Path
 
 from engine_run import answered, ask
 
-from io_tui.core.context import Assembly, ContextEngine, EntryState, Frame
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
 from io_tui.core.context.live import MAX_CHAIN
+from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo, copy_of
 from io_tui.core.contract import Compaction, TaskContract
