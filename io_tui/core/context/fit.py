@@ -39,6 +39,8 @@ async def fit(
     # the newest results and what follows them are carried however little room there is: when
     # they do not fit whole, their turns go as out-of-window ones', their results share the rest
     squeeze = live.demand(cap, newest) > budget
+    if squeeze and newest < settled.length:  # the squeezed steps go compact: none stays settled
+        live[newest].unsettle()
     zone = sum(len(live[i].entries) for i in range(newest, len(live))) if squeeze else 0
     for index in range(len(live) - 1, stop - 1, -1):
         if stop == 0 and index + 1 == settled.length and settled.all_fit(used, budget):
