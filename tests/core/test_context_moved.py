@@ -39,7 +39,7 @@ class File:
         return Fresh(read_result(self.lines, obs.span))
 
 
-def read(step: int, file: File, span: str) -> StepRecord:
+def read(step: int, file: File, span: str = "") -> StepRecord:
     obs = Observation(step, f"c{step}", "read_file", ObsKind.READ, "a.py",
                       read_result(file.lines, span), span=span)  # fmt: skip
     return StepRecord(step, f"turn {step}", (ToolCall(obs.call_id, obs.tool, {}),), (obs,))
