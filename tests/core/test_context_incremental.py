@@ -369,3 +369,30 @@ def test_the_sums_kept_between_builds_answer_as_a_walk_of_the_steps(builds, asks
             assert live.fold_boundary(keep) == expected
 
     asyncio.run(drive())
+
+
+def test_turns_after_the_newest_results_go_compact_in_a_reused_engine_too() -> None:
+    """At a 1,000-token ceiling, three long turns after the newest results do not fit whole,
+    so all three go compact. The two older ones were carried whole (settled) by the builds
+    before; a reused engine must not stop its walk at them where a fresh engine walks on."""
+
+    def grep(step: int) -> StepRecord:
+        call = ToolCall(f"c{step}", "grep", {"pattern": f"p{step}"})
+        result = Observation(step, call.id, "grep", ObsKind.GREP, f"p{step}", "x" * 50)
+        return StepRecord(step, "", (call,), (result,))
+
+    steps = [grep(1), grep(2), *(StepRecord(n, "thinking " * 200) for n in (3, 4, 5))]
+    contract = TaskContract("fix the bug", Path("/ws"), compaction=Compaction(enabled=False))
+    reused = ContextEngine(Frame("SYSTEM", (), contract))
+
+    async def drive() -> None:
+        for k in range(1, len(steps) + 1):
+            history = [*steps[:k], StepRecord(k + 1, "")]
+            fresh = ContextEngine(Frame("SYSTEM", (), contract), plan=reused.plan)
+            expected = await fresh.build(history, ceiling_tokens=1_000, notes=[])
+            same(await reused.build(history, ceiling_tokens=1_000, notes=[]), expected)
+        turns = [m.content for m in expected.messages if m.role == "assistant" and m.content]
+        assert len(turns) == 3 and all("more chars, in the trace]" in t for t in turns)
+        assert max(map(len, turns)) < 300  # compact, not the whole turn
+
+    asyncio.run(drive())
