@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 POLL_S = 0.02
 
@@ -16,5 +20,17 @@ async def until(condition: Callable[[], object], what: str, timeout_s: float = 2
         async with asyncio.timeout(timeout_s):
             while not condition():  # noqa: ASYNC110 - nothing in this loop can set an Event
                 await asyncio.sleep(POLL_S)
+    except TimeoutError:
+        raise AssertionError(f"gave up waiting for {what} after {timeout_s:g}s") from None
+
+
+async def until_app(pilot: Pilot[Any], condition: Callable[[], object], what: str,
+                    timeout_s: float = 30.0) -> None:  # fmt: skip
+    """``until`` for a condition a Textual app makes true: between checks the pilot pauses, so
+    the app processes its messages and repaints."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while not condition():
+                await pilot.pause(0.05)
     except TimeoutError:
         raise AssertionError(f"gave up waiting for {what} after {timeout_s:g}s") from None

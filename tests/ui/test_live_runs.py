@@ -6,11 +6,11 @@ the selection unless the operator is busy, and a timer on an ask."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
 from textual.widgets import Input
+from waits import until_app
 
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Policy
@@ -44,18 +44,10 @@ class Holding:
 
     async def deny(self, pilot: Pilot[object]) -> None:
         # the run shows "asking" before its ask reaches decide(): wait for it, or the run waits on
-        await until(pilot, lambda: self.answer is not None, "the ask reached the approver")
+        await until_app(pilot, lambda: self.answer is not None, "the ask reached the approver")
         assert self.answer is not None
         if not self.answer.done():
             self.answer.set_result(Decision.deny(reason="test over", decided_by="test"))
-
-
-async def until(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    for _ in range(600):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def start(
@@ -63,7 +55,7 @@ async def start(
 ) -> None:
     app = pilot.app
     assert isinstance(app, IoApp)
-    await until(pilot, lambda: getattr(app.screen, "ready", False), "the panes")
+    await until_app(pilot, lambda: getattr(app.screen, "ready", False), "the panes")
     host = app.host
     assert isinstance(host, InlineHost)
     workspace = app.store_path.parent / "ws"
@@ -90,10 +82,10 @@ async def test_a_streaming_run_shows_its_text_clock_provider_and_model(
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, provider)
         _screen, tree, transcript = parts(app)
-        await until(pilot, lambda: (1, 1) in tree.step_nodes, "the first step")
+        await until_app(pilot, lambda: (1, 1) in tree.step_nodes, "the first step")
         assert "thinking…" in step_label(tree, 1, 1)
         provider.release(2)  # two pieces stream in
-        await until(pilot, lambda: "Reading the code" in transcript.live_text, "streamed text")
+        await until_app(pilot, lambda: "Reading the code" in transcript.live_text, "streamed text")
         clock.advance(12)
         tree.tick()
         transcript.tick()
@@ -116,10 +108,10 @@ async def test_x_says_cancelled_by_the_operator_and_leaves_no_thinking(make_app)
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, provider)
         screen, tree, transcript = parts(app)
-        await until(pilot, lambda: app.host.is_live(1) and provider.waiting.is_set(), "live")
+        await until_app(pilot, lambda: app.host.is_live(1) and provider.waiting.is_set(), "live")
         screen.select_run(1)
         await pilot.press("x")
-        await until(pilot, lambda: app.runs[1].status == "cancelled", "cancelled")
+        await until_app(pilot, lambda: app.runs[1].status == "cancelled", "cancelled")
         await pilot.pause(0.2)
         assert "■ cancelled by the operator" in transcript.live_text
         label = step_label(tree, 1, 1)
@@ -134,13 +126,13 @@ async def test_a_queued_message_shows_until_delivered_then_sits_in_its_step(make
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, provider)
         screen, _tree, transcript = parts(app)
-        await until(pilot, lambda: provider.waiting.is_set(), "the first request")
+        await until_app(pilot, lambda: provider.waiting.is_set(), "the first request")
         screen.select_run(1)
         await pilot.press("m", *"keep the API", "enter")
-        await until(pilot, lambda: "operator ▸ keep the API" in transcript.live_text, "queued")
+        await until_app(pilot, lambda: "operator ▸ keep the API" in transcript.live_text, "queued")
         assert "queued: delivered at the run's next step" in transcript.live_text
         provider.release(2)  # step 1 answers with a tool call; step 2 starts and takes it
-        await until(pilot, lambda: "delivered to step 2" in transcript.live_text, "delivered")
+        await until_app(pilot, lambda: "delivered to step 2" in transcript.live_text, "delivered")
         provider.release(2)
         await wait_until_idle(pilot)
         assert "operator ▸ keep the API" in transcript.text_of(2)
@@ -154,12 +146,12 @@ async def test_a_message_the_run_never_got_is_handed_back_to_the_prompt(make_app
     async with app.run_test(size=SIZE) as pilot:
         await start(pilot, provider)
         screen, _tree, transcript = parts(app)
-        await until(pilot, lambda: provider.waiting.is_set(), "live")
+        await until_app(pilot, lambda: provider.waiting.is_set(), "live")
         screen.select_run(1)
         await pilot.press("m", *"use pathlib", "enter")
-        await until(pilot, lambda: "use pathlib" in transcript.live_text, "queued")
+        await until_app(pilot, lambda: "use pathlib" in transcript.live_text, "queued")
         await pilot.press("x")
-        await until(pilot, lambda: app.runs[1].status == "cancelled", "cancelled")
+        await until_app(pilot, lambda: app.runs[1].status == "cancelled", "cancelled")
         await pilot.pause(0.2)
         assert "not delivered: the run ended (cancelled) first" in transcript.live_text
         assert screen.query_one("#prompt", Input).value == "use pathlib"
@@ -173,16 +165,16 @@ async def test_an_asking_run_is_selected_and_its_ask_has_a_timer(make_app, clock
         first = GatedProvider([Turn(["Waiting"])])
         await start(pilot, first, "the first run")
         screen, tree, transcript = parts(app)
-        await until(pilot, lambda: screen.selected_run == 1, "the first run selected")
+        await until_app(pilot, lambda: screen.selected_run == 1, "the first run selected")
         second = GatedProvider([Turn(["Writing notes."], [WRITE])])
         await start(pilot, second, "the second run")
-        await until(pilot, lambda: 2 in tree.run_nodes, "the second run")
-        await until(pilot, lambda: screen.selected_run == 2, "the new run selected (idle)")
+        await until_app(pilot, lambda: 2 in tree.run_nodes, "the second run")
+        await until_app(pilot, lambda: screen.selected_run == 2, "the new run selected (idle)")
         screen.select_run(1)  # the operator looks at run 1 again, and waits
         app.activity.last_key = float("-inf")  # and has pressed no key for a while
         second.release(2)
-        await until(pilot, lambda: app.runs[2].status == "asking", "asking")
-        await until(pilot, lambda: screen.selected_run == 2, "the asking run selected")
+        await until_app(pilot, lambda: app.runs[2].status == "asking", "asking")
+        await until_app(pilot, lambda: screen.selected_run == 2, "the asking run selected")
         clock.advance(45)
         tree.tick()
         transcript.tick()
@@ -202,14 +194,14 @@ async def test_an_asking_run_does_not_take_the_cursor_from_a_busy_operator(make_
         first = GatedProvider([Turn(["Waiting"])])
         await start(pilot, first, "the first run")
         screen, tree, _transcript = parts(app)
-        await until(pilot, lambda: screen.selected_run == 1, "the first run selected")
+        await until_app(pilot, lambda: screen.selected_run == 1, "the first run selected")
         asking = GatedProvider([Turn(["Writing notes."], [WRITE])])
         await start(pilot, asking, "the second run")
-        await until(pilot, lambda: 2 in tree.run_nodes, "the second run")
+        await until_app(pilot, lambda: 2 in tree.run_nodes, "the second run")
         screen.select_run(1)
         await pilot.press("m", *"half a thought")  # typing into the prompt, for run 1
         asking.release(2)
-        await until(pilot, lambda: app.runs[2].status == "asking", "asking")
+        await until_app(pilot, lambda: app.runs[2].status == "asking", "asking")
         await pilot.pause(0.3)
         assert screen.selected_run == 1  # the message still goes where it was meant to
         assert screen.query_one("#prompt", Input).value == "half a thought"
@@ -227,15 +219,15 @@ async def _mid_stream(pilot: Pilot[object], provider: GatedProvider, clock: Fake
     assert isinstance(app, IoApp)
     await start(pilot, provider, "Add a --verbose flag to the CLI and document it")
     screen, tree, transcript = parts(app)
-    await until(pilot, lambda: provider.waiting.is_set(), "the first request")
+    await until_app(pilot, lambda: provider.waiting.is_set(), "the first request")
     provider.release(2)  # step 1: a tool call
-    await until(pilot, lambda: 2 in app.runs[1].steps, "step 2")
+    await until_app(pilot, lambda: 2 in app.runs[1].steps, "step 2")
     await pilot.pause(0.6)  # the followed transcript loads step 1 (at most twice a second)
     provider.release(3)
-    await until(pilot, lambda: "argparse" in transcript.live_text, "streamed text")
+    await until_app(pilot, lambda: "argparse" in transcript.live_text, "streamed text")
     screen.select_run(1)
     await pilot.press("m", *"keep the old flags working", "enter")
-    await until(pilot, lambda: "old flags" in transcript.live_text, "queued")
+    await until_app(pilot, lambda: "old flags" in transcript.live_text, "queued")
     clock.advance(83)
     tree.tick()
     transcript.tick()

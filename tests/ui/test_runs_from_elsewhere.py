@@ -5,11 +5,10 @@ they stop or the modal closes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
+from waits import until_app
 
 from io_tui.config import Settings
 from io_tui.core import EventKind, RunEvent, Store
@@ -23,14 +22,6 @@ from .conftest import FakeClock
 
 SIZE = (100, 24)  # the tree shows ~18 of the 30 runs
 EARLIER = 30
-
-
-async def until(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    for _ in range(400):
-        if condition():
-            return
-        await pilot.pause(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def start_elsewhere(store: Store, goal: str) -> int:
@@ -73,46 +64,46 @@ async def test_a_run_started_elsewhere_is_scrolled_into_view_when_the_operator_i
     app: IoApp = create_app(Settings(ui={"harness": "inline"}), path, poll_interval=0.05)
     app.activity.clock = keys_clock
     async with app.run_test(size=SIZE) as pilot, await Store.open(path) as other:
-        await until(pilot, lambda: getattr(app.screen, "ready", False), "the panes")
+        await until_app(pilot, lambda: getattr(app.screen, "ready", False), "the panes")
         screen = app.screen
         assert isinstance(screen, MainScreen)
         tree = screen.run_tree
-        await until(pilot, lambda: len(tree.run_nodes) == EARLIER, "the earlier runs")
+        await until_app(pilot, lambda: len(tree.run_nodes) == EARLIER, "the earlier runs")
         screen.select_run(1)
         await pilot.pause(0.1)
         assert not in_sight(tree, EARLIER)  # the tree is longer than the pane
 
         # idle: the new run comes into view; the cursor and the selection stay on run 1
         first = await start_elsewhere(other, "started by io-tui run")
-        await until(pilot, lambda: first in tree.run_nodes, "the run from elsewhere")
-        await until(pilot, lambda: in_sight(tree, first), "scrolled into view")
+        await until_app(pilot, lambda: first in tree.run_nodes, "the run from elsewhere")
+        await until_app(pilot, lambda: in_sight(tree, first), "scrolled into view")
         assert cursor_run(tree) == 1 and screen.selected_run == 1
 
         # at the keys: the view stays where the operator put it until they stop
         await pilot.press("down")
-        await until(pilot, lambda: cursor_run(tree) == 2, "the cursor moved")
+        await until_app(pilot, lambda: cursor_run(tree) == 2, "the cursor moved")
         await pilot.pause(0.1)
         top = tree.scroll_offset.y
         second = await start_elsewhere(other, "started by a queue worker")
-        await until(pilot, lambda: second in tree.run_nodes, "the second run")
+        await until_app(pilot, lambda: second in tree.run_nodes, "the second run")
         await pilot.pause(0.8)  # longer than IDLE_S of the wall clock: the key clock stands
         assert tree.scroll_offset.y == top and not in_sight(tree, second)
         keys_clock.advance(1)  # the operator stopped
-        await until(pilot, lambda: in_sight(tree, second), "scrolled once idle")
+        await until_app(pilot, lambda: in_sight(tree, second), "scrolled once idle")
         assert cursor_run(tree) == 2 and screen.selected_run == 2
 
         # a modal open: nothing moves under it; once it closes (and the keys stop), in view
         await pilot.press("home")
-        await until(pilot, lambda: tree.scroll_offset.y == 0, "back at the top")
+        await until_app(pilot, lambda: tree.scroll_offset.y == 0, "back at the top")
         await pilot.press("f1")
-        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        await until_app(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         keys_clock.advance(1)
         third = await start_elsewhere(other, "started by an ACP client")
-        await until(pilot, lambda: third in tree.run_nodes, "the third run")
+        await until_app(pilot, lambda: third in tree.run_nodes, "the third run")
         await pilot.pause(0.8)
         assert tree.scroll_offset.y == 0
         await pilot.press("escape")
-        await until(pilot, lambda: app.screen is screen, "the help closed")
+        await until_app(pilot, lambda: app.screen is screen, "the help closed")
         keys_clock.advance(1)
-        await until(pilot, lambda: in_sight(tree, third), "scrolled once the modal closed")
+        await until_app(pilot, lambda: in_sight(tree, third), "scrolled once the modal closed")
         assert cursor_run(tree) == 1 and screen.selected_run == 1
