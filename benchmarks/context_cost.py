@@ -56,7 +56,7 @@ import fixture_repo
 
 from io_tui.core.authority.approvals import ApproveAll
 from io_tui.core.boundary.workspace import Workspace
-from io_tui.core.context.cache import cached_prefix, message_key, request_cost
+from io_tui.core.context.cache import cached_prefix, message_key, request_cost, stored_tokens
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import (
     CachePrices,
@@ -340,7 +340,6 @@ class Measuring:
         self.inner, self.store, self.root, self.ceiling = inner, store, root, ceiling
         self.model = inner.model
         self.shots: list[Shot] = []
-        self.summary_tokens = 0
         self.tools_tokens = 0
         self.history: list[StepRecord] = []
         self._tool_cache: dict[tuple[str, str], str] = {}
@@ -353,9 +352,7 @@ class Measuring:
         await self.inner.aclose()
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
-        if request.purpose == "summary":
-            self.summary_tokens += sum(message_tokens(m) for m in request.messages)
-        else:
+        if request.purpose != "summary":
             if not self.tools_tokens:
                 self.tools_tokens = estimate(_tools_text(request))
             await self._record(request)
@@ -517,6 +514,32 @@ class Pricer:
         return t
 
 
+def summary_costs(
+    requests: Sequence[dict[str, Any]], tools_tokens: int, prices: CachePrices
+) -> tuple[int, float]:
+    """The plain tokens and the cost of a run's summary requests, from its trace's
+    ``requests`` (in the order sent): one that repeated the working request before it
+    (``shared``) is priced against that request's cached prefix, the tool schemas with it;
+    one of its own is sent uncached."""
+    plain, cost = 0, 0.0
+    before: list[str] | None = None
+    for q in requests:
+        keys = [message_key(m) for m in q["messages"]]
+        keys.insert(1, "<tools>")
+        if q["purpose"] == "work":
+            before = keys
+            continue
+        tokens = [stored_tokens(m) for m in q["messages"]]
+        if q.get("shared"):
+            tokens.insert(1, tools_tokens)
+            prefix = cached_prefix(before, keys, tokens)
+            cost += request_cost(sum(tokens), prefix.tokens, prices)
+        else:
+            cost += sum(tokens) * prices.uncached
+        plain += sum(tokens)
+    return plain, cost
+
+
 ECHO = re.compile(r"^\$ .*\n?", re.M)  # run_command's echo of its argv (a sed's markers)
 SOURCE = re.compile(r"^\[untrusted data from .*\]\n?", re.M)  # the line naming the call (argv)
 STUB = re.compile(r"\[step \d+ \w+ ")  # a stub: names the call (a sed's argv), shows nothing
@@ -630,8 +653,9 @@ async def measure(steps: int, ceiling: int, prices: CachePrices) -> Result:
 
     pricer = Pricer(provider.tools_tokens, prices)
     tallies = {"io-tui": pricer.tally([s.io_tui for s in shots], shots)}
-    tallies["io-tui"].plain += provider.summary_tokens
-    tallies["io-tui"].cost += provider.summary_tokens * prices.uncached
+    summary_plain, summary_cost = summary_costs(trace["requests"], provider.tools_tokens, prices)
+    tallies["io-tui"].plain += summary_plain
+    tallies["io-tui"].cost += summary_cost
     naive = pricer.tally([naive_at(s) for s in shots], shots)
     tallies["naive"] = Tally(**{**asdict(naive), "cost": naive.plain * prices.uncached})
     tallies["naive+cache"] = naive

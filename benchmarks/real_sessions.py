@@ -46,7 +46,8 @@ Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
   lines any read showed, as they are now; the latest result of each distinct command and
   search) and the agent's own turns. The targets compare io-tui with both.
 - cost with caching: each request's prefix identical to the previous request's at the read
-  price, the rest at the write price (``context_cost.Pricer``; summary requests uncached);
+  price, the rest at the write price (``context_cost.Pricer``; a summary request that shares
+  the working request's cache priced against it, one of its own uncached: ``summary_costs``);
   naive+cache prices the naive requests the same way (append-only: its prefix always hits).
 - rewrites: the working requests whose cached prefix is shorter than their predecessor's, by
   the cause the trace gives (``core/context/cache.py``).
@@ -64,7 +65,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from context_cost import Pricer, kind_of, step_messages
+from context_cost import Pricer, kind_of, step_messages, summary_costs
 from session_metrics import (
     PROBE_CHARS,
     message_of,
@@ -86,7 +87,6 @@ from session_replay import (
 )
 
 from io_tui.core.context.cache import cached_prefix, request_cost
-from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message
@@ -146,9 +146,9 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
     tally(pricer, naive, s["naive+cache"])
     s["naive"] = Strategy(s["naive+cache"].plain, s["naive+cache"].plain * prices.uncached)
     s["oracle+turns"].plain = sum(sum(pricer.items(o)[1]) for o in oracles)
-    summary_tokens = sum(message_tokens(message_of(m)) for q in summaries for m in q["messages"])
-    s["io-tui"].plain += summary_tokens
-    s["io-tui"].cost += summary_tokens * prices.uncached
+    summary_plain, summary_cost = summary_costs(r.trace["requests"], tools_tokens, prices)
+    s["io-tui"].plain += summary_plain
+    s["io-tui"].cost += summary_cost
     for name, sent in (("io-tui", requests), ("naive", naive)):
         s[name].stale = sum(stale_count(m, t, files) for m, t in zip(sent, r.trees, strict=True))
 

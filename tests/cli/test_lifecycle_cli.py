@@ -52,3 +52,39 @@ def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, 
         missing.returncode == 1 and "has no entry matching 'nowhere in this run'" in missing.stderr
     )
     assert "Traceback" not in missing.stdout + missing.stderr
+
+
+def test_a_fold_s_summary_shares_the_prompt_cache_of_the_request_before_it(
+    workspace, write_script, store_path
+):
+    """Through a real run: the summary request repeats the working request before it, byte for
+    byte, and asks after it; the trace prices it against that request's cached prefix and says
+    so, and the run's running cost counts it."""
+    for i in range(8):
+        (workspace / f"m{i}.py").write_text("".join(f"x{j} = {j}\n" for j in range(400)))
+    turns = [read(f"m{i % 8}.py", 1 + 40 * (i // 8)) for i in range(40)]
+    script = write_script([*turns, {"text": "done"}])
+    store = ("--store", str(store_path))
+    run = io_tui(
+        "run", "look around", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "all", "--context-max-tokens", "6000", "--max-steps", "60", *store,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    trace = json.loads(io_tui("trace", "1", "--json", *store).stdout)
+    requests = trace["requests"]
+    folds = [i for i, q in enumerate(requests) if q["purpose"] == "summary"]
+    assert folds
+    for i in folds:
+        summary = requests[i]
+        before = next(q for q in reversed(requests[:i]) if q["purpose"] == "work")
+        after = next(q for q in requests[i:] if q["purpose"] == "work")
+        assert summary["shared"] and summary["messages"][:-1] == before["messages"]
+        assert summary["messages"][-1]["content"].startswith("[io-tui harness: compaction]")
+        cost = summary["cost"]
+        assert cost["read"] > cost["written"] > 0 and cost["uncached"] == 0
+        spent = after["cost"]["run_cost"] - before["cost"]["run_cost"]
+        assert spent >= cost["cost"] + after["cost"]["cost"] - 0.2  # rounded to 0.1 each
+
+    plain = io_tui("trace", "1", *store).stdout
+    assert "summary: asked after the working request before it, sharing its prompt cache" in plain

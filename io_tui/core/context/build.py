@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from io_tui.core.context.compaction import (
+    Shared,
     fold,
     fold_due,
     fold_steps,
@@ -362,6 +363,7 @@ class Build:
         budget = notes_budget_chars(self.ceiling, self.summary)
         with gc_paused():
             steps, left_out = fold_steps(self.live, boundary, self.cap, budget)
+            shared = None if force or self.emergency else self._shared(boundary, budget)
         summary = await fold(
             goal=self.engine.frame.contract.goal,
             previous=self.summary,
@@ -372,6 +374,7 @@ class Build:
             summarize=None if self.emergency else self.engine.summarize,
             left_out=left_out,
             agreement=self.engine.agreement() if self.engine.agreement else None,
+            shared=shared,
         )
         self.engine.summaries.append(summary)
         if self.engine.on_summary is not None:
@@ -380,3 +383,14 @@ class Build:
         self.folded_records = self.history[: len(self.folded_records) + boundary]
         with gc_paused():
             self.live.drop_oldest(boundary, self.plan.rewritten_at)
+
+    def _shared(self, boundary: int, budget: int) -> Shared | None:
+        """The request before this one, for the summary request to repeat (``Shared``): the
+        steps to fold from its window's floor on are in it. None when there is none (the run's
+        first request, a resumed run) or its own frame is not this one's."""
+        sent, frame = self.plan.sent, self.engine.frame_parts()[0]
+        if not sent or sent[: len(frame)] != frame:
+            return None
+        steps, left_out = fold_steps(self.live, boundary, self.cap, budget, self.plan.floor)
+        prices = self.engine.frame.contract.cache
+        return Shared(sent, self.engine.frame.tools, steps, left_out, prices)

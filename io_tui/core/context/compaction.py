@@ -5,6 +5,8 @@ older than the newest ``keep_newest`` observations is folded into a summary writ
 summary contract (``summary.py``). The summary is bought once, stored, and reused by every later
 request and across resume; the next fold rewrites it together with the newly folded steps.
 Without a summarizer (or when it fails), the deterministic digest (``digest.py``) stands in.
+Where the request before the fold still shows the steps to fold, the summary request repeats it
+to share its prompt cache (``Shared``, ``summary.shared_summary_request``).
 
 No I/O besides the injected summarizer.
 """
@@ -13,8 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from io_tui.core.context.digest import digest
+from io_tui.core.context.frame import schema_tokens
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.stubs import cut, what
 from io_tui.core.context.summary import (
@@ -25,11 +29,18 @@ from io_tui.core.context.summary import (
     Summary,
     agree,
     render_fold_notes,
+    shared_summary_request,
     summary_request,
 )
-from io_tui.core.context.turns import COMPACT_CHARS, clip
-from io_tui.core.contract import CHARS_PER_TOKEN, Compaction
-from io_tui.core.providers.base import ProviderError
+from io_tui.core.context.turns import COMPACT_CHARS, clip, message_tokens
+from io_tui.core.contract import CHARS_PER_TOKEN, CachePrices, Compaction
+from io_tui.core.providers.base import (
+    CompletionRequest,
+    ErrorKind,
+    Message,
+    ProviderError,
+    ToolSpec,
+)
 
 AFTER_FOLD = 0.625  # of the threshold: where a fold must bring the request back to
 
@@ -102,11 +113,14 @@ def notes_budget_chars(ceiling_tokens: int, previous: Summary | None) -> int:
 
 
 def fold_steps(
-    live: LiveSteps, boundary: int, cap: int, budget: int
+    live: LiveSteps, boundary: int, cap: int, budget: int, shown_from: int | None = None
 ) -> tuple[list[FoldStep], tuple[int, int, int] | None]:
     """The ``boundary`` oldest live steps as the summarizer sees them, newest first: whole
     within three quarters of the notes ``budget``, then as header lines only (what was asked,
     no bodies) within the rest; older ones are only counted (``(first, last, count)``).
+    Steps from ``shown_from`` on are in the conversation the summarizer reads (``Shared``):
+    their header lines index it, with the first line of a failure or a remembered note (what
+    the digest keeps).
 
     Stale reads go in as stubs (stale content is never sent, not even to the summarizer).
     """
@@ -116,6 +130,7 @@ def fold_steps(
     while index >= 0 and used < budget:
         whole = used < budget * 3 // 4
         st = live[index]
+        shown = shown_from is not None and st.record.step >= shown_from
         results = []
         for e in st.entries:
             obs = e.obs
@@ -126,17 +141,19 @@ def fold_steps(
                 state, body = "stale", f"[stale: {stale}]"
             else:
                 state, body = "full", cut(obs, cap)
-            if not whole:
+            if shown:
+                keep = obs.is_error or obs.kind.value == "memory"
+                state, body = f"{state}; shown above", body.partition("\n")[0] if keep else ""
+            elif not whole:
                 state, body = f"{state}; body left out", ""
             used += len(body) + 80
-            results.append(
-                FoldResult(obs.tool, obs.kind.value, what(obs), state, body, obs.is_error)
-            )
+            target = clip(what(obs), COMPACT_CHARS) if shown else what(obs)
+            results.append(FoldResult(obs.tool, obs.kind.value, target, state, body, obs.is_error))
         rec = st.record
-        limit = cap if whole else COMPACT_CHARS
+        limit = cap if whole and not shown else COMPACT_CHARS
         calls = tuple(
             f"{c.name} {clip(json.dumps(c.arguments, ensure_ascii=False), COMPACT_CHARS)}"
-            for c in (rec.tool_calls if whole else ())
+            for c in (rec.tool_calls if whole or shown else ())
         )
         ops = tuple(clip(m, cap) for m in rec.operator_messages)
         out.append(FoldStep(rec.step, ops, clip(rec.text, limit), calls, tuple(results)))
@@ -153,6 +170,31 @@ def fold_steps(
 # -- folding -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """The request before a fold, which the summary request may repeat to share its prompt
+    cache: its messages (``above``) and ``tools`` as sent, the folded steps as ``fold_steps``
+    gives them with what ``above`` shows as an index (``steps``, ``left_out``), and the run's
+    cache ``prices``."""
+
+    above: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    steps: Sequence[FoldStep]
+    left_out: tuple[int, int, int] | None
+    prices: CachePrices
+
+    def worth(self, shared: CompletionRequest, own: CompletionRequest) -> bool:
+        """Whether to ask ``shared`` rather than ``own``: what it adds to ``above`` (a request
+        the provider took) is no larger than ``own``, and it costs less, ``above`` read from the
+        cache and the ask written to it, than ``own`` sent uncached. A provider that refuses it
+        as too long is asked ``own`` next (``fold``)."""
+        above = sum(message_tokens(m) for m in self.above) + schema_tokens(self.tools)
+        ask = message_tokens(shared.messages[-1])
+        alone = sum(message_tokens(m) for m in own.messages)
+        prices = self.prices
+        return ask <= alone and above * prices.read + ask * prices.write < alone * prices.uncached
+
+
 async def fold(
     *,
     goal: str,
@@ -164,6 +206,7 @@ async def fold(
     summarize: Summarizer | None,
     left_out: tuple[int, int, int] | None = None,
     agreement: Agreement | None = None,
+    shared: Shared | None = None,
 ) -> Summary:
     """Write the summary that replaces ``previous`` and ``steps``, through ``through_step``,
     in agreement with the run's progress ledger (``agreement``: shown to the summarizer, and
@@ -172,26 +215,47 @@ async def fold(
     The notes take at most one ceiling's worth of chars (less what the previous summary takes);
     the summary at most an eighth of the ceiling. A summarizer that fails with a provider error
     falls back to the digest: the run keeps going and the fold is still bought only once.
+
+    With ``shared``, the summary request repeats the request before it (its prompt cache read,
+    not paid again) where that is worth it (``Shared.worth``); one the provider refuses as too
+    long, or answers with no text, is asked again on its own.
     """
     cap = summary_cap_chars(ceiling_tokens)
-    notes = render_fold_notes(steps, notes_budget_chars(ceiling_tokens, previous), left_out)
+    budget = notes_budget_chars(ceiling_tokens, previous)
+    notes = render_fold_notes(steps, budget, left_out)
     if summarize is not None:
-        request = summary_request(
-            goal,
-            previous,
-            notes,
-            first_step,
-            through_step,
-            summary_cap_tokens(ceiling_tokens),
+        requests = [summary_request(
+            goal, previous, notes, first_step, through_step, summary_cap_tokens(ceiling_tokens),
             agreement,
-        )
-        try:
-            text = (await summarize(request)).strip()
-        except ProviderError:
-            text = ""
+        )]  # fmt: skip
+        if shared is not None:
+            index = render_fold_notes(shared.steps, budget, shared.left_out)
+            request = shared_summary_request(
+                shared.above, shared.tools, previous, index, first_step, through_step,
+                summary_cap_tokens(ceiling_tokens), agreement,
+            )  # fmt: skip
+            if shared.worth(request, requests[0]):
+                requests.insert(0, request)
+        text = await _ask(summarize, requests)
         if text:
             if len(text) > cap:
                 text = text[: max(0, cap - 40)].rstrip() + "\n[… summary cut to its cap]"
             return Summary(through_step, agree(text, agreement, cap), "provider")
     text = digest(goal, previous, notes, first_step, through_step, cap)
     return Summary(through_step, agree(text, agreement, cap), "digest")
+
+
+async def _ask(summarize: Summarizer, requests: Sequence[CompletionRequest]) -> str:
+    """The first summary of ``requests`` the summarizer writes: the next is asked when the
+    provider refused one as too long, or the answer had no text (a model that called a tool).
+    "" when none was written."""
+    for request in requests:
+        try:
+            text = (await summarize(request)).strip()
+        except ProviderError as exc:
+            if exc.kind is not ErrorKind.CONTEXT_OVERFLOW:
+                return ""
+            continue
+        if text:
+            return text
+    return ""

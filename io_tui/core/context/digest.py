@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from io_tui.core.context.summary import BODY_PREFIX, Summary, one_line
 from io_tui.core.providers.base import CompletionRequest
+from io_tui.core.text.heads import summary_steps
 
 DIGEST_MARK = "[deterministic digest"
 REMEMBERED = "remembered: "
@@ -186,20 +187,26 @@ def digest(
 
 _FENCED = re.compile(r"^(`{3,})(summary|notes)\n(.*?)\n\1$", re.M | re.S)
 _GOAL = re.compile(r"^Goal of the run: (.*)$", re.M)
+_TASK_GOAL = re.compile(r"Goal: (.*?)\nSuccess criterion: ", re.S)  # the frame's task message
 _RANGE = re.compile(r"summary of steps (\d+)–(\d+)")
 
 
 def digest_request(request: CompletionRequest, max_chars: int = 4_000) -> str:
-    """The deterministic digest of a summary request built by ``summary_request``.
+    """The deterministic digest of a summary request built by ``summary_request`` or
+    ``shared_summary_request`` (whose previous summary is the one among the messages above).
 
     For providers that answer summary requests without a model (the scripted provider).
     """
     body = request.messages[-1].content if request.messages else ""
-    goal = _GOAL.search(body)
+    above = [m.content for m in request.messages[:-1]]
+    goal = _GOAL.search(body) or next(filter(None, map(_TASK_GOAL.match, above)), None)
     blocks = {m.group(2): m.group(3) for m in _FENCED.finditer(body)}
     span = _RANGE.search(body)
     first, through = (int(span.group(1)), int(span.group(2))) if span else (0, 0)
-    previous = Summary(0, blocks["summary"]) if "summary" in blocks else None
+    earlier = blocks.get("summary")
+    if earlier is None:  # a shared request: the summary so far is one of the messages above
+        earlier = next((c.partition("\n")[2] for c in above if summary_steps(c)), None)
+    previous = Summary(0, earlier) if earlier is not None else None
     return digest(
         goal.group(1) if goal else "", previous, blocks.get("notes", ""), first, through, max_chars
     )

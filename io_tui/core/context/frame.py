@@ -52,6 +52,17 @@ class Frame:
     withheld: tuple[Withheld, ...] = ()
 
 
+def _schemas(tools: tuple[ToolSpec, ...]) -> str:
+    return json.dumps(
+        [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools]
+    )
+
+
+def schema_tokens(tools: tuple[ToolSpec, ...]) -> int:
+    """What sending ``tools`` beside a request's messages is counted as (the frame's section)."""
+    return estimate_tokens(_schemas(tools)) if tools else 0
+
+
 def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ...]]:
     """System prompt, contract and instruction files as messages; tool schemas are counted here
     and sent beside the messages (``CompletionRequest.tools``)."""
@@ -59,12 +70,7 @@ def frame_messages(frame: Frame) -> tuple[tuple[Message, ...], tuple[Section, ..
     task = [f"Goal: {contract.goal}", f"Success criterion: {contract.success_criterion()}"]
     task += [f"Constraint: {c}" for c in contract.constraints]
     task_text = "\n".join(task)
-    schemas = json.dumps(
-        [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in frame.tools
-        ]
-    )
+    schemas = _schemas(frame.tools)
     sections = [
         Section(
             "system", "harness", estimate_tokens(frame.system_prompt), role=Role.INSTRUCTION,

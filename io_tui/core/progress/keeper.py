@@ -24,7 +24,7 @@ from io_tui.core.events import RunEvent
 from io_tui.core.ledger import Observation, content_digest
 from io_tui.core.progress.fold import Fold
 from io_tui.core.progress.model import ProgressLedger
-from io_tui.core.progress.render import render_ledger
+from io_tui.core.progress.render import OBJECTIVE_ABOVE, render_ledger
 from io_tui.core.store import Store
 
 FILE_TOOLS = ("write_file", "edit_file")
@@ -72,7 +72,8 @@ class ProgressKeeper:
     def agreement(self) -> Agreement:
         """What the run's compaction summaries must agree with: this ledger."""
         ledger = self.ledger()
-        return Agreement(render_ledger(ledger), ledger.must_name())
+        above = render_ledger(ledger, objective=OBJECTIVE_ABOVE)
+        return Agreement(render_ledger(ledger), ledger.must_name(), above)
 
     async def _load(self) -> None:
         store, run_id = self.store, self.fold.run_id

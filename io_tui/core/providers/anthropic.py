@@ -287,7 +287,7 @@ class AnthropicWire:
 
     def body(self, request: CompletionRequest, model: str, *, stream: bool) -> dict[str, Any]:
         system, messages, last_blocks = _encode(request.messages)
-        cache = request.purpose == "work"
+        cache = request.cached
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": output_limit(request),

@@ -77,8 +77,10 @@ class CompletionRequest:
     ``cache_breakpoints`` are indices of messages that end a stretch the next request is
     expected to repeat unchanged (the frame's last message, the last stable one); the
     Anthropic wire marks the last three with ``cache_control``, beside the one after the system
-    prompt and tools. Empty: the last message. Only working requests are marked.
-    ``cache_key`` names the conversation (one per run), sent as OpenAI's ``prompt_cache_key``.
+    prompt and tools. Empty: the last message. Working requests are marked, and a summary
+    request that repeats one to share its cache (``context/summary.py``: it has breakpoints);
+    other one-off prompts are not. ``cache_key`` names the conversation (one per run), sent as
+    OpenAI's ``prompt_cache_key`` by the requests that share it.
     ``max_output_tokens`` caps the answer; None leaves it to the provider (``HttpProvider``'s
     ``max_output_tokens``, from the preset's model table or the settings).
     """
@@ -90,6 +92,12 @@ class CompletionRequest:
     purpose: Purpose = "work"
     cache_breakpoints: tuple[int, ...] = ()
     cache_key: str | None = None
+
+    @property
+    def cached(self) -> bool:
+        """Whether the request is marked for the provider's prompt cache: a working request,
+        or one that repeats one (it has breakpoints)."""
+        return self.purpose == "work" or bool(self.cache_breakpoints)
 
 
 @dataclass(frozen=True, slots=True)

@@ -276,7 +276,7 @@ class OpenAIChatWire:
             body["tools"] = [encode_tool(t) for t in request.tools]
         if stream and self.include_usage:
             body["stream_options"] = {"include_usage": True}
-        if self.send_cache_key and request.cache_key and request.purpose == "work":
+        if self.send_cache_key and request.cache_key and request.cached:
             body["prompt_cache_key"] = request.cache_key
         return body
 

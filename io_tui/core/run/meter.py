@@ -13,7 +13,7 @@ step's turn and results appended verbatim, so each naive request's prefix is the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from io_tui.core.context.cache import request_cost
@@ -86,10 +86,48 @@ class CostMeter:
     ) -> RequestCost:
         """``assembly``, sent after the run's steps ``history`` and answered with ``usage``
         (None: not reported; ``output``: the answer's tokens then), calibrated by ``factor``."""
+        cost = self._priced(assembly.messages, assembly.total_est_tokens, usage, factor, output)
+        before = self._naive
+        naive = self._naive_request(assembly, history)
+        naive_cost = request_cost(naive, before, self.prices) * factor
+        self._sent = assembly.messages
+        self.run_naive_cost += naive_cost
+        return replace(
+            cost, naive_tokens=round(naive * factor), naive_cost=naive_cost,
+            run_naive_cost=self.run_naive_cost,
+        )  # fmt: skip
+
+    def price_summary(
+        self,
+        messages: Sequence[Message],
+        total: int,
+        usage: Usage | None,
+        factor: float,
+        output: int,
+        *,
+        shared: bool,
+    ) -> RequestCost:
+        """A compaction summary's request (``context/summary.py``) of ``total`` estimated
+        tokens: one that ``shared`` the last working request's prompt cache is priced as a
+        working request against it; one of its own is not cached (uncached price). Re-sending
+        everything writes no summary: the naive figures do not move."""
+        return self._priced(tuple(messages), total, usage, factor, output, marked=shared)
+
+    def _priced(
+        self,
+        messages: tuple[Message, ...],
+        total: int,
+        usage: Usage | None,
+        factor: float,
+        output: int,
+        *,
+        marked: bool = True,
+    ) -> RequestCost:
+        """A request's price: as the provider reported it, else estimated (``marked``: it asks
+        the provider to cache it, what it did not read from the cache is written there)."""
         prices = self.prices
-        kept = common_prefix(self._sent, assembly.messages)
-        fresh = sum(message_tokens(m) for m in assembly.messages[kept:])
-        total = assembly.total_est_tokens
+        kept = common_prefix(self._sent, messages)
+        fresh = sum(message_tokens(m) for m in messages[kept:])
         cached = max(0, total - fresh) if kept else 0  # the tools are cached with the system
         if usage is not None and usage.cache_reported:
             read = usage.cache_read_tokens
@@ -98,18 +136,14 @@ class CostMeter:
             source = "reported"
         else:
             read = round(cached * factor) if cached >= prices.min_prefix_tokens else 0
-            written, uncached, source = round(total * factor) - read, 0, "estimated"
+            rest, source = round(total * factor) - read, "estimated"
+            written, uncached = (rest, 0) if marked else (0, rest)
         cost = read * prices.read + written * prices.write + uncached * prices.uncached
-        before = self._naive
-        naive = self._naive_request(assembly, history)
-        naive_cost = request_cost(naive, before, prices) * factor
-        self._sent = assembly.messages
         self.run_cost += cost
-        self.run_naive_cost += naive_cost
         done = usage.completion_tokens if usage is not None else output
         return RequestCost(
-            source, read, written, uncached, done, cost, round(naive * factor), naive_cost,
-            self.run_cost, self.run_naive_cost,
+            source, read, written, uncached, done, cost, 0, 0.0, self.run_cost,
+            self.run_naive_cost,
         )  # fmt: skip
 
     def _naive_request(self, assembly: Assembly, history: Sequence[StepRecord]) -> int:

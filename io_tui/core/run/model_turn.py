@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from io_tui.core import telemetry
 from io_tui.core.authority.policy import Act, Effect
 from io_tui.core.context.engine import ContextEngine
-from io_tui.core.context.frame import Frame
+from io_tui.core.context.frame import Frame, schema_tokens
 from io_tui.core.context.ladder import LadderExhausted, Rung
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.refresh import Fresh, RefreshFailed
@@ -723,10 +723,15 @@ def _key(state: RunState) -> tuple[str, str]:
 
 
 async def summarize(state: RunState, request: CompletionRequest) -> str:
-    """The context engine's summarizer: one summary completion, recorded and charged to the
-    run; the run's ``PreCompact`` hooks hear of it first."""
+    """The context engine's summarizer: one summary completion, recorded, priced and charged
+    to the run; the run's ``PreCompact`` hooks hear of it first. A request that repeats the
+    last working request to share its prompt cache (``cache_breakpoints``) goes with the run's
+    cache key, as working requests do."""
     if state.hooks is not None and state.hooks.has("PreCompact"):
         await state.hooks.pre_compact("auto")
+    shared = bool(request.cache_breakpoints)
+    if shared:
+        request = replace(request, cache_key=cache_key(state))
     started = time.monotonic()
     response: Response | None = None
     async for event in state.harness.provider.stream(request):
@@ -735,8 +740,12 @@ async def summarize(state: RunState, request: CompletionRequest) -> str:
     if response is None:
         raise ProviderError(ErrorKind.MALFORMED, "summary stream ended without a response")
     usage = response.usage
-    tokens = usage.total if usage else sum(estimate_tokens(m.content) for m in request.messages)
+    est = sum(message_tokens(m) for m in request.messages) + schema_tokens(request.tools)
+    tokens = usage.total if usage else est
     state.charge(tokens)
+    factor = state.calibration.factor(*_key(state))
+    output = usage.completion_tokens if usage else estimate_tokens(response.text)
+    cost = state.meter.price_summary(request.messages, est, usage, factor, output, shared=shared)
     await state.store.runs.add_request(
         state.run_id,
         RequestRecord(
@@ -744,12 +753,12 @@ async def summarize(state: RunState, request: CompletionRequest) -> str:
             attempt=0,
             purpose="summary",
             ceiling_tokens=0,
-            est_tokens=sum(estimate_tokens(m.content) for m in request.messages),
+            est_tokens=est,
             frame_tokens=0,
             reported_tokens=usage.prompt_tokens if usage else None,
             usage=usage.to_json() if usage else None,
             messages=[m.to_json() for m in request.messages],
-            manifest={},
+            manifest={"cost": cost.to_json(), "shared": shared},
             attempts=[a.to_json() for a in response.attempts],
             provider=response.provider,
             model=response.model,

@@ -251,6 +251,9 @@ def _request(row: RequestRow) -> dict[str, Any]:
         "rewrite": manifest.get("rewrite"),
         # what it cost with prompt caching, beside re-sending everything (``run/meter.py``)
         "cost": manifest.get("cost"),
+        # a summary request that repeated the working request before it, sharing its prompt
+        # cache (``context/summary.py``)
+        "shared": bool(manifest.get("shared")),
     }
 
 
@@ -405,6 +408,9 @@ def request_notes(requests: list[dict[str, Any]]) -> list[str]:
         rewrite = request.get("rewrite")
         if rewrite:
             lines.append(f"{label}: {rewrite_line(rewrite)}")
+        cost = request.get("cost")
+        if request.get("purpose") == "summary" and cost:
+            lines.append(f"{label}: {summary_cost_line(cost, request.get('shared', False))}")
         partial = request.get("partial")
         if partial:
             lines.append("partial output (streamed before it failed):")
@@ -448,6 +454,18 @@ def rewrite_line(rewrite: dict[str, Any]) -> str:
             f"; dropped {len(dropped)}: {', '.join(dropped[:6])}{' …' if len(dropped) > 6 else ''}"
         )
     return line
+
+
+def summary_cost_line(cost: dict[str, Any], shared: bool) -> str:
+    """What a compaction summary's request cost (``run/meter.py``): one that repeated the working
+    request before it read that prefix from the provider's cache (``context/summary.py``)."""
+    price = f"cost {cost['cost']:,.0f} ({cost['source']}; in uncached-token units)"
+    if shared:
+        return (
+            "asked after the working request before it, sharing its prompt cache:"
+            f" {cost['read']:,} tokens read from the cache, {cost['written']:,} written; {price}"
+        )
+    return f"asked in a request of its own, not cached: {cost['uncached']:,} tokens; {price}"
 
 
 def cost_line(requests: list[dict[str, Any]]) -> str | None:

@@ -262,10 +262,21 @@ def test_without_a_system_prompt_the_tools_end_the_first_cached_part() -> None:
     assert marked(body) == ["tool get_weather", "result 0"]
 
 
-def test_summary_requests_are_not_cached() -> None:
+def test_summary_requests_of_their_own_are_not_cached() -> None:
     request = CompletionRequest(conversation(2), tools=(WEATHER,), purpose="summary")
     body = AnthropicProvider(model="m").wire.body(request, "m", stream=True)
     assert body["system"] == "Be careful." and marked(body) == []
+
+
+def test_a_summary_that_repeats_the_working_request_reads_its_cache() -> None:
+    # the working request marked its last message; the summary repeats it and asks after it
+    work = CompletionRequest(conversation(2), tools=(WEATHER,))
+    asked = (*work.messages, Message("user", "Write the summary of steps 1–2"))
+    summary = CompletionRequest(
+        asked, tools=(WEATHER,), purpose="summary", cache_breakpoints=(len(work.messages) - 1,)
+    )
+    wire = AnthropicProvider(model="m").wire
+    assert marked(wire.body(summary, "m", stream=True)) == marked(wire.body(work, "m", stream=True))
 
 
 async def test_headers_and_url() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -412,3 +413,6 @@ def test_prompt_cache_key_is_sent_only_where_the_server_takes_it() -> None:
     assert keyed.body(request, "m", stream=True)["prompt_cache_key"] == "io-tui-abc"
     summary = CompletionRequest((Message("user", "hi"),), cache_key="k", purpose="summary")
     assert "prompt_cache_key" not in keyed.body(summary, "m", stream=True)
+    # a summary that repeats the working request (``context/summary.py``) shares its key
+    shared = replace(summary, cache_breakpoints=(0,))
+    assert keyed.body(shared, "m", stream=True)["prompt_cache_key"] == "k"
