@@ -6,16 +6,28 @@ pytest-5103 session, 650-1,000 chars each time, 6.6k of its cost)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+from engine_run import answered, ask, grow
 from hypothesis import given, strategies as st
 
+from io_tui.core.context.engine import ContextEngine
+from io_tui.core.context.frame import Frame
+from io_tui.core.context.live import MAX_CHAIN
+from io_tui.core.context.manifest import Assembly, EntryState
+from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import (
     apply_echo,
+    copy_of,
     correction_against,
     correction_echo,
     correction_renumbered,
     renumbers,
 )
-from io_tui.core.contract import estimate_tokens
+from io_tui.core.contract import Compaction, TaskContract, estimate_tokens
+from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
+from io_tui.core.providers.base import ToolCall
 
 PATTERN = "visit_"
 HEAD = (
@@ -171,3 +183,130 @@ def test_lines_inserted_or_deleted_between_hits_are_always_a_renumbering(
         return
     assert sent is not None and "unified diff" not in sent.partition("\n")[0]
     assert apply_echo(copy, sent) == correction
+
+
+# -- in the engine --------------------------------------------------------------------------------
+
+
+class Tree:
+    """src/a.py as it is now, grepped for ``visit_``."""
+
+    def __init__(self, size: int = 200) -> None:
+        self.lines = module(size)
+
+    def seen(self) -> tuple[Seen, ...]:
+        data = "\n".join(self.lines).encode()
+        return (Seen("src/a.py", len(data), 0, content_digest(data)),)
+
+    def result(self) -> str:
+        return grep_result({"src/a.py": self.lines})
+
+    async def refresh(self, obs: Observation) -> Fresh:
+        assert obs.kind is ObsKind.GREP
+        return Fresh(self.result(), self.seen())
+
+
+def grep(step: int, tree: Tree) -> StepRecord:
+    obs = Observation(step, f"c{step}", "grep", ObsKind.GREP, PATTERN, tree.result(),
+                      span="in src/a.py", seen=tree.seen())  # fmt: skip
+    return StepRecord(step, f"turn {step}", (ToolCall(obs.call_id, obs.tool, {}),), (obs,))
+
+
+def edit(step: int) -> StepRecord:
+    obs = Observation(step, f"c{step}", "edit_file", ObsKind.WRITE, "src/a.py", "edited")
+    return StepRecord(step, f"turn {step}", (ToolCall(obs.call_id, obs.tool, {}),), (obs,))
+
+
+def engine_for(tree: Tree) -> ContextEngine:
+    contract = TaskContract("fix", Path("/ws"), compaction=Compaction(enabled=False))
+    return ContextEngine(Frame("S", (), contract), refresh=tree.refresh)
+
+
+def corrections(assembly: Assembly) -> list[str]:
+    return [
+        m.content
+        for m in assembly.messages
+        if m.role == "user" and m.content.startswith("[correction of step ")
+    ]
+
+
+async def test_a_grep_rerun_after_an_inserting_edit_is_corrected_by_its_renumbering() -> None:
+    tree = Tree()
+    engine = engine_for(tree)
+    records = [grep(1, tree)]
+    built = await grow(engine, records, 24_000)
+    tree.lines[99:99] = ["        # added", "        # by the edit"]  # above half the hits
+    records.append(edit(2))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix == (
+        "[correction of step 1's grep of visit_ (in src/a.py): step 2 wrote src/a.py after this "
+        "grep; step 1's copy above shows the current hits, renumbered as below]\n"
+        "src/a.py: hits from line 100 on are 2 lines down"
+    )
+    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
+    assert copy == records[0].observations[0].text  # the copy stays as it was sent
+    whole = next(text for obs, text in last.corrections if obs.corrects == "c1")
+    assert apply_echo(copy, fix) == whole and copy_of(whole) == tree.result()
+    c1 = next(e for e in last.entries if e.call_id == "c1")
+    assert c1.state is EntryState.CORRECTED
+    fix_entry = next(e for e in last.entries if e.call_id.startswith("c1@"))
+    assert "its hits renumbered" in fix_entry.reason
+    assert last.messages[: len(built[-1].messages)] == built[-1].messages  # appended only
+
+
+BASE = re.compile(r"; step (\d+)'s copy above shows the current hits, renumbered as below")
+
+
+async def test_a_grep_corrected_after_each_edit_is_a_chain_of_renumberings() -> None:
+    tree = Tree()
+    engine = engine_for(tree)
+    done: list[StepRecord] = []
+    edits = MAX_CHAIN + 2
+    last: Assembly | None = None
+    made: list[tuple[int, str]] = []  # each correction's step and whole text, in order
+    for step in range(1, 2 * edits + 2):
+        assembly = await ask(engine, done, step, 24_000)
+        if last is not None:
+            assert assembly.messages[: len(last.messages)] == last.messages
+        last = assembly
+        made += [(obs.step, text) for obs, text in assembly.corrections]
+        if step == 1:
+            record = grep(1, tree)
+        elif step % 2 == 0:  # each edit inserts a line somewhere among the hits
+            tree.lines.insert(10 * step, "        pass")
+            record = edit(step)
+        else:
+            record = StepRecord(step, f"turn {step}")
+        done.append(answered(record, assembly))
+    assert last is not None
+    fixes = corrections(last)
+    assert len(fixes) == edits
+    # each stands for the grep as it was when it was made: the chain applied in order
+    copies = {1: next(m.content for m in last.messages if m.tool_call_id == "c1")}
+    bases = []
+    for fix, (at, whole) in zip(fixes, made, strict=True):
+        found = BASE.search(fix.partition("\n")[0])
+        assert found is not None, fix  # renumbered, never the hits again
+        bases.append(int(found[1]))
+        assert apply_echo(copies[bases[-1]], fix) == whole
+        copies[at] = whole
+    assert copy_of(made[-1][1]) == tree.result()
+    placed = [at for at, _ in made]
+    # chained links, at most MAX_CHAIN of them, then from the grep sent whole again
+    assert bases == [1, *placed[: MAX_CHAIN - 1], 1, placed[MAX_CHAIN]][:edits]
+
+
+async def test_a_grep_whose_renumbering_is_not_under_half_its_size_is_corrected_whole() -> None:
+    tree = Tree(6)  # one hit: the correction's first line is most of it either way
+    engine = engine_for(tree)
+    records = [grep(1, tree)]
+    await grow(engine, records, 24_000)
+    tree.lines.insert(0, "        pass")
+    records.append(edit(2))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix.endswith("its current result follows, and step 1's copy above is out of date]\n"
+                        + tree.result())  # fmt: skip
+    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
+    assert correction_renumbered(fix, 1, copy) is not None  # there was one, not small enough
