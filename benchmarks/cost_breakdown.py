@@ -72,7 +72,7 @@ def form(content: str) -> str:
         return "diff"
     if "call above" in head:
         return "pointer"
-    if "numbered now" in head:
+    if "numbered now" in head or "renumbered as below" in head:
         return "renumber"
     return "whole"
 

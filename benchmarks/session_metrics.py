@@ -20,7 +20,7 @@ from typing import Any
 from session_convert import bre_to_python
 from session_replay import Files
 
-from io_tui.core.context.stubs import apply_echo, correction_echo, edited_by
+from io_tui.core.context.stubs import apply_echo, correction_against, edited_by
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.text.numbered import number_lines
@@ -135,13 +135,15 @@ def results(messages: Sequence[Message]) -> list[Result]:
 
 FIX_HEAD = re.compile(r"^\[correction of step (\d+)'s (\w+) of (.+?)(?: \(lines (\d+)-(\d+)\))?: ")
 FIX_BASE = re.compile(
-    r"; step (\d+)'s copy above (?:is out of date in these lines|shows its lines unchanged)"
+    r"; step (\d+)'s copy above (?:is out of date in these lines|shows its lines unchanged"
+    r"|shows the current hits, renumbered)"
 )
 ECHO_FIX = re.compile(
     r"^\[step \d+ \w+ (.+?)(?: \(lines \d+-\d+\))?: [^\n]*?the correction at step (\d+) above"
 )
 TOOLS = {kind: tool for tool, kind in KINDS.items()}
 WRITTEN = re.compile(r"; out of date above: (.*?); step \d+'s write_file call above holds ")
+GREP_SPAN = re.compile(r" \((?:in|glob) [^\n]*\)$")
 MOVED_TO = re.compile(r"numbered now (\d+)-(\d+) of \d+\]$")
 NAMED = re.compile(r"step (\d+)'s (\w+)")
 
@@ -160,6 +162,8 @@ def _correction(
     if head is None:
         return None, "", ()
     step, kind, target, first, last = head.groups()
+    if kind == "grep":  # named with where it searched ("PATTERN (in PATH)"), kept by its pattern
+        target = GREP_SPAN.sub("", target)
     key = _keyed(target, (int(first), int(last)) if first is not None else None)
     base_at = FIX_BASE.search(content.partition("\n")[0])
     text = content
@@ -210,14 +214,18 @@ def _base(
     return found[0] if found else None
 
 
-DIFF_FIX = re.compile(r"; step \d+'s copy above is out of date in these lines \(a unified diff")
+DIFF_FIX = re.compile(
+    r"; step \d+'s copy above (?:is out of date in these lines \(a unified diff"
+    r"|shows the current hits, renumbered as below)"
+)
 
 
 def _differs_from(content: str, step: int, base: str) -> bool:
-    """Whether ``content``, a correction sent as a difference, is the difference from ``base``."""
+    """Whether ``content``, a correction sent as a difference (or a renumbering), is the
+    difference from ``base``."""
     try:
         whole = apply_echo(base, content)
-        return correction_echo(whole, step, base) == content
+        return correction_against(whole, step, base) == content
     except (AssertionError, ValueError, IndexError):
         return False
 

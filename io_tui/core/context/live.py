@@ -31,8 +31,8 @@ from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
 from io_tui.core.context.step import Entry, Step
 from io_tui.core.context.stubs import (
+    correction_against,
     correction_body,
-    correction_echo,
     edited_by,
     is_test_run,
     moved_lines,
@@ -796,16 +796,17 @@ def _chained(correction: Observation, older: Entry, root: Entry) -> bool:
     text = correction.text
 
     def size(base: Observation) -> int:
-        return estimate_tokens(correction_echo(text, base.step, base.text))
+        return estimate_tokens(correction_against(text, base.step, base.text))
 
     return size(older.obs) < size(root.obs)
 
 
 def _small_diff(correction: Observation, base: Observation) -> bool:
-    """Whether a correction sent as the lines in which it differs from the copy it corrects is
-    under half its size (``stubs.correction_echo``), or as that copy's lines numbered from
-    elsewhere (``stubs.correction_moved``): then it is sent so, while the copy is."""
+    """Whether a correction sent as the lines in which it differs from the copy it corrects
+    (``stubs.correction_echo``), or for a grep as that copy's hits renumbered when that is
+    smaller (``stubs.correction_renumbered``), is under half its size, or as that copy's lines
+    numbered from elsewhere (``stubs.correction_moved``): then it is sent so, while the copy is."""
     if moved_lines(base.text, correction_body(correction.text)) is not None:
         return True
-    diff = correction_echo(correction.text, base.step, base.text)
+    diff = correction_against(correction.text, base.step, base.text)
     return estimate_tokens(diff) * 2 <= estimate_tokens(correction.text)

@@ -15,13 +15,14 @@ from typing import NamedTuple
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import (
+    correction_against,
     correction_body,
-    correction_echo,
     correction_moved,
     cut,
     echo_stub,
     moved_lines,
     quote_stub,
+    renumbers,
 )
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import Observation, Seen, capped_chars, is_capped
@@ -147,8 +148,10 @@ class Resolver:
                 echo = correction_moved(e.content, base.obs.step, *moved)
                 how = f"step {base.obs.step}'s copy above, its lines numbered from {moved[0]}"
             elif e.obs.corrects:
-                echo = correction_echo(e.content, base.obs.step, text)
+                echo = correction_against(e.content, base.obs.step, text)
                 how = f"the lines that differ from step {base.obs.step}'s copy above"
+                if renumbers(echo):
+                    how = f"step {base.obs.step}'s copy above, its hits renumbered"
             elif base.obs.corrects:  # the same call's current result, made by a correction
                 echo = echo_stub(e.obs, base.obs.step, text, e.content, correction=True)
                 same = correction_body(text) == e.content

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 
 from io_tui.core.checks import is_test_command
 from io_tui.core.ledger import Observation, ObsKind, bound_head, bound_text
 from io_tui.core.text.heads import untrusted_body
 from io_tui.core.text.numbered import GUTTER, number_lines, range_from, range_trailer
+from io_tui.core.tokens import estimate_tokens
 
 RECALL = "recall_result"
 RECEIPT_CHARS = 200  # of a receipt's line
@@ -305,6 +307,146 @@ _WHOLE_HEAD = re.compile(_reading(_FOLLOWS, "step") + "$")
 _ECHO_HEAD = re.compile(r"^\[correction of step (\d+)'s .*?" + _reading(_DIFFERS) + "$")
 
 
+def correction_against(correction: str, base: int, base_text: str) -> str:
+    """A correction sent against step ``base``'s copy above (``base_text``): a grep's as that
+    copy's hits renumbered (``correction_renumbered``) when that is smaller than the lines in
+    which it differs (``correction_echo``), any other as those lines."""
+    diff = correction_echo(correction, base, base_text)
+    renumbered = correction_renumbered(correction, base, base_text)
+    if renumbered is not None and estimate_tokens(renumbered) < estimate_tokens(diff):
+        return renumbered
+    return diff
+
+
+def correction_renumbered(correction: str, base: int, base_text: str) -> str | None:
+    """A grep's correction (its whole text: ``correction_head``, then the current result) sent
+    as step ``base``'s copy above (``base_text``) renumbered: a line inserted or deleted above a
+    hit changes its number alone, so the hits whose file and text are as they were are given
+    by file and run ("a.py: hits from line 990 on are 3 lines down"), and the lines added or
+    removed besides (matched with the numbers left out) as a unified diff after them. None when
+    no hit moved, or for any other result. ``apply_echo`` gives the whole back, to the
+    character: a form it would not (a file name that reads as a run's line) is never made."""
+    head, _, body = correction.partition("\n")
+    found = _WHOLE_HEAD.search(head) if _GREP_CORRECTION.match(head) else None
+    if found is None:
+        return None
+    old, new = copy_of(base_text).split("\n"), body.split("\n")
+    matcher = difflib.SequenceMatcher(None, _unnumbered(old), _unnumbered(new), autojunk=False)
+    kept: dict[str, list[tuple[int, int]]] = {}  # each file's unchanged hits: number, move
+    diff: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for was, now in zip(old[i1:i2], new[j1:j2], strict=True):
+                hit, moved = _HIT.fullmatch(was), _HIT.fullmatch(now)
+                if hit and moved:
+                    kept.setdefault(hit[1], []).append((int(hit[2]), int(moved[2]) - int(hit[2])))
+            continue
+        diff.append(f"@@ -{_hunk_side(i1, i2 - i1)} +{_hunk_side(j1, j2 - j1)} @@")
+        diff += ["-" + line for line in old[i1:i2]] + ["+" + line for line in new[j1:j2]]
+    runs = [_run(path, first, move) for path, first, move in _runs(kept)]
+    if not runs:  # no hit moved: a diff says it all
+        return None
+    how = _RENUMBERED.format(base=base) + (_AND_DIFFERS if diff else "") + "]"
+    sent = head[: found.start()] + how + "\n" + "\n".join(runs + diff)
+    try:
+        exact = apply_echo(base_text, sent) == correction
+    except (AssertionError, ValueError):
+        exact = False
+    return sent if exact else None
+
+
+def renumbers(text: str) -> bool:
+    """Whether a correction is sent as its copy's hits renumbered (``correction_renumbered``)."""
+    head = text.partition("\n")[0]
+    return _GREP_CORRECTION.match(head) is not None and _RENUMBERED_AT.search(head) is not None
+
+
+def _unnumbered(lines: list[str]) -> list[tuple[str, ...]]:
+    """Lines to match between two results of a grep: a hit by its file and text alone."""
+    keys: list[tuple[str, ...]] = []
+    for line in lines:
+        hit = _HIT.fullmatch(line)
+        keys.append((hit[1], hit[3]) if hit else (line,))
+    return keys
+
+
+def _runs(kept: dict[str, list[tuple[int, int]]]) -> Iterable[tuple[str, int, int]]:
+    """Each file's unchanged hits as runs: (file, the copy's number a run starts at, how far its
+    hits moved), a run wherever the move changes (from no move at the start)."""
+    for path, hits in kept.items():
+        move = 0
+        for number, now in sorted(hits):
+            if now != move:
+                yield path, number, now
+                move = now
+
+
+def _run(path: str, first: int, move: int) -> str:
+    """A run's line: its file's hits from the copy's line ``first`` on moved ``move`` lines."""
+    if not move:
+        return _STAYS.format(path=path, first=first)
+    far = f"{abs(move)} line{'' if abs(move) == 1 else 's'} {'down' if move > 0 else 'up'}"
+    return _MOVES.format(path=path, first=first, far=far)
+
+
+def _hunk_side(start: int, count: int) -> str:
+    """One side of a unified diff's hunk header for ``count`` lines from index ``start``."""
+    if count == 1:
+        return str(start + 1)
+    return f"{start if count == 0 else start + 1},{count}"
+
+
+def _renumber(lines: Iterable[str], runs: dict[str, list[tuple[int, int]]]) -> list[str]:
+    """``lines`` of a grep's result, each hit moved as the last of its file's ``runs`` (the
+    copy's number a run starts at, how far) that starts at or before it says."""
+    out = []
+    for line in lines:
+        hit = _HIT.fullmatch(line)
+        starts = runs.get(hit[1], []) if hit else []
+        move = next((m for first, m in reversed(starts) if first <= int(hit[2])), 0) if hit else 0
+        out.append(f"{hit[1]}:{int(hit[2]) + move}:{hit[3]}" if hit and move else line)
+    return out
+
+
+def _apply_renumbered(base_text: str, body: str) -> str:
+    """The result a ``correction_renumbered`` body stands for, given the copy it renumbers."""
+    lines = copy_of(base_text).split("\n")
+    rows = body.split("\n")
+    at_diff = next((i for i, row in enumerate(rows) if row.startswith("@@")), len(rows))
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for row in rows[:at_diff]:
+        run = _RUN_AT.fullmatch(row)
+        assert run is not None, row
+        move = int(run["far"] or 0) * (1 if run["way"] == "down" else -1)
+        runs.setdefault(run["path"], []).append((int(run["first"]), move))
+    out: list[str] = []
+    at = 0  # the next line of ``lines`` not yet copied
+    for row in rows[at_diff:]:
+        hunk = _HUNK_ANY.match(row)
+        if hunk:
+            place, count = int(hunk[1]), int(hunk[2] or "1")
+            start = place if count == 0 else place - 1
+            out += _renumber(lines[at:start], runs)
+            at = start + count
+        elif row.startswith("+"):
+            out.append(row[1:])
+    out += _renumber(lines[at:], runs)
+    return "\n".join(out)
+
+
+_HIT = re.compile(r"([^\s:][^:]*):(\d+):(.*)", re.DOTALL)  # a grep's hit: file, number, text
+_GREP_CORRECTION = re.compile(r"\[correction of step \d+'s grep of ")
+_MOVES = "{path}: hits from line {first} on are {far}"
+_STAYS = "{path}: hits from line {first} on keep their numbers"
+_RUN_AT = re.compile(
+    r"(?P<path>.+): hits from line (?P<first>\d+) on "
+    r"(?:are (?P<far>\d+) lines? (?P<way>up|down)|keep their numbers)"
+)
+_RENUMBERED = "; step {base}'s copy above shows the current hits, renumbered as below"
+_AND_DIFFERS = " and changed by the unified diff after (`-` its lines, `+` the current ones)"
+_RENUMBERED_AT = re.compile(_reading(_RENUMBERED) + f"(?:{re.escape(_AND_DIFFERS)})?\\]$")
+
+
 def line_diff(old: str, new: str) -> str:
     """``new`` as its difference from ``old``: a unified diff without context lines. For two
     results of the read tool, the diff is of the file's lines, numbered in the hunk headers
@@ -494,8 +636,9 @@ _TRAILER = re.compile(r"\(lines \d+-\d+ of (\d+)\)")
 
 
 def apply_echo(base_text: str, echo: str) -> str:
-    """The result an ``echo_stub``, a ``quote_stub`` or a ``correction_echo`` stands for, given
-    the base result it names: the inverse of each, to the character."""
+    """The result an ``echo_stub``, a ``quote_stub``, a ``correction_echo``, a
+    ``correction_moved`` or a ``correction_renumbered`` stands for, given the base result it
+    names: the inverse of each, to the character."""
     head, _, body = echo.partition("\n")
     moved = _MOVED_AT.search(head)
     if moved is not None and head.startswith("[correction of step "):
@@ -503,6 +646,12 @@ def apply_echo(base_text: str, echo: str) -> str:
         assert step is not None
         whole = head[: moved.start()] + _FOLLOWS.format(step=step[1])
         return f"{whole}\n" + _renumbered(base_text, int(moved[1]), int(moved[3]))
+    renumbered = _RENUMBERED_AT.search(head) if renumbers(head) else None
+    if renumbered is not None:
+        step = re.match(r"\[correction of step (\d+)'s", head)
+        assert step is not None
+        whole = head[: renumbered.start()] + _FOLLOWS.format(step=step[1])
+        return f"{whole}\n" + _apply_renumbered(base_text, body)
     correction = _ECHO_HEAD.match(head)
     if correction:
         at = head.rindex(_DIFFERS.split("{base}")[0])
