@@ -12,6 +12,10 @@ here; ``tests/test_public_api.py`` pins the list, so a name joins or leaves deli
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy reads it the same
 if TYPE_CHECKING:
+    from io_tui.core.authority.acts import (
+        Act as Act,
+        Effect as Effect,
+    )
     from io_tui.core.authority.approvals import (
         FIXED_APPROVERS as FIXED_APPROVERS,
         ApprovalRequest as ApprovalRequest,
@@ -24,11 +28,7 @@ if TYPE_CHECKING:
         is_outside_sandbox as is_outside_sandbox,
         operator as operator,
     )
-    from io_tui.core.authority.policy import (
-        Act as Act,
-        Effect as Effect,
-        Policy as Policy,
-    )
+    from io_tui.core.authority.policy import Policy as Policy
     from io_tui.core.authority.review import (
         Review as Review,
         ReviewerSpec as ReviewerSpec,

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from io_tui.core.authority.policy import Act
+from io_tui.core.authority.acts import Act
 
 RuleScope = Literal["run", "workspace", "global"]
 
