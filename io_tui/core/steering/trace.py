@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.context.cache import annotate
-from io_tui.core.context.plan import saved_by
 from io_tui.core.events import EventKind
 from io_tui.core.progress.keeper import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
@@ -477,6 +476,8 @@ def rewrites_saved(requests: list[dict[str, Any]]) -> None:
         rewrite = request.get("rewrite")
         if not rewrite:
             continue
+        from io_tui.core.context.plan import saved_by  # a run that rewrote its prefix only
+
         after = 0
         for later in work[index + 1 :]:
             if later.get("rewrite"):
