@@ -50,8 +50,9 @@ def register(sub: Any) -> None:
 
 async def trace_command(args: argparse.Namespace) -> int:
     store = await open_store(args)
+    whole = args.json and args.lifecycle is None  # the schema's document: prompt caching too
     try:
-        trace = await build_trace(store, args.run)
+        trace = await build_trace(store, args.run, cache=whole)
     except TraceNotFound as exc:
         error(str(exc))
         return EXIT_FAILED
