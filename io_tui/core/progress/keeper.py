@@ -17,19 +17,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from io_tui.core.contract import Continuation, TaskContract, contract_from_json
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import RunEvent
 from io_tui.core.ledger import Observation, content_digest
 from io_tui.core.progress.model import ProgressLedger
 from io_tui.core.store import Store
 
-# The fold, the workspace, the summaries' agreement and the ledger's text are a live run's (or
-# a run's from before schema 7, folded now): reading a run's newest revision (``ledger_of``, as
-# ``io-tui trace`` does) loads none of them (issue 34).
+# The fold, the contract, the workspace, the summaries' agreement and the ledger's text are a
+# live run's (or a run's from before schema 7, folded now): reading a run's newest revision
+# (``ledger_of``, as ``io-tui trace`` does) loads none of them (issue 34).
 if TYPE_CHECKING:
     from io_tui.core.boundary.workspace import Workspace
     from io_tui.core.context.summary import Agreement
+    from io_tui.core.contract import Continuation, TaskContract
     from io_tui.core.progress.fold import Fold
 
 FILE_TOOLS = ("write_file", "edit_file")
@@ -142,6 +142,14 @@ async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
     latest = await store.progress.latest(run_id)
     if latest is not None:
         return ProgressLedger.from_json(latest.ledger)
+    return await _folded_now(store, run_id)
+
+
+async def _folded_now(store: Store, run_id: int) -> ProgressLedger:
+    """The ledger of a run with no revision, folded from its events now."""
+    from io_tui.core.boundary.workspace import Workspace
+    from io_tui.core.contract import TaskContract, contract_from_json
+
     row = await store.runs.get(run_id)
     if row is None:
         raise LookupError(f"no run {run_id} in {store.path}")
@@ -150,8 +158,6 @@ async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
     except (KeyError, TypeError, ValueError):  # a contract as an early store wrote it
         contract = TaskContract(row.goal, Path(row.workspace))
     ledger = (await fold_from_store(store, run_id, contract)).ledger()
-    from io_tui.core.boundary.workspace import Workspace
-
     try:
         workspace = Workspace(contract.workspace)
     except WorkspaceError:
@@ -161,6 +167,7 @@ async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
 
 async def continuation(store: Store, run_id: int) -> Continuation:
     """What a run that continues ``run_id`` carries in its first request: that run's ledger."""
+    from io_tui.core.contract import Continuation
     from io_tui.core.progress.render import render_ledger
 
     ledger = await ledger_of(store, run_id)
