@@ -100,9 +100,17 @@ TRACE_LEAVES = (
 )
 
 
+# and what one shape leaves besides: the readable trace, the prompt-cache annotation (with the
+# context's estimates and the contract); the JSON document, the ledger's text
+SHAPE_LEAVES = {
+    (): ("io_tui.core.context.cache", "io_tui.core.contract"),
+    ("--json",): ("io_tui.core.progress.render",),
+}
+
+
 def test_a_trace_loads_only_what_it_shows(tmp_path: Path, workspace: Path, write_script) -> None:
     """A run that ran, traced: past the store's open (the approvals' repo is loaded) trace
-    loads none of HEAVY or TRACE_LEAVES, and ``--json`` not the ledger's text either."""
+    loads none of HEAVY or TRACE_LEAVES, nor what its shape does not show."""
     script = write_script(
         [
             {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
@@ -113,12 +121,11 @@ def test_a_trace_loads_only_what_it_shows(tmp_path: Path, workspace: Path, write
     ran = io_tui("run", "look", "-w", str(workspace), "--provider", f"scripted:{script}",
                  "--store", store)  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    for shape in ((), ("--json",)):
+    for shape, leaves in SHAPE_LEAVES.items():
         modules = loaded_by("trace", "1", *shape, "--store", store)
         assert "io_tui.core.store.approvals" in modules, shape  # it read the run
-        left = heavy_in(modules) + sorted(m for m in TRACE_LEAVES if m in modules)
+        left = heavy_in(modules) + sorted(m for m in (*TRACE_LEAVES, *leaves) if m in modules)
         assert left == [], shape
-    assert "io_tui.core.progress.render" not in modules  # --json: the ledger stays JSON
 
 
 def test_the_default_store_is_found_without_the_settings(tmp_path: Path) -> None:
