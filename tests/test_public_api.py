@@ -253,6 +253,20 @@ def test_every_name_is_the_object_its_module_defines() -> None:
         assert value is getattr(importlib.import_module(home), name), name
 
 
+def test_the_table_is_read_as_its_syntax_says() -> None:
+    """``_read_homes`` scans the block line by line (cheaper than ``ast`` for every command):
+    what it finds is what the parsed block imports, name for name."""
+    tree = ast.parse(Path(core.__file__).read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If))
+    parsed = {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    assert core._read_homes() == parsed
+
+
 def test_every_name_is_re_exported_explicitly() -> None:
     """Each import of the table reads ``X as X``, so a strict type checker sees it exported."""
     tree = ast.parse(Path(core.__file__).read_text())

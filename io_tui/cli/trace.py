@@ -18,7 +18,6 @@ from io_tui.cli.common import (
     print_json,
 )
 from io_tui.core import (
-    ProgressLedger,
     TraceNotFound,
     build_trace,
     cost_line,
@@ -26,7 +25,6 @@ from io_tui.core import (
     history_notes,
     limits_notes,
     lineage_lines,
-    render_ledger,
     request_notes,
     rewrite_line,
 )
@@ -52,8 +50,9 @@ def register(sub: Any) -> None:
 
 async def trace_command(args: argparse.Namespace) -> int:
     store = await open_store(args)
+    whole = args.json and args.lifecycle is None  # the schema's document: prompt caching too
     try:
-        trace = await build_trace(store, args.run)
+        trace = await build_trace(store, args.run, cache=whole)
     except TraceNotFound as exc:
         error(str(exc))
         return EXIT_FAILED
@@ -66,7 +65,7 @@ async def trace_command(args: argparse.Namespace) -> int:
     if args.json:
         print_json(trace)
     elif args.ledger:
-        print(render_ledger(ProgressLedger.from_json(trace["progress"])))
+        print(ledger_text(trace["progress"]))
     elif args.context is not None:
         return print_context(trace, args.context)
     else:
@@ -130,7 +129,15 @@ def print_readable(trace: dict[str, Any]) -> None:
         for line in after.get(step["step"], []):
             print(line)
     print("\n── progress ledger " + "─" * 58)
-    print(render_ledger(ProgressLedger.from_json(trace["progress"])))
+    print(ledger_text(trace["progress"]))
+
+
+def ledger_text(progress: dict[str, Any]) -> str:
+    """The trace's progress ledger (``trace["progress"]``) as text: what ``--json`` leaves as
+    it is, so it loads the ledger's text only here (with text endings)."""
+    from io_tui.core import ProgressLedger, render_ledger
+
+    return render_ledger(ProgressLedger.from_json(progress))
 
 
 def _pairs(step: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:

@@ -17,7 +17,6 @@ same request, and the run loop scales the ceiling check by it.
 
 from __future__ import annotations
 
-import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -96,6 +95,8 @@ class Calibration:
         seen = self.ratios.get((provider, model))
         if not seen:
             return 1.0
+        import statistics  # a run's drift only: reading a trace costs no fractions nor decimal
+
         return round(min(MAX_FACTOR, max(MIN_FACTOR, statistics.median(seen))), 4)
 
     def counts_tools(self, provider: str, model: str) -> bool:

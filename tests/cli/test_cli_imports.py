@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_process import io_tui
 
 from io_tui.cli import COMMANDS, SUMMARIES, build_parser
 
@@ -79,6 +80,52 @@ def heavy_in(modules: set[str]) -> list[str]:
 def test_a_read_only_command_loads_nothing_heavy(argv: tuple[str, ...], tmp_path: Path) -> None:
     store = ("--store", str(tmp_path / "store.db"))
     assert heavy_in(loaded_by(*argv, *store)) == []
+
+
+# What ``io-tui trace`` leaves alone besides HEAVY (issue 34): a live run's fold and workspace
+# and its summaries' agreement, the policy and the reviewer (it reads approvals' acts and
+# decisions only), the plan (a run that rewrote its prefix), the PostgreSQL backend (a SQLite
+# store), the drift factor's statistics, uuid (with platform) and getpass.
+TRACE_LEAVES = (
+    "io_tui.core.authority.policy",
+    "io_tui.core.authority.review",
+    "io_tui.core.boundary.workspace",
+    "io_tui.core.context.plan",
+    "io_tui.core.context.summary",
+    "io_tui.core.progress.fold",
+    "io_tui.core.store.pg",
+    "getpass",
+    "statistics",
+    "uuid",
+)
+
+
+# and what one shape leaves besides: the readable trace, the prompt-cache annotation (with the
+# context's estimates and the contract); the JSON document, the ledger's text
+SHAPE_LEAVES = {
+    (): ("io_tui.core.context.cache", "io_tui.core.contract"),
+    ("--json",): ("io_tui.core.progress.render",),
+}
+
+
+def test_a_trace_loads_only_what_it_shows(tmp_path: Path, workspace: Path, write_script) -> None:
+    """A run that ran, traced: past the store's open (the approvals' repo is loaded) trace
+    loads none of HEAVY or TRACE_LEAVES, nor what its shape does not show."""
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/app.py"}}]},
+            {"text": "done"},
+        ]
+    )
+    store = str(tmp_path / "store.db")
+    ran = io_tui("run", "look", "-w", str(workspace), "--provider", f"scripted:{script}",
+                 "--store", store)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    for shape, leaves in SHAPE_LEAVES.items():
+        modules = loaded_by("trace", "1", *shape, "--store", store)
+        assert "io_tui.core.store.approvals" in modules, shape  # it read the run
+        left = heavy_in(modules) + sorted(m for m in (*TRACE_LEAVES, *leaves) if m in modules)
+        assert left == [], shape
 
 
 def test_the_default_store_is_found_without_the_settings(tmp_path: Path) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import getpass
 import socket
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from io_tui.core.authority.policy import Act
+from io_tui.core.authority.acts import Act
 
 RuleScope = Literal["run", "workspace", "global"]
 
@@ -16,6 +15,8 @@ RuleScope = Literal["run", "workspace", "global"]
 def operator(via: str) -> str:
     """Who decides from this process, as a decision records it (``decided_by``) and every other
     cockpit shows it: ``alice@build-3 (io-tui)``."""
+    import getpass  # (with termios) for who decides, not for reading decisions back
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no login name and no passwd entry (a bare container)

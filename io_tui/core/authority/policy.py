@@ -16,23 +16,10 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from io_tui.core.authority.acts import Act as Act, Effect as Effect  # re-exported
 from io_tui.core.authority.review import ReviewerSpec, ReviewerSpecError
 
 _E = TypeVar("_E", bound=StrEnum)
-
-
-class Act(StrEnum):
-    READ = "read"
-    WRITE = "write"
-    EXEC = "exec"
-    NET = "net"
-
-
-class Effect(StrEnum):
-    ALLOW = "allow"
-    ASK = "ask"
-    DENY = "deny"
-
 
 _STRENGTH = {Effect.DENY: 3, Effect.ASK: 2, Effect.ALLOW: 1}
 

@@ -15,23 +15,30 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from io_tui.core.boundary.workspace import Workspace
-from io_tui.core.context.summary import Agreement
-from io_tui.core.contract import Continuation, TaskContract, contract_from_json
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import RunEvent
 from io_tui.core.ledger import Observation, content_digest
-from io_tui.core.progress.fold import Fold
 from io_tui.core.progress.model import ProgressLedger
-from io_tui.core.progress.render import OBJECTIVE_ABOVE, render_ledger
 from io_tui.core.store import Store
+
+# The fold, the contract, the workspace, the summaries' agreement and the ledger's text are a
+# live run's (or a run's from before schema 7, folded now): reading a run's newest revision
+# (``ledger_of``, as ``io-tui trace`` does) loads none of them (issue 34).
+if TYPE_CHECKING:
+    from io_tui.core.boundary.workspace import Workspace
+    from io_tui.core.context.summary import Agreement
+    from io_tui.core.contract import Continuation, TaskContract
+    from io_tui.core.progress.fold import Fold
 
 FILE_TOOLS = ("write_file", "edit_file")
 
 
 class ProgressKeeper:
     def __init__(self, store: Store, run_id: int, contract: TaskContract, workspace: Workspace):
+        from io_tui.core.progress.fold import Fold
+
         self.store = store
         self.workspace = workspace
         self.fold = Fold(run_id, contract)
@@ -71,6 +78,9 @@ class ProgressKeeper:
 
     def agreement(self) -> Agreement:
         """What the run's compaction summaries must agree with: this ledger."""
+        from io_tui.core.context.summary import Agreement
+        from io_tui.core.progress.render import OBJECTIVE_ABOVE, render_ledger
+
         ledger = self.ledger()
         above = render_ledger(ledger, objective=OBJECTIVE_ABOVE)
         return Agreement(render_ledger(ledger), ledger.must_name(), above)
@@ -115,6 +125,8 @@ def _digests(workspace: Workspace, paths: list[str]) -> list[str]:
 
 async def fold_from_store(store: Store, run_id: int, contract: TaskContract) -> Fold:
     """The fold of everything the store holds of a run."""
+    from io_tui.core.progress.fold import Fold
+
     fold = Fold(run_id, contract)
     fold.texts = {o.call_id: o.text for o in await store.trace.observations(run_id)}
     steps = await store.trace.steps_after(run_id, 0, limit=8)
@@ -131,6 +143,14 @@ async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
     latest = await store.progress.latest(run_id)
     if latest is not None:
         return ProgressLedger.from_json(latest.ledger)
+    return await _folded_now(store, run_id)
+
+
+async def _folded_now(store: Store, run_id: int) -> ProgressLedger:
+    """The ledger of a run with no revision, folded from its events now."""
+    from io_tui.core.boundary.workspace import Workspace
+    from io_tui.core.contract import TaskContract, contract_from_json
+
     row = await store.runs.get(run_id)
     if row is None:
         raise LookupError(f"no run {run_id} in {store.path}")
@@ -148,5 +168,8 @@ async def ledger_of(store: Store, run_id: int) -> ProgressLedger:
 
 async def continuation(store: Store, run_id: int) -> Continuation:
     """What a run that continues ``run_id`` carries in its first request: that run's ledger."""
+    from io_tui.core.contract import Continuation
+    from io_tui.core.progress.render import render_ledger
+
     ledger = await ledger_of(store, run_id)
     return Continuation(run_id, ledger.revision, ledger.digest, render_ledger(ledger, carried=True))

@@ -10,8 +10,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.context.cache import annotate
-from io_tui.core.context.plan import saved_by
 from io_tui.core.events import EventKind
 from io_tui.core.progress.keeper import ledger_of
 from io_tui.core.run.sub_agents import waiting_on
@@ -25,7 +23,11 @@ class TraceNotFound(LookupError):
     pass
 
 
-async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
+async def build_trace(store: Store, run_id: int, *, cache: bool = True) -> dict[str, Any]:
+    """The run's trace. ``cache``: each request with its prompt-cache annotation (``cache``:
+    its cached prefix, where and why it broke, ``context/cache.py``); a reader that shows none
+    of it (the readable trace, its ledger, a step's context) leaves it out, and with it the
+    import of the context's estimates and message shapes."""
     run = await store.runs.get(run_id)
     if run is None:
         raise TraceNotFound(f"no run {run_id} in {store.path}")
@@ -46,7 +48,10 @@ async def build_trace(store: Store, run_id: int) -> dict[str, Any]:
     forks = await store.forks.of(run_id)
     revisions = await store.progress.revisions(run_id)
     request_rows = [_request(r) for r in requests]
-    annotate(request_rows)
+    if cache:
+        from io_tui.core.context.cache import annotate
+
+        annotate(request_rows)
     rewrites_saved(request_rows)
     obs_by_step: dict[int, list[dict[str, Any]]] = {}
     for o in observations:
@@ -172,6 +177,8 @@ async def step_request(store: Store, run_id: int, step: int) -> StepRequest:
     wanted = {work[at].id} | {work[i].id for i in (at - 1, last) if i is not None and i >= 0}
     rows = await store.trace.requests_by_id(sorted(wanted))
     request = _request(rows[work[at].id])
+    from io_tui.core.context.cache import annotate
+
     annotate([request], _request(rows[work[at - 1].id]) if at else None)
     previous = _request(rows[work[last].id]) if last is not None else None
     named = sorted({int(e.get("step") or 0) for e in request["entries"]})
@@ -495,6 +502,8 @@ def rewrites_saved(requests: list[dict[str, Any]]) -> None:
         rewrite = request.get("rewrite")
         if not rewrite:
             continue
+        from io_tui.core.context.plan import saved_by  # a run that rewrote its prefix only
+
         after = 0
         for later in work[index + 1 :]:
             if later.get("rewrite"):

@@ -27,7 +27,7 @@ from io_tui.core.store.db import (
     StoreUnreachable,
 )
 from io_tui.core.store.leases import LeaseLost, LeaseRepo
-from io_tui.core.store.pg import PgDatabase, StoreUrl, is_url, store_url
+from io_tui.core.store.urls import StoreUrl, is_url, store_url
 
 if TYPE_CHECKING:
     from io_tui.core.store.approvals import ApprovalRepo, RuleRepo
@@ -97,11 +97,12 @@ class Store:
         self, path: StoreLocation | str, *, create: bool = True, check: bool = False
     ) -> None:
         self.path = where = store_location(path)
-        self.db: Database = (
-            PgDatabase(where, create=create)
-            if isinstance(where, StoreUrl)
-            else SqliteDatabase(where, create=create, check=check)
-        )
+        if isinstance(where, StoreUrl):
+            from io_tui.core.store.pg import PgDatabase  # the backend only a URL's store loads
+
+            self.db: Database = PgDatabase(where, create=create)
+        else:
+            self.db = SqliteDatabase(where, create=create, check=check)
         self.leases = LeaseRepo(self.db)  # who drives a run; reaped at every open
 
     @cached_property

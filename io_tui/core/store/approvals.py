@@ -13,17 +13,21 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
+from io_tui.core.authority.acts import Act, Effect
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
-from io_tui.core.authority.policy import Act, Effect, Layer, Rule
-from io_tui.core.authority.review import Review
 from io_tui.core.events import EventKind
 from io_tui.core.store.db import Connection, Database
 from io_tui.core.store.leases import Fence, fenced
 from io_tui.core.store.live import FALLBACK_S, Live, announce, announce_decided
+
+if TYPE_CHECKING:  # what reviews and the remembered layer are: read where they are asked for,
+    # so reading a run's approvals (``io-tui trace``) loads neither the policy nor the reviewer
+    from io_tui.core.authority.policy import Layer
+    from io_tui.core.authority.review import Review
 
 DECIDED_POLL_S = 0.5  # on SQLite: how often a wait for a decision reads its request again
 RUNS_PER_READ = 500  # run ids per statement when reviews are read for many runs
@@ -156,6 +160,8 @@ class ApprovalRepo:
 
     async def with_reviews(self, records: Sequence[ApprovalRecord]) -> list[ApprovalRecord]:
         """``records`` with their reviews: the ``approval_reviewed`` events of their runs."""
+        from io_tui.core.authority.review import Review
+
         run_ids = sorted({r.request.run_id for r in records})
         found: dict[int, list[Review]] = {}
         for start in range(0, len(run_ids), RUNS_PER_READ):
@@ -325,6 +331,8 @@ class RuleRepo:
 
     async def layer_for(self, *, workspace: str, run_id: int) -> Layer:
         """The ``remembered`` layer that applies to one run in one workspace."""
+        from io_tui.core.authority.policy import Layer, Rule
+
         rules = [
             Rule(r.act, r.effect, r.pattern)
             for r in await self.list()

@@ -15,7 +15,6 @@ machine restarted since, or another machine sharing the file) is not comparable,
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from functools import cache
 
@@ -63,4 +62,6 @@ def host_clock() -> str:
         with open(_BOOT_ID, encoding="ascii") as f:
             return f"boot:{f.read().strip()}"
     except OSError:  # no /proc: one id per process, so only this process's stamps compare
+        import uuid  # (here only: uuid loads platform, and every store reads this clock)
+
         return f"boot:{uuid.uuid4()}"

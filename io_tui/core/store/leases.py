@@ -25,7 +25,6 @@ import os
 import socket
 import sqlite3
 import time
-import uuid
 from dataclasses import dataclass
 from functools import partial
 
@@ -67,7 +66,8 @@ class Owner:
     pid: int
 
 
-OWNER = Owner(uuid.uuid4().hex[:12], socket.gethostname(), os.getpid())
+# 12 random hex digits, as uuid4().hex[:12] were: uuid would load platform, for every store
+OWNER = Owner(os.urandom(6).hex(), socket.gethostname(), os.getpid())
 
 
 class RunBusy(RuntimeError):

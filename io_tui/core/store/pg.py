@@ -56,7 +56,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from io_tui.core.store.db import (
     APPLICATION_ID,
@@ -67,13 +66,19 @@ from io_tui.core.store.db import (
     StoreUnreachable,
 )
 from io_tui.core.store.schema import MIGRATIONS, SCHEMA_VERSION, id_tables, postgresql
+from io_tui.core.store.urls import (  # re-exported: where a store's URL is read (``urls.py``)
+    PASSWORD_VARIABLE as PASSWORD_VARIABLE,
+    SCHEMES as SCHEMES,
+    StoreUrl as StoreUrl,
+    is_url as is_url,
+    store_url as store_url,
+)
 
 if TYPE_CHECKING:
     import aiosqlite
     import psycopg
 
 T = TypeVar("T")
-SCHEMES = ("postgresql://", "postgres://")
 VERSION_TABLE = "io_tui_schema"
 CONNECT_TIMEOUT_S = 10
 RETRY_S = 30.0  # how long a transient fault is waited through (``IO_TUI_STORE_RETRY_S``)
@@ -82,7 +87,6 @@ BACKOFF_S = (0.05, 2.0)  # the first wait after a transient fault, and the longe
 # down, crashed or starting (a connection exception is class 08, taken whole)
 TRANSIENT_STATES = frozenset({"40001", "40P01", "53300", "57P01", "57P02", "57P03"})
 DISK_FULL = "53100"
-PASSWORD_VARIABLE = "PGPASSWORD"  # libpq's own variable, and its name in credentials.toml
 _FOREIGN = (
     "is not an io-tui store (a PostgreSQL database with tables of something else);"
     " io-tui leaves it untouched"
@@ -102,32 +106,6 @@ def retry_s() -> float:
         return max(0.0, float(given)) if given else RETRY_S
     except ValueError:
         return RETRY_S
-
-
-def is_url(text: str) -> bool:
-    return text.startswith(SCHEMES)
-
-
-class StoreUrl(str):
-    """A PostgreSQL store's URL as it may be shown and handed to child processes: without a
-    password. One given in the URL is kept in ``password``, never in the text."""
-
-    password: str | None = None
-
-
-def store_url(text: str) -> StoreUrl:
-    """``text`` (a ``postgresql://`` URL) with any password taken out into ``.password``.
-
-    A process that got its password in the URL gives it to its children (the harness worker)
-    through ``PGPASSWORD``, as the environment, not on their command line."""
-    parts = urlsplit(text)
-    userinfo, at, hostinfo = parts.netloc.rpartition("@")
-    user, colon, password = userinfo.partition(":")
-    url = StoreUrl(urlunsplit(parts._replace(netloc=f"{user}{at}{hostinfo}")))
-    if colon and password:
-        url.password = unquote(password)
-        os.environ.setdefault(PASSWORD_VARIABLE, url.password)
-    return url
 
 
 def _password(url: StoreUrl) -> str | None:
