@@ -1,3 +1,3 @@
-from io_tui.cli import main
+from io_tui.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from io_tui import __version__
 from io_tui.cli.common import (
@@ -129,6 +131,15 @@ def _modules_for(argv: Sequence[str] | None) -> list[str] | None:
         elif not word.startswith("-"):
             return [COMMANDS[word]] if word in COMMANDS else None
     return []  # no command: the app
+
+
+def entry() -> NoReturn:
+    """The ``io-tui`` command (and ``python -m io_tui``): ``main``, then the process exits.
+    The command closed what it opened; what it made lives until the exit, so the collector's
+    last pass need not walk it (``gc.freeze``: 10–20 ms of a 100–150 ms command)."""
+    code = main()
+    gc.freeze()
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
