@@ -14,6 +14,18 @@ def read(path: str, offset: int) -> dict[str, Any]:
     return {"tool_calls": [{"name": "read_file", "arguments": args}]}
 
 
+def run_turns(turns, workspace, write_script, store_path, *, ceiling: int) -> tuple[str, str]:
+    """A scripted run of ``turns`` (then "done") under ``ceiling``; the ``--store`` option."""
+    script = write_script([*turns, {"text": "done"}])
+    store = ("--store", str(store_path))
+    run = io_tui(
+        "run", "look around", "-w", str(workspace), "--provider", f"scripted:{script}",
+        "--approve", "all", "--context-max-tokens", str(ceiling), "--max-steps", "100", *store,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    return store
+
+
 def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, store_path):
     for i in range(12):
         body = "".join(f"def f{i}_{j}(x):\n    return x + {j}\n" for j in range(120))
@@ -21,13 +33,7 @@ def test_lifecycle_follows_an_entry_into_the_summaries(workspace, write_script, 
     (workspace / "notes.txt").write_text("the parser needs the v2 grammar\n" + "filler\n" * 40)
     turns = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}]
     turns += [read(f"m{i % 12}.py", 101 + 10 * (i // 12)) for i in range(1, 80)]
-    script = write_script([*turns, {"text": "done"}])
-    store = ("--store", str(store_path))
-    run = io_tui(
-        "run", "look around", "-w", str(workspace), "--provider", f"scripted:{script}",
-        "--approve", "all", "--context-max-tokens", "8000", "--max-steps", "100", *store,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout + run.stderr
+    store = run_turns(turns, workspace, write_script, store_path, ceiling=8000)
 
     plain = io_tui("trace", "1", "--lifecycle", "V2 GRAMMAR", *store)  # text in a result
     assert plain.returncode == 0, plain.stdout + plain.stderr
@@ -63,13 +69,7 @@ def test_a_fold_s_summary_shares_the_prompt_cache_of_the_request_before_it(
     for i in range(8):
         (workspace / f"m{i}.py").write_text("".join(f"x{j} = {j}\n" for j in range(400)))
     turns = [read(f"m{i % 8}.py", 1 + 40 * (i // 8)) for i in range(40)]
-    script = write_script([*turns, {"text": "done"}])
-    store = ("--store", str(store_path))
-    run = io_tui(
-        "run", "look around", "-w", str(workspace), "--provider", f"scripted:{script}",
-        "--approve", "all", "--context-max-tokens", "6000", "--max-steps", "60", *store,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout + run.stderr
+    store = run_turns(turns, workspace, write_script, store_path, ceiling=6000)
 
     trace = json.loads(io_tui("trace", "1", "--json", *store).stdout)
     requests = trace["requests"]

@@ -195,6 +195,15 @@ def _fence(*texts: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _ledger_part(ledger: str, fence: str, record: str) -> str:
+    """The ledger, fenced, as the authority over ``record`` (what the summarizer reads)."""
+    return (
+        f"The run's progress ledger, kept by the harness from runtime state: where {record}"
+        " or the summary so far disagree with it, it is right, and your summary must agree"
+        f" with it:\n{fence}ledger\n{ledger}\n{fence}"
+    )
+
+
 def summary_request(
     goal: str,
     previous: Summary | None,
@@ -212,11 +221,7 @@ def summary_request(
     fence = _fence(notes, previous.text if previous else "", ledger)
     parts = [f"Goal of the run: {one_line(goal)}"]
     if ledger:
-        parts.append(
-            "The run's progress ledger, kept by the harness from runtime state: where the notes"
-            " or the summary so far disagree with it, it is right, and your summary must agree"
-            f" with it:\n{fence}ledger\n{ledger}\n{fence}"
-        )
+        parts.append(_ledger_part(ledger, fence, "the notes"))
     if previous is not None:
         parts.append(
             f"The summary so far (steps {first_step}–{previous.through_step}):\n"
@@ -273,11 +278,7 @@ def shared_summary_request(
     )
     parts = [ask]
     if ledger:
-        parts.append(
-            "The run's progress ledger, kept by the harness from runtime state: where the"
-            " conversation or the summary so far disagree with it, it is right, and your summary"
-            f" must agree with it:\n{fence}ledger\n{ledger}\n{fence}"
-        )
+        parts.append(_ledger_part(ledger, fence, "the conversation"))
     parts.append(
         "An index of the steps to fold (a step the conversation above no longer shows is noted"
         f" whole):\n{fence}notes\n{notes}\n{fence}"
