@@ -23,7 +23,14 @@ from cli_process import io_tui, user_env
 from llama_server import llama_server
 
 from io_tui.core.authority.approvals import DenyAll
+from io_tui.core.context.summary import shared_summary_request
 from io_tui.core.contract import TaskContract
+from io_tui.core.providers.base import (
+    Completed,
+    CompletionRequest,
+    Message,
+    Usage,
+)
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
@@ -94,4 +101,49 @@ def test_io_tui_run_with_no_limits_set_finishes_on_a_4096_token_window(
         f"\nio-tui run on llama.cpp (n_ctx {N_CTX}), no limits set: output limit fitted to"
         f" {limits['max_output_tokens']:,}, prompt {first['usage']['prompt_tokens']:,} tokens;"
         f" {trace['run']['steps']} step(s), {trace['run']['outcome']}"
+    )
+
+
+async def test_a_summary_asked_after_the_working_request_reuses_the_slot_s_prefix() -> None:
+    """A fold's summary request repeats the working request before it (``context/summary.py``):
+    llama.cpp's slot reuses that prefix instead of evaluating it again, and says so
+    (``timings.cache_n``), as Anthropic's and OpenAI's caches read it."""
+    server = llama_server(N_CTX)
+    base_url = server.listening_address.rstrip("/") + "/v1"
+    provider = make_provider(
+        "llamacpp", model="smollm2", base_url=base_url, timeout=600, max_output_tokens=8
+    )
+    turns: list[Message] = [
+        Message("system", "You are a careful coding agent."),
+        Message("user", "Goal: count the words of a text correctly."),
+    ]
+    for n in range(1, 7):
+        turns.append(Message("assistant", f"Step {n}: I read textstats/core.py again, part {n}."))
+        turns.append(
+            Message("user", "\n".join(f"{n}.{i} def f{i}(x): return x + {i}" for i in range(20)))
+        )
+    work = CompletionRequest(tuple(turns), max_output_tokens=8)
+    index = "\n".join(
+        f"### step {n}\nresult read_file read [full; shown above] core.py" for n in range(1, 5)
+    )
+    summary = shared_summary_request(turns, (), None, index, 1, 4, 8)
+
+    async def usage_of(request: CompletionRequest) -> Usage:
+        async for event in provider.stream(request):
+            if isinstance(event, Completed) and event.response.usage is not None:
+                return event.response.usage
+        raise AssertionError("no usage reported")
+
+    try:
+        first = await usage_of(work)
+        second = await usage_of(summary)
+    finally:
+        await provider.aclose()
+    assert second.cache_reported and first.prompt_tokens > 500
+    # all of the working request's prompt but its closing "assistant:" turn marker
+    assert second.cache_read_tokens >= first.prompt_tokens - 8
+    assert second.prompt_tokens > second.cache_read_tokens  # the ask, evaluated
+    print(
+        f"\nllama.cpp: working request {first.prompt_tokens:,} prompt tokens; the summary asked"
+        f" after it {second.prompt_tokens:,}, of which {second.cache_read_tokens:,} reused"
     )
