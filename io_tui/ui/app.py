@@ -302,6 +302,9 @@ class IoApp(App[int]):
             self.start_demo()
         else:  # the harness worker starts while the user reads the first screen
             self.call_after_refresh(self._prepare_host)
+        # the new-run dialog's module (the providers, httpx, the harness's tools: ~90 ms) is
+        # imported while the user reads the first screen, not when ctrl+n is first pressed
+        self.call_after_refresh(_import_in_background, "io_tui.ui.screens.new_run")
         # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
@@ -766,6 +769,15 @@ def create_app(
         demo_workspace=demo_workspace,
         harness=harness,
     )
+
+
+def _import_in_background(module: str) -> None:
+    """Import ``module`` on a thread of its own: a key that needs it later finds it loaded (a
+    key pressed meanwhile waits on the import's lock, as it would have imported it itself)."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
 
 
 def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
