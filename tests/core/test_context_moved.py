@@ -4,13 +4,16 @@ file in ranges and edit it between: without this every edit re-sent every range 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
-from engine_run import grow
+from engine_run import answered, ask, grow
 
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
 from io_tui.core.context.manifest import EntryState
+from io_tui.core.context.plan import extends
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo
 from io_tui.core.contract import Compaction, TaskContract
@@ -89,6 +92,33 @@ async def test_a_range_the_edit_changed_is_corrected_with_its_lines() -> None:
     fix = next(m.content for m in last.messages if m.content.startswith("[correction of step 1"))
     assert "in these lines" in fix.partition("\n")[0]  # the difference, not its numbers
     assert "changed by the edit" in fix
+
+
+async def test_a_range_a_rewrite_stubbed_stays_a_stub_when_its_lines_come_back() -> None:
+    """A range read whose correction shows other lines (an edit inside it moved its end) is
+    superseded by that correction; once a rewrite stubbed it, a later correction that shows its
+    lines again (the edit undone) leaves the stub as it was: the requests only append."""
+    file = File()
+    contract = TaskContract("fix", Path("/ws"), compaction=Compaction(enabled=False))
+    engine = ContextEngine(Frame("S", (), contract), refresh=file.refresh)
+    done: list[StepRecord] = []
+    built = []
+    before = list(file.lines)
+    for step, record in enumerate([read(1, file, "lines 100-130"), *map(edit, range(2, 8))], 1):
+        if step == 2:
+            del file.lines[109:112]  # lines 100-127 now: corrected at step 3
+        if step == 4:  # a part of the frame was rebuilt: this request rewrites, stubbing c1
+            engine.reframe(replace(engine.frame, system_prompt="S (v2)"))
+        if step == 5:
+            file.lines = before  # lines 100-130 again: the correction at step 5 covers c1's
+        built.append(await ask(engine, done, step, 24_000))
+        done.append(answered(record, built[-1]))
+    assert built[3].rewrite is not None and built[3].rewrite.cause == "frame"
+    assert entry(built[3], "c1").state is EntryState.DROPPED
+    assert entry(built[4], "c1@5").state is EntryState.ECHOED  # the difference from c1@3
+    for later in built[4:]:
+        assert entry(later, "c1").state is EntryState.DROPPED and later.rewrite is None
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built[3:]))
 
 
 def entry(assembly, call_id: str):

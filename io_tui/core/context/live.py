@@ -594,12 +594,17 @@ class LiveSteps:
     def _supersede_reads(self, path: str, e: Entry, corrects: Entry | None = None) -> None:
         """``e`` reads ``path``: it supersedes the open reads of it whose lines it covers. The
         read ``e`` corrects (``corrects``) is the base ``e`` is sent as a difference from, even
-        when ``e`` shows more lines (an edit inside the range moved its end)."""
+        when ``e`` shows more lines (an edit inside the range moved its end). A read its
+        correction superseded already (one of other lines: an edit moved the range) keeps the
+        first step that replaced it: superseded again, it would be pending again, and a stub a
+        rewrite made would be carried whole once more, rewriting the prefix from there."""
         span, lines = e.obs.span, span_lines(e.obs.span)
         open_reads = self._reads.setdefault(path, [])
         kept = []
         for older in open_reads:
-            if older.obs.span == span or _covers(lines, span_lines(older.obs.span)):
+            if older.by is not None:
+                kept.append(older)
+            elif older.obs.span == span or _covers(lines, span_lines(older.obs.span)):
                 covered = older.obs.span != span
                 self._superseded(older, e, covered, echo=older is corrects)
             else:
