@@ -22,10 +22,10 @@ from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
 from io_tui.core.context.live import LiveSteps
-from io_tui.core.context.manifest import Assembly
+from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.plan import Plan
-from io_tui.core.context.refresh import Fresh, RefreshFailed
-from io_tui.core.context.step import Step
+from io_tui.core.context.refresh import Fresh, RefreshFailed, Resolver
+from io_tui.core.context.step import Entry, Step
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
@@ -400,3 +400,16 @@ def test_turns_after_the_newest_results_go_compact_in_a_reused_engine_too() -> N
         assert max(map(len, turns)) < 300  # compact, not the whole turn
 
     asyncio.run(drive())
+
+
+def test_a_result_cut_to_the_newest_step_s_share_says_so_only_while_it_is() -> None:
+    """Found by the property above: a result the newest step's share cut at the entry cap's
+    length kept that reason in a reused engine after it was no longer the newest, where a
+    fresh engine said the entry cap cut it (the cut the same, the manifest's reason not)."""
+    obs = Observation(8, "c8_0", "run_command", ObsKind.EXEC, "pytest", "x" * 4_007)
+    entry = Entry(obs)
+    Resolver(2_000).squeeze([entry], room=10_000)
+    assert entry.state is EntryState.CAPPED and "the newest step's share" in entry.reason
+    Resolver(2_000).settle(entry)  # the next request: an older result, at the same cap
+    assert entry.state is EntryState.CAPPED
+    assert entry.reason.startswith("cut to the entry cap (2,000 chars)")

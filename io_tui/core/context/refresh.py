@@ -91,13 +91,16 @@ class Resolver:
                     f"leaves its results: {kept:,} of {total:,} kept",
                 )
                 e.carried = (chars, e.content, e.reason, e.tokens)  # what the manifest counts
+                e.squeezed = True  # not the entry cap's cut, though its chars may be the cap
             used += e.tokens
         return used
 
     def _carried(self, e: Entry) -> tuple[int, str, str, int]:
         """The recorded result as sent whole or capped: (cap, content, reason, tokens)."""
         carried = e.carried
-        if carried is None or carried[0] != self.cap:  # decided once per classification
+        # decided once per classification and cap; a squeeze's cut is the newest step's share
+        if carried is None or carried[0] != self.cap or e.squeezed:
+            e.squeezed = False
             obs = e.obs
             content = obs.text
             if len(obs.text) > self.cap:

@@ -53,6 +53,7 @@ class Entry:
     tokens: int = 0  # estimate_tokens(content)
     stub_tokens: int = -1  # estimate_tokens(self.stub()), -1 until priced
     carried: tuple[int, str, str, int] | None = None  # cap, content, reason, tokens when carried
+    squeezed: bool = False  # ``carried`` is the newest step's share (``Resolver.squeeze``)
     # the pending result of the same call, carried whole before it, that this one is sent as a
     # difference from (``refresh.py``); and those sent as a difference from this (made on the
     # first: most entries never have one, and a cold build makes one per result)
