@@ -358,7 +358,8 @@ async def test_the_footer_is_out_of_sight_while_a_modal_covers_the_screen(make_a
         main = app.main_screen()
         assert main is not None
         footer = main.query_one(ScreenFooter)
-        assert not footer.display
+        # the footer hears of the new screen through the app's signal, a message after it
+        await until(lambda: not footer.display, "the footer out of sight")
         await until(lambda: app.screen.armed, "the modal armed")  # type: ignore[attr-defined]
         await pilot.press("escape")  # defer
         await until(lambda: app.screen is main, "the main screen again")
