@@ -363,7 +363,8 @@ class Build:
         budget = notes_budget_chars(self.ceiling, self.summary)
         with gc_paused():
             steps, left_out = fold_steps(self.live, boundary, self.cap, budget)
-            shared = None if force or self.emergency else self._shared(boundary, budget)
+            asks = self.engine.summarize is not None and not (force or self.emergency)
+            shared = self._shared(boundary, budget) if asks else None
         summary = await fold(
             goal=self.engine.frame.contract.goal,
             previous=self.summary,
