@@ -61,10 +61,15 @@ class Typeahead:
             self._timer = None
         rest = type_into(screen, held) if screen is not None else held
         for event in rest:
-            if isinstance(event, events.Key):
-                self.app.post_message(events.Key(event.key, event.character))
-            else:
-                self.app.post_message(events.Paste(event.text))
+            again = (
+                events.Key(event.key, event.character)
+                if isinstance(event, events.Key)
+                else events.Paste(event.text)
+            )
+            # sent by the app, as the terminal's keys are: made here, its sender would be the
+            # dialog, and a key stops bubbling at its sender, short of the app that looks up
+            # the dialog's bindings (ctrl+s typed after the Task would start nothing)
+            self.app.post_message(again.set_sender(self.app))
 
 
 def type_into(screen: Screen[object], held: list[events.Key | events.Paste]) -> list:

@@ -271,7 +271,7 @@ def typed(*keys: str) -> list[events.Key]:
     """Keys as a terminal sends them: named keys, or each character of a text."""
     out = []
     for key in keys:
-        if key in ("ctrl+n", "tab", "backspace"):
+        if key in ("ctrl+n", "ctrl+s", "tab", "backspace"):
             out.append(events.Key(key, "\t" if key == "tab" else None))
         else:
             out += [events.Key(_key_name(c), c) for c in key]
@@ -303,6 +303,22 @@ async def test_keys_typed_right_after_ctrl_n_reach_the_task_then_the_next_field_
         await pilot.press(*str(tmp_path)[-1])  # typed now: at the cursor, nothing selected
         assert workspace.value == str(tmp_path)
         assert app.screen_stack[0].query_one("#prompt", Input).value == ""  # nothing below
+
+
+async def test_ctrl_s_typed_right_after_the_task_starts_the_run(make_app, local_only) -> None:
+    """A fast typist's ctrl+n, task and ctrl+s, all queued before the dialog is ready: the
+    dialog's own key starts the run once the task is typed (it was held, handed back and lost
+    short of the app, which looks the dialog's bindings up)."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        for key in typed("ctrl+n", "say hi", "ctrl+s"):
+            app.post_message(key)
+        await until(pilot, lambda: isinstance(app.screen, NewRunScreen), "the dialog open")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed", 200)
+        await wait_until_idle(pilot)
+        row = await app.store.runs.get(1)
+        assert row is not None and row.goal == "say hi"
 
 
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
