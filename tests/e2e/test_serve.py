@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import shutil
@@ -118,26 +117,21 @@ def test_keys_typed_in_a_browser_before_any_click_start_a_run(tmp_path: Path) ->
     """The page gives the terminal the keyboard once the app has drawn: ctrl+n, a task and
     ctrl+s typed without a click start the run (the page took keys only after a click, and the
     app, told it had no focus, showed an empty footer)."""
-    playwright = pytest.importorskip("playwright.async_api")
-
-    async def type_a_run(port: int) -> None:
-        async with playwright.async_playwright() as p:
-            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = await browser.new_page(viewport={"width": 1400, "height": 900})
-            await page.goto(f"http://127.0.0.1:{port}/")
-            await page.wait_for_selector("body.-first-byte", timeout=30_000)
-            focused = "document.activeElement.classList.contains('xterm-helper-textarea')"
-            await page.wait_for_function(focused, timeout=10_000)
-            await page.keyboard.press("Control+n")
-            await page.keyboard.type("say hi from a browser")
-            await page.keyboard.press("Control+s")
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not goals(tmp_path / "s.db"):
-                await asyncio.sleep(0.2)
-            await browser.close()
-
-    with serving(tmp_path) as (port, _page):
-        asyncio.run(type_a_run(port))
+    playwright = pytest.importorskip("playwright.sync_api")
+    with serving(tmp_path) as (port, _page), playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector("body.-first-byte", timeout=30_000)
+        focused = "document.activeElement.classList.contains('xterm-helper-textarea')"
+        page.wait_for_function(focused, timeout=10_000)
+        page.keyboard.press("Control+n")
+        page.keyboard.type("say hi from a browser")
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not goals(tmp_path / "s.db"):
+            time.sleep(0.2)
+        browser.close()
     assert goals(tmp_path / "s.db") == ["say hi from a browser"]
 
 
