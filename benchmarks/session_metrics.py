@@ -105,6 +105,9 @@ def results(messages: Sequence[Message]) -> list[Result]:
             if call is not None:
                 target = str(next(iter(call.arguments.values())))
                 waiting[target] = waiting[_keyed(target, _span_of(text))] = text
+                asked = call.arguments.get("offset"), call.arguments.get("limit")
+                if asked[0] is not None and asked[1] is not None:  # the lines its head names
+                    waiting[_named(target, (asked[0], asked[0] + asked[1] - 1))] = text
             body = text.partition("\n")[2]
             unplaced.append(Result(call, FRAME.sub("", body, count=1), None, corrects))
             out.append(unplaced[-1])
@@ -204,7 +207,7 @@ def _base(
     when that step placed several of the file (ranges of it): taken back to the whole and
     diffed again against it, it gives the difference as sent."""
     placed = fixes.get(step, {})
-    found = [placed.get(key), by_step.get((step, target))]
+    found = [placed.get(_NAMED_PREFIX + key), placed.get(key), by_step.get((step, target))]
     found += [text for k, text in placed.items() if k.startswith(target)]
     found = [text for text in found if text]
     if lines is not None:
@@ -245,6 +248,16 @@ def _keyed(target: str, span: tuple[int, int] | None) -> str:
     """A correction's key among those placed at one step: its target and the lines it shows
     (two ranges of one file corrected at one boundary are two copies)."""
     return f"{target} (lines {span[0]}-{span[1]})" if span else target
+
+
+_NAMED_PREFIX = "named: "
+
+
+def _named(target: str, span: tuple[int, int]) -> str:
+    """A correction's key by the lines its head names, which a later correction of it names
+    too: an edit pointer's head keeps the range first read while the lines it stands for grow
+    with each edit, so two ranges of one file corrected at one step are told apart by it."""
+    return _NAMED_PREFIX + _keyed(target, span)
 
 
 def _span_of(text: str) -> tuple[int, int] | None:

@@ -186,3 +186,36 @@ def test_a_line_gone_past_the_files_end_is_shown_as_it_is_by_a_read_that_asked_f
     # nor does a read whose trailer counts the file as it was
     old_count = range_read(4, "a.py", 1, now, 6, limit=6)
     assert real_sessions.stale_count([*before, *old_count], "t", tree) == 1
+
+
+def test_a_pointer_to_an_edit_of_an_edit_pointer_s_lines_stands_for_them_as_they_are() -> None:
+    # openhands__requests-2674 at 24k: two ranges of one file, each corrected at one step by a
+    # pointer to the agent's edit (the lines each stands for grew with it), then each pointed
+    # to again after the next edit, naming its range as first read: the metric took the other
+    # range's lines for one of them and counted lines past the file's end as stale.
+    file = [f"l{n}" for n in range(1, 8)]
+    messages = [*range_read(1, "a.py", 1, file[:4], 7), *range_read(2, "a.py", 2, file[1:5], 7)]
+
+    def edit(step: int, old: str, new: str) -> list[Message]:
+        call = ToolCall(f"call_{step}_1", "edit_file", {"path": "a.py", "old": old, "new": new})
+        return [Message("assistant", "", (call,)), Message("tool", "ok", tool_call_id=call.id)]
+
+    def pointer(base: int, first: int, last: int, writer: int, now: tuple[int, int, int]) -> Message:  # fmt: skip
+        return Message(
+            "user",
+            f"[correction of step {base}'s read of a.py (lines {first}-{last}): step {writer} "
+            f"wrote a.py after this read; step {writer}'s edit_file call above made step "
+            f"{base}'s copy above lines {now[0]}-{now[1]} of {now[2]}: its old text replaced "
+            "by its new]",
+        )
+
+    messages += edit(3, "l3\n", "l3\nl3b\n")  # both ranges hold l3: one more line in each
+    messages += [pointer(1, 1, 4, 3, (1, 5, 8)), pointer(2, 2, 5, 3, (2, 6, 8))]
+    messages += edit(4, "l4\n", "l4 changed\n")
+    messages += [pointer(4, 2, 5, 4, (2, 6, 8)), pointer(4, 1, 4, 4, (1, 5, 8))]
+    messages.append(Message("assistant", "", (ToolCall("call_5_1", "grep", {"pattern": "x"}),)))
+    now = ["l1", "l2", "l3", "l3b", "l4 changed", "l5", "l6", "l7"]
+    assert real_sessions.stale_count(messages, "t", Tree({"a.py": now})) == 0
+    shown = real_sessions.visible(messages)  # each pointer stands for its own lines
+    assert "1│l1\n2│l2\n3│l3\n4│l3b\n5│l4 changed\n" in shown
+    assert "2│l2\n3│l3\n4│l3b\n5│l4 changed\n6│l5\n" in shown
