@@ -157,3 +157,60 @@ async def test_lines_an_edit_pointer_stands_for_are_corrected_when_they_change_a
     assert points_to_call(pointer) and pointer.startswith("[correction of step 1's read")
     assert fix.startswith("[correction of step 3's read of a.py (lines 100-130): step 3 wrote a.py")
     assert "changed on disk later" in fix and "first edit" in fix  # the lines as they are
+
+
+async def test_an_edit_of_lines_an_edit_pointer_stands_for_is_pointed_to_in_turn() -> None:
+    """The copy a pointer corrects, with its edit applied, is what the pointer shows: a second
+    edit of those lines is one line pointing to it too (a real session sent them whole, 3 KB,
+    after each of three edits), and the two edits applied to the first copy give the file."""
+    file = SeenFile()
+    engine = engine_for(file)
+    done: list[StepRecord] = []
+
+    async def step(record: StepRecord) -> None:
+        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
+
+    await step(read(1, file, "lines 100-130"))
+    first_old, first_new = file.lines[109] + "\n", "def f110(x):  # first edit\n    return x\n"
+    await step(call(2, "edit_file", {"path": "a.py", "old": first_old, "new": first_new}, "ok"))
+    file.lines[109:110] = first_new.rstrip("\n").split("\n")
+    second_old, second_new = "    return x\n", "    return x + 1  # second edit\n"
+    await step(call(3, "edit_file", {"path": "a.py", "old": second_old, "new": second_new}, "ok"))
+    file.lines[110] = second_new.rstrip("\n")
+    last = await ask(engine, done, 4, 24_000)
+    first, second = corrections(last)
+    assert edited_by(first) == (2, 100, 131)
+    assert second == (
+        "[correction of step 3's read of a.py (lines 100-130): step 3 wrote a.py after this "
+        "read; step 3's edit_file call above made step 3's copy above lines 100-131 of 201: "
+        "its old text replaced by its new]"
+    )
+    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
+    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    text = "\n".join(lines) + "\n"
+    for old, new in ((first_old, first_new), (second_old, second_new)):
+        text = text.replace(old, new, 1)
+    assert text.removesuffix("\n").split("\n") == file.lines[99:131]
+    assert entry(last, "c1").state is EntryState.CORRECTED
+
+
+async def test_an_edit_pointer_whose_lines_a_change_elsewhere_left_alone_stays_current() -> None:
+    """A write below the lines an edit pointer stands for leaves them as the pointer says: it
+    is current, and no correction sends those lines again (one did, 3 KB, in a real session)."""
+    file = SeenFile()
+    engine = engine_for(file)
+    done: list[StepRecord] = []
+
+    async def step(record: StepRecord) -> None:
+        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
+
+    await step(read(1, file, "lines 100-130"))
+    old, new = file.lines[109] + "\n", "def f110(x):  # edited\n"
+    await step(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "ok"))
+    file.lines[109] = new.rstrip("\n")
+    await step(call(3, "run_command", {"argv": "sed"}, "ran sed"))
+    file.lines[180] = "def f181(x):  # changed below the range"  # what step 3 did
+    last = await ask(engine, done, 4, 24_000)
+    [pointer] = corrections(last)
+    assert edited_by(pointer) == (2, 100, 130)
+    assert entry(last, "c1").state is EntryState.CORRECTED

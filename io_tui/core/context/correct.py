@@ -31,6 +31,7 @@ from io_tui.core.context.stubs import (
     correction_edited,
     correction_head,
     correction_written,
+    edited_by,
     numbered_lines,
     rest_hint,
     same_lines,
@@ -71,6 +72,8 @@ async def correct(
         else:
             if fresh_text == obs.text or same_lines(obs.text, fresh_text):
                 live.revalidate(e, seen)  # what changed did not change what it shows
+                continue
+            if await _still_shown(live, e, refresh):
                 continue
             edited = await _own_edit(live, e, refresh)
             if edited is not None:
@@ -199,29 +202,13 @@ async def _own_edit(
     change to its lines: that step, where the edited lines are now (first, last, the file's
     line count), found in a read around them, and what that read saw; else None."""
     writer, obs = e.stale_by, e.obs
-    record = live.record_of(writer) if writer is not None else None
-    old = numbered_lines(copy_of(obs.text))
-    if record is None or writer is None or old is None or not old[1] or not obs.span:
+    old = _shown_lines(live, e)
+    if writer is None or old is None or not obs.span:
         return None
-    edits = [
-        c.arguments
-        for o in record.observations
-        if o.tool == "edit_file" and not o.is_error and posixpath.normpath(o.target) == e.stale_path
-        for c in record.tool_calls
-        if c.id == o.call_id
-    ]
-    if len(edits) != 1:
+    after = _edited(live, writer, e.stale_path, [t for _, t in old])
+    if after is None:
         return None
-    before = "\n".join(t for _, t in old[1]) + "\n"
-    edit_old, edit_new = edits[0].get("old"), edits[0].get("new")
-    if (
-        not isinstance(edit_old, str)
-        or not isinstance(edit_new, str)
-        or before.count(edit_old) != 1
-    ):
-        return None
-    after = before.replace(edit_old, edit_new, 1).removesuffix("\n").split("\n")
-    first = old[1][0][0]
+    first = old[0][0]
     reach = FOLLOW_LINES + len(after)
     try:
         wide, seen = await refresh(
@@ -239,6 +226,72 @@ async def _own_edit(
     at = min(found, key=lambda i: abs(new[1][i][0] - first))
     top = new[1][at][0]
     return writer, top, top + len(after) - 1, int(total[3]), seen
+
+
+def _edited(live: LiveSteps, writer: int, path: str | None, lines: list[str]) -> list[str] | None:
+    """``lines`` with step ``writer``'s one ``edit_file`` of ``path`` applied, when its old
+    text is in them exactly once; else None."""
+    record = live.record_of(writer)
+    edits = [
+        c.arguments
+        for o in (record.observations if record is not None else ())
+        if o.tool == "edit_file" and not o.is_error and posixpath.normpath(o.target) == path
+        for c in (record.tool_calls if record is not None else ())
+        if c.id == o.call_id
+    ]
+    if len(edits) != 1 or not lines:
+        return None
+    before = "\n".join(lines) + "\n"
+    edit_old, edit_new = edits[0].get("old"), edits[0].get("new")
+    if not isinstance(edit_old, str) or not isinstance(edit_new, str):
+        return None
+    if before.count(edit_old) != 1:
+        return None
+    return before.replace(edit_old, edit_new, 1).removesuffix("\n").split("\n")
+
+
+def _shown_lines(live: LiveSteps, e: Entry, depth: int = 0) -> list[tuple[int, str]] | None:
+    """The numbered lines ``e``'s copy shows: its own, or, for a correction pointing to the
+    agent's edit (``stubs.correction_edited``), the lines of the copy it corrects with that
+    edit applied, numbered from where the pointer says they stand, back along a chain of
+    such pointers (each was checked against the file when it was made). None when a copy or
+    an edit on the way is no longer in the window."""
+    edited = edited_by(e.obs.text)
+    if edited is None:
+        found = numbered_lines(copy_of(e.obs.text))
+        return found[1] if found is not None and found[1] else None
+    base = live.corrected_by(e)
+    if base is None or depth >= MAX_POINTERS:
+        return None
+    writer, first, last = edited
+    lines = _shown_lines(live, base, depth + 1)
+    after = _edited(live, writer, posixpath.normpath(e.obs.target), [t for _, t in lines or ()])
+    if after is None or len(after) != last - first + 1:
+        return None
+    return [(first + i, text) for i, text in enumerate(after)]
+
+
+MAX_POINTERS = 8  # edit pointers followed back to the copy they apply to
+
+
+async def _still_shown(live: LiveSteps, e: Entry, refresh: Refresher) -> bool:
+    """Whether ``e``, a correction pointing to the agent's edit, stands for the lines its file
+    holds now at the numbers it gives (a change elsewhere in the file changed none of them):
+    then it is current, watched from this read of them on."""
+    if edited_by(e.obs.text) is None:
+        return False
+    shown = _shown_lines(live, e)
+    if not shown:
+        return False
+    try:
+        text, seen = await refresh(replace(e.obs, span=range_span(shown[0][0], shown[-1][0])))
+    except (RefreshFailed, OSError):
+        return False
+    now = numbered_lines(text)
+    if now is None or now[1] != shown:
+        return False
+    live.revalidate(e, seen)
+    return True
 
 
 async def _followed(

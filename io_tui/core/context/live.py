@@ -357,6 +357,10 @@ class LiveSteps:
     def knows(self, call_id: str) -> bool:
         return call_id in self._calls
 
+    def corrected_by(self, e: Entry) -> Entry | None:
+        """The result ``e``, a correction, names as out of date, while the window holds it."""
+        return self._calls.get(e.obs.corrects) if e.obs.corrects else None
+
     def uncorrected(self, start: int) -> list[Entry]:
         """The open results in steps ``start`` on that went out of date (a later write, a
         change on disk) and are not corrected yet: whole reads first, so a correction of one
