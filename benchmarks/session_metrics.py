@@ -20,7 +20,7 @@ from typing import Any
 from session_convert import bre_to_python
 from session_replay import Files
 
-from io_tui.core.context.stubs import apply_echo, correction_against, edited_by
+from io_tui.core.context.stubs import apply_echo, apply_edit, correction_against, edited_by
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.text.numbered import number_lines
@@ -271,11 +271,12 @@ def _edited(base: str, edit: ToolCall | None, top: int) -> str:
     numbered from ``top``: what a correction pointing to that edit stands for."""
     lines = [NUMBERED.match(x).group(2) for x in _numbered(base)]
     old, new = (edit.arguments.get("old"), edit.arguments.get("new")) if edit else (None, None)
-    before = "\n".join(lines) + "\n"
-    if not lines or not isinstance(old, str) or not isinstance(new, str) or old not in before:
+    if not lines or not isinstance(old, str) or not isinstance(new, str):
         return ""
-    after = before.replace(old, new, 1).removesuffix("\n").split("\n")
-    return "[edited]\n" + "\n".join(f"{top + i}│{t}" for i, t in enumerate(after))
+    edited = apply_edit(lines, old, new)
+    if edited is None:
+        return ""
+    return "[edited]\n" + "\n".join(f"{top + i}│{t}" for i, t in enumerate(edited[0]))
 
 
 def step_of(call_id: str | None) -> int | None:

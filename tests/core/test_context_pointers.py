@@ -214,3 +214,30 @@ async def test_an_edit_pointer_whose_lines_a_change_elsewhere_left_alone_stays_c
     [pointer] = corrections(last)
     assert edited_by(pointer) == (2, 100, 130)
     assert entry(last, "c1").state is EntryState.CORRECTED
+
+
+async def test_an_edit_whose_old_text_runs_past_the_range_is_pointed_to_from_where_it_begins() -> None:  # fmt: skip
+    """The copy ends inside the edit's old text (the agent replaced a function that begins in
+    the lines read and ends below them): one line pointing to the edit from the copy's line
+    the old text begins at; the copy's lines before it, then the edit's new text, are the
+    file's lines now."""
+    file = SeenFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130")]
+    await grow(engine, records, 24_000)
+    old = "".join(line + "\n" for line in file.lines[127:135])  # lines 128-135: 3 in the copy
+    new = "def f128(x):  # rewritten\n    return x\n"
+    file.lines[127:135] = new.rstrip("\n").split("\n")
+    records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix == (
+        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
+        "read; step 2's edit_file call above made step 1's copy above lines 100-129 of 194: "
+        "its old text, which begins at that copy's line 128, replaced by its new]"
+    )
+    assert edited_by(fix) == (2, 100, 129) and points_to_call(fix)
+    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
+    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    assert lines[:28] + new.rstrip("\n").split("\n") == file.lines[99:129]
+    assert entry(last, "c1").state is EntryState.CORRECTED

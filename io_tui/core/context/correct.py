@@ -27,6 +27,7 @@ from io_tui.core.context.refresh import Fresh, Refresher, RefreshFailed
 from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import (
     RANGE,
+    apply_edit,
     copy_of,
     correction_edited,
     correction_head,
@@ -77,8 +78,8 @@ async def correct(
                 continue
             edited = await _own_edit(live, e, refresh)
             if edited is not None:
-                *where, now = edited
-                text = correction_edited(obs, cause, *where)
+                writer, first, last, total, begins, now = edited
+                text = correction_edited(obs, cause, writer, first, last, total, begins)
                 made.append(_pointer(live, e, text, step, now))
                 continue
         span = obs.span
@@ -197,17 +198,19 @@ async def _moved(
 
 async def _own_edit(
     live: LiveSteps, e: Entry, refresh: Refresher
-) -> tuple[int, int, int, int, tuple[Seen, ...]] | None:
+) -> tuple[int, int, int, int, int | None, tuple[Seen, ...]] | None:
     """When the agent's ``edit_file`` that put ``e`` (a range read) out of date is the only
     change to its lines: that step, where the edited lines are now (first, last, the file's
-    line count), found in a read around them, and what that read saw; else None."""
+    line count), found in a read around them, the copy's line the edit's old text begins at
+    when the copy ends inside it, and what that read saw; else None."""
     writer, obs = e.stale_by, e.obs
     old = _shown_lines(live, e)
     if writer is None or old is None or not obs.span:
         return None
-    after = _edited(live, writer, e.stale_path, [t for _, t in old])
-    if after is None:
+    edited = _edited(live, writer, e.stale_path, [t for _, t in old])
+    if edited is None:
         return None
+    after, begins = edited
     first = old[0][0]
     reach = FOLLOW_LINES + len(after)
     try:
@@ -225,12 +228,15 @@ async def _own_edit(
         return None
     at = min(found, key=lambda i: abs(new[1][i][0] - first))
     top = new[1][at][0]
-    return writer, top, top + len(after) - 1, int(total[3]), seen
+    where = None if begins is None else old[begins][0]
+    return writer, top, top + len(after) - 1, int(total[3]), where, seen
 
 
-def _edited(live: LiveSteps, writer: int, path: str | None, lines: list[str]) -> list[str] | None:
-    """``lines`` with step ``writer``'s one ``edit_file`` of ``path`` applied, when its old
-    text is in them exactly once; else None."""
+def _edited(
+    live: LiveSteps, writer: int, path: str | None, lines: list[str]
+) -> tuple[list[str], int | None] | None:
+    """``lines`` with step ``writer``'s one ``edit_file`` of ``path`` applied
+    (``stubs.apply_edit``: its old text in them once, or they end inside it); else None."""
     record = live.record_of(writer)
     edits = [
         c.arguments
@@ -241,13 +247,10 @@ def _edited(live: LiveSteps, writer: int, path: str | None, lines: list[str]) ->
     ]
     if len(edits) != 1 or not lines:
         return None
-    before = "\n".join(lines) + "\n"
     edit_old, edit_new = edits[0].get("old"), edits[0].get("new")
     if not isinstance(edit_old, str) or not isinstance(edit_new, str):
         return None
-    if before.count(edit_old) != 1:
-        return None
-    return before.replace(edit_old, edit_new, 1).removesuffix("\n").split("\n")
+    return apply_edit(lines, edit_old, edit_new)
 
 
 def _shown_lines(live: LiveSteps, e: Entry, depth: int = 0) -> list[tuple[int, str]] | None:
@@ -266,9 +269,9 @@ def _shown_lines(live: LiveSteps, e: Entry, depth: int = 0) -> list[tuple[int, s
     writer, first, last = edited
     lines = _shown_lines(live, base, depth + 1)
     after = _edited(live, writer, posixpath.normpath(e.obs.target), [t for _, t in lines or ()])
-    if after is None or len(after) != last - first + 1:
+    if after is None or len(after[0]) != last - first + 1:
         return None
-    return [(first + i, text) for i, text in enumerate(after)]
+    return [(first + i, text) for i, text in enumerate(after[0])]
 
 
 MAX_POINTERS = 8  # edit pointers followed back to the copy they apply to

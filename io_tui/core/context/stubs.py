@@ -188,22 +188,52 @@ _WRITTEN_AT = re.compile(_reading(_WRITTEN, "writer", text=("path",)) + "$")
 
 
 def correction_edited(
-    obs: Observation, cause: str, writer: int, first: int, last: int, total: int
+    obs: Observation,
+    cause: str,
+    writer: int,
+    first: int,
+    last: int,
+    total: int,
+    at: int | None = None,
 ) -> str:
     """A correction of ``obs``, a range read, that needs no result of its own: the agent's
     ``edit_file`` at step ``writer`` is the only change to its lines, which are lines
     ``first``-``last`` of ``total`` now, the copy above with that call's ``old`` replaced by its
-    ``new``."""
-    return f"[correction of step {obs.step}'s {obs.kind.value} of {what(obs)}: {cause}" + (
-        _EDITED.format(writer=writer, base=obs.step, first=first, last=last, total=total)
-    )
+    ``new`` (``at``: the copy's line where ``old`` begins, when the copy ends inside it)."""
+    fields = {"writer": writer, "base": obs.step, "first": first, "last": last, "total": total}
+    tail = _EDITED.format(**fields) if at is None else _EDITED_FROM.format(**fields, at=at)
+    return f"[correction of step {obs.step}'s {obs.kind.value} of {what(obs)}: {cause}" + tail
 
 
 def edited_by(text: str) -> tuple[int, int, int] | None:
     """The step whose ``edit_file`` a ``correction_edited`` points to, and the lines (first,
     last) the copy it corrects spans now; or None."""
-    found = _EDITED_AT.search(text.partition("\n")[0])
+    head = text.partition("\n")[0]
+    found = _EDITED_AT.search(head) or _EDITED_FROM_AT.search(head)
     return (int(found[1]), int(found[3]), int(found[4])) if found else None
+
+
+def apply_edit(lines: list[str], old: str, new: str) -> tuple[list[str], int | None] | None:
+    """``lines`` (a copy's, without numbers) with an ``edit_file``'s ``old`` replaced by its
+    ``new``: when ``old`` is in them exactly once (second item None), or when they end inside
+    it, its first lines being their last (second item: the index of the line it begins at,
+    at least ``TAIL_LINES`` lines and ``TAIL_CHARS`` characters of it in them); else None."""
+    before = "\n".join(lines) + "\n"
+    if before.count(old) == 1:
+        return before.replace(old, new, 1).removesuffix("\n").split("\n"), None
+    if old in before or not lines:
+        return None
+    head = old.split("\n")[:-1]  # its whole lines (the last one may run on past it)
+    for k in range(min(len(head), len(lines)), TAIL_LINES - 1, -1):
+        if lines[-k:] == head[:k] and sum(len(t.strip()) for t in head[:k]) >= TAIL_CHARS:
+            start = len(lines) - k
+            kept = "".join(t + "\n" for t in lines[:start])
+            return (kept + new).removesuffix("\n").split("\n"), start
+    return None
+
+
+TAIL_LINES = 2  # the least of an edit's old text a copy may end with to be pointed to
+TAIL_CHARS = 40
 
 
 def points_to_call(text: str) -> bool:
@@ -216,6 +246,11 @@ _EDITED = (
     "of {total}: its old text replaced by its new]"
 )
 _EDITED_AT = re.compile(_reading(_EDITED, "writer", "base", "first", "last") + "$")
+_EDITED_FROM = (
+    "; step {writer}'s edit_file call above made step {base}'s copy above lines {first}-{last} "
+    "of {total}: its old text, which begins at that copy's line {at}, replaced by its new]"
+)
+_EDITED_FROM_AT = re.compile(_reading(_EDITED_FROM, "writer", "base", "first", "last") + "$")
 
 
 def correction_echo(correction: str, base: int, base_text: str) -> str:
