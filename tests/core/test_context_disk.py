@@ -169,39 +169,6 @@ async def test_a_correction_that_goes_out_of_date_is_corrected_again() -> None:
     """The newer correction supersedes the older, which stays carried (``corrected``) as the
     first copy does, until the next rewrite."""
     disk = Disk()
-    contents = ["CURRENT CONTENT"]
-
-    async def reread(obs: Observation) -> Fresh:
-        return Fresh(contents[-1], (replace(SEEN_NOW, path=obs.seen[0].path),))
-
-    eng = ContextEngine(Frame("SYSTEM", (), TaskContract("fix", Path("/ws"))), reread, disk)
-    history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
-    disk.changed[SEEN] = T0 + 50_000_000_000 + 400_000_000
-    first = await eng.build(history, ceiling_tokens=8_000)
-    fix, _ = correction_of(first, "c3")
-    answered = StepRecord(
-        6, "turn", (ToolCall("c6", "run_command", {}),), (command(6),),
-        corrections=tuple(o for o, _ in first.corrections),
-    )  # fmt: skip
-    disk.changed[replace(SEEN_NOW, path="a.txt")] = T0 + 60_000_000_000 + 400_000_000
-    contents.append("NEWER CONTENT")
-    second = await eng.build([*history[:-1], answered, StepRecord(7, "")], ceiling_tokens=8_000)
-    assert second.messages[: len(first.messages)] == first.messages
-    assert entry(second, "c3").state is EntryState.CORRECTED
-    older = entry(second, fix.call_id)
-    assert (older.state, older.superseded_by) == (EntryState.CORRECTED, 7)
-    newer, text = correction_of(second, "c3")
-    assert newer.call_id == "c3@7"
-    assert text.startswith(
-        "[correction of step 6's read of a.txt: a.txt changed on disk after step 6 (run_command "
-        "at step 6)"
-    )
-
-
-async def test_a_correction_whose_call_gives_it_again_is_current_once_more() -> None:
-    """The file changed again after its correction, but the call made again shows what the
-    correction shows: the correction is current (``full``), and nothing new is sent."""
-    disk = Disk()
     eng = engine(disk)
     history = [record(read(3, "OLD CONTENT")), record(command(5)), StepRecord(6, "")]
     disk.changed[SEEN] = T0 + 50_000_000_000 + 400_000_000
@@ -214,8 +181,15 @@ async def test_a_correction_whose_call_gives_it_again_is_current_once_more() -> 
     disk.changed[replace(SEEN_NOW, path="a.txt")] = T0 + 60_000_000_000 + 400_000_000
     second = await eng.build([*history[:-1], answered, StepRecord(7, "")], ceiling_tokens=8_000)
     assert second.messages[: len(first.messages)] == first.messages
-    assert not second.corrections
-    assert entry(second, fix.call_id).state is EntryState.FULL
+    assert entry(second, "c3").state is EntryState.CORRECTED
+    older = entry(second, fix.call_id)
+    assert (older.state, older.superseded_by) == (EntryState.CORRECTED, 7)
+    newer, text = correction_of(second, "c3")
+    assert newer.call_id == "c3@7"
+    assert text.startswith(
+        "[correction of step 6's read of a.txt: a.txt changed on disk after step 6 (run_command "
+        "at step 6)"
+    )
 
 
 async def test_a_grep_whose_matched_file_changed_is_run_again_saying_why() -> None:

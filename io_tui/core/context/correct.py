@@ -71,7 +71,7 @@ async def correct(
         except OSError as exc:
             failure = f"the call failed: {exc}"
         else:
-            if fresh_text == copy_of(obs.text) or same_lines(obs.text, fresh_text):
+            if fresh_text == obs.text or same_lines(obs.text, fresh_text):
                 live.revalidate(e, seen)  # what changed did not change what it shows
                 continue
             if await _still_shown(live, e, refresh):
