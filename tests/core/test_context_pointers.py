@@ -12,11 +12,12 @@ from test_context_moved import File, entry, read, read_result
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.refresh import Fresh
+from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.stubs import edited_by, points_to_call, written_by
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
 from io_tui.core.providers.base import ToolCall
+from io_tui.core.text.numbered import span_lines
 
 
 class SeenFile(File):
@@ -241,3 +242,32 @@ async def test_an_edit_whose_old_text_runs_past_the_range_is_pointed_to_from_whe
     lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
     assert lines[:28] + new.rstrip("\n").split("\n") == file.lines[99:129]
     assert entry(last, "c1").state is EntryState.CORRECTED
+
+
+class CappedFile(SeenFile):
+    """A file whose reads of more than ``LIMIT`` lines are refused, as the read tool refuses a
+    range that would take more than one observation holds."""
+
+    LIMIT = 120
+
+    async def refresh(self, obs: Observation) -> Fresh:
+        lines = span_lines(obs.span)
+        if lines is None or lines[1] - lines[0] + 1 > self.LIMIT:
+            raise RefreshFailed(f"{obs.span} would take more than one observation holds")
+        return await super().refresh(obs)
+
+
+async def test_an_edit_too_long_to_look_around_is_found_where_the_copy_began() -> None:
+    """The edit makes the copy's lines longer than a read around them may be: they are found
+    where the copy began, and the correction is still the pointer."""
+    file = CappedFile()
+    engine = engine_for(file)
+    records = [read(1, file, "lines 100-130")]
+    await grow(engine, records, 24_000)
+    old = file.lines[109] + "\n"
+    new = "".join(f"    step_{i}(x)\n" for i in range(80))
+    file.lines[109:110] = new.rstrip("\n").split("\n")
+    records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert edited_by(fix) == (2, 100, 209), fix

@@ -201,7 +201,8 @@ async def _own_edit(
 ) -> tuple[int, int, int, int, int | None, tuple[Seen, ...]] | None:
     """When the agent's ``edit_file`` that put ``e`` (a range read) out of date is the only
     change to its lines: that step, where the edited lines are now (first, last, the file's
-    line count), found in a read around them, the copy's line the edit's old text begins at
+    line count), found where the copy began or else in a read around them (one the read
+    policy may refuse as too long), the copy's line the edit's old text begins at
     when the copy ends inside it, and what that read saw; else None."""
     writer, obs = e.stale_by, e.obs
     old = _shown_lines(live, e)
@@ -213,23 +214,23 @@ async def _own_edit(
     after, begins = edited
     first = old[0][0]
     reach = FOLLOW_LINES + len(after)
-    try:
-        wide, seen = await refresh(
-            replace(obs, span=range_span(max(1, first - reach), first + reach))
-        )
-    except (RefreshFailed, OSError):
-        return None
-    new, total = numbered_lines(wide), RANGE.search(wide.rpartition("\n")[2])
-    if new is None or total is None:
-        return None
-    now = [t for _, t in new[1]]
-    found = [i for i in range(len(now) - len(after) + 1) if now[i : i + len(after)] == after]
-    if not found:
-        return None
-    at = min(found, key=lambda i: abs(new[1][i][0] - first))
-    top = new[1][at][0]
-    where = None if begins is None else old[begins][0]
-    return writer, top, top + len(after) - 1, int(total[3]), where, seen
+    # where the copy began first (the edit moved nothing above it), then all around it
+    for low, high in ((first, first + len(after) - 1), (first - reach, first + reach)):
+        try:
+            wide, seen = await refresh(replace(obs, span=range_span(max(1, low), high)))
+        except (RefreshFailed, OSError):
+            continue
+        new, total = numbered_lines(wide), RANGE.search(wide.rpartition("\n")[2])
+        if new is None or total is None:
+            continue
+        now = [t for _, t in new[1]]
+        found = [i for i in range(len(now) - len(after) + 1) if now[i : i + len(after)] == after]
+        if found:
+            at = min(found, key=lambda i: abs(new[1][i][0] - first))
+            top = new[1][at][0]
+            where = None if begins is None else old[begins][0]
+            return writer, top, top + len(after) - 1, int(total[3]), where, seen
+    return None
 
 
 def _edited(
