@@ -47,17 +47,25 @@ def corrections(assembly) -> list[str]:
     return [m.content for m in assembly.messages if m.content.startswith("[correction of step ")]
 
 
-async def test_an_edit_inside_a_range_is_corrected_by_pointing_to_the_edit() -> None:
-    file = SeenFile()
+async def edited_after_read(file: SeenFile, at: slice, new: str) -> tuple[str, str, list, list]:
+    """Step 1 reads lines 100-130 of ``file``; step 2's ``edit_file`` replaces its lines ``at``
+    by ``new``. The edit's old text, its one correction, and the requests before and after."""
     engine = engine_for(file)
     records = [read(1, file, "lines 100-130")]
-    built = await grow(engine, records, 24_000)
-    old = file.lines[109] + "\n"
-    new = "def f110(x):  # rewritten\n    return x\n"
-    file.lines[109:110] = new.rstrip("\n").split("\n")  # one line becomes two
+    before = await grow(engine, records, 24_000)
+    old = "".join(line + "\n" for line in file.lines[at])
+    file.lines[at] = new.rstrip("\n").split("\n")
     records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
-    last = (await grow(engine, records, 24_000))[-1]
-    [fix] = corrections(last)
+    after = await grow(engine, records, 24_000)
+    [fix] = corrections(after[-1])
+    return old, fix, before, after
+
+
+async def test_an_edit_inside_a_range_is_corrected_by_pointing_to_the_edit() -> None:
+    file = SeenFile()
+    new = "def f110(x):  # rewritten\n    return x\n"  # one line becomes two
+    old, fix, built, after = await edited_after_read(file, slice(109, 110), new)
+    last = after[-1]
     assert fix == (
         "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
         "read; step 2's edit_file call above made step 1's copy above lines 100-131 of 201: "
@@ -223,15 +231,9 @@ async def test_an_edit_whose_old_text_runs_past_the_range_is_pointed_to_from_whe
     the old text begins at; the copy's lines before it, then the edit's new text, are the
     file's lines now."""
     file = SeenFile()
-    engine = engine_for(file)
-    records = [read(1, file, "lines 100-130")]
-    await grow(engine, records, 24_000)
-    old = "".join(line + "\n" for line in file.lines[127:135])  # lines 128-135: 3 in the copy
     new = "def f128(x):  # rewritten\n    return x\n"
-    file.lines[127:135] = new.rstrip("\n").split("\n")
-    records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
-    last = (await grow(engine, records, 24_000))[-1]
-    [fix] = corrections(last)
+    _, fix, _, after = await edited_after_read(file, slice(127, 135), new)  # 128-135: 3 in it
+    last = after[-1]
     assert fix == (
         "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
         "read; step 2's edit_file call above made step 1's copy above lines 100-129 of 194: "
@@ -260,14 +262,6 @@ class CappedFile(SeenFile):
 async def test_an_edit_too_long_to_look_around_is_found_where_the_copy_began() -> None:
     """The edit makes the copy's lines longer than a read around them may be: they are found
     where the copy began, and the correction is still the pointer."""
-    file = CappedFile()
-    engine = engine_for(file)
-    records = [read(1, file, "lines 100-130")]
-    await grow(engine, records, 24_000)
-    old = file.lines[109] + "\n"
     new = "".join(f"    step_{i}(x)\n" for i in range(80))
-    file.lines[109:110] = new.rstrip("\n").split("\n")
-    records.append(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "edited a.py"))
-    last = (await grow(engine, records, 24_000))[-1]
-    [fix] = corrections(last)
+    _, fix, _, _ = await edited_after_read(CappedFile(), slice(109, 110), new)
     assert edited_by(fix) == (2, 100, 209), fix
