@@ -4,6 +4,7 @@ that call, which holds the new text (``correct.py``, ``stubs.correction_written`
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from engine_run import answered, ask, grow
@@ -47,6 +48,23 @@ def corrections(assembly) -> list[str]:
     return [m.content for m in assembly.messages if m.content.startswith("[correction of step ")]
 
 
+def stepping(engine: ContextEngine) -> tuple[list[StepRecord], Callable[[StepRecord], Awaitable[None]]]:  # fmt: skip
+    """The steps answered so far, and what answers one more: the request for it, as a run
+    asks for each step in turn."""
+    done: list[StepRecord] = []
+
+    async def step(record: StepRecord) -> None:
+        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
+
+    return done, step
+
+
+def copied_lines(assembly, call_id: str) -> list[str]:
+    """The lines a range read's copy shows in ``assembly``, without their numbers."""
+    copy = next(m.content for m in assembly.messages if m.tool_call_id == call_id)
+    return [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+
+
 async def edited_after_read(file: SeenFile, at: slice, new: str) -> tuple[str, str, list, list]:
     """Step 1 reads lines 100-130 of ``file``; step 2's ``edit_file`` replaces its lines ``at``
     by ``new``. The edit's old text, its one correction, and the requests before and after."""
@@ -72,8 +90,7 @@ async def test_an_edit_inside_a_range_is_corrected_by_pointing_to_the_edit() -> 
         "its old text replaced by its new]"
     )
     assert edited_by(fix) == (2, 100, 131) and points_to_call(fix)
-    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
-    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    lines = copied_lines(last, "c1")
     edited = ("\n".join(lines) + "\n").replace(old, new, 1).removesuffix("\n").split("\n")
     assert edited == file.lines[99:131]  # what the pointer says the lines are, they are
     assert entry(last, "c1").state is EntryState.CORRECTED
@@ -150,11 +167,7 @@ async def test_a_range_whose_lines_stayed_put_needs_no_correction() -> None:
 async def test_lines_an_edit_pointer_stands_for_are_corrected_when_they_change_again() -> None:
     file = SeenFile()
     engine = engine_for(file)
-    done: list[StepRecord] = []
-
-    async def step(record: StepRecord) -> None:
-        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
-
+    done, step = stepping(engine)
     await step(read(1, file, "lines 100-130"))
     old, new = file.lines[109] + "\n", "def f110(x):  # first edit\n"
     await step(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "ok"))
@@ -174,11 +187,7 @@ async def test_an_edit_of_lines_an_edit_pointer_stands_for_is_pointed_to_in_turn
     after each of three edits), and the two edits applied to the first copy give the file."""
     file = SeenFile()
     engine = engine_for(file)
-    done: list[StepRecord] = []
-
-    async def step(record: StepRecord) -> None:
-        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
-
+    done, step = stepping(engine)
     await step(read(1, file, "lines 100-130"))
     first_old, first_new = file.lines[109] + "\n", "def f110(x):  # first edit\n    return x\n"
     await step(call(2, "edit_file", {"path": "a.py", "old": first_old, "new": first_new}, "ok"))
@@ -194,8 +203,7 @@ async def test_an_edit_of_lines_an_edit_pointer_stands_for_is_pointed_to_in_turn
         "read; step 3's edit_file call above made step 3's copy above lines 100-131 of 201: "
         "its old text replaced by its new]"
     )
-    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
-    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    lines = copied_lines(last, "c1")
     text = "\n".join(lines) + "\n"
     for old, new in ((first_old, first_new), (second_old, second_new)):
         text = text.replace(old, new, 1)
@@ -208,11 +216,7 @@ async def test_an_edit_pointer_whose_lines_a_change_elsewhere_left_alone_stays_c
     is current, and no correction sends those lines again (one did, 3 KB, in a real session)."""
     file = SeenFile()
     engine = engine_for(file)
-    done: list[StepRecord] = []
-
-    async def step(record: StepRecord) -> None:
-        done.append(answered(record, await ask(engine, done, record.step, 24_000)))
-
+    done, step = stepping(engine)
     await step(read(1, file, "lines 100-130"))
     old, new = file.lines[109] + "\n", "def f110(x):  # edited\n"
     await step(call(2, "edit_file", {"path": "a.py", "old": old, "new": new}, "ok"))
@@ -240,8 +244,7 @@ async def test_an_edit_whose_old_text_runs_past_the_range_is_pointed_to_from_whe
         "its old text, which begins at that copy's line 128, replaced by its new]"
     )
     assert edited_by(fix) == (2, 100, 129) and points_to_call(fix)
-    copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
-    lines = [line.partition("│")[2] for line in copy.split("\n")[1:-1]]
+    lines = copied_lines(last, "c1")
     assert lines[:28] + new.rstrip("\n").split("\n") == file.lines[99:129]
     assert entry(last, "c1").state is EntryState.CORRECTED
 
