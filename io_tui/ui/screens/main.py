@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from textual import events, on, work
-from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Horizontal, Vertical
 from textual.getters import query_one
 from textual.message import Message
-from textual.screen import Screen
-from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Tree
@@ -42,13 +39,13 @@ from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
 from io_tui.ui.run_board import Changes
+from io_tui.ui.screens.skeleton import PROMPT_PLACEHOLDER, SkeletonScreen
 from io_tui.ui.state import RunView, StepView
 from io_tui.ui.throttle import Throttle
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.gauges import ContextBar, Gauge, context_breakdown
 from io_tui.ui.widgets.ledger_pane import LedgerPane
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
-from io_tui.ui.widgets.skeleton import Palette, Skeleton
 from io_tui.ui.widgets.title_bar import TitleBar
 from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
 
@@ -56,7 +53,6 @@ VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
 TAIL_INTERVAL = 0.5  # seconds: a live run's new transcript steps are loaded at most 2×/s
 NARROW = 110  # columns: below, the ledger pane takes the transcript's and gauges' place
-PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (m)"
 INTERRUPT_TIP = "Interrupt a live run; cancel a stopped or queued one"
 # ``x`` on a run no process drives (``CANCELLABLE``): what the footer and the palette call it
 CANCEL_LABEL, CANCEL_TIP = "Cancel", "Cancel the selected run no process drives (asks first)"
@@ -78,7 +74,7 @@ class GaugeFigures:
     cost: dict[str, Any] | None = None  # the request's price with caching, and the run's so far
 
 
-class MainScreen(Screen[None]):
+class MainScreen(SkeletonScreen):
     AUTO_FOCUS = "#runs"
     BINDINGS = [
         Binding("i", "inspect", "Inspect", id="main.inspect", tooltip="Context inspector for the selected step"),
@@ -148,29 +144,12 @@ class MainScreen(Screen[None]):
         self._loaded_run: int | None = None  # the run whose transcript is shown or loading
         self._bound_status: str | None = None  # the selected run's status its keys were set for
         self.ready = False  # the panes are mounted (the first frame shows the skeleton)
-        self._skeleton: Skeleton | None = None
         # a held arrow key costs ≤10 store reads a second; a live run repaints the gauges ≤10×/s;
         # a followed transcript loads its new steps from the store ≤2×/s
         self._schedule_view = Throttle(self, VIEW_INTERVAL, self._load_view)
         self._schedule_gauges = Throttle(self, GAUGE_INTERVAL, self._refresh_gauges)
         self._schedule_tail = Throttle(self, TAIL_INTERVAL, self._follow_tail)
         self._schedule_ledger = Throttle(self, TAIL_INTERVAL, self._refresh_ledger)
-
-    def compose(self) -> ComposeResult:
-        # The first frame is the layout alone, drawn by the screen (``render_line``): the panes'
-        # widgets cost ~7× an empty app's first frame. They are mounted once it is on screen.
-        self._skeleton = Skeleton(
-            self.app.title,
-            self.app.sub_title,
-            PROMPT_PLACEHOLDER,
-            Palette.of(self.app.theme_variables),
-        )
-        return []
-
-    def render_line(self, y: int) -> Strip:
-        if self._skeleton is not None:
-            return self._skeleton.render_line(self.size, y)
-        return super().render_line(y)
 
     def _panes(self) -> list[Widget]:
         gauges = Vertical(
@@ -202,8 +181,7 @@ class MainScreen(Screen[None]):
         """Replace the skeleton with the panes, then show the runs the app already knows."""
         with self.app.batch_update():
             await self.mount_all(self._panes())
-            self._skeleton = None
-            self.refresh()
+            self.drop_skeleton()
         if not self.is_attached or not self.query(RunTree):
             return  # the app is closing (quit, or its store cannot be opened)
         self.ready = True
