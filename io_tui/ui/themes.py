@@ -13,8 +13,7 @@ from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
 from io_tui.paths import bundled_dir
-
-DEFAULT_THEME = "io-dark"
+from io_tui.ui.first_theme import DEFAULT_THEME as DEFAULT_THEME
 
 
 class ThemeFile(BaseModel):
