@@ -7,11 +7,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.common import EXIT_OK, UsageError, add_store_option, store_path
-from io_tui.config import ConfigError, load_settings
+
+if TYPE_CHECKING:
+    from io_tui.config import Settings
+    from io_tui.core import StoreLocation
 
 SERVE_HOST = "127.0.0.1"
 # textual-serve's page, with its font from its own static folder rather than Google's servers:
@@ -36,15 +40,24 @@ async def open_demo(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, *, demo: bool) -> int:
-    from io_tui.ui.app import create_app
+    from io_tui.ui.app import boot_app
+
+    app = boot_app(partial(_boot, args), demo=demo)
+    await app.run_async()
+    if app.boot_error is not None:
+        raise app.boot_error  # a UsageError or StoreError: ``main`` says it in one line
+    return app.return_code if app.return_code is not None else EXIT_OK
+
+
+def _boot(args: argparse.Namespace) -> tuple[Settings, StoreLocation]:
+    """What the app loads after its first frame: the settings and the store's location."""
+    from io_tui.config import ConfigError, load_settings
 
     try:
         settings = load_settings()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    app = create_app(settings, store_path(args), demo=demo)
-    await app.run_async()
-    return app.return_code if app.return_code is not None else EXIT_OK
+    return settings, store_path(args)
 
 
 def serve_command(args: argparse.Namespace) -> int:

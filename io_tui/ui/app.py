@@ -1,4 +1,6 @@
-"""``IoApp``: the cockpit. Built by ``create_app`` (used by the CLI, tests, screenshots, benchmark).
+"""``IoApp``: the cockpit. Built by ``create_app`` (tests, screenshots, benchmarks), or by
+``boot_app`` (the CLI): that one paints the main screen's layout first, then loads the settings
+and builds the cockpit (``_load_cockpit``).
 
 Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
 own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
@@ -18,16 +20,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import os
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import events, on, work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import Notification, SeverityLevel
@@ -35,67 +39,61 @@ from textual.screen import ModalScreen, Screen
 from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
-from io_tui.config import HarnessMode, Settings
-from io_tui.core import (
-    FIXED_APPROVERS,
-    ApprovalRequest,
-    Approver,
-    Decision,
-    Store,
-    StoreDamaged,
-    StoreError,
-    StoreLocation,
-    ended_line,
-    ending_of,
-    store_trouble,
-)
 from io_tui.ui import ui_state
-from io_tui.ui.attention import Activity
-from io_tui.ui.bridge import EventPump
-from io_tui.ui.commands import (
-    Cockpit,
-    KeyCommands,
-    McpTrustCommands,
-    MemoryCommands,
-    RunCommands,
-    SteeringCommands,
-    ThemeCommands,
-)
-from io_tui.ui.hosts import InlineHost, ProcessHost, RunHost
-from io_tui.ui.live import follow
-from io_tui.ui.mcp_prompts import PromptCommands, ServerPrompts
-from io_tui.ui.messages import (
-    ApprovalRequested,
-    HarnessNotice,
-    NewRunRequest,
-    NewRunRequested,
-    RunEnded,
-    RunEventsReceived,
-    RunsLost,
-    RunStarted,
-    RunStopped,
-    StartRun,
-    StepsLoaded,
-    StoreChanged,
-    StoreDamagedFound,
-)
-from io_tui.ui.run_board import RunBoard, step_view
-from io_tui.ui.screens.main import MainScreen
-from io_tui.ui.state import RunView, counted
-from io_tui.ui.terminal_text import plain
-from io_tui.ui.themes import DEFAULT_THEME, load_themes
+from io_tui.ui.first_theme import DEFAULT_THEME, bundled_theme, configured_theme
+from io_tui.ui.screens.skeleton import SkeletonScreen
 from io_tui.ui.typeahead import Typeahead
-from io_tui.ui.widgets.run_tree import RunTree
-from io_tui.ui.widgets.transcript import Transcript
 
 if TYPE_CHECKING:
+    from textual.command import Provider
     from textual.driver import Driver
+    from textual.message_pump import MessagePump
 
+    from io_tui.config import HarnessMode, Settings
+    from io_tui.core import ApprovalRequest, Approver, Decision, Store, StoreLocation
     from io_tui.ui.approver import ApprovalDesk
+    from io_tui.ui.attention import Activity
+    from io_tui.ui.bridge import EventPump
+    from io_tui.ui.commands import Cockpit
+    from io_tui.ui.hosts import RunHost
+    from io_tui.ui.mcp_prompts import ServerPrompts
+    from io_tui.ui.messages import (
+        ApprovalRequested,
+        HarnessNotice,
+        NewRunRequest,
+        NewRunRequested,
+        RunEnded,
+        RunEventsReceived,
+        RunsLost,
+        RunStarted,
+        RunStopped,
+        StartRun,
+        StepsLoaded,
+        StoreChanged,
+        StoreDamagedFound,
+    )
+    from io_tui.ui.run_board import RunBoard
     from io_tui.ui.run_desk import RunDesk
+    from io_tui.ui.screens.main import MainScreen
+    from io_tui.ui.state import RunView
+
+    # what the CLI's app loads after its first frame: the settings and the store's location
+    Boot = Callable[[], tuple[Settings, StoreLocation]]
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
+# seconds: the panes lay out and paint within ~60-100 ms of their footer mounting (140x44)
+PANES_PAINT_S = 0.1
 GC_YOUNG = 10_000  # allocations between the collector's young passes, in the app
+
+
+def _provider(module: str, name: str) -> Callable[[], type[Provider]]:
+    """A command provider of ``io_tui.ui.<module>``, imported when the palette first opens."""
+
+    def provider() -> type[Provider]:
+        loaded: type[Provider] = getattr(importlib.import_module(f"io_tui.ui.{module}"), name)
+        return loaded
+
+    return provider
 
 
 class IoApp(App[int]):
@@ -103,14 +101,14 @@ class IoApp(App[int]):
     TITLE = "io-tui"
     SUB_TITLE = "agent cockpit"
     ENABLE_COMMAND_PALETTE = True
-    COMMANDS = App.COMMANDS | {
-        KeyCommands,  # every key of the app and the main screen
-        RunCommands,
-        ThemeCommands,
-        MemoryCommands,
-        SteeringCommands,  # approvals: inbox / rules / memory editor / audit
-        McpTrustCommands,  # the selected run's workspace .mcp.json, trusted by its digest
-        PromptCommands,  # the MCP servers' prompts, each opening the new-run dialog
+    COMMANDS = App.COMMANDS | {  # each imported when the palette first opens
+        _provider("commands", "KeyCommands"),  # every key of the app and the main screen
+        _provider("commands", "RunCommands"),
+        _provider("commands", "ThemeCommands"),
+        _provider("commands", "MemoryCommands"),
+        _provider("commands", "SteeringCommands"),  # approvals: inbox / rules / memory / audit
+        _provider("commands", "McpTrustCommands"),  # a workspace's .mcp.json, by its digest
+        _provider("mcp_prompts", "PromptCommands"),  # the MCP servers' prompts → new-run dialog
     }
     BINDINGS = [
         # priority: checked as the key arrives, so the keys typed after it wait for the dialog
@@ -145,35 +143,65 @@ class IoApp(App[int]):
 
     def __init__(
         self,
-        settings: Settings,
-        store_path: StoreLocation,
+        settings: Settings | None,
+        store_path: StoreLocation | None,
         *,
         demo: bool = False,
         approver: Approver | None = None,
         poll_interval: float | None = POLL_INTERVAL,
         demo_workspace: Path | None = None,
         harness: HarnessMode | None = None,
+        boot: Boot | None = None,
     ) -> None:
+        """With ``settings`` and ``store_path`` (``create_app``) the cockpit is built here;
+        with ``boot`` (``boot_app``) after the first frame, from what ``boot`` returns."""
         super().__init__()
-        self.settings = settings
-        self.store_path = store_path
         self.demo = demo
         self.poll_interval = poll_interval
-        self.store: Store = Store(store_path)
-        self.board = RunBoard()
-        self.runs: dict[int, RunView] = self.board.runs  # every run the app knows, by id
         self.demo_workspace: Path | None = demo_workspace
-        self.event_pump = EventPump(self)
-        self.activity = Activity()  # when the operator last pressed a key
-        self.host: RunHost = _host(self, harness or settings.ui.harness, approver)
+        self._approver, self._harness, self._boot = approver, harness, boot
+        self.started = False  # the cockpit is built (``_start``): store, host, run views
+        self.boot_error: Exception | None = None  # what ``boot`` raised, for the CLI to say
+        self.typeahead = Typeahead(self)  # keys typed while a dialog opens
+        # keys typed while the cockpit loads (``boot``), given to its panes once they are up
+        self._early_keys: list[events.Key | events.Paste] | None = None
+        self._replaying: events.Key | events.Paste | None = None  # the one handed on now
+        self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
+        self.events_applied = 0
+        state = ui_state.load()
+        self.last_new_run = state.new_run  # what the new-run dialog last started a run with
+        if settings is None or store_path is None:
+            if boot is None:
+                raise ValueError("IoApp needs settings and a store, or a boot to load them")
+            self._theme_problems = self._first_theme(state.theme_for(configured_theme()))
+        else:
+            self._theme_problems = self._choose_theme(state.theme_for(settings.ui.theme))
+            self._start(settings, store_path)
+        # The stylesheet is first parsed with these variables (it holds the default theme's).
+        self._startup_css: dict[str, str] | None = self.get_css_variables()
+        self.stylesheet.set_variables(self._startup_css)
+
+    def _start(self, settings: Settings, store_path: StoreLocation) -> None:
+        """Build the cockpit: the store (opened by ``_open_store``), the run views, the host
+        runs execute in, the keys of ``[ui.keys]``."""
+        from io_tui.core import Store
+        from io_tui.ui.attention import Activity
+        from io_tui.ui.bridge import EventPump
+        from io_tui.ui.run_board import RunBoard
+
+        self.settings = settings
+        self.store_path = store_path
+        self.store: Store = Store(store_path)
+        self.board: RunBoard = RunBoard()
+        self.runs: dict[int, RunView] = self.board.runs  # every run the app knows, by id
+        self.event_pump: EventPump = EventPump(self)
+        self.activity: Activity = Activity()  # when the operator last pressed a key
+        self.host: RunHost = _host(self, self._harness or settings.ui.harness, self._approver)
         # The config's ``[ui.keys]`` (and the letters of ``letter_shortcuts``; a user's own
         # remap wins over them), by binding id: set on mount, shown by the help and palette.
         letters = _letter_keymap() if settings.ui.letter_shortcuts else {}
         self.key_remaps: dict[str, str] = {**letters, **settings.ui.keys}
-        self._theme_problems = self._choose_theme()
-        self.typeahead = Typeahead(self)  # keys typed while the new-run dialog opens
-        self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
-        self.events_applied = 0
+        self.started = True
 
     @cached_property
     def desk(self) -> ApprovalDesk:
@@ -209,6 +237,10 @@ class IoApp(App[int]):
     # -- start and stop ------------------------------------------------------------------------
 
     def on_load(self) -> None:
+        if self.started:
+            self._open_store()
+
+    def _open_store(self) -> None:
         # The store opens while the first frame is drawn; every store call waits for it.
         self.store.db.open_soon().add_done_callback(self._store_opened)
 
@@ -223,6 +255,8 @@ class IoApp(App[int]):
         return HangupSafeDriver if chosen is LinuxDriver else chosen
 
     def _store_opened(self, opening: asyncio.Task[None]) -> None:
+        from io_tui.core import StoreError
+
         if not opening.cancelled() and (error := opening.exception()) is not None:
             message = (
                 str(error) if isinstance(error, StoreError) else f"cannot open store: {error!r}"
@@ -236,53 +270,169 @@ class IoApp(App[int]):
         if self.return_code is None:
             self.exit(return_code=2, message=message)
 
-    @on(StoreDamagedFound)
-    def _on_store_damaged(self, message: StoreDamagedFound) -> None:
+    def on_store_damaged_found(self, message: StoreDamagedFound) -> None:
         self._store_damaged(message.text)
 
-    def _choose_theme(self) -> list[tuple[str, str]]:
-        """Register the theme files and pick the configured theme before the stylesheet is first
-        built (a theme set after mount parses and applies all CSS a second time). Returns the
-        problems to notify once mounted."""
+    def _choose_theme(self, wanted: str) -> list[tuple[str, str]]:
+        """Register the theme files and pick ``wanted`` (the configured theme, or the one the
+        UI state file remembers for it) before the stylesheet is first built (a theme set after
+        mount parses and applies all CSS a second time). Returns the problems to notify once
+        mounted."""
+        from io_tui.ui.themes import load_themes
+
         themes, errors = load_themes()
         for theme in themes:
             self.register_theme(theme)
         problems = [(error, "error") for error in errors]
-        configured = self.settings.ui.theme
-        state = ui_state.load()
-        self.last_new_run = state.new_run  # what the new-run dialog last started a run with
-        remembered = state.theme_for(configured)
-        wanted = remembered if remembered in self.available_themes else configured
         if wanted in self.available_themes:
             self.theme = wanted
         else:
             problems.append((f"unknown theme {wanted!r}; using {DEFAULT_THEME}", "warning"))
             self.theme = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-        # The stylesheet is first parsed with these variables (it holds the default theme's).
-        self._startup_css: dict[str, str] | None = self.get_css_variables()
-        self.stylesheet.set_variables(self._startup_css)
         return problems
+
+    def _first_theme(self, wanted: str) -> list[tuple[str, str]]:
+        """The theme of the first frame before the settings load: ``wanted`` read from its
+        bundled file (no validation: pydantic is not loaded yet), else the default's. Once the
+        settings are loaded, ``_choose_theme`` validates every file and confirms the choice."""
+        for name in (wanted, DEFAULT_THEME):
+            theme = bundled_theme(name)
+            if theme is not None:
+                self.register_theme(theme)
+            if name in self.available_themes:
+                self.theme = name
+                break
+        return []
 
     def refresh_css(self, animate: bool = True) -> None:
         """Setting the theme in ``__init__`` queues a refresh that would parse and apply every
         rule a second time before the first frame, with the variables the stylesheet was first
-        built with (``_choose_theme``): that one refresh is skipped."""
+        built with (``_choose_theme``); so does the main screen's arrival after a boot
+        (``_load_cockpit``): that one refresh is skipped."""
         startup, self._startup_css = self._startup_css, None
         if startup is not None and self.get_css_variables() == startup:
             return
         super().refresh_css(animate)
 
     def get_default_screen(self) -> Screen[Any]:
+        if not self.started:  # the CLI's app: the layout, until the cockpit is loaded
+            return SkeletonScreen()
+        return self._main_screen()
+
+    def _main_screen(self) -> MainScreen:
+        from io_tui.ui.screens.main import MainScreen
+
         return MainScreen(self.runs, self.store, self.host, self.activity)
 
     async def on_event(self, event: events.Event) -> None:
+        if self._early_keys is not None and self._hold_early(event):
+            return
         if self.typeahead.take(event):  # a dialog is opening: its keys wait for it
             return
-        if isinstance(event, events.Key):  # approvals: every key, wherever it goes (typing?)
+        if isinstance(event, events.Key) and self.started:  # approvals: every key (typing?)
             self.activity.key_pressed()
         await super().on_event(event)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Until the cockpit is loaded only quitting does anything (keys are held till then)."""
+        return self.started or action == "quit"
+
+    def _hold_early(self, event: events.Event) -> bool:
+        """Keep a key (or paste) typed while the cockpit loads, or while the ones typed before
+        it are handed on (True: not to be handled now); ctrl+q quits at once, as it does once
+        the cockpit is up."""
+        if not isinstance(event, events.Key | events.Paste) or event.is_forwarded:
+            return False
+        if event is self._replaying:
+            return False
+        if isinstance(event, events.Key) and event.key == "ctrl+q":
+            self.exit(0)
+        elif self._early_keys is not None:
+            self._early_keys.append(event)
+        return True
+
+    async def _replay_early_keys(self) -> None:
+        """Hand the keys typed while the cockpit loaded to the app, as typed, each once the one
+        before it has been handled in full. Posted at once they would not keep their order: the
+        app passes a key to the focused pane and goes on to the next, while the main screen's
+        keys act only once the key has bubbled back up to the app, and a focus they move
+        (``m``: to the prompt) moves one message later still; "mhi" would leave "hi" with the
+        run tree. Keys typed meanwhile join the end of the list."""
+        held = self._early_keys or []
+        while held and self.is_running:
+            first = held.pop(0)
+            again = (
+                events.Key(first.key, first.character)
+                if isinstance(first, events.Key)
+                else events.Paste(first.text)
+            )
+            self._replaying = again.set_sender(self)  # sent by the app, as the terminal's are
+            self.post_message(again)
+            await _drained(self)  # the app checked its priority keys, then passed it on
+            target = self.screen.focused or self.screen
+            for node in target.ancestors_with_self:  # up to the screen's and the app's keys
+                await _drained(node)
+            await _drained(self)  # what they deferred: a focus moved
+        self._early_keys = self._replaying = None
+
     def on_mount(self) -> None:
+        if self.started:
+            self._cockpit_started()
+            self.call_after_refresh(self._after_first_frame)
+        else:  # the first frame is the skeleton; keys typed meanwhile go to the main screen
+            self._early_keys = []
+            self.call_after_refresh(self.run_worker, self._load_cockpit, group="boot")
+
+    async def _load_cockpit(self) -> None:
+        """After the first frame: run ``boot`` (the settings, the store's location) on a thread,
+        with the main screen's modules imported beside it; build the cockpit, show the main
+        screen. What ``boot`` raises ends the app (exit 2), for the CLI to say in one line."""
+        assert self._boot is not None
+        try:
+            settings, store_path = await asyncio.to_thread(_booted, self._boot)
+        except Exception as error:  # the CLI says what (a malformed config: one line)
+            self.boot_error = error
+            self.exit(return_code=2)
+            return
+        if not self.is_running:
+            return
+        self._start(settings, store_path)
+        problems = self._choose_theme(self.theme)  # every theme file, validated
+        wanted = ui_state.load().theme_for(settings.ui.theme)
+        if wanted != self.theme:  # the settings say otherwise than the first frame's guess
+            problems += self._choose_theme(wanted)
+        self._theme_problems = problems
+        self._open_store()
+        # the main screen is the base of a mode of its own: the skeleton, the default mode's
+        # base, stays below out of sight, and the main screen is the one base screen as ever
+        self.add_mode("cockpit", self._main_screen)
+        # A new mode's screen asks for every rule to be parsed and applied again; the
+        # stylesheet already holds the main screen's (main.tcss is the app's), and its
+        # widgets are styled as they mount: that refresh is skipped, as at the start.
+        self._startup_css = self.get_css_variables()
+        await self.switch_mode("cockpit")
+
+    def on_main_screen_ready(self) -> None:
+        """The panes are mounted: the store is read; after a boot the cockpit starts, and the
+        keys typed while it loaded reach the panes, in their order."""
+        self.refresh_runs(None)
+        if self._early_keys is not None:
+            self._cockpit_started()
+            self.run_worker(self._replay_early_keys(), group="boot")
+
+    def on_main_screen_shown(self) -> None:
+        """After a boot the panes' frame is the one the user waits for: what would compete
+        with it for the interpreter (the new-run dialog's import thread, the approval desk's
+        modules) waits until it is painted (Textual says nothing when a frame is written:
+        ``PANES_PAINT_S`` after the footer mounted)."""
+        if self._boot is not None:
+            self.set_timer(PANES_PAINT_S, self._after_first_frame)
+
+    def _cockpit_started(self) -> None:
+        """The cockpit's start, once it is built and its screen shown: theme problems said,
+        keys remapped, other processes followed, the demo started."""
+        from io_tui.ui.live import follow
+
         for problem, severity in self._theme_problems:
             if severity == "error":
                 self.notify(problem, title="Theme file ignored", severity="error", timeout=10)
@@ -296,19 +446,8 @@ class IoApp(App[int]):
         if self.poll_interval:  # other processes' runs, live (ui/live.py), and the inbox
             follow(self, self.poll_interval)
             self.poll_interval = None  # the follower reloads the inbox and its badge
-        # approvals: the inbox badge in the title, once the first frame is drawn
-        self.call_after_refresh(lambda: self.desk.attach(self.poll_interval))
         if self.demo:
             self.start_demo()
-        else:  # the harness worker starts while the user reads the first screen
-            self.call_after_refresh(self._prepare_host)
-        # the new-run dialog's module (the providers, httpx, the harness's tools: ~90 ms) is
-        # imported while the user reads the first screen, not when ctrl+n is first pressed
-        self.call_after_refresh(_import_in_background, "io_tui.ui.screens.new_run")
-        # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
-        # lives as long as the app. Frozen, the collector's full passes stop walking it: under
-        # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
-        self.call_after_refresh(gc.freeze)
         # A batch of events lives until the refresh that paints it: at 700 allocations between
         # young collections (the default) it outlives two of them and is promoted to the old
         # generation, whose growth then sets off full passes over everything the app holds
@@ -318,6 +457,21 @@ class IoApp(App[int]):
         terminal = sys.__stdin__
         if not self.is_headless and terminal is not None and terminal.isatty():
             self.set_interval(1.0, partial(self._check_terminal, terminal.fileno()))
+
+    def _after_first_frame(self) -> None:
+        """What would slow the first frame down, once it is on screen: the approval desk, the
+        harness worker, the new-run dialog's modules, the collector told what stays."""
+        # approvals: the inbox badge in the title
+        self.desk.attach(self.poll_interval)
+        if not self.demo:  # the harness worker starts while the user reads the first screen
+            self._prepare_host()
+        # the new-run dialog's module (the providers, httpx, the harness's tools: ~90 ms) is
+        # imported while the user reads the first screen, not when ctrl+n is first pressed
+        _import_in_background("io_tui.ui.screens.new_run")
+        # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
+        # lives as long as the app. Frozen, the collector's full passes stop walking it: under
+        # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
+        gc.freeze()
 
     async def _check_terminal(self, fd: int) -> None:
         """Quit as ctrl+q does once the terminal is gone (its window closed, the SSH link
@@ -339,6 +493,8 @@ class IoApp(App[int]):
         """Every notification is text, never markup: messages carry paths, commands, errors,
         notes and a dead worker's stderr, where "[/]" would be read as markup (and raise) and
         an escape sequence would reach the terminal. (Screens' ``notify`` lands here too.)"""
+        from io_tui.ui.terminal_text import plain
+
         super().notify(
             plain(message), title=plain(title), severity=severity, timeout=timeout, markup=False
         )
@@ -363,13 +519,15 @@ class IoApp(App[int]):
 
     async def action_quit(self) -> None:
         """Stop the runs (asking ones pause durably, the others end ``cancelled``), then exit."""
-        self.desk.shutdown()
-        await self.host.close()
+        if self.started:
+            self.desk.shutdown()
+            await self.host.close()
         self.exit(0)
 
     async def on_unmount(self) -> None:
-        await self.host.close()  # and with it the MCP servers
-        await self.store.close()
+        if self.started:
+            await self.host.close()  # and with it the MCP servers
+            await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
 
@@ -414,6 +572,8 @@ class IoApp(App[int]):
     def prompts(self) -> ServerPrompts:
         """The MCP servers' prompts (the palette's, the new-run dialog's), asked of the host:
         the servers live where the runs do."""
+        from io_tui.ui.mcp_prompts import ServerPrompts
+
         return ServerPrompts(self.host)
 
     def default_workspace(self) -> Path:
@@ -441,12 +601,10 @@ class IoApp(App[int]):
         workspace = (run.workspace if run is not None else None) or self.demo_workspace
         return str(workspace) if workspace else None
 
-    @on(ApprovalRequested)
-    async def _on_approval_requested(self, message: ApprovalRequested) -> None:
+    async def on_approval_requested(self, message: ApprovalRequested) -> None:
         await self.ask_human(message.request, message.future)
 
-    @on(NewRunRequested)
-    def _on_new_run_requested(self, message: NewRunRequested) -> None:
+    def on_new_run_requested(self, message: NewRunRequested) -> None:
         self.action_new_run(task=message.task)
 
     def start_demo(self, *, fresh: bool = False) -> None:
@@ -462,8 +620,7 @@ class IoApp(App[int]):
             workspace = self.demo_workspace = await asyncio.to_thread(demo.make_workspace)
         self.host.start_demo(workspace)
 
-    @on(StartRun)
-    def _on_start_run(self, message: StartRun) -> None:
+    def on_start_run(self, message: StartRun) -> None:
         self.start_request(message.request)
 
     def start_request(self, request: NewRunRequest) -> None:
@@ -496,26 +653,30 @@ class IoApp(App[int]):
         (``RunDesk.cancel``)."""
         self.run_desk.cancel(run_id)
 
-    @on(RunStarted)
-    @on(RunStopped)
-    def _on_live_changed(self, message: RunStarted | RunStopped) -> None:
+    def on_run_started(self, message: RunStarted) -> None:
+        self._live_changed(message.run_id)
+
+    def on_run_stopped(self, message: RunStopped) -> None:
+        self._live_changed(message.run_id)
+
+    def _live_changed(self, run_id: int) -> None:
         """A host took or dropped a run: its keys (interrupt) apply while it is live."""
         main = self.main_screen()
-        if main is not None and main.selected_run == message.run_id:
+        if main is not None and main.selected_run == run_id:
             main.refresh_bindings()  # the footer is recomposed: only for the selected run
 
-    @on(RunsLost)
-    def _on_runs_lost(self, message: RunsLost) -> None:
+    def on_runs_lost(self, message: RunsLost) -> None:
         self.refresh_runs(message.run_ids)
 
-    @on(HarnessNotice)
-    def _on_harness_notice(self, message: HarnessNotice) -> None:
+    def on_harness_notice(self, message: HarnessNotice) -> None:
         self.notify(
             message.text, title=message.title, severity=message.severity, timeout=message.timeout
         )
 
-    @on(RunEnded)
-    def _on_run_ended(self, message: RunEnded) -> None:
+    def on_run_ended(self, message: RunEnded) -> None:
+        from io_tui.core import ended_line, ending_of
+        from io_tui.ui.state import counted
+
         if message.error:
             self.notify(message.error, title="Run not started", severity="error")
         elif message.result is not None:
@@ -532,6 +693,8 @@ class IoApp(App[int]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one place worker failures are reported."""
+        from io_tui.core import StoreDamaged, StoreError, store_trouble
+
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             if isinstance(error, StoreDamaged):
@@ -550,8 +713,7 @@ class IoApp(App[int]):
 
     # -- events → views, coalesced ---------------------------------------------------------------
 
-    @on(RunEventsReceived)
-    def _on_run_events(self, message: RunEventsReceived) -> None:
+    def on_run_events_received(self, message: RunEventsReceived) -> None:
         """Fold a batch into the run views, then apply the net changes to the screen at once."""
         events = message.events
         changes = self.board.apply(events)
@@ -573,6 +735,8 @@ class IoApp(App[int]):
         """The main screen once its panes are mounted (it then shows every run of ``self.runs``);
         None before that, and once the app is shutting down: events still arriving from the host
         while the screens' widgets are being removed have nowhere to go."""
+        from io_tui.ui.screens.main import MainScreen
+
         if not self.is_running:
             return None
         for screen in self.screen_stack:
@@ -585,12 +749,10 @@ class IoApp(App[int]):
     def poll_store(self) -> None:
         self.refresh_runs(None)
 
-    @on(MainScreen.Ready)
-    def _on_main_ready(self) -> None:
-        self.refresh_runs(None)
-
     @work(group="db", exit_on_error=False)
     async def refresh_runs(self, run_ids: list[int] | None) -> None:
+        from io_tui.ui.messages import StoreChanged
+
         as_of = self.board.batches
         if run_ids is None:
             await self.store.leases.reap()  # a run whose process died shows interrupted
@@ -599,8 +761,7 @@ class IoApp(App[int]):
             rows = [r for r in [await self.store.runs.get(i) for i in run_ids] if r is not None]
         self.post_message(StoreChanged(rows, await queue_workers(self.store, rows), as_of))
 
-    @on(StoreChanged)
-    def _on_store_changed(self, message: StoreChanged) -> None:
+    def on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
         shown, stale, stopped = self.board.apply_rows(
             message.runs, self.host.is_live, message.workers, message.as_of
@@ -615,11 +776,13 @@ class IoApp(App[int]):
 
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
+        from io_tui.ui.messages import StepsLoaded
+        from io_tui.ui.run_board import step_view
+
         rows = await self.store.trace.step_summaries(run_ids)
         self.post_message(StepsLoaded(tuple(step_view(row) for row in rows)))
 
-    @on(StepsLoaded)
-    def _on_steps_loaded(self, message: StepsLoaded) -> None:
+    def on_steps_loaded(self, message: StepsLoaded) -> None:
         main = self.main_screen()
         with self.batch_update():
             for run, step in self.board.apply_steps(message.steps):
@@ -671,10 +834,13 @@ class IoApp(App[int]):
         from io_tui.ui.screens.inbox import InboxScreen
         from io_tui.ui.screens.inspector import InspectorScreen
         from io_tui.ui.screens.lifecycle import LifecycleScreen
+        from io_tui.ui.screens.main import MainScreen
         from io_tui.ui.screens.memory_editor import MemoryEditorScreen
         from io_tui.ui.screens.new_run import NewRunScreen
         from io_tui.ui.screens.rules import RulesScreen
         from io_tui.ui.screens.trace import TraceScreen
+        from io_tui.ui.widgets.run_tree import RunTree
+        from io_tui.ui.widgets.transcript import Transcript
 
         return [
             ("app", self.BINDINGS),
@@ -753,7 +919,8 @@ def create_app(
     demo_workspace: Path | None = None,
     harness: HarnessMode | None = None,
 ) -> IoApp:
-    """The one way to build the app: the CLI, tests, screenshots and benchmarks all use it.
+    """The app with its cockpit built at once: tests, screenshots and benchmarks use it (the
+    CLI's is ``boot_app``).
 
     ``demo_workspace``: a prepared copy of the demo project (fixed path for snapshots); by
     default the demo copies it into a fresh temp dir. ``approver``: replaces the UI approver
@@ -771,16 +938,42 @@ def create_app(
     )
 
 
+def boot_app(boot: Boot, *, demo: bool = False) -> IoApp:
+    """The CLI's app: its first frame (the main screen's layout, in the configured theme) is
+    drawn before the settings and the core are imported; then ``boot`` runs on a thread (it
+    loads the settings and finds the store) and the cockpit is built from what it returns.
+    What ``boot`` raises ends the app with exit code 2 and is kept in ``boot_error``."""
+    return IoApp(None, None, demo=demo, boot=boot)
+
+
+def _booted(boot: Boot) -> tuple[Settings, StoreLocation]:
+    """``boot``'s settings and store, with the modules the main screen is built of imported
+    (on the boot thread, while the first frame is on screen)."""
+    importlib.import_module("io_tui.ui.screens.main")
+    return boot()
+
+
+async def _drained(node: MessagePump, longest_s: float = 1.0) -> None:
+    """Return once ``node`` has handled the messages posted to it so far (or has closed, or
+    ``longest_s`` has passed: a pane removed meanwhile does not stop the keys after it)."""
+    handled = asyncio.Event()
+    if node.call_later(handled.set):
+        with suppress(TimeoutError):
+            await asyncio.wait_for(handled.wait(), longest_s)
+
+
 def _import_in_background(module: str) -> None:
     """Import ``module`` on a thread of its own: a key that needs it later finds it loaded (a
     key pressed meanwhile waits on the import's lock, as it would have imported it itself)."""
-    import importlib
     import threading
 
     threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
 
 
 def _host(app: IoApp, mode: HarnessMode, approver: Approver | None) -> RunHost:
+    from io_tui.core import FIXED_APPROVERS
+    from io_tui.ui.hosts import InlineHost, ProcessHost
+
     pump, store, settings = app.event_pump, app.store, app.settings
     if mode == "inline":
         from io_tui.ui.approver import UIApprover
@@ -804,4 +997,4 @@ def _cockpit(app: IoApp) -> Cockpit:
     return app  # mypy: the app is what the palette's providers take it for
 
 
-__all__ = ["IoApp", "create_app"]
+__all__ = ["IoApp", "boot_app", "create_app"]

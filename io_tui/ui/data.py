@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from io_tui.core import Store, fork_line, invalidation_line, rewind_line
+from io_tui import core  # its names load on first use: the main screen opens without tools
+
+if TYPE_CHECKING:
+    from io_tui.core import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +131,11 @@ def describe_event(kind: str, detail: dict[str, Any]) -> tuple[str, str]:
         action = detail.get("action") or detail.get("op") or "write"
         return ("memory", f"◆ memory {action}: {keys}")
     if kind == "invalidated":
-        return ("note", invalidation_line(detail))
+        return ("note", core.invalidation_line(detail))
     if kind == "rewound":
-        return ("note", rewind_line(detail))
+        return ("note", core.rewind_line(detail))
     if kind == "forked":
-        return ("note", fork_line(detail))
+        return ("note", core.fork_line(detail))
     if kind == "warning":
         return ("warning", f"⚠ {detail.get('message')}")
     return ("note", f"· {kind}: {json.dumps(detail)[:120]}")

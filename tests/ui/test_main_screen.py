@@ -334,7 +334,7 @@ async def test_events_that_arrive_while_the_app_shuts_down_touch_no_widget(make_
         def on_unmount(self) -> None:
             event = RunEvent(run_id=1, step=99, kind=EventKind.TEXT_DELTA, detail={"text": "late"})
             seen.append(self.app.main_screen())
-            self.app._on_run_events(RunEventsReceived((event,)))  # type: ignore[attr-defined]
+            self.app.on_run_events_received(RunEventsReceived((event,)))  # type: ignore[attr-defined]
             seen.append(self.app.events_applied)  # type: ignore[attr-defined]
 
     app = make_app()

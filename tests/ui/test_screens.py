@@ -309,12 +309,12 @@ def test_broken_theme_file_is_an_error_line(tmp_path: Path) -> None:
 
 
 async def test_broken_theme_is_notified_not_fatal(make_app, monkeypatch, tmp_path) -> None:
-    from io_tui.ui import app as app_module
+    from io_tui.ui import themes
 
     bad = tmp_path / "themes"
     bad.mkdir()
     (bad / "oops.toml").write_text("name = ")
-    monkeypatch.setattr(app_module, "load_themes", lambda: load_themes(bad))
+    monkeypatch.setattr(themes, "load_themes", lambda: load_themes(bad))  # the app's, when built
     app = make_app(demo=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.1)

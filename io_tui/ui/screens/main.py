@@ -112,6 +112,9 @@ class MainScreen(SkeletonScreen):
     class Ready(Message):
         """The panes are mounted and show every run the app knew: time to read the store."""
 
+    class Shown(Message):
+        """The panes, footer and all, are on screen."""
+
     run_tree = query_one("#runs", RunTree)
     transcript = query_one("#transcript", Transcript)
     prompt = query_one("#prompt", Input)
@@ -194,6 +197,7 @@ class MainScreen(SkeletonScreen):
         self.post_message(self.Ready())
         # Last, so that it lays out its keys once, for the bindings they now have.
         await self.mount(ScreenFooter())
+        self.call_after_refresh(self.post_message, self.Shown())
 
     # -- keyed updates from the app ------------------------------------------------------------
 

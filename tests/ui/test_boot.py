@@ -1,0 +1,200 @@
+"""The CLI's app (``boot_app``) paints the main screen's layout before it loads the settings and
+imports the core, in the theme the user will see; then the cockpit is built and the panes take
+the skeleton's places, and the keys typed meanwhile reach them."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.geometry import Size
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from io_tui.config import Settings
+from io_tui.ui import ui_state
+from io_tui.ui.app import IoApp, boot_app
+from io_tui.ui.first_theme import configured_theme
+from io_tui.ui.screens.main import MainScreen
+from io_tui.ui.screens.skeleton import SkeletonScreen
+from io_tui.ui.widgets.skeleton import main_layout
+
+from .conftest import SIZE
+
+
+class HeldBoot:
+    """A boot that waits on the test: ``release`` lets it return (settings, store)."""
+
+    def __init__(self, store: Path, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.gate = threading.Event()
+        self.called = threading.Event()
+        self.error: Exception | None = None
+
+    def __call__(self) -> tuple[Settings, Path]:
+        self.called.set()
+        self.gate.wait(30)
+        if self.error is not None:
+            raise self.error
+        return self.settings or _settings(), self.store
+
+    def release(self) -> None:
+        self.gate.set()
+
+
+def _settings() -> Settings:
+    return Settings(ui={"harness": "inline"})  # type: ignore[arg-type]
+
+
+async def _until(pilot: Pilot[int], done: Callable[[], object], turns: int = 2000) -> None:
+    for _ in range(turns):
+        if done():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("condition not reached")
+
+
+def _ready(app: IoApp) -> bool:
+    screen = app.screen
+    return isinstance(screen, MainScreen) and screen.ready
+
+
+def _rows(app: IoApp) -> list[str]:
+    return [app.screen.render_line(y).text for y in range(SIZE[1])]
+
+
+async def test_the_layout_is_painted_before_the_settings_load(tmp_path: Path) -> None:
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        screen = app.screen
+        assert type(screen) is SkeletonScreen and not app.started
+        skeleton = _rows(app)
+        assert "io-tui — agent cockpit" in skeleton[0]
+        box = main_layout(Size(*SIZE)).transcript
+        assert skeleton[box.y][box.x :].startswith("╭─ Transcript ─")
+        boot.release()
+        await _until(pilot, lambda: _ready(app))
+        assert app.started and app.store_path == tmp_path / "store.db"
+        assert len(app.screen_stack) == 1  # the main screen is the one base screen
+        assert app.return_code is None
+
+
+async def test_the_main_screen_draws_the_same_first_frame(tmp_path: Path, monkeypatch) -> None:
+    """The main screen arrives on the skeleton's frame: until its panes mount it draws the
+    same lines, so the change of screens does not show."""
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    monkeypatch.setattr(MainScreen, "_mount_panes", lambda self: asyncio.sleep(0))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        skeleton = _rows(app)
+        boot.release()
+        await _until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.pause()
+        assert _rows(app) == skeleton
+
+
+async def test_keys_typed_while_the_cockpit_loads_reach_the_panes(tmp_path: Path) -> None:
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        await pilot.press("m", "h", "i")
+        assert app.return_code is None and type(app.screen) is SkeletonScreen
+        boot.release()
+        await _until(pilot, lambda: _ready(app))
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        await _until(pilot, lambda: screen.prompt.value == "hi")
+        assert screen.focused is screen.prompt
+
+
+async def test_a_new_run_asked_for_while_the_cockpit_loads_opens(tmp_path: Path) -> None:
+    """ctrl+n and the task typed after it: the dialog opens once the cockpit is up, with the
+    task in its field (the typeahead holds the keys for it as for any ctrl+n)."""
+    from io_tui.ui.screens.new_run import NewRunScreen
+
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        await pilot.press("ctrl+n", "f", "i", "x")
+        boot.release()
+        await _until(pilot, lambda: isinstance(app.screen, NewRunScreen))
+        dialog = app.screen
+
+        def task() -> list[str]:  # the dialog's Task field, once it is mounted
+            return [field.value for field in dialog.query("#task").results(Input)]
+
+        await _until(pilot, lambda: task() == ["fix"])
+
+
+async def test_quit_while_the_cockpit_loads(tmp_path: Path) -> None:
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        await pilot.press("ctrl+q")
+        await _until(pilot, lambda: app.return_code is not None, turns=300)  # at once
+        boot.release()  # the boot thread ends; nothing is built from it
+    assert app.return_code == 0 and not app.started
+
+
+async def test_what_the_boot_raises_ends_the_app_for_the_cli_to_say(tmp_path: Path) -> None:
+    boot = HeldBoot(tmp_path / "store.db")
+    boot.error = ValueError("config (c.toml or IO_TUI_* env): max_steps: not a number")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        boot.release()
+        await _until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 2 and app.boot_error is boot.error and not app.started
+    assert not (tmp_path / "store.db").exists()  # no store opened
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "remembered", "first"),
+    [
+        ("[ui]\ntheme = 'io-light'\n", {}, None, "io-light"),
+        ("[ui]\ntheme = 'io-light'\n", {"IO_TUI_UI__THEME": "io-ember"}, None, "io-ember"),
+        ("", {"io_tui_ui": '{"theme": "io-light"}'}, None, "io-light"),
+        ("", {}, None, "io-dark"),
+        ("[ui]\ntheme = 'io-light'\n", {}, ("io-ember", "io-light"), "io-ember"),
+        ("[ui]\ntheme = 'io-light'\n", {}, ("io-ember", "io-dark"), "io-light"),  # config changed
+        ("[ui]\ntheme = [broken\n", {}, None, "io-dark"),  # the settings' load says so
+    ],
+)
+async def test_the_first_frame_is_in_the_theme_the_settings_choose(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    config: str,
+    env: dict[str, str],
+    remembered: tuple[str, str] | None,
+    first: str,
+) -> None:
+    """The first frame's theme, guessed before pydantic loads, is the one the settings and
+    the UI state file choose once loaded: no change of theme when the cockpit arrives."""
+    path = tmp_path / "config.toml"
+    path.write_text(config)
+    monkeypatch.setenv("IO_TUI_CONFIG", str(path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if remembered is not None:
+        ui_state.changed(theme=remembered[0], config_theme=remembered[1])
+    assert configured_theme() in (first, remembered and remembered[1])
+    broken = "broken" in config
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        assert app.theme == first
+        if broken:
+            boot.error = ValueError("not valid TOML")
+        boot.release()
+        await _until(pilot, lambda: _ready(app) or app.return_code is not None)
+        assert app.theme == first
