@@ -30,7 +30,7 @@ from io_tui.cli.terminal import guarded
 
 COMMANDS = {  # command → the module that registers it (imported only when it runs)
     "run": "io_tui.cli.run",
-    "demo": "io_tui.cli.run",
+    "demo": "io_tui.cli.ui",
     "trace": "io_tui.cli.trace",
     "approvals": "io_tui.cli.approvals",
     "decide": "io_tui.cli.approvals",

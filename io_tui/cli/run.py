@@ -95,14 +95,6 @@ def register(sub: Any) -> None:
     add_queue_options(run)
     run.set_defaults(handler=run_command)
 
-    demo = sub.add_parser("demo", help="the bundled demo task (the TUI, or --headless)")
-    demo.add_argument(
-        "--headless", action="store_true", help="no TUI: auto-approve, print a summary"
-    )
-    demo.add_argument("--json", action="store_true")
-    add_store_option(demo)
-    demo.set_defaults(handler=demo_command)
-
 
 def add_run_settings_options(parser: argparse.ArgumentParser) -> None:
     """What a run is built from, over the config: ``io-tui run``'s and ``io-tui acp``'s."""
@@ -291,13 +283,10 @@ async def continue_with(args: argparse.Namespace, contract: TaskContract) -> Tas
         await store.close()
 
 
-async def demo_command(args: argparse.Namespace) -> int:
+async def demo_headless(args: argparse.Namespace) -> int:
+    """``io-tui demo --headless``: the demo run to its end, every request approved."""
     from io_tui import demo
 
-    if not args.headless:
-        from io_tui.cli.ui import open_demo
-
-        return await open_demo(args)
     workspace = demo.make_workspace()
     provider = build_demo_provider()
     contract = demo.demo_contract(workspace)

@@ -24,6 +24,15 @@ SERVE_TEMPLATES = Path(__file__).resolve().parent / "serve_templates"
 
 
 def register(sub: Any) -> None:
+    # ``demo`` is registered here, not with ``run``: the app's first frame must not wait for
+    # what a headless run imports (the settings, the core), which ``--headless`` alone loads
+    demo = sub.add_parser("demo", help="the bundled demo task (the TUI, or --headless)")
+    demo.add_argument(
+        "--headless", action="store_true", help="no TUI: auto-approve, print a summary"
+    )
+    demo.add_argument("--json", action="store_true")
+    add_store_option(demo)
+    demo.set_defaults(handler=demo_command)
     serve = sub.add_parser("serve", help="the TUI in a browser (textual-serve, 127.0.0.1 only)")
     serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
     serve.add_argument("--demo", action="store_true", help="serve the app with the demo running")
@@ -37,6 +46,14 @@ async def open_app(args: argparse.Namespace) -> int:
 
 async def open_demo(args: argparse.Namespace) -> int:
     return await _run(args, demo=True)
+
+
+async def demo_command(args: argparse.Namespace) -> int:
+    if args.headless:
+        from io_tui.cli.run import demo_headless
+
+        return await demo_headless(args)
+    return await open_demo(args)
 
 
 async def _run(args: argparse.Namespace, *, demo: bool) -> int:

@@ -117,13 +117,16 @@ def _env(config: Path | None = None) -> dict[str, str]:
     return user_env(extra)
 
 
-def test_the_first_frame_is_drawn_before_the_settings_and_the_core_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [[], ["demo"]], ids=["io-tui", "io-tui demo"])
+def test_the_first_frame_is_drawn_before_the_settings_and_the_core_load(
+    tmp_path: Path, command: list[str]
+) -> None:
     loaded = tmp_path / "modules.json"
     store = ["--store", str(tmp_path / "store.db")]
-    argv = [sys.executable, "-c", FIRST_FRAME_PROBE, str(loaded), *store]
+    argv = [sys.executable, "-c", FIRST_FRAME_PROBE, str(loaded), *store, *command]
     terminal = Terminal(argv, _env())
     try:
-        terminal.read_until(lambda: b"Select a run" in terminal.output)  # then the panes
+        terminal.read_until(lambda: b"Quit" in terminal.output)  # then the panes' footer
         terminal.type(b"\x11")  # ctrl+q
         assert terminal.wait() == 0
     finally:
