@@ -15,6 +15,7 @@ from typing import NamedTuple
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import (
+    apply_echo,
     correction_against,
     correction_body,
     correction_moved,
@@ -165,7 +166,9 @@ class Resolver:
                 how = "the same result as" if text == e.content else "the difference from"
                 how = f"{how} step {base.obs.step}'s result of the same call"
             tokens = estimate_tokens(echo)
-            if tokens * 2 <= e.tokens:
+            # sent so only when it gives the result back to the character (a copy of an empty
+            # file has no numbered lines for a difference from it to keep the numbers of)
+            if tokens * 2 <= e.tokens and apply_echo(text, echo) == e.content:
                 e.state, e.content, e.tokens = EntryState.ECHOED, echo, tokens
                 e.reason = (
                     f"{_correcting(e.obs) + '; ' if e.obs.corrects else ''}sent as {how}, "
