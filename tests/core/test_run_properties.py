@@ -236,7 +236,11 @@ def check_requests(s: Session) -> list[str]:
         users = [m.content for m in sent.messages if m.role == "user"]
         by_digest = {digest(u): u for u in users}
         messages = sent.messages
-        at = {m.content: i for i, m in enumerate(messages)}  # where each text is sent
+        # where each result is sent: by its call where it has one (two results may read the
+        # same, an empty file's), else where its text is first sent
+        at: dict[str, int] = {}
+        for i, m in enumerate(messages):
+            at.setdefault(m.tool_call_id or m.content, i)
         called = {c.id for m in sent.messages for c in m.tool_calls}
         cap = manifest["entry_cap_chars"]
         entries = stored["entries"]
@@ -291,6 +295,7 @@ def check_requests(s: Session) -> list[str]:
                 content = body.removeprefix(head)
             else:
                 assert e["chars"] == len(content), e
+            sent_at = at[obs.call_id] if obs.call_id in at else at[content]
             whole = max(obs.full_chars, len(obs.text))  # the tool's whole output, as recorded
             if state is EntryState.CAPPED:
                 assert e["total_chars"] == whole and 0 < e["kept_chars"] < whole, e
@@ -348,9 +353,7 @@ def check_requests(s: Session) -> list[str]:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
                 case EntryState.CORRECTED if content == cut(obs, cap):
                     # out of date, carried as the cached prefix holds it: corrected after it
-                    assert corrected_after(obs, at[content], messages, entries), same_call(
-                        e, entries
-                    )
+                    assert corrected_after(obs, sent_at, messages, entries), same_call(e, entries)
                 case EntryState.CORRECTED | EntryState.ECHOED:
                     # the difference from (a pointer into) a result above, carried whole
                     head = content.split("\n", 1)[0]
@@ -362,7 +365,7 @@ def check_requests(s: Session) -> list[str]:
                     base = int(found[1] or found[2])
                     sent_whole = cut(obs, cap)
                     if state is EntryState.CORRECTED:
-                        assert corrected_after(obs, at[content], messages, entries), same_call(
+                        assert corrected_after(obs, sent_at, messages, entries), same_call(
                             e, entries
                         )
                     elif content.endswith("as they are now]"):  # a pointer
