@@ -277,7 +277,12 @@ class Workspace:
         """The POSIX path relative to the root ('.' for the root), for policy and display: a
         name that is not UTF-8, or holds a control character, is shown byte by byte
         (``bad\\xff.txt``), and ``resolve`` takes it back as it was shown."""
-        resolved = self.resolve(path)
+        return self.shown(self.resolve(path))
+
+    def shown(self, resolved: Path) -> str:
+        """``relative`` of a path ``resolve`` has just given: its symlinks are resolved and it
+        is inside the root already, so it is not resolved again (``realpath``: a ``lstat`` per
+        component)."""
         rel = resolved.relative_to(self.root).as_posix()
         return shown_name(rel) or "."
 
@@ -297,7 +302,7 @@ class Workspace:
     async def _read(self, path: str, max_bytes: int) -> tuple[bytes, Seen]:
         """The file's bytes and what they were (``Seen``: the digest of those bytes)."""
         target = self.resolve(path)
-        display = self.relative(target)
+        display = self.shown(target)
 
         def read() -> tuple[bytes, Seen]:
             with fs_errors(display), os.fdopen(open_regular(target, display), "rb") as f:
@@ -317,7 +322,7 @@ class Workspace:
         """``limit`` bytes of the file at ``offset`` (fewer at its end), whatever its size, with
         the line the range starts in (a streamed count of the newlines before it)."""
         target = self.resolve(path)
-        display = self.relative(target)
+        display = self.shown(target)
 
         def read() -> ByteRange:
             with fs_errors(display), os.fdopen(open_regular(target, display), "rb") as f:
@@ -413,7 +418,7 @@ class Workspace:
         Returns whether the file existed before, so a tool can say "created" or "overwrote".
         """
         target = self.resolve(path)
-        display = self.relative(target)
+        display = self.shown(target)
         if target == self.root:
             raise WorkspaceError("cannot write to the workspace root itself; name a file")
 
@@ -439,7 +444,7 @@ class Workspace:
         """``(name, is_dir)`` for each entry, sorted by name; each name as ``shown_name``
         writes it."""
         target = self.resolve(path)
-        display = self.relative(target)
+        display = self.shown(target)
 
         def scan() -> list[tuple[str, bool]]:
             with fs_errors(display):
