@@ -13,14 +13,16 @@ import pytest
 
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
+from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.checks import is_test_command
 from io_tui.core.context.compaction import fold
 from io_tui.core.context.digest import digest_request
 from io_tui.core.context.summary import LEDGER_LINE, Agreement, FoldStep
 from io_tui.core.contract import TaskContract, contract_from_json
+from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import content_digest
 from io_tui.core.progress.fold import Fold
-from io_tui.core.progress.keeper import ledger_of
+from io_tui.core.progress.keeper import ProgressKeeper, ledger_of
 from io_tui.core.progress.render import render_ledger
 from io_tui.core.providers.base import CompletionRequest
 from io_tui.core.providers.scripted import ScriptedProvider
@@ -29,6 +31,7 @@ from io_tui.core.run.launch import continue_contract
 from io_tui.core.run.loop import Outcome, resume_run, start_run
 from io_tui.core.steering.trace import build_trace
 from io_tui.core.store import Store
+from io_tui.core.store.runs import StepCommit
 
 CHECK = [sys.executable, "check.py"]  # the contract's verification: fails until parse is fixed
 FIXED = "def parse(x):\n    return x\n"
@@ -404,3 +407,31 @@ def test_the_ledger_s_json_is_dataclasses_asdict_and_its_digest_leaves_out_revis
         data["digest"] == ledger.digest == hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     )
     assert dataclasses.replace(ledger, revision=5, step=9).digest == ledger.digest
+
+
+async def test_a_batch_the_store_did_not_take_is_not_in_the_ledger(store, workspace):
+    """A step's revision is folded before its commit and saved in the commit's transaction
+    (``prepare``): when that commit fails, the keeper folds the store again (``unload``), so
+    the ledger never says what the store does not hold; once committed, it is the store's."""
+    run_id = await store.runs.create(
+        goal="g", workspace=str(workspace), contract={}, provider={}, policy={}
+    )
+    keeper = ProgressKeeper(store, run_id, TaskContract("g", workspace), Workspace(workspace))
+    await keeper.take(())
+    assert keeper.loaded
+    said = RunEvent(run_id, 1, EventKind.OPERATOR_MESSAGE, {"text": "keep it short"})
+    revision = keeper.prepare([said], (), "", 1)
+    assert revision is not None
+    assert [c.text for c in revision.ledger.constraints] == ["keep it short"]
+    keeper.unload()  # the commit failed
+    await keeper.take(())
+    assert keeper.ledger().constraints == ()
+    revision = keeper.prepare([said], (), "", 1)
+    assert revision is not None
+    commit = StepCommit(1, "", (), {}, (), (), [said], 0)
+    number = await store.runs.commit_step(run_id, commit, progress=revision.row)
+    assert number is not None
+    keeper.saved(revision, number)
+    assert keeper.ledger() == await ledger_of(store, run_id)
+    assert [c.text for c in keeper.ledger().constraints] == ["keep it short"]
+    assert keeper.prepare((), (), "", 1) is None  # nothing moved: no revision

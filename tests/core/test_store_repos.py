@@ -173,6 +173,8 @@ async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Stor
         store.intents.begin(run_id=run_id, step=1, call_id="c1", tool="run_command",
                             arguments={}, fence=first),
         store.runs.set_status(run_id, "failed", "failed", error="late", fence=first),
+        # the ledger's revision goes in the step's transaction: refused with it
+        store.runs.commit_step(run_id, commit, fence=first, progress=(1, "d1", {"n": 1})),
     ]  # fmt: skip
     for write in stale:
         with pytest.raises(LeaseLost, match=f"run {run_id}: this process no longer holds"):
@@ -180,7 +182,18 @@ async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Stor
     run = await store.runs.get(run_id)
     assert run is not None and (run.status, run.steps, run.error) == ("running", 0, None)
     assert await store.intents.for_run(run_id) == []
-    await store.runs.commit_step(run_id, commit, fence=second)
+    assert await store.progress.latest(run_id) is None
+    assert await store.runs.commit_step(run_id, commit, fence=second) is None
+    revision = await store.runs.commit_step(
+        run_id, commit, fence=second, progress=(1, "d1", {"n": 1})
+    )
+    latest = await store.progress.latest(run_id)
+    assert revision == 1 and latest is not None
+    assert (latest.revision, latest.step, latest.digest, latest.ledger) == (
+        1, 1, "d1", {"n": 1, "revision": 1},
+    )  # fmt: skip
+    # the same digest again: no new revision, the newest one's number
+    assert await store.runs.commit_step(run_id, commit, fence=second, progress=(1, "d1", {})) == 1
     await store.runs.set_status(run_id, "finished", "success", fence=second)
     run = await store.runs.get(run_id)
     assert run is not None and (run.status, run.steps) == ("finished", 1)

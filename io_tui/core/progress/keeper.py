@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.events import RunEvent
 from io_tui.core.ledger import Observation, content_digest
-from io_tui.core.progress.model import ProgressLedger
+from io_tui.core.progress.model import Change, ProgressLedger
 from io_tui.core.store import Store
 
 # The fold, the contract, the workspace, the summaries' agreement and the ledger's text are a
@@ -35,6 +35,28 @@ if TYPE_CHECKING:
 FILE_TOOLS = ("write_file", "edit_file")
 
 
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """A new revision of a run's ledger, to be saved (``store.progress``): the ledger, and its
+    JSON with its digest."""
+
+    ledger: ProgressLedger
+    data: dict[str, Any]
+
+    @property
+    def step(self) -> int:
+        return self.ledger.step
+
+    @property
+    def digest(self) -> str:
+        return str(self.data["digest"])
+
+    @property
+    def row(self) -> tuple[int, str, dict[str, Any]]:
+        """What the store saves: step, digest, ledger."""
+        return self.step, self.digest, self.data
+
+
 class ProgressKeeper:
     def __init__(self, store: Store, run_id: int, contract: TaskContract, workspace: Workspace):
         from io_tui.core.progress.fold import Fold
@@ -46,6 +68,7 @@ class ProgressKeeper:
         self._loaded = False
         self._digests: dict[str, str] = {}  # a write's handle → the file's digest after it
         self._saved: str | None = None  # the digest of ``current``, the newest revision
+        self._unsettled = False  # ``prepare`` left the revision to ``settle``
 
     async def take(
         self,
@@ -58,19 +81,74 @@ class ProgressKeeper:
         if not self._loaded:
             await self._load()  # the store holds this batch too
         else:
-            fold = self.fold
-            for obs in observations:
-                fold.texts[obs.call_id] = obs.text
-            fold.note_model(step, text)
-            for event in events:
-                fold.apply(event.kind.value, event.step, event.detail)
+            self._fold(events, observations, text, step)
+        await self.settle()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the keeper has folded what the store holds of its run: its first batch
+        folds the store, so it goes to ``take`` once stored; a later one may be ``prepare``d."""
+        return self._loaded
+
+    def prepare(
+        self,
+        events: Sequence[RunEvent],
+        observations: Iterable[Observation] = (),
+        text: str = "",
+        step: int = 0,
+    ) -> Revision | None:
+        """Fold a batch about to be stored (a loaded keeper's), with nothing awaited: the new
+        revision to save in the batch's own transaction (``saved`` once it is committed), or
+        None. None when the ledger says what its newest revision says, or when a file it names
+        has no digest yet: ``settle`` takes that, and saves the revision, once the batch is
+        stored. A batch that is not stored after all must ``unload`` the keeper."""
+        assert self._loaded
+        self._fold(events, observations, text, step)
+        ledger = self.fold.ledger()
+        if missing(ledger, self._digests):
+            self._unsettled = True
+            return None
+        return self._revision(filled(ledger, self._digests))
+
+    async def settle(self) -> None:
+        """Save the ledger as folded so far, if it changed (``take``, or after a ``prepare``
+        that could not give the revision: its digests taken first)."""
+        self._unsettled = False
         ledger = await with_digests(self.fold.ledger(), self.workspace, self._digests)
+        revision = self._revision(ledger)
+        if revision is not None:
+            number = await self.store.progress.save(self.fold.run_id, *revision.row)
+            self.saved(revision, number)
+
+    @property
+    def unsettled(self) -> bool:
+        """A ``prepare``d batch left its revision to ``settle``."""
+        return self._unsettled
+
+    def _fold(
+        self, events: Sequence[RunEvent], observations: Iterable[Observation], text: str, step: int
+    ) -> None:
+        fold = self.fold
+        for obs in observations:
+            fold.texts[obs.call_id] = obs.text
+        fold.note_model(step, text)
+        for event in events:
+            fold.apply(event.kind.value, event.step, event.detail)
+
+    def _revision(self, ledger: ProgressLedger) -> Revision | None:
         data = ledger.to_json()  # hashed once a batch: the whole ledger as JSON
-        digest = data["digest"]
-        if digest == self._saved:
-            return
-        revision = await self.store.progress.save(self.fold.run_id, ledger.step, digest, data)
-        self.current, self._saved = replace(ledger, revision=revision), digest
+        if data["digest"] == self._saved:
+            return None
+        return Revision(ledger, data)
+
+    def saved(self, revision: Revision, number: int) -> None:
+        """``revision`` is stored, as revision ``number``."""
+        self.current, self._saved = replace(revision.ledger, revision=number), revision.digest
+
+    def unload(self) -> None:
+        """A batch folded by ``prepare`` may not be stored: the next batch folds the store
+        again (what it holds, nothing else)."""
+        self._loaded = self._unsettled = False
 
     def ledger(self) -> ProgressLedger:
         """The ledger as of the last batch (digests as of its revision)."""
@@ -100,10 +178,20 @@ async def with_digests(
 ) -> ProgressLedger:
     """The ledger with each modified file's digest, taken once per write (``known``: a write's
     handle → the digest taken after it, filled in here)."""
-    missing = [c for c in ledger.changes if c.tool in FILE_TOOLS and c.ref not in known]
-    if missing:
-        found = await asyncio.to_thread(_digests, workspace, [c.resource for c in missing])
-        known |= {c.ref: d for c, d in zip(missing, found, strict=True)}
+    needed = missing(ledger, known)
+    if needed:
+        found = await asyncio.to_thread(_digests, workspace, [c.resource for c in needed])
+        known |= {c.ref: d for c, d in zip(needed, found, strict=True)}
+    return filled(ledger, known)
+
+
+def missing(ledger: ProgressLedger, known: dict[str, str]) -> list[Change]:
+    """The ledger's file changes whose digest is not taken yet."""
+    return [c for c in ledger.changes if c.tool in FILE_TOOLS and c.ref not in known]
+
+
+def filled(ledger: ProgressLedger, known: dict[str, str]) -> ProgressLedger:
+    """The ledger with the digests ``known`` (one for each file change it holds)."""
     if not any(c.tool in FILE_TOOLS and c.digest != known[c.ref] for c in ledger.changes):
         return ledger  # nothing to fill in: no copy
     changes = tuple(

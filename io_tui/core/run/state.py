@@ -427,26 +427,46 @@ class RunState:
                 detail["interrupted"] = True  # its answer was cut off by the run's cancel
             committed = self.record(EventKind.STEP_COMMITTED, detail, step)
         events, self.pending_events = self.pending_events, []
-        await self.store.runs.commit_step(
-            self.run_id,
-            StepCommit(
-                step,
-                text,
-                calls,
-                decision,
-                observations,
-                requests,
-                events,
-                tokens,
-                operator_messages,
-                closed_intents=[r.closes_intent for r in results if r.closes_intent],
-            ),
-            provider=self.harness.provider.describe(),
-            fence=self.fence,
-        )
         new_obs = tuple(o for o, _ in observations if not o.corrects)
         fixed = tuple(o for o, _ in corrections)
-        await self.progress.take(events, new_obs, text, step)
+        # the ledger's new revision, folded first, is saved in the step's own transaction; a
+        # keeper that has not folded the store yet folds it once this batch is stored
+        keeper, revision = self.progress, None
+        loaded = keeper.loaded
+        if loaded:
+            try:
+                revision = keeper.prepare(events, new_obs, text, step)
+            except Exception:
+                keeper.unload()  # ``take`` folds the store once the batch is in it
+                loaded = False
+        try:
+            number = await self.store.runs.commit_step(
+                self.run_id,
+                StepCommit(
+                    step,
+                    text,
+                    calls,
+                    decision,
+                    observations,
+                    requests,
+                    events,
+                    tokens,
+                    operator_messages,
+                    closed_intents=[r.closes_intent for r in results if r.closes_intent],
+                ),
+                provider=self.harness.provider.describe(),
+                fence=self.fence,
+                progress=None if revision is None else revision.row,
+            )
+        except BaseException:
+            keeper.unload()  # it folded a batch the store may not hold
+            raise
+        if not loaded:
+            await keeper.take(events, new_obs, text, step)
+        elif revision is not None and number is not None:
+            keeper.saved(revision, number)
+        elif keeper.unsettled:
+            await keeper.settle()
         if committed is not None:
             self.announce(committed)
         if update and self.history and self.history[-1].step == step:

@@ -36,7 +36,9 @@ class ProgressRepo:
     async def save(self, run_id: int, step: int, digest: str, ledger: dict[str, Any]) -> int:
         """A new revision of the run's ledger, unless the newest one says the same (its
         ``digest``); returns the revision that holds it."""
-        return await self.db.write(partial(_save, run_id, step, digest, ledger, time.time()))
+        return await self.db.write(
+            partial(save_progress, run_id, step, digest, ledger, time.time())
+        )
 
     async def latest(self, run_id: int) -> ProgressRow | None:
         row = await self.db.fetchone(
@@ -51,9 +53,11 @@ class ProgressRepo:
         return [ProgressRow.from_row(r) for r in rows]
 
 
-def _save(
+def save_progress(
     run_id: int, step: int, digest: str, ledger: dict[str, Any], now: float, conn: Connection
 ) -> int:
+    """``ProgressRepo.save`` inside a transaction (a step's commit saves its revision in its
+    own: ``RunRepo.commit_step``)."""
     row = conn.execute(
         "SELECT revision, digest FROM progress WHERE run_id = ? ORDER BY revision DESC LIMIT 1",
         (run_id,),

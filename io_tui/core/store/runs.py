@@ -20,10 +20,12 @@ from io_tui.core.store.clock import store_time
 from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.leases import LEASE_RELEASED, LIVE_STATUSES, OWNER, Fence, fenced
 from io_tui.core.store.live import announce
+from io_tui.core.store.progress import save_progress
 from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
 
 T = TypeVar("T")
+U = TypeVar("U")
 FIRST_EPOCH = 1  # the lease epoch of a run's first driver, the process that creates it
 
 
@@ -201,17 +203,28 @@ class RunRepo:
         *,
         provider: dict[str, Any] | None = None,
         fence: Fence | None = None,
-    ) -> None:
+        progress: tuple[int, str, dict[str, Any]] | None = None,
+    ) -> int | None:
         """Write the step row, its observations, requests and events in one transaction.
 
         Committing a step number that already exists (a step resumed after a deferred approval)
         adds the new observations and merges the decision. ``fence``: its driver's (``LeaseLost``,
-        nothing written, once another holds the run).
+        nothing written, once another holds the run). ``progress``: a new revision of the run's
+        progress ledger (step, digest, ledger) that folds this commit in, saved in the same
+        transaction (``ProgressRepo.save``); returns its revision number (None without one).
         """
         last = self._written.get(run_id)
-        step = partial(_commit_step, run_id, commit, provider, time.time(), last)
-        written = await self.db.write(partial(_fenced, fence, step))
+        now = time.time()
+        step = partial(_commit_step, run_id, commit, provider, now, last)
+        if progress is None:
+            written, revision = await self.db.write(partial(_fenced, fence, step)), None
+        else:
+            save = partial(save_progress, run_id, *progress, now)
+            written, revision = await self.db.write(
+                partial(_fenced, fence, partial(_both, step, save))
+            )
         self._remember(run_id, written)
+        return revision
 
     def _remember(self, run_id: int, written: Written | None) -> None:
         """After a commit (never before: a rolled-back row cannot be a base)."""
@@ -456,6 +469,12 @@ def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection
     """``fn(conn)`` once the driver's ``fence`` holds (``leases.Fence.check``)."""
     fenced(fence, conn)
     return fn(conn)
+
+
+def _both(
+    first: Callable[[Connection], T], second: Callable[[Connection], U], conn: Connection
+) -> tuple[T, U]:
+    return first(conn), second(conn)
 
 
 def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
