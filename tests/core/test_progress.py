@@ -429,7 +429,7 @@ async def test_a_batch_the_store_did_not_take_is_not_in_the_ledger(store, worksp
     revision = keeper.prepare([said], (), "", 1)
     assert revision is not None
     commit = StepCommit(1, "", (), {}, (), (), [said], 0)
-    number = await store.runs.commit_step(run_id, commit, progress=revision.row)
+    number, _ = await store.runs.commit_step(run_id, commit, progress=revision.row)
     assert number is not None
     keeper.saved(revision, number)
     assert keeper.ledger() == await ledger_of(store, run_id)

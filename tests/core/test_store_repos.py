@@ -5,15 +5,19 @@ a PostgreSQL database)."""
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.authority.policy import Act, Effect
+from io_tui.core.contract import MemoryLimits
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.store import LeaseLost, Store
+from io_tui.core.store.approvals import remembered_layer
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, Fence, RunBusy
+from io_tui.core.store.notes import recalled
 from io_tui.core.store.runs import StepCommit
 
 
@@ -69,6 +73,31 @@ async def test_rules_are_remembered_scoped_and_revoked(store: Store) -> None:
     assert [r.revoked_at is not None for r in await store.rules.list(include_revoked=True)] == [
         True, False, False,
     ]  # fmt: skip
+
+
+async def test_reads_made_along_with_a_step_s_hand_offs_are_the_repos_own(store: Store) -> None:
+    """A step reads its notes with its operator messages, and its calls' remembered rules in
+    the transaction that commits the model's answer: each as its repo reads it alone."""
+    run_id = await new_run(store)
+    await store.rules.add(act=Act.READ, pattern="docs/*", scope="global", workspace=None,
+                          run_id=None)  # fmt: skip
+    await store.rules.add(act=Act.EXEC, pattern="make *", scope="run", workspace="/w",
+                          run_id=run_id, effect=Effect.DENY)  # fmt: skip
+    await store.notes.write(key="k", value="v", scope="workspace", workspace="/w", run_id=None,
+                            step=None, limits=MemoryLimits())  # fmt: skip
+    await store.runs.add_operator_message(run_id, "stop soon")
+    taken, notes = await store.runs.take_operator_messages_with(run_id, 1, partial(recalled, "/w"))
+    assert taken == ["stop soon"] and notes == await store.notes.recalled_for("/w")
+    assert [n.key for n in notes[0]] == ["k"]
+    assert await store.runs.take_operator_messages_with(run_id, 2, partial(recalled, "/w")) == (
+        [], notes,
+    )  # fmt: skip
+    commit = StepCommit(1, "", (), {}, (), (), (), 1)
+    done = await store.runs.commit_step(
+        run_id, commit, read=partial(remembered_layer, "/w", run_id)
+    )
+    assert done.read == await store.rules.layer_for(workspace="/w", run_id=run_id)
+    assert [r.pattern for r in done.read.rules] == ["docs/*", "make *"]
 
 
 async def test_an_intent_is_open_until_its_observation_commits(store: Store) -> None:
@@ -183,8 +212,8 @@ async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Stor
     assert run is not None and (run.status, run.steps, run.error) == ("running", 0, None)
     assert await store.intents.for_run(run_id) == []
     assert await store.progress.latest(run_id) is None
-    assert await store.runs.commit_step(run_id, commit, fence=second) is None
-    revision = await store.runs.commit_step(
+    assert await store.runs.commit_step(run_id, commit, fence=second) == (None, None)
+    revision, _ = await store.runs.commit_step(
         run_id, commit, fence=second, progress=(1, "d1", {"n": 1})
     )
     latest = await store.progress.latest(run_id)
@@ -193,7 +222,8 @@ async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Stor
         1, 1, "d1", {"n": 1, "revision": 1},
     )  # fmt: skip
     # the same digest again: no new revision, the newest one's number
-    assert await store.runs.commit_step(run_id, commit, fence=second, progress=(1, "d1", {})) == 1
+    committed = await store.runs.commit_step(run_id, commit, fence=second, progress=(1, "d1", {}))
+    assert committed.revision == 1
     await store.runs.set_status(run_id, "finished", "success", fence=second)
     run = await store.runs.get(run_id)
     assert run is not None and (run.status, run.steps) == ("finished", 1)

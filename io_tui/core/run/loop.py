@@ -66,6 +66,7 @@ from io_tui.core.store import LeaseLost, StoreDamaged, StoreError, StoreFull, St
 from io_tui.core.store.checkpoints import BEFORE, END, RESUMED
 from io_tui.core.store.intents import IntentRow
 from io_tui.core.store.leases import HEARTBEAT_S, OWNER, Fence, RunBusy
+from io_tui.core.store.notes import recalled
 from io_tui.core.store.requests import RequestRecord
 from io_tui.core.store.runs import FIRST_EPOCH, RunRow
 from io_tui.core.telemetry import Parent, RunTrace
@@ -481,11 +482,11 @@ class Run:
                 return Outcome.TOKEN_BUDGET
             state.step += 1
             step = state.step
-            operator_messages = tuple(
-                await self.store.runs.take_operator_messages(
-                    self.run_id, step, fence=self.state.fence
-                )
+            # the step's notes are read in the same hand-off, for its request (``ask_model``)
+            taken, state.recalled = await self.store.runs.take_operator_messages_with(
+                self.run_id, step, partial(recalled, str(state.workspace.root)), fence=state.fence
             )
+            operator_messages = tuple(taken)
             for text in operator_messages:
                 state.publish(EventKind.OPERATOR_MESSAGE, {"text": text})
             notices = await state.late_arrivals()  # MCP servers ready since the last request
@@ -553,6 +554,7 @@ class Run:
                 corrections=corrections,
                 tokens=tokens,
                 final=False,
+                read_rules=True,  # for its calls, right after (``_call_runner``)
             )
             paused = await self._run_step_calls(calls, step, resuming=False)
             if paused is not None:
@@ -609,9 +611,11 @@ class Run:
     async def _call_runner(self) -> CallRunner:
         state = self.state
 
-        layer = await self.store.rules.layer_for(
-            workspace=str(state.workspace.root), run_id=self.run_id
-        )
+        layer, state.remembered = state.remembered, None  # read as the step was committed
+        if layer is None:
+            layer = await self.store.rules.layer_for(
+                workspace=str(state.workspace.root), run_id=self.run_id
+            )
         if not state.policy.layers or state.policy.layers[-1] != layer:
             # the same rules as last time keep the same policy object: what is asked of it per
             # object (the derived parts' read verdicts) is then asked once

@@ -168,7 +168,10 @@ async def ask_model(
         say_tools_ignored(state, key, SERVER_SAYS)
     factor = state.calibration.factor(*key)
     history = [*state.history, StepRecord(state.step, "", operator_messages=operator_messages)]
-    notes, left_out = await state.store.notes.recalled_for(str(state.workspace.root))
+    recalled, state.recalled = state.recalled, None  # read with the step's operator messages
+    if recalled is None:
+        recalled = await state.store.notes.recalled_for(str(state.workspace.root))
+    notes, left_out = recalled
     await refresh_derived(state, engine, notes)  # derived parts whose dependencies moved
     overflowed: tuple[tuple[Message, ...], ProviderError] | None = None
     refused = 0  # what the last request the server refused carried beside its frame (raw)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from io_tui.core.authority.policy import Layer
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.checkpoints.pruning import prune_checkpoints
 from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
@@ -22,6 +23,7 @@ from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
 from io_tui.core.events import LIVE_ONLY, EventKind, RunEvent
 from io_tui.core.hooks.moments import RunHooks
 from io_tui.core.ledger import Observation, StepRecord
+from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.progress.keeper import ProgressKeeper
 from io_tui.core.providers.base import Message, ToolCall, ToolSpec
 from io_tui.core.run.calls import CallResult
@@ -31,6 +33,7 @@ from io_tui.core.run.meter import CostMeter
 from io_tui.core.run.pinned import PinnedRequest
 from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
+from io_tui.core.store.approvals import remembered_layer
 from io_tui.core.store.clock import host_monotonic
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES, Fence
@@ -93,6 +96,11 @@ class RunState:
         # a fork's first request: the step it left from, as recorded (``run/pinned.py``)
         self.pinned: PinnedRequest | None = None
         self._arrivals_seen = 0  # of harness.late_tools' arrivals
+        # reads made along with another hand-off to the store, for the next one to use: the
+        # step's notes (read with its operator messages), the remembered rules its calls are
+        # checked against (read in the transaction that commits the model's answer)
+        self.recalled: tuple[list[MemoryNote], list[MemoryNote]] | None = None
+        self.remembered: Layer | None = None
         self._told_starting: set[str] = set()  # the sources the model was told are starting
         self._offered: dict[str, tuple[str, ...]] = {}  # each late source's tools, by name
         self._asked = False  # a model request was built in this process
@@ -403,6 +411,7 @@ class RunState:
         tokens: int = 0,
         update: bool = False,
         final: bool = True,
+        read_rules: bool = False,
     ) -> None:
         """The step's text, tool calls, decision, observations, requests, events and tokens go
         to the store in one transaction, then into the history. ``update``: add ``results``
@@ -410,7 +419,8 @@ class RunState:
         instead of appending one. A step is committed as soon as the model has answered and
         then once per call; only its ``final`` commit announces ``step_committed``. The
         ``corrections`` sent at the step's boundary (``context/correct.py``) go with its first
-        commit."""
+        commit. ``read_rules``: the remembered rules are read in the commit's transaction, for
+        the calls that run next (``remembered``)."""
         observations = [
             *corrections,
             *((r.observation, r.full_text) for r in results if r.observation is not None),
@@ -440,7 +450,7 @@ class RunState:
                 keeper.unload()  # ``take`` folds the store once the batch is in it
                 loaded = False
         try:
-            number = await self.store.runs.commit_step(
+            done = await self.store.runs.commit_step(
                 self.run_id,
                 StepCommit(
                     step,
@@ -457,14 +467,18 @@ class RunState:
                 provider=self.harness.provider.describe(),
                 fence=self.fence,
                 progress=None if revision is None else revision.row,
+                read=partial(remembered_layer, str(self.workspace.root), self.run_id)
+                if read_rules
+                else None,
             )
         except BaseException:
             keeper.unload()  # it folded a batch the store may not hold
             raise
+        self.remembered = done.read if read_rules else None
         if not loaded:
             await keeper.take(events, new_obs, text, step)
-        elif revision is not None and number is not None:
-            keeper.saved(revision, number)
+        elif revision is not None and done.revision is not None:
+            keeper.saved(revision, done.revision)
         elif keeper.unsettled:
             await keeper.settle()
         if committed is not None:

@@ -302,23 +302,7 @@ class RuleRepo:
         return await self.db.write(insert)
 
     async def list(self, *, include_revoked: bool = False) -> list[RememberedRule]:
-        where = "" if include_revoked else " WHERE revoked_at IS NULL"
-        rows = await self.db.fetchall(f"SELECT * FROM rules{where} ORDER BY id")
-        return [
-            RememberedRule(
-                id=r["id"],
-                act=Act(r["act"]),
-                effect=Effect(r["effect"]),
-                pattern=r["pattern"],
-                scope=r["scope"],
-                workspace=r["workspace"],
-                run_id=r["run_id"],
-                approval_id=r["approval_id"],
-                created_at=r["created_at"],
-                revoked_at=r["revoked_at"],
-            )
-            for r in rows
-        ]
+        return await self.db.call(partial(_rules, include_revoked))
 
     async def revoke(self, rule_id: int) -> bool:
         return await self.db.write(
@@ -331,16 +315,46 @@ class RuleRepo:
 
     async def layer_for(self, *, workspace: str, run_id: int) -> Layer:
         """The ``remembered`` layer that applies to one run in one workspace."""
-        from io_tui.core.authority.policy import Layer, Rule
+        return await self.db.call(partial(remembered_layer, workspace, run_id))
 
-        rules = [
-            Rule(r.act, r.effect, r.pattern)
-            for r in await self.list()
-            if r.scope == "global"
-            or (r.scope == "workspace" and r.workspace == workspace)
-            or (r.scope == "run" and r.run_id == run_id)
-        ]
-        return Layer("remembered", tuple(rules))
+
+def _rules(include_revoked: bool, conn: Connection) -> list[RememberedRule]:
+    where = "" if include_revoked else " WHERE revoked_at IS NULL"
+    cursor = conn.execute(f"SELECT * FROM rules{where} ORDER BY id")
+    try:
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    return [
+        RememberedRule(
+            id=r["id"],
+            act=Act(r["act"]),
+            effect=Effect(r["effect"]),
+            pattern=r["pattern"],
+            scope=r["scope"],
+            workspace=r["workspace"],
+            run_id=r["run_id"],
+            approval_id=r["approval_id"],
+            created_at=r["created_at"],
+            revoked_at=r["revoked_at"],
+        )
+        for r in rows
+    ]
+
+
+def remembered_layer(workspace: str, run_id: int, conn: Connection) -> Layer:
+    """``RuleRepo.layer_for`` on a connection: read along with another hand-off (the commit of
+    the model's answer, right before its calls run: ``RunState.commit_step``)."""
+    from io_tui.core.authority.policy import Layer, Rule
+
+    rules = [
+        Rule(r.act, r.effect, r.pattern)
+        for r in _rules(False, conn)
+        if r.scope == "global"
+        or (r.scope == "workspace" and r.workspace == workspace)
+        or (r.scope == "run" and r.run_id == run_id)
+    ]
+    return Layer("remembered", tuple(rules))
 
 
 def _update(sql: str, params: tuple[Any, ...], conn: Connection) -> bool:

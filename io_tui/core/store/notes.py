@@ -25,6 +25,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from io_tui.core.memory.notes import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.store.db import Database
+from io_tui.core.store.db import Connection, Database
 
 OPERATOR_RUN_ID = 0
 
@@ -207,16 +208,7 @@ class NoteRepo:
     ) -> tuple[builtins.list[MemoryNote], builtins.list[MemoryNote]]:
         """``notes_for(workspace)``, and beside it the notes a request there no longer recalls
         (expired or superseded, oldest-first: its manifest names each with why), read at once."""
-        rows = await self.db.fetchall(
-            f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
-            " OR scope = 'global' ORDER BY scope = 'global', id",
-            (str(workspace),),
-        )
-        now = time.time()
-        notes = [_note(r) for r in rows]
-        return _unshadowed([n for n in notes if n.active(now)]), [
-            n for n in notes if not n.active(now)
-        ]
+        return await self.db.call(partial(recalled, str(workspace)))
 
     async def usage(self, scope: Scope, workspace: str | Path | None) -> tuple[int, int]:
         """(entries, chars) held by one scope, for gauges and messages."""
@@ -640,3 +632,22 @@ async def _record(conn: aiosqlite.Connection, detail: dict[str, Any]) -> None:
             time.time(),
         ),
     )
+
+
+def recalled(
+    workspace: str, conn: Connection
+) -> tuple[builtins.list[MemoryNote], builtins.list[MemoryNote]]:
+    """``NoteRepo.recalled_for`` on a connection: read along with another hand-off (a step's
+    first read, ``RunRepo.take_operator_messages``)."""
+    cursor = conn.execute(
+        f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
+        " OR scope = 'global' ORDER BY scope = 'global', id",
+        (workspace,),
+    )
+    try:
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    now = time.time()
+    notes = [_note(r) for r in rows]
+    return _unshadowed([n for n in notes if n.active(now)]), [n for n in notes if not n.active(now)]

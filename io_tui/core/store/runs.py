@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import aiosqlite
 
@@ -25,7 +25,6 @@ from io_tui.core.store.requests import RequestRecord, Written, insert_request
 from io_tui.core.store.trace import tool_calls
 
 T = TypeVar("T")
-U = TypeVar("U")
 FIRST_EPOCH = 1  # the lease epoch of a run's first driver, the process that creates it
 
 
@@ -83,6 +82,14 @@ class StepCommit:
     # intents an operator's reconciliation closes (id, status); every other intent still
     # ``started`` for an observation's call closes ``done`` with it
     closed_intents: Sequence[tuple[int, str]] = ()
+
+
+class Committed(NamedTuple):
+    """What a step's commit gives back: the number of the progress revision saved with it (None:
+    none was), and what the read made along with it gave (None: none was asked)."""
+
+    revision: int | None
+    read: Any
 
 
 class RunRepo:
@@ -204,27 +211,32 @@ class RunRepo:
         provider: dict[str, Any] | None = None,
         fence: Fence | None = None,
         progress: tuple[int, str, dict[str, Any]] | None = None,
-    ) -> int | None:
+        read: Callable[[Connection], Any] | None = None,
+    ) -> Committed:
         """Write the step row, its observations, requests and events in one transaction.
 
         Committing a step number that already exists (a step resumed after a deferred approval)
         adds the new observations and merges the decision. ``fence``: its driver's (``LeaseLost``,
         nothing written, once another holds the run). ``progress``: a new revision of the run's
         progress ledger (step, digest, ledger) that folds this commit in, saved in the same
-        transaction (``ProgressRepo.save``); returns its revision number (None without one).
+        transaction (``ProgressRepo.save``): its revision number is returned. ``read``: a read
+        made in the same transaction once the step is written (the remembered rules its calls
+        are checked against), its result returned.
         """
         last = self._written.get(run_id)
         now = time.time()
         step = partial(_commit_step, run_id, commit, provider, now, last)
-        if progress is None:
-            written, revision = await self.db.write(partial(_fenced, fence, step)), None
-        else:
-            save = partial(save_progress, run_id, *progress, now)
-            written, revision = await self.db.write(
-                partial(_fenced, fence, partial(_both, step, save))
-            )
+        save = None if progress is None else partial(save_progress, run_id, *progress, now)
+
+        def commit_all(conn: Connection) -> tuple[Written | None, Committed]:
+            fenced(fence, conn)
+            written = step(conn)
+            revision = save(conn) if save is not None else None
+            return written, Committed(revision, read(conn) if read is not None else None)
+
+        written, committed = await self.db.write(commit_all)
         self._remember(run_id, written)
-        return revision
+        return committed
 
     def _remember(self, run_id: int, written: Written | None) -> None:
         """After a commit (never before: a rolled-back row cannot be a base)."""
@@ -321,6 +333,19 @@ class RunRepo:
     async def take_operator_messages(
         self, run_id: int, step: int, *, fence: Fence | None = None
     ) -> list[str]:
+        return (await self.take_operator_messages_with(run_id, step, _nothing, fence=fence))[0]
+
+    async def take_operator_messages_with(
+        self,
+        run_id: int,
+        step: int,
+        read: Callable[[Connection], T],
+        *,
+        fence: Fence | None = None,
+    ) -> tuple[list[str], T]:
+        """The run's operator messages not delivered yet, marked delivered at ``step``; and
+        ``read(connection)``, in the same first hand-off (a step's other read: its notes)."""
+
         def take(conn: Connection) -> list[str]:
             fenced(fence, conn)
             rows = conn.execute(
@@ -336,22 +361,25 @@ class RunRepo:
                 )
             return [r["text"] for r in rows]
 
-        def waiting(conn: Connection) -> bool:
+        def waiting(conn: Connection) -> tuple[bool, T]:
             fenced(fence, conn)
-            return (
-                conn.execute(
-                    "SELECT 1 FROM operator_messages"
-                    " WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
-                    (run_id,),
-                ).fetchone()
-                is not None
+            cursor = conn.execute(
+                "SELECT 1 FROM operator_messages"
+                " WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
+                (run_id,),
             )
+            try:
+                found = cursor.fetchone() is not None
+            finally:
+                cursor.close()
+            return found, read(conn)
 
         # asked every step, and most steps have none: a read says so (the lease checked as
         # before), and only a step with a message waiting takes the store's write lock
-        if not await self.db.call(waiting):
-            return []
-        return await self.db.write(take)
+        found, got = await self.db.call(waiting)
+        if not found:
+            return [], got
+        return await self.db.write(take), got
 
 
 def _observation(row: aiosqlite.Row) -> Observation:
@@ -471,10 +499,8 @@ def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection
     return fn(conn)
 
 
-def _both(
-    first: Callable[[Connection], T], second: Callable[[Connection], U], conn: Connection
-) -> tuple[T, U]:
-    return first(conn), second(conn)
+def _nothing(conn: Connection) -> None:
+    return None
 
 
 def _execute(sql: str, params: tuple[Any, ...], conn: Connection) -> None:
