@@ -26,6 +26,7 @@ from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.plan import Plan
 from io_tui.core.context.refresh import Fresh, RefreshFailed, Resolver
 from io_tui.core.context.step import Entry, Step
+from io_tui.core.context.turns import TurnCache
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
@@ -371,8 +372,65 @@ def test_the_sums_kept_between_builds_answer_as_a_walk_of_the_steps(builds, asks
             counts = [0 if s.dies_at_rewrite else len(s.record.observations) for s in live.steps]
             expected = fold_boundary(reversed(counts), len(live.steps), keep)
             assert live.fold_boundary(keep) == expected
+            for start, _ in asks:  # the index of stale entries against a walk of them all
+                start = min(start, len(live.steps))
+                assert ids(live.uncorrected(start)) == ids(walked_uncorrected(live, start))
 
     asyncio.run(drive())
+
+
+def ids(entries: list[Entry]) -> list[int]:
+    return [id(e) for e in entries]
+
+
+def walked_uncorrected(live: LiveSteps, start: int) -> list[Entry]:
+    """``LiveSteps.uncorrected`` as a plain walk of every entry of the live steps."""
+    found = [
+        e
+        for s in live.steps[start:]
+        if not s.dead
+        for e in s.entries
+        if e.by is None
+        and e.shown_by is None
+        and not e.noted
+        and not e.obs.is_error
+        and (e.stale_by is not None or e.drift is not None)
+    ]
+    return sorted(found, key=lambda e: (e.obs.kind is not ObsKind.READ, bool(e.obs.span)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    reads=st.lists(
+        st.tuples(st.sampled_from(["a.py", "b.py", "c.py"]), st.sampled_from(["", "1-5"]),
+                  st.booleans()),
+        min_size=1, max_size=12,
+    ),
+    drifts=st.lists(st.sets(st.sampled_from(["a.py", "b.py", "c.py"])), min_size=1, max_size=5),
+)  # fmt: skip
+def test_the_stale_index_answers_as_a_walk_through_changes_on_disk(reads, drifts) -> None:
+    """Reads and writes of a few files, then changes on disk marked and cleared build after
+    build: ``uncorrected`` from the index is the walk's, and drops what holds again."""
+    from io_tui.core.ledger import Seen
+
+    seen = {p: Seen(p, 10, 1, p) for p in ("a.py", "b.py", "c.py")}
+    history = []
+    for number, (path, span, write) in enumerate(reads, 1):
+        kind = ObsKind.WRITE if write else ObsKind.READ
+        call = ToolCall(f"c{number}", "write_file" if write else "read_file", {"path": path})
+        obs = Observation(number, call.id, call.name, kind, path, f"{path} {number}",
+                          span=span if not write else "",
+                          seen=() if write else (seen[path],))  # fmt: skip
+        history.append(StepRecord(number, "", (call,), (obs,)))
+    live = LiveSteps(TurnCache())
+    live.sync(history)
+    for changed in drifts:
+        live.watched()
+        live.mark_drift({seen[p]: None for p in changed})
+        for start in range(len(live.steps) + 1):
+            assert ids(live.uncorrected(start)) == ids(walked_uncorrected(live, start))
+    live.mark_drift({})
+    assert ids(live.uncorrected(0)) == ids(walked_uncorrected(live, 0))
 
 
 def test_turns_after_the_newest_results_go_compact_in_a_reused_engine_too() -> None:

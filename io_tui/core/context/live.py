@@ -111,6 +111,9 @@ class LiveSteps:
         self._ran: list[tuple[int, int, Observation]] = []  # start, end, the changer's result
         self._notes: list[Entry] = []  # remember results not yet ``noted``
         self._changed: Mapping[Seen, int | None] = {}  # this build's changes on disk
+        # the entries a write or a change on disk put out of date (``stale_by``, ``drift``), by
+        # id: what ``uncorrected`` looks through instead of every entry of every live step
+        self._stale: dict[int, Entry] = {}
         self.settled = Settled()
         # sums over the oldest steps, kept while none of them changes: ``_prefix[i]`` what
         # carrying ``steps[:i]`` whole costs at ``_prefix_cap`` (``demand``), ``_counts[i]`` the
@@ -318,6 +321,7 @@ class LiveSteps:
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
         self._written, self._overwritten = {}, []
         self._notes = []
+        self._stale = {}
         self.latest_test = None
         self.settled.reset(-1)
 
@@ -364,19 +368,40 @@ class LiveSteps:
     def uncorrected(self, start: int) -> list[Entry]:
         """The open results in steps ``start`` on that went out of date (a later write, a
         change on disk) and are not corrected yet: whole reads first, so a correction of one
-        also covers the ranges of that file read before."""
-        found = [
-            e
-            for st in self.steps[start:]
-            if not st.dead
-            for e in st.entries
-            if e.by is None
-            and e.shown_by is None
-            and not e.noted
-            and not e.obs.is_error
-            and (e.stale_by is not None or e.drift is not None)
-        ]
+        also covers the ranges of that file read before; in the order of the steps and their
+        entries otherwise.
+
+        Looked for among the entries a write or a drift marked (``_stale``), not in every
+        entry of every live step: a long run holds thousands, and its builds each ask. An
+        entry that is current again, or whose step the live steps no longer hold, leaves the
+        index; only a write or a drift puts it back (``_went_stale``)."""
+        steps, stale = self.steps, self._stale
+        found: list[Entry] = []
+        for key, e in list(stale.items()):
+            st = e.owner
+            if (e.stale_by is None and e.drift is None) or not (
+                st.index < len(steps) and steps[st.index] is st
+            ):
+                del stale[key]
+                continue
+            if (
+                st.index >= start
+                and e.by is None
+                and e.shown_by is None
+                and not e.noted
+                and not e.obs.is_error
+                and not st.dead
+            ):
+                found.append(e)
+        if len(found) > 1:
+            at = {id(x): n for st in {id(e.owner): e.owner for e in found}.values()
+                  for n, x in enumerate(st.entries)}  # fmt: skip
+            found.sort(key=lambda e: (e.owner.index, at[id(e)]))
         return sorted(found, key=lambda e: (e.obs.kind is not _READ, bool(e.obs.span)))
+
+    def _went_stale(self, e: Entry) -> None:
+        """``e`` went out of date (``stale_by`` or ``drift`` set): ``uncorrected`` looks at it."""
+        self._stale[id(e)] = e
 
     def revalidate(self, e: Entry, seen: tuple[Seen, ...]) -> None:
         """``e`` was made again and gave its result again, to the character: it is current as
@@ -411,9 +436,11 @@ class LiveSteps:
                         if dep.by is None and dep.stale_by is None:
                             dep.stale_by, dep.stale_path, dep.drift = obs.step, path, None
                             dep.owner.changed(dep)
+                            self._went_stale(dep)
                         elif dep.pending and dep.stale_by is None:  # re-read from now on
                             dep.stale_by, dep.stale_path = obs.step, path
                             dep.owner.changed(dep)
+                            self._went_stale(dep)
                     self._written.setdefault(path, []).append(st)
                     if st.unshown is None:
                         st.unshown = set()
@@ -689,6 +716,8 @@ class LiveSteps:
             if drift != e.drift:
                 e.drift = drift
                 e.owner.changed(e)
+                if drift is not None:
+                    self._went_stale(e)
 
     def _cause(self, obs: Observation, seen: Seen, mtime_ns: int | None) -> tuple[str, int | None]:
         """Why ``obs`` no longer holds: which file changed, and the tool run that changed it
