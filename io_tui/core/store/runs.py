@@ -446,36 +446,40 @@ def _commit_step(
             " WHERE run_id = ? AND step = ?",
             (json.dumps(decision), result, commit.tokens, run_id, commit.step),
         )
-    conn.executemany(
-        "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span,"
-        " text, full_text, is_error, seen, corrects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                run_id,
-                obs.step,
-                obs.call_id,
-                obs.tool,
-                obs.kind.value,
-                obs.target,
-                obs.span,
-                obs.text,
-                full,
-                int(obs.is_error),
-                _seen_json(obs),
-                obs.corrects,
-            )
-            for obs, full in commit.observations
-        ],
-    )
-    conn.executemany(
-        "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",
-        [(status, now, intent_id) for intent_id, status in commit.closed_intents],
-    )
-    conn.executemany(
-        "UPDATE intents SET status = 'done', ended_at = ?"
-        " WHERE run_id = ? AND call_id = ? AND status = 'started'",
-        [(now, run_id, obs.call_id) for obs, _ in commit.observations],
-    )
+    # (an empty batch is not handed to SQLite: the commit of a model's answer has none)
+    if commit.observations:
+        conn.executemany(
+            "INSERT INTO observations (run_id, step, call_id, tool, kind, target, span, text,"
+            " full_text, is_error, seen, corrects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    run_id,
+                    obs.step,
+                    obs.call_id,
+                    obs.tool,
+                    obs.kind.value,
+                    obs.target,
+                    obs.span,
+                    obs.text,
+                    full,
+                    int(obs.is_error),
+                    _seen_json(obs),
+                    obs.corrects,
+                )
+                for obs, full in commit.observations
+            ],
+        )
+    if commit.closed_intents:
+        conn.executemany(
+            "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",
+            [(status, now, intent_id) for intent_id, status in commit.closed_intents],
+        )
+    if commit.observations:
+        conn.executemany(
+            "UPDATE intents SET status = 'done', ended_at = ?"
+            " WHERE run_id = ? AND call_id = ? AND status = 'started'",
+            [(now, run_id, obs.call_id) for obs, _ in commit.observations],
+        )
     for req in commit.requests:
         last = insert_request(run_id, req, now, last, conn)
     insert_events(commit.events, conn)
@@ -532,6 +536,8 @@ def insert_events(events: Sequence[RunEvent], conn: Connection) -> None:
     """The events (never a live-only one: text deltas, progress), announced with each run's
     newest (``live.py``)."""
     stored = [e for e in events if e.kind not in LIVE_ONLY]
+    if not stored:
+        return
     conn.executemany(
         "INSERT INTO events (run_id, step, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
         [(e.run_id, e.step, e.kind.value, json.dumps(e.detail), e.at) for e in stored],
