@@ -443,6 +443,10 @@ class Workspace:
     async def list_dir(self, path: str = ".") -> list[tuple[str, bool]]:
         """``(name, is_dir)`` for each entry, sorted by name; each name as ``shown_name``
         writes it."""
+        return (await self.listing(path))[1]
+
+    async def listing(self, path: str = ".") -> tuple[str, list[tuple[str, bool]]]:
+        """``list_dir``, with the directory as ``relative`` shows it (one resolve for both)."""
         target = self.resolve(path)
         display = self.shown(target)
 
@@ -462,7 +466,7 @@ class Workspace:
                         entries.append((shown_name(entry.name), is_dir))
                 return sorted(entries)
 
-        return await asyncio.to_thread(scan)
+        return display, await asyncio.to_thread(scan)
 
     # -- commands ----------------------------------------------------------------------------
 

@@ -258,8 +258,7 @@ class ListDir(Tool):
         return Gate(Act.READ, ctx.workspace.relative(args.path))
 
     async def run(self, args: ListDirArgs, ctx: ToolContext) -> ToolOutcome:
-        rel = ctx.workspace.relative(args.path)
-        entries = await ctx.workspace.list_dir(args.path)
+        rel, entries = await ctx.workspace.listing(args.path)
         shown = [name + "/" if is_dir else name for name, is_dir in entries[:MAX_LIST_ENTRIES]]
         more = len(entries) - len(shown)
         if more:
