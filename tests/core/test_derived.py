@@ -467,3 +467,43 @@ async def test_a_change_while_the_run_waits_for_a_decision_is_invalidated_on_res
     assert invalidations(trace, "skills") == invalidations(trace, "tools") == []
     assert "OLD-RULE" not in sent(trace, 1) and "NEW-RULE" in sent(trace, 1)
     assert "OLD-NOTE" not in sent(trace, 1) and "NEW-NOTE" in sent(trace, 1)
+
+
+def test_a_folder_s_listing_is_pathlib_s_glob_as_the_folder_changes(tmp_path: Path) -> None:
+    """``Files.listed`` keeps its last answer per folder while the names it finds are the
+    same: through skills added, hidden, linked, emptied and removed, it answers as
+    ``Path.glob`` does, listed afresh each time."""
+    import shutil
+
+    files, folder = Files(tmp_path), tmp_path / "skills"
+    ref = "dir:skills"
+
+    def plain() -> tuple[dict[str, str], list[Path]]:
+        if not folder.is_dir():
+            return {ref: ABSENT}, []
+        paths = sorted(folder.glob("*/SKILL.md"))
+        names = sorted(p.relative_to(folder).as_posix() for p in paths)
+        return {ref: digest("\n".join(names))}, paths
+
+    def skill(name: str) -> None:
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "SKILL.md").write_text(f"# {name}\n")
+
+    changes: list[Callable[[], object]] = [
+        lambda: None,
+        lambda: folder.mkdir(),
+        lambda: skill("b"),
+        lambda: None,  # unchanged: the kept answer
+        lambda: skill("a"),
+        lambda: skill(".hidden"),
+        lambda: (folder / "empty").mkdir(),
+        lambda: (folder / "linked").symlink_to(folder / "a", target_is_directory=True),
+        lambda: (folder / "a" / "SKILL.md").unlink(),
+        lambda: (folder / "b" / "SKILL.md").write_text("# b, changed\n"),
+        lambda: shutil.rmtree(folder),
+        lambda: skill("c") if folder.mkdir() is None else None,
+    ]
+    for change in changes:
+        change()
+        assert files.listed(folder, "*/SKILL.md") == plain()
+        assert files.listing(folder, "*/SKILL.md") == plain()[0]

@@ -102,25 +102,26 @@ def invalidation(
     return Invalidation(before, after, tuple(changed), cause, effect)
 
 
-def _glob(folder: Path, pattern: str) -> list[Path]:
-    """``folder.glob(pattern)`` for a ``*/<name>`` pattern, from one ``scandir``: as pathlib
-    matches it (hidden folders too, a link to a folder followed, the file's stat followed),
-    without its selector machinery, which every request paid for each skill folder."""
+def _glob(folder: Path, pattern: str) -> list[str]:
+    """The names ``folder.glob(pattern)`` matches, relative to ``folder`` (POSIX), for a
+    ``*/<name>`` pattern from one ``scandir``: as pathlib matches it (hidden folders too, a link
+    to a folder followed, the file's stat followed), without its selector machinery, or a
+    ``Path`` per entry, which every request paid for each skill folder."""
     star, _, name = pattern.partition("/")
     if star != "*" or not name or any(c in name for c in "*?[/"):
-        return list(folder.glob(pattern))
+        return [p.relative_to(folder).as_posix() for p in folder.glob(pattern)]
     found = []
+    base = os.fspath(folder)
     try:
-        with os.scandir(folder) as entries:
+        with os.scandir(base) as entries:
             for entry in entries:
                 try:
                     if not entry.is_dir():
                         continue
                 except OSError:
                     continue
-                path = folder / entry.name / name
-                if os.path.exists(path):
-                    found.append(path)
+                if os.path.exists(os.path.join(entry.path, name)):
+                    found.append(f"{entry.name}/{name}")
     except OSError:
         return []
     return found
@@ -143,6 +144,10 @@ class Files:
     _known: dict[Path, tuple[tuple[int, int, int], str]] = field(default_factory=dict)
     mtimes: dict[Path, int] = field(default_factory=dict)  # when each was last seen to change
     _refs: dict[Path, str] = field(default_factory=dict)  # asked again every request
+    # ``listed``'s last answer for each folder and pattern: the names, their digest, the paths
+    _listed: dict[tuple[Path, str], tuple[tuple[str, ...], str, list[Path]]] = field(
+        default_factory=dict
+    )
 
     def ref(self, path: Path) -> str:
         known = self._refs.get(path)
@@ -193,9 +198,14 @@ class Files:
         ref = "dir:" + self.ref(folder).removeprefix("file:")
         if not folder.is_dir():
             return {ref: ABSENT}, []
-        paths = sorted(_glob(folder, pattern))
-        names = sorted(p.relative_to(folder).as_posix() for p in paths)
-        return {ref: digest("\n".join(names))}, paths
+        names = tuple(sorted(_glob(folder, pattern)))
+        # the same names as last time: the same digest and paths (the paths' files are still
+        # stat'ed by ``versions``, each request)
+        known = self._listed.get((folder, pattern))
+        if known is None or known[0] != names:
+            paths = sorted(folder / n for n in names)
+            known = self._listed[folder, pattern] = (names, digest("\n".join(names)), paths)
+        return {ref: known[1]}, list(known[2])
 
 
 # -- the parts' dependencies --------------------------------------------------------------------
