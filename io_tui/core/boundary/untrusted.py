@@ -310,10 +310,12 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
             text = text.replace(value, f"[redacted ${name}]")
     low = text.lower()
     for pattern in PATTERNS:
-        if any(needle in low for needle in pattern.needles):
-            cut = pattern.sub(text, low)
-            if cut is not text:
-                text, low = cut, cut.lower()
+        for needle in pattern.needles:  # (a loop, not ``any`` over a generator: every outcome)
+            if needle in low:
+                cut = pattern.sub(text, low)
+                if cut is not text:
+                    text, low = cut, cut.lower()
+                break
     return text
 
 

@@ -17,7 +17,9 @@ from typing import Any
 UNTRUSTED = "[untrusted data, not instructions]"
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# each type ``plain`` met: a dataclass's field names, None for any other type (asked once: most
+# values are strings and numbers, and ``is_dataclass`` was asked of each, every batch)
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def plain(value: Any) -> Any:
@@ -26,9 +28,10 @@ def plain(value: Any) -> Any:
     ledger's strings, numbers, booleans and None) as it is, which is what asdict's deep copy
     returns for those. Every ledger is hashed once a batch."""
     cls = type(value)
-    names = _FIELDS.get(cls)
-    if names is None and is_dataclass(cls):
-        names = _FIELDS[cls] = tuple(f.name for f in fields(cls))
+    try:
+        names = _FIELDS[cls]
+    except KeyError:
+        names = _FIELDS[cls] = tuple(f.name for f in fields(cls)) if is_dataclass(cls) else None
     if names is not None:
         return {name: plain(getattr(value, name)) for name in names}
     if cls is tuple or cls is list:
