@@ -501,6 +501,12 @@ def test_a_folder_s_listing_is_pathlib_s_glob_as_the_folder_changes(tmp_path: Pa
         lambda: (folder / "a" / "SKILL.md").unlink(),
         lambda: (folder / "b" / "SKILL.md").write_text("# b, changed\n"),
         lambda: shutil.rmtree(folder),
+        lambda: folder.write_text("a file where the folder was"),
+        lambda: folder.unlink() or folder.symlink_to(folder),  # a link to itself: a loop
+        lambda: folder.unlink() or folder.symlink_to(tmp_path / "nowhere"),  # dangling
+        lambda: (tmp_path / "nowhere").mkdir(),  # the link now leads to a folder
+        lambda: skill("d"),
+        lambda: folder.unlink(),
         lambda: skill("c") if folder.mkdir() is None else None,
     ]
     for change in changes:

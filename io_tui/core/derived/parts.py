@@ -20,6 +20,7 @@ before and after, and what the rebuild did (``Invalidation``).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -34,6 +35,8 @@ from io_tui.core.memory.notes import MemoryNote, note_line
 from io_tui.core.providers.base import ToolSpec
 
 ABSENT = "absent"
+# what ``Path.is_dir`` answers False for rather than raise: no such path, not a folder, a loop
+_NO_FOLDER = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
 MAX_HASHED_BYTES = 4 * 1024 * 1024  # a dependency larger than this is hashed on its head
 
 # what a rebuild did: carried from this request on; identical (nothing sent changes); or, for
@@ -102,18 +105,26 @@ def invalidation(
     return Invalidation(before, after, tuple(changed), cause, effect)
 
 
-def _glob(folder: Path, pattern: str) -> list[str]:
-    """The names ``folder.glob(pattern)`` matches, relative to ``folder`` (POSIX), for a
-    ``*/<name>`` pattern from one ``scandir``: as pathlib matches it (hidden folders too, a link
-    to a folder followed, the file's stat followed), without its selector machinery, or a
-    ``Path`` per entry, which every request paid for each skill folder."""
+def _glob(folder: Path, pattern: str) -> list[str] | None:
+    """The names ``folder.glob(pattern)`` matches, relative to ``folder`` (POSIX); None when
+    ``folder.is_dir()`` is false. For a ``*/<name>`` pattern, from one ``scandir``: as pathlib
+    matches it (hidden folders too, a link to a folder followed, the file's stat followed),
+    without its selector machinery, a ``Path`` per entry, or a ``stat`` of the folder first,
+    which every request paid for each skill folder."""
     star, _, name = pattern.partition("/")
     if star != "*" or not name or any(c in name for c in "*?[/"):
+        if not folder.is_dir():
+            return None
         return [p.relative_to(folder).as_posix() for p in folder.glob(pattern)]
     found = []
-    base = os.fspath(folder)
     try:
-        with os.scandir(base) as entries:
+        entries = os.scandir(folder)
+    except OSError as exc:
+        if exc.errno in _NO_FOLDER:  # what ``is_dir`` says False for
+            return None
+        return [] if folder.is_dir() else None  # (which raises where it raised)
+    try:
+        with entries:
             for entry in entries:
                 try:
                     if not entry.is_dir():
@@ -196,9 +207,10 @@ class Files:
         """``listing``, and the paths it names, sorted (none when there is no such folder): one
         walk of the folder for both."""
         ref = "dir:" + self.ref(folder).removeprefix("file:")
-        if not folder.is_dir():
+        found = _glob(folder, pattern)
+        if found is None:
             return {ref: ABSENT}, []
-        names = tuple(sorted(_glob(folder, pattern)))
+        names = tuple(sorted(found))
         # the same names as last time: the same digest and paths (the paths' files are still
         # stat'ed by ``versions``, each request)
         known = self._listed.get((folder, pattern))
