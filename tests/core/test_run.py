@@ -596,3 +596,24 @@ async def test_a_run_that_meets_a_damaged_store_stops_and_writes_nothing_more(
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("SELECT status, outcome FROM runs").fetchall() == [("running", None)]
         assert conn.execute("SELECT COUNT(*) FROM memory_log").fetchone() == (0,)
+
+
+async def test_an_operator_message_sent_during_a_step_s_call_reaches_the_next_request(
+    store, workspace, write_script
+):
+    """What a step reads first (whether an operator message waits, the notes) is read in the
+    transaction that commits the last call of the step before: a message sent while that call
+    waited for its approval is delivered with the next step, in its request."""
+
+    class Steering:
+        async def decide(self, request: ApprovalRequest) -> Decision:
+            await store.runs.add_operator_message(request.run_id, "keep the public API")
+            return Decision(DecisionKind.APPROVE, reason="go on")
+
+    script = write_script([{"tool_calls": [EDIT]}, {"tool_calls": [READ]}, {"text": "done"}])
+    result = await start_run(
+        harness(store, script, approver=Steering()), TaskContract("fix", workspace)
+    )
+    assert result.outcome is Outcome.FINISHED
+    trace = await build_trace(store, result.run_id)
+    assert [s["operator_messages"] for s in trace["steps"]] == [[], ["keep the public API"], []]

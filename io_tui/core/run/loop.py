@@ -482,10 +482,25 @@ class Run:
                 return Outcome.TOKEN_BUDGET
             state.step += 1
             step = state.step
-            # the step's notes are read in the same hand-off, for its request (``ask_model``)
-            taken, state.recalled = await self.store.runs.take_operator_messages_with(
-                self.run_id, step, partial(recalled, str(state.workspace.root)), fence=state.fence
-            )
+            # the step's notes are read in the same hand-off, for its request (``ask_model``);
+            # both were read as the step before ended, in its last commit, when it was that
+            ahead, state.ahead = state.ahead, None
+            if ahead is not None and ahead[0] == step - 1:
+                _, waiting, state.recalled = ahead
+                taken = (
+                    await self.store.runs.take_operator_messages(
+                        self.run_id, step, fence=state.fence
+                    )
+                    if waiting
+                    else []
+                )
+            else:
+                taken, state.recalled = await self.store.runs.take_operator_messages_with(
+                    self.run_id,
+                    step,
+                    partial(recalled, str(state.workspace.root)),
+                    fence=state.fence,
+                )
             operator_messages = tuple(taken)
             for text in operator_messages:
                 state.publish(EventKind.OPERATOR_MESSAGE, {"text": text})
@@ -668,7 +683,12 @@ class Run:
             if resuming and call.name == SpawnAgent.name:
                 decision["awaiting_sub_agent"] = None
             await state.commit_step(
-                step, decision=decision, results=[result], update=True, final=not rest
+                step,
+                decision=decision,
+                results=[result],
+                update=True,
+                final=not rest,
+                read_ahead=not rest,  # the step ends: read what the next one reads first
             )
         self.last_step_denied = any(r.denied for r in results)
         return None

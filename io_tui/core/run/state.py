@@ -8,7 +8,7 @@ context, committing a step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -35,10 +35,12 @@ from io_tui.core.run.reviewed import ReviewerSeat
 from io_tui.core.run.server_asks import answer_server
 from io_tui.core.store.approvals import remembered_layer
 from io_tui.core.store.clock import host_monotonic
+from io_tui.core.store.db import Connection
 from io_tui.core.store.encoded import ListEncoder
 from io_tui.core.store.leases import CONFIRM_S, LIVE_STATUSES, Fence
+from io_tui.core.store.notes import recalled
 from io_tui.core.store.requests import RequestRecord
-from io_tui.core.store.runs import StepCommit
+from io_tui.core.store.runs import StepCommit, operator_waiting
 from io_tui.core.store.tool_sets import tools_digest
 from io_tui.core.telemetry import RunTrace, tap
 from io_tui.core.tokens import Calibration
@@ -101,6 +103,9 @@ class RunState:
         # checked against (read in the transaction that commits the model's answer)
         self.recalled: tuple[list[MemoryNote], list[MemoryNote]] | None = None
         self.remembered: Layer | None = None
+        # read in the transaction that ended a step, for the next one: (that step, whether an
+        # operator message waits, the notes): ``Driver._loop`` then makes no read of its own
+        self.ahead: tuple[int, bool, tuple[list[MemoryNote], list[MemoryNote]]] | None = None
         self._told_starting: set[str] = set()  # the sources the model was told are starting
         self._offered: dict[str, tuple[str, ...]] = {}  # each late source's tools, by name
         self._asked = False  # a model request was built in this process
@@ -412,6 +417,7 @@ class RunState:
         update: bool = False,
         final: bool = True,
         read_rules: bool = False,
+        read_ahead: bool = False,
     ) -> None:
         """The step's text, tool calls, decision, observations, requests, events and tokens go
         to the store in one transaction, then into the history. ``update``: add ``results``
@@ -420,7 +426,8 @@ class RunState:
         then once per call; only its ``final`` commit announces ``step_committed``. The
         ``corrections`` sent at the step's boundary (``context/correct.py``) go with its first
         commit. ``read_rules``: the remembered rules are read in the commit's transaction, for
-        the calls that run next (``remembered``)."""
+        the calls that run next (``remembered``). ``read_ahead``: the commit ends the step, and
+        what the next step reads first is read in its transaction (``ahead``)."""
         observations = [
             *corrections,
             *((r.observation, r.full_text) for r in results if r.observation is not None),
@@ -467,14 +474,13 @@ class RunState:
                 provider=self.harness.provider.describe(),
                 fence=self.fence,
                 progress=None if revision is None else revision.row,
-                read=partial(remembered_layer, str(self.workspace.root), self.run_id)
-                if read_rules
-                else None,
+                read=self._read_along(read_rules, read_ahead),
             )
         except BaseException:
             keeper.unload()  # it folded a batch the store may not hold
             raise
         self.remembered = done.read if read_rules else None
+        self.ahead = (step, *done.read) if read_ahead else None
         if not loaded:
             await keeper.take(events, new_obs, text, step)
         elif revision is not None and done.revision is not None:
@@ -496,6 +502,22 @@ class RunState:
         else:
             self.history.append(StepRecord(step, text, calls, new_obs, operator_messages, fixed))
 
+    def _read_along(self, rules: bool, ahead: bool) -> Callable[[Connection], Any] | None:
+        """What a step's commit reads in its transaction: the remembered rules for its calls,
+        or the next step's first read (whether an operator message waits, and the notes)."""
+        workspace = str(self.workspace.root)
+        if rules:
+            return partial(remembered_layer, workspace, self.run_id)
+        if ahead:
+            return partial(_next_step_read, self.run_id, workspace)
+        return None
+
     def _last_calls(self, step: int) -> tuple[ToolCall, ...]:
         last = self.history[-1] if self.history else None
         return last.tool_calls if last is not None and last.step == step else ()
+
+
+def _next_step_read(
+    run_id: int, workspace: str, conn: Connection
+) -> tuple[bool, tuple[list[MemoryNote], list[MemoryNote]]]:
+    return operator_waiting(run_id, conn), recalled(workspace, conn)

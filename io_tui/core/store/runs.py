@@ -363,16 +363,7 @@ class RunRepo:
 
         def waiting(conn: Connection) -> tuple[bool, T]:
             fenced(fence, conn)
-            cursor = conn.execute(
-                "SELECT 1 FROM operator_messages"
-                " WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
-                (run_id,),
-            )
-            try:
-                found = cursor.fetchone() is not None
-            finally:
-                cursor.close()
-            return found, read(conn)
+            return operator_waiting(run_id, conn), read(conn)
 
         # asked every step, and most steps have none: a read says so (the lease checked as
         # before), and only a step with a message waiting takes the store's write lock
@@ -501,6 +492,18 @@ def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection
     """``fn(conn)`` once the driver's ``fence`` holds (``leases.Fence.check``)."""
     fenced(fence, conn)
     return fn(conn)
+
+
+def operator_waiting(run_id: int, conn: Connection) -> bool:
+    """Whether an operator message waits for the run (``take_operator_messages`` takes it)."""
+    cursor = conn.execute(
+        "SELECT 1 FROM operator_messages WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
+        (run_id,),
+    )
+    try:
+        return cursor.fetchone() is not None
+    finally:
+        cursor.close()
 
 
 def _nothing(conn: Connection) -> None:
