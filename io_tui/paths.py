@@ -12,7 +12,24 @@ APP = "io-tui"
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("IO_TUI_CONFIG_DIR") or _user_config_dir(*_home_env()))
+    return _config_dir(os.environ.get("IO_TUI_CONFIG_DIR"), *_home_env())
+
+
+@functools.lru_cache(maxsize=8)
+def _config_dir(given: str | None, *env: str | None) -> Path:
+    """The folder, kept per environment (one ``Path`` for the same answer): every request
+    checks the user's skills and instruction files in it."""
+    return Path(given or _user_config_dir(*env))
+
+
+def user_skills() -> Path:
+    """The user's skill folder: ``config_dir() / "skills"``, one ``Path`` per environment."""
+    return _user_skills(config_dir())
+
+
+@functools.lru_cache(maxsize=8)
+def _user_skills(config: Path) -> Path:
+    return config / "skills"
 
 
 def _home_env() -> tuple[str | None, ...]:

@@ -513,3 +513,27 @@ def test_a_folder_s_listing_is_pathlib_s_glob_as_the_folder_changes(tmp_path: Pa
         change()
         assert files.listed(folder, "*/SKILL.md") == plain()
         assert files.listing(folder, "*/SKILL.md") == plain()[0]
+
+
+def test_the_dependency_paths_kept_per_folder_follow_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instruction files and skill folders asked every request are kept per workspace and
+    config folder: a config folder moved (IO_TUI_CONFIG_DIR) moves them, as built afresh."""
+    from io_tui.core.derived.instructions import USER_FILE, instruction_paths
+    from io_tui.core.derived.skills import WORKSPACE_SKILLS, skill_folders
+    from io_tui.paths import bundled_dir, config_dir, user_skills
+
+    for config in ("one", "two", "one"):
+        monkeypatch.setenv("IO_TUI_CONFIG_DIR", str(tmp_path / config))
+        assert config_dir() == tmp_path / config
+        assert instruction_paths(tmp_path / "ws") == (
+            tmp_path / config / USER_FILE, tmp_path / "ws" / "AGENTS.md",
+            tmp_path / "ws" / "CLAUDE.md",
+        )  # fmt: skip
+        assert user_skills() == tmp_path / config / "skills"
+        bundled = bundled_dir("skills")
+        assert skill_folders(tmp_path / "ws", bundled=bundled, user=user_skills()) == [
+            (bundled, "bundled"), (tmp_path / config / "skills", "user"),
+            (tmp_path / "ws" / WORKSPACE_SKILLS, "workspace"),
+        ]  # fmt: skip

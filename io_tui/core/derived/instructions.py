@@ -16,6 +16,7 @@ checked out), with an ``invalidated`` event.
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 
 from io_tui.core.context.frame import InstructionFile
@@ -36,7 +37,13 @@ async def load_instructions(workspace: Path) -> tuple[InstructionFile, ...]:
 
 def instruction_paths(workspace: Path) -> tuple[Path, ...]:
     """Every file the instructions are loaded from, present or not: what they depend on."""
-    return tuple(path for _, path in _candidates(workspace, config_dir()))
+    return _paths(workspace, config_dir())
+
+
+@functools.lru_cache(maxsize=64)
+def _paths(workspace: Path, user_dir: Path) -> tuple[Path, ...]:
+    """``instruction_paths``, kept per workspace and user folder (asked every request)."""
+    return tuple(path for _, path in _candidates(workspace, user_dir))
 
 
 def instructions_version(found: tuple[InstructionFile, ...]) -> str:

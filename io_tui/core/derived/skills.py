@@ -13,6 +13,7 @@ out: the model could not read it), and is rebuilt, with an ``invalidated`` event
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +76,16 @@ def skill_folders(
     workspace: Path, *, bundled: Path | None, user: Path | None
 ) -> list[tuple[Path, str]]:
     """Where skills come from, each with its origin, later ones shadowing earlier ones."""
+    return list(_folders(workspace, bundled, user))
+
+
+@functools.lru_cache(maxsize=64)
+def _folders(
+    workspace: Path, bundled: Path | None, user: Path | None
+) -> tuple[tuple[Path, str], ...]:
+    """``skill_folders``, kept per workspace, bundled and user folder (asked every request)."""
     folders = ((bundled, "bundled"), (user, "user"), (workspace / WORKSPACE_SKILLS, "workspace"))
-    return [(folder, origin) for folder, origin in folders if folder is not None]
+    return tuple((folder, origin) for folder, origin in folders if folder is not None)
 
 
 def discover(workspace: Path, *, bundled: Path | None, user: Path | None) -> dict[str, Skill]:

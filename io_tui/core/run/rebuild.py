@@ -54,7 +54,7 @@ from io_tui.core.events import EventKind
 from io_tui.core.ledger import ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.run.state import RunState
-from io_tui.paths import bundled_dir, config_dir
+from io_tui.paths import bundled_dir, user_skills
 
 Instructions = tuple[tuple[InstructionFile, ...], tuple[Withheld, ...]]  # sent, withheld
 
@@ -149,7 +149,7 @@ async def load_skills(state: RunState, last: StepRecord | None) -> Invalidation 
     """The skills of every folder, those the read policy lets the model read offered (the
     catalogue in the system prompt, ``read_skill``), recorded with what they depend on."""
     found = await discover_async(
-        state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
+        state.workspace.root, bundled=bundled_dir("skills"), user=user_skills()
     )
     usable = readable(found, state.policy)
     state.use_skills(found, usable)
@@ -167,7 +167,7 @@ def skills_depends(state: RunState, found: dict[str, Skill]) -> dict[str, str]:
     files = state.derived.files
     depends: dict[str, str] = {}
     for folder, _ in skill_folders(
-        state.workspace.root, bundled=bundled_dir("skills"), user=config_dir() / "skills"
+        state.workspace.root, bundled=bundled_dir("skills"), user=user_skills()
     ):
         listing, paths = files.listed(folder, f"*/{SKILL_FILE}")
         depends |= listing
