@@ -435,3 +435,10 @@ async def test_a_batch_the_store_did_not_take_is_not_in_the_ledger(store, worksp
     assert keeper.ledger() == await ledger_of(store, run_id)
     assert [c.text for c in keeper.ledger().constraints] == ["keep it short"]
     assert keeper.prepare((), (), "", 1) is None  # nothing moved: no revision
+    # a later step that says nothing new: its step alone moved, which the digest leaves out
+    quiet = RunEvent(run_id, 2, EventKind.STEP_COMMITTED, {"tool_calls": 0, "tokens": 1})
+    assert keeper.prepare([quiet], (), "", 2) is None
+    said_again = RunEvent(run_id, 3, EventKind.OPERATOR_MESSAGE, {"text": "and test it"})
+    revision = keeper.prepare([said_again], (), "", 3)
+    assert revision is not None and revision.digest != keeper.ledger().digest
+    assert [c.text for c in revision.ledger.constraints] == ["keep it short", "and test it"]
