@@ -10,7 +10,9 @@ as a terminal's is, and the clock stops at the first frame painted after the scr
 content (the new-run dialog with its Task field focused; the inspector's manifest rows; the
 lifecycle's matches; the ledger pane's text; the inbox's requests; the palette's commands; the
 help's keys; the rules', memory editor's and audit's tables loaded; the trace's text). Then
-escape (or the key again) closes it and the app settles before the next press.
+escape (or the key again) closes it and the app settles before the next press. "CPU ms" is the
+median of the app process's CPU time over each press, "max CPU" its CPU time over the slowest
+press (near its wall time: work in the app; far below: waiting on something else).
 
 The first press of each key in a session is printed apart from the ones after it: it also pays
 for importing the screen's module and parsing its stylesheet. Target: every one under 0.3 s.
@@ -251,16 +253,18 @@ async def main() -> None:
         f"\nload average {load:.1f} on {os.cpu_count()} cores (wall times grow with it; CPU does not)"
     )
     print(
-        f"\n{'key → content shown':<26} {'first ms':>9} {'then median':>12} {'then max':>9} {'CPU ms':>7}  ≤ 300 ms"
+        f"\n{'key → content shown':<26} {'first ms':>9} {'then median':>12} {'then max':>9} {'CPU ms':>7} {'max CPU':>8}  ≤ 300 ms"
     )
-    print("-" * 76)
+    print("-" * 85)
     for what, took in times.items():
         first, then = took[0], took[1:] or took
         worst = max(took)
         verdict = "✓" if worst <= TARGET_S else "✗"
+        cpu = CPU[what]
         print(
             f"{what:<26} {first * 1000:>9.0f} {statistics.median(then) * 1000:>12.0f}"
-            f" {max(then) * 1000:>9.0f} {statistics.median(CPU[what]) * 1000:>7.0f}  {verdict}"
+            f" {max(then) * 1000:>9.0f} {statistics.median(cpu) * 1000:>7.0f}"
+            f" {cpu[took.index(worst)] * 1000:>8.0f}  {verdict}"
         )
 
 
