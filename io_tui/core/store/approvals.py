@@ -20,7 +20,7 @@ import aiosqlite
 from io_tui.core.authority.acts import Act, Effect
 from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.events import EventKind
-from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.db import Connection, Database, fetch
 from io_tui.core.store.leases import Fence, fenced
 from io_tui.core.store.live import FALLBACK_S, Live, announce, announce_decided
 
@@ -320,11 +320,7 @@ class RuleRepo:
 
 def _rules(include_revoked: bool, conn: Connection) -> list[RememberedRule]:
     where = "" if include_revoked else " WHERE revoked_at IS NULL"
-    cursor = conn.execute(f"SELECT * FROM rules{where} ORDER BY id")
-    try:
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
+    rows = fetch(f"SELECT * FROM rules{where} ORDER BY id", (), conn, many=True)
     return [
         RememberedRule(
             id=r["id"],

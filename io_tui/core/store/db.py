@@ -214,10 +214,10 @@ class Database(ABC):
             return await self.call(partial(in_transaction, begin, fn))
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        return await self.call(partial(_fetch, sql, tuple(params), many=True))
+        return await self.call(partial(fetch, sql, tuple(params), many=True))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> aiosqlite.Row | None:
-        return await self.call(partial(_fetch, sql, tuple(params), many=False))
+        return await self.call(partial(fetch, sql, tuple(params), many=False))
 
 
 class SqliteDatabase(Database):
@@ -532,7 +532,8 @@ def in_transaction(
     return result
 
 
-def _fetch(sql: str, params: tuple[Any, ...], conn: Connection, *, many: bool) -> Any:
+def fetch(sql: str, params: tuple[Any, ...], conn: Connection, *, many: bool) -> Any:
+    """Every row (``many``) or the first (None: none) of ``sql``, its cursor closed."""
     cursor = conn.execute(sql, params)
     try:
         return cursor.fetchall() if many else cursor.fetchone()

@@ -49,7 +49,7 @@ from io_tui.core.memory.notes import (
     plan_write,
     truncate_value,
 )
-from io_tui.core.store.db import Connection, Database
+from io_tui.core.store.db import Connection, Database, fetch
 
 OPERATOR_RUN_ID = 0
 
@@ -639,15 +639,13 @@ def recalled(
 ) -> tuple[builtins.list[MemoryNote], builtins.list[MemoryNote]]:
     """``NoteRepo.recalled_for`` on a connection: read along with another hand-off (a step's
     first read, ``RunRepo.take_operator_messages``)."""
-    cursor = conn.execute(
+    rows = fetch(
         f"SELECT {COLUMNS} FROM memory WHERE (scope = 'workspace' AND workspace = ?)"
         " OR scope = 'global' ORDER BY scope = 'global', id",
         (workspace,),
+        conn,
+        many=True,
     )
-    try:
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
     now = time.time()
     notes = [_note(r) for r in rows]
     return _unshadowed([n for n in notes if n.active(now)]), [n for n in notes if not n.active(now)]

@@ -17,7 +17,7 @@ from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.store.clock import store_time
-from io_tui.core.store.db import Connection, Database, row_as
+from io_tui.core.store.db import Connection, Database, fetch, row_as
 from io_tui.core.store.leases import LEASE_RELEASED, LIVE_STATUSES, OWNER, Fence, fenced
 from io_tui.core.store.live import announce
 from io_tui.core.store.progress import save_progress
@@ -496,14 +496,8 @@ def _fenced(fence: Fence | None, fn: Callable[[Connection], T], conn: Connection
 
 def operator_waiting(run_id: int, conn: Connection) -> bool:
     """Whether an operator message waits for the run (``take_operator_messages`` takes it)."""
-    cursor = conn.execute(
-        "SELECT 1 FROM operator_messages WHERE run_id = ? AND delivered_step IS NULL LIMIT 1",
-        (run_id,),
-    )
-    try:
-        return cursor.fetchone() is not None
-    finally:
-        cursor.close()
+    waiting = "SELECT 1 FROM operator_messages WHERE run_id = ? AND delivered_step IS NULL LIMIT 1"
+    return fetch(waiting, (run_id,), conn, many=False) is not None
 
 
 def _nothing(conn: Connection) -> None:
