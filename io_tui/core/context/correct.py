@@ -74,9 +74,10 @@ async def correct(
             if fresh_text == obs.text or same_lines(obs.text, fresh_text):
                 live.revalidate(e, seen)  # what changed did not change what it shows
                 continue
-            if await _still_shown(live, e, refresh):
+            shown = _shown_lines(live, e)
+            if await _still_shown(live, e, shown, refresh):
                 continue
-            edited = await _own_edit(live, e, refresh)
+            edited = await _own_edit(live, e, shown, refresh)
             if edited is not None:
                 writer, first, last, total, begins, now = edited
                 text = correction_edited(obs, cause, writer, first, last, total, begins)
@@ -197,15 +198,15 @@ async def _moved(
 
 
 async def _own_edit(
-    live: LiveSteps, e: Entry, refresh: Refresher
+    live: LiveSteps, e: Entry, old: list[tuple[int, str]] | None, refresh: Refresher
 ) -> tuple[int, int, int, int, int | None, tuple[Seen, ...]] | None:
     """When the agent's ``edit_file`` that put ``e`` (a range read) out of date is the only
-    change to its lines: that step, where the edited lines are now (first, last, the file's
-    line count), found where the copy began or else in a read around them (one the read
-    policy may refuse as too long), the copy's line the edit's old text begins at
-    when the copy ends inside it, and what that read saw; else None."""
+    change to its lines (``old``: the lines its copy shows, ``_shown_lines``): that step,
+    where the edited lines are now (first, last, the file's line count), found where the copy
+    began or else in a read around them (one the read policy may refuse as too long), the
+    copy's line the edit's old text begins at when the copy ends inside it, and what that
+    read saw; else None."""
     writer, obs = e.stale_by, e.obs
-    old = _shown_lines(live, e)
     if writer is None or old is None or not obs.span:
         return None
     edited = _edited(live, writer, e.stale_path, [t for _, t in old])
@@ -239,11 +240,13 @@ def _edited(
     """``lines`` with step ``writer``'s one ``edit_file`` of ``path`` applied
     (``stubs.apply_edit``: its old text in them once, or they end inside it); else None."""
     record = live.record_of(writer)
+    if record is None:
+        return None
     edits = [
         c.arguments
-        for o in (record.observations if record is not None else ())
+        for o in record.observations
         if o.tool == "edit_file" and not o.is_error and posixpath.normpath(o.target) == path
-        for c in (record.tool_calls if record is not None else ())
+        for c in record.tool_calls
         if c.id == o.call_id
     ]
     if len(edits) != 1 or not lines:
@@ -278,14 +281,13 @@ def _shown_lines(live: LiveSteps, e: Entry, depth: int = 0) -> list[tuple[int, s
 MAX_POINTERS = 8  # edit pointers followed back to the copy they apply to
 
 
-async def _still_shown(live: LiveSteps, e: Entry, refresh: Refresher) -> bool:
+async def _still_shown(
+    live: LiveSteps, e: Entry, shown: list[tuple[int, str]] | None, refresh: Refresher
+) -> bool:
     """Whether ``e``, a correction pointing to the agent's edit, stands for the lines its file
-    holds now at the numbers it gives (a change elsewhere in the file changed none of them):
-    then it is current, watched from this read of them on."""
-    if edited_by(e.obs.text) is None:
-        return False
-    shown = _shown_lines(live, e)
-    if not shown:
+    holds now at the numbers it gives (``shown``: a change elsewhere in the file changed none
+    of them): then it is current, watched from this read of them on."""
+    if not shown or edited_by(e.obs.text) is None:
         return False
     try:
         text, seen = await refresh(replace(e.obs, span=range_span(shown[0][0], shown[-1][0])))

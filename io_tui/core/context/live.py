@@ -393,11 +393,7 @@ class LiveSteps:
                 and not st.dead
             ):
                 found.append(e)
-        if len(found) > 1:
-            at = {id(x): n for st in {id(e.owner): e.owner for e in found}.values()
-                  for n, x in enumerate(st.entries)}  # fmt: skip
-            found.sort(key=lambda e: (e.owner.index, at[id(e)]))
-        return sorted(found, key=lambda e: (e.obs.kind is not _READ, bool(e.obs.span)))
+        return sorted(found, key=_correction_order)
 
     def _went_stale(self, e: Entry) -> None:
         """``e`` went out of date (``stale_by`` or ``drift`` set): ``uncorrected`` looks at it."""
@@ -774,6 +770,13 @@ def _sent_before(older: Entry, e: Entry) -> bool:
     order = [c.id for c in e.owner.record.tool_calls]
     ids = older.obs.call_id, e.obs.call_id
     return all(i in order for i in ids) and order.index(ids[0]) < order.index(ids[1])
+
+
+def _correction_order(e: Entry) -> tuple[bool, bool, int, int]:
+    """Whole reads first, then range reads, then the rest; each in the order of the steps and
+    their entries."""
+    place = next(n for n, x in enumerate(e.owner.entries) if x is e)
+    return e.obs.kind is not _READ, bool(e.obs.span), e.owner.index, place
 
 
 def _open(e: Entry) -> bool:

@@ -241,15 +241,13 @@ def points_to_call(text: str) -> bool:
     return written_by(text) is not None or edited_by(text) is not None
 
 
-_EDITED = (
+_EDITED_MADE = (
     "; step {writer}'s edit_file call above made step {base}'s copy above lines {first}-{last} "
-    "of {total}: its old text replaced by its new]"
+    "of {total}: its old text"
 )
+_EDITED = _EDITED_MADE + " replaced by its new]"
 _EDITED_AT = re.compile(_reading(_EDITED, "writer", "base", "first", "last") + "$")
-_EDITED_FROM = (
-    "; step {writer}'s edit_file call above made step {base}'s copy above lines {first}-{last} "
-    "of {total}: its old text, which begins at that copy's line {at}, replaced by its new]"
-)
+_EDITED_FROM = _EDITED_MADE + ", which begins at that copy's line {at}, replaced by its new]"
 _EDITED_FROM_AT = re.compile(_reading(_EDITED_FROM, "writer", "base", "first", "last") + "$")
 
 
