@@ -44,16 +44,12 @@ async def open_app(args: argparse.Namespace) -> int:
     return await _run(args, demo=False)
 
 
-async def open_demo(args: argparse.Namespace) -> int:
-    return await _run(args, demo=True)
-
-
 async def demo_command(args: argparse.Namespace) -> int:
     if args.headless:
         from io_tui.cli.run import demo_headless
 
         return await demo_headless(args)
-    return await open_demo(args)
+    return await _run(args, demo=True)
 
 
 async def _run(args: argparse.Namespace, *, demo: bool) -> int:

@@ -42,7 +42,7 @@ from textual.worker import Worker, WorkerState
 from io_tui.ui import ui_state
 from io_tui.ui.first_theme import DEFAULT_THEME, bundled_theme, configured_theme
 from io_tui.ui.screens.skeleton import SkeletonScreen
-from io_tui.ui.typeahead import Typeahead
+from io_tui.ui.typeahead import Typeahead, typed_again
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -360,13 +360,7 @@ class IoApp(App[int]):
         run tree. Keys typed meanwhile join the end of the list."""
         held = self._early_keys or []
         while held and self.is_running:
-            first = held.pop(0)
-            again = (
-                events.Key(first.key, first.character)
-                if isinstance(first, events.Key)
-                else events.Paste(first.text)
-            )
-            self._replaying = again.set_sender(self)  # sent by the app, as the terminal's are
+            again = self._replaying = typed_again(held.pop(0), self)
             self.post_message(again)
             await _drained(self)  # the app checked its priority keys, then passed it on
             target = self.screen.focused or self.screen

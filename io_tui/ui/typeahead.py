@@ -61,15 +61,20 @@ class Typeahead:
             self._timer = None
         rest = type_into(screen, held) if screen is not None else held
         for event in rest:
-            again = (
-                events.Key(event.key, event.character)
-                if isinstance(event, events.Key)
-                else events.Paste(event.text)
-            )
-            # sent by the app, as the terminal's keys are: made here, its sender would be the
-            # dialog, and a key stops bubbling at its sender, short of the app that looks up
-            # the dialog's bindings (ctrl+s typed after the Task would start nothing)
-            self.app.post_message(again.set_sender(self.app))
+            self.app.post_message(typed_again(event, self.app))
+
+
+def typed_again(event: events.Key | events.Paste, app: App[Any]) -> events.Key | events.Paste:
+    """A held key (or paste), to post to ``app`` again as typed: sent by the app, as the
+    terminal's keys are. Made elsewhere its sender would be that place (a dialog), and a key
+    stops bubbling at its sender, short of the app that looks up the dialog's bindings (ctrl+s
+    typed after the Task would start nothing)."""
+    again = (
+        events.Key(event.key, event.character)
+        if isinstance(event, events.Key)
+        else events.Paste(event.text)
+    )
+    return again.set_sender(app)
 
 
 def type_into(screen: Screen[object], held: list[events.Key | events.Paste]) -> list:
