@@ -168,7 +168,7 @@ class IoApp(App[int]):
         self._replaying: events.Key | events.Paste | None = None  # the one handed on now
         self.paint_delays: deque[float] = deque(maxlen=100_000)  # event → painted, seconds
         self.events_applied = 0
-        state = ui_state.load()
+        state = self._ui_state = ui_state.load()
         self.last_new_run = state.new_run  # what the new-run dialog last started a run with
         if settings is None or store_path is None:
             if boot is None:
@@ -391,11 +391,9 @@ class IoApp(App[int]):
         if not self.is_running:
             return
         self._start(settings, store_path)
-        problems = self._choose_theme(self.theme)  # every theme file, validated
-        wanted = ui_state.load().theme_for(settings.ui.theme)
-        if wanted != self.theme:  # the settings say otherwise than the first frame's guess
-            problems += self._choose_theme(wanted)
-        self._theme_problems = problems
+        # every theme file, validated, and the theme the settings choose (the first frame's:
+        # ``first_theme`` read the same configuration without pydantic)
+        self._theme_problems = self._choose_theme(self._ui_state.theme_for(settings.ui.theme))
         self._open_store()
         # the main screen is the base of a mode of its own: the skeleton, the default mode's
         # base, stays below out of sight, and the main screen is the one base screen as ever

@@ -157,6 +157,30 @@ async def test_what_the_boot_raises_ends_the_app_for_the_cli_to_say(tmp_path: Pa
     assert not (tmp_path / "store.db").exists()  # no store opened
 
 
+async def test_a_broken_theme_file_is_said_once_after_the_boot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every theme file is read and validated once the settings are loaded, once, whatever
+    theme the first frame guessed: its error is one notification."""
+    from io_tui.ui import themes
+
+    bad = tmp_path / "themes"
+    bad.mkdir()
+    (bad / "oops.toml").write_text("name = ")
+    load = themes.load_themes
+    monkeypatch.setattr(themes, "load_themes", lambda: load(bad))  # the app's, once booted
+    # settings whose theme the first frame could not guess (given here, not by a config file)
+    settings = Settings(ui={"harness": "inline", "theme": "io-light"})  # type: ignore[arg-type]
+    boot = HeldBoot(tmp_path / "store.db", settings)
+    boot.release()
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: _ready(app))
+        await pilot.pause(0.1)
+        said = [n.message for n in app._notifications if "oops.toml" in n.message]
+    assert len(said) == 1 and app.theme == "io-light"
+
+
 @pytest.mark.parametrize(
     ("config", "env", "remembered", "first"),
     [
