@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from io_tui.ui.run_board import RunBoard
     from io_tui.ui.run_desk import RunDesk
     from io_tui.ui.screens.main import MainScreen
+    from io_tui.ui.screens.new_run import NewRunScreen
     from io_tui.ui.state import RunView
 
     # what the CLI's app loads after its first frame: the settings and the store's location
@@ -170,6 +171,7 @@ class IoApp(App[int]):
         self.events_applied = 0
         state = self._ui_state = ui_state.load()
         self.last_new_run = state.new_run  # what the new-run dialog last started a run with
+        self.new_run_dialog: NewRunScreen | None = None  # made on the first ctrl+n, then kept
         if settings is None or store_path is None:
             if boot is None:
                 raise ValueError("IoApp needs settings and a store, or a boot to load them")
@@ -791,15 +793,25 @@ class IoApp(App[int]):
                 self.start_request(request)
                 self._remember_new_run(request)
 
-        screen = NewRunScreen(
-            self.store,
-            self.settings,
-            self.default_workspace(),
-            task=task,
-            prompts=self.prompts,
-            prompt=prompt,
-            last=self.last_new_run,
-        )
+        workspace = self.default_workspace()
+        screen = self.new_run_dialog
+        if screen is None:
+            screen = NewRunScreen(
+                self.store,
+                self.settings,
+                workspace,
+                task=task,
+                prompts=self.prompts,
+                prompt=prompt,
+                last=self.last_new_run,
+            )
+            self.new_run_dialog = screen
+            self.install_screen(screen, "new-run")  # kept when it closes: opened again at once
+        elif screen in self.screen_stack:  # open already: what was chosen goes into it
+            screen.take(task, prompt)
+            return
+        else:
+            screen.reopen(workspace, task=task, prompt=prompt, last=self.last_new_run)
         self.typeahead.hold()  # what is typed before its Task has the cursor goes there after
         self.push_screen(screen, started)
 

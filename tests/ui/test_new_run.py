@@ -322,6 +322,57 @@ async def test_ctrl_s_typed_right_after_the_task_starts_the_run(make_app, local_
         assert row is not None and row.goal == "say hi"
 
 
+def as_met(dialog: NewRunScreen) -> dict[str, object]:
+    """What a user meets in the dialog: each field's value, cursor, placeholder and whether it
+    takes keys, each picker's choice, the rows shown (its classes), its lines, the focus."""
+    met: dict[str, object] = {
+        f"#{i.id}": (i.value, i.cursor_position, i.placeholder, i.disabled)
+        for i in dialog.query(Input)
+    }
+    met.update({f"#{s.id}": s.value for s in dialog.query(Select)})
+    met["classes"] = sorted(dialog.classes)
+    met["status"] = str(dialog.status.render())
+    met["error"] = str(dialog.error.render())
+    met["focused"] = dialog.focused.id if dialog.focused else None
+    met["scrolled"] = dialog.query_one("#fields").scroll_y
+    return met
+
+
+async def test_a_dialog_opened_again_is_the_one_a_first_opening_shows(make_app, local_only) -> None:
+    """The dialog is kept when it closes (composing it anew cost every ctrl+n 0.2–0.4 s): opened
+    again after a user changed every kind of field and met an error, it is what a first opening
+    shows, and keys typed right after ctrl+n still reach its Task."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        first = await open_dialog(pilot)
+        fresh = as_met(first)
+        first.task_input.value = "half a thought"
+        first.run_on.value = "queue"
+        first.query_one("#labels", Input).value = "gpu"
+        first.provider.value = "openai-compatible"
+        await pilot.pause(0.05)
+        first.model.value = "some-model"
+        first.query_one("#context-max", Input).value = "10"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "at least" in str(first.error.render()), "the error shown")
+        assert as_met(first) != fresh
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        again = await open_dialog(pilot)
+        await wait_until_idle(pilot)
+        assert again is first and as_met(again) == fresh
+        await pilot.press("ctrl+n")  # open already: not opened twice
+        assert app.screen_stack[-2:] == [app.screen_stack[0], first]
+        app.action_new_run("from the palette")  # a task chosen meanwhile goes into it
+        assert first.task_input.value == "from the palette"
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        for key in typed("ctrl+n", "fix it", "tab", "x"):
+            app.post_message(key)
+        await until(pilot, lambda: first.workspace_input.value.endswith("x"), "x typed")
+        assert first.task_input.value == "fix it" and app.typeahead.held is None
+
+
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
     """The fields scroll inside the dialog: the last ones, below the fold at 80×24, come into
     sight when focused (they were cut off, out of reach)."""

@@ -67,6 +67,7 @@ SCRIPTED_DEMO = f"scripted:{demo.SCRIPT}"
 PROBE_TIMEOUT_S = 2.0
 REPROBE_DELAY_S = 0.4  # seconds a base URL must stay unchanged before it is probed
 MIN_CONTEXT = 256
+NO_TASK = "what the agent should do"  # the Task's placeholder when no run is continued
 CONTINUE_CHOICES = 500  # the newest runs offered under "continue from run N"
 # where the run goes: driven by this app, or queued for an `io-tui worker` (docs/SCALE-OUT.md)
 RUN_ON = [("this machine", "here"), ("the queue (a worker drives it)", "queue")]
@@ -179,41 +180,73 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         ``prompt`` (``server/name``): the one chosen when the dialog opens (the palette's, for
         a prompt that needs arguments); ``last``: what the last run started here was started
         with (``ui_state``), over the settings."""
-        self.continue_from = continue_from
         self.server_prompts = prompts
-        self.initial_prompt = prompt
         self.prompts: dict[str, Any] = {}  # "server/name" → PromptRow
         self.prompts_of: Path | None = None  # the workspace whose servers' prompts are listed
         self.prompts_asked: Path | None = None  # the workspace last asked for
         self.run_workspaces: dict[int, str] = {}
         self.store = store
         self.settings = settings
+        self.choices = {c.value: c for c in choices(settings)}
+        self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
+        self.reopened = False  # ``reopen`` called: the next resume asks around again
+        self._start_from(workspace, task, continue_from, prompt, last)
+        # the classes its first provider gives it, set before it mounts: each class changed
+        # on a mounted screen restyles every field (~0.1 s apiece on a busy machine)
+        classes = "-no-prompts -no-prompt-args -no-models"  # until listed or probed
+        scripted = self._chosen() not in PRESETS
+        super().__init__(classes=f"{classes} -scripted" if scripted else classes)
+
+    def _start_from(
+        self,
+        workspace: Path,
+        task: str,
+        continue_from: int | None,
+        prompt: str | None,
+        last: Mapping[str, Any] | None,
+    ) -> None:
+        """What an opening of the dialog starts from (``__init__``'s arguments)."""
+        self.continue_from = continue_from
+        self.initial_prompt = prompt
+        self.initial_task = task
         self.last: Mapping[str, Any] = last or {}
         kept = Path(str(self.last.get("workspace", "")))
         self.workspace = kept if self.last.get("workspace") and kept.is_dir() else workspace
-        self.initial_task = task
-        self.choices = {c.value: c for c in choices(settings)}
         if self.last.get("provider") not in self.choices:
             self.last = {}  # a provider no longer offered: the settings' values
-        self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
         self.checking = False
         self.provider_shown: str | None = None  # the provider the fields are set for
-        # the classes its first provider gives it, set before it mounts: each class changed
-        # on a mounted screen restyles every field (~0.1 s apiece on a busy machine)
-        chosen = str(self.last.get("provider") or default_provider(settings))
-        classes = "-no-prompts -no-prompt-args -no-models"  # until listed or probed
-        super().__init__(classes=classes if chosen in PRESETS else f"{classes} -scripted")
+
+    def _chosen(self) -> str:
+        """The provider the dialog opens on: the last run's, else the config's."""
+        return str(self.last.get("provider") or default_provider(self.settings))
+
+    def _opening_values(self) -> dict[str, str]:
+        """What each text field holds when the dialog opens."""
+        s, last, chosen = self.settings, self.last, self._chosen()
+        return {
+            "prompt-args": "",
+            "task": self.initial_task,
+            "workspace": str(self.workspace),
+            "labels": "",
+            "base-url": self._base_url_for(chosen),
+            "model": self._model_for(chosen),
+            "max-steps": shown(last, "max_steps", s.max_steps),
+            "token-budget": shown(last, "token_budget", s.token_budget),
+            "context-max": shown(last, "context_max_tokens", s.context_max_tokens),
+            "max-output": shown(last, "max_output_tokens", s.max_output_tokens),
+            "context-window": shown(last, "context_window", s.context_window),
+        }
 
     def compose(self) -> ComposeResult:
-        s, last = self.settings, self.last
-        chosen = str(last.get("provider") or default_provider(s))
+        chosen, value = self._chosen(), self._opening_values()
         with Vertical(id="dialog"):
             yield Static("New run", id="title")
             with VerticalScroll(id="fields", can_focus=False):
                 yield _row("MCP prompt", Select[str]([], prompt="none: write the task", id="prompt", compact=True), id="prompt-row")  # fmt: skip
                 yield _row("Arguments", Input(id="prompt-args", compact=True), id="prompt-args-row")  # fmt: skip
-                yield _row("Task", Input(self.initial_task, placeholder="what the agent should do", id="task", compact=True))  # fmt: skip
-                yield _row("Workspace", Input(str(self.workspace), id="workspace", compact=True))
+                yield _row("Task", Input(value["task"], placeholder=NO_TASK, id="task", compact=True))  # fmt: skip
+                yield _row("Workspace", Input(value["workspace"], id="workspace", compact=True))
                 yield _row("Continue", Select[int]([], prompt="no: a new task", id="continue-from", compact=True))  # fmt: skip
                 yield _row("Run on", Select(RUN_ON, value="here", allow_blank=False, id="run-on", compact=True))  # fmt: skip
                 yield _row("Labels", Input(placeholder="e.g. gpu, linux: a worker serving all of them takes it", id="labels", compact=True), id="labels-row")  # fmt: skip
@@ -231,17 +264,17 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                 self.provider_shown = chosen
                 no_server = chosen not in PRESETS
                 yield _row("", Static(self._provider_note(chosen), id="status"), id="status-row")
-                yield _row("Base URL", Input(self._base_url_for(chosen), placeholder="http://host:port/v1", id="base-url", compact=True, disabled=no_server))  # fmt: skip
-                yield _row("Model", Input(self._model_for(chosen), placeholder="the model's name", id="model", compact=True, disabled=no_server))  # fmt: skip
+                yield _row("Base URL", Input(value["base-url"], placeholder="http://host:port/v1", id="base-url", compact=True, disabled=no_server))  # fmt: skip
+                yield _row("Model", Input(value["model"], placeholder="the model's name", id="model", compact=True, disabled=no_server))  # fmt: skip
                 yield _row("", Select[str]([], prompt="models the server lists", id="models", compact=True), id="models-row")  # fmt: skip
-                yield _row("Max steps", Input(shown(last, "max_steps", s.max_steps), type="integer", id="max-steps", compact=True))  # fmt: skip
-                yield _row("Token budget", Input(shown(last, "token_budget", s.token_budget), type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
-                yield _row("Context max", Input(shown(last, "context_max_tokens", s.context_max_tokens), type="integer", id="context-max", compact=True))  # fmt: skip
+                yield _row("Max steps", Input(value["max-steps"], type="integer", id="max-steps", compact=True))  # fmt: skip
+                yield _row("Token budget", Input(value["token-budget"], type="integer", placeholder="none", id="token-budget", compact=True))  # fmt: skip
+                yield _row("Context max", Input(value["context-max"], type="integer", id="context-max", compact=True))  # fmt: skip
                 yield Horizontal(  # the CLI's --max-output-tokens and --context-window
                     Label("Output limit"),
-                    Input(shown(last, "max_output_tokens", s.max_output_tokens), type="integer", placeholder="fits the window", id="max-output", compact=True),
+                    Input(value["max-output"], type="integer", placeholder="fits the window", id="max-output", compact=True),
                     Label("Window", classes="second"),
-                    Input(shown(last, "context_window", s.context_window), type="integer", placeholder="the model's", id="context-window", compact=True),
+                    Input(value["context-window"], type="integer", placeholder="the model's", id="context-window", compact=True),
                     classes="row",
                 )  # fmt: skip
             with Vertical(id="foot"):
@@ -255,6 +288,53 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         # after the held keys, and take the cursor back from the field they tabbed to
         self.call_after_refresh(self._ready)  # drawn, the cursor in Task: keys may come
         self.call_after_refresh(self._ask_around)  # composed as its provider shows it
+
+    def reopen(
+        self,
+        workspace: Path,
+        *,
+        task: str = "",
+        continue_from: int | None = None,
+        prompt: str | None = None,
+        last: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Set every field as a dialog composed with these arguments would be, before the app
+        pushes this one again: composing its ~115 widgets anew costs a press 0.2–0.4 s. What the
+        servers answered before is shown until they answer again."""
+        self.workers.cancel_node(self)  # a prompt's text or a check for the last opening
+        self._start_from(workspace, task, continue_from, prompt, last)
+        chosen = self._chosen()
+        with self.prevent(Input.Changed, Select.Changed):
+            for field_id, value in self._opening_values().items():
+                field = self.query_one(f"#{field_id}", Input)
+                field.value = value
+                field.cursor_position = len(value)  # where a composed field has it
+            self.prompt_choice.clear()
+            self.continue_choice.clear()
+            self.run_on.value = "here"
+            self.provider.value = chosen
+        self.task_input.placeholder = NO_TASK
+        self.error.update("")
+        self.set_class(False, "-queue")
+        self.set_class(True, "-no-prompt-args")
+        self.provider_shown = chosen
+        self._show_provider(chosen)
+        self.query_one("#fields").scroll_home(animate=False)
+        self.set_focus(self.task_input)
+        self.reopened = True
+
+    def take(self, task: str, prompt: str | None) -> None:
+        """A task or an MCP prompt chosen elsewhere (the palette) while the dialog is open."""
+        if prompt in self.prompts:
+            self.prompt_choice.value = prompt
+        elif task:
+            self.task_input.value = task
+
+    def on_screen_resume(self) -> None:
+        if self.reopened:  # not when a screen opened over it (help, the palette) closes
+            self.reopened = False
+            self.call_after_refresh(self._ready)
+            self.call_after_refresh(self._ask_around)
 
     def _ask_around(self) -> None:
         """Once the dialog is drawn: probe the presets' servers, list the runs it may continue
@@ -272,7 +352,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         if typeahead is not None and typeahead.held is not None:
             typeahead.release(self)
 
-    def on_unmount(self) -> None:
+    def on_screen_suspend(self) -> None:
         typeahead = getattr(self.app, "typeahead", None)
         if typeahead is not None and typeahead.held is not None:
             typeahead.release()  # closed before it was ready: the keys go on to the app
@@ -396,7 +476,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     def _on_continue_changed(self, event: Select.Changed) -> None:
         task = self.task_input
         if event.value is Select.NULL:
-            task.placeholder = "what the agent should do"
+            task.placeholder = NO_TASK
             return
         run_id = int(str(event.value))
         self.workspace_input.value = self.run_workspaces.get(run_id, "")
