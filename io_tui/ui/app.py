@@ -40,6 +40,7 @@ from textual.theme import Theme
 from textual.worker import Worker, WorkerState
 
 from io_tui.ui import ui_state
+from io_tui.ui.collector import Collector
 from io_tui.ui.first_theme import DEFAULT_THEME, bundled_theme, configured_theme
 from io_tui.ui.screens.skeleton import SkeletonScreen
 from io_tui.ui.typeahead import Typeahead, typed_again
@@ -466,6 +467,7 @@ class IoApp(App[int]):
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
         gc.freeze()
+        self.collector = Collector(self)  # the full passes, while the operator reads
 
     async def _check_terminal(self, fd: int) -> None:
         """Quit as ctrl+q does once the terminal is gone (its window closed, the SSH link
