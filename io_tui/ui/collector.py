@@ -13,7 +13,7 @@ meets a collector with nothing pending.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -27,13 +27,13 @@ COLLECT_AFTER_S = 0.15
 class Collector:
     """Runs a full collection shortly after each return to the main screen."""
 
-    def __init__(self, app: App[object]) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self.app = app
         self.timer: Timer | None = None
         self.passes = 0  # full passes run here (tests read it)
         app.screen_change_signal.subscribe(app, self._screen_changed)
 
-    def _screen_changed(self, screen: Screen[object]) -> None:
+    def _screen_changed(self, screen: Screen[Any]) -> None:
         if len(self.app.screen_stack) != 1:
             return  # a screen opened: the pass waits for the operator to come back
         if self.timer is None:
