@@ -85,6 +85,8 @@ if TYPE_CHECKING:
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 # seconds: the panes lay out and paint within ~60-100 ms of their footer mounting (140x44)
 PANES_PAINT_S = 0.1
+# each screen's stylesheet, as Textual names it (resolved) when the screen opens
+SCREEN_STYLES = sorted((Path(__file__).parent / "screens").resolve().glob("*.tcss"))
 GC_YOUNG = 10_000  # allocations between the collector's young passes, in the app
 
 
@@ -463,11 +465,24 @@ class IoApp(App[int]):
         # the new-run dialog's module (the providers, httpx, the harness's tools: ~90 ms) is
         # imported while the user reads the first screen, not when ctrl+n is first pressed
         _import_in_background("io_tui.ui.screens.new_run")
+        self._read_screen_styles()
         # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
         gc.freeze()
         self.collector = Collector(self)  # the full passes, while the operator reads
+
+    def _read_screen_styles(self) -> None:
+        """Every screen's stylesheet, read now (~30 ms): a screen opened for the first time
+        read its own, parsed the app's whole stylesheet again and restyled every widget of
+        the app, 30–100 ms of the key that opened it (``benchmarks/key_open.py``)."""
+        sheet = self.stylesheet
+        unread = [path for path in SCREEN_STYLES if not sheet.has_source(str(path), "")]
+        for path in unread:
+            sheet.read(path)
+        if unread:
+            sheet.reparse()
+            sheet.update(self)
 
     async def _check_terminal(self, fd: int) -> None:
         """Quit as ctrl+q does once the terminal is gone (its window closed, the SSH link

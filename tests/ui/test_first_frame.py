@@ -196,10 +196,19 @@ async def test_a_configured_theme_is_parsed_once_and_switching_restyles(
         reparse(self)
 
     monkeypatch.setattr(Stylesheet, "reparse", counting)
+    before_the_screens: list[int] = []  # parses up to the first frame
     app = make_app(demo=False, theme="io-light")
+    read_screen_styles = app._read_screen_styles  # after the frame: parses again, once
+
+    def first_frame_drawn() -> None:
+        before_the_screens.append(len(reparsed))
+        read_screen_styles()
+
+    monkeypatch.setattr(app, "_read_screen_styles", first_frame_drawn)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _ready(pilot)
-        assert not reparsed
+        await _until(pilot, lambda: before_the_screens)
+        assert before_the_screens == [0]
         light = screen.styles.background
         await pilot.press("ctrl+t")
         await pilot.pause()
