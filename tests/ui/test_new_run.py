@@ -373,6 +373,36 @@ async def test_a_dialog_opened_again_is_the_one_a_first_opening_shows(make_app, 
         assert first.task_input.value == "fix it" and app.typeahead.held is None
 
 
+async def test_a_kept_dialog_follows_a_theme_chosen_while_it_was_closed(
+    make_app, tmp_path, local_only
+) -> None:
+    """Kept out of the screen stack, the dialog still takes the theme switched to meanwhile:
+    opened again, its colours are a dialog's composed in that theme."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        kept = await open_dialog(pilot)
+        dark = kept.query_one("#dialog").styles.background
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await pilot.press("ctrl+t")
+        await pilot.pause(0.1)
+        assert await open_dialog(pilot) is kept
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        fresh = NewRunScreen(app.store, app.settings, tmp_path)
+        await app.push_screen(fresh)
+        await pilot.pause(0.1)
+        colours = [
+            (w.styles.background, w.styles.color)
+            for w in (fresh.query_one("#dialog"), fresh.task_input)
+        ]
+        assert colours[0][0] != dark
+        assert colours == [
+            (w.styles.background, w.styles.color)
+            for w in (kept.query_one("#dialog"), kept.task_input)
+        ]
+
+
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:
     """The fields scroll inside the dialog: the last ones, below the fold at 80×24, come into
     sight when focused (they were cut off, out of reach)."""
