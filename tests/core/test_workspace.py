@@ -231,11 +231,11 @@ async def test_write_through_symlink_out_is_refused(
     assert not (outside / "pwned.txt").exists()
 
 
-async def test_list_dir(ws: Workspace, root: Path) -> None:
+async def test_listing(ws: Workspace, root: Path) -> None:
     (root / "b.txt").write_text("")
-    assert await ws.list_dir(".") == [("b.txt", False), ("src", True)]
+    assert await ws.listing(".") == (".", [("b.txt", False), ("src", True)])
     with pytest.raises(WorkspaceError, match="not a directory"):
-        await ws.list_dir("b.txt")
+        await ws.listing("b.txt")
 
 
 # -- exec -------------------------------------------------------------------------------------

@@ -440,13 +440,9 @@ class Workspace:
 
         return await asyncio.to_thread(write)
 
-    async def list_dir(self, path: str = ".") -> list[tuple[str, bool]]:
-        """``(name, is_dir)`` for each entry, sorted by name; each name as ``shown_name``
-        writes it."""
-        return (await self.listing(path))[1]
-
     async def listing(self, path: str = ".") -> tuple[str, list[tuple[str, bool]]]:
-        """``list_dir``, with the directory as ``relative`` shows it (one resolve for both)."""
+        """The directory as ``relative`` shows it, and ``(name, is_dir)`` for each entry,
+        sorted by name, each name as ``shown_name`` writes it (one resolve for both)."""
         target = self.resolve(path)
         display = self.shown(target)
 
