@@ -5,6 +5,7 @@ and ``io-tui serve`` (the same app in a browser through textual-serve, bound to 
 from __future__ import annotations
 
 import argparse
+import gc
 import shlex
 import sys
 from functools import partial
@@ -53,10 +54,17 @@ async def demo_command(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, *, demo: bool) -> int:
-    from io_tui.ui.app import boot_app
+    # The collector stays off until the panes are on screen (the app turns it back on): the
+    # start's imports and first frames are nearly all objects that live as long as the app,
+    # and ~60 passes over them took ~40 ms of the way to the panes (BENCHMARKS.md, start-up).
+    gc.disable()
+    try:
+        from io_tui.ui.app import boot_app
 
-    app = boot_app(partial(_boot, args), demo=demo)
-    await app.run_async()
+        app = boot_app(partial(_boot, args), demo=demo)
+        await app.run_async()
+    finally:
+        gc.enable()  # an app that ended before its panes (a malformed config) did not
     if app.boot_error is not None:
         raise app.boot_error  # a UsageError or StoreError: ``main`` says it in one line
     return app.return_code if app.return_code is not None else EXIT_OK

@@ -469,7 +469,12 @@ class IoApp(App[int]):
         # What the app built to draw its first frame (modules, styles, widgets: ~70,000 objects)
         # lives as long as the app. Frozen, the collector's full passes stop walking it: under
         # a load of live runs those pauses fell from ~25-110 ms to ~10-35 ms (BENCHMARKS.md).
+        # Started by the CLI, the app ran with the collector off until now (``cli/ui.py``):
+        # what the start left in reference cycles (~9,000 objects) is freed first, not frozen.
+        if not gc.isenabled():
+            gc.collect()
         gc.freeze()
+        gc.enable()
         self.collector = Collector(self)  # the full passes, while the operator reads
 
     def _read_screen_styles(self) -> None:

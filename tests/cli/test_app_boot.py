@@ -55,6 +55,35 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# ``io-tui ARGV`` with whether the collector ran at its first frame, and when ctrl+q quit it
+# (after the panes were up), written to the file named first
+COLLECTOR_PROBE = """
+import gc, json, sys
+from textual.drivers.linux_driver import LinuxDriver
+from io_tui.ui.app import IoApp
+
+out, write, seen = sys.argv[1], LinuxDriver.write, {}
+
+def write_frame(self, data):
+    if "first frame" not in seen and "cockpit" in data:
+        seen["first frame"] = gc.isenabled()
+    write(self, data)
+
+quit = IoApp.action_quit
+
+async def quitting(self):
+    seen["quit"] = gc.isenabled()
+    with open(out, "w") as f:
+        json.dump(seen, f)
+    await quit(self)
+
+LinuxDriver.write = write_frame
+IoApp.action_quit = quitting
+from io_tui.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 class Terminal:
     """A program on a pty of ``ROWS`` x ``COLS``: what it wrote, and keys typed into it."""
 
@@ -134,6 +163,22 @@ def test_the_first_frame_is_drawn_before_the_settings_and_the_core_load(
     modules = set(json.loads(loaded.read_text()))
     assert "io_tui.ui.app" in modules  # the app's frame, not an earlier write
     assert sorted(m for m in NOT_AT_FIRST_FRAME if m in modules) == []
+
+
+def test_the_collector_is_off_until_the_panes_are_up(tmp_path: Path) -> None:
+    """The start's imports and first frames run without the collector's passes; the app turns
+    it on once its panes are on screen."""
+    seen = tmp_path / "collector.json"
+    argv = [sys.executable, "-c", COLLECTOR_PROBE, str(seen), "--store", str(tmp_path / "s.db")]
+    terminal = Terminal(argv, _env())
+    try:
+        terminal.read_until(lambda: b"Quit" in terminal.output)  # the panes' footer
+        time.sleep(0.5)  # the panes painted, the app's work after them done
+        terminal.type(b"\x11")  # ctrl+q
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert json.loads(seen.read_text()) == {"first frame": False, "quit": True}
 
 
 @pytest.mark.parametrize(
