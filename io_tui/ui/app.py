@@ -458,6 +458,8 @@ class IoApp(App[int]):
     def _after_first_frame(self) -> None:
         """What would slow the first frame down, once it is on screen: the approval desk, the
         harness worker, the new-run dialog's modules, the collector told what stays."""
+        if not self.is_running:
+            return  # quit before its timer fired: nothing more to start
         # approvals: the inbox badge in the title
         self.desk.attach(self.poll_interval)
         if not self.demo:  # the harness worker starts while the user reads the first screen

@@ -59,3 +59,16 @@ async def test_no_screen_parses_the_stylesheet_again_when_it_first_opens(make_ap
                 await pilot.press("escape")
                 await pilot.pause(0.05)
         assert parses == 0
+
+
+async def test_an_app_closed_before_its_panes_were_up_starts_nothing_after(make_app) -> None:
+    """The work after the first frame waits on a timer (after a boot); an app quit before it
+    fires (a ctrl+q in the first tenth of a second) starts none of it, and raises nothing."""
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        while not hasattr(app, "collector"):
+            await pilot.pause(0.02)
+        collector = app.collector
+    assert not app.is_running
+    app._after_first_frame()  # as a timer that fires late would
+    assert app.collector is collector
