@@ -23,13 +23,13 @@ from io_tui.core.context.cache import (
     usage_hit_rate,
 )
 from io_tui.core.contract import CachePrices, TaskContract
-from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, start_run
 from io_tui.core.steering.trace import build_trace
+from io_tui.core.text.heads import MEMORY_HEADER
 
 WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire"
 

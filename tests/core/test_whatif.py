@@ -24,10 +24,10 @@ from io_tui.core import (
     TaskContract,
     start_run,
 )
-from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.steering.whatif.edits import Variant
 from io_tui.core.steering.whatif.probe import ProbeError, baseline, send_batch, send_probe
+from io_tui.core.text.heads import MEMORY_HEADER
 
 WIRE = Path(__file__).resolve().parents[1] / "fixtures" / "wire" / "openai_chat"
 RECORDED_TOOL_CALL = (WIRE / "tool_call_single_strict.sse").read_bytes()  # get_weather(city)

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.memory.notes import MEMORY_HEADER
 from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.text.heads import MEMORY_HEADER
 
 
 class EditError(ValueError):
