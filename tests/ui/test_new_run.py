@@ -4,6 +4,7 @@ and pictures at 80×24 and 160×48."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -401,6 +402,41 @@ async def test_a_kept_dialog_follows_a_theme_chosen_while_it_was_closed(
             (w.styles.background, w.styles.color)
             for w in (kept.query_one("#dialog"), kept.task_input)
         ]
+
+
+async def test_a_start_cancelled_while_it_is_checked_starts_nothing(
+    make_app, local_only, monkeypatch
+) -> None:
+    """escape while Start is being checked closes the dialog; the check that ends after it
+    neither starts the run nor touches the screens (the kept dialog is out of the stack), nor
+    does one answered only after the next opening began."""
+    real = new_run.prepare_run
+
+    async def slow(*args: object, **kwargs: object) -> object:
+        await asyncio.sleep(0.3)
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(new_run, "prepare_run", slow)
+    app = make_app(demo=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        dialog = await open_dialog(pilot)
+        dialog.task_input.value = "say hi"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "checking" in str(dialog.error.render()), "checking")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), "the dialog closed")
+        await pilot.pause(0.6)  # the check would have ended
+        assert isinstance(app.screen, MainScreen) and len(app.screen_stack) == 1
+        assert app.runs == {} and await app.store.runs.latest(5) == []
+        again = await open_dialog(pilot)
+        assert again is dialog and not dialog.checking
+        # an answer of the last opening's check, handled only after this opening began
+        dialog.task_input.value = "say hi"
+        dialog.post_message(dialog.Checked(dialog.opening - 1, dialog.request(), None))
+        dialog.post_message(dialog.PromptFilled(dialog.opening - 1, "a prompt's text"))
+        await pilot.pause(0.2)
+        assert app.screen is dialog and app.runs == {}
+        assert dialog.task_input.value == "say hi"
 
 
 async def test_every_field_is_reachable_at_80x24(make_app, local_only) -> None:

@@ -136,18 +136,21 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.problem = problem
 
     class PromptFilled(Message):
-        """A prompt's text for the task, or why it could not be had."""
+        """A prompt's text for the task, or why it could not be had, for ``opening``."""
 
-        def __init__(self, text: str | None, problem: str | None = None) -> None:
+        def __init__(self, opening: int, text: str | None, problem: str | None = None) -> None:
             super().__init__()
+            self.opening = opening
             self.text = text
             self.problem = problem
 
     class Checked(Message):
-        """The request was built as the run would build it: ``error`` None means it starts."""
+        """The request was built as the run would build it: ``error`` None means it starts;
+        ``opening``: the dialog's opening it was asked in."""
 
-        def __init__(self, request: NewRunRequest, error: FieldError | None) -> None:
+        def __init__(self, opening: int, request: NewRunRequest, error: FieldError | None) -> None:
             super().__init__()
+            self.opening = opening
             self.request = request
             self.error = error
 
@@ -190,6 +193,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self.choices = {c.value: c for c in choices(settings)}
         self.probes: dict[str, tuple[str, ProbeResult]] = {}  # preset → (base URL, answer)
         self.reopened = False  # ``reopen`` called: the next resume asks around again
+        self.opening = 0  # how many times it was opened again: an earlier one's answers are late
         self._start_from(workspace, task, continue_from, prompt, last)
         # the classes its first provider gives it, set before it mounts: each class changed
         # on a mounted screen restyles every field (~0.1 s apiece on a busy machine)
@@ -322,6 +326,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         self.query_one("#fields").scroll_home(animate=False)
         self.set_focus(self.task_input)
         self.reopened = True
+        self.opening += 1
 
     def take(self, task: str, prompt: str | None) -> None:
         """A task or an MCP prompt chosen elsewhere (the palette) while the dialog is open."""
@@ -432,17 +437,20 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     async def fetch_prompt(
         self, workspace: Path, server: str, name: str, arguments: dict[str, str]
     ) -> None:
+        opening = self.opening
         await asyncio.sleep(REPROBE_DELAY_S if arguments else 0)  # typing settles first
         assert self.server_prompts is not None
         try:
             text = await self.server_prompts.text(workspace, server, name, arguments)
         except Exception as exc:
-            self.post_message(self.PromptFilled(None, f"the prompt failed: {exc}"))
+            self.post_message(self.PromptFilled(opening, None, f"the prompt failed: {exc}"))
             return
-        self.post_message(self.PromptFilled(text))
+        self.post_message(self.PromptFilled(opening, text))
 
     @on(PromptFilled)
     def _on_prompt_filled(self, message: PromptFilled) -> None:
+        if message.opening != self.opening:
+            return  # asked in an earlier opening: this one's task is not it
         if message.text is None:
             self.error.update(Content.styled(f"✗ {plain(message.problem or '')}", "$text-error"))
             return
@@ -684,6 +692,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
     @work(group="check", exclusive=True, exit_on_error=False)
     async def check(self, request: NewRunRequest) -> None:
         """Make the run ready as the harness will (``prepare_run``), then let it go."""
+        opening = self.opening
         error: FieldError | None = None
         try:
             run = await prepare_run(self.store, self.settings, request)
@@ -696,11 +705,15 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
                 error = FieldError("max-output", exc.say("Output limit"))
             finally:
                 await run.provider.aclose()
-        self.post_message(self.Checked(request, error))
+        self.post_message(self.Checked(opening, request, error))
 
     @on(Checked)
     def _on_checked(self, message: Checked) -> None:
+        if message.opening != self.opening:
+            return  # asked in an earlier opening, answered after this one began
         self.checking = False
+        if self not in self.app.screen_stack:
+            return  # closed while it was being checked: nothing starts
         if message.error is not None:
             self._show_error(message.error)
         else:
@@ -715,6 +728,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        self.workers.cancel_group(self, "check")  # a start being checked does not start
+        self.checking = False
         self.dismiss(None)
 
 
