@@ -241,7 +241,7 @@ async def test_the_new_run_dialog_offers_the_servers_prompts_with_their_argument
 ) -> None:
     """The dialog lists the prompts of the worker's servers; a prompt without arguments fills the
     task at once, one that needs them shows the arguments field and fills the task once they
-    are typed."""
+    are typed; opened again, the dialog has none of it left."""
     from textual.widgets import Select
 
     from io_tui.ui.screens.new_run import NewRunScreen, prompt_arguments
@@ -268,6 +268,14 @@ async def test_the_new_run_dialog_offers_the_servers_prompts_with_their_argument
         await until(lambda: "the prompt needs city" in str(dialog.error.render()), "needs city")
         args.value = 'city="San Francisco" state=CA'
         await until(lambda: task.value == "What's weather in San Francisco, CA?", "the args' text")
+        dialog.action_cancel()  # the dialog is kept: opened again, nothing of this is left
+        await until(lambda: not isinstance(app.screen, NewRunScreen), "the dialog closed")
+        app.action_new_run()
+        await until(lambda: app.screen is dialog, "the same dialog open again")
+        assert dialog.query_one("#prompt", Select).value is Select.NULL and task.value == ""
+        assert (args.value, args.placeholder) == ("", "")
+        assert dialog.has_class("-no-prompt-args")
+        await until(lambda: "everything/args-prompt" in dialog.prompts, "listed again", 120)
     assert prompt_arguments('a=1 b="x y"') == {"a": "1", "b": "x y"}
     with pytest.raises(ValueError, match="name=value pairs, not 'oops'"):
         prompt_arguments("oops")

@@ -318,6 +318,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.run_on.value = "here"
             self.provider.value = chosen
         self.task_input.placeholder = NO_TASK
+        self.prompt_args.placeholder = ""  # a prompt chosen last time named its arguments there
         self.error.update("")
         self.set_class(False, "-queue")
         self.set_class(True, "-no-prompt-args")
