@@ -16,11 +16,11 @@ async def test_a_closed_screen_is_freed_once_the_operator_is_back(make_app) -> N
     """With Python's own passes off, only the app's can free the closed help screen's cycles:
     none runs while the screen is open, one runs once it has closed and frees it."""
     app = make_app(demo=False)
-    gc.disable()
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             while not hasattr(app, "collector"):  # made once the first frame is drawn
                 await pilot.pause(0.02)
+            gc.disable()  # after the app turned the collector on, as it does then
             before = app.collector.passes
             await pilot.press("f1")
             assert isinstance(app.screen, HelpScreen)
