@@ -85,8 +85,6 @@ if TYPE_CHECKING:
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 # seconds: the panes lay out and paint within ~60-100 ms of their footer mounting (140x44)
 PANES_PAINT_S = 0.1
-# each screen's stylesheet, as Textual names it (resolved) when the screen opens
-SCREEN_STYLES = sorted((Path(__file__).parent / "screens").resolve().glob("*.tcss"))
 GC_YOUNG = 10_000  # allocations between the collector's young passes, in the app
 
 
@@ -484,7 +482,8 @@ class IoApp(App[int]):
         read its own, parsed the app's whole stylesheet again and restyled every widget of
         the app, 30–100 ms of the key that opened it (``benchmarks/key_open.py``)."""
         sheet = self.stylesheet
-        unread = [path for path in SCREEN_STYLES if not sheet.has_source(str(path), "")]
+        screens = (Path(__file__).parent / "screens").resolve()  # as Textual names them
+        unread = [p for p in sorted(screens.glob("*.tcss")) if not sheet.has_source(str(p), "")]
         for path in unread:
             sheet.read(path)
         if unread:
