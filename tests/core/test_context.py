@@ -17,7 +17,13 @@ from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry
 from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.summary import Summary
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
+from io_tui.core.contract import (
+    CachePrices,
+    Compaction,
+    ContextBudget,
+    TaskContract,
+    entry_cap_chars,
+)
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, Message, ToolCall, ToolSpec
@@ -730,9 +736,13 @@ async def test_repeated_output_carried_until_a_rewrite_never_brings_on_a_fold() 
     """A test command run at every step, its output different each time: the older outputs are
     superseded yet carried whole (pending) until a rewrite stubs them, and together they pass
     the fold threshold many times over. What is live is one output: the engine stubs them by a
-    rewrite, never folds current content away for them, and stays under the ceiling."""
+    rewrite, never folds current content away for them, and stays under the ceiling. A cached
+    token at a fiftieth of a written one makes each rewrite dear, so the outputs pile up."""
     writer = Writer()
-    engine = ContextEngine(frame(), summarize=writer)
+    cheap_reads = frame()
+    contract = dataclasses.replace(cheap_reads.contract, cache=CachePrices(read=0.02))
+    cheap_reads = dataclasses.replace(cheap_reads, contract=contract)
+    engine = ContextEngine(cheap_reads, summarize=writer)
     threshold = Compaction().threshold * 6_000
     history: list[StepRecord] = []
     past_threshold = 0  # requests past the threshold, three quarters of it pending outputs

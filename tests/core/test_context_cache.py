@@ -13,11 +13,18 @@ from engine_run import ask, grow
 
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
+from io_tui.core.context.live import AGE_MIN_TOKENS
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.plan import Rewrite, extends
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo
-from io_tui.core.contract import CachePrices, Compaction, TaskContract
+from io_tui.core.contract import (
+    CHARS_PER_TOKEN,
+    CachePrices,
+    Compaction,
+    TaskContract,
+    estimate_tokens,
+)
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.base import ToolCall
 from io_tui.core.steering.trace import rewrite_line, rewrites_saved
@@ -214,12 +221,68 @@ async def test_a_pending_result_is_stubbed_when_its_savings_pay_for_the_rewrite(
     """Stubbing a rerun's older output saves its tokens on each coming request and rewrites
     everything after it once: not worth it twenty steps back when a cached token costs a tenth
     and a written one 1.25, worth it when caching saves little."""
-    records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
-    records.append(rerun(21, text="F" * 5_999 + "G"))  # not the same output: supersedes c1
+    # under the size at which a command's output ages out (``live.AGE_MIN_TOKENS``)
+    records = [rerun(1, text="F" * 1_900)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
+    records.append(rerun(21, text="F" * 1_899 + "G"))  # not the same output: supersedes c1
     cheap_cache, dear_cache = CachePrices(), CachePrices(write=1.0, read=0.9)
     for prices, state in ((cheap_cache, EntryState.FULL), (dear_cache, EntryState.DROPPED)):
         built = await grow(ContextEngine(frame(prices, max_steps=200)), records, 64_000)
         assert entry(built[-1], "c1").state is state
+
+
+def listing(files: int, name: str = "src/pkg/module") -> str:
+    """A command's output as ``run_command`` frames it: the command, its exit status, a
+    listing of ``files`` names."""
+    return "$ ls -R\nexit code 0\n" + "".join(f"{name}_{i}.py\n" for i in range(files))
+
+
+async def test_a_large_command_output_is_cleared_once_clearing_it_pays() -> None:
+    """A listing of 2,000 tokens at step 1 ages out when steps 2 and 3 have their results in;
+    the steps after it add little, so stubbing it saves more over the coming requests than
+    rewriting the request after it costs: one planned rewrite clears it to a stub that says
+    what it was and how to read it back. Append-only before and after."""
+    big = rerun(1, "ls -R", text=listing(400))
+    assert len(big.observations[0].text) >= AGE_MIN_TOKENS * CHARS_PER_TOKEN * 4
+    records = [big] + [rerun(n, f"ls d{n}", "ok") for n in range(2, 31)]
+    built = await grow(ContextEngine(frame()), records, 64_000)
+    states = [entry(a, "c1").state for a in built[1:]]  # the requests after step 1's
+    cleared = states.index(EntryState.ELIDED)
+    assert set(states[:cleared]) == {EntryState.FULL}
+    assert set(states[cleared:]) == {EntryState.ELIDED}
+    first = built[1 + cleared]
+    assert 3 <= 1 + cleared < 10  # not before it aged, and soon after: it pays early
+    stub = next(m.content for m in first.messages if m.tool_call_id == "c1")
+    assert stub == (
+        f"[step 1 run_command ls -R: its output ({estimate_tokens(big.observations[0].text):,} "
+        'tokens) cleared, aged out at step 3; recall_result("c1") reads it back. Kept: exit '
+        "code 0]"
+    )
+    assert entry(first, "c1").reason.startswith("a command's output, aged out at step 3")
+    rewrite = first.rewrite
+    assert rewrite is not None and rewrite.cause == "planned" and rewrite.dropped == ("c1",)
+    assert rewrite.expected >= rewrite.price
+    assert all(extends(b.messages, a.messages) for a, b in pairwise(built) if b is not first)
+
+
+async def test_a_command_output_is_not_cleared_when_it_cannot_pay() -> None:
+    """The same listing in a run allowed six steps: when it ages, the one or two requests left
+    would not read back what rewriting the request after it costs, so it stays. Never pending,
+    however long the run: an output just under the size that ages, a test run's (the
+    verification's evidence), and one whose command may print files' own lines (what an agent
+    quotes when it edits). No rewrite is made for any."""
+    size = AGE_MIN_TOKENS * CHARS_PER_TOKEN
+    cases = [
+        ("ls -R", listing(400), 6, 6),
+        ("ls -R", "x " * (size // 2 - 1), 30, 100),
+        ("pytest -q", listing(400), 30, 100),
+        ("bash -c 'nl -ba src/a.py | grep -C 5 visit'", listing(400), 30, 100),
+    ]
+    for line, text, steps, max_steps in cases:
+        records = [rerun(1, line, text=text)]
+        records += [rerun(n, f"ls d{n}", listing(100, "lib")) for n in range(2, steps + 1)]
+        built = await grow(ContextEngine(frame(max_steps=max_steps)), records, 64_000)
+        assert {entry(a, "c1").state for a in built[1:]} == {EntryState.FULL}, line
+        assert all(extends(b.messages, a.messages) for a, b in pairwise(built)), line
 
 
 async def test_a_long_run_moves_its_window_rarely() -> None:
@@ -333,11 +396,12 @@ async def test_a_remember_result_is_a_stub_from_the_rewrite_after_it_was_shown()
 
 async def test_a_rewrite_that_does_not_pay_is_not_made_and_one_that_pays_is_recorded() -> None:
     """The same history under two price lists: with Anthropic's (write 1.25, read 0.1) the
-    stub of a 6,000-char output twenty steps back does not repay rewriting twenty steps, so
+    stub of a 1,900-char output twenty steps back does not repay rewriting twenty steps, so
     every request only appends; where caching saves little it does, and the request that
     makes it records why (``planned``), what it dropped, what it cost and what it expects."""
-    records = [rerun(1, text="F" * 6_000)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
-    records.append(rerun(21, text="F" * 5_999 + "G"))
+    # under the size at which a command's output ages out (``live.AGE_MIN_TOKENS``)
+    records = [rerun(1, text="F" * 1_900)] + [rerun(n, f"ls d{n}") for n in range(2, 21)]
+    records.append(rerun(21, text="F" * 1_899 + "G"))
     cheap = await grow(ContextEngine(frame(CachePrices(), max_steps=200)), records, 64_000)
     assert all(b.rewrite is None for b in cheap)
     assert all(extends(b.messages, a.messages) for a, b in pairwise(cheap))

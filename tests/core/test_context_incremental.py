@@ -17,17 +17,19 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from io_tui.core.checks import shows_file_lines
 from io_tui.core.context.build import asked_for
 from io_tui.core.context.collapse import Asked, asked, collapse_line
 from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
-from io_tui.core.context.live import LiveSteps
+from io_tui.core.context.live import AGE_MIN_TOKENS, AGE_STEPS, LiveSteps
 from io_tui.core.context.manifest import Assembly, EntryState
 from io_tui.core.context.plan import Plan
 from io_tui.core.context.refresh import Fresh, RefreshFailed, Resolver
 from io_tui.core.context.step import Entry, Step
+from io_tui.core.context.stubs import is_test_run
 from io_tui.core.context.turns import TurnCache
-from io_tui.core.contract import Compaction, TaskContract
+from io_tui.core.contract import CHARS_PER_TOKEN, Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.providers.base import CompletionRequest, ToolCall
@@ -41,6 +43,7 @@ TOOL = {
     ObsKind.EXEC: "run_command",
     ObsKind.LIST: "list_dir",
 }
+COMMANDS = ["pytest", "ls -R"]  # a test command's output never ages (``live.AGE_STEPS``)
 PATHS = ["a.py", "b.py", "./a.py", "src/c.py"]
 
 
@@ -57,7 +60,7 @@ def step_record(
     calls = []
     for n in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(KINDS))
-        target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
+        target = draw(st.sampled_from(PATHS if kind != ObsKind.EXEC else COMMANDS))
         span = draw(st.sampled_from(SPANS)) if kind is ObsKind.READ else ""
         size = draw(st.sampled_from(sizes))
         call_id = f"c{number}_{n}{tag}"
@@ -190,8 +193,12 @@ def test_an_engine_reused_across_builds_sends_what_a_fresh_one_sends(
     asyncio.run(drive())
 
 
-def classification(live: LiveSteps) -> list[tuple[str, int | None, int | None, bool]]:
-    return [(e.obs.call_id, e.by, e.stale_by, e.pending) for s in live.steps for e in s.entries]
+def classification(
+    live: LiveSteps,
+) -> list[tuple[str, int | None, int | None, bool, int | None]]:
+    return [
+        (e.obs.call_id, e.by, e.stale_by, e.pending, e.aged) for s in live.steps for e in s.entries
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -212,9 +219,12 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
     # later call that covers it (the same key; for a read, a read of the same file whose lines
     # hold its lines), and a read that is not is stale from the first later write to its path
     # other calls, oldest-first: a rerun that gives the open result again, to the character,
-    # leaves it open (and is a stub from the start); any other rerun supersedes it
+    # leaves it open (and is a stub from the start); any other rerun supersedes it; a command's
+    # large output (not a test command's) still open once AGE_STEPS later steps have their
+    # results in is aged out, and no later call supersedes it
     open_calls: dict[tuple[str, str, str], Observation] = {}
     superseded: dict[str, int] = {}
+    aged: dict[str, int] = {}
     for record in history:
         for o in record.observations:
             if o.kind in SUPERSEDING_KINDS and o.kind is not ObsKind.READ:
@@ -230,6 +240,17 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
                 if older is not None:
                     superseded[older.call_id] = o.step
                 open_calls[o.key] = o
+        if record.observations:
+            for key, o in list(open_calls.items()):
+                if (
+                    o.kind is ObsKind.EXEC
+                    and not is_test_run(o)
+                    and not shows_file_lines(o.target)
+                    and len(o.text) >= AGE_MIN_TOKENS * CHARS_PER_TOKEN
+                    and o.step <= record.step - AGE_STEPS
+                ):
+                    aged[o.call_id] = record.step
+                    del open_calls[key]
     later_reads: dict[str, list[tuple[str, int]]] = {}  # path -> (span, step), nearest last
     writes: dict[str, int] = {}
     expected = {}
@@ -250,8 +271,9 @@ def test_appending_steps_classifies_as_deciding_from_scratch(history) -> None:
             if o.kind is ObsKind.READ and by is None:
                 stale = writes.get(path)
             expected[o.call_id] = (by, stale)
-    got = {c: (b, s if b is None else None) for c, b, s, _ in classification(whole)}
+    got = {c: (b, s if b is None else None) for c, b, s, _, _ in classification(whole)}
     assert got == expected
+    assert {c: a for c, _, _, _, a in classification(whole) if a is not None} == aged
 
 
 def covers(span: str, older: str) -> bool:

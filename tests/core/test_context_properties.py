@@ -41,6 +41,7 @@ TOOL = {
     ObsKind.EXEC: "run_command",
     ObsKind.LIST: "list_dir",
 }
+COMMANDS = ["pytest", "ls -R"]  # a test command's output never ages (``live.AGE_STEPS``)
 PATHS = ["a.py", "b.py", "src/c.py"]
 STUB_STATES = {EntryState.SUPERSEDED, EntryState.ELIDED}
 # what the request carries no message of its own for (the collapse line or the summary stands for
@@ -56,7 +57,7 @@ def histories(draw: st.DrawFn) -> list[StepRecord]:
         calls = []
         for n in range(draw(st.integers(0, 3))):
             kind = draw(st.sampled_from(KINDS))
-            target = draw(st.sampled_from(PATHS)) if kind != ObsKind.EXEC else "pytest"
+            target = draw(st.sampled_from(PATHS if kind != ObsKind.EXEC else COMMANDS))
             span = draw(st.sampled_from(["", "", "lines 1-20"])) if kind is ObsKind.READ else ""
             size = draw(st.sampled_from([0, 40, 40, 300, 900, 4_000, 30_000]))
             call_id = f"c{number}_{n}"

@@ -3,6 +3,8 @@ manifests of real scripted runs (a real store, the real tools and context engine
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,11 @@ def read(path: str, offset: int, limit: int) -> dict[str, Any]:
     return {"tool_calls": [{"name": "read_file", "arguments": args}]}
 
 
+# prints a file, as ``cat`` would, in words that do not say so: its output ages out
+# (``checks.shows_file_lines``)
+PRINT = [sys.executable, "-c", "print(open('big.txt').read())"]
+
+
 def session(workspace: Path, later_reads: int, lines: int) -> list[dict[str, Any]]:
     """A command whose output is too big for one entry, one file read twice (the second read
     is covered by the first), then ``later_reads`` reads of ``lines`` lines that push the old
@@ -36,7 +43,7 @@ def session(workspace: Path, later_reads: int, lines: int) -> list[dict[str, Any
     (workspace / "big.txt").write_text(
         "\n".join(f"row {n} " + "lorem ipsum " * 8 for n in range(900))
     )
-    cat = {"tool_calls": [{"name": "run_command", "arguments": {"argv": ["cat", "big.txt"]}}]}
+    cat = {"tool_calls": [{"name": "run_command", "arguments": {"argv": PRINT}}]}
     turns = [cat, read("m0.py", 1, 100), read("m0.py", 1, 100)]
     turns += [read(f"m{i % 12}.py", 101 + 10 * (i // 12), lines) for i in range(1, later_reads)]
     return turns
@@ -68,9 +75,13 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
     requests = [r for r in trace["requests"] if r["purpose"] == "work"]
 
     (cat,) = lifecycles(trace, "call_1_1").matches
-    assert cat.matched == "call id" and cat.kind == "exec" and cat.target == "cat big.txt"
-    assert [p.state for p in cat.phases] == ["capped", "elided", "collapsed"]
-    capped = cat.phases[0]
+    assert cat.matched == "call id" and cat.kind == "exec" and cat.target == shlex.join(PRINT)
+    # its output aged out at step 3 (sent on until a rewrite cleared it), then the window
+    # collapsed its step
+    assert [p.state for p in cat.phases] == ["capped", "capped", "elided", "collapsed"]
+    capped, aged, cleared = cat.phases[:3]
+    assert aged.label() == f"{capped.label()}, aged out at step 3: cleared at the next rewrite"
+    assert cleared.label() == "cleared (aged out at step 3)"
     assert capped.first == 2 and capped.kept_chars is not None and capped.total_chars is not None
     assert capped.kept_chars < capped.total_chars
     # every request after its step is one phase's, in order, with no gap
@@ -79,7 +90,8 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
     last = len(turns)
     assert [(r.step, r.offset) for r in cat.recalls] == [(last - 1, 100), (last, 100)]
     assert cat.story() == (
-        f"{capped.label()} → elided → collapsed → recalled by handle at step {last - 1}"
+        f"{capped.label()} → {aged.label()} → {cleared.label()} → collapsed → recalled by "
+        f"handle at step {last - 1}"
         f" → recalled by handle at step {last}"
     )
 
@@ -104,7 +116,7 @@ async def test_the_ledger_says_what_each_summary_replaced_and_text_finds_the_ent
     assert all(first.through < s <= second.through for s, *_ in second.replaced)
     assert first.text and first.source in ("provider", "digest")
     assert first.replaced_text(limit=2) == (
-        f"step 1 exec cat big.txt, step 2 read m0.py and {len(first.replaced) - 2} more"
+        f"step 1 exec {shlex.join(PRINT)}, step 2 read m0.py and {len(first.replaced) - 2} more"
     )
     states = [p.label() for p in cat.phases]
     assert states[-2:] == [

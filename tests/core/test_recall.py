@@ -304,7 +304,7 @@ async def test_receipts_keep_decisions_side_effects_exit_codes_and_the_latest_te
 
 
 @pytest.mark.parametrize(
-    ("looks", "ceiling", "state"), [(7, 8_000, "elided"), (14, 3_000, "collapsed")]
+    ("looks", "ceiling", "state"), [(10, 8_000, "elided"), (30, 3_000, "collapsed")]
 )
 async def test_a_failed_test_run_keeps_its_exit_code_and_output_end_out_of_the_window(
     store, workspace, write_script, looks, ceiling, state
@@ -313,7 +313,8 @@ async def test_a_failed_test_run_keeps_its_exit_code_and_output_end_out_of_the_w
     code and the end of its output stay in the request, in its stub or in the collapse line,
     however far the window moved on; a passed command's exit code stays as well."""
     (workspace / "test_a.py").write_text(FAILING)
-    turns = [[UNITTEST]] + [[command(f"print('{n:03d}' * 1500)")] for n in range(looks)]
+    # outputs under the size at which a command's output ages out (``live.AGE_MIN_TOKENS``)
+    turns = [[UNITTEST]] + [[command(f"print('{n:03d}' * 600)")] for n in range(looks)]
     script = write_script([*({"tool_calls": t} for t in turns), {"text": "done"}])
     budget = ContextBudget(max_tokens=ceiling)
     contract = TaskContract("look", workspace, context=budget, max_steps=looks + 2)

@@ -24,10 +24,12 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from hypothesis.control import currently_in_test_context, event
 
 from io_tui.core.authority.approvals import ApproveAll
+from io_tui.core.checks import shows_file_lines
 from io_tui.core.context.labels import digest
+from io_tui.core.context.live import AGE_MIN_TOKENS, AGE_STEPS
 from io_tui.core.context.manifest import EntryState
-from io_tui.core.context.stubs import apply_echo, cut, points_to_call, what
-from io_tui.core.contract import Compaction, ContextBudget, TaskContract
+from io_tui.core.context.stubs import apply_echo, cut, is_test_run, points_to_call, what
+from io_tui.core.contract import CHARS_PER_TOKEN, Compaction, ContextBudget, TaskContract
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.scripted import Script, ScriptedProvider
@@ -349,6 +351,15 @@ def check_requests(s: Session) -> list[str]:
                     assert by is not None and by >= obs.step, e  # the same step: a later call
                     how = f"corrected at step {by}" if "corrected" in e["reason"] else "superseded"
                     assert how in content and f"step {by}" in content, (e, content)
+                case EntryState.ELIDED if e["reason"].startswith("a command's output, aged"):
+                    # a large command output, cleared once later steps had it in front of them
+                    aged = int(re.search(r"aged out at step (\d+)", e["reason"])[1])
+                    assert obs.kind is ObsKind.EXEC and aged >= obs.step + AGE_STEPS, e
+                    assert not is_test_run(obs) and not shows_file_lines(obs.target), e
+                    assert len(obs.text) >= AGE_MIN_TOKENS * CHARS_PER_TOKEN, e
+                    assert content.startswith(f"[step {obs.step} ") and (
+                        f"cleared, aged out at step {aged}; " in content
+                    ), (e, content)
                 case EntryState.ELIDED:
                     assert content.startswith(f"[step {obs.step} ") and "elided" in content
                 case EntryState.CORRECTED if content == cut(obs, cap):
@@ -492,7 +503,7 @@ def test_one_long_session_takes_every_path_the_properties_check() -> None:
             case 0:
                 calls.append(call("edit_file", path="a.py", old="VERSION-", new=f"VERSION-e{n}-"))
             case 1:  # the same command each time, its output changed by the edits between
-                line = "print('same line\\n' * 200 + open('a.py').readline())"
+                line = "print('same line\\n' * 150 + open('a.py').readline())"
                 calls.append(call("run_command", argv=[PY, "-c", line]))
             case 2:
                 calls.append(call("remember", key=f"k{n % 4}", value="fact " * 50))

@@ -47,6 +47,8 @@ from io_tui.core.memory.notes import MemoryNote, render_notes
 from io_tui.core.providers.base import Message
 from io_tui.core.text.heads import steps_target, summary_head
 
+_WHOLE = frozenset({EntryState.FULL, EntryState.CAPPED})  # a pending entry's own content sent
+
 
 class Engine(Protocol):
     """What a build uses of the engine that runs it (``engine.py``'s ``ContextEngine``): what
@@ -299,12 +301,13 @@ class Build:
 
     def pending(self) -> tuple[int, int]:
         """The tokens the pending entries in the window would save as stubs, and the tokens
-        from the oldest step holding one to the end of the request (what stubbing rewrites)."""
+        from the oldest step holding one to the end of the request once they are stubs (what
+        stubbing rewrites)."""
         live = self.live
         held = [
             (e.owner.index, e)
             for e in live.pending
-            if e.owner.index >= self.out and e.state is EntryState.FULL
+            if e.owner.index >= self.out and e.state in _WHOLE
         ]
         if not held:
             return 0, 0
@@ -322,7 +325,7 @@ class Build:
         rewritten = sum(
             live[i].cost + sum(e.tokens for e in live[i].entries) for i in range(oldest, len(live))
         )
-        return saved, rewritten
+        return saved, max(0, rewritten - saved)
 
     def summary_msg(self) -> Message | None:
         if self.summary is None:

@@ -207,10 +207,12 @@ class ContextEngine:
         return "other"
 
     def _record(self, cause: str, assembly: Assembly, saved: int, horizon: int) -> Rewrite:
-        """What a rewrite changed of the previous request (``_last``), and what it cost."""
+        """What a rewrite changed of the previous request (``_last``), and what it cost: what
+        that request cached after the prefix kept is written again, less the ``saved`` tokens
+        the stubs no longer carry."""
         sent = self.plan.sent
         kept = common_prefix(assembly.messages, sent)
-        rewritten = sum(message_tokens(m) for m in sent[kept:])  # cached, and written again
+        rewritten = max(0, sum(message_tokens(m) for m in sent[kept:]) - saved)
         prices = self.frame.contract.cache
         before = self.plan.carried
         dropped = tuple(

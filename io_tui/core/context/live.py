@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from io_tui.core.checks import shows_file_lines
 from io_tui.core.context.collapse import Asked
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.settled import Settled
@@ -39,7 +40,7 @@ from io_tui.core.context.stubs import (
     written_by,
 )
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
-from io_tui.core.contract import estimate_tokens
+from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, Seen, StepRecord
 from io_tui.core.text.numbered import span_lines
 from io_tui.core.text.prefix import common_prefix
@@ -66,6 +67,16 @@ _CARRIED = frozenset({EntryState.FULL, EntryState.CAPPED, EntryState.CORRECTED})
 _REFERENCED = frozenset({EntryState.ECHOED, EntryState.CORRECTED})
 WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's whole content
 
+
+# A command's output of at least AGE_MIN_TOKENS is pending once AGE_STEPS later steps have their
+# results in: what it said has been acted on, and each request that carries it on reads it from
+# the cache again. The next rewrite, made when its savings repay it (``plan.py``), clears it to
+# a stub that keeps its exit status and says how to read it back (``stubs.aged_stub``). A test
+# command's output does not age (the verification's evidence until a rerun supersedes it), nor
+# one that may print files' own lines (``cat``, ``nl``, ``grep``: an agent's reads, which it
+# quotes when it edits).
+AGE_STEPS = 2
+AGE_MIN_TOKENS = 500
 
 _UNCHANGED = 1 << 62  # ``LiveSteps._low`` when no step changed since its sums were checked
 
@@ -105,6 +116,7 @@ class LiveSteps:
         self._deps: dict[str, list[Entry]] = {}
         self._watch: list[Entry] = []  # results with ``seen``, open when appended
         self.pending: list[Entry] = []  # superseded but current (``Entry.pending``)
+        self._young: list[Entry] = []  # large command outputs not aged yet, oldest first
         self.echoes: list[Entry] = []  # results sent as a difference (``Entry.echo``)
         self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
@@ -181,6 +193,7 @@ class LiveSteps:
         st.bump()
         st.unsettle()
         self._classify(st, entries)
+        self._age(record)
         return True
 
     def growth(self, cap: int, newest: int = 8) -> int:
@@ -212,7 +225,8 @@ class LiveSteps:
         self._notes = notes
         kept = []
         for e in self.pending:
-            if e.by is not None and e.by < rewritten_at:
+            by = e.by if e.by is not None else e.aged
+            if by is not None and by < rewritten_at:
                 e.pending = False
                 e.owner.changed(e)
             else:
@@ -319,6 +333,7 @@ class LiveSteps:
         self._low[0] = 0
         self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
+        self._young = []
         self._written, self._overwritten = {}, []
         self._notes = []
         self._stale = {}
@@ -331,6 +346,34 @@ class LiveSteps:
         self._classify(st, entries)
         self.records.append(record)
         self.steps.append(st)
+        self._age(record)
+
+    def _age(self, record: StepRecord) -> None:
+        """When ``record`` has results: the large command outputs ``AGE_STEPS`` steps older and
+        still open are pending, cleared by the next rewrite."""
+        if not record.observations:
+            return
+        step, young = record.step, self._young
+        while young and young[0].obs.step <= step - AGE_STEPS:
+            e = young.pop(0)
+            if e.by is not None or e.shown_by is not None or e.owner.index >= len(self.steps):
+                continue
+            if e.owner is not self.steps[e.owner.index]:
+                continue  # its step was dropped
+            e.aged, e.pending = step, True
+            self.pending.append(e)
+            e.owner.changed(e)
+
+    def _rerun_after_aged(self, older: Entry, e: Entry) -> None:
+        """``e`` runs again the command whose output ``older`` aged out. Nothing supersedes an
+        aged output (its stub, once a rewrite made it, never changes): ``e`` is a first run, the
+        newest of its call, sent as the difference from ``older`` while that is carried whole
+        (``refresh.py``; whole once a rewrite clears it)."""
+        if older.pending:
+            base = _echo_base(older)
+            e.echo = base
+            base.echoed(e)
+            self.echoes.append(e)
 
     def correct(self, corrections: Sequence[Observation]) -> None:
         """Append ``corrections`` to the step being asked for (the newest): each supersedes
@@ -458,6 +501,9 @@ class LiveSteps:
                 # the current one (a failed read or grep, though, answers nothing)
                 key = (kind, obs.target, obs.span)
                 older = self._newest.get(key)
+                if older is not None and older.aged is not None:
+                    self._rerun_after_aged(older, e)
+                    older = None
                 if older is not None and _same_result(older, obs):
                     self._revalidate(older, obs)
                     e.shown_by = older.obs.step  # a stub from the start, pointing at it
@@ -469,6 +515,12 @@ class LiveSteps:
                 self._newest[key] = e
                 if kind is _EXEC and is_test_run(obs):
                     self._tested(e)
+                elif (
+                    kind is _EXEC
+                    and len(obs.text) >= AGE_MIN_TOKENS * CHARS_PER_TOKEN
+                    and not shows_file_lines(obs.target)
+                ):
+                    self._young.append(e)
                 for seen in obs.seen:
                     self._deps.setdefault(seen.path, []).append(e)
             elif kind is _MEMORY and obs.tool == "remember" and not obs.is_error:

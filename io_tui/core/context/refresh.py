@@ -208,13 +208,13 @@ class Resolver:
 
 
 def _stubbed(e: Entry) -> bool:
-    """Whether ``e`` is a stub wherever the window puts it: superseded (and no longer pending),
-    shown by another result, a remember result noted, or out of date and never sent (a stale
+    """Whether ``e`` is a stub wherever the window puts it: superseded or aged out (and no longer
+    pending), shown by another result, a remember result noted, or out of date and never sent (a stale
     result nothing corrects: its step is out of the window's reach)."""
     return (
         e.shown_by is not None
         or e.noted
-        or (e.by is not None and not e.pending)
+        or ((e.by is not None or e.aged is not None) and not e.pending)
         or (e.by is None and e.stale is not None)
     )
 
@@ -245,8 +245,10 @@ def _out_of_date(e: Entry) -> None:
 
 
 def _pending(e: Entry) -> None:
-    if e.pending and e.state is not EntryState.CORRECTED:  # superseded but current: stubbed at
-        # the next rewrite
+    if e.pending and e.aged is not None:
+        e.reason += f"; {e.aged_reason()}, stubbed at the next rewrite"
+    elif e.pending and e.state is not EntryState.CORRECTED:  # superseded but current: stubbed
+        # at the next rewrite
         again = "read these lines again" if e.covered else "made the same call"
         e.reason += f"; step {e.by} {again}, stubbed at the next rewrite"
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.stubs import (
+    aged_stub,
     elided_stub,
     noted_stub,
     same_stub,
@@ -40,6 +41,9 @@ class Entry:
     noted: bool = False  # a remember result shown once: its call carries the note (``live.py``)
     latest_test: bool = False  # the run's latest test command: its stub keeps its output's end
     pending: bool = False  # superseded, carried as sent until the next rewrite (``plan.py``)
+    # a command's output that aged out at this step (``live.AGE_STEPS``): pending like a
+    # superseded result, then a stub that says so
+    aged: int | None = None
     # superseded by its correction (``correct.py``): out of date, carried as sent until the next
     # rewrite, with why it went out of date (its staleness is cleared once corrected)
     corrected: bool = False
@@ -96,6 +100,8 @@ class Entry:
             return noted_stub(self.obs)
         if self.by is not None:
             return superseded_stub(self.obs, self.by, self.covered, self.corrected)
+        if self.aged is not None:
+            return aged_stub(self.obs, self.aged)
         return elided_stub(self.obs, self.stale, self.latest_test)
 
     def echoed(self, by: Entry) -> None:
@@ -120,6 +126,9 @@ class Entry:
         elif self.by is not None:
             self.state = EntryState.SUPERSEDED
             self.reason = self._superseded_reason()
+        elif self.aged is not None:
+            self.state = EntryState.ELIDED
+            self.reason = self.aged_reason()
         else:
             self.state = EntryState.ELIDED
             self.reason = "older than this request's window"
@@ -142,6 +151,12 @@ class Entry:
             return f"out of date ({self.corrected_why}), corrected at step {self.by}"
         again = "read these lines again" if self.covered else "made the same call"
         return f"step {self.by} {again}"
+
+    def aged_reason(self) -> str:
+        return (
+            f"a command's output, aged out at step {self.aged}: the steps since had it in "
+            "front of them"
+        )
 
     def _shown_reason(self) -> str:
         if self.obs.kind is ObsKind.READ:
@@ -269,7 +284,7 @@ class Step:
             return 0
         cost = self._render(cap).cost
         for e in self.entries:
-            if e.by is not None or e.shown_by is not None or e.noted:
+            if e.by is not None or e.shown_by is not None or e.noted or e.aged is not None:
                 cost += e.stub_cost()
             else:
                 cost += estimate_tokens(e.obs.text[:cap])

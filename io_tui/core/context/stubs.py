@@ -593,6 +593,18 @@ def elided_stub(obs: Observation, stale: str | None, latest: bool = False) -> st
     return _with(stub, obs, latest)
 
 
+def aged_stub(obs: Observation, at: int) -> str:
+    """A command's output cleared once later steps had it in front of them (``live.AGE_STEPS``):
+    its size, when it aged, how to read it back, its exit status (a test command's output,
+    which never ages, is the only one whose end a stub keeps)."""
+    stub = (
+        f"[step {obs.step} {obs.tool} {what(obs)}: its output "
+        f"({estimate_tokens(untrusted_body(obs.text)):,} tokens) cleared, aged out at step "
+        f"{at}; {how_to_get_back(obs)}]"
+    )
+    return _with(stub, obs)
+
+
 def is_test_run(obs: Observation) -> bool:
     """Whether ``obs`` is a test command's result (``checks.is_test_command``)."""
     return obs.kind is ObsKind.EXEC and is_test_command(obs.target)

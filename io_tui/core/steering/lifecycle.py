@@ -26,6 +26,7 @@ RECALL_TOOL = "recall_result"  # core/tools/recall.py: reads a recorded result b
 NOT_LISTED = "not listed"  # a request after the observation whose manifest does not name it
 _LEDGER_HANDLE = re.compile(r"r\d+\.s\d+\.(.+)")  # core/progress/model.py's handle()
 _SOURCE = re.compile(r"compaction summary \((\w+)")
+_AGED = re.compile(r"a command's output, aged out at step (\d+)")  # ``step.Entry.aged_reason``
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,14 @@ class Phase:
     total_chars: int | None = None
 
     def label(self) -> str:
+        aged = _AGED.search(self.reason)
+        if aged is not None and self.state == "elided":
+            return f"cleared (aged out at step {aged[1]})"
+        if aged is not None:  # still sent, until the next rewrite
+            return f"{self._label()}, aged out at step {aged[1]}: cleared at the next rewrite"
+        return self._label()
+
+    def _label(self) -> str:
         match self.state:
             case "capped" if self.kept_chars is not None and self.total_chars is not None:
                 return f"capped ({self.kept_chars:,} of {self.total_chars:,} chars)"
