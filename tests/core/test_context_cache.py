@@ -237,7 +237,7 @@ def listing(files: int, name: str = "src/pkg/module") -> str:
 
 
 async def test_a_large_command_output_is_cleared_once_clearing_it_pays() -> None:
-    """A listing of 2,000 tokens at step 1 ages out when steps 2 and 3 have their results in;
+    """A listing of 2,000 tokens at step 1 ages out when step 2 has its results in;
     the steps after it add little, so stubbing it saves more over the coming requests than
     rewriting the request after it costs: one planned rewrite clears it to a stub that says
     what it was and how to read it back. Append-only before and after."""
@@ -250,14 +250,14 @@ async def test_a_large_command_output_is_cleared_once_clearing_it_pays() -> None
     assert set(states[:cleared]) == {EntryState.FULL}
     assert set(states[cleared:]) == {EntryState.ELIDED}
     first = built[1 + cleared]
-    assert 3 <= 1 + cleared < 10  # not before it aged, and soon after: it pays early
+    assert 2 <= 1 + cleared < 10  # not before it aged, and soon after: it pays early
     stub = next(m.content for m in first.messages if m.tool_call_id == "c1")
     assert stub == (
         f"[step 1 run_command ls -R: its output ({estimate_tokens(big.observations[0].text):,} "
-        'tokens) cleared, aged out at step 3; recall_result("c1") reads it back. Kept: exit '
+        'tokens) cleared, aged out at step 2; recall_result("c1") reads it back. Kept: exit '
         "code 0]"
     )
-    assert entry(first, "c1").reason.startswith("a command's output, aged out at step 3")
+    assert entry(first, "c1").reason.startswith("a command's output, aged out at step 2")
     rewrite = first.rewrite
     assert rewrite is not None and rewrite.cause == "planned" and rewrite.dropped == ("c1",)
     assert rewrite.expected >= rewrite.price
@@ -265,14 +265,14 @@ async def test_a_large_command_output_is_cleared_once_clearing_it_pays() -> None
 
 
 async def test_a_command_output_is_not_cleared_when_it_cannot_pay() -> None:
-    """The same listing in a run allowed six steps: when it ages, the one or two requests left
+    """The same listing in a run allowed three steps: when it ages, the one request left
     would not read back what rewriting the request after it costs, so it stays. Never pending,
     however long the run: an output just under the size that ages, a test run's (the
     verification's evidence), and one whose command may print files' own lines (what an agent
     quotes when it edits). No rewrite is made for any."""
     size = AGE_MIN_TOKENS * CHARS_PER_TOKEN
     cases = [
-        ("ls -R", listing(400), 6, 6),
+        ("ls -R", listing(400), 3, 3),
         ("ls -R", "x " * (size // 2 - 1), 30, 100),
         ("pytest -q", listing(400), 30, 100),
         ("bash -c 'nl -ba src/a.py | grep -C 5 visit'", listing(400), 30, 100),

@@ -76,12 +76,12 @@ async def test_an_entry_is_followed_from_capped_to_collapsed_and_recalled_by_han
 
     (cat,) = lifecycles(trace, "call_1_1").matches
     assert cat.matched == "call id" and cat.kind == "exec" and cat.target == shlex.join(PRINT)
-    # its output aged out at step 3 (sent on until a rewrite cleared it), then the window
+    # its output aged out at step 2 (sent on until a rewrite cleared it), then the window
     # collapsed its step
     assert [p.state for p in cat.phases] == ["capped", "capped", "elided", "collapsed"]
     capped, aged, cleared = cat.phases[:3]
-    assert aged.label() == f"{capped.label()}, aged out at step 3: cleared at the next rewrite"
-    assert cleared.label() == "cleared (aged out at step 3)"
+    assert aged.label() == f"{capped.label()}, aged out at step 2: cleared at the next rewrite"
+    assert cleared.label() == "cleared (aged out at step 2)"
     assert capped.first == 2 and capped.kept_chars is not None and capped.total_chars is not None
     assert capped.kept_chars < capped.total_chars
     # every request after its step is one phase's, in order, with no gap

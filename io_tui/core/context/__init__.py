@@ -32,7 +32,7 @@ The ladder, cheapest rung first:
 
 Between rewrites the requests of a run only append (``plan.py``): superseded results that are
 still current, copies out of date with their corrections after them, and large command outputs
-two steps old (aged out: ``live.AGE_STEPS``) stay pending; the
+the next step has acted on (aged out: ``live.AGE_STEPS``) stay pending; the
 window's floor stays put until it must move (then it moves ahead of the coming steps), the
 memory block is the last rewrite's; a request that must change an earlier message anyway (a
 cut, a fold, a rebuilt frame) takes every pending rewrite with it, and the pending ones are

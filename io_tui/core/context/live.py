@@ -75,7 +75,7 @@ WHOLE_WRITES = frozenset({"write_file"})  # writes whose call holds the file's w
 # command's output does not age (the verification's evidence until a rerun supersedes it), nor
 # one that may print files' own lines (``cat``, ``nl``, ``grep``: an agent's reads, which it
 # quotes when it edits).
-AGE_STEPS = 2
+AGE_STEPS = 1
 AGE_MIN_TOKENS = 500
 
 _UNCHANGED = 1 << 62  # ``LiveSteps._low`` when no step changed since its sums were checked
