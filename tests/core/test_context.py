@@ -224,7 +224,7 @@ async def test_a_read_followed_by_a_write_is_corrected_with_the_same_span() -> N
     fix, sent = correction(assembly, "c1_1")
     assert (fix.call_id, fix.state, fix.target) == ("c1_1@3", EntryState.FULL, "src/app.py")
     assert sent == (
-        "[correction of step 1's read of src/app.py (lines 10-20): step 2 wrote src/app.py after "
+        "[correction of step 1's read of src/app.py (lines 10-20): step 2 wrote it after "
         "this read; its current result follows, and step 1's copy above is out of date]\n"
         "FRESH CONTENT"
     )
@@ -272,7 +272,7 @@ async def test_a_correction_that_cannot_be_made_says_why(
     assert (e.state, e.superseded_by) == (EntryState.CORRECTED, 3)
     fix, sent = correction(assembly, "c1_1")
     assert sent.startswith(
-        "[correction of step 1's read of src/app.py: step 2 wrote src/app.py after this read; "
+        "[correction of step 1's read of src/app.py: step 2 wrote it after this read; "
         "redoing it failed: "
     )
     assert reason in sent and sent.endswith("call read_file src/app.py again if you still need it]")

@@ -65,9 +65,9 @@ async def test_lines_an_edit_above_them_moved_are_corrected_by_their_numbers() -
     sent = {m.content.partition("\n")[0]: m.content for m in last.messages if m.role == "user"}
     fixes = [c for head, c in sent.items() if head.startswith("[correction of step ")]
     assert fixes == [
-        "[correction of step 1's read of a.py (lines 100-130): step 3 wrote a.py after this "
+        "[correction of step 1's read of a.py (lines 100-130): step 3 wrote it after this "
         "read; step 1's copy above shows its lines unchanged, numbered now 103-133 of 203]",
-        "[correction of step 2's read of a.py (lines 150-170): step 3 wrote a.py after this "
+        "[correction of step 2's read of a.py (lines 150-170): step 3 wrote it after this "
         "read; step 2's copy above shows its lines unchanged, numbered now 153-173 of 203]",
     ]
     for call, fix in (("c1", fixes[0]), ("c2", fixes[1])):

@@ -85,7 +85,7 @@ async def test_an_edit_inside_a_range_is_corrected_by_pointing_to_the_edit() -> 
     old, fix, built, after = await edited_after_read(file, slice(109, 110), new)
     last = after[-1]
     assert fix == (
-        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
+        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote it after this "
         "read; step 2's edit_file call above made step 1's copy above lines 100-131 of 201: "
         "its old text replaced by its new]"
     )
@@ -122,7 +122,7 @@ async def test_a_whole_write_corrects_every_copy_of_the_file_in_one_line() -> No
     last = (await grow(engine, records, 24_000))[-1]
     [fix] = corrections(last)
     assert fix == (
-        "[correction of step 1's read of a.py (lines 100-130): step 3 wrote a.py after this "
+        "[correction of step 1's read of a.py (lines 100-130): step 3 wrote it after this "
         "read; out of date above: step 1's read, step 2's read; step 3's write_file call "
         "above holds a.py whole, as it wrote it]"
     )
@@ -177,7 +177,7 @@ async def test_lines_an_edit_pointer_stands_for_are_corrected_when_they_change_a
     last = await ask(engine, done, 4, 24_000)
     pointer, fix = corrections(last)
     assert points_to_call(pointer) and pointer.startswith("[correction of step 1's read")
-    assert fix.startswith("[correction of step 3's read of a.py (lines 100-130): step 3 wrote a.py")
+    assert fix.startswith("[correction of step 3's read of a.py (lines 100-130): step 3 wrote it")
     assert "changed on disk later" in fix and "first edit" in fix  # the lines as they are
 
 
@@ -199,7 +199,7 @@ async def test_an_edit_of_lines_an_edit_pointer_stands_for_is_pointed_to_in_turn
     first, second = corrections(last)
     assert edited_by(first) == (2, 100, 131)
     assert second == (
-        "[correction of step 3's read of a.py (lines 100-130): step 3 wrote a.py after this "
+        "[correction of step 3's read of a.py (lines 100-130): step 3 wrote it after this "
         "read; step 3's edit_file call above made step 3's copy above lines 100-131 of 201: "
         "its old text replaced by its new]"
     )
@@ -239,7 +239,7 @@ async def test_an_edit_whose_old_text_runs_past_the_range_is_pointed_to_from_whe
     _, fix, _, after = await edited_after_read(file, slice(127, 135), new)  # 128-135: 3 in it
     last = after[-1]
     assert fix == (
-        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote a.py after this "
+        "[correction of step 1's read of a.py (lines 100-130): step 2 wrote it after this "
         "read; step 2's edit_file call above made step 1's copy above lines 100-129 of 194: "
         "its old text, which begins at that copy's line 128, replaced by its new]"
     )

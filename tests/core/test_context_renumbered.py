@@ -240,7 +240,7 @@ async def test_a_grep_rerun_after_an_inserting_edit_is_corrected_by_its_renumber
     last = (await grow(engine, records, 24_000))[-1]
     [fix] = corrections(last)
     assert fix == (
-        "[correction of step 1's grep of visit_ (in src/a.py): step 2 wrote src/a.py after this "
+        "[correction of step 1's grep of visit_ (in src/a.py): step 2 wrote it after this "
         "grep; step 1's copy above shows the current hits, renumbered as below]\n"
         "src/a.py: hits from line 100 on are 2 lines down"
     )

@@ -44,6 +44,20 @@ NO_REFRESHER = "nothing can make calls again in this context"
 _NOTHING_SEEN: tuple[Seen, ...] = ()
 
 
+def _cause(e: Entry) -> str:
+    """What put ``e`` out of date, as its correction's first line says it: a write to the file
+    that line names already (a read's, a grep's in one file) is "step N wrote it"."""
+    obs, stale = e.obs, e.stale
+    if stale is None:
+        return "it changed"
+    if e.stale_by is not None and (
+        (obs.kind is ObsKind.READ and e.stale_path == posixpath.normpath(obs.target))
+        or obs.span == f"in {e.stale_path}"
+    ):
+        return f"step {e.stale_by} wrote it after this {obs.kind.value}"
+    return stale
+
+
 async def correct(
     live: LiveSteps, start: int, step: int, cap: int, refresh: Refresher | None
 ) -> list[tuple[Observation, str]]:
@@ -55,7 +69,7 @@ async def correct(
     for e in live.uncorrected(start):
         if e.by is not None:  # a correction made just now covers it (a whole read's, a range)
             continue
-        obs, cause = e.obs, e.stale or "it changed"
+        obs, cause = e.obs, _cause(e)
         writer = await _whole_writer(live, e, refresh)
         if writer is not None:
             made.append(_written(live, e, cause, writer, step))
