@@ -4,6 +4,7 @@ scripted run in a real store, then the command in its own process."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from test_cli import io_tui
@@ -88,3 +89,35 @@ def test_a_fold_s_summary_shares_the_prompt_cache_of_the_request_before_it(
 
     plain = io_tui("trace", "1", *store).stdout
     assert "summary: asked after the working request before it, sharing its prompt cache" in plain
+
+
+def test_a_large_command_output_ages_out_and_the_trace_says_when(
+    workspace, write_script, store_path
+):
+    """A listing printed at step 1 is acted on at step 2, then cleared by a rewrite that pays
+    for itself: ``--lifecycle`` tells the story, and ``--context`` shows the stub and why."""
+    listing = "print('\\n'.join(f'src/pkg/module_{i}.py' for i in range(500)))"
+    command = {"name": "run_command", "arguments": {"argv": [sys.executable, "-c", listing]}}
+    (workspace / "a.txt").write_text("a\n")
+    turns = [{"tool_calls": [command]}] + [read("a.txt", 1) for _ in range(6)]
+    store = run_turns(turns, workspace, write_script, store_path, ceiling=64_000)
+
+    plain = io_tui("trace", "1", "--lifecycle", "call_1_1", *store)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    story = plain.stdout.splitlines()[3].strip()
+    # the request that opened step 3 cleared it: the listing small steps follow pays at once
+    assert story == "full → cleared (aged out at step 2)", story
+
+    trace = json.loads(io_tui("trace", "1", "--json", *store).stdout)
+    work = [q for q in trace["requests"] if q["purpose"] == "work"]
+    last = next(e for e in work[-1]["entries"] if e["call_id"] == "call_1_1")
+    assert last["state"] == "elided" and last["reason"].startswith(
+        "a command's output, aged out at step 2"
+    )
+    cleared = next(q for q in work if q["rewrite"] and "call_1_1" in q["rewrite"]["dropped"])
+    assert cleared["rewrite"]["cause"] == "planned"
+    context = io_tui("trace", "1", "--context", str(cleared["step"]), *store)
+    assert context.returncode == 0, context.stdout + context.stderr
+    assert "a command's output, aged out at step 2" in context.stdout
+    (stub,) = [m["content"] for m in cleared["messages"] if m.get("tool_call_id") == "call_1_1"]
+    assert 'cleared, aged out at step 2; recall_result("call_1_1") reads it back' in stub
