@@ -146,6 +146,7 @@ ECHO_FIX = re.compile(
 )
 TOOLS = {kind: tool for tool, kind in KINDS.items()}
 WRITTEN = re.compile(r"; out of date above: (.*?); step \d+'s write_file call above holds ")
+ALSO = re.compile(r"; also out of date above: ((?:step \d+'s \w+(?:, )?)+)")
 GREP_SPAN = re.compile(r" \((?:in|glob) [^\n]*\)$")
 MOVED_TO = re.compile(r"numbered now (\d+)-(\d+) of \d+\]$")
 NAMED = re.compile(r"step (\d+)'s (\w+)")
@@ -185,6 +186,9 @@ def _correction(
         text = _edited(base, calls.get(writer), top)
     named = WRITTEN.search(content.partition("\n")[0])
     corrects = [(int(step), kind)]
+    also = ALSO.search(content.partition("\n")[0])
+    if also:  # the earlier copies of the same call, out of date with it
+        corrects += [(int(n), k) for n, k in NAMED.findall(also[1])]
     if named:
         corrects += [(int(n), k) for n, k in NAMED.findall(named[1])]
         text = ""  # it shows nothing of the file: the write's call does

@@ -7,6 +7,7 @@ pytest-5103 session, 650-1,000 chars each time, 6.6k of its cost)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from engine_run import answered, ask, grow
@@ -310,3 +311,30 @@ async def test_a_grep_whose_renumbering_is_not_under_half_its_size_is_corrected_
                         + tree.result())  # fmt: skip
     copy = next(m.content for m in last.messages if m.tool_call_id == "c1")
     assert correction_renumbered(fix, 1, copy) is not None  # there was one, not small enough
+
+
+async def test_a_correction_names_the_earlier_copies_of_its_call_out_of_date_with_it() -> None:
+    """A grep run twice on the file as it was (the second's answer differs only in its count
+    of hits not shown: the first stays carried, pending), then an edit removes a hit: the
+    correction of the second names the first as out of date too, since the current hits it
+    shows need not show the first copy's lines."""
+    tree = Tree()
+    engine = engine_for(tree)
+    again = grep(2, tree)
+    more = grep_result({"src/a.py": tree.lines}, more=2)
+    again = replace(again, observations=(replace(again.observations[0], text=more),))
+    records = [grep(1, tree), again]
+    await grow(engine, records, 24_000)
+    del tree.lines[4]  # the hit at line 5 is gone, every later one a line up
+    records.append(edit(3))
+    last = (await grow(engine, records, 24_000))[-1]
+    [fix] = corrections(last)
+    assert fix.startswith(
+        "[correction of step 2's grep of visit_ (in src/a.py): step 3 wrote it after this "
+        "grep; also out of date above: step 1's grep; "
+    ), fix
+    c1 = next(e for e in last.entries if e.call_id == "c1")
+    assert c1.state is EntryState.CORRECTED  # carried as sent, named by the correction
+    assert next(m.content for m in last.messages if m.tool_call_id == "c1") == (
+        records[0].observations[0].text
+    )

@@ -70,6 +70,10 @@ async def correct(
         if e.by is not None:  # a correction made just now covers it (a whole read's, a range)
             continue
         obs, cause = e.obs, _cause(e)
+        before = live.stale_before(e, start)
+        if before:
+            named = ", ".join(f"step {b.obs.step}'s {b.obs.kind.value}" for b in before)
+            cause = f"{cause}; also out of date above: {named}"
         writer = await _whole_writer(live, e, refresh)
         if writer is not None:
             made.append(_written(live, e, cause, writer, step))

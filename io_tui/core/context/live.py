@@ -438,6 +438,25 @@ class LiveSteps:
                 found.append(e)
         return sorted(found, key=_correction_order)
 
+    def stale_before(self, e: Entry, start: int) -> list[Entry]:
+        """The earlier results of ``e``'s call (a search or listing, not a read: a later read
+        shows every line of the ones it covers) still carried as sent, superseded but pending,
+        in live steps ``start`` on, that went out of date as ``e`` did: its correction names
+        them, since the current hits it shows need not show their lines."""
+        obs = e.obs
+        if obs.kind is _READ:
+            return []
+        key = (obs.kind, obs.target, obs.span)
+        return [
+            older
+            for older in self.pending
+            if older is not e
+            and older.aged is None
+            and (older.obs.kind, older.obs.target, older.obs.span) == key
+            and older.owner.index >= start
+            and older.stale is not None
+        ]
+
     def _went_stale(self, e: Entry) -> None:
         """``e`` went out of date (``stale_by`` or ``drift`` set): ``uncorrected`` looks at it."""
         self._stale[id(e)] = e
