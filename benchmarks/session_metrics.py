@@ -20,7 +20,13 @@ from typing import Any
 from session_convert import bre_to_python
 from session_replay import Files
 
-from io_tui.core.context.stubs import apply_echo, apply_edit, correction_against, edited_by
+from io_tui.core.context.stubs import (
+    apply_echo,
+    apply_edit,
+    correction_against,
+    edited_by,
+    named_also,
+)
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.base import Message, ToolCall
 from io_tui.core.text.numbered import number_lines
@@ -146,7 +152,6 @@ ECHO_FIX = re.compile(
 )
 TOOLS = {kind: tool for tool, kind in KINDS.items()}
 WRITTEN = re.compile(r"; out of date above: (.*?); step \d+'s write_file call above holds ")
-ALSO = re.compile(r"; also out of date above: ((?:step \d+'s \w+(?:, )?)+)")
 GREP_SPAN = re.compile(r" \((?:in|glob) [^\n]*\)$")
 MOVED_TO = re.compile(r"numbered now (\d+)-(\d+) of \d+\]$")
 NAMED = re.compile(r"step (\d+)'s (\w+)")
@@ -186,9 +191,7 @@ def _correction(
         text = _edited(base, calls.get(writer), top)
     named = WRITTEN.search(content.partition("\n")[0])
     corrects = [(int(step), kind)]
-    also = ALSO.search(content.partition("\n")[0])
-    if also:  # the earlier copies of the same call, out of date with it
-        corrects += [(int(n), k) for n, k in NAMED.findall(also[1])]
+    corrects += named_also(content.partition("\n")[0])  # earlier copies out of date with it
     if named:
         corrects += [(int(n), k) for n, k in NAMED.findall(named[1])]
         text = ""  # it shows nothing of the file: the write's call does

@@ -317,7 +317,7 @@ async def test_a_correction_names_the_earlier_copies_of_its_call_out_of_date_wit
     """A grep run twice on the file as it was (the second's answer differs only in its count
     of hits not shown: the first stays carried, pending), then an edit removes a hit: the
     correction of the second names the first as out of date too, since the current hits it
-    shows need not show the first copy's lines."""
+    shows need not show the first copy's lines; a later correction does not name it again."""
     tree = Tree()
     engine = engine_for(tree)
     again = grep(2, tree)
@@ -338,3 +338,8 @@ async def test_a_correction_names_the_earlier_copies_of_its_call_out_of_date_wit
     assert next(m.content for m in last.messages if m.tool_call_id == "c1") == (
         records[0].observations[0].text
     )
+    # named once: the correction after the next edit names only what it corrects
+    del tree.lines[9]
+    records.append(edit(4))
+    last = (await grow(engine, records, 24_000))[-1]
+    assert "also out of date above" not in corrections(last)[-1].partition("\n")[0]

@@ -27,6 +27,7 @@ from io_tui.core.context.refresh import Fresh, Refresher, RefreshFailed
 from io_tui.core.context.step import Entry
 from io_tui.core.context.stubs import (
     RANGE,
+    also_out_of_date,
     apply_edit,
     copy_of,
     correction_edited,
@@ -72,8 +73,7 @@ async def correct(
         obs, cause = e.obs, _cause(e)
         before = live.stale_before(e, start)
         if before:
-            named = ", ".join(f"step {b.obs.step}'s {b.obs.kind.value}" for b in before)
-            cause = f"{cause}; also out of date above: {named}"
+            cause += also_out_of_date([f"step {b.obs.step}'s {b.obs.kind.value}" for b in before])
         writer = await _whole_writer(live, e, refresh)
         if writer is not None:
             made.append(_written(live, e, cause, writer, step))

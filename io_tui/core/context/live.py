@@ -37,6 +37,7 @@ from io_tui.core.context.stubs import (
     edited_by,
     is_test_run,
     moved_lines,
+    named_also,
     written_by,
 )
 from io_tui.core.context.turns import COMPACT_CHARS, TurnCache
@@ -441,8 +442,9 @@ class LiveSteps:
     def stale_before(self, e: Entry, start: int) -> list[Entry]:
         """The earlier results of ``e``'s call (a search or listing, not a read: a later read
         shows every line of the ones it covers) still carried as sent, superseded but pending,
-        in live steps ``start`` on, that went out of date as ``e`` did: its correction names
-        them, since the current hits it shows need not show their lines."""
+        in live steps ``start`` on, that went out of date as ``e`` did and no correction named
+        yet: its correction names them, since the current hits it shows need not show their
+        lines."""
         obs = e.obs
         if obs.kind is _READ:
             return []
@@ -455,6 +457,8 @@ class LiveSteps:
             and (older.obs.kind, older.obs.target, older.obs.span) == key
             and older.owner.index >= start
             and older.stale is not None
+            and not older.named
+            and not older.corrected  # its own correction is in the request
         ]
 
     def _went_stale(self, e: Entry) -> None:
@@ -554,6 +558,15 @@ class LiveSteps:
         that failed (``is_error``) only says so: nothing of it can be current or go stale."""
         obs = e.obs
         older = self._calls.get(obs.corrects)
+        named = named_also(obs.text.partition("\n")[0])
+        if named:  # earlier copies of the same call it names as out of date (``stale_before``)
+            key = (obs.kind, obs.target, obs.span)
+            for copy in self.pending:
+                if (copy.obs.kind, copy.obs.target, copy.obs.span) == key and (
+                    copy.obs.step,
+                    copy.obs.kind.value,
+                ) in named:
+                    copy.named = True
         writer = written_by(obs.text)
         if writer is not None:  # one line for every copy the agent's whole write put out of date
             for copy in self.written_copies(_norm(obs.target), writer):

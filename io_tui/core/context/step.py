@@ -48,6 +48,7 @@ class Entry:
     # rewrite, with why it went out of date (its staleness is cleared once corrected)
     corrected: bool = False
     corrected_why: str = ""
+    named: bool = False  # a correction of a later result of its call named it out of date
     stale_by: int | None = None  # the first later write to a path it was made from
     stale_path: str = ""  # that path
     drift: tuple[str, int | None] | None = None  # this build: what changed on disk, and by whom

@@ -155,6 +155,23 @@ def correction_head(obs: Observation, cause: str, failure: str | None = None) ->
     return head + _FOLLOWS.format(step=obs.step)
 
 
+def also_out_of_date(copies: list[str]) -> str:
+    """The clause a correction's cause ends with when earlier copies of the same call, still
+    carried, went out of date with the one it corrects (``copies``: "step 194's grep")."""
+    return _ALSO.format(copies=", ".join(copies))
+
+
+def named_also(head: str) -> list[tuple[int, str]]:
+    """The copies (step, kind) a correction's first line names with ``also_out_of_date``."""
+    found = _ALSO_AT.search(head)
+    return [(int(n), k) for n, k in _COPY.findall(found[1])] if found else []
+
+
+_ALSO = "; also out of date above: {copies}"
+_ALSO_AT = re.compile(r"; also out of date above: ((?:step \d+'s \w+(?:, )?)+)")
+_COPY = re.compile(r"step (\d+)'s (\w+)")
+
+
 def correction_written(obs: Observation, cause: str, writer: int, copies: list[str]) -> str:
     """A correction of ``obs`` that needs no result of its own: the agent's ``write_file`` at
     step ``writer`` holds the file's whole current content in its call. It names every copy of
