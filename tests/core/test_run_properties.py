@@ -352,7 +352,7 @@ def check_requests(s: Session) -> list[str]:
                     how = f"corrected at step {by}" if "corrected" in e["reason"] else "superseded"
                     assert how in content and f"step {by}" in content, (e, content)
                 case EntryState.ELIDED if e["reason"].startswith("a command's output, aged"):
-                    # a large command output, cleared once later steps had it in front of them
+                    # a large command output, cleared once a later step had acted on it
                     aged = int(re.search(r"aged out at step (\d+)", e["reason"])[1])
                     assert obs.kind is ObsKind.EXEC and aged >= obs.step + AGE_STEPS, e
                     assert not is_test_run(obs) and not shows_file_lines(obs.target), e

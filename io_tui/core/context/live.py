@@ -22,6 +22,7 @@ import bisect
 import functools
 import math
 import posixpath
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -117,7 +118,7 @@ class LiveSteps:
         self._deps: dict[str, list[Entry]] = {}
         self._watch: list[Entry] = []  # results with ``seen``, open when appended
         self.pending: list[Entry] = []  # superseded but current (``Entry.pending``)
-        self._young: list[Entry] = []  # large command outputs not aged yet, oldest first
+        self._young: deque[Entry] = deque()  # large command outputs not aged yet, oldest first
         self.echoes: list[Entry] = []  # results sent as a difference (``Entry.echo``)
         self._written: dict[str, list[Step]] = {}  # steps whose calls wrote a path, by path
         self._overwritten: list[Step] = []  # those a later step showed whole, turns not compact
@@ -334,7 +335,7 @@ class LiveSteps:
         self._low[0] = 0
         self._newest, self._reads, self._deps, self._calls = {}, {}, {}, {}
         self._watch, self._ran, self.pending, self.echoes = [], [], [], []
-        self._young = []
+        self._young = deque()
         self._written, self._overwritten = {}, []
         self._notes = []
         self._stale = {}
@@ -356,11 +357,11 @@ class LiveSteps:
             return
         step, young = record.step, self._young
         while young and young[0].obs.step <= step - AGE_STEPS:
-            e = young.pop(0)
-            if e.by is not None or e.shown_by is not None or e.owner.index >= len(self.steps):
-                continue
-            if e.owner is not self.steps[e.owner.index]:
-                continue  # its step was dropped
+            e = young.popleft()
+            st = e.owner
+            live = st.index < len(self.steps) and self.steps[st.index] is st
+            if not live or e.by is not None or e.shown_by is not None:
+                continue  # its step was dropped, or a rerun superseded it
             e.aged, e.pending = step, True
             self.pending.append(e)
             e.owner.changed(e)
@@ -453,7 +454,6 @@ class LiveSteps:
             older
             for older in self.pending
             if older is not e
-            and older.aged is None
             and (older.obs.kind, older.obs.target, older.obs.span) == key
             and older.owner.index >= start
             and older.stale is not None

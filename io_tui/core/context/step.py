@@ -155,8 +155,7 @@ class Entry:
 
     def aged_reason(self) -> str:
         return (
-            f"a command's output, aged out at step {self.aged}: the steps since had it in "
-            "front of them"
+            f"a command's output, aged out at step {self.aged}: the steps after it have acted on it"
         )
 
     def _shown_reason(self) -> str:

@@ -611,7 +611,7 @@ def elided_stub(obs: Observation, stale: str | None, latest: bool = False) -> st
 
 
 def aged_stub(obs: Observation, at: int) -> str:
-    """A command's output cleared once later steps had it in front of them (``live.AGE_STEPS``):
+    """A command's output cleared once a later step had acted on it (``live.AGE_STEPS``):
     its size, when it aged, how to read it back, its exit status (a test command's output,
     which never ages, is the only one whose end a stub keeps)."""
     stub = (
