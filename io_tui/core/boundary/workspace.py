@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import os
 import signal
 import stat
@@ -105,12 +106,31 @@ def open_regular(path: str | os.PathLike[str], display: str) -> int:
     return fd
 
 
+TEMPORARY_SUFFIX = ".io-tui"  # of the file ``replace_atomically`` writes before its rename
+
+
+def discard_unfinished_writes(target: Path, since: float) -> list[str]:
+    """Remove the temporary files ``replace_atomically`` made for ``target`` from ``since`` (a
+    timestamp) on and never renamed: a process killed mid-write leaves one beside the file.
+    Returns their names."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{TEMPORARY_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                if leftover.lstat().st_mtime >= since and leftover.is_file():
+                    leftover.unlink()
+                    removed.append(leftover.name)
+    return removed
+
+
 def replace_atomically(target: Path, data: bytes, before: os.stat_result | None) -> None:
     """Put ``data`` at ``target`` all at once: written to a new file in the same directory,
     synced, given the old file's mode (and owner, where allowed; a new file gets the umask's
     mode), then renamed over the target and the directory synced. On any failure the temporary
     file goes and ``target`` is as it was; the ``OSError`` is raised."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".io-tui", dir=target.parent)
+    fd, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+    )
     try:
         try:
             mode = stat.S_IMODE(before.st_mode) if before else 0o666 & ~_umask()

@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from io_tui.core.authority.policy import Policy
-from io_tui.core.boundary.workspace import Workspace
+from io_tui.core.boundary.workspace import Workspace, discard_unfinished_writes
 from io_tui.core.errors import WorkspaceError
 from io_tui.core.run.sub_agents import waiting_chain
 from io_tui.core.store import Store
@@ -124,9 +124,22 @@ def what_is_known(run_id: int, intent: IntentRow, workspace: Workspace) -> InFli
         lines.append(f"Act: {intent.act} {intent.target}.")
     if intent.before is not None:
         lines.append(_file_diff(intent, workspace))
+        left = _discard_unfinished(intent, workspace)
+        if left:
+            lines.append(f"Its unfinished temporary file was removed: {', '.join(left)}.")
     elif intent.act == "exec":
         lines.append("A command: whether it ran, and how far, is not known.")
     return InFlight(run_id, intent, "\n".join(lines))
+
+
+def _discard_unfinished(intent: IntentRow, workspace: Workspace) -> list[str]:
+    """The write died between its temporary file and the rename: that file goes, whatever the
+    operator decides (a re-run writes a new one)."""
+    try:
+        target = workspace.resolve(intent.target)
+    except WorkspaceError:
+        return []
+    return discard_unfinished_writes(target, intent.started_at - 1.0)  # a coarse mtime clock
 
 
 def _file_diff(intent: IntentRow, workspace: Workspace) -> str:
