@@ -114,12 +114,12 @@ def discard_unfinished_writes(target: Path, since: float) -> list[str]:
     timestamp) on and never renamed: a process killed mid-write leaves one beside the file.
     Returns their names."""
     removed = []
-    with contextlib.suppress(OSError):
-        for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{TEMPORARY_SUFFIX}"):
-            with contextlib.suppress(OSError):
-                if leftover.lstat().st_mtime >= since and leftover.is_file():
-                    leftover.unlink()
-                    removed.append(leftover.name)
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.*{TEMPORARY_SUFFIX}"):
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+            info = leftover.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_mtime >= since:
+                leftover.unlink()
+                removed.append(leftover.name)
     return removed
 
 

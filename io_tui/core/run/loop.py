@@ -56,6 +56,7 @@ from io_tui.core.run.reconcile import (
     ReconcileNeeded,
     Reconciler,
     RefuseReconcile,
+    discard_unfinished,
     safe_to_repeat,
     what_is_known,
 )
@@ -752,6 +753,7 @@ class Run:
         """A call the policy says is safe to repeat (a read, a command a rule marks
         idempotent) re-runs; anything else goes to the operator: re-run (through the gate),
         mark done, or skip. The choice is an event and closes the intent with the result."""
+        removed = await asyncio.to_thread(discard_unfinished, intent, self.state.workspace)
         choice = ReconcileChoice.RERUN
         why = safe_to_repeat(intent, self.state.policy)
         if why is None:
@@ -763,6 +765,8 @@ class Run:
                   "choice": choice.value}  # fmt: skip
         if why is not None:
             detail["by"] = f"policy: {why}"
+        if removed:  # the unfinished write's temporary files
+            detail["removed"] = removed
         self.state.publish(EventKind.RECONCILED, detail)
         if choice is ReconcileChoice.RERUN:
             await self.store.intents.close(intent.id, "rerun", fence=self.state.fence)

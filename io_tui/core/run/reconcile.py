@@ -124,17 +124,17 @@ def what_is_known(run_id: int, intent: IntentRow, workspace: Workspace) -> InFli
         lines.append(f"Act: {intent.act} {intent.target}.")
     if intent.before is not None:
         lines.append(_file_diff(intent, workspace))
-        left = _discard_unfinished(intent, workspace)
-        if left:
-            lines.append(f"Its unfinished temporary file was removed: {', '.join(left)}.")
     elif intent.act == "exec":
         lines.append("A command: whether it ran, and how far, is not known.")
     return InFlight(run_id, intent, "\n".join(lines))
 
 
-def _discard_unfinished(intent: IntentRow, workspace: Workspace) -> list[str]:
-    """The write died between its temporary file and the rename: that file goes, whatever the
-    operator decides (a re-run writes a new one)."""
+def discard_unfinished(intent: IntentRow, workspace: Workspace) -> list[str]:
+    """The names of the temporary files a write in flight left beside its target (killed
+    between writing one and the rename), removed: the driver does this before it reconciles
+    the call, whatever the choice (a re-run writes a new one)."""
+    if intent.before is None:  # not a file write
+        return []
     try:
         target = workspace.resolve(intent.target)
     except WorkspaceError:
