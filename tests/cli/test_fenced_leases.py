@@ -3,7 +3,10 @@ SQLite file and on PostgreSQL (the lease shortened to 3 s with ``IO_TUI_LEASE_TT
 
 - a worker SIGSTOPped past its lease, its run taken over and finished by another, is continued
   (SIGCONT) and performs nothing more: its next renewal or write finds the lease gone, it says
-  so in its log, and the run stays finished;
+  so in its log, and the run stays finished. On PostgreSQL it is stopped inside a write,
+  holding the store's write lock, which the next writer takes from it by ending its session
+  (``pg.STOPPED_WRITER_S``); a SQLite file has no server to do that (every other writer would
+  wait for the stopped process), so there it is stopped outside a write;
 - a worker whose wall clock is ten minutes behind keeps its live run; one whose clock is ten
   minutes ahead and that dies on another machine loses its run once its lease is 3 s old on the
   store's clock, not ten minutes later (an injected clock: ``tests/support/skewed_io_tui.py``).
@@ -13,12 +16,14 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import cli_process
+import psycopg
 import pytest
 from cli_process import user_env
 
@@ -94,6 +99,34 @@ def run_row(store: Path | str, run_id: int) -> dict[str, object]:
     return json.loads(trace.stdout)["run"]
 
 
+def freeze(proc: subprocess.Popen[str], store: Path | str) -> None:
+    """SIGSTOP ``proc`` (stopped and continued again until it is so) inside a write on
+    PostgreSQL, outside one on a SQLite file."""
+    inside = not isinstance(store, Path)
+    proc.send_signal(signal.SIGSTOP)
+    while writing(store) != inside:
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.01)
+        proc.send_signal(signal.SIGSTOP)
+
+
+def writing(store: Path | str) -> bool:
+    """Whether some process holds the store's write lock (the only writer here: the worker)."""
+    if not isinstance(store, Path):
+        with psycopg.connect(store, autocommit=True) as probe:
+            held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            return bool(probe.execute(held).fetchone()[0])  # type: ignore[index]
+    probe = sqlite3.connect(store, timeout=0, isolation_level=None)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:  # database is locked
+        return True
+    finally:
+        probe.close()
+
+
 def stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGCONT)
@@ -119,7 +152,7 @@ def test_a_worker_stopped_past_its_lease_performs_nothing_and_the_new_owner_fini
     second = None
     try:
         until(started.exists, "the first worker's command")
-        first.send_signal(signal.SIGSTOP)  # a VM freeze, a laptop lid: past its 3 s lease
+        freeze(first, store_path)  # a VM freeze, a laptop lid: past its 3 s lease
         second = worker(store_path, second_log, "--until-empty")
         # the new owner re-runs the call in flight (the policy marks `sh` idempotent)
         until(lambda: effects.read_text().count("one ") == 2, "the new owner's re-run")

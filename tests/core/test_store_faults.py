@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
 from io_tui.core.run.outcome import RunResult
 from io_tui.core.store import Store, StoreUnreachable
+from io_tui.core.store.db import Connection
 from io_tui.core.store.pg import PgConnection
 
 ONCE = ("run_started", "tool_called", "observation", "run_finished")
@@ -247,4 +250,71 @@ async def test_a_server_gone_past_the_retries_leaves_the_run_resumable_saying_so
         assert row is not None and row.status == "running"  # until its lease is reaped
     finally:
         side.close()
+        await store.close()
+
+
+# A process that writes one row of `tool_sets` through the store and, the first time, stops
+# inside the write (the row sent, the transaction open, the store's write lock held) until
+# the file `argv[2]` exists.
+STOPS_INSIDE_A_WRITE = """
+import asyncio, sys, time
+from pathlib import Path
+from io_tui.core.store import Store
+
+async def main(url, go):
+    store = await Store.open(url)
+    tries = []
+
+    def write(conn):
+        conn.execute("INSERT INTO tool_sets VALUES ('stopped', '[]', 0)")
+        tries.append(1)
+        if len(tries) == 1:
+            print("inside", flush=True)
+            while not go.exists():
+                time.sleep(0.05)
+
+    await store.db.write(write)
+    print(f"written after {len(tries)} tries", flush=True)
+    await store.close()
+
+asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
+"""
+
+
+async def test_a_process_stopped_inside_a_write_holds_the_store_for_seconds_not_forever(
+    pg_url, tmp_path
+):
+    """A process stopped (SIGSTOP: a frozen VM, a laptop lid) in the middle of a write holds
+    the store's write lock, which every writer of the store waits for. The server ends its
+    session once it has been idle in the transaction for ``IDLE_IN_TRANSACTION_S``: the lock
+    is released, the other writers go on, and what it had sent is rolled back. When it wakes,
+    the lost session is a transient fault to it: its write is made again, once."""
+    store = await Store.open(pg_url)
+    go = tmp_path / "go"
+    stopped = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", STOPS_INSIDE_A_WRITE, pg_url, str(go),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert stopped.stdout is not None
+        assert await asyncio.wait_for(stopped.stdout.readline(), 60) == b"inside\n"
+        stopped.send_signal(signal.SIGSTOP)
+
+        def other(conn: Connection) -> None:
+            conn.execute("INSERT INTO tool_sets VALUES ('other', '[]', 0)")
+
+        def digests(conn: Connection) -> list[str]:
+            return [row[0] for row in conn.execute("SELECT digest FROM tool_sets ORDER BY 1")]
+
+        await asyncio.wait_for(store.db.write(other), 60)  # forever without the lock's timeout
+        assert await store.db.call(digests) == ["other"]  # the stopped one's row rolled back
+        go.touch()
+        stopped.send_signal(signal.SIGCONT)
+        out, err = await asyncio.wait_for(stopped.communicate(), 60)
+        assert (stopped.returncode, out, err) == (0, b"written after 2 tries\n", b"")
+        assert await store.db.call(digests) == ["other", "stopped"]
+    finally:
+        if stopped.returncode is None:
+            stopped.kill()
+            await stopped.wait()
         await store.close()

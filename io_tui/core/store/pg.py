@@ -19,7 +19,12 @@ driver's own connection is ``conn.raw`` and ``PgDatabase.connect()`` opens a sec
 A write transaction takes a transaction-scoped advisory lock first (``pg_advisory_xact_lock``):
 writers of one store take turns, as SQLite's ``BEGIN IMMEDIATE`` makes them, so every repo's
 read-then-write stays correct across processes and machines. Reads take no lock; nor does
-``db.write(fn, exclusive=False)``, for statements made for concurrent writers (row locks).
+``db.write(fn, exclusive=False)``, for statements made for concurrent writers (row locks). A
+process stopped inside a write (SIGSTOP, a frozen VM) would hold that lock, and with it every
+writer of the store, until it continues: a lock wait gives up after ``STOPPED_WRITER_S`` to
+look at the holder, and a session of io-tui's that holds the lock while waiting on its own
+process that long is ended (``_end_stopped_writers``). Its transaction rolls back; when the
+process wakes, its write is tried again on a new connection, fenced as every driver's write is.
 
 The schema is versioned in the table ``io_tui_schema`` (its application id and version, the
 migration numbers of SQLite's ``user_version``); a database with tables and no such table is not
@@ -83,6 +88,22 @@ VERSION_TABLE = "io_tui_schema"
 CONNECT_TIMEOUT_S = 10
 RETRY_S = 30.0  # how long a transient fault is waited through (``IO_TUI_STORE_RETRY_S``)
 BACKOFF_S = (0.05, 2.0)  # the first wait after a transient fault, and the longest
+# How long a session of io-tui's may hold the store's write lock while it waits on its own
+# process (the process stopped by SIGSTOP, a frozen VM, a laptop lid, in the middle of a write)
+# before a writer waiting for the lock ends that session (``_end_stopped_writers``). Every lock
+# wait gives up after as long (``lock_timeout``) to look. io-tui's transactions never pause
+# that long between statements.
+STOPPED_WRITER_S = 5
+# io-tui's sessions, other than this one, that hold the store's write lock (an advisory lock on
+# APPLICATION_ID, below 2**32: its ``objid``) inside a transaction and have been waiting on their
+# client for longer than STOPPED_WRITER_S, their sessions ended
+_END_STOPPED_WRITERS = """SELECT a.pid, pg_terminate_backend(a.pid) FROM pg_stat_activity a
+WHERE a.datname = current_database() AND a.application_name = 'io-tui'
+  AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL AND a.wait_event = 'ClientRead'
+  AND a.state_change < clock_timestamp() - make_interval(secs => ?)
+  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+              AND l.locktype = 'advisory' AND l.classid = 0 AND l.objid = ?)"""
+LOCK_NOT_AVAILABLE = "55P03"  # a lock wait gave up (``lock_timeout``)
 # SQLSTATEs that pass: serialisation failure, deadlock, too many connections, the server shut
 # down, crashed or starting (a connection exception is class 08, taken whole)
 TRANSIENT_STATES = frozenset({"40001", "40P01", "53300", "57P01", "57P02", "57P03"})
@@ -340,7 +361,8 @@ class PgDatabase(Database):
 
     @staticmethod
     def connect_sync(url: StoreUrl) -> psycopg.Connection[Any]:
-        """A new autocommit connection to the store's server, rows as ``PgRow``."""
+        """A new autocommit connection to the store's server, rows as ``PgRow``, whose lock
+        waits give up after ``STOPPED_WRITER_S`` (``_retrying`` looks at the holder then)."""
         import psycopg
 
         options: dict[str, Any] = {}
@@ -349,9 +371,15 @@ class PgDatabase(Database):
             options["password"] = password
         if "connect_timeout" not in url:
             options["connect_timeout"] = CONNECT_TIMEOUT_S
-        return psycopg.connect(
+        raw = psycopg.connect(
             str(url), autocommit=True, row_factory=_rows, application_name="io-tui", **options
         )
+        try:
+            raw.execute(f"SET lock_timeout = '{STOPPED_WRITER_S}s'")
+        except BaseException:
+            raw.close()
+            raise
+        return raw
 
     async def connect(self) -> psycopg.AsyncConnection[Any]:
         """A second connection of the process's own (autocommit), for what must not share the
@@ -389,7 +417,11 @@ class PgDatabase(Database):
         waiting longer each time (``BACKOFF_S``), for up to ``retry_s``, then
         ``StoreUnreachable``. A transaction whose COMMIT went out and whose answer was lost
         (``CommitUnknown``) is not run again blind: the server says whether it committed, by
-        its transaction id, and only one that did not is run again; so a write is made once."""
+        its transaction id, and only one that did not is run again; so a write is made once.
+
+        A lock waited for ``STOPPED_WRITER_S`` in vain is not a fault: the session holding it is
+        ended if its process has stopped inside a write (``_end_stopped_writers``), and ``fn``
+        waits again, for as long as a holder at work needs."""
         await self._wait_open()
         started: float | None = None
         delay = BACKOFF_S[0]
@@ -404,6 +436,9 @@ class PgDatabase(Database):
             except CommitUnknown as exc:
                 unsure, cause = exc, exc.cause
             except Exception as exc:
+                if getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+                    await self._once(_end_stopped_writers)
+                    continue
                 if not transient(exc):
                     raise self._store_error("store", exc) from None
                 cause = exc
@@ -559,6 +594,22 @@ def _committed(xid: int, conn: Connection) -> bool:
     return bool(status == "committed")
 
 
+def _end_stopped_writers(conn: Connection) -> None:
+    """Ends the sessions that hold the store's write lock for processes stopped inside a write
+    (``STOPPED_WRITER_S``): the server rolls their transactions back and the lock is free. A
+    stopped process that wakes finds its connection gone, a transient fault: its write runs
+    again on a new connection (a driver's, fenced, finds whether its lease still holds). A
+    session of another role, which this one may not end, is waited for."""
+    import psycopg
+    from psycopg.pq import TransactionStatus
+
+    pg = cast(PgConnection, conn)
+    if pg.raw.info.transaction_status != TransactionStatus.IDLE:
+        pg.raw.execute("ROLLBACK")  # the transaction whose lock wait gave up
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute(_END_STOPPED_WRITERS, (STOPPED_WRITER_S, APPLICATION_ID)).fetchall()
+
+
 def _rollback(conn: Connection) -> None:
     conn.execute("ROLLBACK")
 
@@ -606,8 +657,10 @@ def _identify(url: StoreUrl, conn: PgConnection) -> int:
 
 def _migrate(url: StoreUrl, conn: PgConnection) -> None:
     """Every pending migration in one transaction under the store's write lock, the version
-    re-read inside it."""
-    PgDatabase.begin(conn)
+    re-read inside it; a peer migrating is waited for however long it takes."""
+    conn.execute("BEGIN")
+    conn.execute("SET LOCAL lock_timeout = 0")
+    conn.execute("SELECT pg_advisory_xact_lock(?)", (APPLICATION_ID,))
     try:
         version = _identify(url, conn)
         if version == 0:
