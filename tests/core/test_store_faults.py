@@ -37,11 +37,17 @@ from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run
 from io_tui.core.run.outcome import RunResult
-from io_tui.core.store import Store, StoreUnreachable
+from io_tui.core.store import Store, StoreUnreachable, pg
 from io_tui.core.store.db import Connection
 from io_tui.core.store.pg import PgConnection
 
 ONCE = ("run_started", "tool_called", "observation", "run_finished")
+
+
+@pytest.fixture(autouse=True)
+def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Faults by the hundred: each waited through in a millisecond, not the product's 50."""
+    monkeypatch.setattr(pg, "BACKOFF_S", (0.001, 0.01))
 
 
 def script_for(write_script, log: Path) -> Path:

@@ -117,10 +117,10 @@ async def test_a_summary_asked_after_the_working_request_reuses_the_slot_s_prefi
         Message("system", "You are a careful coding agent."),
         Message("user", "Goal: count the words of a text correctly."),
     ]
-    for n in range(1, 7):
+    for n in range(1, 5):
         turns.append(Message("assistant", f"Step {n}: I read textstats/core.py again, part {n}."))
         turns.append(
-            Message("user", "\n".join(f"{n}.{i} def f{i}(x): return x + {i}" for i in range(20)))
+            Message("user", "\n".join(f"{n}.{i} def f{i}(x): return x + {i}" for i in range(12)))
         )
     work = CompletionRequest(tuple(turns), max_output_tokens=8)
     index = "\n".join(
