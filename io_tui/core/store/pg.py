@@ -426,8 +426,12 @@ class PgDatabase(Database):
         started: float | None = None
         delay = BACKOFF_S[0]
         unsure: CommitUnknown | None = None
+        locked = False  # a lock wait gave up: its holder is looked at first
         while True:
             try:
+                if locked:
+                    locked = False
+                    await self._once(_end_stopped_writers, mapped=False)
                 if unsure is not None:
                     if await self._once(partial(_committed, unsure.xid), mapped=False):
                         return cast(T, unsure.result)
@@ -437,7 +441,7 @@ class PgDatabase(Database):
                 unsure, cause = exc, exc.cause
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE:
-                    await self._once(_end_stopped_writers)
+                    locked = True
                     continue
                 if not transient(exc):
                     raise self._store_error("store", exc) from None
