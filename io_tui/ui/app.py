@@ -410,6 +410,8 @@ class IoApp(App[int]):
     def on_main_screen_ready(self) -> None:
         """The panes are mounted: the store is read; after a boot the cockpit starts, and the
         keys typed while it loaded reach the panes, in their order."""
+        if not self.is_running:
+            return  # it quit as the panes mounted: nothing more to start
         self.refresh_runs(None)
         if self._early_keys is not None:
             self._cockpit_started()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from textual.geometry import Size
+from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -222,3 +223,30 @@ async def test_the_first_frame_is_in_the_theme_the_settings_choose(
         boot.release()
         await _until(pilot, lambda: _ready(app) or app.return_code is not None)
         assert app.theme == first
+
+
+async def test_a_ready_that_reaches_the_app_after_it_stopped_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quit (or the end of a test) while the panes mount: the screen's ``Ready`` can reach the
+    app after it stopped running, as it did in the suite on a loaded machine. It starts
+    nothing then (no follower, no demo, no key replay) and raises nothing: before, it
+    subscribed to a signal of a stopped app and a traceback reached the terminal."""
+    kept: list[Message] = []
+    post = MainScreen.post_message
+
+    def keep_ready(screen: MainScreen, message: Message) -> bool:
+        if isinstance(message, MainScreen.Ready):
+            kept.append(message)
+            return True
+        return post(screen, message)
+
+    monkeypatch.setattr(MainScreen, "post_message", keep_ready)
+    boot = HeldBoot(tmp_path / "store.db")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, boot.called.is_set)
+        boot.release()
+        await _until(pilot, lambda: kept)
+    assert not app.is_running
+    app.on_main_screen_ready()  # the kept Ready, handled now
