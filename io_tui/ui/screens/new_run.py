@@ -363,6 +363,11 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         if typeahead is not None and typeahead.held is not None:
             typeahead.release()  # closed before it was ready: the keys go on to the app
 
+    def _gone(self) -> bool:
+        """Whether the dialog's fields are gone: the app closed (quit) while a worker's answer
+        was on its way to it. The answer is dropped."""
+        return not self.query("#task")
+
     # -- the MCP servers' prompts --------------------------------------------------------------
 
     @work(group="prompts", exclusive=True, exit_on_error=False)
@@ -388,6 +393,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(PromptsListed)
     def _on_prompts_listed(self, message: PromptsListed) -> None:
+        if self._gone():
+            return
         self.prompts_of = message.workspace
         if message.problem is not None:
             self.error.update(Content.styled(plain(message.problem), "$text-muted"))
@@ -450,7 +457,7 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(PromptFilled)
     def _on_prompt_filled(self, message: PromptFilled) -> None:
-        if message.opening != self.opening:
+        if message.opening != self.opening or self._gone():
             return  # asked in an earlier opening: this one's task is not it
         if message.text is None:
             self.error.update(Content.styled(f"✗ {plain(message.problem or '')}", "$text-error"))
@@ -474,6 +481,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(RunsListed)
     def _on_runs_listed(self, message: RunsListed) -> None:
+        if self._gone():
+            return
         self.run_workspaces = {run_id: workspace for _, run_id, workspace in message.runs}
         select = self.continue_choice
         with self.prevent(Select.Changed):
@@ -542,6 +551,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
 
     @on(Probed)
     def _on_probed(self, message: Probed) -> None:
+        if self._gone():
+            return
         name = message.name
         self.probes[name] = (message.base_url, message.result)
         value = self.provider.value
