@@ -39,7 +39,10 @@ Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
   request was sent). A line is a probe when the agent has seen it as it is (its text, 8 or
   more characters stripped, is in a tool result the naive request carries); recall is the
   share of probes whose text is in the io-tui request that produced the step (in a tool
-  result as it stands for, or in the agent's own turns).
+  result as it stands for, or in the agent's own turns). *fit*: the same over the requests
+  whose oracle+turns (below) is within the ceiling; where it is over, the live content alone
+  does not fit and some of it must be left out, so a miss there is the ceiling's, and one
+  where it fits is the engine's choice.
 - plain tokens: every request's system, tool schemas and messages (the engine's estimate),
   summary requests included; naive: the first request's frame, then every earlier step's
   turn and results verbatim; oracle+turns: the frame, only the live content (each file's
@@ -121,6 +124,9 @@ class Figures:
     breaks: list[tuple[str, int]]
     summary_requests: int = 0
     long: bool = False  # made longer than the trajectory (``extended``)
+    # recall over the requests whose oracle+turns fits the ceiling (None: not measured)
+    fit_recall: float | None = None
+    fit_probes: int = 0
 
 
 def measure(r: Replay, prices: CachePrices) -> Figures:
@@ -145,15 +151,18 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
     tally(pricer, requests, s["io-tui"])
     tally(pricer, naive, s["naive+cache"])
     s["naive"] = Strategy(s["naive+cache"].plain, s["naive+cache"].plain * prices.uncached)
-    s["oracle+turns"].plain = sum(sum(pricer.items(o)[1]) for o in oracles)
+    oracle_sizes = [sum(pricer.items(o)[1]) for o in oracles]
+    s["oracle+turns"].plain = sum(oracle_sizes)
     summary_plain, summary_cost = summary_costs(r.trace["requests"], tools_tokens, prices)
     s["io-tui"].plain += summary_plain
     s["io-tui"].cost += summary_cost
     for name, sent in (("io-tui", requests), ("naive", naive)):
         s[name].stale = sum(stale_count(m, t, files) for m, t in zip(sent, r.trees, strict=True))
 
-    hits = probes = 0
-    for q, messages, tree, sent_naive in zip(work, requests, r.trees, naive, strict=True):
+    hits = probes = fit_hits = fit_probes = 0
+    for q, messages, tree, sent_naive, live in zip(
+        work, requests, r.trees, naive, oracle_sizes, strict=True
+    ):
         record = next((h for h in r.history if h.step == q["step"]), None)
         if record is None:
             continue
@@ -162,8 +171,12 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
         wanted = [x for x in lines if len(x) >= PROBE_CHARS and x in known]
         if wanted:
             shown = visible(messages)
+            found = sum(x in shown for x in wanted)
             probes += len(wanted)
-            hits += sum(x in shown for x in wanted)
+            hits += found
+            if live <= r.ceiling:
+                fit_probes += len(wanted)
+                fit_hits += found
 
     breaks = Counter(kind_of(q["cache"]["why"]) for q in work if q["cache"]["broke_at"] is not None)
     if sum(breaks.values()) != s["io-tui"].rewrites:  # two readings of one definition
@@ -176,7 +189,7 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
         r.session.name, r.session.meta["system"], r.session.meta["model"], r.ceiling, steps,
         len(work), finished, str(run.get("status")), r.seconds,
         hits / probes if probes else 1.0, probes, s, breaks.most_common(), len(summaries),
-        r.session.long,
+        r.session.long, fit_hits / fit_probes if fit_probes else 1.0, fit_probes,
     )  # fmt: skip
 
 
@@ -202,7 +215,7 @@ def ratio(a: float, b: float) -> str:
 def report(ceiling: int, rows: Sequence[Figures]) -> None:
     print(f"\nceiling {ceiling:,}")
     print(
-        f"{'session':<30} {'steps':>5} {'fin':>3} {'stale':>9} {'recall':>11} "
+        f"{'session':<30} {'steps':>5} {'fin':>3} {'stale':>9} {'recall':>11} {'fit':>11} "
         f"{'io-tui plain':>12} {'/naive':>6} {'/orc+t':>6} "
         f"{'io-tui cost':>11} {'/naive+c':>8} {'rewrites':>8}"
     )
@@ -212,6 +225,7 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
         print(
             f"{f.session:<30} {f.steps:>5} {'yes' if f.finished else 'NO':>3} "
             f"{io.stale:>4}/{s['naive'].stale:<4} {f.recall:>5.2f} ({f.probes:>3}) "
+            f"{fit(f):>11} "
             f"{io.plain:>12,} {ratio(io.plain, s['naive'].plain):>6} "
             f"{ratio(io.plain, s['oracle+turns'].plain):>6} {io.cost:>11,.0f} "
             f"{ratio(io.cost, s['naive+cache'].cost):>8} {io.rewrites / f.requests:>8.0%}"
@@ -231,6 +245,10 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
         causes.update(dict(f.breaks))
     for why, n in causes.most_common(8):
         print(f"  {n:>5}  {why}")
+
+
+def fit(f: Figures) -> str:
+    return "—" if f.fit_recall is None else f"{f.fit_recall:.2f} ({f.fit_probes:>3})"
 
 
 def cost_ratio(f: Figures) -> float:
@@ -256,6 +274,9 @@ def targets(rows: Sequence[Figures]) -> list[tuple[str, bool]]:
         ),
         ("cost ≤ 1.0× naive+cache", all(cost_ratio(f) <= 1.0 for f in real)),
     ]
+    if all(f.fit_recall is not None for f in rows):
+        out.append(("full recall where the live content fits",
+                    all(f.fit_recall == 1.0 for f in rows)))  # fmt: skip
     if real:
         out.append(("mean ≤ 0.85×", sum(map(cost_ratio, real)) / len(real) <= 0.85))
     if long:

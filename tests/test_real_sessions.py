@@ -105,6 +105,8 @@ def test_a_short_real_session_replays_through_the_cli_into_figures() -> None:
     assert figures.strategies["oracle+turns"].plain > 0
     assert io.stale == 0
     assert 0.0 <= figures.recall <= 1.0
+    # nine steps' live content fits 24k: every probe counts where it fits as well
+    assert (figures.fit_recall, figures.fit_probes) == (figures.recall, figures.probes)
 
 
 class Tree:
