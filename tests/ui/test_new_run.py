@@ -631,24 +631,3 @@ def test_request_json_round_trips_the_base_url(tmp_path) -> None:
     # a request queued before the limits were kept still reads
     old = {k: v for k, v in limits.to_json().items() if k not in ("max_output_tokens", "context_window")}  # fmt: skip
     assert NewRunRequest.from_json(old).context_window is None
-
-
-async def test_answers_that_reach_the_dialog_after_the_app_closed_are_dropped(
-    make_app, tmp_path: Path
-) -> None:
-    """The dialog's workers (the servers' prompts, the runs to continue, the presets' probes,
-    a prompt's text) answer by message; one on its way when the user quits reaches a dialog
-    whose fields are gone (a loaded machine made this happen in the suite). It is dropped:
-    before, the handler looked for a field and a traceback reached the terminal."""
-    app = make_app(demo=False)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("ctrl+n")
-        await pilot.pause(0.1)
-        dialog = app.screen
-        assert isinstance(dialog, NewRunScreen)
-    # each handled now, by a dialog the app has closed
-    dialog._on_prompts_listed(NewRunScreen.PromptsListed(tmp_path, [], "not listed: timed out"))
-    dialog._on_runs_listed(NewRunScreen.RunsListed([("run 1", 1, str(tmp_path))]))
-    refused = ProbeResult(False, "refused")
-    dialog._on_probed(NewRunScreen.Probed("ollama", "http://127.0.0.1:11434/v1", refused))
-    dialog._on_prompt_filled(NewRunScreen.PromptFilled(dialog.opening, "the prompt's text"))

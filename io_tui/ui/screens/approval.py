@@ -43,6 +43,7 @@ from io_tui.core import (
     is_elicitation,
     is_outside_sandbox,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.screens.request_view import is_file_write, is_mcp, read_current, request_body
 from io_tui.ui.terminal_text import file_name, plain
 from io_tui.ui.widgets.diff_view import DiffView
@@ -273,7 +274,7 @@ class ApprovalScreen(ModalScreen[Decision]):
     async def _load_current(self) -> None:
         self.post_message(self.CurrentLoaded(await asyncio.to_thread(read_current, self.request)))
 
-    @on(CurrentLoaded)
+    @on_answer(CurrentLoaded)
     async def _on_current_loaded(self, message: CurrentLoaded) -> None:
         """The file as it is now: the diff is shown against it, and the modal starts to arm."""
         self.current, self.current_known = message.current, True

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.content import Content
@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from io_tui.core import ApprovalRecord, Store, audit_row, audit_stats
+from io_tui.ui.answers import on_answer
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
@@ -80,7 +81,7 @@ class AuditScreen(Screen[None]):
     async def load(self) -> None:
         self.post_message(self.Loaded(await self.store.approvals.history()))
 
-    @on(Loaded)
+    @on_answer(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         records = message.records
         self.stats_line.update(audit_stats(records).summary())

@@ -34,6 +34,7 @@ from io_tui.core import (
     provider_for,
     run_settings_for,
 )
+from io_tui.ui.answers import on_answer
 
 PLACES = (ForkPlace.HERE, ForkPlace.WORKTREE, ForkPlace.COPY)
 
@@ -117,7 +118,7 @@ class ForkScreen(ModalScreen[int | None]):
             return
         self.post_message(self.Planned(plan, None))
 
-    @on(Planned)
+    @on_answer(Planned)
     def _planned(self, message: Planned) -> None:
         if message.plan is None:
             self.head.update(f"Cannot fork: {message.error}")
@@ -199,7 +200,7 @@ class ForkScreen(ModalScreen[int | None]):
         finally:
             await made.aclose()
 
-    @on(Made)
+    @on_answer(Made)
     def _made(self, message: Made) -> None:
         self.busy = False
         if message.run_id is None:

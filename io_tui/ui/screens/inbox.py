@@ -35,6 +35,7 @@ from io_tui.core import (
     Store,
     is_elicitation,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.screens.approval import ApprovalScreen
 from io_tui.ui.screens.request_view import is_file_write, read_current, request_body
 from io_tui.ui.terminal_text import plain
@@ -194,7 +195,7 @@ class InboxScreen(Screen[None]):
     async def load(self) -> None:
         self.post_message(self.Loaded(await self.store.approvals.pending()))
 
-    @on(Loaded)
+    @on_answer(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         self._apply([r for r in message.records if r.request.id not in self.deciding])
         self.refresh_bindings()  # the decision keys apply once a request is highlighted
@@ -297,7 +298,7 @@ class InboxScreen(Screen[None]):
         current = await asyncio.to_thread(read_current, request)
         self.post_message(self.CurrentLoaded(request.id, current))
 
-    @on(CurrentLoaded)
+    @on_answer(CurrentLoaded)
     def _on_current_loaded(self, message: CurrentLoaded) -> None:
         record = next((r for r in self.records if r.request.id == message.approval_id), None)
         if record is not None and message.approval_id == self.previewed:

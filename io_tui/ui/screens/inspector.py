@@ -39,6 +39,7 @@ from io_tui.core import (
     rewrite_line,
     step_request,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.manifest import (
     FILTERS,
     diff_requests,
@@ -160,7 +161,7 @@ class InspectorScreen(Screen[None]):
         self.selected_key = None
         self.load()
 
-    @on(RequestLoaded)
+    @on_answer(RequestLoaded)
     def _on_loaded(self, message: RequestLoaded) -> None:
         if message.view is None:
             self.summary.update(Text(message.error or "no trace", style="bold"))

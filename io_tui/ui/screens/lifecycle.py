@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from io_tui.core import Lifecycle, LifecycleReport, lifecycles
+from io_tui.ui.answers import on_answer
 from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
@@ -104,7 +105,7 @@ class LifecycleScreen(Screen[None]):
         self.find(self.query_text)
         self.matches.focus()
 
-    @on(Found)
+    @on_answer(Found)
     def _on_found(self, message: Found) -> None:
         report = self.report = message.report
         wanted = {m.call_id: m for m in report.matches}

@@ -35,6 +35,7 @@ from io_tui.core import (
     usage_hit_rate,
 )
 from io_tui.ui import attention
+from io_tui.ui.answers import on_answer
 from io_tui.ui.data import StepData, load_steps
 from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
@@ -348,7 +349,7 @@ class MainScreen(SkeletonScreen):
         steps = await load_steps(self.store, run_id, since=since)
         self.post_message(self.TranscriptLoaded(run_id, steps, replace=False))
 
-    @on(TranscriptLoaded)
+    @on_answer(TranscriptLoaded)
     def _on_transcript_loaded(self, message: TranscriptLoaded) -> None:
         if message.run_id != self.selected_run:
             return
@@ -392,7 +393,7 @@ class MainScreen(SkeletonScreen):
             )
         )
 
-    @on(GaugesLoaded)
+    @on_answer(GaugesLoaded)
     def _on_gauges_loaded(self, message: GaugesLoaded) -> None:
         if message.figures.run_id == self.selected_run:
             self._figures = message.figures
@@ -511,7 +512,7 @@ class MainScreen(SkeletonScreen):
             ledger = None
         self.post_message(self.LedgerLoaded(run_id, ledger))
 
-    @on(LedgerLoaded)
+    @on_answer(LedgerLoaded)
     def _on_ledger_loaded(self, message: LedgerLoaded) -> None:
         if message.run_id == self.selected_run:
             self.ledger.show(message.run_id, message.ledger)

@@ -47,6 +47,7 @@ from io_tui.core import (
     Store,
     check_value,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.screens.memory_consolidate import (
@@ -467,7 +468,7 @@ class MemoryEditorScreen(Screen[None]):
         log = await self.store.daily_log.lines(self.workspace) if self.workspace else []
         self.post_message(self.Loaded(notes, usage, log))
 
-    @on(Loaded)
+    @on_answer(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         for scope, (entries, chars) in message.usage.items():
             self.query_one(f"#gauge-{scope}-entries", Gauge).update(
@@ -582,7 +583,7 @@ class MemoryEditorScreen(Screen[None]):
         )
         self.post_message(self.RecallsLoaded(note, recalls))
 
-    @on(RecallsLoaded)
+    @on_answer(RecallsLoaded)
     def _on_recalls_loaded(self, message: RecallsLoaded) -> None:
         table = self.recalls_table
         table.clear()

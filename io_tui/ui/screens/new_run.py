@@ -48,6 +48,7 @@ from io_tui.core import (
     prepare_run,
     probe_models,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.messages import NewRunRequest
 from io_tui.ui.screens.new_run_fields import (
     BY_ID,
@@ -363,11 +364,6 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         if typeahead is not None and typeahead.held is not None:
             typeahead.release()  # closed before it was ready: the keys go on to the app
 
-    def _gone(self) -> bool:
-        """Whether the dialog's fields are gone: the app closed (quit) while a worker's answer
-        was on its way to it. The answer is dropped."""
-        return not self.query("#task")
-
     # -- the MCP servers' prompts --------------------------------------------------------------
 
     @work(group="prompts", exclusive=True, exit_on_error=False)
@@ -391,10 +387,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             self.prompts_asked = workspace
             self.list_prompts(workspace)
 
-    @on(PromptsListed)
+    @on_answer(PromptsListed)
     def _on_prompts_listed(self, message: PromptsListed) -> None:
-        if self._gone():
-            return
         self.prompts_of = message.workspace
         if message.problem is not None:
             self.error.update(Content.styled(plain(message.problem), "$text-muted"))
@@ -455,9 +449,9 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             return
         self.post_message(self.PromptFilled(opening, text))
 
-    @on(PromptFilled)
+    @on_answer(PromptFilled)
     def _on_prompt_filled(self, message: PromptFilled) -> None:
-        if message.opening != self.opening or self._gone():
+        if message.opening != self.opening:
             return  # asked in an earlier opening: this one's task is not it
         if message.text is None:
             self.error.update(Content.styled(f"✗ {plain(message.problem or '')}", "$text-error"))
@@ -479,10 +473,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
             )
         )
 
-    @on(RunsListed)
+    @on_answer(RunsListed)
     def _on_runs_listed(self, message: RunsListed) -> None:
-        if self._gone():
-            return
         self.run_workspaces = {run_id: workspace for _, run_id, workspace in message.runs}
         select = self.continue_choice
         with self.prevent(Select.Changed):
@@ -549,10 +541,8 @@ class NewRunScreen(ModalScreen[NewRunRequest | None]):
         result = await probe_models(name, base_url=url or None, timeout_s=PROBE_TIMEOUT_S)
         self.post_message(self.Probed(name, url, result))
 
-    @on(Probed)
+    @on_answer(Probed)
     def _on_probed(self, message: Probed) -> None:
-        if self._gone():
-            return
         name = message.name
         self.probes[name] = (message.base_url, message.result)
         value = self.provider.value

@@ -23,6 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from io_tui.ui.answers import on_answer
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
 
@@ -91,7 +92,7 @@ class ResourcesScreen(Screen[None]):
             return
         self.post_message(self.Listed(list(offered.rows), offered.servers, list(offered.problems)))
 
-    @on(Listed)
+    @on_answer(Listed)
     def _on_listed(self, message: Listed) -> None:
         self.rows = message.rows
         table = self.table
@@ -126,7 +127,7 @@ class ResourcesScreen(Screen[None]):
             text = f"✗ {exc}"
         self.post_message(self.Read(f"{server} · {uri}", text))
 
-    @on(Read)
+    @on_answer(Read)
     def _on_read(self, message: Read) -> None:
         self._show(message.title, message.text)
 

@@ -28,6 +28,7 @@ from io_tui.core import (
     describe_change,
     plan_rewind,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.widgets.table import Table
 
 
@@ -105,7 +106,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
             return
         self.post_message(self.Planned(plan, None))
 
-    @on(Planned)
+    @on_answer(Planned)
     def _planned(self, message: Planned) -> None:
         if message.plan is None:
             self.head.update(f"Cannot rewind: {message.error}")
@@ -172,7 +173,7 @@ class RewindScreen(ModalScreen[RewindResult | None]):
             return
         self.post_message(self.Done(result, None))
 
-    @on(Done)
+    @on_answer(Done)
     def _done(self, message: Done) -> None:
         self.busy = False
         if message.result is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static, TextArea
 
 from io_tui.core import ApprovalRequest, RewriteCheck, Store, check_rewrite
+from io_tui.ui.answers import on_answer
 
 
 class RewriteScreen(ModalScreen[dict[str, Any] | None]):
@@ -107,7 +108,7 @@ class RewriteScreen(ModalScreen[dict[str, Any] | None]):
     async def _check(self, arguments: dict[str, Any]) -> None:
         self.post_message(self.Checked(await check_rewrite(self.store, self.request, arguments)))
 
-    @on(Checked)
+    @on_answer(Checked)
     def _on_checked(self, message: Checked) -> None:
         result = message.result
         if result.ok:

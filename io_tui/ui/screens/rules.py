@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.getters import query_one
@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from io_tui.core import SCOPE_LABELS, RememberedRule, Store
+from io_tui.ui.answers import on_answer
 from io_tui.ui.screens.confirm import ConfirmScreen
 from io_tui.ui.screens.inbox import format_time
 from io_tui.ui.widgets.footer import ScreenFooter
@@ -91,7 +92,7 @@ class RulesScreen(Screen[None]):
             self.Loaded(await self.store.rules.list(include_revoked=self.show_revoked))
         )
 
-    @on(Loaded)
+    @on_answer(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         """Update the table by key (no clear): the cursor stays on its rule."""
         self.rules = message.rules

@@ -26,6 +26,7 @@ from io_tui.core import (
     lineage_lines,
     request_notes,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.state import counted
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
@@ -80,7 +81,7 @@ class TraceScreen(Screen[None]):
             return
         self.post_message(self.TraceLoaded(render_trace(trace)))
 
-    @on(TraceLoaded)
+    @on_answer(TraceLoaded)
     def _on_loaded(self, message: TraceLoaded) -> None:
         if message.error:
             self.status.update(message.error)

@@ -47,6 +47,7 @@ from io_tui.core import (
     send_batch,
     send_probe,
 )
+from io_tui.ui.answers import on_answer
 from io_tui.ui.terminal_text import plain
 from io_tui.ui.widgets.footer import ScreenFooter
 from io_tui.ui.widgets.table import Table
@@ -192,7 +193,7 @@ class WhatIfScreen(Screen[None]):
             return
         self.post_message(self.Loaded(base, None))
 
-    @on(Loaded)
+    @on_answer(Loaded)
     def _loaded(self, message: Loaded) -> None:
         if message.base is None:
             self.head.update(f"Cannot send it again: {message.error}")
@@ -333,7 +334,7 @@ class WhatIfScreen(Screen[None]):
             raise ProbeError("no settings to make another provider from")
         return provider_for(run_settings_for(settings, request))
 
-    @on(Answered)
+    @on_answer(Answered)
     def _answered(self, message: Answered) -> None:
         self.sending = False
         if message.probe is None:
@@ -364,7 +365,7 @@ class WhatIfScreen(Screen[None]):
             self.ProbesLoaded(await self.store.probes.for_run(self.run_id, self.step))
         )
 
-    @on(ProbesLoaded)
+    @on_answer(ProbesLoaded)
     def _probes_loaded(self, message: ProbesLoaded) -> None:
         self.probes.clear()
         for row in message.rows:
