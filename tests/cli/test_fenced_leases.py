@@ -103,8 +103,11 @@ def freeze(proc: subprocess.Popen[str], store: Path | str) -> None:
     """SIGSTOP ``proc`` (stopped and continued again until it is so) inside a write on
     PostgreSQL, outside one on a SQLite file."""
     inside = not isinstance(store, Path)
+    deadline = time.monotonic() + 90
     proc.send_signal(signal.SIGSTOP)
     while writing(store) != inside:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never stopped {'inside' if inside else 'outside'} a write")
         proc.send_signal(signal.SIGCONT)
         time.sleep(0.01)
         proc.send_signal(signal.SIGSTOP)
