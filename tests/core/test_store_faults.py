@@ -12,7 +12,8 @@ real PostgreSQL of the test bootstrap while its connection is cut:
 Each run ends finished, its command ran once, and what it wrote is there once (one step row
 per step, one event of each kind that happens once). Past its retries (the server gone for
 longer than ``IO_TUI_STORE_RETRY_S``) a run stops resumable with one line saying the database
-was unreachable, never ``failed``.
+was unreachable, never ``failed``. A process stopped inside a write holds the store's write lock
+for seconds, not forever: the next writer ends its session (``pg.STOPPED_WRITER_S``).
 """
 
 from __future__ import annotations
@@ -291,10 +292,11 @@ async def test_a_process_stopped_inside_a_write_holds_the_store_for_seconds_not_
     pg_url, tmp_path
 ):
     """A process stopped (SIGSTOP: a frozen VM, a laptop lid) in the middle of a write holds
-    the store's write lock, which every writer of the store waits for. The server ends its
-    session once it has been idle in the transaction for ``IDLE_IN_TRANSACTION_S``: the lock
-    is released, the other writers go on, and what it had sent is rolled back. When it wakes,
-    the lost session is a transient fault to it: its write is made again, once."""
+    the store's write lock, which every writer of the store waits for. The next writer, its
+    lock wait given up after ``STOPPED_WRITER_S``, finds the holder silent inside its
+    transaction and ends its session: the lock is released, the writer goes on, and what the
+    stopped one had sent is rolled back. When it wakes, the lost session is a transient fault
+    to it: its write is made again, once."""
     store = await Store.open(pg_url)
     go = tmp_path / "go"
     stopped = await asyncio.create_subprocess_exec(
