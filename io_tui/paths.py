@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -47,6 +49,16 @@ def _user_config_dir(*_env: str | None) -> str:
 
 def config_file() -> Path:
     return Path(os.environ.get("IO_TUI_CONFIG") or config_dir() / "config.toml")
+
+
+def config_table() -> dict[str, Any]:
+    """The config file's TOML, not validated: what the app reads of it before the settings (and
+    pydantic) are loaded, the first frame's theme and the store its panes show. Empty where
+    there is no file or it cannot be read: the settings' load, which follows, says why."""
+    try:
+        return tomllib.loads(config_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def default_store_path() -> Path:

@@ -7,12 +7,13 @@ import json
 import os
 import sys
 from argparse import Namespace
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from io_tui.cli.terminal import exact
 from io_tui.core import json_safe
-from io_tui.paths import config_file, default_store_path
+from io_tui.paths import config_file, config_table, default_store_path
 
 if TYPE_CHECKING:
     from io_tui.core import ServerSource, Store, StoreLocation
@@ -37,9 +38,25 @@ class UsageError(Exception):
 def store_path(args: Namespace) -> StoreLocation:
     """``--store``, else ``IO_TUI_STORE``, else the config's ``store``, else the data dir's file;
     a ``postgresql://`` URL selects PostgreSQL (shown and passed on without its password)."""
+    return _store_path(args, _configured_store)
+
+
+def first_store_path(args: Namespace) -> StoreLocation:
+    """``store_path`` before the settings are loaded (the app shows the store's runs first): the
+    config's ``store`` as its TOML says, not validated. The app holds it to ``store_path`` once
+    the settings are loaded."""
+
+    def configured() -> str | None:
+        store = config_table().get("store")
+        return store if isinstance(store, str) else None
+
+    return _store_path(args, configured)
+
+
+def _store_path(args: Namespace, configured: Callable[[], str | None]) -> StoreLocation:
     from io_tui.core import store_location
 
-    given = getattr(args, "store", None) or os.environ.get("IO_TUI_STORE") or _configured_store()
+    given = getattr(args, "store", None) or os.environ.get("IO_TUI_STORE") or configured()
     return store_location(given) if given else default_store_path()
 
 

@@ -8,11 +8,16 @@ import argparse
 import gc
 import shlex
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from io_tui.cli.common import EXIT_OK, UsageError, add_store_option, store_path
+from io_tui.cli.common import (
+    EXIT_OK,
+    UsageError,
+    add_store_option,
+    first_store_path,
+    store_path,
+)
 
 if TYPE_CHECKING:
     from io_tui.config import Settings
@@ -61,7 +66,7 @@ async def _run(args: argparse.Namespace, *, demo: bool) -> int:
     try:
         from io_tui.ui.app import boot_app
 
-        app = boot_app(partial(_boot, args), demo=demo)
+        app = boot_app(_Boot(args), demo=demo)
         await app.run_async()
     finally:
         gc.enable()  # an app that ended before its panes (a malformed config) did not
@@ -70,15 +75,30 @@ async def _run(args: argparse.Namespace, *, demo: bool) -> int:
     return app.return_code if app.return_code is not None else EXIT_OK
 
 
-def _boot(args: argparse.Namespace) -> tuple[Settings, StoreLocation]:
-    """What the app loads after its first frame: the settings and the store's location."""
-    from io_tui.config import ConfigError, load_settings
+class _Boot:
+    """What the app loads after its first frame (``ui.app.Boot``): the store, found without the
+    settings (pydantic stays off the way to the panes), then the settings, which must name the
+    same store."""
 
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return settings, store_path(args)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.located: StoreLocation | None = None
+
+    def store(self) -> StoreLocation:
+        self.located = first_store_path(self.args)
+        return self.located
+
+    def settings(self) -> Settings:
+        from io_tui.config import ConfigError, load_settings
+
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        configured = store_path(self.args)
+        if configured != self.located:  # the config file changed as the app started
+            raise UsageError(f"the store is now {configured}, not {self.located}: start again")
+        return settings
 
 
 def serve_command(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """``IoApp``: the cockpit. Built by ``create_app`` (tests, screenshots, benchmarks), or by
-``boot_app`` (the CLI): that one paints the main screen's layout first, then loads the settings
-and builds the cockpit (``_load_cockpit``).
+``boot_app`` (the CLI): that one paints the main screen's layout first, then shows the store's
+runs in the panes (``_load_cockpit``), then loads the settings and starts the cockpit
+(``_load_settings``).
 
 Runs execute in a ``RunHost`` (``ui.hosts``): by default a harness worker process, or the app's
 own loop (``harness="inline"``). Their events reach the app through one ``EventPump`` as
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import events, work
 from textual.app import App
@@ -79,8 +80,14 @@ if TYPE_CHECKING:
     from io_tui.ui.screens.new_run import NewRunScreen
     from io_tui.ui.state import RunView
 
-    # what the CLI's app loads after its first frame: the settings and the store's location
-    Boot = Callable[[], tuple[Settings, StoreLocation]]
+    class Boot(Protocol):
+        """What the CLI's app loads after its first frame, each on a thread: where the store
+        is (the panes show its runs), then the settings (once the panes are painted)."""
+
+        def store(self) -> StoreLocation: ...
+
+        def settings(self) -> Settings: ...
+
 
 POLL_INTERVAL = 2.0  # seconds: notice runs changed by other processes (io-tui decide, run)
 # seconds: the panes lay out and paint within ~60-100 ms of their footer mounting (140x44)
@@ -156,13 +163,15 @@ class IoApp(App[int]):
         boot: Boot | None = None,
     ) -> None:
         """With ``settings`` and ``store_path`` (``create_app``) the cockpit is built here;
-        with ``boot`` (``boot_app``) after the first frame, from what ``boot`` returns."""
+        with ``boot`` (``boot_app``) after the first frame, from what ``boot`` loads."""
         super().__init__()
         self.demo = demo
         self.poll_interval = poll_interval
         self.demo_workspace: Path | None = demo_workspace
         self._approver, self._harness, self._boot = approver, harness, boot
-        self.started = False  # the cockpit is built (``_start``): store, host, run views
+        self.viewing = False  # the store and the run views are built (``_view``)
+        self.store_opening = False  # ``_open_store`` was called: store calls wait for it
+        self.started = False  # the cockpit is built (``_start``): the settings and the host
         self.boot_error: Exception | None = None  # what ``boot`` raised, for the CLI to say
         self.typeahead = Typeahead(self)  # keys typed while a dialog opens
         # keys typed while the cockpit loads (``boot``), given to its panes once they are up
@@ -179,26 +188,32 @@ class IoApp(App[int]):
             self._theme_problems = self._first_theme(state.theme_for(configured_theme()))
         else:
             self._theme_problems = self._choose_theme(state.theme_for(settings.ui.theme))
-            self._start(settings, store_path)
+            self._view(store_path)
+            self._start(settings)
         # The stylesheet is first parsed with these variables (it holds the default theme's).
         self._startup_css: dict[str, str] | None = self.get_css_variables()
         self.stylesheet.set_variables(self._startup_css)
 
-    def _start(self, settings: Settings, store_path: StoreLocation) -> None:
-        """Build the cockpit: the store (opened by ``_open_store``), the run views, the host
-        runs execute in, the keys of ``[ui.keys]``."""
+    def _view(self, store_path: StoreLocation) -> None:
+        """What the panes show before the settings are loaded: the store (opened by
+        ``_open_store``) and the run views."""
         from io_tui.core import Store
         from io_tui.ui.attention import Activity
         from io_tui.ui.bridge import EventPump
         from io_tui.ui.run_board import RunBoard
 
-        self.settings = settings
         self.store_path = store_path
         self.store: Store = Store(store_path)
         self.board: RunBoard = RunBoard()
         self.runs: dict[int, RunView] = self.board.runs  # every run the app knows, by id
         self.event_pump: EventPump = EventPump(self)
         self.activity: Activity = Activity()  # when the operator last pressed a key
+        self.viewing = True
+
+    def _start(self, settings: Settings) -> None:
+        """Build the cockpit on its views: the host runs execute in, the keys of
+        ``[ui.keys]``."""
+        self.settings = settings
         self.host: RunHost = _host(self, self._harness or settings.ui.harness, self._approver)
         # The config's ``[ui.keys]`` (and the letters of ``letter_shortcuts``; a user's own
         # remap wins over them), by binding id: set on mount, shown by the help and palette.
@@ -240,12 +255,13 @@ class IoApp(App[int]):
     # -- start and stop ------------------------------------------------------------------------
 
     def on_load(self) -> None:
-        if self.started:
+        if self.viewing:
             self._open_store()
 
     def _open_store(self) -> None:
         # The store opens while the first frame is drawn; every store call waits for it.
         self.store.db.open_soon().add_done_callback(self._store_opened)
+        self.store_opening = True
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this platform; on POSIX terminals one whose output survives the
@@ -318,14 +334,15 @@ class IoApp(App[int]):
         super().refresh_css(animate)
 
     def get_default_screen(self) -> Screen[Any]:
-        if not self.started:  # the CLI's app: the layout, until the cockpit is loaded
+        if not self.viewing:  # the CLI's app: the layout, until the store's runs are shown
             return SkeletonScreen()
         return self._main_screen()
 
     def _main_screen(self) -> MainScreen:
         from io_tui.ui.screens.main import MainScreen
 
-        return MainScreen(self.runs, self.store, self.host, self.activity)
+        host = self.host if self.started else None  # given once the settings are loaded
+        return MainScreen(self.runs, self.store, host, self.activity)
 
     async def on_event(self, event: events.Event) -> None:
         if self._early_keys is not None and self._hold_early(event):
@@ -381,23 +398,23 @@ class IoApp(App[int]):
             self.call_after_refresh(self.run_worker, self._load_cockpit, group="boot")
 
     async def _load_cockpit(self) -> None:
-        """After the first frame: run ``boot`` (the settings, the store's location) on a thread,
-        with the main screen's modules imported beside it; build the cockpit, show the main
-        screen. What ``boot`` raises ends the app (exit 2), for the CLI to say in one line."""
+        """After the first frame: find the store on a thread, with the main screen's modules
+        imported beside it (not the settings: pydantic is ~40 % of the way to the panes), and
+        show the main screen, whose panes read the store (``_load_settings`` follows). What
+        ``boot`` raises ends the app (exit 2), for the CLI to say in one line."""
         assert self._boot is not None
         try:
-            settings, store_path = await asyncio.to_thread(_booted, self._boot)
-        except Exception as error:  # the CLI says what (a malformed config: one line)
-            self.boot_error = error
-            self.exit(return_code=2)
+            store_path = await asyncio.to_thread(_located, self._boot)
+        except Exception as error:  # the CLI says what (a store URL it cannot read: one line)
+            self._boot_failed(error)
             return
         if not self.is_running:
             return
-        self._start(settings, store_path)
-        # every theme file, validated, and the theme the settings choose (the first frame's:
-        # ``first_theme`` read the same configuration without pydantic)
-        self._theme_problems = self._choose_theme(self._ui_state.theme_for(settings.ui.theme))
-        self._open_store()
+        self._view(store_path)
+        # a store not there yet is made once the settings are read (and valid: a malformed
+        # config leaves nothing behind); one that is is read now, its runs shown in the panes
+        if not isinstance(store_path, Path) or store_path.exists():
+            self._open_store()
         # the main screen is the base of a mode of its own: the skeleton, the default mode's
         # base, stays below out of sight, and the main screen is the one base screen as ever
         self.add_mode("cockpit", self._main_screen)
@@ -407,23 +424,50 @@ class IoApp(App[int]):
         self._startup_css = self.get_css_variables()
         await self.switch_mode("cockpit")
 
+    @work(group="boot")
+    async def _load_settings(self) -> None:
+        """Once the panes are painted: load the settings on a thread, build the cockpit on
+        them, and hand the panes the keys typed meanwhile, in their order."""
+        assert self._boot is not None
+        try:
+            settings = await asyncio.to_thread(self._boot.settings)
+        except Exception as error:  # the CLI says what (a malformed config: one line)
+            self._boot_failed(error)
+            return
+        main = self.main_screen()
+        if not self.is_running or main is None:
+            return
+        self._start(settings)
+        main.host = self.host
+        if not self.store_opening:
+            self._open_store()
+            self.refresh_runs(None)
+        # every theme file, validated, and the theme the settings choose (the first frame's:
+        # ``first_theme`` read the same configuration without pydantic)
+        self._theme_problems = self._choose_theme(self._ui_state.theme_for(settings.ui.theme))
+        self._cockpit_started()
+        main.refresh_bindings()  # ``x`` interrupts what the host runs
+        self.run_worker(self._replay_early_keys(), group="boot")
+        self._after_first_frame()
+
+    def _boot_failed(self, error: Exception) -> None:
+        self.boot_error = error
+        self.exit(return_code=2)
+
     def on_main_screen_ready(self) -> None:
-        """The panes are mounted: the store is read; after a boot the cockpit starts, and the
-        keys typed while it loaded reach the panes, in their order."""
+        """The panes are mounted: the store is read."""
         if not self.is_running:
             return  # it quit as the panes mounted: nothing more to start
-        self.refresh_runs(None)
-        if self._early_keys is not None:
-            self._cockpit_started()
-            self.run_worker(self._replay_early_keys(), group="boot")
+        if self.store_opening:
+            self.refresh_runs(None)
 
     def on_main_screen_shown(self) -> None:
-        """After a boot the panes' frame is the one the user waits for: what would compete
-        with it for the interpreter (the new-run dialog's import thread, the approval desk's
-        modules) waits until it is painted (Textual says nothing when a frame is written:
-        ``PANES_PAINT_S`` after the footer mounted)."""
-        if self._boot is not None:
-            self.set_timer(PANES_PAINT_S, self._after_first_frame)
+        """After a boot the panes' frame is the one the user waits for: the settings, and what
+        else would compete with it for the interpreter (the new-run dialog's import thread,
+        the approval desk's modules), wait until it is painted (Textual says nothing when a
+        frame is written: ``PANES_PAINT_S`` after the footer mounted)."""
+        if self._boot is not None and not self.started:
+            self.set_timer(PANES_PAINT_S, self._load_settings)
 
     def _cockpit_started(self) -> None:
         """The cockpit's start, once it is built and its screen shown: theme problems said,
@@ -546,6 +590,7 @@ class IoApp(App[int]):
     async def on_unmount(self) -> None:
         if self.started:
             await self.host.close()  # and with it the MCP servers
+        if self.viewing:
             await self.store.close()
 
     # -- starting runs -------------------------------------------------------------------------
@@ -783,7 +828,7 @@ class IoApp(App[int]):
     def on_store_changed(self, message: StoreChanged) -> None:
         main = self.main_screen()
         shown, stale, stopped = self.board.apply_rows(
-            message.runs, self.host.is_live, message.workers, message.as_of
+            message.runs, self._is_live, message.workers, message.as_of
         )
         if main is not None:
             for run in shown:
@@ -792,6 +837,10 @@ class IoApp(App[int]):
                 main.upsert_step(run, step)
         if stale:
             self.load_steps_of(stale)
+
+    def _is_live(self, run_id: int) -> bool:
+        """Whether this app's host drives ``run_id``: none does before the settings load."""
+        return self.started and self.host.is_live(run_id)
 
     @work(group="db", exit_on_error=False)
     async def load_steps_of(self, run_ids: list[int]) -> None:
@@ -969,17 +1018,18 @@ def create_app(
 
 def boot_app(boot: Boot, *, demo: bool = False) -> IoApp:
     """The CLI's app: its first frame (the main screen's layout, in the configured theme) is
-    drawn before the settings and the core are imported; then ``boot`` runs on a thread (it
-    loads the settings and finds the store) and the cockpit is built from what it returns.
-    What ``boot`` raises ends the app with exit code 2 and is kept in ``boot_error``."""
+    drawn before the settings and the core are imported; then ``boot`` finds the store on a
+    thread and the panes show its runs; then ``boot`` loads the settings on a thread and the
+    cockpit is built on them. What ``boot`` raises ends the app with exit code 2 and is kept
+    in ``boot_error``."""
     return IoApp(None, None, demo=demo, boot=boot)
 
 
-def _booted(boot: Boot) -> tuple[Settings, StoreLocation]:
-    """``boot``'s settings and store, with the modules the main screen is built of imported
-    (on the boot thread, while the first frame is on screen)."""
+def _located(boot: Boot) -> StoreLocation:
+    """``boot``'s store, with the modules the main screen is built of imported (on the boot
+    thread, while the first frame is on screen)."""
     importlib.import_module("io_tui.ui.screens.main")
-    return boot()
+    return boot.store()
 
 
 async def _drained(node: MessagePump, longest_s: float = 1.0) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from textual.theme import Theme
 
-from io_tui.paths import bundled_dir, config_file
+from io_tui.paths import bundled_dir, config_table
 
 DEFAULT_THEME = "io-dark"
 THEME_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -31,7 +31,7 @@ def configured_theme() -> str:
         return variables["IO_TUI_UI__THEME"]
     theme = _theme_of(_json(variables.get("IO_TUI_UI")))
     if theme is None:
-        theme = _theme_of(_toml_ui())
+        theme = _theme_of(config_table().get("ui"))
     return theme or DEFAULT_THEME
 
 
@@ -56,11 +56,4 @@ def _json(text: str | None) -> Any:
     try:
         return json.loads(text) if text else None
     except ValueError:
-        return None
-
-
-def _toml_ui() -> Any:
-    try:
-        return tomllib.loads(config_file().read_text(encoding="utf-8")).get("ui")
-    except (OSError, ValueError):
         return None

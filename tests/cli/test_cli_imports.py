@@ -176,3 +176,27 @@ def test_the_cockpit_leaves_the_run_loop_to_its_worker() -> None:
         "httpx",
     )
     assert sorted(m for m in run_loop if m in modules) == []
+
+
+def test_the_cockpits_panes_come_before_the_settings(tmp_path: Path) -> None:
+    """What the app loads on the way to its panes (``boot_app``: the main screen and the
+    store's location, a config file naming it included) imports neither the settings nor
+    pydantic, ~40 % of that way; they load once the panes are painted (``Boot.settings``)."""
+    config = tmp_path / "config.toml"
+    config.write_text(f"store = {str(tmp_path / 'kept.db')!r}\n[ui]\ntheme = 'io-light'\n")
+    probe = (
+        "import argparse, json, sys\n"
+        "import io_tui.ui.app, io_tui.ui.screens.main\n"
+        "from io_tui.cli.ui import _Boot\n"
+        "print(_Boot(argparse.Namespace(store=None)).store())\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "IO_TUI_CONFIG": str(config), "IO_TUI_STORE": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
+        env=env,
+    )  # fmt: skip
+    located, loaded = done.stdout.splitlines()[-2:]
+    assert located == str(tmp_path / "kept.db")
+    modules = set(json.loads(loaded))
+    assert [m for m in ("pydantic", "pydantic_settings", "io_tui.config") if m in modules] == []

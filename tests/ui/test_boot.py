@@ -27,24 +27,40 @@ from .conftest import SIZE
 
 
 class HeldBoot:
-    """A boot that waits on the test: ``release`` lets it return (settings, store)."""
+    """A boot that waits on the test: ``release`` lets it find the store, then
+    ``release_settings`` (by default ``release`` too) lets it load the settings."""
 
-    def __init__(self, store: Path, settings: Settings | None = None) -> None:
-        self.store = store
-        self.settings = settings
+    def __init__(
+        self, store: Path, settings: Settings | None = None, *, hold_settings: bool = False
+    ) -> None:
+        self.path = store
+        self.loaded = settings
         self.gate = threading.Event()
+        self.settings_gate = threading.Event()
         self.called = threading.Event()
-        self.error: Exception | None = None
+        self.settings_called = threading.Event()
+        self.error: Exception | None = None  # what finding the store raises
+        self.settings_error: Exception | None = None
+        self.hold_settings = hold_settings
 
-    def __call__(self) -> tuple[Settings, Path]:
+    def store(self) -> Path:
         self.called.set()
         self.gate.wait(30)
         if self.error is not None:
             raise self.error
-        return self.settings or _settings(), self.store
+        return self.path
+
+    def settings(self) -> Settings:
+        self.settings_called.set()
+        self.settings_gate.wait(30)
+        if self.settings_error is not None:
+            raise self.settings_error
+        return self.loaded or _settings()
 
     def release(self) -> None:
         self.gate.set()
+        if not self.hold_settings:
+            self.settings_gate.set()
 
 
 def _settings() -> Settings:
@@ -80,10 +96,57 @@ async def test_the_layout_is_painted_before_the_settings_load(tmp_path: Path) ->
         box = main_layout(Size(*SIZE)).transcript
         assert skeleton[box.y][box.x :].startswith("╭─ Transcript ─")
         boot.release()
-        await _until(pilot, lambda: _ready(app))
-        assert app.started and app.store_path == tmp_path / "store.db"
+        await _until(pilot, lambda: app.started)
+        assert _ready(app) and app.store_path == tmp_path / "store.db"
         assert len(app.screen_stack) == 1  # the main screen is the one base screen
         assert app.return_code is None
+
+
+async def test_the_panes_show_the_stores_runs_before_the_settings_load(tmp_path: Path) -> None:
+    """The settings (pydantic, ~40 % of the way to the panes) load once the panes show the
+    store's runs; the keys typed before that wait for them (``[ui.keys]`` may remap them), and
+    ``x`` interrupts a run only once there is a host to drive one."""
+    store = tmp_path / "store.db"
+    await _a_run_in(store, "the stored task")
+    boot = HeldBoot(store, hold_settings=True)
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        boot.release()
+        await _until(pilot, boot.settings_called.is_set)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen.host is None and not app.started
+        nodes = screen.run_tree.run_nodes
+        await _until(pilot, lambda: 1 in nodes and "the stored task" in str(nodes[1].label))
+        await pilot.press("m", "h", "i")
+        assert screen.prompt.value == "" and screen.x_does() != "interrupt"
+        boot.settings_gate.set()
+        await _until(pilot, lambda: app.started and screen.prompt.value == "hi")
+        assert screen.host is app.host and screen.focused is screen.prompt
+
+
+async def test_what_the_settings_load_raises_ends_the_app(tmp_path: Path) -> None:
+    """A malformed config is found after the panes: the app ends as before them (exit 2, the
+    error kept for the CLI), and a store that was not there is not made."""
+    boot = HeldBoot(tmp_path / "store.db")
+    boot.settings_error = ValueError("config (c.toml or IO_TUI_* env): max_steps: not a number")
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        boot.release()
+        await _until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 2 and app.boot_error is boot.settings_error and not app.started
+    assert app.viewing and not (tmp_path / "store.db").exists()
+
+
+async def _a_run_in(path: Path, task: str) -> None:
+    from io_tui.core import Store
+
+    store = await Store.open(path, create=True)
+    try:
+        await store.runs.create(
+            goal=task, workspace=str(path.parent), contract={}, provider={}, policy={}
+        )
+    finally:
+        await store.close()
 
 
 async def test_the_main_screen_draws_the_same_first_frame(tmp_path: Path, monkeypatch) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, on, work
 from textual.binding import ActiveBinding, Binding
@@ -37,7 +37,6 @@ from io_tui.core import (
 from io_tui.ui import attention
 from io_tui.ui.answers import on_answer
 from io_tui.ui.data import StepData, load_steps
-from io_tui.ui.hosts import RunHost
 from io_tui.ui.messages import NewRunRequest, NewRunRequested, StartRun
 from io_tui.ui.run_board import Changes
 from io_tui.ui.screens.skeleton import PROMPT_PLACEHOLDER, SkeletonScreen
@@ -49,6 +48,9 @@ from io_tui.ui.widgets.ledger_pane import LedgerPane
 from io_tui.ui.widgets.run_tree import NodeRef, RunTree
 from io_tui.ui.widgets.title_bar import TitleBar
 from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
+
+if TYPE_CHECKING:
+    from io_tui.ui.hosts import RunHost
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
 GAUGE_INTERVAL = 0.1  # seconds: live runs repaint the gauges at most ~10×/s
@@ -131,12 +133,14 @@ class MainScreen(SkeletonScreen):
         self,
         runs: Mapping[int, RunView],
         store: Store,
-        host: RunHost,
+        host: RunHost | None,
         activity: attention.Activity,
     ) -> None:
         super().__init__()
         self.runs = runs  # the app's run views (``RunBoard``), kept current by the app
         self.store = store
+        # where runs execute; None while the CLI's app loads its settings (the panes are shown
+        # first): no run is live in this app until then, and its keys are held
         self.host = host
         self.activity = activity
         self.selected_run: int | None = None
@@ -533,7 +537,7 @@ class MainScreen(SkeletonScreen):
         run_id = self.selected_run
         if run_id is None:
             return None
-        if self.host.is_live(run_id):
+        if self.host is not None and self.host.is_live(run_id):
             return "interrupt"
         run = self.runs.get(run_id)
         return "cancel" if run is not None and run.status in CANCELLABLE else None
@@ -634,7 +638,7 @@ class MainScreen(SkeletonScreen):
             return
         if self.x_does() == "cancel":
             await self.app.run_action(f"app.cancel_run({run.id})")
-        elif self.host.interrupt(run.id):
+        elif self.host is not None and self.host.interrupt(run.id):
             run.interrupt_requested = True
             self.transcript.follow(run)
             self.notify(f"interrupting run {run.id}…")
