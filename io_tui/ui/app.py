@@ -169,6 +169,7 @@ class IoApp(App[int]):
         self.poll_interval = poll_interval
         self.demo_workspace: Path | None = demo_workspace
         self._approver, self._harness, self._boot = approver, harness, boot
+        self._booting = False  # ``_load_cockpit`` started
         self.viewing = False  # the store and the run views are built (``_view``)
         self.store_opening = False  # ``_open_store`` was called: store calls wait for it
         self.started = False  # the cockpit is built (``_start``): the settings and the host
@@ -326,8 +327,7 @@ class IoApp(App[int]):
     def refresh_css(self, animate: bool = True) -> None:
         """Setting the theme in ``__init__`` queues a refresh that would parse and apply every
         rule a second time before the first frame, with the variables the stylesheet was first
-        built with (``_choose_theme``); so does the main screen's arrival after a boot
-        (``_load_cockpit``): that one refresh is skipped."""
+        built with (``_choose_theme``): that one refresh is skipped."""
         startup, self._startup_css = self._startup_css, None
         if startup is not None and self.get_css_variables() == startup:
             return
@@ -342,7 +342,13 @@ class IoApp(App[int]):
         from io_tui.ui.screens.main import MainScreen
 
         host = self.host if self.started else None  # given once the settings are loaded
-        return MainScreen(self.runs, self.store, host, self.activity)
+        screen = MainScreen(self.runs, self.store, host, self.activity)
+        # A screen of a new mode is restyled whole (every rule parsed again, then applied to
+        # every node, twice: once as its mode starts, once as it is switched to) unless it is
+        # as current as the app's stylesheet, which it is: main.tcss is the app's, and the
+        # widgets are styled as they mount.
+        screen._css_update_count = self._css_update_count
+        return screen
 
     async def on_event(self, event: events.Event) -> None:
         if self._early_keys is not None and self._hold_early(event):
@@ -395,7 +401,13 @@ class IoApp(App[int]):
             self.call_after_refresh(self._after_first_frame)
         else:  # the first frame is the skeleton; keys typed meanwhile go to the main screen
             self._early_keys = []
-            self.call_after_refresh(self.run_worker, self._load_cockpit, group="boot")
+
+    def on_skeleton_screen_painted(self) -> None:
+        """The skeleton's frame is drawn: the cockpit loads (once; the main screen is a
+        skeleton too until its panes mount)."""
+        if self._boot is not None and not self.viewing and not self._booting:
+            self._booting = True
+            self.run_worker(self._load_cockpit(), group="boot")
 
     async def _load_cockpit(self) -> None:
         """After the first frame: find the store on a thread, with the main screen's modules
@@ -418,10 +430,6 @@ class IoApp(App[int]):
         # the main screen is the base of a mode of its own: the skeleton, the default mode's
         # base, stays below out of sight, and the main screen is the one base screen as ever
         self.add_mode("cockpit", self._main_screen)
-        # A new mode's screen asks for every rule to be parsed and applied again; the
-        # stylesheet already holds the main screen's (main.tcss is the app's), and its
-        # widgets are styled as they mount: that refresh is skipped, as at the start.
-        self._startup_css = self.get_css_variables()
         await self.switch_mode("cockpit")
 
     @work(group="boot")

@@ -16,13 +16,14 @@ seconds and the main screen on top (no modal, dialog or other screen over it).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from textual.app import App
-from textual.widgets import Input, TextArea
+from textual.widgets import Input
 
 from io_tui.ui.state import RunView
 
@@ -49,7 +50,12 @@ def typing(app: App[Any]) -> bool:
     focused = app.focused
     if isinstance(focused, Input):
         return bool(focused.value)
-    return isinstance(focused, TextArea) and bool(focused.text)
+    # a focused TextArea (a dialog's) has loaded its module; the main screen has none, and
+    # its start does not import TextArea's (~7 ms) only to ask
+    text_areas = sys.modules.get("textual.widgets._text_area")
+    return (
+        text_areas is not None and isinstance(focused, text_areas.TextArea) and bool(focused.text)
+    )
 
 
 def busy(app: App[Any], activity: Activity) -> bool:

@@ -84,6 +84,27 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# ``io-tui ARGV`` with the first frame that shows the panes' footer written to the file named
+# first (Textual's driver writes each frame whole)
+PANES_PROBE = """
+import sys
+from textual.drivers.linux_driver import LinuxDriver
+
+out, write, written = sys.argv[1], LinuxDriver.write, []
+
+def write_frame(self, data):
+    if not written and "Quit" in data:
+        written.append(data)
+        with open(out, "w") as f:
+            f.write(data)
+    write(self, data)
+
+LinuxDriver.write = write_frame
+from io_tui.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 class Terminal:
     """A program on a pty of ``ROWS`` x ``COLS``: what it wrote, and keys typed into it."""
 
@@ -163,6 +184,21 @@ def test_the_first_frame_is_drawn_before_the_settings_and_the_core_load(
     modules = set(json.loads(loaded.read_text()))
     assert "io_tui.ui.app" in modules  # the app's frame, not an earlier write
     assert sorted(m for m in NOT_AT_FIRST_FRAME if m in modules) == []
+
+
+def test_the_panes_first_frame_shows_each_panes_lines(tmp_path: Path) -> None:
+    """The frame the panes arrive in shows what they hold: the transcript's line too, which it
+    lays out as it learns its size (after that frame), so it draws it in that frame."""
+    frame = tmp_path / "frame.txt"
+    argv = [sys.executable, "-c", PANES_PROBE, str(frame), "--store", str(tmp_path / "s.db")]
+    terminal = Terminal(argv, _env())
+    try:
+        terminal.read_until(lambda: b"Quit" in terminal.output)
+        terminal.type(b"\x11")  # ctrl+q
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+    assert "Select a run, or press ctrl+n" in frame.read_text()
 
 
 def test_the_collector_is_off_until_the_panes_are_up(tmp_path: Path) -> None:

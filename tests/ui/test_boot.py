@@ -149,6 +149,27 @@ async def _a_run_in(path: Path, task: str) -> None:
         await store.close()
 
 
+async def test_the_main_screen_arrives_without_restyling_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its rules are the app's (main.tcss) and its widgets are styled as they mount: a new
+    mode's screen would otherwise have every rule parsed again and applied to every node,
+    twice, on the way to the panes."""
+    from textual.css.stylesheet import Stylesheet
+
+    reparsed: list[object] = []
+    reparse = Stylesheet.reparse
+    monkeypatch.setattr(Stylesheet, "reparse", lambda sheet: reparsed.append(reparse(sheet)))
+    boot = HeldBoot(tmp_path / "store.db", hold_settings=True)
+    app = boot_app(boot)
+    async with app.run_test(size=SIZE) as pilot:
+        boot.release()
+        await _until(pilot, boot.settings_called.is_set)  # the panes are painted
+        ready, restyled = _ready(app), list(reparsed)
+        boot.settings_gate.set()
+    assert ready and restyled == []
+
+
 async def test_the_main_screen_draws_the_same_first_frame(tmp_path: Path, monkeypatch) -> None:
     """The main screen arrives on the skeleton's frame: until its panes mount it draws the
     same lines, so the change of screens does not show."""

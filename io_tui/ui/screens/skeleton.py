@@ -9,6 +9,7 @@ main screen is one too, and draws the same frame until its panes take their plac
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.screen import Screen
 from textual.strip import Strip
 
@@ -20,9 +21,15 @@ PROMPT_PLACEHOLDER = "Message the selected run, or follow up on a finished one (
 class SkeletonScreen(Screen[None]):
     """The main screen's layout with nothing in it, in the app's theme, until ``drop_skeleton``."""
 
+    class Painted(Message):
+        """The screen's frame is drawn (Textual lays a screen out and paints it as it resumes)."""
+
     def __init__(self) -> None:
         super().__init__()
         self._skeleton: Skeleton | None = None
+
+    def on_screen_resume(self) -> None:
+        self.post_message(self.Painted())
 
     def compose(self) -> ComposeResult:
         # The layout alone, drawn by the screen (``render_line``): the panes' widgets cost ~7×

@@ -376,6 +376,9 @@ class Transcript(ThrottledScrollbars, ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         line_y = self.scroll_offset.y + y
         width = self._width
+        if not self._head and width > 0:  # the first frame: its Resize lays the lines out after
+            self._restyle()
+            self._head = self._render_head(width)
         strip = self._line_at(line_y)
         if strip is None:
             strip = Strip.blank(width, self._base)
