@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,8 @@ def config_table() -> dict[str, Any]:
     """The config file's TOML, not validated: what the app reads of it before the settings (and
     pydantic) are loaded, the first frame's theme and the store its panes show. Empty where
     there is no file or it cannot be read: the settings' load, which follows, says why."""
+    import tomllib  # (~3 ms) not for the commands that never read the file
+
     try:
         return tomllib.loads(config_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
