@@ -84,8 +84,8 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
-# ``io-tui ARGV`` with the first frame that shows the panes' footer written to the file named
-# first (Textual's driver writes each frame whole)
+# ``io-tui ARGV`` with the first frame that shows the panes (a gauge's label: the skeleton draws
+# none) written to the file named first (Textual's driver writes each frame whole)
 PANES_PROBE = """
 import sys
 from textual.drivers.linux_driver import LinuxDriver
@@ -93,7 +93,7 @@ from textual.drivers.linux_driver import LinuxDriver
 out, write, written = sys.argv[1], LinuxDriver.write, []
 
 def write_frame(self, data):
-    if not written and "Quit" in data:
+    if not written and "counted" in data:
         written.append(data)
         with open(out, "w") as f:
             f.write(data)
