@@ -124,19 +124,6 @@ async def test_the_panes_show_the_stores_runs_before_the_settings_load(tmp_path:
         assert screen.host is app.host and screen.focused is screen.prompt
 
 
-async def test_what_the_settings_load_raises_ends_the_app(tmp_path: Path) -> None:
-    """A malformed config is found after the panes: the app ends as before them (exit 2, the
-    error kept for the CLI), and a store that was not there is not made."""
-    boot = HeldBoot(tmp_path / "store.db")
-    boot.settings_error = ValueError("config (c.toml or IO_TUI_* env): max_steps: not a number")
-    app = boot_app(boot)
-    async with app.run_test(size=SIZE) as pilot:
-        boot.release()
-        await _until(pilot, lambda: app.return_code is not None)
-    assert app.return_code == 2 and app.boot_error is boot.settings_error and not app.started
-    assert app.viewing and not (tmp_path / "store.db").exists()
-
-
 async def _a_run_in(path: Path, task: str) -> None:
     from io_tui.core import Store
 
@@ -231,15 +218,25 @@ async def test_quit_while_the_cockpit_loads(tmp_path: Path) -> None:
     assert app.return_code == 0 and not app.started
 
 
-async def test_what_the_boot_raises_ends_the_app_for_the_cli_to_say(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step", ["store", "settings"])
+async def test_what_the_boot_raises_ends_the_app_for_the_cli_to_say(
+    tmp_path: Path, step: str
+) -> None:
+    """Finding the store (a URL it cannot read) or loading the settings (a malformed config,
+    found once the panes are up): the app ends (exit 2, the error kept for the CLI to say in
+    one line), and a store that was not there is not made."""
     boot = HeldBoot(tmp_path / "store.db")
-    boot.error = ValueError("config (c.toml or IO_TUI_* env): max_steps: not a number")
+    error = ValueError("config (c.toml or IO_TUI_* env): max_steps: not a number")
+    if step == "store":
+        boot.error = error
+    else:
+        boot.settings_error = error
     app = boot_app(boot)
     async with app.run_test(size=SIZE) as pilot:
         boot.release()
         await _until(pilot, lambda: app.return_code is not None)
-    assert app.return_code == 2 and app.boot_error is boot.error and not app.started
-    assert not (tmp_path / "store.db").exists()  # no store opened
+    assert app.return_code == 2 and app.boot_error is error and not app.started
+    assert app.viewing is (step == "settings") and not (tmp_path / "store.db").exists()
 
 
 async def test_a_broken_theme_file_is_said_once_after_the_boot(
