@@ -39,7 +39,7 @@ from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.frame import Frame
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 
 SIZES = (200, 2_000, 20_000)
 CEILING = 24_000

@@ -67,7 +67,8 @@ from io_tui.core.contract import (
 )
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote, render_notes
-from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent
+from io_tui.core.providers.base import CompletionRequest, StreamEvent
+from io_tui.core.providers.messages import Message
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import start_run

@@ -44,7 +44,8 @@ from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import CompletionRequest, Message, ToolCall
+from io_tui.core.providers.base import CompletionRequest
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.run.harness import SYSTEM_PROMPT
 from io_tui.core.text.numbered import number_lines
 from io_tui.core.tools.registry import default_registry

@@ -63,7 +63,7 @@ from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.summary import Summary
 from io_tui.core.contract import CachePrices, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import summary_steps
 
 CHANGERS = frozenset({ObsKind.WRITE, ObsKind.EXEC, ObsKind.MCP, ObsKind.AGENT})

@@ -28,7 +28,7 @@ from io_tui.core.context.stubs import (
     named_also,
 )
 from io_tui.core.ledger import StepRecord
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.text.numbered import number_lines
 
 PROBE_CHARS = 8  # a used line shorter than this (stripped) says too little to look for

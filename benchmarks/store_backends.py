@@ -29,7 +29,7 @@ from pg_cluster import PG_BIN, Cluster  # noqa: E402
 
 from io_tui.core.events import EventKind, RunEvent  # noqa: E402
 from io_tui.core.ledger import Observation, ObsKind  # noqa: E402
-from io_tui.core.providers.base import ToolCall  # noqa: E402
+from io_tui.core.providers.messages import ToolCall  # noqa: E402
 from io_tui.core.store import Store  # noqa: E402
 from io_tui.core.store.requests import RequestRecord  # noqa: E402
 from io_tui.core.store.runs import StepCommit  # noqa: E402

@@ -55,7 +55,7 @@ CASES = ("new store", "old runner", "foreign file", "locked store", *PG_CASES)
 async def _write(path: str, index: int) -> None:
     from io_tui.core.events import EventKind, RunEvent
     from io_tui.core.ledger import Observation, ObsKind
-    from io_tui.core.providers.base import ToolCall
+    from io_tui.core.providers.messages import ToolCall
     from io_tui.core.store import Store
     from io_tui.core.store.runs import StepCommit
 

@@ -16,7 +16,7 @@ import real_sessions  # noqa: E402
 import session_convert  # noqa: E402
 
 from io_tui.core.contract import CachePrices  # noqa: E402
-from io_tui.core.providers.base import Message, ToolCall  # noqa: E402
+from io_tui.core.providers.messages import Message, ToolCall  # noqa: E402
 
 
 def assistant(thought: str, command: str) -> dict[str, str]:

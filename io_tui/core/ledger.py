@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 
 
 class ObsKind(StrEnum):

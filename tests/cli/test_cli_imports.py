@@ -93,6 +93,7 @@ TRACE_LEAVES = (
     "io_tui.core.context.plan",
     "io_tui.core.context.summary",
     "io_tui.core.progress.fold",
+    "io_tui.core.providers.base",  # the provider contract: a trace holds messages only
     "io_tui.core.store.pg",
     "getpass",
     "statistics",

@@ -23,7 +23,8 @@ from io_tui.core.context.cache import (
     usage_hit_rate,
 )
 from io_tui.core.contract import CachePrices, TaskContract
-from io_tui.core.providers.base import CompletionRequest, Message, StreamEvent, ToolCall, Usage
+from io_tui.core.providers.base import CompletionRequest, StreamEvent, Usage
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness

@@ -26,7 +26,8 @@ from io_tui.core.contract import (
 )
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import CompletionRequest, Message, ToolCall, ToolSpec
+from io_tui.core.providers.base import CompletionRequest, ToolSpec
+from io_tui.core.providers.messages import Message, ToolCall
 
 TOOLS = {
     ObsKind.READ: "read_file",

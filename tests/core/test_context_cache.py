@@ -26,7 +26,7 @@ from io_tui.core.contract import (
     estimate_tokens,
 )
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.steering.trace import rewrite_line, rewrites_saved
 from io_tui.core.text.prefix import common_prefix
 

@@ -24,7 +24,7 @@ from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run

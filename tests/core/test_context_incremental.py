@@ -32,7 +32,8 @@ from io_tui.core.context.turns import TurnCache
 from io_tui.core.contract import CHARS_PER_TOKEN, Compaction, TaskContract
 from io_tui.core.ledger import SUPERSEDING_KINDS, Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import CompletionRequest, ToolCall
+from io_tui.core.providers.base import CompletionRequest
+from io_tui.core.providers.messages import ToolCall
 from tests.core.test_context_properties import check_corrected
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]

@@ -25,7 +25,7 @@ from io_tui.core.mcp.config import StdioServer
 from io_tui.core.mcp.connection import InProcessServer
 from io_tui.core.mcp.hub import McpHub
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness, harness_registry
 from io_tui.core.run.loop import Outcome, start_run

@@ -17,7 +17,7 @@ from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.stubs import edited_by, points_to_call, written_by
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.text.numbered import span_lines
 
 

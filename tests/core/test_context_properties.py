@@ -30,7 +30,8 @@ from io_tui.core.context.stubs import apply_echo, cut, how_to_get_back
 from io_tui.core.contract import Compaction, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import CompletionRequest, ToolCall
+from io_tui.core.providers.base import CompletionRequest
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.text.prefix import common_prefix
 
 KINDS = [ObsKind.READ, ObsKind.READ, ObsKind.WRITE, ObsKind.GREP, ObsKind.EXEC, ObsKind.LIST]

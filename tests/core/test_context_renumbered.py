@@ -28,7 +28,7 @@ from io_tui.core.context.stubs import (
 )
 from io_tui.core.contract import Compaction, TaskContract, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 
 PATTERN = "visit_"
 HEAD = (

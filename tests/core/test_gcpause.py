@@ -15,7 +15,7 @@ from io_tui.core.context.frame import Frame
 from io_tui.core.context.gcpause import gc_paused
 from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 
 
 @pytest.fixture(autouse=True)

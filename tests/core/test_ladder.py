@@ -27,13 +27,8 @@ from io_tui.core.authority.approvals import ApprovalRequest, Decision
 from io_tui.core.context.ladder import Rung
 from io_tui.core.context.manifest import EntryState
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract
-from io_tui.core.providers.base import (
-    CompletionRequest,
-    ErrorKind,
-    Message,
-    ProviderError,
-    StreamEvent,
-)
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, StreamEvent
+from io_tui.core.providers.messages import Message
 from io_tui.core.providers.scripted import Script, ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import Outcome, start_run

@@ -10,7 +10,8 @@ from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import CachePrices, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.providers.base import Message, ToolCall, Usage
+from io_tui.core.providers.base import Usage
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.run.meter import CostMeter
 
 PRICES = CachePrices(uncached=1.0, write=1.25, read=0.1)

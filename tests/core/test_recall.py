@@ -20,7 +20,7 @@ from io_tui.core.context.summary import Agreement, agree
 from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_head
 from io_tui.core.progress.model import DecisionNote, Evidence, Operation, ProgressLedger
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.providers.scripted import ScriptedProvider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run

@@ -19,7 +19,8 @@ from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import ObsKind
 from io_tui.core.progress.model import ProgressLedger
 from io_tui.core.progress.render import OBJECTIVE_ABOVE, render_ledger
-from io_tui.core.providers.base import CompletionRequest, ErrorKind, Message, ProviderError
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError
+from io_tui.core.providers.messages import Message
 from io_tui.core.run.meter import CostMeter
 
 CEILING = 4_000

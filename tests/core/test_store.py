@@ -15,7 +15,7 @@ from damaged_store import MALFORMED, damage_table, sha256
 
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store import Store, StoreDamaged, StoreError, store_location
 from io_tui.core.store.pg import PASSWORD_VARIABLE, VERSION_TABLE, PgDatabase, _password
 from io_tui.core.store.runs import StepCommit

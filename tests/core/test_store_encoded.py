@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from io_tui.core.context.manifest import EntryState, ManifestEntry
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.store.encoded import JSONText, ListEncoder, dumps, with_list
 
 

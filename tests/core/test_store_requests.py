@@ -10,7 +10,7 @@ import pytest
 
 from io_tui.core.context.manifest import EntryState, ManifestEntry
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.store import Store
 from io_tui.core.store.encoded import ListEncoder, ManifestText, manifest_text
 from io_tui.core.store.requests import RequestRecord

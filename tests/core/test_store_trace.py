@@ -9,7 +9,7 @@ import pytest
 
 from io_tui.core.events import EventKind, RunEvent
 from io_tui.core.ledger import Observation, ObsKind
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store import Store
 from io_tui.core.store.requests import RequestRecord
 from io_tui.core.store.runs import StepCommit

@@ -7,14 +7,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.providers.base import (
-    Attempt,
-    Completed,
-    CompletionRequest,
-    Response,
-    TextDelta,
-    ToolCall,
-)
+from io_tui.core.providers.base import Attempt, Completed, CompletionRequest, Response, TextDelta
+from io_tui.core.providers.messages import ToolCall
 
 
 class SlowProvider:

@@ -11,7 +11,7 @@ from io_tui.core.context.frame import Frame
 from io_tui.core.context.manifest import EntryState, ManifestEntry
 from io_tui.core.contract import Compaction, TaskContract
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.ui.manifest import (
     FILTERS,
     diff_requests,

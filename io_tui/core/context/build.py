@@ -44,7 +44,7 @@ from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import entry_cap_chars
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.memory.notes import MemoryNote, render_notes
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import steps_target, summary_head
 
 _WHOLE = frozenset({EntryState.FULL, EntryState.CAPPED})  # a pending entry's own content sent

@@ -14,7 +14,7 @@ from io_tui.core.context.stubs import RECALL, receipt, receipt_rank, what
 from io_tui.core.context.turns import clip
 from io_tui.core.contract import CHARS_PER_TOKEN, estimate_tokens
 from io_tui.core.ledger import Observation, StepRecord
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import collapse_head
 
 MAX_KEPT = 40  # receipts of each rank the line names, newest first (the ledger keeps all)

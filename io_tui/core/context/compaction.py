@@ -34,13 +34,8 @@ from io_tui.core.context.summary import (
 )
 from io_tui.core.context.turns import COMPACT_CHARS, clip, message_tokens
 from io_tui.core.contract import CHARS_PER_TOKEN, CachePrices, Compaction
-from io_tui.core.providers.base import (
-    CompletionRequest,
-    ErrorKind,
-    Message,
-    ProviderError,
-    ToolSpec,
-)
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, ToolSpec
+from io_tui.core.providers.messages import Message
 
 AFTER_FOLD = 0.625  # of the threshold: where a fold must bring the request back to
 

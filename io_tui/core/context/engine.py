@@ -16,7 +16,8 @@ from io_tui.core.context.summary import Agreement, Summarizer, Summary
 from io_tui.core.context.turns import TurnCache, message_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
 from io_tui.core.memory.notes import MemoryNote
-from io_tui.core.providers.base import Message, ToolSpec
+from io_tui.core.providers.base import ToolSpec
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.prefix import common_prefix
 
 # the states whose result a request sends something of its own for (a stub stands for none)

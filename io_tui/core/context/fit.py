@@ -11,7 +11,7 @@ from io_tui.core.context.collapse import collapse_line
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.refresh import Resolver
 from io_tui.core.context.settled import measure
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 
 
 async def fit(

@@ -19,7 +19,8 @@ from io_tui.core.context.labels import (
 )
 from io_tui.core.context.manifest import Omission, Section
 from io_tui.core.contract import TaskContract, estimate_tokens
-from io_tui.core.providers.base import Message, ToolSpec
+from io_tui.core.providers.base import ToolSpec
+from io_tui.core.providers.messages import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from io_tui.core.context.plan import Rewrite
 from io_tui.core.context.summary import Summary
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import is_operator_line
 
 

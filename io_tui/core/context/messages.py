@@ -17,7 +17,7 @@ from io_tui.core.context.stubs import what
 from io_tui.core.context.turns import NO_RESULT
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import capped_chars
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import result_head
 
 

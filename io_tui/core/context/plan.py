@@ -31,7 +31,7 @@ from typing import Any
 
 from io_tui.core.contract import CachePrices
 from io_tui.core.memory.notes import RenderedMemory
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 
 CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming ones
 

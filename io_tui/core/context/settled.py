@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from io_tui.core.context.manifest import ManifestEntry
     from io_tui.core.context.step import Step
-    from io_tui.core.providers.base import Message
+    from io_tui.core.providers.messages import Message
 
 NEVER = -(1 << 62)  # H(0): the maximum over no steps
 

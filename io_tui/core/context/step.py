@@ -19,7 +19,7 @@ from io_tui.core.context.stubs import (
 from io_tui.core.context.turns import COMPACT_CHARS, RenderedTurn, TurnCache, render_turn
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 
 
 @dataclass(slots=True, eq=False)

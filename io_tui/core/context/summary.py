@@ -26,7 +26,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from io_tui.core.providers.base import CompletionRequest, Message, ToolSpec
+from io_tui.core.providers.base import CompletionRequest, ToolSpec
+from io_tui.core.providers.messages import Message
 
 Summarizer = Callable[[CompletionRequest], Awaitable[str]]
 SummarySource = Literal["provider", "digest"]

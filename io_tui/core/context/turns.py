@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import StepRecord
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.text.heads import operator_line
 
 COMPACT_CHARS = 160  # what an out-of-window turn keeps of its text and of each long argument

@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.providers.base import CompletionRequest, Message, ProviderError, ToolCall, Usage
+from io_tui.core.providers.base import CompletionRequest, ProviderError, Usage
 from io_tui.core.providers.errors import classify, error_detail
 from io_tui.core.providers.http_provider import HttpProvider, extra_headers
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.sse import ServerSentEvent
 from io_tui.core.providers.wire import (
     Draft,

@@ -16,16 +16,10 @@ from typing import Any
 
 import httpx
 
-from io_tui.core.providers.base import (
-    CompletionRequest,
-    Message,
-    ProviderError,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from io_tui.core.providers.base import CompletionRequest, ProviderError, ToolSpec, Usage
 from io_tui.core.providers.errors import classify, error_detail
 from io_tui.core.providers.http_provider import HttpProvider, extra_headers
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.sse import ServerSentEvent
 from io_tui.core.providers.wire import (
     Draft,

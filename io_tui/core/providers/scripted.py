@@ -22,10 +22,10 @@ from io_tui.core.providers.base import (
     Response,
     StreamEvent,
     TextDelta,
-    ToolCall,
     Usage,
     check_window,
 )
+from io_tui.core.providers.messages import ToolCall
 
 
 class ScriptError(ValueError):

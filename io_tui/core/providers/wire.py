@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, ToolCall, Usage
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, Usage
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.providers.sse import ServerSentEvent
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4_096  # a request that names no limit, sent to a wire directly

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.review.material import ReviewAsk
 
 SYSTEM = """You review one action that an autonomous coding agent wants to take while no human \

@@ -24,7 +24,7 @@ from io_tui.core.errors import ServerError, WorkspaceError
 from io_tui.core.events import EventKind
 from io_tui.core.hooks.moments import HOOK_LAYER
 from io_tui.core.ledger import Observation, ObsKind, bound_text
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.run.ask import AskingRun, Question, ask, put_to_operator, take_decision
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry

@@ -36,7 +36,8 @@ from io_tui.core.events import HAND_BACK, LEASE_LOST, OPERATOR_CANCEL, READER_GO
 from io_tui.core.hooks.moments import load_run_hooks
 from io_tui.core.hooks.runner import HookRun
 from io_tui.core.ledger import ObsKind
-from io_tui.core.providers.base import ErrorKind, ProviderError, ToolCall
+from io_tui.core.providers.base import ErrorKind, ProviderError
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.run.calls import CallResult, CallRunner
 from io_tui.core.run.harness import CHILD_DEFAULT_STEPS, Harness
 from io_tui.core.run.log_entry import append_run_log

@@ -33,7 +33,6 @@ from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
     ErrorKind,
-    Message,
     ProviderError,
     Response,
     Retrying,
@@ -45,6 +44,7 @@ from io_tui.core.providers.base import (
     tools_ignored,
     window_source,
 )
+from io_tui.core.providers.messages import Message
 from io_tui.core.run.calls import framed
 from io_tui.core.run.meter import RequestCost
 from io_tui.core.run.pinned import PinnedRequest

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.providers.base import Message
+from io_tui.core.providers.messages import Message
 from io_tui.core.store import Store
 from io_tui.core.store.runs import RunRow
 

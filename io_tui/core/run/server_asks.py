@@ -23,7 +23,8 @@ from io_tui.core.authority.policy import Act
 from io_tui.core.mcp.asks import is_server_ask
 from io_tui.core.mcp.elicitation import ELICITATION, ElicitAnswer, ElicitAsk
 from io_tui.core.mcp.sampling import SAMPLING, SamplingAsk
-from io_tui.core.providers.base import CompletionRequest, Message, complete
+from io_tui.core.providers.base import CompletionRequest, complete
+from io_tui.core.providers.messages import Message
 from io_tui.core.run.ask import AskingRun, Question, ask
 from io_tui.core.store import Store
 from io_tui.core.store.requests import RequestRecord

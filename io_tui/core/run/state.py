@@ -25,7 +25,8 @@ from io_tui.core.hooks.moments import RunHooks
 from io_tui.core.ledger import Observation, StepRecord
 from io_tui.core.memory.notes import MemoryNote
 from io_tui.core.progress.keeper import ProgressKeeper
-from io_tui.core.providers.base import Message, ToolCall, ToolSpec
+from io_tui.core.providers.base import ToolSpec
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.run.calls import CallResult
 from io_tui.core.run.escalate import ask_outside_sandbox
 from io_tui.core.run.harness import Harness

@@ -13,7 +13,7 @@ result, then the parent goes on (``run.spawn``).
 from __future__ import annotations
 
 from io_tui.core.events import EventKind
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store import Store
 from io_tui.core.store.runs import RunRow
 

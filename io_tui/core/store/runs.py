@@ -15,7 +15,7 @@ import aiosqlite
 
 from io_tui.core.events import LIVE_ONLY, RunEvent
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store.clock import store_time
 from io_tui.core.store.db import Connection, Database, fetch, row_as
 from io_tui.core.store.leases import LEASE_RELEASED, LIVE_STATUSES, OWNER, Fence, fenced

@@ -14,7 +14,7 @@ from typing import Any
 
 import aiosqlite
 
-from io_tui.core.providers.base import ToolCall
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store.db import Database, row_as
 from io_tui.core.store.requests import CHAINS, RequestFigures, RequestRow, expand_deltas
 

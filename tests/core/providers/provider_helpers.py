@@ -13,12 +13,12 @@ import httpx
 from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
-    Message,
     Provider,
     Response,
     TextDelta,
     ToolSpec,
 )
+from io_tui.core.providers.messages import Message
 
 WIRE = Path(__file__).resolve().parents[2] / "fixtures" / "wire"
 

@@ -9,14 +9,8 @@ import pytest
 from provider_helpers import WEATHER, Script, recorded, run, sse, sse_response
 
 from io_tui.core.providers.anthropic import AnthropicProvider
-from io_tui.core.providers.base import (
-    CompletionRequest,
-    ErrorKind,
-    Message,
-    ProviderError,
-    ToolCall,
-    Usage,
-)
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, Usage
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.retry import RetryPolicy
 
 

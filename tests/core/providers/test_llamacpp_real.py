@@ -25,12 +25,8 @@ from llama_server import llama_server
 from io_tui.core.authority.approvals import DenyAll
 from io_tui.core.context.summary import shared_summary_request
 from io_tui.core.contract import TaskContract
-from io_tui.core.providers.base import (
-    Completed,
-    CompletionRequest,
-    Message,
-    Usage,
-)
+from io_tui.core.providers.base import Completed, CompletionRequest, Usage
+from io_tui.core.providers.messages import Message
 from io_tui.core.providers.presets import make_provider
 from io_tui.core.run.harness import Harness
 from io_tui.core.run.loop import start_run

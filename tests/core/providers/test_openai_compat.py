@@ -9,14 +9,8 @@ import httpx
 import pytest
 from provider_helpers import WEATHER, Script, ask, jsonl_as_sse, recorded, run, sse, sse_response
 
-from io_tui.core.providers.base import (
-    CompletionRequest,
-    ErrorKind,
-    Message,
-    ProviderError,
-    ToolCall,
-    Usage,
-)
+from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, Usage
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.retry import RetryPolicy
 

@@ -17,12 +17,12 @@ from io_tui.core.providers.anthropic import AnthropicProvider
 from io_tui.core.providers.base import (
     CompletionRequest,
     ErrorKind,
-    Message,
     ProviderConfigError,
     ProviderError,
 )
 from io_tui.core.providers.factory import provider_from_description
 from io_tui.core.providers.fallback import FallbackProvider
+from io_tui.core.providers.messages import Message
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.presets import (
     PRESETS,

@@ -18,9 +18,9 @@ from io_tui.core.providers.base import (
     ProviderError,
     Retrying,
     TextDelta,
-    ToolCall,
     Usage,
 )
+from io_tui.core.providers.messages import ToolCall
 from io_tui.core.providers.openai_compat import OpenAICompatProvider
 from io_tui.core.providers.retry import RetryPolicy
 

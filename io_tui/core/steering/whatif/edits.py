@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.providers.base import Message, ToolCall
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.text.heads import MEMORY_HEADER
 
 

@@ -25,14 +25,13 @@ from io_tui.core.contract import CachePrices, contract_from_json
 from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
-    Message,
     Provider,
     ProviderError,
     Response,
     TextDelta,
-    ToolCall,
     ToolSpec,
 )
+from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.run.harness import harness_registry
 from io_tui.core.run.model_turn import run_cache_key
 from io_tui.core.steering.whatif.edits import (
