@@ -26,14 +26,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Tree
 
-from io_tui.core import (
-    CANCELLABLE,
-    MemoryLimits,
-    ProgressLedger,
-    Store,
-    ledger_of,
-    usage_hit_rate,
-)
+from io_tui.core import CANCELLABLE, Store
 from io_tui.ui import attention
 from io_tui.ui.answers import on_answer
 from io_tui.ui.data import StepData, load_steps
@@ -50,6 +43,7 @@ from io_tui.ui.widgets.title_bar import TitleBar
 from io_tui.ui.widgets.transcript import MAX_STEPS, Transcript
 
 if TYPE_CHECKING:
+    from io_tui.core import ProgressLedger
     from io_tui.ui.hosts import RunHost
 
 VIEW_INTERVAL = 0.1  # seconds: selection-driven store reads at most ~10×/s
@@ -404,6 +398,10 @@ class MainScreen(SkeletonScreen):
             self._refresh_gauges()
 
     def _refresh_gauges(self) -> None:
+        # the core modules the gauges and the ledger read (~17 ms of dataclasses) load when a
+        # run is first shown, not on the way to the panes
+        from io_tui.core import MemoryLimits, usage_hit_rate
+
         run = self.runs.get(self.selected_run) if self.selected_run is not None else None
         if run is None:
             return
@@ -510,6 +508,8 @@ class MainScreen(SkeletonScreen):
 
     @work(group="ledger", exclusive=True, exit_on_error=False)
     async def load_ledger(self, run_id: int) -> None:
+        from io_tui.core import ledger_of
+
         try:
             ledger = await ledger_of(self.store, run_id)
         except LookupError:

@@ -8,19 +8,24 @@ names the run, the revision and the digest, so what the pane shows can be matche
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.getters import query_one
 from textual.widgets import Static
 
-from io_tui.core import ProgressLedger, render_ledger
+if TYPE_CHECKING:
+    from io_tui.core import ProgressLedger
 
 
 def ledger_content(ledger: ProgressLedger) -> Content:
     """The ledger's text, styled by line: the headings, what failed, the next safe action. Its
     long opening line becomes a short one (the title names the run and revision), and the next
     safe action comes first, where a glance finds it."""
+    from io_tui.core import render_ledger  # loaded with the ledger (``ledger_of``), not the pane
+
     lines = render_ledger(ledger).splitlines()[1:]
     action = next(i for i, line in enumerate(lines) if line.startswith("Next safe action:"))
     lines.insert(0, lines.pop(action))
