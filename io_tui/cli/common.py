@@ -42,11 +42,18 @@ def store_path(args: Namespace) -> StoreLocation:
 
 
 def first_store_path(args: Namespace) -> StoreLocation:
-    """``store_path`` before the settings are loaded (the app shows the store's runs first): the
-    config's ``store`` as its TOML says, not validated. The app holds it to ``store_path`` once
-    the settings are loaded."""
+    """``store_path`` before the settings are loaded (the app shows the store's runs first),
+    read as the settings read the config's ``store``, without pydantic: where there is a config
+    file, ``IO_TUI_STORE`` in any case of its name (set, even empty, it wins), else the file's
+    ``store`` as its TOML says, not validated. The app holds it to ``store_path`` once the
+    settings are loaded."""
 
     def configured() -> str | None:
+        if not config_file().exists():
+            return None
+        variables = {name.upper(): value for name, value in os.environ.items()}
+        if "IO_TUI_STORE" in variables:
+            return variables["IO_TUI_STORE"] or None
         store = config_table().get("store")
         return store if isinstance(store, str) else None
 

@@ -193,7 +193,8 @@ def test_the_cockpits_panes_come_before_the_settings(tmp_path: Path) -> None:
         "print(_Boot(argparse.Namespace(store=None)).store())\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    env = {**os.environ, "IO_TUI_CONFIG": str(config), "IO_TUI_STORE": ""}
+    env = {**os.environ, "IO_TUI_CONFIG": str(config)}
+    env.pop("IO_TUI_STORE", None)  # set, even empty, it would name the store
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
         env=env,
