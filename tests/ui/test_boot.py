@@ -207,14 +207,20 @@ async def test_a_new_run_asked_for_while_the_cockpit_loads_opens(tmp_path: Path)
         await _until(pilot, lambda: task() == ["fix"])
 
 
-async def test_quit_while_the_cockpit_loads(tmp_path: Path) -> None:
-    boot = HeldBoot(tmp_path / "store.db")
+@pytest.mark.parametrize("step", ["store", "settings"])
+async def test_quit_while_the_cockpit_loads(tmp_path: Path, step: str) -> None:
+    """ctrl+q quits at once, on the skeleton (the store being found) as on the panes (the
+    settings loading); what the boot thread returns after builds nothing."""
+    boot = HeldBoot(tmp_path / "store.db", hold_settings=True)
     app = boot_app(boot)
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, boot.called.is_set)
+        if step == "settings":
+            boot.release()
+        await _until(pilot, (boot.settings_called if step == "settings" else boot.called).is_set)
         await pilot.press("ctrl+q")
         await _until(pilot, lambda: app.return_code is not None, turns=300)  # at once
-        boot.release()  # the boot thread ends; nothing is built from it
+        boot.release()
+        boot.settings_gate.set()  # the boot thread ends; nothing is built from it
     assert app.return_code == 0 and not app.started
 
 
