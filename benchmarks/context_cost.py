@@ -59,7 +59,6 @@ from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.context.cache import cached_prefix, message_key, request_cost, stored_tokens
 from io_tui.core.context.turns import message_tokens
 from io_tui.core.contract import (
-    CachePrices,
     ContextBudget,
     TaskContract,
     entry_cap_chars,
@@ -67,6 +66,7 @@ from io_tui.core.contract import (
 )
 from io_tui.core.ledger import StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote, render_notes
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import CompletionRequest, StreamEvent
 from io_tui.core.providers.messages import Message
 from io_tui.core.providers.scripted import ScriptedProvider

@@ -33,7 +33,7 @@ from context_cost import Pricer, step_messages
 from session_metrics import message_of
 from session_replay import Replay, all_sessions, load, replay
 
-from io_tui.core.contract import CachePrices
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message
 
 CORRECTION = re.compile(r"\[correction of step \d+'s (\w+)")

@@ -90,8 +90,8 @@ from session_replay import (
 )
 
 from io_tui.core.context.cache import cached_prefix, request_cost
-from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import StepRecord
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message
 
 QUICK_STEPS = 30

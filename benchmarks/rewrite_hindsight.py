@@ -61,8 +61,9 @@ from io_tui.core.context.frame import Frame
 from io_tui.core.context.live import LiveSteps
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.summary import Summary
-from io_tui.core.contract import CachePrices, TaskContract
+from io_tui.core.contract import TaskContract
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord, content_digest
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message
 from io_tui.core.text.heads import summary_steps
 

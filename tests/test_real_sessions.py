@@ -15,7 +15,7 @@ sys.path.insert(0, str(BENCHMARKS))
 import real_sessions  # noqa: E402
 import session_convert  # noqa: E402
 
-from io_tui.core.contract import CachePrices  # noqa: E402
+from io_tui.core.prices import CachePrices  # noqa: E402
 from io_tui.core.providers.messages import Message, ToolCall  # noqa: E402
 
 

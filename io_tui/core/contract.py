@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from io_tui.core.prices import CachePrices
 from io_tui.core.tokens import estimate_tokens as estimate_tokens  # re-exported
 
 # Chars per token where a token budget becomes a char cap (the entry cap, summary and collapse
@@ -74,25 +75,6 @@ class MemoryLimits:
     max_entries: int = 64
     max_chars: int = 16_000
     max_entry_chars: int = 2_000
-
-
-@dataclass(frozen=True, slots=True)
-class CachePrices:
-    """What one input token costs, relative to an uncached one, when the provider caches prompt
-    prefixes (../shared/CONTEXT-COST.md). The context engine weighs a rewrite of an earlier
-    message against these; presets set them per provider (the default is Anthropic's).
-
-    ``min_prefix_tokens``: a prefix shorter than this is never cached (OpenAI: 1,024).
-    """
-
-    uncached: float = 1.0
-    write: float = 1.25
-    read: float = 0.1
-    min_prefix_tokens: int = 0
-
-    def __post_init__(self) -> None:
-        if min(self.uncached, self.write, self.read) < 0 or self.min_prefix_tokens < 0:
-            raise ValueError("cache prices must not be negative")
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,7 @@ TRACE_LEAVES = (
     "io_tui.core.boundary.workspace",
     "io_tui.core.context.plan",
     "io_tui.core.context.summary",
+    "io_tui.core.contract",  # the run's contract: the cost annotation reads its prices only
     "io_tui.core.progress.fold",
     "io_tui.core.providers.base",  # the provider contract: a trace holds messages only
     "io_tui.core.store.pg",
@@ -102,9 +103,9 @@ TRACE_LEAVES = (
 
 
 # and what one shape leaves besides: the readable trace, the prompt-cache annotation (with the
-# context's estimates and the contract); the JSON document, the ledger's text
+# context's estimates); the JSON document, the ledger's text
 SHAPE_LEAVES = {
-    (): ("io_tui.core.context.cache", "io_tui.core.contract"),
+    (): ("io_tui.core.context.cache",),
     ("--json",): ("io_tui.core.progress.render",),
 }
 

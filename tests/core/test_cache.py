@@ -22,7 +22,8 @@ from io_tui.core.context.cache import (
     tools_tokens,
     usage_hit_rate,
 )
-from io_tui.core.contract import CachePrices, TaskContract
+from io_tui.core.contract import TaskContract
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import CompletionRequest, StreamEvent, Usage
 from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.providers.presets import make_provider

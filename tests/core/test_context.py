@@ -17,15 +17,10 @@ from io_tui.core.context.manifest import Assembly, EntryState, ManifestEntry
 from io_tui.core.context.refresh import Fresh, RefreshFailed
 from io_tui.core.context.summary import Summary
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import (
-    CachePrices,
-    Compaction,
-    ContextBudget,
-    TaskContract,
-    entry_cap_chars,
-)
+from io_tui.core.contract import Compaction, ContextBudget, TaskContract, entry_cap_chars
 from io_tui.core.ledger import Observation, ObsKind, StepRecord, bound_text
 from io_tui.core.memory.notes import MemoryNote
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import CompletionRequest, ToolSpec
 from io_tui.core.providers.messages import Message, ToolCall
 

@@ -18,14 +18,9 @@ from io_tui.core.context.manifest import EntryState
 from io_tui.core.context.plan import Rewrite, extends
 from io_tui.core.context.refresh import Fresh
 from io_tui.core.context.stubs import apply_echo
-from io_tui.core.contract import (
-    CHARS_PER_TOKEN,
-    CachePrices,
-    Compaction,
-    TaskContract,
-    estimate_tokens,
-)
+from io_tui.core.contract import CHARS_PER_TOKEN, Compaction, TaskContract, estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import ToolCall
 from io_tui.core.steering.trace import rewrite_line, rewrites_saved
 from io_tui.core.text.prefix import common_prefix

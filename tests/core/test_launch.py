@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from io_tui.config import Settings, load_settings
-from io_tui.core.contract import CachePrices
+from io_tui.core.prices import CachePrices
 from io_tui.core.run.launch import build_run
 from io_tui.core.run.request import NewRunRequest
 from io_tui.core.run.settings import RunSettings

@@ -8,8 +8,9 @@ import pytest
 
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import CachePrices, estimate_tokens
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import Observation, ObsKind, StepRecord
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import Usage
 from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.run.meter import CostMeter

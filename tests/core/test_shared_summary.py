@@ -15,8 +15,8 @@ from io_tui.core.context.engine import ContextEngine
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.summary import SUMMARY_SYSTEM_PROMPT, Agreement, Summary
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import CachePrices
 from io_tui.core.ledger import ObsKind
+from io_tui.core.prices import CachePrices
 from io_tui.core.progress.model import ProgressLedger
 from io_tui.core.progress.render import OBJECTIVE_ABOVE, render_ledger
 from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import CachePrices
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.text.heads import MEMORY_HEADER, collapse_steps, is_operator_line, summary_steps
 from io_tui.core.text.prefix import common_prefix

@@ -33,7 +33,8 @@ from io_tui.core.context.summary import (
     summary_request,
 )
 from io_tui.core.context.turns import COMPACT_CHARS, clip, message_tokens
-from io_tui.core.contract import CHARS_PER_TOKEN, CachePrices, Compaction
+from io_tui.core.contract import CHARS_PER_TOKEN, Compaction
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import CompletionRequest, ErrorKind, ProviderError, ToolSpec
 from io_tui.core.providers.messages import Message
 

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from io_tui.core.contract import CachePrices
 from io_tui.core.memory.notes import RenderedMemory
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message
 
 CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming ones

@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import StepRecord
 from io_tui.core.providers.messages import Message, ToolCall
 from io_tui.core.text.heads import operator_line
+from io_tui.core.tokens import estimate_tokens
 
 COMPACT_CHARS = 160  # what an out-of-window turn keeps of its text and of each long argument
 NO_RESULT = "[no result was recorded for this call]"

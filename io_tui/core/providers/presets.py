@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from io_tui.core.contract import CachePrices
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.anthropic import API_VERSION, AnthropicProvider
 from io_tui.core.providers.base import Provider, ProviderConfigError, check_window
 from io_tui.core.providers.credentials import credentials_path, read_credential

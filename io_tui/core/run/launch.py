@@ -16,8 +16,9 @@ from pathlib import Path
 
 from io_tui.core.authority.policy import Policy
 from io_tui.core.boundary.workspace import Workspace, WorkspaceError
-from io_tui.core.contract import CachePrices, ContextBudget, TaskContract, contract_from_json
+from io_tui.core.contract import ContextBudget, TaskContract, contract_from_json
 from io_tui.core.mcp.config import FoundServers
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import Provider, ProviderConfigError
 from io_tui.core.providers.factory import build_provider
 from io_tui.core.providers.scripted import ScriptError

@@ -19,8 +19,9 @@ from typing import Any
 from io_tui.core.context.cache import request_cost
 from io_tui.core.context.manifest import Assembly
 from io_tui.core.context.turns import message_tokens
-from io_tui.core.contract import CachePrices, estimate_tokens
+from io_tui.core.contract import estimate_tokens
 from io_tui.core.ledger import StepRecord
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import Usage
 from io_tui.core.providers.messages import Message
 from io_tui.core.text.prefix import common_prefix

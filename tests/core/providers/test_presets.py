@@ -12,7 +12,7 @@ import pytest
 from provider_helpers import Script, run, sse_response
 from replay_server import ReplayServer, json_reply
 
-from io_tui.core.contract import CachePrices
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.anthropic import AnthropicProvider
 from io_tui.core.providers.base import (
     CompletionRequest,

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from io_tui.core.contract import CachePrices, contract_from_json
+from io_tui.core.contract import contract_from_json
+from io_tui.core.prices import CachePrices
 from io_tui.core.providers.base import (
     Completed,
     CompletionRequest,
