@@ -16,6 +16,7 @@ from io_tui.core import json_safe
 from io_tui.paths import config_file, config_table, default_store_path
 
 if TYPE_CHECKING:
+    from io_tui.config import Settings
     from io_tui.core import ServerSource, Store, StoreLocation
 
 EXIT_OK = 0
@@ -35,10 +36,11 @@ class UsageError(Exception):
     """Bad usage or config: printed as one line, exit 2."""
 
 
-def store_path(args: Namespace) -> StoreLocation:
+def store_path(args: Namespace, settings: Settings | None = None) -> StoreLocation:
     """``--store``, else ``IO_TUI_STORE``, else the config's ``store``, else the data dir's file;
-    a ``postgresql://`` URL selects PostgreSQL (shown and passed on without its password)."""
-    return _store_path(args, _configured_store)
+    a ``postgresql://`` URL selects PostgreSQL (shown and passed on without its password).
+    ``settings``: loaded already (the config file is not read again)."""
+    return _store_path(args, lambda: _configured_store(settings))
 
 
 def first_store_path(args: Namespace) -> StoreLocation:
@@ -67,9 +69,11 @@ def _store_path(args: Namespace, configured: Callable[[], str | None]) -> StoreL
     return store_location(given) if given else default_store_path()
 
 
-def _configured_store() -> str | None:
+def _configured_store(settings: Settings | None) -> str | None:
     if not config_file().exists():
         return None
+    if settings is not None:
+        return settings.store
     from io_tui.config import ConfigError, load_settings
 
     try:

@@ -95,7 +95,7 @@ class _Boot:
             settings = load_settings()
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        configured = store_path(self.args)
+        configured = store_path(self.args, settings)
         if configured != self.located:  # the config file changed as the app started
             raise UsageError(f"the store is now {configured}, not {self.located}: start again")
         return settings

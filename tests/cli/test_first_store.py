@@ -1,6 +1,7 @@
 """The app shows a store's runs before it loads the settings (``first_store_path``, read without
 pydantic), then holds that store to the one the settings name (``store_path``): for every way
-the store can be given, both find the same, or the app would end at its settings' load."""
+the store can be given, both find the same, or the app would end at its settings' load (which
+hands ``store_path`` the settings it loaded, not to read the file again)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from io_tui.cli.common import first_store_path, store_path
+from io_tui.config import load_settings
 
 
 @pytest.mark.parametrize(
@@ -44,4 +46,4 @@ def test_the_store_found_before_the_settings_is_the_one_they_name(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     args = argparse.Namespace(store=flag)
-    assert first_store_path(args) == store_path(args)
+    assert first_store_path(args) == store_path(args) == store_path(args, load_settings())

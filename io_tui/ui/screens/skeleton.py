@@ -29,7 +29,8 @@ class SkeletonScreen(Screen[None]):
         self._skeleton: Skeleton | None = None
 
     def on_screen_resume(self) -> None:
-        self.post_message(self.Painted())
+        if self._skeleton is not None:  # the main screen, once its panes are up, is not one
+            self.post_message(self.Painted())
 
     def compose(self) -> ComposeResult:
         # The layout alone, drawn by the screen (``render_line``): the panes' widgets cost ~7×
