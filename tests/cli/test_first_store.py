@@ -27,7 +27,8 @@ from io_tui.config import load_settings
         ("store = 'kept.db'\n", {"IO_TUI_STORE": "env.db"}, "flag.db"),
         ("store = ''\n", {}, None),
         ("[ui]\ntheme = 'io-light'\n", {}, None),
-        ("store = 'postgresql://u:secret@127.0.0.1:5432/io'\n", {}, None),
+        # a URL without a password: one given there is put in this process's PGPASSWORD
+        ("store = 'postgresql://u@127.0.0.1:5432/io'\n", {}, None),
     ],
 )
 def test_the_store_found_before_the_settings_is_the_one_they_name(
