@@ -263,7 +263,7 @@ async def test_a_broken_theme_file_is_said_once_after_the_boot(
     boot.release()
     app = boot_app(boot)
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: _ready(app))
+        await _until(pilot, lambda: app.started)  # the settings loaded, the themes checked
         await pilot.pause(0.1)
         said = [n.message for n in app._notifications if "oops.toml" in n.message]
     assert len(said) == 1 and app.theme == "io-light"
@@ -308,7 +308,7 @@ async def test_the_first_frame_is_in_the_theme_the_settings_choose(
         if broken:
             boot.error = ValueError("not valid TOML")
         boot.release()
-        await _until(pilot, lambda: _ready(app) or app.return_code is not None)
+        await _until(pilot, lambda: app.started or app.return_code is not None)
         assert app.theme == first
 
 
