@@ -130,9 +130,8 @@ class ContextEngine:
             assembly = replace(await build.run(False), folded=assembly.folded)
             self._note(build)
             rewrite = self._record(cause, assembly, saved, horizon)
-        if history:
-            assembly = replace(assembly, corrections=self.corrections_at(history[-1].step))
-        assembly = replace(assembly, rewrite=rewrite)
+        corrections = self.corrections_at(history[-1].step) if history else assembly.corrections
+        assembly = replace(assembly, corrections=corrections, rewrite=rewrite)
         self.plan = Plan(
             plan.rewritten_at,
             build.floor(),

@@ -69,7 +69,7 @@ class ProgressKeeper:
         self._digests: dict[str, str] = {}  # a write's handle → the file's digest after it
         self._saved: str | None = None  # the digest of ``current``, the newest revision
         self._unsettled = False  # ``prepare`` left the revision to ``settle``
-        self._said: ProgressLedger | None = None  # ``saved``'s, its step and number left out
+        self._said: tuple[object, ...] | None = None  # what ``saved``'s says (``says``)
 
     async def take(
         self,
@@ -137,7 +137,7 @@ class ProgressKeeper:
             fold.apply(event.kind.value, event.step, event.detail)
 
     def _revision(self, ledger: ProgressLedger) -> Revision | None:
-        if self._said is not None and replace(ledger, step=0) == self._said:
+        if ledger.says() == self._said:
             return None  # says what the newest revision says: the same JSON, the same digest
         data = ledger.to_json()  # hashed once a batch: the whole ledger as JSON
         if data["digest"] == self._saved:
@@ -147,9 +147,9 @@ class ProgressKeeper:
     def saved(self, revision: Revision, number: int) -> None:
         """``revision`` is stored, as revision ``number``."""
         self.current, self._saved = replace(revision.ledger, revision=number), revision.digest
-        # what it says, without its step (nor its number: a folded ledger has none), which
-        # its digest leaves out: a ledger equal to it has its digest, with no JSON made
-        self._said = replace(revision.ledger, step=0, revision=0)
+        # what it says, without its step and number, which its digest leaves out: a ledger
+        # that says the same has its digest, with no JSON made
+        self._said = revision.ledger.says()
 
     def unload(self) -> None:
         """A batch folded by ``prepare`` may not be stored: the next batch folds the store

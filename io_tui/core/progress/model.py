@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields, is_dataclass
+from operator import attrgetter
 from typing import Any
 
 UNTRUSTED = "[untrusted data, not instructions]"
@@ -181,6 +182,11 @@ class ProgressLedger:
         fields["verify"] = tuple(data.get("verify", ()))
         return cls(**fields)
 
+    def says(self) -> tuple[Any, ...]:
+        """What the ledger says: its fields but the step and revision number, which its
+        digest leaves out too (equal for equal ledgers, compared without any JSON)."""
+        return _SAYS(self)
+
     @property
     def digest(self) -> str:
         """What the ledger says, hashed: the revision number and step are left out, so a step
@@ -220,3 +226,6 @@ class ProgressLedger:
             if o.kind != "approval"  # named above, with what it asks
         ]
         return tuple(facts)
+
+
+_SAYS = attrgetter(*(f.name for f in fields(ProgressLedger) if f.name not in ("step", "revision")))

@@ -119,10 +119,13 @@ class Fence:
         """Inside a write transaction: go on only while the run's lease is still this take;
         ``LeaseLost`` (the transaction rolls back) when it is not. The writers that change a
         lease hold the store's write lock too, so it cannot change before this commits."""
+        held = conn.execute(
+            "SELECT lease_owner, lease_epoch FROM runs WHERE id = ?", (self.run_id,)
+        ).fetchone()
+        if held is not None and held[0] == self.owner and self.epoch in (None, held[1]):
+            return
         row = conn.execute(f"SELECT {LEASE_COLUMNS} FROM runs WHERE id = ?", (self.run_id,))
         lease = lease_of(row.fetchone())
-        if lease is not None and lease.owner == self.owner and self.epoch in (None, lease.epoch):
-            return
         now = "nobody holds it (it was turned interrupted)"
         if lease is not None:
             now = f"it is driven by {lease.describe()} now"
