@@ -52,6 +52,10 @@ Per session and ceiling (``CONTEXT-COST.md`` prices: Anthropic's by default):
   price, the rest at the write price (``context_cost.Pricer``; a summary request that shares
   the working request's cache priced against it, one of its own uncached: ``summary_costs``);
   naive+cache prices the naive requests the same way (append-only: its prefix always hits).
+- ideal: oracle+turns priced with an ideal cache (``ideal_cost``), where leaving content out
+  costs nothing, over naive+cache: each request writes only its growth over the one before
+  (and at least the agent's newest turn) and reads the rest, at most the ceiling: about the
+  least an engine that carries the live content can pay; one that pays less leaves some out.
 - rewrites: the working requests whose cached prefix is shorter than their predecessor's, by
   the cause the trace gives (``core/context/cache.py``).
 """
@@ -151,8 +155,12 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
     tally(pricer, requests, s["io-tui"])
     tally(pricer, naive, s["naive+cache"])
     s["naive"] = Strategy(s["naive+cache"].plain, s["naive+cache"].plain * prices.uncached)
-    oracle_sizes = [sum(pricer.items(o)[1]) for o in oracles]
+    oracle_tokens = [pricer.items(o)[1] for o in oracles]
+    oracle_sizes = [sum(tokens) for tokens in oracle_tokens]
     s["oracle+turns"].plain = sum(oracle_sizes)
+    newest_turns = [tokens[-1] if len(o) > len(frame) else 0
+                    for o, tokens in zip(oracles, oracle_tokens, strict=True)]  # fmt: skip
+    s["oracle+turns"].cost = ideal_cost(oracle_sizes, newest_turns, r.ceiling, prices)
     summary_plain, summary_cost = summary_costs(r.trace["requests"], tools_tokens, prices)
     s["io-tui"].plain += summary_plain
     s["io-tui"].cost += summary_cost
@@ -193,6 +201,23 @@ def measure(r: Replay, prices: CachePrices) -> Figures:
     )  # fmt: skip
 
 
+def ideal_cost(
+    sizes: Sequence[int], turns: Sequence[int], ceiling: int, prices: CachePrices
+) -> float:
+    """The oracle+turns requests (``sizes``, at most ``ceiling`` each) priced with an ideal
+    cache, one where leaving content out costs nothing: each request writes only what it must
+    (its growth over the request before, and at least the agent's newest turn, ``turns``,
+    which no earlier request held) and reads the rest: about the least an engine that carries
+    the live content can pay (a real cache also charges for what leaving out rewrites)."""
+    cost, before = 0.0, 0
+    for size, turn in zip(sizes, turns, strict=True):
+        size = min(size, ceiling)
+        written = min(size, max(size - before, turn))
+        cost += request_cost(size, size - written, prices)
+        before = size
+    return cost
+
+
 def tally(pricer: Pricer, requests: Sequence[list[Message]], into: Strategy) -> None:
     previous: list[str] | None = None
     for messages in requests:
@@ -217,7 +242,7 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
     print(
         f"{'session':<30} {'steps':>5} {'fin':>3} {'stale':>9} {'recall':>11} {'fit':>11} "
         f"{'io-tui plain':>12} {'/naive':>6} {'/orc+t':>6} "
-        f"{'io-tui cost':>11} {'/naive+c':>8} {'rewrites':>8}"
+        f"{'io-tui cost':>11} {'/naive+c':>8} {'rewrites':>8} {'ideal':>5}"
     )
     for f in rows:
         s = f.strategies
@@ -228,7 +253,8 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
             f"{fit(f):>11} "
             f"{io.plain:>12,} {ratio(io.plain, s['naive'].plain):>6} "
             f"{ratio(io.plain, s['oracle+turns'].plain):>6} {io.cost:>11,.0f} "
-            f"{ratio(io.cost, s['naive+cache'].cost):>8} {io.rewrites / f.requests:>8.0%}"
+            f"{ratio(io.cost, s['naive+cache'].cost):>8} {io.rewrites / f.requests:>8.0%} "
+            f"{ratio(s['oracle+turns'].cost, s['naive+cache'].cost) if s['oracle+turns'].cost else '—':>5}"
         )
     real = [f for f in rows if not f.long]
     costs = sorted(cost_ratio(f) for f in real)
@@ -237,6 +263,13 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
             f"cost / naive+cache over the {len(real)} real sessions: mean "
             f"{sum(costs) / len(costs):.2f}, median {costs[len(costs) // 2]:.2f}, "
             f"range {costs[0]:.2f}–{costs[-1]:.2f}"
+        )
+    ideal = sorted(f.strategies["oracle+turns"].cost / f.strategies["naive+cache"].cost
+                   for f in real)  # fmt: skip
+    if ideal and ideal[0] > 0:
+        print(
+            f"ideal (the live content with an ideal cache, a bound) / naive+cache: mean "
+            f"{sum(ideal) / len(ideal):.2f}, range {ideal[0]:.2f}–{ideal[-1]:.2f}"
         )
     print("targets: " + "  ".join(f"{'✓' if ok else '✗'} {what}" for what, ok in targets(rows)))
     print("prefix rewrites by cause (all sessions):")
