@@ -107,6 +107,22 @@ def test_a_short_real_session_replays_through_the_cli_into_figures() -> None:
     assert 0.0 <= figures.recall <= 1.0
     # nine steps' live content fits 24k: every probe counts where it fits as well
     assert (figures.fit_recall, figures.fit_probes) == (figures.recall, figures.probes)
+    # the live content with an ideal cache costs less than re-sending everything
+    assert 0 < figures.strategies["oracle+turns"].cost < figures.strategies["naive+cache"].cost
+
+
+def test_the_ideal_cache_writes_only_growth_and_the_newest_turn() -> None:
+    """Each request writes its growth over the one before, at least the newest turn, and
+    reads the rest; no request is over the ceiling."""
+    prices = CachePrices()  # write 1.25, read 0.1
+    # 100 written; then 50 grown (> the 20-token turn); then shrunk, the 30-token turn written
+    assert real_sessions.ideal_cost([100, 150, 120], [0, 20, 30], 1_000, prices) == pytest.approx(
+        100 * 1.25 + (100 * 0.1 + 50 * 1.25) + (90 * 0.1 + 30 * 1.25)
+    )
+    # at a 110-token ceiling: 10 grown, but the 20-token turn is written; then the 30 again
+    assert real_sessions.ideal_cost([100, 150, 120], [0, 20, 30], 110, prices) == pytest.approx(
+        100 * 1.25 + (90 * 0.1 + 20 * 1.25) + (80 * 0.1 + 30 * 1.25)
+    )
 
 
 class Tree:
