@@ -110,7 +110,7 @@ def test_trace_json_matches_the_documented_schema(tmp_path, workspace, write_scr
     step = trace["steps"][0]
     assert {"step", "tool_calls", "decision", "result", "tokens", "unfinished_calls"} <= set(step)
     assert step["unfinished_calls"] == {}  # every call has its observation
-    (intent,) = trace["intents"]  # written before the read ran, closed with its observation
+    (intent,) = trace["intents"]  # a read's: written with its observation, done
     assert (intent["tool"], intent["status"], intent["act"]) == ("read_file", "done", "read")
     assert step["tool_calls"][0]["name"] == "read_file"
     assert "return a" in step["result"]  # the full, unelided result

@@ -3,7 +3,9 @@
 validate → gate → the ask (``ask.py``: the policy, else the operator) → intent → perform →
 bound. The same ``apply_decision`` path serves a live decision and one made later, after a
 restart. Every call is written to the store as an intent (its exact arguments, the approval
-that allowed it) before it executes; the step commit of its observation closes the intent.
+that allowed it) before it executes; the step commit of its observation closes the intent. A
+call that only reads is run again by a resumed run either way, so its intent is written with
+its observation instead (``store/intents.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from io_tui.core.hooks.moments import HOOK_LAYER
 from io_tui.core.ledger import Observation, ObsKind, bound_text
 from io_tui.core.providers.messages import ToolCall
 from io_tui.core.run.ask import AskingRun, Question, ask, put_to_operator, take_decision
+from io_tui.core.store.intents import Intent
 from io_tui.core.tools.base import Gate, Tool, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry
 
@@ -40,6 +43,7 @@ class CallResult:
     denied: bool = False
     decision: dict[str, Any] = field(default_factory=dict)
     closes_intent: tuple[int, str] | None = None  # an operator's reconciliation (id, status)
+    intent: Intent | None = None  # a call that only reads: its intent, committed with it
 
 
 @dataclass
@@ -184,28 +188,40 @@ class CallRunner:
         gate: Gate | None = None,
         approval_id: int | None = None,
     ) -> CallResult:
-        await self.state.store.intents.begin(
-            run_id=self.state.run_id,
-            step=step,
-            call_id=call.id,
-            tool=call.name,
-            arguments=call.arguments,
-            act=gate.act.value if gate else "",
-            target=gate.target if gate else "",
-            approval_id=approval_id,
-            before=await _file_before(ctx, gate),
-            fence=self.state.fence,
+        intent = Intent(
+            self.state.run_id,
+            step,
+            call.id,
+            call.name,
+            call.arguments,
+            gate.act.value if gate else "",
+            gate.target if gate else "",
+            approval_id,
+            await _file_before(ctx, gate),
+            time.time(),
         )
+        reads = tool.only_reads
+        if not reads:  # written before it runs: in flight at a crash, it is reconciled
+            await self.state.store.intents.write_ahead(intent, fence=self.state.fence)
+
+        def committed_with(result: CallResult) -> CallResult:
+            if reads:  # its intent goes to the store with its observation
+                result.intent = intent
+            return result
+
         await self.state.keep_lease()  # stopped since the intent? then not without the lease
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
         except ServerError as exc:
-            return self._observe(call, step, server_failed(call, exc, gate, note), ctx.cap_chars)
+            failed = server_failed(call, exc, gate, note)
+            return committed_with(self._observe(call, step, failed, ctx.cap_chars))
         except ToolError as exc:
             target = gate.target if gate else ""
-            return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
-        result = self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
+            error = self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
+            return committed_with(error)
+        ran = (started, time.time_ns())
+        result = committed_with(self._observe(call, step, outcome, ctx.cap_chars, note, ran))
         hooks = self.state.hooks
         if hooks is not None and hooks.has("PostToolUse"):
             said = await hooks.post_tool_use(

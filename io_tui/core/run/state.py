@@ -471,6 +471,7 @@ class RunState:
                     tokens,
                     operator_messages,
                     closed_intents=[r.closes_intent for r in results if r.closes_intent],
+                    intents=[r.intent for r in results if r.intent is not None],
                 ),
                 provider=self.harness.provider.describe(),
                 fence=self.fence,

@@ -6,12 +6,19 @@ the call's observation closes it (``done``) in the same transaction, so an inten
 ``started`` is a call that was in flight when its process died: its effect may or may not have
 happened (``io-tui trace`` says "started, outcome unknown"; a resume reconciles it). An operator's
 reconciliation closes it as ``rerun``, ``marked_done`` or ``skipped``.
+
+A call of a tool that only reads (``Tool.only_reads``: a file read, a listing, a search, a
+recorded result read back) is the exception: a resumed run runs it again whether or not it was
+in flight (``reconcile``: "it only reads"), so nothing is gained by writing it first, and its
+intent is written with its observation, ``done``, in the step commit (``StepCommit.intents``):
+one hand-off to the store's thread fewer for the calls agents make most.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +28,50 @@ from io_tui.core.store.db import Connection, Database, row_as
 from io_tui.core.store.leases import Fence, fenced
 
 STARTED = "started"
+_COLUMNS = "run_id, step, call_id, tool, arguments, act, target, approval_id, before, started_at"
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """A call's intent as written: before it executes (``IntentRepo.begin``), or, for a call
+    that only reads, with its observation (``StepCommit.intents``)."""
+
+    run_id: int
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    act: str = ""  # '' for a call no policy checks
+    target: str = ""
+    approval_id: int | None = None
+    before: dict[str, Any] | None = None  # a write's file before it: {"exists", "text"}
+    started_at: float = 0.0
+
+    def values(self) -> tuple[Any, ...]:
+        """The row's values, in ``_COLUMNS``' order."""
+        return (
+            self.run_id,
+            self.step,
+            self.call_id,
+            self.tool,
+            json.dumps(self.arguments),
+            self.act,
+            self.target,
+            self.approval_id,
+            json.dumps(self.before) if self.before is not None else None,
+            self.started_at,
+        )
+
+
+def insert_done(intents: Sequence[Intent], ended_at: float, conn: Connection) -> None:
+    """Inside the step commit: the intents of calls that only read, closed ``done`` with their
+    observations."""
+    if intents:
+        conn.executemany(
+            f"INSERT INTO intents ({_COLUMNS}, status, ended_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'done', ?)",
+            [(*i.values(), ended_at) for i in intents],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,25 +139,19 @@ class IntentRepo:
     ) -> int:
         """The call's intent, before it executes; its id. ``fence``: its driver's (``LeaseLost``,
         nothing written, once another holds the run: the call must not run)."""
-        values = (
-            run_id,
-            step,
-            call_id,
-            tool,
-            json.dumps(arguments),
-            act,
-            target,
-            approval_id,
-            json.dumps(before) if before is not None else None,
-            time.time(),
+        intent = Intent(
+            run_id, step, call_id, tool, arguments, act, target, approval_id, before, time.time()
         )
+        return await self.write_ahead(intent, fence=fence)
+
+    async def write_ahead(self, intent: Intent, *, fence: Fence | None = None) -> int:
+        """``intent``, before its call executes (``begin``); its id."""
+        values = intent.values()
 
         def insert(conn: Connection) -> int:
             fenced(fence, conn)
             cursor = conn.execute(
-                "INSERT INTO intents (run_id, step, call_id, tool, arguments, act, target,"
-                " approval_id, before, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
+                f"INSERT INTO intents ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid

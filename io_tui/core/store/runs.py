@@ -18,6 +18,7 @@ from io_tui.core.ledger import Observation, ObsKind, Seen, StepRecord
 from io_tui.core.providers.messages import ToolCall
 from io_tui.core.store.clock import store_time
 from io_tui.core.store.db import Connection, Database, fetch, row_as
+from io_tui.core.store.intents import Intent, insert_done
 from io_tui.core.store.leases import LEASE_RELEASED, LIVE_STATUSES, OWNER, Fence, fenced
 from io_tui.core.store.live import announce
 from io_tui.core.store.progress import save_progress
@@ -82,6 +83,9 @@ class StepCommit:
     # intents an operator's reconciliation closes (id, status); every other intent still
     # ``started`` for an observation's call closes ``done`` with it
     closed_intents: Sequence[tuple[int, str]] = ()
+    # the intents of calls that only read, written ``done`` with their observations
+    # (``Tool.only_reads``: none was written before they ran)
+    intents: Sequence[Intent] = ()
 
 
 class Committed(NamedTuple):
@@ -460,6 +464,7 @@ def _commit_step(
                 for obs, full in commit.observations
             ],
         )
+    insert_done(commit.intents, now, conn)
     if commit.closed_intents:
         conn.executemany(
             "UPDATE intents SET status = ?, ended_at = ? WHERE id = ?",

@@ -120,6 +120,10 @@ class Tool(ABC):
     # whether a call may change the workspace's files: a run takes a checkpoint before a step
     # with such a call (``core/checkpoints``); a tool that only reads says False
     changes_files: ClassVar[bool] = True
+    # whether a call has no effect at all (no file, store or server changed): one in flight at
+    # a crash is simply run again, so its intent is written with its result, not before it
+    # (``store/intents.py``)
+    only_reads: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         schema = self.Args.model_json_schema()

@@ -54,6 +54,7 @@ class ReadFileArgs(ToolArgs):
 
 class ReadFile(Tool):
     changes_files = False
+    only_reads = True
     name = "read_file"
     description = (
         "Read a text file from the workspace, with line numbers. Read the whole file, or a range "
@@ -250,6 +251,7 @@ class ListDirArgs(ToolArgs):
 
 class ListDir(Tool):
     changes_files = False
+    only_reads = True
     name = "list_dir"
     description = "List a directory's entries, sorted; directories end with '/'."
     Args = ListDirArgs

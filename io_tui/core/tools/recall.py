@@ -53,6 +53,7 @@ class RecallArgs(ToolArgs):
 
 class RecallResult(Tool):
     changes_files = False
+    only_reads = True
     name = NAME
     description = (
         "Read back a tool result recorded earlier, by the handle its stub or marker names, "

@@ -174,6 +174,7 @@ class FindArgs(ToolArgs):
 
 class Find(Tool):
     changes_files = False
+    only_reads = True
     name = "find"
     description = (
         "Find files and directories whose path matches a glob (skips .git, .venv, node_modules, "
@@ -232,6 +233,7 @@ class _GrepResult:
 
 class Grep(Tool):
     changes_files = False
+    only_reads = True
     name = "grep"
     description = (
         "Search file contents with a Python regex; answers 'path:line:text'. Narrow with path "
