@@ -99,8 +99,11 @@ async def test_a_hooks_ask_shows_its_layer_in_the_approval_modal(tmp_path, works
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
         assert screen.request.layer == "hook:PreToolUse"
-        shown = " ".join(str(s.render()) for s in screen.query("Static"))
-        assert "hook:PreToolUse" in shown
+
+        def shown() -> str:  # the modal's lines, once they are mounted
+            return " ".join(str(s.render()) for s in screen.query("Static"))
+
+        await until(lambda: "hook:PreToolUse" in shown(), pilot)
 
 
 async def test_an_acp_session_honours_a_hook_that_denies_rm(
