@@ -156,7 +156,7 @@ class Store:
 
     @cached_property
     def intents(self) -> IntentRepo:
-        """Each tool call before it executes."""
+        """Each tool call before it executes (a call that only reads: with its result)."""
         from io_tui.core.store.intents import IntentRepo
 
         return IntentRepo(self.db)
