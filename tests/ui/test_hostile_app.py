@@ -13,7 +13,7 @@ from cli_process import io_tui
 from palette import run_from_palette
 from rich.console import Console
 from textual.widgets import Input, Static
-from waits import until
+from waits import until, until_app
 
 from io_tui.core import ApprovalRequest, Store, configured_servers
 from io_tui.core.authority.approvals import ApproveAll
@@ -132,13 +132,15 @@ async def test_a_rerun_outside_the_sandbox_is_its_own_question(
     app = StoreHost(store_path, screen)
     async with app.run_test(size=(110, 32)) as pilot:
         await until(lambda: isinstance(app.screen, ApprovalScreen), "the modal")
-        await pilot.pause()
         modal = app.screen
         assert isinstance(modal, ApprovalScreen)
-        title = str(modal.query_one("#approval-title", Static).render())
-        assert "asks to rerun OUTSIDE THE SANDBOX" in title
-        body = "\n".join(str(s.render()) for s in modal.query("#approval-body Static"))
-        assert "write: /root/x" in body
+
+        def shown(selector: str) -> str:  # the modal's lines, once they are mounted
+            return "\n".join(str(s.render()) for s in modal.query(selector).results(Static))
+
+        title = "asks to rerun OUTSIDE THE SANDBOX"
+        await until_app(pilot, lambda: title in shown("#approval-title"), "the modal's title")
+        assert "write: /root/x" in shown("#approval-body Static")
         assert not modal.check_action("remember", ())  # no rule can allow this
         await pilot.press("3")
         await pilot.pause()
