@@ -31,14 +31,14 @@ async def test_a_read_is_written_with_its_result_and_a_write_before_it_runs(
     store: Store, workspace: Path, write_script, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ahead: list[tuple[str, list[str]]] = []  # each call written ahead, and the intents then
-    write_ahead = IntentRepo.write_ahead
+    begin = IntentRepo.begin
 
     async def recording(repo: IntentRepo, intent: Intent, **kwargs: object) -> int:
         before = [i.tool for i in await repo.for_run(intent.run_id)]
         ahead.append((intent.tool, before))
-        return await write_ahead(repo, intent, **kwargs)  # type: ignore[arg-type]
+        return await begin(repo, intent, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(IntentRepo, "write_ahead", recording)
+    monkeypatch.setattr(IntentRepo, "begin", recording)
     script = write_script(
         [
             {"tool_calls": [call("r1", "read_file", path="src/app.py")]},

@@ -16,6 +16,7 @@ from io_tui.core.contract import MemoryLimits
 from io_tui.core.ledger import Observation, ObsKind
 from io_tui.core.store import LeaseLost, Store
 from io_tui.core.store.approvals import remembered_layer
+from io_tui.core.store.intents import Intent
 from io_tui.core.store.leases import LEASE_TTL_S, OWNER, Fence, RunBusy
 from io_tui.core.store.notes import recalled
 from io_tui.core.store.runs import StepCommit
@@ -102,11 +103,10 @@ async def test_reads_made_along_with_a_step_s_hand_offs_are_the_repos_own(store:
 
 async def test_an_intent_is_open_until_its_observation_commits(store: Store) -> None:
     run_id = await new_run(store)
-    first = await store.intents.begin(run_id=run_id, step=1, call_id="c1", tool="write_file",
-                                      arguments={"path": "a.py"}, act="write", target="a.py",
-                                      before={"exists": False, "text": None})  # fmt: skip
-    second = await store.intents.begin(run_id=run_id, step=1, call_id="c2", tool="read_file",
-                                       arguments={"path": "b.py"})  # fmt: skip
+    first = await store.intents.begin(Intent(run_id, 1, "c1", "write_file", {"path": "a.py"},
+                                             "write", "a.py",
+                                             before={"exists": False, "text": None}))  # fmt: skip
+    second = await store.intents.begin(Intent(run_id, 1, "c2", "read_file", {"path": "b.py"}))
     latest = await store.intents.latest(run_id, "c1")
     assert latest is not None and latest.in_flight and latest.before == {"exists": False,
                                                                          "text": None}  # fmt: skip
@@ -199,8 +199,7 @@ async def test_a_take_fences_out_every_write_of_the_driver_before_it(store: Stor
     stale = [
         store.leases.renew(first),
         store.runs.commit_step(run_id, commit, fence=first),
-        store.intents.begin(run_id=run_id, step=1, call_id="c1", tool="run_command",
-                            arguments={}, fence=first),
+        store.intents.begin(Intent(run_id, 1, "c1", "run_command", {}), fence=first),
         store.runs.set_status(run_id, "failed", "failed", error="late", fence=first),
         # the ledger's revision goes in the step's transaction: refused with it
         store.runs.commit_step(run_id, commit, fence=first, progress=(1, "d1", {"n": 1})),

@@ -22,6 +22,7 @@ from io_tui.core import (
     WorkerOptions,
     enqueue_run,
 )
+from io_tui.core.store.intents import Intent
 from io_tui.core.store.leases import OWNER
 from io_tui.ui.screens.main import MainScreen
 from io_tui.ui.screens.reconcile import ReconcileScreen
@@ -117,9 +118,8 @@ async def test_resuming_a_held_queue_run_puts_it_back_on_the_queue_with_the_choi
         run_id = await enqueue_run(store, contract, ScriptedProvider.from_file(script), Policy())
         await store.queue.claim(())
         await store.intents.begin(
-            run_id=run_id, step=1, call_id="x1", tool="run_command",
-            arguments={"argv": ["true"]}, act="exec", target="true",
-        )  # fmt: skip
+            Intent(run_id, 1, "x1", "run_command", {"argv": ["true"]}, "exec", "true")
+        )
         await store.queue.hold(run_id, "run_command was in flight")
         await store.runs.set_status(run_id, "interrupted", "interrupted")
         await until(pilot, lambda: bool(app.screen.query(RunTree)), "the main screen composed")

@@ -198,30 +198,35 @@ class CallRunner:
             gate.target if gate else "",
             approval_id,
             await _file_before(ctx, gate),
-            time.time(),
         )
-        reads = tool.only_reads
-        if not reads:  # written before it runs: in flight at a crash, it is reconciled
-            await self.state.store.intents.write_ahead(intent, fence=self.state.fence)
-
-        def committed_with(result: CallResult) -> CallResult:
-            if reads:  # its intent goes to the store with its observation
-                result.intent = intent
+        if tool.only_reads:  # its intent goes with its observation: re-run after a crash anyway
+            result = await self._execute(call, step, tool, args, ctx, note, gate)
+            result.intent = intent
             return result
+        # written before it runs: in flight at a crash, it is reconciled
+        await self.state.store.intents.begin(intent, fence=self.state.fence)
+        return await self._execute(call, step, tool, args, ctx, note, gate)
 
+    async def _execute(
+        self,
+        call: ToolCall,
+        step: int,
+        tool: Tool,
+        args: Any,
+        ctx: ToolContext,
+        note: str,
+        gate: Gate | None,
+    ) -> CallResult:
         await self.state.keep_lease()  # stopped since the intent? then not without the lease
         started = time.time_ns()  # the clock of file mtimes: a change is put down to this run
         try:
             outcome = framed(call.name, await tool.run(args, replace(ctx, call_id=call.id)))
         except ServerError as exc:
-            failed = server_failed(call, exc, gate, note)
-            return committed_with(self._observe(call, step, failed, ctx.cap_chars))
+            return self._observe(call, step, server_failed(call, exc, gate, note), ctx.cap_chars)
         except ToolError as exc:
             target = gate.target if gate else ""
-            error = self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
-            return committed_with(error)
-        ran = (started, time.time_ns())
-        result = committed_with(self._observe(call, step, outcome, ctx.cap_chars, note, ran))
+            return self._error(call, step, note + str(exc), ctx.cap_chars, target=target)
+        result = self._observe(call, step, outcome, ctx.cap_chars, note, (started, time.time_ns()))
         hooks = self.state.hooks
         if hooks is not None and hooks.has("PostToolUse"):
             said = await hooks.post_tool_use(

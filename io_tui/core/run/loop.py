@@ -5,7 +5,8 @@ store is the authority, so a run paused on a deferred approval, or interrupted b
 dying, resumes in any process from the store alone (``resume_run``). A step is committed as soon
 as the model answers; each call is written as an intent before it executes (a call that only
 reads: with its observation) and its observation committed after, so a resume continues from
-the last committed call and reconciles the ones in flight (``reconcile``). The process driving a run holds its lease and refreshes its heartbeat.
+the last committed call and reconciles the ones in flight (``reconcile``). The process driving
+a run holds its lease and refreshes its heartbeat.
 
 What a run is given lives in ``harness``; what changes while it goes (step, history, tokens,
 events, committing a step) in ``run_state``; the model request path (context engine, working

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiosqlite
@@ -45,7 +45,7 @@ class Intent:
     target: str = ""
     approval_id: int | None = None
     before: dict[str, Any] | None = None  # a write's file before it: {"exists", "text"}
-    started_at: float = 0.0
+    started_at: float = field(default_factory=time.time)  # once its call's file is read
 
     def values(self) -> tuple[Any, ...]:
         """The row's values, in ``_COLUMNS``' order."""
@@ -123,29 +123,9 @@ class IntentRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def begin(
-        self,
-        *,
-        run_id: int,
-        step: int,
-        call_id: str,
-        tool: str,
-        arguments: dict[str, Any],
-        act: str = "",
-        target: str = "",
-        approval_id: int | None = None,
-        before: dict[str, Any] | None = None,
-        fence: Fence | None = None,
-    ) -> int:
-        """The call's intent, before it executes; its id. ``fence``: its driver's (``LeaseLost``,
+    async def begin(self, intent: Intent, *, fence: Fence | None = None) -> int:
+        """``intent``, before its call executes; its id. ``fence``: its driver's (``LeaseLost``,
         nothing written, once another holds the run: the call must not run)."""
-        intent = Intent(
-            run_id, step, call_id, tool, arguments, act, target, approval_id, before, time.time()
-        )
-        return await self.write_ahead(intent, fence=fence)
-
-    async def write_ahead(self, intent: Intent, *, fence: Fence | None = None) -> int:
-        """``intent``, before its call executes (``begin``); its id."""
         values = intent.values()
 
         def insert(conn: Connection) -> int:
