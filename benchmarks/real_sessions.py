@@ -268,7 +268,7 @@ def report(ceiling: int, rows: Sequence[Figures]) -> None:
                    for f in real)  # fmt: skip
     if ideal and ideal[0] > 0:
         print(
-            f"ideal (the live content with an ideal cache, a bound) / naive+cache: mean "
+            f"ideal (the live content, leaving out free) / naive+cache: mean "
             f"{sum(ideal) / len(ideal):.2f}, range {ideal[0]:.2f}–{ideal[-1]:.2f}"
         )
     print("targets: " + "  ".join(f"{'✓' if ok else '✗'} {what}" for what, ok in targets(rows)))
