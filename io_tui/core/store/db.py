@@ -14,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
@@ -87,6 +87,16 @@ class Connection(Protocol):
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
 
 
+@dataclass(slots=True)
+class _Queued:
+    """A write waiting for its group (``Database.write``): its callback, and its caller's
+    future."""
+
+    fn: Callable[[Connection], Any]
+    exclusive: bool
+    done: asyncio.Future[Any]
+
+
 class StoreError(Exception):
     """The store cannot be opened or used; the message says which file and why."""
 
@@ -148,7 +158,8 @@ class Database(ABC):
     every run in the process (``SqliteDatabase`` here, ``PgDatabase`` in ``pg.py``).
 
     Writes go through ``transaction()`` or ``write()``, which hold one asyncio lock so concurrent
-    runs never interleave statements inside each other's transactions. ``call()``, ``write()``
+    runs never interleave statements inside each other's transactions (``write()`` makes the
+    writes queued behind that lock together: a group commit). ``call()``, ``write()``
     and the fetches run a callback ``fn(connection)`` on the connection's thread in a single
     hand-off (the hot paths, a step's commit, use them). The callback gets a ``Connection``:
     sqlite3's own, or PostgreSQL's behind the same calls, so every repo is written once, in
@@ -162,6 +173,8 @@ class Database(ABC):
         self.create = create
         self._opening: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._queued: list[_Queued] = []  # writes waiting for the next group (``write``)
+        self._flushing: asyncio.Future[None] | None = None  # the task making them
 
     def open_soon(self) -> asyncio.Task[None]:
         """Start opening the store, once, and go on: every call waits for it to be open (the
@@ -208,10 +221,61 @@ class Database(ABC):
         """``fn(connection)`` in one transaction, in one hand-off: all of it or nothing.
 
         Not ``exclusive`` is for statements made for concurrent writers (PostgreSQL's row locks,
-        ``FOR UPDATE SKIP LOCKED``): there the transaction takes no store-wide lock."""
-        async with self._lock:
-            begin = partial(self.begin, exclusive=exclusive)
-            return await self.call(partial(in_transaction, begin, fn))
+        ``FOR UPDATE SKIP LOCKED``): there the transaction takes no store-wide lock.
+
+        Writes that queue while another is being made are made together (a group commit: one
+        transaction, one hand-off, one commit for all of them), each in a savepoint of its own,
+        so a write that fails is undone alone and raises to its caller only. Each returns once
+        the commit that holds it is made, as it would alone."""
+        queued = _Queued(fn, exclusive, asyncio.get_running_loop().create_future())
+        self._queued.append(queued)
+        if self._flushing is None:
+            self._flushing = asyncio.ensure_future(self._flush())
+        return await queued.done  # type: ignore[no-any-return]
+
+    async def _flush(self) -> None:
+        """Make the queued writes, those that queued meanwhile in the next group, until none is
+        left; the lock is taken again for each group (a ``transaction()`` waiting for it goes
+        between two)."""
+        group: list[_Queued] = []
+        try:
+            while self._queued:
+                async with self._lock:
+                    group = [q for q in self._queued if not q.done.done()]  # (not cancelled)
+                    self._queued.clear()
+                    if group:
+                        await self._make(group)
+                group = []
+        finally:
+            self._flushing = None
+            for queued in (*group, *self._queued):  # this task was cancelled: said to each
+                if not queued.done.done():
+                    queued.done.cancel()
+            self._queued.clear()
+
+    async def _make(self, group: list[_Queued]) -> None:
+        """One group in one transaction: its outcomes, or the error that undid all of it, to
+        each of its writers."""
+        begin = partial(self.begin, exclusive=any(q.exclusive for q in group))
+        try:
+            if len(group) == 1:
+                outcomes = [(True, await self.call(partial(in_transaction, begin, group[0].fn)))]
+            else:
+                fns = [q.fn for q in group]
+                outcomes = await self.call(partial(in_savepoints, begin, fns))
+        except Exception as exc:
+            outcomes = [(False, exc)] * len(group)
+        for queued, (made, outcome) in zip(group, outcomes, strict=True):
+            if queued.done.done():
+                continue  # its writer was cancelled while it was made
+            if made:
+                queued.done.set_result(outcome)
+            else:
+                queued.done.set_exception(self._as_error(outcome))
+
+    def _as_error(self, exc: BaseException) -> BaseException:
+        """The error a write's caller is given for ``exc`` (what ``call`` raises for it)."""
+        return exc
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
         return await self.call(partial(fetch, sql, tuple(params), many=True))
@@ -251,15 +315,23 @@ class SqliteDatabase(Database):
         try:
             yield
         except sqlite3.Error as exc:
-            if _is_damage(exc):
-                damaged = StoreDamaged.of(self.path, str(exc))
-                self._damaged = str(damaged)
-                raise damaged from None
-            if _is_full(exc):
-                raise StoreFull.of(self.path) from None
-            if isinstance(exc, sqlite3.OperationalError) and _LOCKED in str(exc):
-                raise StoreError(f"store {self.path}: {_describe(exc)}") from None
-            raise
+            error = self._as_error(exc)
+            if error is exc:
+                raise
+            raise error from None
+
+    def _as_error(self, exc: BaseException) -> BaseException:
+        if not isinstance(exc, sqlite3.Error):
+            return exc
+        if _is_damage(exc):
+            damaged = StoreDamaged.of(self.path, str(exc))
+            self._damaged = str(damaged)
+            return damaged
+        if _is_full(exc):
+            return StoreFull.of(self.path)
+        if isinstance(exc, sqlite3.OperationalError) and _LOCKED in str(exc):
+            return StoreError(f"store {self.path}: {_describe(exc)}")
+        return exc
 
     async def open(self) -> None:
         """Check the file is an io-tui store (or absent, or empty), connect, set the connection
@@ -530,6 +602,33 @@ def in_transaction(
         raise
     conn.execute("COMMIT")
     return result
+
+
+def in_savepoints(
+    begin: Callable[[Connection], None], fns: list[Callable[[Connection], Any]], conn: Connection
+) -> list[tuple[bool, Any]]:
+    """Each of ``fns`` in a savepoint of its own, all in one transaction: (True, its result),
+    or (False, its error) for one undone alone. An error that ends the whole transaction
+    (SQLite rolls it back on a full disk or an I/O error) undoes all of them: it is raised."""
+    begin(conn)
+    outcomes: list[tuple[bool, Any]] = []
+    try:
+        for fn in fns:
+            conn.execute("SAVEPOINT write")
+            try:
+                outcomes.append((True, fn(conn)))
+            except Exception as exc:
+                if not getattr(conn, "in_transaction", True):
+                    raise
+                conn.execute("ROLLBACK TO write")
+                outcomes.append((False, exc))
+            conn.execute("RELEASE write")
+    except BaseException:
+        if getattr(conn, "in_transaction", True):
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return outcomes
 
 
 def fetch(sql: str, params: tuple[Any, ...], conn: Connection, *, many: bool) -> Any:
