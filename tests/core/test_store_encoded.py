@@ -6,7 +6,7 @@ import json
 
 from io_tui.core.context.manifest import EntryState, ManifestEntry
 from io_tui.core.providers.messages import Message, ToolCall
-from io_tui.core.store.encoded import JSONText, ListEncoder, dumps, with_list
+from io_tui.core.store.encoded import JSONText, ListEncoder, dumps, manifest_text
 
 
 def entry(step: int, target: str = "a.py") -> ManifestEntry:
@@ -57,9 +57,12 @@ def test_an_object_is_encoded_once_while_calls_keep_it() -> None:
 def test_a_manifest_with_its_entries_last_is_the_dumped_dict() -> None:
     head = {"ceiling_tokens": 4000, "memory_keys": ["k"], "summary_through": None}
     entries = [entry(1), entry(2, "b ü.py")]
-    text = with_list(head, "entries", ListEncoder(ManifestEntry.to_json).encode(entries))
+    encoder = ListEncoder(ManifestEntry.to_json)
+    text = manifest_text(head, encoder.encode(entries))
     assert text == json.dumps({**head, "entries": [e.to_json() for e in entries]})
-    assert with_list({}, "entries", "[]") == json.dumps({"entries": []})
+    more = manifest_text(head, encoder.encode([*entries, entry(3)]))
+    assert more.delta == json.dumps({**head, "entries": [entry(3).to_json()]})
+    assert manifest_text({}, encoder.encode([])) == json.dumps({"entries": []})
     assert dumps(text) is text and dumps({"a": 1}) == '{"a": 1}'
     assert isinstance(text, JSONText)
 

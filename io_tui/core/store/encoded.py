@@ -54,21 +54,22 @@ def dumps(value: Any) -> str:
     return value if isinstance(value, JSONText) else json.dumps(value)
 
 
-def with_list(head: dict[str, Any], key: str, encoded: str) -> JSONText:
-    """``json.dumps({**head, key: value})`` where ``encoded`` is ``json.dumps(value)`` and ``key``
-    is not in ``head`` (so it comes last)."""
+def _opened(head: dict[str, Any], key: str) -> str:
+    """``json.dumps({**head, key: value})`` up to ``value``, for a ``key`` not in ``head`` (so
+    it comes last): ``{...head..., "key": ``."""
     assert key not in head
     text = json.dumps(head)
     sep = ", " if head else ""
-    return JSONText(f"{text[:-1]}{sep}{json.dumps(key)}: {encoded}}}")
+    return f"{text[:-1]}{sep}{json.dumps(key)}: "
 
 
 def manifest_text(head: dict[str, Any], entries: JSONText) -> ManifestText:
     """The manifest ``{**head, "entries": ...}`` as JSON, with its delta against the manifest
-    whose entries were ``entries.base``."""
-    text = ManifestText(with_list(head, "entries", entries))
+    whose entries were ``entries.base`` (the head encoded once for both)."""
+    opened = _opened(head, "entries")
+    text = ManifestText(f"{opened}{entries}}}")
     text.entries = entries
-    text.delta = with_list(head, "entries", entries.tail)
+    text.delta = f"{opened}{entries.tail}}}"
     return text
 
 
