@@ -298,6 +298,11 @@ class DerivedContext:
 
     files: Files
     built: dict[str, Built] = field(default_factory=dict)
+    # where the parts are read from, fixed for the run (``rebuild.sources``): each instruction
+    # file, and each skill folder with its origin
+    sources: tuple[tuple[Path, ...], tuple[tuple[Path, str], ...]] | None = None
+    # the bundled skill folder's dependencies: package data, read at the run's first check
+    bundled: dict[str, str] | None = None
     # the versions the run's last stored request carried, for a run resumed in this process
     carried: dict[str, str] = field(default_factory=dict)
     skills_found: dict[str, Skill] = field(default_factory=dict)

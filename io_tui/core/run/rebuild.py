@@ -134,10 +134,21 @@ def policy_target(state: RunState, path: Path) -> str:
     return state.derived.files.ref(path).removeprefix("file:")
 
 
+def sources(state: RunState) -> tuple[tuple[Path, ...], tuple[tuple[Path, str], ...]]:
+    """Where the run's instruction files and skill folders are, asked once a run: the user's
+    folder comes from the environment, which no one but the process itself changes."""
+    derived = state.derived
+    if derived.sources is None:
+        root = state.workspace.root
+        folders = skill_folders(root, bundled=bundled_dir("skills"), user=user_skills())
+        derived.sources = instruction_paths(root), tuple(folders)
+    return derived.sources
+
+
 def instructions_depends(state: RunState) -> dict[str, str]:
     """Every instruction file's digest (``absent`` when there is none) and the read policy's
     verdict on it."""
-    paths = instruction_paths(state.workspace.root)
+    paths = sources(state)[0]
     depends = state.derived.files.versions(paths)
     for path in paths:
         target = policy_target(state, path)
@@ -163,15 +174,20 @@ async def load_skills(state: RunState, last: StepRecord | None) -> Invalidation 
 
 def skills_depends(state: RunState, found: dict[str, Skill]) -> dict[str, str]:
     """Each skill folder's listing and every SKILL.md's digest (one stat each while nothing
-    moved), and the read policy's verdict on each skill found."""
-    files = state.derived.files
+    moved), and the read policy's verdict on each skill found. The bundled folder is io-tui's
+    own, installed with it: read at the run's first check only."""
+    derived = state.derived
+    files = derived.files
     depends: dict[str, str] = {}
-    for folder, _ in skill_folders(
-        state.workspace.root, bundled=bundled_dir("skills"), user=user_skills()
-    ):
+    for folder, origin in sources(state)[1]:
+        if origin == "bundled" and derived.bundled is not None:
+            depends |= derived.bundled
+            continue
         listing, paths = files.listed(folder, f"*/{SKILL_FILE}")
-        depends |= listing
-        depends |= files.versions(paths)
+        folder_depends = listing | files.versions(paths)
+        if origin == "bundled":
+            derived.bundled = folder_depends
+        depends |= folder_depends
     for skill in found.values():
         depends[f"policy:{skill.target}"] = state.derived.read_effect(state.policy, skill.target)
     return depends
