@@ -184,6 +184,51 @@ def test_property_nothing_resolves_outside_root(
     assert os.path.realpath(resolved) == str(resolved)
 
 
+@pytest.fixture
+def linked(root: Path, outside: Path) -> Path:
+    """The root with links of every kind: to a folder and a file inside, out, dangling, a loop."""
+    if not (root / "inner").is_symlink():
+        (root / "inner").symlink_to(root / "src", target_is_directory=True)
+        (root / "shortcut.py").symlink_to(Path("src") / "app.py")
+        (root / "linkdir").symlink_to(outside, target_is_directory=True)
+        (root / "dangling").symlink_to(root / "not-yet")
+        (root / "loop").symlink_to(root / "loop")
+    return root
+
+
+_part = st.sampled_from(
+    ["src", "app.py", "inner", "shortcut.py", "linkdir", "dangling", "loop", "missing", "..", "."]
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(_part, max_size=6))
+def test_property_a_path_resolves_as_realpath_resolves_it(linked: Path, parts: list[str]) -> None:
+    """``resolve`` takes a plain path below the root as it is (``_plain``): whatever the path,
+    it gives what ``os.path.realpath`` gives, and refuses exactly what that puts outside."""
+    ws = Workspace(linked)
+    raw = "/".join(parts)
+    expected = Path(os.path.realpath(ws.root / raw))
+    inside = expected == ws.root or ws.root in expected.parents
+    try:
+        assert ws.resolve(raw) == expected and inside
+    except WorkspaceError:
+        assert not inside
+
+
+def test_a_root_whose_path_now_leads_elsewhere_is_not_trusted(
+    tmp_path: Path, root: Path, outside: Path
+) -> None:
+    """The root's path replaced by a link to another folder: its paths are resolved again,
+    and land outside."""
+    ws = Workspace(root)
+    assert ws.resolve("src/app.py") == root / "src" / "app.py"
+    root.rename(tmp_path / "moved")
+    root.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError, match="outside the workspace"):
+        ws.resolve("secret.txt")
+
+
 # -- files ------------------------------------------------------------------------------------
 
 

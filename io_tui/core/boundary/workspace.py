@@ -242,6 +242,11 @@ class Workspace:
         if not given.is_dir():
             raise WorkspaceError(f"workspace root is not a directory: {given}")
         self.root = given.resolve()
+        # the root's directory as it was found (``_plain``: the same directory still?)
+        found = self.root.stat()
+        self._root_id = (found.st_dev, found.st_ino)
+        self._root_text = str(self.root)
+        self._below = self._root_text.rstrip("/") + "/"
         self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # ``changed``'s last hashes
         self.env_allow = tuple(env_allow)  # what commands see besides ``ENV_ALLOW``
 
@@ -286,12 +291,43 @@ class Workspace:
 
         ``os.path.realpath`` (non-strict) does exactly this: each existing component is
         resolved, dangling links are followed to their target, and ``..`` after a missing
-        component is applied to the already-resolved prefix, so it cannot hide an escape.
+        component is applied to the already-resolved prefix, so it cannot hide an escape. A
+        plain path below the root (``_plain``) is what it would give, without its ``lstat`` of
+        every component of the root itself.
         """
+        if self._plain(candidate):
+            return candidate
         try:
             return Path(os.path.realpath(candidate))
         except (OSError, ValueError) as exc:  # pragma: no cover - exotic loops on some OSes
             raise WorkspaceError(f"cannot resolve {candidate}: {exc}") from None
+
+    def _plain(self, candidate: Path) -> bool:
+        """Whether ``candidate`` is the root or a path below it whose every component there
+        exists and is no link, with no ``..``, while the root's path still leads to the root's
+        directory (the same device and inode as when the run found it): then it is its own real
+        path, as far as the workspace is concerned. Anything else goes to ``realpath``."""
+        text = str(candidate)
+        if text == self._root_text:
+            below = ""
+        elif text.startswith(self._below):
+            below = text[len(self._below) :]
+        else:
+            return False
+        try:
+            found = os.stat(self._root_text)
+            if (found.st_dev, found.st_ino) != self._root_id:
+                return False
+            path = self._root_text.rstrip("/")
+            for part in below.split("/") if below else ():
+                if part in ("", ".", ".."):
+                    return False
+                path = f"{path}/{part}"
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    return False
+        except OSError:  # a missing component, a file in the middle: as realpath says
+            return False
+        return True
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """The POSIX path relative to the root ('.' for the root), for policy and display: a
