@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -335,8 +336,9 @@ def window_source(provider: Provider) -> str | None:
 
 
 async def complete(provider: Provider, request: CompletionRequest) -> Response:
-    """Consume a provider's stream and return its final response."""
-    async for event in provider.stream(request):
-        if isinstance(event, Completed):
-            return event.response
+    """Consume a provider's stream and return its final response (the stream closed)."""
+    async with aclosing(provider.stream(request)) as events:
+        async for event in events:
+            if isinstance(event, Completed):
+                return event.response
     raise ProviderError(ErrorKind.MALFORMED, f"{provider.name}: stream ended without a response")

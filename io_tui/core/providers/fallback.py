@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 from io_tui.core.providers.base import (
@@ -75,16 +76,17 @@ class FallbackProvider:
         for position, provider in enumerate(self.chain):
             emitted = False
             try:
-                async for event in provider.stream(request):
-                    if isinstance(event, TextDelta):
-                        emitted = True
-                        yield event
-                    elif isinstance(event, Retrying):
-                        yield event
-                    elif isinstance(event, Completed):
-                        attempts = (*earlier, *event.response.attempts)
-                        yield Completed(dataclasses.replace(event.response, attempts=attempts))
-                        return
+                async with aclosing(provider.stream(request)) as events:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            emitted = True
+                            yield event
+                        elif isinstance(event, Retrying):
+                            yield event
+                        elif isinstance(event, Completed):
+                            attempts = (*earlier, *event.response.attempts)
+                            yield Completed(dataclasses.replace(event.response, attempts=attempts))
+                            return
             except ProviderError as error:
                 earlier.extend(error.attempts)
                 last = position == len(self.chain) - 1

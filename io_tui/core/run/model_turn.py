@@ -12,8 +12,9 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Sequence
+from contextlib import aclosing
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, NamedTuple
 
 from io_tui.core import telemetry
@@ -617,21 +618,24 @@ def completion_request(
 async def stream_request(state: RunState, request: CompletionRequest) -> Response:
     """One working completion; text deltas and retries are published as they come."""
     state.streamed = ""
-    async for event in state.harness.provider.stream(request):
-        if isinstance(event, TextDelta):
-            state.streamed += event.text
-            state.publish(EventKind.TEXT_DELTA, {"text": event.text})
-        elif isinstance(event, Retrying):
-            state.publish(
-                EventKind.REQUEST_RETRY,
-                {
-                    "attempt": event.number,
-                    "delay_s": round(event.delay_s, 3),
-                    **event.attempt.to_json(),
-                },
-            )
-        elif isinstance(event, Completed):
-            return event.response
+    # (closed here: a stream left at its answer would be closed later by the garbage
+    # collector's hook, its connection held until then, and the loop woken from a thread)
+    async with aclosing(state.harness.provider.stream(request)) as events:
+        async for event in events:
+            if isinstance(event, TextDelta):
+                state.streamed += event.text
+                state.publish(EventKind.TEXT_DELTA, {"text": event.text})
+            elif isinstance(event, Retrying):
+                state.publish(
+                    EventKind.REQUEST_RETRY,
+                    {
+                        "attempt": event.number,
+                        "delay_s": round(event.delay_s, 3),
+                        **event.attempt.to_json(),
+                    },
+                )
+            elif isinstance(event, Completed):
+                return event.response
     raise ProviderError(ErrorKind.MALFORMED, "stream ended without a response")
 
 
@@ -641,6 +645,7 @@ def cache_key(state: RunState) -> str:
     return state.cache_key or run_cache_key(str(state.store.path), state.run_id)
 
 
+@lru_cache(maxsize=256)  # asked every request, of the few runs a process drives
 def run_cache_key(store: str, run_id: int) -> str:
     return "io-tui-" + hashlib.sha256(f"{store}:{run_id}".encode()).hexdigest()[:16]
 
