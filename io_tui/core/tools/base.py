@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -113,6 +114,17 @@ class ToolContext:
     escalate: Callable[[str, list[str], list[Denial]], Awaitable[bool]] | None = None
 
 
+@functools.cache
+def args_schema(args: type[ToolArgs]) -> dict[str, Any]:
+    """The JSON Schema the model is shown for ``args``, without pydantic's titles: made once a
+    class (every run asks it of each of its tools) and shared, so never changed by a reader."""
+    schema = args.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
 class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
@@ -126,11 +138,7 @@ class Tool(ABC):
     only_reads: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
-        schema = self.Args.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, args_schema(self.Args))
 
     def parse(self, raw: dict[str, Any]) -> ToolArgs:
         try:
