@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from waits import until
 
-from io_tui.core.boundary.workspace import Workspace, WorkspaceError
+from io_tui.core.boundary.workspace import LISTED_ON_LOOP, Workspace, WorkspaceError
 from io_tui.core.tools.base import ToolError
 
 
@@ -281,6 +281,19 @@ async def test_listing(ws: Workspace, root: Path) -> None:
     assert await ws.listing(".") == (".", [("b.txt", False), ("src", True)])
     with pytest.raises(WorkspaceError, match="not a directory"):
         await ws.listing("b.txt")
+
+
+@pytest.mark.parametrize("count", [LISTED_ON_LOOP - 1, LISTED_ON_LOOP, 3 * LISTED_ON_LOOP + 5])
+async def test_a_listing_is_whole_whatever_its_size(ws: Workspace, root: Path, count: int) -> None:
+    """Its first entries are read on the loop, the rest of a larger folder in a thread: every
+    entry once, sorted."""
+    folder = root / "many"
+    folder.mkdir()
+    for index in range(count):
+        (folder / f"f{index:04d}").mkdir() if index % 3 == 0 else (folder / f"f{index:04d}").touch()
+    shown, entries = await ws.listing("many")
+    assert shown == "many"
+    assert entries == [(f"f{index:04d}", index % 3 == 0) for index in range(count)]
 
 
 # -- exec -------------------------------------------------------------------------------------

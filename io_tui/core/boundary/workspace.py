@@ -7,7 +7,8 @@ outside the root. The policy then matches the *resolved* relative path, so a lin
 
 Only regular files are opened: a FIFO, socket or device is refused with what it is (opening a FIFO
 blocks until someone writes to it). Blocking work (disk I/O, directory walks) runs in
-``asyncio.to_thread`` so a run never stalls the event loop the TUI shares.
+``asyncio.to_thread`` so a run never stalls the event loop the TUI shares; what costs less than
+that hand-off (a path's resolution, a small folder's listing) runs on the loop.
 
 Commands run as an argv (never a shell) in their own session, with an allow-listed environment
 (``command_env``) carrying a tag of their own: when the command ends, times out or is cancelled,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
+import itertools
 import os
 import signal
 import stat
@@ -35,6 +37,8 @@ from io_tui.core.errors import WorkspaceError as WorkspaceError  # what containm
 from io_tui.core.ledger import Seen, content_digest
 
 BINARY_SNIFF_BYTES = 8_192
+# a listing reads this many entries on the event loop, the rest of a larger folder in a thread
+LISTED_ON_LOOP = 64
 MAX_READ_BYTES = 32 * 1024 * 1024
 # Command output is kept whole up to this many bytes at each end; beyond that the middle is dropped
 # with a marker. Far above any observation cap, it only stops a runaway command filling memory.
@@ -207,6 +211,18 @@ class ExecResult:
 def is_binary(head: bytes) -> bool:
     """Treat a NUL byte near the start as binary, the heuristic git and grep use."""
     return b"\0" in head[:BINARY_SNIFF_BYTES]
+
+
+def _entries(it: Iterator[os.DirEntry[str]], limit: int | None = None) -> list[tuple[str, bool]]:
+    """``(shown name, is_dir)`` for the next ``limit`` entries of a ``scandir`` (None: all)."""
+    entries = []
+    for entry in itertools.islice(it, limit):
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        entries.append((shown_name(entry.name), is_dir))
+    return entries
 
 
 @contextlib.contextmanager
@@ -498,27 +514,21 @@ class Workspace:
 
     async def listing(self, path: str = ".") -> tuple[str, list[tuple[str, bool]]]:
         """The directory as ``relative`` shows it, and ``(name, is_dir)`` for each entry,
-        sorted by name, each name as ``shown_name`` writes it (one resolve for both)."""
+        sorted by name, each name as ``shown_name`` writes it (one resolve for both). Its first
+        ``LISTED_ON_LOOP`` entries are read on the event loop (a small folder's whole listing is
+        one system call, less than a hand-off to a thread and back); the rest in a thread."""
         target = self.resolve(path)
         display = self.shown(target)
-
-        def scan() -> list[tuple[str, bool]]:
-            with fs_errors(display):
-                if not target.is_dir():
-                    if target.exists():
-                        raise WorkspaceError(f"{display} is a file, not a directory; use read_file")
-                    raise FileNotFoundError(display)
-                entries = []
-                with os.scandir(target) as it:
-                    for entry in it:
-                        try:
-                            is_dir = entry.is_dir()
-                        except OSError:
-                            is_dir = False
-                        entries.append((shown_name(entry.name), is_dir))
-                return sorted(entries)
-
-        return display, await asyncio.to_thread(scan)
+        with fs_errors(display):
+            if not target.is_dir():
+                if target.exists():
+                    raise WorkspaceError(f"{display} is a file, not a directory; use read_file")
+                raise FileNotFoundError(display)
+            with os.scandir(target) as it:
+                entries = _entries(it, LISTED_ON_LOOP)
+                if len(entries) == LISTED_ON_LOOP:  # (there may be more)
+                    entries += await asyncio.to_thread(_entries, it)
+        return display, sorted(entries)
 
     # -- commands ----------------------------------------------------------------------------
 
