@@ -109,7 +109,7 @@ BENCHES = [
     Bench("cli", ["cli_latency.py", "--runs", "5"], cli_rows),
     Bench("startup", ["startup.py", "--runs", "5"], startup_rows),
     Bench("assembly", ["assembly_speed.py", "--repeat", "3", "--cpu"], assembly_rows),
-    Bench("harness", ["harness_speed.py", "--rounds", "2"], harness_rows),
+    Bench("harness", ["harness_speed.py", "--rounds", "5"], harness_rows),
     Bench("e2e", ["ui_load.py", "--only", "e2e", "--size", "8x250"], e2e_rows),
 ]
 
