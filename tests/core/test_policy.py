@@ -147,6 +147,19 @@ def test_allow_beats_the_default() -> None:
     assert p.explain(Act.WRITE, "docs/a.md").effect is Effect.ASK
 
 
+def test_a_policy_with_a_layer_more_explains_afresh() -> None:
+    """A policy keeps its verdicts (it never changes); the one ``with_layer`` makes does not
+    share them, and a layer replaced by name changes the verdict again."""
+    p = policy(layer("project", ("write", "allow", "src/*")))
+    assert p.explain(Act.WRITE, "src/app.py").effect is Effect.ALLOW
+    assert p.explain("write", "src/app.py") is p.explain(Act.WRITE, "src/app.py")
+    denied = p.with_layer(layer("remembered", ("write", "deny", "src/app.py")))
+    assert denied.explain(Act.WRITE, "src/app.py").effect is Effect.DENY
+    assert p.explain(Act.WRITE, "src/app.py").effect is Effect.ALLOW
+    lifted = denied.with_layer(layer("remembered"))
+    assert lifted.explain(Act.WRITE, "src/app.py").effect is Effect.ALLOW
+
+
 def test_rules_only_apply_to_their_act() -> None:
     p = policy(layer("project", ("write", "deny", "*.py")))
     assert p.explain(Act.READ, "a.py").effect is Effect.ALLOW

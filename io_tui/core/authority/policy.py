@@ -212,9 +212,20 @@ class Policy:
     defaults: dict[Act, Effect] = field(default_factory=lambda: dict(DEFAULT_EFFECTS))
     reviewer: ReviewerSpec | None = None
     sandbox: SandboxRules = field(default_factory=SandboxRules)
+    # ``explain``'s verdicts: a policy is never changed (``with_layer`` makes another), and a
+    # run keeps one while its rules stay the same, asking it of the same few targets each step
+    _explained: dict[tuple[Act, str], Verdict] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def explain(self, act: Act | str, target: str) -> Verdict:
         act = Act(act)
+        known = self._explained.get((act, target))
+        if known is None:
+            known = self._explained[act, target] = self._explain(act, target)
+        return known
+
+    def _explain(self, act: Act, target: str) -> Verdict:
         best: tuple[Rule, str] | None = None
         for layer in self.layers:
             for rule in layer.rules:
