@@ -281,6 +281,11 @@ async def test_listing(ws: Workspace, root: Path) -> None:
     assert await ws.listing(".") == (".", [("b.txt", False), ("src", True)])
     with pytest.raises(WorkspaceError, match="not a directory"):
         await ws.listing("b.txt")
+    os.mkfifo(root / "pipe")
+    with pytest.raises(WorkspaceError, match="not a directory"):  # refused, never opened
+        await ws.listing("pipe")
+    with pytest.raises(WorkspaceError, match="no such file or directory"):
+        await ws.listing("gone")
 
 
 @pytest.mark.parametrize("count", [LISTED_ON_LOOP - 1, LISTED_ON_LOOP, 3 * LISTED_ON_LOOP + 5])

@@ -520,11 +520,13 @@ class Workspace:
         target = self.resolve(path)
         display = self.shown(target)
         with fs_errors(display):
-            if not target.is_dir():
-                if target.exists():
-                    raise WorkspaceError(f"{display} is a file, not a directory; use read_file")
-                raise FileNotFoundError(display)
-            with os.scandir(target) as it:
+            try:
+                listed = os.scandir(target)
+            except NotADirectoryError:
+                raise WorkspaceError(
+                    f"{display} is a file, not a directory; use read_file"
+                ) from None
+            with listed as it:
                 entries = _entries(it, LISTED_ON_LOOP)
                 if len(entries) == LISTED_ON_LOOP:  # (there may be more)
                     entries += await asyncio.to_thread(_entries, it)
