@@ -139,7 +139,7 @@ class ContextEngine:
             assembly.messages,
             plan.requests + 1,
             plan.forced,
-            entries=assembly.entries,
+            carried=frozenset(e.call_id for e in assembly.entries if e.state in CARRIED),
         )
         return assembly
 
@@ -214,7 +214,7 @@ class ContextEngine:
         kept = common_prefix(assembly.messages, sent)
         rewritten = max(0, sum(message_tokens(m) for m in sent[kept:]) - saved)
         prices = self.frame.contract.cache
-        before = {e.call_id for e in self.plan.entries if e.state in CARRIED}
+        before = self.plan.carried
         dropped = tuple(
             e.call_id for e in assembly.entries if e.call_id in before and e.state not in CARRIED
         )

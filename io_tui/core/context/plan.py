@@ -27,14 +27,11 @@ A fresh engine given the same plan sends exactly what a reused one sends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from io_tui.core.memory.notes import RenderedMemory
 from io_tui.core.prices import CachePrices
 from io_tui.core.providers.messages import Message
-
-if TYPE_CHECKING:
-    from io_tui.core.context.manifest import ManifestEntry
 
 CUT_AHEAD = 10  # steps of room a forced cut of the window leaves for the coming ones
 
@@ -53,7 +50,7 @@ class Plan:
     requests: int = 0  # built so far, and how many of them had to rewrite (``forced``)
     forced: int = 0
     rewrite: bool = False  # this request rewrites anyway: the window is cut ahead now if due
-    entries: tuple[ManifestEntry, ...] = ()  # the last request's manifest entries
+    carried: frozenset[str] = frozenset()  # the call ids whose results the last request sent
 
     def rewriting(self, step: int, forced: bool = False, memory: bool = True) -> Plan:
         """The plan of a request that rewrites what steps before ``step`` superseded (every
