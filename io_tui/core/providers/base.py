@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -275,7 +275,7 @@ class Provider(Protocol):
     name: str
     model: str
 
-    def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]: ...
 
     def describe(self) -> dict[str, Any]: ...
 

@@ -9,7 +9,7 @@ overflow and request errors are raised at once: the same prompt fails the same w
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -71,7 +71,7 @@ class FallbackProvider:
     def __repr__(self) -> str:
         return f"FallbackProvider({', '.join(repr(p) for p in self.chain)})"
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
         earlier: list[Attempt] = []
         for position, provider in enumerate(self.chain):
             emitted = False

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -203,7 +203,7 @@ class HttpProvider:
 
     # -- the call -------------------------------------------------------------------------
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
         if request.max_output_tokens is None:
             request = dataclasses.replace(request, max_output_tokens=self.max_output_tokens)
         attempts: list[Attempt] = []

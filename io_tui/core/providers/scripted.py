@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +130,7 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: CompletionRequest) -> AsyncGenerator[StreamEvent, None]:
         if request.purpose == "summary":
             text = self._summary(request)
             yield Completed(self._response(text, (), None, "stop"))
