@@ -6,7 +6,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from io_tui.core.derived.skills import ReadSkill
 from io_tui.core.ledger import ObsKind
+from io_tui.core.run.harness import harness_registry
 from io_tui.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutcome
 from io_tui.core.tools.registry import ToolRegistry, default_registry
 
@@ -31,6 +33,15 @@ def test_default_registry_holds_the_builtins_in_order() -> None:
     assert registry.names() == BUILTINS
     assert [spec.name for spec in registry.specs()] == list(BUILTINS)
     assert len(registry) == len(BUILTINS)
+
+
+def test_the_tools_that_only_read_are_the_reads_and_change_no_file() -> None:
+    """A tool that only reads has its intent written with its result (``store/intents.py``):
+    every read the harness offers says so, and none of them may change a file."""
+    tools = [*harness_registry(), ReadSkill({})]  # what a run offers (read_skill per run)
+    reads = {tool.name for tool in tools if tool.only_reads}
+    assert reads == {"read_file", "list_dir", "grep", "find", "recall_result", "read_skill"}
+    assert not any(tool.changes_files for tool in tools if tool.only_reads)
 
 
 def test_default_registries_are_independent() -> None:

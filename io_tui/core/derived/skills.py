@@ -130,6 +130,7 @@ class ReadSkillArgs(ToolArgs):
 
 class ReadSkill(Tool):
     changes_files = False
+    only_reads = True
     name = "read_skill"
     description = "Read one skill's full instructions (SKILL.md) by name."
     Args = ReadSkillArgs

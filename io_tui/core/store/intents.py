@@ -8,10 +8,11 @@ happened (``io-tui trace`` says "started, outcome unknown"; a resume reconciles 
 reconciliation closes it as ``rerun``, ``marked_done`` or ``skipped``.
 
 A call of a tool that only reads (``Tool.only_reads``: a file read, a listing, a search, a
-recorded result read back) is the exception: a resumed run runs it again whether or not it was
-in flight (``reconcile``: "it only reads"), so nothing is gained by writing it first, and its
-intent is written with its observation, ``done``, in the step commit (``StepCommit.intents``):
-one hand-off to the store's thread fewer for the calls agents make most.
+recorded result read back, a skill's instructions) is the exception: a resumed run runs it
+again whether or not it was in flight (``reconcile``: "it only reads"), so nothing is gained by
+writing it first, and its intent is written with its observation, ``done``, in the step commit
+(``StepCommit.intents``): one hand-off to the store's thread fewer for the calls agents make
+most.
 """
 
 from __future__ import annotations
