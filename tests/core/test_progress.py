@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
 from io_tui.core.authority.approvals import ApprovalRequest, ApproveAll, Decision, DecisionKind
 from io_tui.core.authority.policy import Act, Effect, Layer, Policy, Rule
@@ -442,3 +443,105 @@ async def test_a_batch_the_store_did_not_take_is_not_in_the_ledger(store, worksp
     revision = keeper.prepare([said_again], (), "", 3)
     assert revision is not None and revision.digest != keeper.ledger().digest
     assert [c.text for c in revision.ledger.constraints] == ["keep it short", "and test it"]
+
+
+_CALLS = ("a", "b", "c")
+_TARGETS = ("pytest -q", "ls")
+_OBSERVED = st.tuples(
+    st.just("observation"),
+    st.fixed_dictionaries(
+        {
+            "call_id": st.sampled_from(_CALLS),
+            "name": st.sampled_from(["run_command", "write_file"]),
+            "kind": st.sampled_from(["exec", "write"]),
+            "target": st.sampled_from(_TARGETS),
+            "is_error": st.booleans(),
+        }
+    ),
+)
+_CALLED = st.tuples(
+    st.just("tool_called"),
+    st.fixed_dictionaries(
+        {
+            "call_id": st.sampled_from(_CALLS),
+            "name": st.sampled_from(["run_command", "spawn_agent"]),
+            "arguments": st.sampled_from([{}, {"argv": ["make", "check"]}]),
+        }
+    ),
+)
+_MODEL = st.tuples(st.just("model"), st.sampled_from(["", "Looking around.", "Done."]))
+_OTHER = st.one_of(
+    st.tuples(st.just("run_started"), st.just({})),
+    st.tuples(
+        st.just("run_finished"),
+        st.fixed_dictionaries(
+            {
+                "status": st.sampled_from(["failed", "interrupted", "cancelled", "done"]),
+                "outcome": st.sampled_from(["finished", "interrupted", "error"]),
+                "error": st.sampled_from([None, "boom"]),
+            }
+        ),
+    ),
+    st.tuples(
+        st.just("operator_message"), st.fixed_dictionaries({"text": st.sampled_from(["", "x"])})
+    ),
+    st.tuples(
+        st.just("approval_requested"),
+        st.fixed_dictionaries({"approval_id": st.integers(1, 3), "act": st.just("exec")}),
+    ),
+    st.tuples(
+        st.just("approval_decided"),
+        st.fixed_dictionaries(
+            {
+                "approval_id": st.integers(1, 3),
+                "decision": st.sampled_from(["approve", "deny", "defer"]),
+            }
+        ),
+    ),
+    st.tuples(st.just("tool_refused"), st.fixed_dictionaries({"call_id": st.sampled_from(_CALLS)})),
+    st.tuples(
+        st.just("sub_agent"),
+        st.fixed_dictionaries({"call_id": st.sampled_from(_CALLS), "run_id": st.integers(2, 3)}),
+    ),
+    st.tuples(
+        st.just("verify"),
+        st.fixed_dictionaries({"argv": st.just(["make", "check"]), "passed": st.booleans()}),
+    ),
+    st.tuples(st.just("step_committed"), st.just({})),
+)
+
+
+# the two events a step brings each time, and the model's words, most often
+_EVENT = st.sampled_from([_OBSERVED] * 3 + [_CALLED] * 2 + [_MODEL] * 2 + [_OTHER] * 3).flatmap(
+    lambda strategy: strategy
+)
+
+
+_FAILED = {"status": "failed", "outcome": "error", "error": "boom"}
+_LS = {"call_id": "a", "name": "run_command", "kind": "exec", "target": "ls", "is_error": False}
+_CALL_A = {"call_id": "a", "name": "run_command", "arguments": {}}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), _EVENT), min_size=4, max_size=40))
+# the cases a random session meets seldom: a stopped run's call started, then answered; a call
+# a sub-agent carries, answered; a failure, then the same call's success
+@example([(1, ("run_finished", _FAILED)), (1, ("tool_called", _CALL_A)), (2, ("observation", _LS))])
+@example([(1, ("sub_agent", {"call_id": "a", "run_id": 2})), (1, ("tool_called", _CALL_A)),
+          (2, ("observation", _LS))])  # fmt: skip
+@example([(1, ("observation", {**_LS, "is_error": True})), (2, ("observation", _LS))])
+def test_a_fold_that_has_not_moved_says_what_it_said(events) -> None:
+    """The keeper builds no ledger while its fold has not ``moved``: so any event that leaves
+    ``moved`` as it was must leave what the ledger says as it was."""
+    fold_ = Fold(1, TaskContract("g", Path("/ws"), verify=("make", "check")))
+    fold_.moved = False
+    said = fold_.ledger().says()
+    for step, (kind, detail) in sorted(events, key=lambda e: e[0]):
+        if kind == "model":
+            fold_.note_model(step, detail)
+        else:
+            fold_.apply(kind, step, detail)
+        says = fold_.ledger().says()
+        if not fold_.moved:
+            assert says == said, (kind, detail)
+        said, fold_.moved = says, False

@@ -100,18 +100,29 @@ class Fold:
     model_note: str = ""
     model_step: int = 0
     _current: str | None = None  # the call whose events are coming
+    # whether what ``ledger()`` says (``ProgressLedger.says``: all but its step) may have
+    # changed since the keeper last cleared it: set by every event but the two a step brings
+    # each time (a call started, its result), which set it only when they change the ledger
+    moved: bool = True
 
     def note_model(self, step: int, text: str) -> None:
         """The model's latest words (a step's text), kept as its own."""
-        if text.strip():
-            self.model_step = step
-            self.model_note = text.strip()[:NOTE_CHARS]
+        note = text.strip()[:NOTE_CHARS]
+        if note and (step, note) != (self.model_step, self.model_note):
+            self.model_step, self.model_note = step, note
+            self.moved = True
 
     def apply(self, kind: str, step: int, detail: Mapping[str, Any]) -> None:
         self.step = max(self.step, step)
         handler = _HANDLERS.get(kind)
         if handler is not None:
+            if handler not in _SAY_IF_MOVED:
+                self.moved = True
             handler(self, step, detail)
+
+    def _live(self) -> bool:
+        """A live run's calls without a result are just running: not in the ledger."""
+        return self.status in ("running", "asking")
 
     # -- the handlers, one per event kind --
 
@@ -145,6 +156,8 @@ class Fold:
             step, str(detail.get("name")), dict(detail.get("arguments") or {})
         )
         self._current = call_id
+        if not self._live() or call_id in self.sub_agents:  # an operation the ledger names
+            self.moved = True
 
     def _asked(self, step: int, detail: Mapping[str, Any]) -> None:
         approval = int(detail["approval_id"])
@@ -223,6 +236,8 @@ class Fold:
     def _observed(self, step: int, detail: Mapping[str, Any]) -> None:
         call_id = str(detail.get("call_id"))
         call = self.calls.pop(call_id, None)
+        if call_id in self.sub_agents or (call is not None and not self._live()):
+            self.moved = True  # an operation the ledger named has ended
         self.sub_agents.pop(call_id, None)
         name = str(detail.get("name"))
         kind = str(detail.get("kind"))
@@ -231,6 +246,7 @@ class Fold:
         ref = handle(self.run_id, call.step if call else step, call_id)
         text = self.texts.get(call_id, "")
         if kind == "exec" and (is_test_command(target) or self._is_verify(call)):
+            self.moved = True
             code = _EXIT.search(text)
             self.evidence.pop(target, None)
             self.evidence[target] = Evidence(
@@ -243,13 +259,16 @@ class Fold:
             )
         key = (name, target)
         if not failed:
-            self.failures.pop(key, None)
+            if self.failures.pop(key, None) is not None:
+                self.moved = True
             if kind == "write":
                 self.changes.pop(target, None)
                 self.changes[target] = Change(target, name, step, ref)
+                self.moved = True
             return
         if call_id in self.refused:
             return  # a decision, not a failure: it is under decisions
+        self.moved = True
         detail_text = _tail(text) if kind == "exec" else _first_line(text)
         what = f"`{target}`" if kind == "exec" else f"{name} {target}"
         self.failures.pop(key, None)
@@ -407,3 +426,5 @@ def _bind() -> dict[str, Any]:
 
 
 _HANDLERS = _bind()
+# the handlers that set ``moved`` themselves, only when what the ledger says changes
+_SAY_IF_MOVED = frozenset({Fold._called, Fold._observed})

@@ -70,6 +70,10 @@ class ProgressKeeper:
         self._saved: str | None = None  # the digest of ``current``, the newest revision
         self._unsettled = False  # ``prepare`` left the revision to ``settle``
         self._said: tuple[object, ...] | None = None  # what ``saved``'s says (``says``)
+        # the ledger as last folded says what ``current`` says: while the fold has not
+        # ``moved`` since, the next batch's ledger says it too, and is not built
+        self._clean = False
+        self._pending: Revision | None = None  # the revision last given, not saved yet
 
     async def take(
         self,
@@ -105,7 +109,9 @@ class ProgressKeeper:
         stored. A batch that is not stored after all must ``unload`` the keeper."""
         assert self._loaded
         self._fold(events, observations, text, step)
-        ledger = self.fold.ledger()
+        if self._clean and not self.fold.moved:
+            return None  # nothing the ledger says has changed since it said what is saved
+        ledger = self._folded()
         if missing(ledger, self._digests):
             self._unsettled = True
             return None
@@ -115,7 +121,7 @@ class ProgressKeeper:
         """Save the ledger as folded so far, if it changed (``take``, or after a ``prepare``
         that could not give the revision: its digests taken first)."""
         self._unsettled = False
-        ledger = await with_digests(self.fold.ledger(), self.workspace, self._digests)
+        ledger = await with_digests(self._folded(), self.workspace, self._digests)
         revision = self._revision(ledger)
         if revision is not None:
             number = await self.store.progress.save(self.fold.run_id, *revision.row)
@@ -136,13 +142,22 @@ class ProgressKeeper:
         for event in events:
             fold.apply(event.kind.value, event.step, event.detail)
 
+    def _folded(self) -> ProgressLedger:
+        """The fold's ledger, built now: ``moved`` from here on says whether it changed."""
+        self.fold.moved = self._clean = False
+        self._pending = None
+        return self.fold.ledger()
+
     def _revision(self, ledger: ProgressLedger) -> Revision | None:
         if ledger.says() == self._said:
+            self._clean = True
             return None  # says what the newest revision says: the same JSON, the same digest
         data = ledger.to_json()  # hashed once a batch: the whole ledger as JSON
         if data["digest"] == self._saved:
+            self._clean = True
             return None
-        return Revision(ledger, data)
+        self._pending = Revision(ledger, data)
+        return self._pending
 
     def saved(self, revision: Revision, number: int) -> None:
         """``revision`` is stored, as revision ``number``."""
@@ -150,11 +165,12 @@ class ProgressKeeper:
         # what it says, without its step and number, which its digest leaves out: a ledger
         # that says the same has its digest, with no JSON made
         self._said = revision.ledger.says()
+        self._clean = revision is self._pending  # the newest ledger folded: saved now
 
     def unload(self) -> None:
         """A batch folded by ``prepare`` may not be stored: the next batch folds the store
         again (what it holds, nothing else)."""
-        self._loaded = self._unsettled = False
+        self._loaded = self._unsettled = self._clean = False
         self._said = None
 
     def ledger(self) -> ProgressLedger:
