@@ -223,10 +223,13 @@ class Assembly:
     def manifest_json(self) -> dict[str, Any]:
         return {**self.manifest_head(), "entries": [e.to_json() for e in self.entries]}
 
-    def manifest_head(self, derived: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def manifest_head(
+        self, derived: Mapping[str, str] | None = None, *, sections: bool = True
+    ) -> dict[str, Any]:
         """The manifest without its entries (which come last in ``manifest_json``); ``derived``
-        (each derived part's version) gives the system, tools and memory sections theirs."""
-        return {
+        (each derived part's version) gives the system, tools and memory sections theirs.
+        ``sections=False``: without the sections too (the caller encodes them)."""
+        head = {
             "ceiling_tokens": self.ceiling_tokens,
             "rung": self.rung,
             "est_tokens": self.est_tokens,
@@ -239,9 +242,11 @@ class Assembly:
                 "stable_tokens": self.frame_tokens,
                 "stable_sections": [s.name for s in self.sections if s.fixed and not s.withheld],
             },
-            "sections": [s.to_json() for s in self.labelled_sections(derived or {})],
             "rewrite": self.rewrite.to_json() if self.rewrite else None,
         }
+        if sections:
+            head["sections"] = [s.to_json() for s in self.labelled_sections(derived or {})]
+        return head
 
     def labelled_sections(self, derived: Mapping[str, str] | None = None) -> list[Section]:
         """The sections with the operator's messages counted apart from the model's turns

@@ -691,7 +691,7 @@ def request_record(
     attempts = response.attempts if response else tuple(error.attempts if error else ())
     ceiling = limits.ceiling
     derived = state.derived.versions()  # what its derived parts were built from
-    head = assembly.manifest_head(derived)
+    head = assembly.manifest_head(derived, sections=False)
     head["limits"] = limits.to_json()
     head["derived"] = derived
     head["tools_digest"] = state.tool_set()[0]  # the schemas it offered (``store.tool_sets``)
@@ -717,7 +717,11 @@ def request_record(
         reported_tokens=usage.prompt_tokens if usage else None,
         usage=usage.to_json() if usage else None,
         messages=state.messages_json.encode(assembly.messages),
-        manifest=manifest_text(head, state.entries_json.encode(assembly.entries)),
+        manifest=manifest_text(
+            head,
+            state.entries_json.encode(assembly.entries),
+            state.sections_json.encode(assembly.labelled_sections(derived)),
+        ),
         attempts=[a.to_json() for a in attempts],
         provider=response.provider if response else state.harness.provider.name,
         model=response.model if response else state.harness.provider.model,

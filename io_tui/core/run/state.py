@@ -16,7 +16,7 @@ from io_tui.core.authority.policy import Layer
 from io_tui.core.boundary.workspace import Workspace
 from io_tui.core.checkpoints.pruning import prune_checkpoints
 from io_tui.core.checkpoints.taking import CheckpointError, RunCheckpoints
-from io_tui.core.context.manifest import ManifestEntry
+from io_tui.core.context.manifest import ManifestEntry, Section
 from io_tui.core.contract import TaskContract, entry_cap_chars
 from io_tui.core.derived.parts import DerivedContext, Files
 from io_tui.core.derived.skills import ReadSkill, Skill, catalogue
@@ -87,9 +87,11 @@ class RunState:
         self.tools_ignored_said = False  # the model did not receive the tools: said once
         self.streamed = ""  # the text the request in flight has streamed so far
         self.meter = CostMeter(contract.cache)  # each request's price with caching (meter.py)
-        # consecutive requests share most messages and manifest entries: each is encoded once
+        # consecutive requests share most messages, manifest entries and sections: each is
+        # encoded once
         self.messages_json = ListEncoder(Message.to_json)
         self.entries_json = ListEncoder(ManifestEntry.to_json)
+        self.sections_json = ListEncoder(Section.to_json)
         self._tool_specs: tuple[ToolSpec, ...] | None = None  # built once per run (pydantic)
         self._tool_set: tuple[str, list[dict[str, Any]]] | None = None  # its digest and JSON
         self._tool_sets_kept: set[str] = set()  # the digests stored in ``store.tool_sets``

@@ -63,10 +63,16 @@ def _opened(head: dict[str, Any], key: str) -> str:
     return f"{text[:-1]}{sep}{json.dumps(key)}: "
 
 
-def manifest_text(head: dict[str, Any], entries: JSONText) -> ManifestText:
-    """The manifest ``{**head, "entries": ...}`` as JSON, with its delta against the manifest
-    whose entries were ``entries.base`` (the head encoded once for both)."""
-    opened = _opened(head, "entries")
+def manifest_text(
+    head: dict[str, Any], entries: JSONText, sections: JSONText | None = None
+) -> ManifestText:
+    """The manifest ``{**head, "sections": ..., "entries": ...}`` as JSON (no ``sections`` when
+    None: ``head`` has its own), with its delta against the manifest whose entries were
+    ``entries.base`` (the head encoded once for both)."""
+    if sections is None:
+        opened = _opened(head, "entries")
+    else:
+        opened = f'{_opened(head, "sections")}{sections}, "entries": '
     text = ManifestText(f"{opened}{entries}}}")
     text.entries = entries
     text.delta = f"{opened}{entries.tail}}}"
