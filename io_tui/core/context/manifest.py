@@ -6,6 +6,7 @@ each entry's state, reason and cost without re-running the engine.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -183,6 +184,13 @@ class Section:
         }
 
 
+@functools.lru_cache(maxsize=64)
+def _versioned(section: Section, version: str) -> Section:
+    """``section`` carrying its derived part's ``version``: the same object while both are the
+    same (the frame's sections are, request after request)."""
+    return replace(section, source_version=version)
+
+
 # the derived part (``core/derived/parts.py``) whose version is a section's ``source_version``: the
 # system prompt carries the skill catalogue, the tools section the tool catalogue, the memory
 # block the memory generation
@@ -255,7 +263,7 @@ class Assembly:
         sections = list(self.sections)
         if derived:
             sections = [
-                replace(s, source_version=version)
+                _versioned(s, version)
                 if not s.source_version
                 and (version := derived.get(DERIVED_VERSIONS.get(s.name, ""), ""))
                 else s

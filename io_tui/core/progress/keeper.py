@@ -64,7 +64,8 @@ class ProgressKeeper:
         self.store = store
         self.workspace = workspace
         self.fold = Fold(run_id, contract)
-        self.current: ProgressLedger | None = None
+        self.current: ProgressLedger | None = None  # the newest revision (``ledger()``)
+        self._number = 0  # ``current``'s revision number, given it when it is asked for
         self._loaded = False
         self._digests: dict[str, str] = {}  # a write's handle → the file's digest after it
         self._saved: str | None = None  # the digest of ``current``, the newest revision
@@ -161,7 +162,7 @@ class ProgressKeeper:
 
     def saved(self, revision: Revision, number: int) -> None:
         """``revision`` is stored, as revision ``number``."""
-        self.current, self._saved = replace(revision.ledger, revision=number), revision.digest
+        self.current, self._number, self._saved = revision.ledger, number, revision.digest
         # what it says, without its step and number, which its digest leaves out: a ledger
         # that says the same has its digest, with no JSON made
         self._said = revision.ledger.says()
@@ -175,7 +176,12 @@ class ProgressKeeper:
 
     def ledger(self) -> ProgressLedger:
         """The ledger as of the last batch (digests as of its revision)."""
-        return self.current if self.current is not None else self.fold.ledger()
+        current = self.current
+        if current is None:
+            return self.fold.ledger()
+        if current.revision != self._number:  # numbered when asked: seldom, every step saves
+            current = self.current = replace(current, revision=self._number)
+        return current
 
     def agreement(self) -> Agreement:
         """What the run's compaction summaries must agree with: this ledger."""
@@ -192,6 +198,7 @@ class ProgressKeeper:
         latest = await store.progress.latest(run_id)
         if latest is not None:
             self.current, self._saved = ProgressLedger.from_json(latest.ledger), latest.digest
+            self._number = self.current.revision
             self._digests = {c.ref: c.digest for c in self.current.changes if c.tool in FILE_TOOLS}
         self._loaded = True
 

@@ -13,7 +13,7 @@ step's turn and results appended verbatim, so each naive request's prefix is the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from io_tui.core.context.cache import request_cost
@@ -88,16 +88,16 @@ class CostMeter:
     ) -> RequestCost:
         """``assembly``, sent after the run's steps ``history`` and answered with ``usage``
         (None: not reported; ``output``: the answer's tokens then), calibrated by ``factor``."""
-        cost = self._priced(assembly.messages, assembly.total_est_tokens, usage, factor, output)
         before = self._naive
         naive = self._naive_request(assembly, history)
         naive_cost = request_cost(naive, before, self.prices) * factor
-        self._sent = assembly.messages
         self.run_naive_cost += naive_cost
-        return replace(
-            cost, naive_tokens=round(naive * factor), naive_cost=naive_cost,
-            run_naive_cost=self.run_naive_cost,
+        cost = self._priced(
+            assembly.messages, assembly.total_est_tokens, usage, factor, output,
+            naive=(round(naive * factor), naive_cost),
         )  # fmt: skip
+        self._sent = assembly.messages
+        return cost
 
     def price_summary(
         self,
@@ -124,9 +124,11 @@ class CostMeter:
         output: int,
         *,
         marked: bool = True,
+        naive: tuple[int, float] = (0, 0.0),
     ) -> RequestCost:
         """A request's price: as the provider reported it, else estimated (``marked``: it asks
-        the provider to cache it, what it did not read from the cache is written there)."""
+        the provider to cache it, what it did not read from the cache is written there), beside
+        what re-sending everything would have cost for it (``naive``: tokens, cost)."""
         prices = self.prices
         kept = common_prefix(self._sent, messages)
         fresh = sum(message_tokens(m) for m in messages[kept:])
@@ -144,7 +146,7 @@ class CostMeter:
         self.run_cost += cost
         done = usage.completion_tokens if usage is not None else output
         return RequestCost(
-            source, read, written, uncached, done, cost, 0, 0.0, self.run_cost,
+            source, read, written, uncached, done, cost, *naive, self.run_cost,
             self.run_naive_cost,
         )  # fmt: skip
 
