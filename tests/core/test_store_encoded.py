@@ -67,6 +67,19 @@ def test_a_manifest_with_its_entries_last_is_the_dumped_dict() -> None:
     assert isinstance(text, JSONText)
 
 
+def test_a_manifest_s_sections_encoded_apart_come_before_its_entries() -> None:
+    head = {"ceiling_tokens": 4000, "rewrite": None}
+    sections = [{"name": "system", "est_tokens": 264}, {"name": "turns", "est_tokens": 9}]
+    entries = [entry(1)]
+    encoded = ListEncoder(ManifestEntry.to_json)
+    said = ListEncoder(dict)
+    text = manifest_text(head, encoded.encode(entries), said.encode(sections))
+    whole = {**head, "sections": sections, "entries": [e.to_json() for e in entries]}
+    assert text == json.dumps(whole)
+    more = manifest_text(head, encoded.encode([*entries, entry(2)]), said.encode(sections))
+    assert more.delta == json.dumps({**whole, "entries": [entry(2).to_json()]})
+
+
 def test_equal_items_rebuilt_since_the_last_list_survive_the_pruning() -> None:
     """The kept prefix is compared by equality, so its items may be equal objects that were never
     cached under their own id (the memory block and collapse line are rebuilt every build):

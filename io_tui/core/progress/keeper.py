@@ -179,7 +179,7 @@ class ProgressKeeper:
         current = self.current
         if current is None:
             return self.fold.ledger()
-        if current.revision != self._number:  # numbered when asked: seldom, every step saves
+        if current.revision != self._number:  # numbered when asked for, not at every save
             current = self.current = replace(current, revision=self._number)
         return current
 
