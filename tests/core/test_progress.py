@@ -445,6 +445,33 @@ async def test_a_batch_the_store_did_not_take_is_not_in_the_ledger(store, worksp
     assert [c.text for c in revision.ledger.constraints] == ["keep it short", "and test it"]
 
 
+async def test_a_revision_saved_after_a_newer_fold_leaves_the_keeper_comparing(
+    store, workspace
+) -> None:
+    """Two commits of one run in flight: the first's revision is saved after the second batch
+    was folded. The keeper may skip building a ledger only while the newest one it folded is
+    the one saved; here it is not, so an unmoved batch after it still gives the second one's
+    revision (a keeper that took the first save as clean would keep saying only "a")."""
+    run_id = await store.runs.create(
+        goal="g", workspace=str(workspace), contract={}, provider={}, policy={}
+    )
+    keeper = ProgressKeeper(store, run_id, TaskContract("g", workspace), Workspace(workspace))
+    await keeper.take(())
+
+    def said(step: int, text: str) -> RunEvent:
+        return RunEvent(run_id, step, EventKind.OPERATOR_MESSAGE, {"text": text})
+
+    first = keeper.prepare([said(1, "a")], (), "", 1)
+    second = keeper.prepare([said(2, "b")], (), "", 2)
+    assert first is not None and second is not None
+    keeper.saved(first, 1)  # the first commit lands; the second is still in flight
+    quiet = RunEvent(run_id, 3, EventKind.STEP_COMMITTED, {"tool_calls": 0, "tokens": 1})
+    again = keeper.prepare([quiet], (), "", 3)
+    assert again is not None and [c.text for c in again.ledger.constraints] == ["a", "b"]
+    keeper.saved(again, 2)
+    assert keeper.prepare([quiet], (), "", 4) is None  # saved now, and nothing moved
+
+
 _CALLS = ("a", "b", "c")
 _TARGETS = ("pytest -q", "ls")
 _OBSERVED = st.tuples(
