@@ -199,3 +199,41 @@ async def test_edits_that_do_not_apply_say_why(store: Store, run_id: int) -> Non
         variant_request(base, Variant(restore=("nope",)))
     with pytest.raises(ProbeError, match="no working request at step 42"):
         await baseline(store, run_id, 42)
+
+
+async def test_a_probe_cancelled_while_its_text_is_shown_closes_its_stream(
+    store: Store, run_id: int
+) -> None:
+    """The operator leaves the what-if view while a probe's text streams in: the provider's
+    stream (an HTTP response, for a real one) is closed then, not when the collector runs."""
+    import asyncio
+
+    from io_tui.core.providers.base import CompletionRequest, StreamEvent, TextDelta
+
+    closed = asyncio.Event()
+
+    class Streaming:
+        name, model = "streaming", "m"
+
+        async def stream(self, request: CompletionRequest) -> AsyncIterator[StreamEvent]:
+            try:
+                yield TextDelta("thinking")
+                yield TextDelta("never shown")
+            finally:
+                closed.set()
+
+    shown = asyncio.Event()
+
+    async def on_text(text: str) -> None:
+        shown.set()
+        await asyncio.Event().wait()  # the view is still painting it when the probe is left
+
+    base = await baseline(store, run_id, 5)
+    probe = asyncio.create_task(
+        send_probe(store, base, Variant("as recorded"), Streaming(), on_text=on_text)  # type: ignore[arg-type]
+    )
+    await shown.wait()
+    probe.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await probe
+    assert closed.is_set()

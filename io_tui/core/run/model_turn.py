@@ -38,6 +38,7 @@ from io_tui.core.providers.base import (
     Response,
     Retrying,
     TextDelta,
+    complete,
     discover_limits,
     fit_output_limit,
     fitted_output,
@@ -745,12 +746,7 @@ async def summarize(state: RunState, request: CompletionRequest) -> str:
     if shared:
         request = replace(request, cache_key=cache_key(state))
     started = time.monotonic()
-    response: Response | None = None
-    async for event in state.harness.provider.stream(request):
-        if isinstance(event, Completed):
-            response = event.response
-    if response is None:
-        raise ProviderError(ErrorKind.MALFORMED, "summary stream ended without a response")
+    response = await complete(state.harness.provider, request)
     usage = response.usage
     est = sum(message_tokens(m) for m in request.messages) + schema_tokens(request.tools)
     tokens = usage.total if usage else est

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,13 +225,15 @@ async def send_probe(
     response: Response | None = None
     error: str | None = None
     try:
-        async for event in provider.stream(request):
-            if isinstance(event, TextDelta) and on_text is not None:
-                said = on_text(event.text)
-                if said is not None:
-                    await said
-            elif isinstance(event, Completed):
-                response = event.response
+        # (closed however it ends: a probe cancelled while its text is shown holds no stream)
+        async with aclosing(provider.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, TextDelta) and on_text is not None:
+                    said = on_text(event.text)
+                    if said is not None:
+                        await said
+                elif isinstance(event, Completed):
+                    response = event.response
         if response is None:
             error = "the stream ended without a response"
     except ProviderError as exc:
